@@ -1,0 +1,156 @@
+// cairn-bench: the HiPC'22 evaluation (sections V-C to V-E) on this machine.
+//
+// Shared vocabulary of the benchmark: the parsed command line (Options), the
+// per-step plan of a run (Step), the machine limits (Limits) and what one
+// trial measured (TrialResult). Each .cpp file owns one concept:
+//   options.cpp       command line -> Options (usage errors are values)
+//   plan.cpp          Options (+ trace file) -> std::vector<Step>
+//   files.cpp         POSIX helpers: errno statuses, scratch dirs, buffers
+//   pattern.cpp       checkpoint content: fill, stamp per step, verify
+//   limits.cpp        memcpy / write / O_DIRECT write / read bandwidth
+//   sync_baseline.cpp the naive synchronous library the paper compares against
+//   workloads.cpp     adjoint (uniform, trace) and restart trials
+//   json.cpp          a small JSON value with a strict writer
+//   report.cpp        medians, stdout table, JSON document
+//   main.cpp          dispatch: limits, warm-up, interleaved trials, exit code
+//
+// Nothing here calls exit(): errors travel as cairn::Status up to main(), which
+// maps them to exit codes (0 ok, 1 a Cairn/IO failure or wrong data, 2 usage).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cairn/cairn.hpp"
+#include "cairn/status.hpp"
+
+namespace cairn::bench {
+
+enum class Workload { kUniform, kTrace, kRestart };
+enum class ComputeKind { kSleep, kBusy };
+
+struct Options {
+  Workload workload = Workload::kUniform;
+  std::string trace_path;           // trace only
+  uint64_t count = 64;              // restart: 4 unless given
+  uint64_t size = 64ull << 20;      // restart: 1 GiB unless given
+  double interval_ms = 20;          // restart: 200 unless given
+  ComputeKind compute = ComputeKind::kSleep;
+  uint64_t host_cache = 1ull << 30;
+  std::optional<uint64_t> block_size;  // unset: Cairn's default
+  std::string dir;                  // "" = fresh directory under $TMPDIR or /tmp
+  bool run_async = true;
+  bool run_sync = true;
+  int repeat = 1;
+  bool warmup = true;
+  std::string json_path;            // "" = no JSON file
+  bool keep_files = false;
+  bool quiet = false;
+  bool sync_fsync = true;
+  bool verify_full = false;         // compare every restored page in full
+  std::optional<uint64_t> limits_bytes;  // unset: derived from the workload
+  bool help = false;                // --help was given: print usage, exit 0
+};
+
+// Why parsing stopped; main() prints the message and exits 2.
+// Returns kInvalidArgument for every usage error.
+Result<Options> ParseOptions(int argc, char** argv);
+const char* UsageText();
+const char* WorkloadName(Workload w);
+
+// One step of an adjoint run: checkpoint size and the compute time before it
+// (and before the matching restore in the backward pass).
+struct Step {
+  uint64_t bytes = 0;
+  double compute_ms = 0;
+};
+
+// uniform: count x {size, interval}; trace: the file's lines (kInvalidArgument
+// names the file and line on a bad line); restart: count x {size, interval}.
+Result<std::vector<Step>> BuildPlan(const Options& options);
+
+// Largest step, total bytes of one forward pass.
+uint64_t MaxBytes(const std::vector<Step>& plan);
+uint64_t TotalBytes(const std::vector<Step>& plan);
+
+// Machine limits measured in the same run, before the trials.
+struct Limits {
+  double memcpy_gbps = 0;
+  uint64_t memcpy_bytes = 0;
+  double write_gbps = 0;            // buffered write + fsync
+  double write_nofsync_gbps = 0;    // buffered write, before the fsync
+  std::optional<double> direct_write_gbps;  // O_DIRECT write + fsync; unset: unsupported
+  double read_gbps = 0;
+  std::string read_method;          // "direct" or "buffered"
+  uint64_t file_bytes = 0;          // size of the probe file
+  int samples = 0;                  // median of this many runs each
+};
+
+// The probe files go in `dir` and are deleted. `app` is an already-touched
+// buffer of at least `copy_bytes` used as memcpy source.
+Result<Limits> MeasureLimits(const std::string& dir, uint64_t file_bytes,
+                             const uint8_t* app, uint64_t copy_bytes, bool quiet);
+
+// What content verification found. A trial with mismatches is a failure.
+struct VerifyStats {
+  uint64_t checks = 0;          // restores verified
+  uint64_t stamp_words = 0;     // stamped words compared
+  uint64_t bytes_compared = 0;  // bytes compared in full
+  uint64_t mismatches = 0;      // restores whose content was wrong
+  std::vector<std::string> errors;  // the first few, for the report
+  void Fail(std::string what);
+};
+
+struct PhaseResult {
+  double blocking_s = 0;  // sum of the time inside Push/Pop/Checkpoint/Restore calls
+  double wall_s = 0;      // the whole phase, compute included
+  double max_op_s = 0;    // slowest single call
+  uint64_t bytes = 0;
+  uint64_t ops = 0;
+  uint64_t compute_overruns = 0;  // steps whose stamping/verification outlasted the interval
+};
+
+struct TrialResult {
+  bool async = true;
+  Status status;             // first failing call; ok() when none failed
+  double open_s = 0;         // Client::Open / baseline directory creation
+  double history_open_s = 0; // Client::OpenHistory (adjoint, async)
+  double close_s = 0;        // History::Close + Client::Close / nothing much
+  PhaseResult forward;       // restart: the checkpoints
+  PhaseResult backward;      // restart: Latest + Restore
+  std::optional<Stats> stats;  // async: client->GetStats() before Close
+  double sync_write_s = 0;   // sync: time inside write()+fsync() only
+  // restart only
+  std::vector<double> checkpoint_s;  // blocking time of each Checkpoint call
+  double wait_s = 0, latest_s = 0, restore_s = 0;
+  int64_t latest_version = -1;
+  VerifyStats verify;
+};
+
+using Clock = std::chrono::steady_clock;
+inline double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Runs one trial. `app` has MaxBytes(plan) (adjoint) or options.size
+// (restart) touched bytes. `dir` is the run's directory; the trial uses
+// dir/cairn (async) or dir/sync (sync), emptied first. The returned result's
+// status says whether every call succeeded; content errors are in verify.
+TrialResult RunAdjointTrial(const Options& options, const std::vector<Step>& plan, bool async,
+                            const std::string& dir, uint8_t* app);
+TrialResult RunRestartTrial(const Options& options, bool async, const std::string& dir,
+                            uint8_t* app);
+
+// The median (mean of the middle two for an even count); 0 for an empty vector.
+inline double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 == 1 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
+}  // namespace cairn::bench

@@ -1,0 +1,203 @@
+// cairn-bench: command line, run directory, limits, warm-up and interleaved
+// trials, report. The only place that decides exit codes:
+//   0  every call succeeded and every restored byte checked was right
+//   1  a Cairn (or baseline/I-O) call failed, or restored data was wrong
+//   2  usage error (bad option, bad trace file, invalid Cairn configuration)
+//
+// Memory-state contract (see docs/bench.md): this VM hands freed memory back
+// to its host, so a trial's speed depends on what ran before it. Trials are
+// therefore preceded by an untimed warm-up round and interleaved (async, sync,
+// async, sync, ...), and the report uses medians.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench.hpp"
+#include "files.hpp"
+#include "report.hpp"
+#include "trial.hpp"
+
+namespace cairn::bench {
+namespace {
+
+constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
+
+// Removes what the run created, on every path out of Run(): the whole
+// directory when the bench made it, else only its own subdirectories (a
+// user's --dir is never removed).
+class DirCleanup {
+ public:
+  DirCleanup(std::string dir, bool created, bool keep)
+      : dir_(std::move(dir)), created_(created), keep_(keep) {}
+  ~DirCleanup() {
+    if (keep_) return;
+    if (created_) {
+      (void)RemoveTree(dir_);
+    } else {
+      (void)RemoveTree(dir_ + "/cairn");
+      (void)RemoveTree(dir_ + "/sync");
+    }
+  }
+  DirCleanup(const DirCleanup&) = delete;
+  DirCleanup& operator=(const DirCleanup&) = delete;
+
+ private:
+  std::string dir_;
+  bool created_, keep_;
+};
+
+void Progress(const Options& o, const char* label, int index, const TrialResult& r) {
+  if (o.quiet) return;
+  const char* mode = r.async ? "async" : "sync";
+  if (index < 0) std::fprintf(stderr, "[warm-up %s] ", mode);
+  else std::fprintf(stderr, "[%s %d/%d] ", mode, index + 1, o.repeat);
+  if (o.workload == Workload::kRestart) {
+    std::fprintf(stderr, "%s: open %.3f s, checkpoints %.3f s (max %.3f), wait %.3f s, "
+                 "restore %.3f s", label, r.open_s, r.forward.blocking_s, r.forward.max_op_s,
+                 r.wait_s, r.restore_s);
+  } else {
+    std::fprintf(stderr, "%s: open %.3f s, forward %.3f s blocking (%.2f s wall), "
+                 "backward %.3f s blocking (%.2f s wall)", label, r.open_s,
+                 r.forward.blocking_s, r.forward.wall_s, r.backward.blocking_s,
+                 r.backward.wall_s);
+  }
+  if (!r.status.ok()) std::fprintf(stderr, " -- FAILED: %s", r.status.ToString().c_str());
+  if (r.verify.mismatches > 0) {
+    std::fprintf(stderr, " -- %llu WRONG RESTORES",
+                 static_cast<unsigned long long>(r.verify.mismatches));
+  }
+  std::fprintf(stderr, "\n");
+}
+
+// Appends a trial's failures to `errors`; returns false when its status failed.
+bool Collect(const TrialResult& r, const char* phase, std::vector<std::string>& errors) {
+  const std::string who = std::string(phase) + " " + (r.async ? "async" : "sync");
+  for (const std::string& e : r.verify.errors) errors.push_back(who + ": wrong data: " + e);
+  if (r.verify.mismatches > r.verify.errors.size()) {
+    errors.push_back(who + ": " + std::to_string(r.verify.mismatches - r.verify.errors.size()) +
+                     " more wrong restores");
+  }
+  if (!r.status.ok()) errors.push_back(who + ": " + r.status.ToString());
+  return r.status.ok();
+}
+
+int Run(const Options& o) {
+  Result<std::vector<Step>> plan = BuildPlan(o);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "cairn-bench: %s\n", plan.status().message().c_str());
+    return kExitUsage;
+  }
+
+  // The run directory.
+  std::string dir = o.dir;
+  bool created = false;
+  if (dir.empty()) {
+    Result<std::string> tmp = MakeTempDir();
+    if (!tmp.ok()) {
+      std::fprintf(stderr, "cairn-bench: %s\n", tmp.status().ToString().c_str());
+      return kExitFailure;
+    }
+    dir = *tmp;
+    created = true;
+  } else {
+    struct stat sb {};
+    created = ::stat(dir.c_str(), &sb) != 0;
+    if (Status st = MakeDirs(dir); !st.ok()) {
+      std::fprintf(stderr, "cairn-bench: --dir: %s\n", st.ToString().c_str());
+      return kExitUsage;
+    }
+  }
+  DirCleanup cleanup(dir, created, o.keep_files);
+
+  if (o.run_async) {
+    if (Status st = MakeConfig(o, dir + "/cairn").Validate(); !st.ok()) {
+      std::fprintf(stderr, "cairn-bench: invalid Cairn configuration: %s\n",
+                   st.ToString().c_str());
+      return kExitUsage;
+    }
+  }
+
+  // The application buffer, touched once so that no trial pays first-touch.
+  const bool restart = o.workload == Workload::kRestart;
+  const uint64_t app_bytes = restart ? o.size : MaxBytes(*plan);
+  Result<Buffer> app = AllocateBuffer(app_bytes);
+  if (!app.ok()) {
+    std::fprintf(stderr, "cairn-bench: application buffer: %s\n", app.status().ToString().c_str());
+    return kExitFailure;
+  }
+  TouchPages(app->get(), app_bytes);
+
+  RunResults run;
+  run.options = o;
+  run.plan = *plan;
+  run.dir = dir;
+  const uint64_t moved = restart ? o.size * o.count : TotalBytes(*plan);
+  const uint64_t probe =
+      o.limits_bytes ? *o.limits_bytes : std::min<uint64_t>(std::max<uint64_t>(moved, 16ull << 20), 1ull << 30);
+  Result<Limits> limits = MeasureLimits(dir, probe, app->get(), app_bytes, o.quiet);
+  if (!limits.ok()) {
+    std::fprintf(stderr, "cairn-bench: %s\n", limits.status().ToString().c_str());
+    return kExitFailure;
+  }
+  run.limits = *limits;
+
+  auto trial = [&](bool async) {
+    return restart ? RunRestartTrial(o, async, dir, app->get())
+                   : RunAdjointTrial(o, *plan, async, dir, app->get());
+  };
+  std::vector<bool> modes;
+  if (o.run_async) modes.push_back(true);
+  if (o.run_sync) modes.push_back(false);
+  bool failed[2] = {false, false};  // indexed by `async`: a mode stops at its first failed call
+  const char* label = WorkloadName(o.workload);
+  if (o.warmup) {
+    for (bool async : modes) {
+      TrialResult r = trial(async);
+      Progress(o, label, -1, r);
+      failed[async] = !Collect(r, "warm-up", run.errors);
+      (async ? run.async_failed : run.sync_failed) |= !r.status.ok() || r.verify.mismatches > 0;
+    }
+  }
+  for (int i = 0; i < o.repeat; ++i) {
+    for (bool async : modes) {
+      if (failed[async]) continue;
+      TrialResult r = trial(async);
+      Progress(o, label, i, r);
+      failed[async] = !Collect(r, ("trial " + std::to_string(i + 1)).c_str(), run.errors);
+      (async ? run.async_failed : run.sync_failed) |= !r.status.ok() || r.verify.mismatches > 0;
+      (async ? run.async_trials : run.sync_trials).push_back(std::move(r));
+    }
+  }
+
+  const Json doc = BuildDocument(run);
+  PrintTable(stdout, doc);
+  std::fflush(stdout);
+  if (!o.json_path.empty()) {
+    if (Status st = WriteJsonFile(o.json_path, doc); !st.ok()) {
+      run.errors.push_back("--json: " + st.ToString());
+    }
+  }
+  for (const std::string& e : run.errors) std::fprintf(stderr, "cairn-bench: error: %s\n", e.c_str());
+  if (o.keep_files && !o.quiet) std::fprintf(stderr, "cairn-bench: files kept in %s\n", dir.c_str());
+  return run.errors.empty() ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+}  // namespace cairn::bench
+
+int main(int argc, char** argv) {
+  using namespace cairn::bench;
+  cairn::Result<Options> parsed = ParseOptions(argc, argv);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "cairn-bench: %s\nRun 'cairn-bench --help' for usage.\n",
+                 parsed.status().message().c_str());
+    return kExitUsage;
+  }
+  if (parsed->help) {
+    std::fputs(UsageText(), stdout);
+    return kExitOk;
+  }
+  return Run(*parsed);
+}

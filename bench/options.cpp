@@ -1,0 +1,221 @@
+// Command line of cairn-bench -> Options. Every problem is a kInvalidArgument
+// Status whose message names the option; main() prints it and exits 2.
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench.hpp"
+#include "cairn/config.hpp"
+
+namespace cairn::bench {
+namespace {
+
+Status Bad(std::string_view option, std::string_view why) {
+  return Status::InvalidArgument(std::string(option) + ": " + std::string(why));
+}
+
+Result<uint64_t> ParseCount(std::string_view opt, const std::string& v, uint64_t min) {
+  if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) {
+    return Bad(opt, "expected a whole number, got '" + v + "'");
+  }
+  errno = 0;
+  const unsigned long long n = std::strtoull(v.c_str(), nullptr, 10);
+  if (errno == ERANGE || n > (1ull << 40)) return Bad(opt, "'" + v + "' is too large");
+  if (n < min) return Bad(opt, "must be at least " + std::to_string(min));
+  return static_cast<uint64_t>(n);
+}
+
+Result<uint64_t> ParseBytes(std::string_view opt, const std::string& v) {
+  Result<uint64_t> r = ParseSize(v);
+  if (!r.ok()) return Bad(opt, "expected a size such as 64MiB, got '" + v + "'");
+  if (*r == 0) return Bad(opt, "must be greater than 0");
+  return *r;
+}
+
+Result<double> ParseMillis(std::string_view opt, const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  const double d = v.empty() ? NAN : std::strtod(v.c_str(), &end);
+  if (v.empty() || errno != 0 || end != v.c_str() + v.size() || !std::isfinite(d) || d < 0 ||
+      d > 3.6e6) {
+    return Bad(opt, "expected milliseconds between 0 and 3600000, got '" + v + "'");
+  }
+  return d;
+}
+
+}  // namespace
+
+const char* WorkloadName(Workload w) {
+  switch (w) {
+    case Workload::kUniform: return "uniform";
+    case Workload::kTrace: return "trace";
+    case Workload::kRestart: return "restart";
+  }
+  return "?";
+}
+
+const char* UsageText() {
+  return R"(usage: cairn-bench [WORKLOAD] [options]
+
+Workloads (HiPC'22 evaluation, see docs/bench.md):
+  uniform        forward pass of --count checkpoints of --size, then restore
+                 them in reverse order (adjoint pattern; the default)
+  trace FILE     same, sizes (and optional per-step compute ms) from FILE
+  restart        checkpoint --count versions of one --size region, wait,
+                 Latest, Restore and verify (fault-tolerance pattern)
+
+Options:
+  --count N          checkpoints (uniform 64, restart 4; trace: first N steps)
+  --size S           checkpoint/region size (uniform 64MiB, restart 1GiB)
+  --interval-ms T    compute time before each checkpoint and restore
+                     (uniform/trace 20, restart 200)
+  --compute KIND     sleep (default, like the paper) or busy (read the app
+                     buffer in a loop)
+  --host-cache S     Cairn host cache (default 1GiB)
+  --block-size S     Cairn block size (default: Cairn's)
+  --dir DIR          working directory (default: fresh under $TMPDIR or /tmp)
+  --mode M           async (Cairn), sync (naive baseline) or both (default)
+  --repeat R         measured trials per mode (default 1), interleaved
+  --no-warmup        skip the untimed warm-up round
+  --sync-fsync on|off  fsync each baseline checkpoint (default on)
+  --verify V         sample (default: stamps of every page, a sample of
+                     pages in full) or full (every page in full; slower, it
+                     eats into the compute interval)
+  --limits-size S    probe file size for the disk limits (default: the
+                     bytes of one forward pass, clamped to [16MiB, 1GiB])
+  --json FILE        write the results as JSON
+  --keep-files       keep the files written under --dir
+  --quiet            no progress lines on stderr
+  --help             this text
+
+Sizes take B, KiB, MiB, GiB (e.g. 64MiB). Exit: 0 ok, 1 failure or wrong
+data, 2 usage error.
+)";
+}
+
+Result<Options> ParseOptions(int argc, char** argv) {
+  Options o;
+  std::vector<std::string> positional;
+  bool count_given = false, size_given = false, interval_given = false;
+
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.size() < 2 || arg[0] != '-') {
+      positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+      return o;
+    }
+    // --name=value or --name value
+    std::string name = arg, value;
+    bool has_value = false;
+    if (size_t eq = arg.find('='); eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      has_value = true;
+    }
+    auto flag = [&](bool& target) -> Status {
+      if (has_value) return Bad(name, "takes no value");
+      target = true;
+      return Status::Ok();
+    };
+    if (name == "--no-warmup") {
+      bool b = false;
+      CAIRN_RETURN_IF_ERROR(flag(b));
+      o.warmup = false;
+      continue;
+    }
+    if (name == "--keep-files") { CAIRN_RETURN_IF_ERROR(flag(o.keep_files)); continue; }
+    if (name == "--quiet") { CAIRN_RETURN_IF_ERROR(flag(o.quiet)); continue; }
+
+    static const char* const kWithValue[] = {
+        "--count", "--size", "--interval-ms", "--compute", "--host-cache", "--block-size", "--dir",
+        "--mode", "--repeat", "--json", "--sync-fsync", "--limits-size", "--verify"};
+    bool known = false;
+    for (const char* k : kWithValue) known = known || name == k;
+    if (!known) return Bad(name, "unknown option (see --help)");
+    if (!has_value) {
+      if (i + 1 >= argc) return Bad(name, "needs a value");
+      value = argv[++i];
+    }
+
+    if (name == "--count") {
+      CAIRN_ASSIGN_OR_RETURN(o.count, ParseCount(name, value, 1));
+      if (o.count > 10'000'000) return Bad(name, "at most 10000000");
+      count_given = true;
+    } else if (name == "--size") {
+      CAIRN_ASSIGN_OR_RETURN(o.size, ParseBytes(name, value));
+      size_given = true;
+    } else if (name == "--interval-ms") {
+      CAIRN_ASSIGN_OR_RETURN(o.interval_ms, ParseMillis(name, value));
+      interval_given = true;
+    } else if (name == "--compute") {
+      if (value == "sleep") o.compute = ComputeKind::kSleep;
+      else if (value == "busy") o.compute = ComputeKind::kBusy;
+      else return Bad(name, "expected sleep or busy, got '" + value + "'");
+    } else if (name == "--host-cache") {
+      CAIRN_ASSIGN_OR_RETURN(o.host_cache, ParseBytes(name, value));
+    } else if (name == "--block-size") {
+      CAIRN_ASSIGN_OR_RETURN(uint64_t b, ParseBytes(name, value));
+      o.block_size = b;
+    } else if (name == "--dir") {
+      if (value.empty()) return Bad(name, "must not be empty");
+      o.dir = value;
+    } else if (name == "--mode") {
+      if (value == "async") { o.run_async = true; o.run_sync = false; }
+      else if (value == "sync") { o.run_async = false; o.run_sync = true; }
+      else if (value == "both") { o.run_async = true; o.run_sync = true; }
+      else return Bad(name, "expected async, sync or both, got '" + value + "'");
+    } else if (name == "--repeat") {
+      CAIRN_ASSIGN_OR_RETURN(uint64_t r, ParseCount(name, value, 1));
+      if (r > 1000) return Bad(name, "at most 1000");
+      o.repeat = static_cast<int>(r);
+    } else if (name == "--json") {
+      if (value.empty()) return Bad(name, "must not be empty");
+      o.json_path = value;
+    } else if (name == "--sync-fsync") {
+      if (value == "on") o.sync_fsync = true;
+      else if (value == "off") o.sync_fsync = false;
+      else return Bad(name, "expected on or off, got '" + value + "'");
+    } else if (name == "--verify") {
+      if (value == "sample") o.verify_full = false;
+      else if (value == "full") o.verify_full = true;
+      else return Bad(name, "expected sample or full, got '" + value + "'");
+    } else if (name == "--limits-size") {
+      CAIRN_ASSIGN_OR_RETURN(uint64_t b, ParseBytes(name, value));
+      if (b < (1u << 20)) return Bad(name, "must be at least 1MiB");
+      o.limits_bytes = b;
+    }
+  }
+
+  size_t next = 0;
+  if (next < positional.size()) {
+    const std::string& w = positional[next++];
+    if (w == "uniform") o.workload = Workload::kUniform;
+    else if (w == "trace") o.workload = Workload::kTrace;
+    else if (w == "restart") o.workload = Workload::kRestart;
+    else return Bad(w, "unknown workload (expected uniform, trace or restart)");
+  }
+  if (o.workload == Workload::kTrace) {
+    if (next >= positional.size()) return Bad("trace", "needs a FILE");
+    o.trace_path = positional[next++];
+    if (size_given) return Bad("--size", "does not apply to trace (sizes come from the file)");
+  }
+  if (next < positional.size()) return Bad(positional[next], "unexpected argument");
+
+  if (o.workload == Workload::kRestart) {
+    if (!count_given) o.count = 4;
+    if (!size_given) o.size = 1ull << 30;
+    if (!interval_given) o.interval_ms = 200;
+  } else if (o.workload == Workload::kTrace && !count_given) {
+    o.count = 0;  // all of the file's steps
+  }
+  return o;
+}
+
+}  // namespace cairn::bench

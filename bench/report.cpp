@@ -1,0 +1,361 @@
+// Results -> JSON document and stdout table. Field definitions and units are
+// in docs/bench.md; keep the two in sync.
+#include "report.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "files.hpp"
+#include "trial.hpp"
+
+namespace cairn::bench {
+namespace {
+
+std::optional<double> Rate(double bytes, double seconds) {
+  if (seconds <= 0) return std::nullopt;
+  return bytes / seconds / 1e9;
+}
+
+std::optional<double> Ratio(std::optional<double> a, std::optional<double> b) {
+  if (!a || !b || *b <= 0) return std::nullopt;
+  return *a / *b;
+}
+
+Json TrialJson(const TrialResult& t, Workload w) {
+  const bool restart = w == Workload::kRestart;
+  const Stats* s = t.stats ? &*t.stats : nullptr;
+  Json j = Json::Object();
+  j.Set("status", t.status.ok() ? std::string("ok") : t.status.ToString());
+
+  Json init = Json::Object();
+  init.Set("open_s", t.open_s);
+  if (t.async && !restart) init.Set("history_open_s", t.history_open_s);
+  init.Set("close_s", t.close_s);
+  j.Set("init", std::move(init));
+
+  Json fwd = Json::Object();
+  fwd.Set("blocking_s", t.forward.blocking_s);
+  fwd.Set("capture_gbps", s ? std::optional<double>(s->capture.gbps())
+                            : Rate(static_cast<double>(t.forward.bytes), t.forward.blocking_s));
+  fwd.Set("max_op_s", t.forward.max_op_s);
+  fwd.Set("wall_s", t.forward.wall_s);
+  fwd.Set("bytes", t.forward.bytes);
+  fwd.Set("ops", t.forward.ops);
+  fwd.Set("compute_overruns", t.forward.compute_overruns);
+  j.Set("forward", std::move(fwd));
+
+  Json flush = Json::Object();
+  if (s) {
+    flush.Set("gbps", s->flush_local.gbps());
+    flush.Set("bytes", s->flush_local.bytes);
+    flush.Set("seconds", s->flush_local.seconds);
+    flush.Set("ops", s->flush_local.ops);
+    flush.Set("skipped", s->flushes_skipped);
+    flush.Set("failed", s->failed_flushes);
+    flush.Set("capture_blocked_s", s->capture_blocked_s);
+  } else {
+    flush.Set("gbps", Rate(static_cast<double>(t.forward.bytes), t.sync_write_s));
+    flush.Set("bytes", t.forward.bytes);
+    flush.Set("seconds", t.sync_write_s);
+  }
+  j.Set("flush", std::move(flush));
+
+  Json bwd = Json::Object();
+  bwd.Set("blocking_s", t.backward.blocking_s);
+  std::optional<double> hit;
+  if (s && s->cache_hits + s->cache_misses > 0) {
+    hit = static_cast<double>(s->cache_hits) / static_cast<double>(s->cache_hits + s->cache_misses);
+  }
+  bwd.Set("cache_hit_ratio", hit);
+  bwd.Set("restore_gbps", s ? std::optional<double>(s->restore.gbps())
+                            : Rate(static_cast<double>(t.backward.bytes), t.backward.blocking_s));
+  bwd.Set("max_op_s", t.backward.max_op_s);
+  bwd.Set("wall_s", t.backward.wall_s);
+  bwd.Set("bytes", t.backward.bytes);
+  bwd.Set("ops", t.backward.ops);
+  bwd.Set("compute_overruns", t.backward.compute_overruns);
+  if (s) {
+    bwd.Set("cache_hits", s->cache_hits);
+    bwd.Set("cache_misses", s->cache_misses);
+    bwd.Set("prefetch_waits", s->prefetch_waits);
+    bwd.Set("prefetch_gbps", s->prefetch.gbps());
+    bwd.Set("prefetch_bytes", s->prefetch.bytes);
+  }
+  j.Set("backward", std::move(bwd));
+
+  if (s) {
+    Json cache = Json::Object();
+    cache.Set("capacity_bytes", s->cache_capacity_bytes);
+    cache.Set("evictions", s->evictions);
+    cache.Set("used_bytes_at_end", s->cache_used_bytes);
+    cache.Set("dirty_bytes_at_end", s->cache_dirty_bytes);
+    j.Set("cache", std::move(cache));
+  }
+
+  j.Set("total_blocking_s", t.forward.blocking_s + t.wait_s + t.backward.blocking_s);
+
+  if (restart) {
+    Json r = Json::Object();
+    double mx = 0;
+    Json calls = Json::Array();
+    for (double c : t.checkpoint_s) {
+      mx = c > mx ? c : mx;
+      calls.Push(c);
+    }
+    r.Set("checkpoint_blocking_s", t.checkpoint_s.empty() ? Json() : Json(Median(t.checkpoint_s)));
+    r.Set("checkpoint_blocking_max_s", mx);
+    r.Set("checkpoint_blocking_sum_s", t.forward.blocking_s);
+    r.Set("checkpoint_calls_s", std::move(calls));
+    r.Set("wait_s", t.wait_s);
+    r.Set("latest_s", t.latest_s);
+    r.Set("restore_s", t.restore_s);
+    r.Set("restore_gbps", Rate(static_cast<double>(t.restore_s > 0 ? t.backward.bytes : 0),
+                               t.restore_s));
+    r.Set("latest_version", t.latest_version);
+    j.Set("restart", std::move(r));
+  }
+
+  Json v = Json::Object();
+  v.Set("checks", t.verify.checks);
+  v.Set("stamp_words", t.verify.stamp_words);
+  v.Set("bytes_compared", t.verify.bytes_compared);
+  v.Set("mismatches", t.verify.mismatches);
+  Json errs = Json::Array();
+  for (const std::string& e : t.verify.errors) errs.Push(e);
+  v.Set("errors", std::move(errs));
+  j.Set("verify", std::move(v));
+  return j;
+}
+
+// The median, leaf by leaf, of trial objects of the same shape. Numbers: the
+// median of the trials that have one (null if none); strings and booleans:
+// the first trial's; arrays are per-trial data and are left out (nullopt).
+std::optional<Json> MedianTree(const std::vector<const Json*>& xs) {
+  const Json* first = nullptr;
+  for (const Json* x : xs) {
+    if (x != nullptr && !x->is_null()) {
+      first = x;
+      break;
+    }
+  }
+  if (first == nullptr) return xs.empty() ? std::nullopt : std::optional<Json>(Json());
+  switch (first->type()) {
+    case Json::Type::kArray:
+      return std::nullopt;
+    case Json::Type::kObject: {
+      Json out = Json::Object();
+      for (const auto& [key, unused] : first->members()) {
+        std::vector<const Json*> kids;
+        for (const Json* x : xs) kids.push_back(x != nullptr ? x->Find(key) : nullptr);
+        if (std::optional<Json> m = MedianTree(kids)) out.Set(key, std::move(*m));
+      }
+      return out;
+    }
+    case Json::Type::kInt:
+    case Json::Type::kDouble: {
+      std::vector<double> v;
+      bool all_int = true;
+      for (const Json* x : xs) {
+        if (x == nullptr || !x->is_number()) continue;
+        v.push_back(x->number());
+        all_int = all_int && x->type() == Json::Type::kInt;
+      }
+      const double m = Median(v);
+      if (all_int && m == std::floor(m)) return Json(static_cast<int64_t>(m));
+      return Json(m);
+    }
+    default:
+      return *first;
+  }
+}
+
+Json ModeJson(const std::vector<TrialResult>& trials, bool failed, Workload w) {
+  std::vector<Json> per;
+  for (const TrialResult& t : trials) per.push_back(TrialJson(t, w));
+  std::vector<const Json*> ptrs;
+  for (const Json& p : per) ptrs.push_back(&p);
+  std::optional<Json> median = MedianTree(ptrs);
+  Json mode = median && median->type() == Json::Type::kObject ? std::move(*median) : Json::Object();
+  mode.Set("status", failed ? "failed" : "ok");
+  mode.Set("n_trials", static_cast<uint64_t>(trials.size()));
+  Json arr = Json::Array();
+  for (Json& p : per) arr.Push(std::move(p));
+  mode.Set("trials", std::move(arr));
+  return mode;
+}
+
+Json ParamsJson(const RunResults& run) {
+  const Options& o = run.options;
+  Json p = Json::Object();
+  p.Set("count", static_cast<uint64_t>(o.workload == Workload::kRestart ? o.count : run.plan.size()));
+  if (o.workload == Workload::kTrace) p.Set("trace_file", o.trace_path);
+  else p.Set("size_bytes", o.size);
+  p.Set("max_step_bytes", o.workload == Workload::kRestart ? o.size : MaxBytes(run.plan));
+  p.Set("total_bytes", o.workload == Workload::kRestart ? o.size * o.count : TotalBytes(run.plan));
+  p.Set("interval_ms", o.interval_ms);
+  p.Set("compute", o.compute == ComputeKind::kSleep ? "sleep" : "busy");
+  p.Set("host_cache_bytes", o.host_cache);
+  p.Set("block_bytes", MakeConfig(o, run.dir).block_bytes);
+  p.Set("dir", run.dir);
+  p.Set("mode", o.run_async && o.run_sync ? "both" : o.run_async ? "async" : "sync");
+  p.Set("repeat", o.repeat);
+  p.Set("warmup", o.warmup);
+  p.Set("sync_fsync", o.sync_fsync);
+  return p;
+}
+
+Json LimitsJson(const Limits& l) {
+  Json j = Json::Object();
+  j.Set("memcpy_gbps", l.memcpy_gbps);
+  j.Set("memcpy_bytes", l.memcpy_bytes);
+  j.Set("write_gbps", l.write_gbps);
+  j.Set("write_nofsync_gbps", l.write_nofsync_gbps);
+  j.Set("direct_write_gbps", l.direct_write_gbps);
+  j.Set("read_gbps", l.read_gbps);
+  j.Set("read_method", l.read_method);
+  j.Set("file_bytes", l.file_bytes);
+  j.Set("samples", l.samples);
+  return j;
+}
+
+Json RatiosJson(const Json& doc, bool restart) {
+  const Json* a = doc.Find("async");
+  const Json* s = doc.Find("sync");
+  auto an = [&](const char* p) { return a ? a->Number(p) : std::nullopt; };
+  auto sn = [&](const char* p) { return s ? s->Number(p) : std::nullopt; };
+  Json r = Json::Object();
+  r.Set("capture_to_memcpy", Ratio(an("forward.capture_gbps"), doc.Number("limits.memcpy_gbps")));
+  r.Set("restore_to_memcpy", Ratio(an("backward.restore_gbps"), doc.Number("limits.memcpy_gbps")));
+  r.Set("flush_to_direct_write", Ratio(an("flush.gbps"), doc.Number("limits.direct_write_gbps")));
+  r.Set("flush_to_buffered_write", Ratio(an("flush.gbps"), doc.Number("limits.write_gbps")));
+  r.Set("flush_to_pagecache_write",
+        Ratio(an("flush.gbps"), doc.Number("limits.write_nofsync_gbps")));
+  // Ratios of the medians; > 1 means Cairn blocked the application less.
+  r.Set("sync_to_async_total_blocking", Ratio(sn("total_blocking_s"), an("total_blocking_s")));
+  r.Set("sync_to_async_forward_blocking",
+        Ratio(sn("forward.blocking_s"), an("forward.blocking_s")));
+  r.Set("sync_to_async_backward_blocking",
+        Ratio(sn("backward.blocking_s"), an("backward.blocking_s")));
+  if (restart) {
+    r.Set("sync_to_async_checkpoint_blocking",
+          Ratio(sn("restart.checkpoint_blocking_s"), an("restart.checkpoint_blocking_s")));
+    r.Set("sync_to_async_restore", Ratio(sn("restart.restore_s"), an("restart.restore_s")));
+  }
+  return r;
+}
+
+}  // namespace
+
+Json BuildDocument(const RunResults& run) {
+  const Workload w = run.options.workload;
+  Json doc = Json::Object();
+  doc.Set("tool", "cairn-bench");
+  doc.Set("schema_version", 1);
+  doc.Set("workload", WorkloadName(w));
+  bool ok = run.errors.empty();
+  doc.Set("status", ok ? "ok" : "failed");
+  Json errs = Json::Array();
+  for (const std::string& e : run.errors) errs.Push(e);
+  doc.Set("errors", std::move(errs));
+  doc.Set("params", ParamsJson(run));
+  doc.Set("limits", LimitsJson(run.limits));
+  if (run.options.run_async) doc.Set("async", ModeJson(run.async_trials, run.async_failed, w));
+  if (run.options.run_sync) doc.Set("sync", ModeJson(run.sync_trials, run.sync_failed, w));
+  doc.Set("ratios", RatiosJson(doc, w == Workload::kRestart));
+  // The async (Cairn) figures again at the top level, so that the headline
+  // paths (forward.blocking_s, flush.gbps, ...) exist as they are.
+  if (const Json* a = doc.Find("async")) {
+    Json copy = *a;
+    for (const char* key : {"init", "forward", "flush", "backward", "total_blocking_s", "restart"}) {
+      if (const Json* v = copy.Find(key)) doc.Set(key, *v);
+    }
+  }
+  return doc;
+}
+
+void PrintTable(std::FILE* out, const Json& doc) {
+  auto f = [&](const Json* j, const char* path, const char* fmt, int width) {
+    std::optional<double> v = j ? j->Number(path) : std::nullopt;
+    if (v) std::fprintf(out, fmt, width, *v);
+    else std::fprintf(out, "%*s", width, "-");
+  };
+  auto str = [&](const char* path) {
+    const Json* j = doc.Find(path);
+    return j != nullptr && j->type() == Json::Type::kString ? j->string() : std::string("?");
+  };
+  const bool restart = str("workload") == "restart";
+  std::fprintf(out, "cairn-bench %s\n", str("workload").c_str());
+  std::fprintf(out, "limits (GB/s): memcpy ");
+  f(&doc, "limits.memcpy_gbps", "%*.2f", 0);
+  std::fprintf(out, " | write+fsync ");
+  f(&doc, "limits.write_gbps", "%*.2f", 0);
+  std::fprintf(out, " | page-cache write ");
+  f(&doc, "limits.write_nofsync_gbps", "%*.2f", 0);
+  std::fprintf(out, " | O_DIRECT write ");
+  f(&doc, "limits.direct_write_gbps", "%*.2f", 0);
+  std::fprintf(out, " | read (%s) ", str("limits.read_method").c_str());
+  f(&doc, "limits.read_gbps", "%*.2f", 0);
+  std::fprintf(out, "\n");
+
+  if (restart) {
+    std::fprintf(out, "%-6s %9s %11s %11s %9s %9s %10s %13s\n", "mode", "open_s", "ckpt_med_s",
+                 "ckpt_max_s", "wait_s", "latest_s", "restore_s", "total_block_s");
+  } else {
+    std::fprintf(out, "%-6s %9s %11s %11s %10s %11s %9s %13s\n", "mode", "open_s", "fwd_block_s",
+                 "capture_GBs", "flush_GBs", "bwd_block_s", "hit_ratio", "total_block_s");
+  }
+  for (const char* mode : {"async", "sync"}) {
+    const Json* m = doc.Find(mode);
+    if (m == nullptr) continue;
+    std::fprintf(out, "%-6s ", mode);
+    f(m, "init.open_s", "%*.4f", 9);
+    if (restart) {
+      f(m, "restart.checkpoint_blocking_s", " %*.4f", 11);
+      f(m, "restart.checkpoint_blocking_max_s", " %*.4f", 11);
+      f(m, "restart.wait_s", " %*.4f", 9);
+      f(m, "restart.latest_s", " %*.4f", 9);
+      f(m, "restart.restore_s", " %*.4f", 10);
+    } else {
+      f(m, "forward.blocking_s", " %*.4f", 11);
+      f(m, "forward.capture_gbps", " %*.2f", 11);
+      f(m, "flush.gbps", " %*.2f", 10);
+      f(m, "backward.blocking_s", " %*.4f", 11);
+      f(m, "backward.cache_hit_ratio", " %*.3f", 9);
+    }
+    f(m, "total_blocking_s", " %*.4f", 13);
+    const Json* status = m->Find("status");
+    std::fprintf(out, "%s\n", status != nullptr && status->string() == "ok" ? "" : "  FAILED");
+  }
+  std::fprintf(out, "ratios: sync/async total blocking ");
+  f(&doc, "ratios.sync_to_async_total_blocking", "%*.2fx", 0);
+  std::fprintf(out, " | capture/memcpy ");
+  f(&doc, "ratios.capture_to_memcpy", "%*.2f", 0);
+  std::fprintf(out, " | flush/O_DIRECT write ");
+  f(&doc, "ratios.flush_to_direct_write", "%*.2f", 0);
+  std::fprintf(out, " | flush/buffered write ");
+  f(&doc, "ratios.flush_to_buffered_write", "%*.2f", 0);
+  std::fprintf(out, "\n");
+}
+
+Status WriteJsonFile(const std::string& path, const Json& doc) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* fp = std::fopen(tmp.c_str(), "w");
+  if (fp == nullptr) return ErrnoStatus(errno, "open", tmp);
+  const std::string text = doc.Dump() + "\n";
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), fp) == text.size();
+  const int err = wrote ? 0 : errno;
+  if (std::fclose(fp) != 0 || !wrote) {
+    std::remove(tmp.c_str());
+    return ErrnoStatus(err != 0 ? err : EIO, "write", tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    std::remove(tmp.c_str());
+    return ErrnoStatus(e, "rename", path);
+  }
+  return Status::Ok();
+}
+
+}  // namespace cairn::bench

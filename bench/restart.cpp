@@ -1,0 +1,165 @@
+// The restart trial (fault-tolerance pattern): one protected region of
+// --size, --count versions checkpointed --interval-ms apart, Wait(kLocal) for
+// the last one, Latest, then Restore into the scribbled-over region and a full
+// verification. The baseline does the same with one synchronous file per
+// version, keeping the newest two like Cairn's default keep_versions.
+// The timing contract is in trial.hpp.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "bench.hpp"
+#include "cairn/cairn.hpp"
+#include "files.hpp"
+#include "pattern.hpp"
+#include "sync_baseline.hpp"
+#include "trial.hpp"
+
+namespace cairn::bench {
+namespace {
+
+constexpr const char* kName = "restart";
+constexpr int kKeepVersions = 2;  // Cairn's default retention, mirrored by the baseline
+
+std::string VersionFile(int64_t v) { return std::string(kName) + ".v" + std::to_string(v); }
+
+// The baseline's Latest: the highest "restart.vN" in the directory.
+Result<int64_t> SyncLatest(const SyncStore& store) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> names, store.List());
+  const std::string prefix = std::string(kName) + ".v";
+  int64_t best = -1;
+  for (const std::string& n : names) {
+    if (n.compare(0, prefix.size(), prefix) != 0 || n.size() == prefix.size()) continue;
+    char* end = nullptr;
+    const long long v = std::strtoll(n.c_str() + prefix.size(), &end, 10);
+    if (*end == '\0' && v > best) best = v;
+  }
+  if (best < 0) return Status::NotFound("no version of " + std::string(kName));
+  return best;
+}
+
+// What both modes do, parameterized by the library's calls.
+template <typename CkptFn, typename WaitFn, typename LatestFn, typename RestoreFn>
+void RunRestart(const Options& o, uint8_t* app, CkptFn checkpoint, WaitFn wait, LatestFn latest,
+                RestoreFn restore, TrialResult& r) {
+  const uint64_t salt = NextTrialSalt();
+  const size_t size = o.size;
+  const int64_t k = static_cast<int64_t>(o.count);
+  FillBase(app, size);
+
+  const Clock::time_point phase = Clock::now();
+  for (int64_t v = 0; v < k; ++v) {
+    const Clock::time_point deadline = DeadlineAfter(o.interval_ms);
+    Stamp(app, size, MakeTag(salt, v));
+    r.forward.compute_overruns += ComputeUntil(deadline, o.compute, app, size) ? 1 : 0;
+    const Clock::time_point t0 = Clock::now();
+    Status st = checkpoint(v);
+    const double dt = Seconds(t0, Clock::now());
+    Account(r.forward, dt, size);
+    r.checkpoint_s.push_back(dt);
+    if (!st.ok()) {
+      r.status = st.WithContext("checkpoint version " + std::to_string(v));
+      return;
+    }
+  }
+  r.forward.wall_s = Seconds(phase, Clock::now());
+
+  Clock::time_point t0 = Clock::now();
+  Status st = wait(k - 1);
+  r.wait_s = Seconds(t0, Clock::now());
+  if (!st.ok()) {
+    r.status = st.WithContext("wait for version " + std::to_string(k - 1));
+    return;
+  }
+  t0 = Clock::now();
+  Result<int64_t> newest = latest();
+  r.latest_s = Seconds(t0, Clock::now());
+  Account(r.backward, r.latest_s, 0);
+  if (!newest.ok()) {
+    r.status = newest.status().WithContext("latest");
+    return;
+  }
+  r.latest_version = *newest;
+  if (*newest != k - 1) {
+    r.verify.Fail("latest returned version " + std::to_string(*newest) + ", expected " +
+                  std::to_string(k - 1));
+    if (*newest < 0 || *newest >= k) return;  // nothing we know how to verify
+  }
+
+  std::memset(app, 0xA5, size);  // a restore that does nothing must not pass
+  t0 = Clock::now();
+  st = restore(*newest);
+  r.restore_s = Seconds(t0, Clock::now());
+  Account(r.backward, r.restore_s, size);
+  r.backward.ops = 1;  // one restore (Latest is bookkeeping)
+  if (!st.ok()) {
+    r.status = st.WithContext("restore version " + std::to_string(*newest));
+    return;
+  }
+  Verify(app, size, MakeTag(salt, static_cast<uint64_t>(*newest)), true,
+         "version " + std::to_string(*newest), r.verify);
+}
+
+}  // namespace
+
+TrialResult RunRestartTrial(const Options& o, bool async, const std::string& dir, uint8_t* app) {
+  TrialResult r;
+  r.async = async;
+  if (!async) {
+    const std::string sdir = dir + "/sync";
+    if (r.status = RemoveTree(sdir); !r.status.ok()) return r;
+    const Clock::time_point t0 = Clock::now();
+    Result<SyncStore> store = SyncStore::Open(sdir, o.sync_fsync);
+    r.open_s = Seconds(t0, Clock::now());
+    if (!store.ok()) {
+      r.status = store.status().WithContext("sync open");
+      return r;
+    }
+    RunRestart(
+        o, app,
+        [&](int64_t v) -> Status {
+          CAIRN_RETURN_IF_ERROR(store->Write(VersionFile(v), app, o.size));
+          if (v >= kKeepVersions) return store->Remove(VersionFile(v - kKeepVersions));
+          return Status::Ok();
+        },
+        [](int64_t) { return Status::Ok(); },  // every write was already durable
+        [&]() { return SyncLatest(*store); },
+        [&](int64_t v) -> Status {
+          CAIRN_ASSIGN_OR_RETURN(size_t got, store->Read(VersionFile(v), app, o.size, false));
+          if (got != o.size) {
+            return Status::SizeMismatch(VersionFile(v) + ": " + std::to_string(got) + " bytes");
+          }
+          return Status::Ok();
+        },
+        r);
+    r.sync_write_s = store->write_seconds();
+    return r;
+  }
+
+  const std::string cdir = dir + "/cairn";
+  if (r.status = EmptyDir(cdir); !r.status.ok()) return r;
+  Clock::time_point t0 = Clock::now();
+  Result<std::unique_ptr<Client>> opened = Client::Open(MakeConfig(o, cdir));
+  r.open_s = Seconds(t0, Clock::now());
+  if (!opened.ok()) {
+    r.status = opened.status().WithContext("Client::Open");
+    return r;
+  }
+  Client& c = **opened;
+  if (Status st = c.Protect(0, app, o.size); !st.ok()) {
+    r.status = st.WithContext("Protect");
+    return r;
+  }
+  RunRestart(
+      o, app, [&](int64_t v) { return c.Checkpoint(kName, v); },
+      [&](int64_t v) { return c.Wait(kName, v, Level::kLocal); },
+      [&]() { return c.Latest(kName); }, [&](int64_t v) { return c.Restore(kName, v); }, r);
+  r.stats = c.GetStats();
+  t0 = Clock::now();
+  Status cs = c.Close();
+  r.close_s = Seconds(t0, Clock::now());
+  if (r.status.ok() && !cs.ok()) r.status = cs.WithContext("Client::Close");
+  return r;
+}
+
+}  // namespace cairn::bench

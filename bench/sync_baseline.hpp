@@ -1,0 +1,50 @@
+// The naive synchronous checkpoint library that cairn-bench compares Cairn
+// against (the paper's "blocking" baseline): every operation runs to
+// completion on the application thread.
+//   Write: one file per checkpoint: open, write in 4 MiB pieces, fsync (unless
+//          disabled), close.
+//   Read:  open, read() the whole file into the destination, close; optionally
+//          unlink it (a consumed adjoint step).
+// No cache, no threads, no O_DIRECT: the page cache is whatever the kernel
+// makes of it, exactly as for a naive library.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cairn/status.hpp"
+
+namespace cairn::bench {
+
+class SyncStore {
+ public:
+  // Uses (and creates) directory `dir`.
+  static Result<SyncStore> Open(const std::string& dir, bool fsync);
+
+  // Writes [data, data+n) as file `name`, replacing it.
+  Status Write(const std::string& name, const void* data, size_t n);
+  // Reads file `name` into dst (capacity bytes). Returns its size;
+  // kSizeMismatch if it is larger than capacity. Unlinks it when `consume`.
+  Result<size_t> Read(const std::string& name, void* dst, size_t capacity, bool consume);
+  Status Remove(const std::string& name);
+  // Names of the files in the directory.
+  Result<std::vector<std::string>> List() const;
+
+  // Seconds spent inside write() and fsync() (the "flush" of the baseline).
+  double write_seconds() const { return write_s_; }
+  uint64_t bytes_written() const { return written_; }
+
+ private:
+  SyncStore(std::string dir, bool fsync) : dir_(std::move(dir)), fsync_(fsync) {}
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+
+  std::string dir_;
+  bool fsync_;
+  double write_s_ = 0;
+  uint64_t written_ = 0;
+};
+
+}  // namespace cairn::bench

@@ -1,0 +1,80 @@
+// Helpers shared by the trials (workloads.cpp, restart.cpp).
+//
+// Timing contract: blocking time is only the time the application thread
+// spends inside a checkpoint/restore call (Push, Pop, Checkpoint, Wait,
+// Latest, Restore or the baseline's equivalents). Everything else the
+// application does (stamping its buffer, verifying restored data) happens
+// inside the compute interval that precedes the next call: the interval is a
+// deadline, so that both modes give the background work the same T ms per
+// step. Steps whose stamping/verification alone exceeded T are counted as
+// overruns (PhaseResult::compute_overruns).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "bench.hpp"
+#include "cairn/config.hpp"
+
+namespace cairn::bench {
+
+// A number distinct for every trial of the process (see MakeTag).
+inline uint64_t NextTrialSalt() {
+  static std::atomic<uint64_t> salt{1};
+  return salt++;
+}
+
+inline Clock::time_point DeadlineAfter(double ms) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double, std::milli>(ms));
+}
+
+// Emulates the application's compute until `deadline`: sleeping (like the
+// paper's benchmark) or reading the application buffer in a loop. Returns true
+// when the deadline had already passed (an overrun).
+inline bool ComputeUntil(Clock::time_point deadline, ComputeKind kind, const uint8_t* app,
+                         size_t n) {
+  if (Clock::now() >= deadline) return true;
+  if (kind == ComputeKind::kSleep || n < 8) {
+    std::this_thread::sleep_until(deadline);
+    return false;
+  }
+  static size_t pos = 0;  // the sweep carries over, so the whole buffer gets touched
+  uint64_t sum = 0;
+  constexpr size_t kSlice = 64u << 10;
+  while (Clock::now() < deadline) {
+    if (pos + 8 > n) pos = 0;
+    const size_t end = pos + kSlice < n ? pos + kSlice : n;
+    for (; pos + 8 <= end; pos += 64) {  // one word per cache line
+      uint64_t w;
+      std::memcpy(&w, app + pos, 8);
+      sum += w;
+    }
+  }
+  asm volatile("" : : "r"(sum));
+  return false;
+}
+
+inline void Account(PhaseResult& ph, double dt, uint64_t bytes) {
+  ph.blocking_s += dt;
+  ph.max_op_s = dt > ph.max_op_s ? dt : ph.max_op_s;
+  ph.bytes += bytes;
+  ++ph.ops;
+}
+
+// The Cairn configuration of a trial: defaults (no environment, no file, so
+// runs are reproducible) with the bench's directory and cache options, and no
+// persistent tier (the paper's evaluation stops at the node-local tiers).
+inline Config MakeConfig(const Options& o, const std::string& scratch_dir) {
+  Config c = DefaultConfig();
+  c.scratch_dir = scratch_dir;
+  c.persistent_dir.clear();
+  c.host_cache_bytes = o.host_cache;
+  if (o.block_size) c.block_bytes = *o.block_size;
+  return c;
+}
+
+}  // namespace cairn::bench

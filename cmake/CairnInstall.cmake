@@ -1,0 +1,70 @@
+# Installation and packaging: libraries, headers, tools, CMake package and
+# pkg-config file. Included at the end of the top-level CMakeLists.txt.
+#
+#   find_package(Cairn 0.1 REQUIRED)
+#   target_link_libraries(app PRIVATE cairn::cairn)         # shared
+#   target_link_libraries(app PRIVATE cairn::cairn_static)  # static
+#
+#   cc app.c $(pkg-config --cflags --libs cairn)
+include(CMakePackageConfigHelpers)
+
+set(CAIRN_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/Cairn"
+    CACHE STRING "Where CairnConfig.cmake is installed (relative to the prefix)")
+set(CAIRN_INSTALL_PKGCONFIGDIR "${CMAKE_INSTALL_LIBDIR}/pkgconfig"
+    CACHE STRING "Where cairn.pc is installed (relative to the prefix)")
+
+# Libraries (exported) ------------------------------------------------------
+install(TARGETS cairn cairn_static
+  EXPORT CairnTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
+          NAMELINK_COMPONENT devel
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devel
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+
+# Public headers: include/cairn/*.h and *.hpp --------------------------------
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/cairn
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT devel
+  FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
+
+# Tools (not exported: they are programs, not link targets) -----------------
+install(TARGETS cairn_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+if(CAIRN_BUILD_BENCH AND TARGET cairn_bench)
+  install(TARGETS cairn_bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+endif()
+
+# CMake package -------------------------------------------------------------
+install(EXPORT CairnTargets
+  NAMESPACE cairn::
+  FILE CairnTargets.cmake
+  DESTINATION ${CAIRN_INSTALL_CMAKEDIR} COMPONENT devel)
+configure_package_config_file(
+  ${PROJECT_SOURCE_DIR}/cmake/CairnConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/CairnConfig.cmake
+  INSTALL_DESTINATION ${CAIRN_INSTALL_CMAKEDIR})
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/CairnConfigVersion.cmake
+  VERSION ${PROJECT_VERSION}
+  COMPATIBILITY SameMinorVersion)  # 0.x: minor versions may break the API
+install(FILES ${PROJECT_BINARY_DIR}/CairnConfig.cmake ${PROJECT_BINARY_DIR}/CairnConfigVersion.cmake
+  DESTINATION ${CAIRN_INSTALL_CMAKEDIR} COMPONENT devel)
+
+# pkg-config ----------------------------------------------------------------
+# Relocatable: the prefix is derived from the .pc file's own location, so
+# `cmake --install build --prefix /anywhere` yields a working cairn.pc.
+if(IS_ABSOLUTE "${CAIRN_INSTALL_PKGCONFIGDIR}")
+  set(CAIRN_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH _cairn_pc_up "/prefix/${CAIRN_INSTALL_PKGCONFIGDIR}" "/prefix")
+  string(REGEX REPLACE "/$" "" _cairn_pc_up "${_cairn_pc_up}")
+  set(CAIRN_PC_PREFIX "\${pcfiledir}/${_cairn_pc_up}")
+endif()
+foreach(_d LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_d}}")
+    set(CAIRN_PC_${_d} "${CMAKE_INSTALL_${_d}}")
+  else()
+    set(CAIRN_PC_${_d} "\${prefix}/${CMAKE_INSTALL_${_d}}")
+  endif()
+endforeach()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/cairn.pc.in ${PROJECT_BINARY_DIR}/cairn.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/cairn.pc
+  DESTINATION ${CAIRN_INSTALL_PKGCONFIGDIR} COMPONENT devel)

@@ -1,0 +1,122 @@
+/* Cairn C API: asynchronous multi-level checkpoint/restart.
+ *
+ * Usable from C99 and from Fortran through iso_c_binding. Every function
+ * returns 0 (CAIRN_OK) on success or a negative CAIRN_ERR_* code; none throws,
+ * exits or aborts. cairn_strerror() names a code; cairn_last_error() gives the
+ * detailed message of the calling thread's last failed call.
+ *
+ * Thread safety: all functions may be called from any thread. A history must be
+ * closed before its client.
+ */
+#ifndef CAIRN_CAIRN_H_
+#define CAIRN_CAIRN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cairn_client cairn_client_t;
+typedef struct cairn_history cairn_history_t;
+
+typedef enum {
+  CAIRN_LEVEL_CACHE = 0,      /* captured into the host cache */
+  CAIRN_LEVEL_LOCAL = 1,      /* committed to the local (scratch) directory */
+  CAIRN_LEVEL_PERSISTENT = 2  /* committed to the persistent directory */
+} cairn_level_t;
+
+/* Error codes (negative). Values are stable. */
+enum {
+  CAIRN_OK = 0,
+  CAIRN_ERR_INVALID_ARGUMENT = -1, /* bad pointer, name, size, level */
+  CAIRN_ERR_CONFIG = -2,           /* bad configuration key/value/file */
+  CAIRN_ERR_NOT_FOUND = -3,        /* no such name/version/step/region */
+  CAIRN_ERR_CORRUPT = -4,          /* a checkpoint failed verification */
+  CAIRN_ERR_IO = -5,               /* operating-system I/O error */
+  CAIRN_ERR_NO_SPACE = -6,         /* file system full or quota exceeded */
+  CAIRN_ERR_SIZE_MISMATCH = -7,    /* region/buffer size differs */
+  CAIRN_ERR_NO_MEMORY = -8,        /* memory allocation/mapping failed */
+  CAIRN_ERR_STATE = -9,            /* not valid now (closed, busy) */
+  CAIRN_ERR_UNSUPPORTED = -10,     /* not available in this build */
+  CAIRN_ERR_EXISTS = -11,          /* version/step already exists */
+  CAIRN_ERR_INTERNAL = -12         /* a bug in Cairn */
+};
+
+/* cairn_open - open a client.
+ * config_path: a TOML file, or NULL for defaults; CAIRN_* environment
+ * variables override both (docs/config.md). On success *out is a new client. */
+int cairn_open(const char *config_path, cairn_client_t **out);
+
+/* cairn_close - drain pending flushes, join background threads, free c.
+ * Returns the first unreported flush error. c is freed even on error. NULL ok. */
+int cairn_close(cairn_client_t *c);
+
+/* cairn_protect - register region id at [ptr, ptr+bytes); re-registering an
+ * id replaces it. The memory must stay valid until unprotect/close. */
+int cairn_protect(cairn_client_t *c, int id, void *ptr, size_t bytes);
+
+/* cairn_unprotect - forget region id. CAIRN_ERR_NOT_FOUND if unknown. */
+int cairn_unprotect(cairn_client_t *c, int id);
+
+/* cairn_checkpoint - capture all protected regions as version (>= 0) of name.
+ * Returns once the data is in the host cache; flushing continues in the
+ * background. Names: 1-128 chars, no '/', no "..", no control characters. */
+int cairn_checkpoint(cairn_client_t *c, const char *name, int64_t version);
+
+/* cairn_wait - block until version is durable at level; reports a failed
+ * flush as its error code. */
+int cairn_wait(cairn_client_t *c, const char *name, int64_t version, cairn_level_t level);
+
+/* cairn_latest - newest committed version of name whose data verifies (damaged
+ * versions are skipped). CAIRN_ERR_NOT_FOUND if none. */
+int cairn_latest(cairn_client_t *c, const char *name, int64_t *version_out);
+
+/* cairn_restore - copy version into the protected regions, verifying
+ * checksums. CAIRN_ERR_CORRUPT if damaged (use cairn_latest to fall back),
+ * CAIRN_ERR_SIZE_MISMATCH if a region's size differs. */
+int cairn_restore(cairn_client_t *c, const char *name, int64_t version);
+
+/* cairn_history_open - open the adjoint history name (ephemeral by default). */
+int cairn_history_open(cairn_client_t *c, const char *name, cairn_history_t **out);
+
+/* cairn_history_push - copy bytes at data as step (>= 0); returns once copied. */
+int cairn_history_push(cairn_history_t *h, int64_t step, const void *data, size_t bytes);
+
+/* cairn_history_pop - copy step into dst (capacity bytes), consume it, and
+ * store its size in *bytes_out (may be NULL). Prefetches the next lower steps.
+ * CAIRN_ERR_SIZE_MISMATCH if capacity is too small (step not consumed). */
+int cairn_history_pop(cairn_history_t *h, int64_t step, void *dst, size_t capacity,
+                      size_t *bytes_out);
+
+/* cairn_history_close - drop remaining steps and free h. NULL ok. */
+int cairn_history_close(cairn_history_t *h);
+
+/* cairn_strerror - static description of an error code; never NULL. */
+const char *cairn_strerror(int err);
+
+/* cairn_last_error - detailed message of this thread's last failed Cairn call
+ * ("" if none). Valid until the thread's next Cairn call. */
+const char *cairn_last_error(void);
+
+/* Pipeline statistics (see cairn::Stats in cairn.hpp). */
+typedef struct {
+  uint64_t capture_bytes, flush_local_bytes, flush_persistent_bytes, prefetch_bytes,
+      restore_bytes;
+  double capture_seconds, flush_local_seconds, flush_persistent_seconds, prefetch_seconds,
+      restore_seconds;
+  uint64_t cache_hits, cache_misses, prefetch_waits, evictions, flushes_skipped,
+      failed_flushes;
+  double capture_blocked_seconds;
+  uint64_t cache_capacity_bytes, cache_used_bytes, cache_dirty_bytes;
+} cairn_stats_t;
+
+/* cairn_stats - snapshot of the client's statistics. */
+int cairn_stats(cairn_client_t *c, cairn_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CAIRN_CAIRN_H_ */

@@ -1,0 +1,146 @@
+// Cairn C++ API: asynchronous multi-level checkpoint/restart.
+//
+// A Client captures the application's protected memory regions into its host
+// cache and moves the data in the background to the local (scratch) directory
+// and, when configured, to the persistent directory. See docs/design.md.
+//
+// Thread safety: every method of Client and History may be called from any
+// thread; calls are internally synchronized. A History must be closed (or
+// destroyed) before its Client.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "cairn/config.hpp"
+#include "cairn/status.hpp"
+
+namespace cairn {
+
+// Where a version is durable. Numeric values match cairn_level_t.
+enum class Level : int { kCache = 0, kLocal = 1, kPersistent = 2 };
+
+// Where a protected region lives. Only kHost exists in this build; the GPU
+// backend adds kDevice and kManaged. Recorded in the file format.
+enum class MemoryKind : uint32_t { kHost = 0, kDevice = 1, kManaged = 2 };
+
+// Traffic through one stage of the pipeline.
+struct TierStats {
+  uint64_t bytes = 0;    // payload bytes moved
+  uint64_t ops = 0;      // number of versions/steps moved
+  double seconds = 0.0;  // busy time of the stage
+  double gbps() const { return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0; }
+};
+
+struct Stats {
+  TierStats capture;           // application memory -> host cache (app thread)
+  TierStats flush_local;       // host cache -> local directory
+  TierStats flush_persistent;  // local directory -> persistent directory
+  TierStats prefetch;          // files -> host cache (background)
+  TierStats restore;           // cache or file -> application memory
+  uint64_t cache_hits = 0;     // restores/pops served entirely from the cache
+  uint64_t cache_misses = 0;   // restores/pops that read a file
+  uint64_t prefetch_waits = 0; // pops that waited for an in-flight prefetch
+  uint64_t evictions = 0;      // cache blocks evicted (clean data only)
+  uint64_t flushes_skipped = 0;  // history steps consumed before being flushed
+  double capture_blocked_s = 0;  // time captures waited for cache space
+  uint64_t cache_capacity_bytes = 0;
+  uint64_t cache_used_bytes = 0;   // currently holding data (dirty + clean)
+  uint64_t cache_dirty_bytes = 0;  // not yet in the local directory
+  uint64_t failed_flushes = 0;
+};
+
+class History;
+
+class Client {
+ public:
+  // Opens a client. Creates the directories it needs (mode 0700), allocates the
+  // host cache (never grows afterwards) and starts the background threads.
+  static Result<std::unique_ptr<Client>> Open(const Config& config);
+  // Convenience: LoadConfig(config_path) then Open().
+  static Result<std::unique_ptr<Client>> Open(const char* config_path);
+
+  ~Client();  // Close(), ignoring its Status.
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Drains pending flushes, joins all threads, releases the cache. Returns the
+  // first flush error not yet reported by Wait(). Idempotent.
+  Status Close();
+
+  // Registers (or re-registers) region `id` (any int) at [ptr, ptr+bytes).
+  // The memory must stay valid until Unprotect() or Close(). bytes may be 0.
+  Status Protect(int id, void* ptr, size_t bytes);
+  Status Unprotect(int id);
+
+  // Captures every protected region into version `version` (>= 0) of `name`.
+  // Returns once all regions are copied into the host cache: the application
+  // may modify its memory right away. Blocks only while the cache is full of
+  // data not yet flushed (back-pressure). Flushing continues in the background.
+  // kExists if that version is still in this client's pipeline.
+  Status Checkpoint(std::string_view name, int64_t version);
+
+  // Blocks until `version` is durable at `level`; returns the flush's error if
+  // it failed. kCache returns once it is captured. kPersistent with no
+  // persistent directory configured is kInvalidArgument.
+  Status Wait(std::string_view name, int64_t version, Level level);
+
+  // Newest version of `name` committed to a file tier (local or persistent)
+  // whose data verifies; damaged versions are skipped. kNotFound if none.
+  Result<int64_t> Latest(std::string_view name);
+
+  // Copies version `version` into the protected regions (same ids and sizes).
+  // Reads from the cache when resident, else from the local, else persistent
+  // file, verifying every block's CRC32C. kCorrupt names the file and block; the
+  // regions' content is then unspecified. kSizeMismatch if a region's size
+  // differs; kNotFound if a protected id is missing from the version.
+  Status Restore(std::string_view name, int64_t version);
+
+  // Opens the adjoint history `name` (see History).
+  Result<std::unique_ptr<History>> OpenHistory(std::string_view name);
+
+  Stats GetStats() const;
+  const Config& config() const;
+
+  struct Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  friend class History;
+};
+
+// A sequence of steps pushed in a forward pass and popped (usually in reverse)
+// in a backward pass. Steps may have different sizes. A popped step is consumed:
+// its cache blocks are freed and its file is deleted; a step consumed before its
+// flush began is never written. Pops trigger prefetching of the next lower
+// steps into the cache. Ephemeral unless history_persistent is set.
+class History {
+ public:
+  ~History();  // Close(), ignoring its Status.
+  History(const History&) = delete;
+  History& operator=(const History&) = delete;
+
+  // Copies [data, data+bytes) as step `step` (>= 0). kExists if present.
+  Status Push(int64_t step, const void* data, size_t bytes);
+  // Copies step `step` into dst (capacity bytes) and consumes it. Returns the
+  // step's size. kNotFound if absent, kSizeMismatch if capacity is too small
+  // (the step is then not consumed).
+  Result<size_t> Pop(int64_t step, void* dst, size_t capacity);
+  // Size of a step that has been pushed and not popped.
+  Result<size_t> StepSize(int64_t step) const;
+  // Drops every remaining step (deleting ephemeral files). Idempotent.
+  Status Close();
+
+  struct Impl;
+
+ private:
+  explicit History(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  friend class Client;
+};
+
+}  // namespace cairn

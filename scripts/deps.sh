@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs the Debian packages needed to build and test Cairn, only if some
+# tool or header is missing. Idempotent; silent when nothing is missing.
+# Uses sudo only when not root and sudo exists. Exit status != 0 on failure.
+set -euo pipefail
+
+missing=()
+need_cmd() {  # need_cmd COMMAND PACKAGE
+  command -v "$1" >/dev/null 2>&1 || missing+=("$2")
+}
+need_file() {  # need_file PACKAGE FILE...: ok if any FILE exists or PACKAGE is installed
+  local pkg="$1" f
+  shift
+  for f in "$@"; do [[ -e "$f" ]] && return 0; done
+  dpkg -s "$pkg" >/dev/null 2>&1 && return 0
+  missing+=("$pkg")
+}
+
+need_cmd cmake cmake
+need_cmd g++ g++
+need_cmd cc gcc
+need_cmd pkg-config pkg-config
+if ! command -v make >/dev/null 2>&1 && ! command -v ninja >/dev/null 2>&1; then
+  missing+=(make)
+fi
+need_file libgtest-dev /usr/include/gtest/gtest.h
+need_file libgmock-dev /usr/include/gmock/gmock.h
+need_file libtomlplusplus-dev /usr/include/toml++/toml.h /usr/include/toml++/toml.hpp
+
+# CMake >= 3.25 (CMakeLists.txt and CMakePresets.json version 6).
+if command -v cmake >/dev/null 2>&1; then
+  ver="$(cmake --version | sed -n '1s/[^0-9]*\([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p')"
+  if [[ -n "$ver" ]] && ! printf '3.25\n%s\n' "$ver" | sort -C -V; then
+    echo "deps.sh: cmake $ver is too old; Cairn needs cmake >= 3.25" >&2
+    exit 1
+  fi
+fi
+
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+fail() {
+  echo "deps.sh: cannot install missing packages: ${missing[*]}" >&2
+  echo "deps.sh: $*" >&2
+  exit 1
+}
+command -v apt-get >/dev/null 2>&1 || fail "apt-get not found; install them with your package manager"
+sudo=()
+if [[ "$(id -u)" -ne 0 ]]; then
+  command -v sudo >/dev/null 2>&1 || fail "not root and sudo not found; run as root"
+  sudo=(sudo)
+fi
+
+echo "deps.sh: installing ${missing[*]}" >&2
+log="$(mktemp "${TMPDIR:-/tmp}/cairn-deps.XXXXXX")"
+export DEBIAN_FRONTEND=noninteractive
+if ! { "${sudo[@]}" apt-get update -qq &&
+       "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  cat "$log" >&2
+  rm -f "$log"
+  fail "apt-get failed (output above)"
+fi
+rm -f "$log"

@@ -1,0 +1,527 @@
+// Configuration loading: defaults, then a TOML file, then CAIRN_* environment
+// variables, then Validate(). docs/config.md is the user-facing description;
+// keep the two in step.
+//
+// This is the only translation unit that includes toml++ (header-only mode,
+// so no link dependency). toml++ reports syntax errors by throwing
+// toml::parse_error; every exception is caught here and turned into a Status.
+#define TOML_HEADER_ONLY 1
+#if __has_include(<toml++/toml.hpp>)
+#include <toml++/toml.hpp>
+#else
+#include <toml++/toml.h>  // Debian's libtomlplusplus-dev 3.x ships only this name
+#endif
+#if !TOML_EXCEPTIONS
+#error "config.cpp must be compiled with C++ exceptions (it catches toml::parse_error)"
+#endif
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <new>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cairn/config.hpp"
+
+namespace cairn {
+namespace {
+
+constexpr uint64_t kMinBlockBytes = 64ull << 10;
+constexpr uint64_t kMaxBlockBytes = 1ull << 30;
+constexpr uint64_t kBlockAlignment = 4096;
+
+// ---------------------------------------------------------------------------
+// Small parsers shared by the file and the environment.
+
+// "0600", "600", "0o600" -> 0600. Values above 07777 are rejected here;
+// Validate() narrows to 0777.
+Result<uint32_t> ParseMode(std::string_view text) {
+  std::string_view s = text;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'o' || s[1] == 'O')) s.remove_prefix(2);
+  if (s.empty() || s.size() > 6) {
+    return Status::Config("bad file mode '" + std::string(text) + "': expected octal digits like 0600");
+  }
+  uint32_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '7') {
+      return Status::Config("bad file mode '" + std::string(text) + "': expected octal digits like 0600");
+    }
+    v = v * 8 + static_cast<uint32_t>(c - '0');
+  }
+  if (v > 07777) return Status::Config("bad file mode '" + std::string(text) + "': more than 07777");
+  return v;
+}
+
+// Decimal integer in [lo, hi], nothing else (no sign games, no trailing text).
+bool ParseInt(std::string_view s, int64_t lo, int64_t hi, int64_t* out) {
+  if (s.empty()) return false;
+  bool neg = s[0] == '-';
+  if (neg) s.remove_prefix(1);
+  if (s.empty() || s.size() > 18) return false;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  if (neg) v = -v;
+  if (v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+bool ParseBool(std::string_view s, bool* out) {
+  std::string l(s);
+  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (l == "1" || l == "true" || l == "yes" || l == "on") {
+    *out = true;
+    return true;
+  }
+  if (l == "0" || l == "false" || l == "no" || l == "off") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+std::string OctalString(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0%o", v);
+  return buf;
+}
+
+// Lexical normal form for comparing directories: no "//", no "." segments,
+// ".." resolved lexically, no trailing '/'.
+std::string NormalizePath(const std::string& p) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i <= p.size()) {
+    size_t j = p.find('/', i);
+    if (j == std::string::npos) j = p.size();
+    std::string seg = p.substr(i, j - i);
+    if (seg == "..") {
+      if (!parts.empty() && parts.back() != "..") {
+        parts.pop_back();
+      } else if (p.empty() || p[0] != '/') {
+        parts.push_back(seg);
+      }
+    } else if (!seg.empty() && seg != ".") {
+      parts.push_back(seg);
+    }
+    i = j + 1;
+  }
+  std::string out = (!p.empty() && p[0] == '/') ? "/" : "";
+  for (size_t k = 0; k < parts.size(); ++k) out += (k ? "/" : "") + parts[k];
+  return out.empty() ? "." : out;
+}
+
+std::string MakeAbsolute(const std::string& p) {
+  if (p.empty() || p[0] == '/') return p;
+  std::string cwd(PATH_MAX, '\0');
+  if (::getcwd(cwd.data(), cwd.size()) == nullptr) return p;  // keep it relative
+  cwd.resize(std::strlen(cwd.c_str()));
+  return NormalizePath(cwd + "/" + p);
+}
+
+// The user name for the default scratch directory, reduced to [A-Za-z0-9._-].
+std::string UserName() {
+  std::string name;
+  long bufsize = ::sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buf(bufsize > 0 ? static_cast<size_t>(bufsize) : 16384);
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  if (::getpwuid_r(::geteuid(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr &&
+      found->pw_name != nullptr) {
+    name = found->pw_name;
+  } else if (const char* user = std::getenv("USER"); user != nullptr) {
+    name = user;
+  }
+  for (char& c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  if (name.empty()) name = "uid" + std::to_string(::geteuid());
+  return name;
+}
+
+// ---------------------------------------------------------------------------
+// The TOML file.
+
+const char* TypeName(toml::node_type t) {
+  switch (t) {
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a floating-point number";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+    default: return "nothing";
+  }
+}
+
+// Edit distance, to suggest the intended key for a typo.
+size_t Distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// One key of the schema: its applier reads the node into the Config, or
+// returns why it cannot as the end of a sentence that begins "key 'a.b' in
+// FILE (line N)": " must be a boolean, not a string" or ": bad size ...".
+// "" means success.
+struct KeySpec {
+  const char* section;
+  const char* name;
+  std::function<std::string(const toml::node&, Config*)> apply;
+};
+
+std::string Expect(const char* what, const toml::node& n) {
+  return std::string(" must be ") + what + ", not " + TypeName(n.type());
+}
+
+std::string ReadString(const toml::node& n, std::string* out) {
+  if (!n.is_string()) return Expect("a string", n);
+  *out = n.as_string()->get();
+  return "";
+}
+
+std::string ReadBool(const toml::node& n, bool* out) {
+  if (!n.is_boolean()) return Expect("a boolean (true or false)", n);
+  *out = n.as_boolean()->get();
+  return "";
+}
+
+std::string ReadInt(const toml::node& n, int64_t lo, int* out) {
+  if (!n.is_integer()) return Expect("an integer", n);
+  int64_t v = n.as_integer()->get();
+  if (v < lo || v > INT_MAX) return " must be an integer >= " + std::to_string(lo) + ", not " + std::to_string(v);
+  *out = static_cast<int>(v);
+  return "";
+}
+
+std::string ReadSize(const toml::node& n, uint64_t* out) {
+  if (n.is_integer()) {
+    int64_t v = n.as_integer()->get();
+    if (v < 0) return " must not be negative, got " + std::to_string(v);
+    *out = static_cast<uint64_t>(v);
+    return "";
+  }
+  if (!n.is_string()) return Expect("a size (a string like \"512MiB\" or an integer number of bytes)", n);
+  auto r = ParseSize(n.as_string()->get());
+  if (!r.ok()) return ": " + r.status().message();
+  *out = r.value();
+  return "";
+}
+
+std::string ReadMode(const toml::node& n, uint32_t* out) {
+  if (n.is_integer()) {
+    const auto& v = *n.as_integer();
+    // A decimal 600 would silently mean 01130: only octal/hex/binary literals.
+    if (v.flags() == toml::value_flags::none) {
+      return " is the decimal integer " + std::to_string(v.get()) +
+             "; write permission bits in octal: \"0600\" or 0o600";
+    }
+    if (v.get() < 0 || v.get() > 07777) return " must be between 0 and 0o7777";
+    *out = static_cast<uint32_t>(v.get());
+    return "";
+  }
+  if (!n.is_string()) return Expect("an octal string like \"0600\"", n);
+  auto r = ParseMode(n.as_string()->get());
+  if (!r.ok()) return ": " + r.status().message();
+  *out = r.value();
+  return "";
+}
+
+const std::vector<KeySpec>& Schema() {
+  static const std::vector<KeySpec> schema = {
+      {"storage", "scratch", [](const toml::node& n, Config* c) { return ReadString(n, &c->scratch_dir); }},
+      {"storage", "persistent",
+       [](const toml::node& n, Config* c) { return ReadString(n, &c->persistent_dir); }},
+      {"storage", "file_mode", [](const toml::node& n, Config* c) { return ReadMode(n, &c->file_mode); }},
+      {"storage", "direct_io", [](const toml::node& n, Config* c) { return ReadBool(n, &c->direct_io); }},
+      {"storage", "fsync", [](const toml::node& n, Config* c) { return ReadBool(n, &c->fsync); }},
+      {"host_cache", "size", [](const toml::node& n, Config* c) { return ReadSize(n, &c->host_cache_bytes); }},
+      {"host_cache", "block_size",
+       [](const toml::node& n, Config* c) { return ReadSize(n, &c->block_bytes); }},
+      {"retention", "keep_versions",
+       [](const toml::node& n, Config* c) { return ReadInt(n, 1, &c->keep_versions); }},
+      {"history", "prefetch_depth",
+       [](const toml::node& n, Config* c) { return ReadInt(n, 0, &c->prefetch_depth); }},
+      {"history", "persistent",
+       [](const toml::node& n, Config* c) { return ReadBool(n, &c->history_persistent); }},
+  };
+  return schema;
+}
+
+std::string At(std::string_view origin, const toml::source_region& where) {
+  std::string s = "in " + std::string(origin);
+  if (where.begin.line > 0) s += " (line " + std::to_string(where.begin.line) + ")";
+  return s;
+}
+
+// The closest known key for an unknown one, as " (did you mean 'a.b'?)".
+std::string Suggest(std::string_view section, std::string_view key) {
+  const KeySpec* best = nullptr;
+  size_t best_d = 3;  // suggest only close matches
+  for (const KeySpec& k : Schema()) {
+    size_t d = section.empty() ? (key == k.name ? 0 : 99) : (section == k.section ? Distance(key, k.name) : 99);
+    if (d < best_d) {
+      best_d = d;
+      best = &k;
+    }
+  }
+  if (best == nullptr) return "";
+  return std::string(" (did you mean '") + best->section + "." + best->name + "'?)";
+}
+
+Status ApplyTable(const toml::table& root, std::string_view origin, Config* config) {
+  for (auto&& [section_key, section_node] : root) {
+    const std::string section(section_key.str());
+    bool known = false;
+    for (const KeySpec& k : Schema()) known = known || section == k.section;
+    if (!known) {
+      return Status::Config("unknown key '" + section + "' " + At(origin, section_key.source()) +
+                            Suggest("", section));
+    }
+    if (!section_node.is_table()) {
+      return Status::Config("key '" + section + "' " + At(origin, section_key.source()) +
+                            Expect("a table", section_node));
+    }
+    for (auto&& [key, node] : *section_node.as_table()) {
+      const std::string name = section + "." + std::string(key.str());
+      const KeySpec* spec = nullptr;
+      for (const KeySpec& k : Schema()) {
+        if (section == k.section && key.str() == k.name) spec = &k;
+      }
+      if (spec == nullptr) {
+        return Status::Config("unknown key '" + name + "' " + At(origin, key.source()) +
+                              Suggest(section, key.str()));
+      }
+      std::string err = spec->apply(node, config);
+      if (!err.empty()) return Status::Config("key '" + name + "' " + At(origin, key.source()) + err);
+    }
+  }
+  return Status::Ok();
+}
+
+Status SyntaxError(std::string_view origin, const toml::parse_error& e) {
+  // toml++ quotes the offending text verbatim; keep the message on one line.
+  std::string what;
+  for (char c : e.description()) {
+    if (c == '\n') {
+      what += "\\n";
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      what += ' ';
+    } else {
+      what += c;
+    }
+  }
+  return Status::Config("TOML syntax error in " + std::string(origin) + " (line " +
+                        std::to_string(e.source().begin.line) + ", column " +
+                        std::to_string(e.source().begin.column) + "): " + what);
+}
+
+Status ApplyToml(std::string_view text, std::string_view origin, Config* config) {
+  toml::table root;
+  try {
+    root = toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    return SyntaxError(origin, e);
+  }
+  return ApplyTable(root, origin, config);
+}
+
+// ---------------------------------------------------------------------------
+// The environment.
+
+Status ApplyEnvironment(Config* c) {
+  auto get = [](const char* name) -> const char* { return std::getenv(name); };
+  if (const char* v = get("CAIRN_SCRATCH")) {
+    if (*v == '\0') return Status::Config("CAIRN_SCRATCH is set but empty");
+    c->scratch_dir = v;
+  }
+  if (const char* v = get("CAIRN_PERSISTENT")) c->persistent_dir = v;  // "" = none
+  struct SizeVar {
+    const char* name;
+    uint64_t* field;
+  };
+  for (const SizeVar& s : {SizeVar{"CAIRN_HOST_CACHE", &c->host_cache_bytes},
+                           SizeVar{"CAIRN_BLOCK_SIZE", &c->block_bytes}}) {
+    if (const char* v = get(s.name)) {
+      auto r = ParseSize(v);
+      if (!r.ok()) return Status::Config(std::string(s.name) + ": " + r.status().message());
+      *s.field = r.value();
+    }
+  }
+  struct IntVar {
+    const char* name;
+    int64_t lo;
+    int* field;
+  };
+  for (const IntVar& s : {IntVar{"CAIRN_KEEP", 1, &c->keep_versions},
+                          IntVar{"CAIRN_PREFETCH_DEPTH", 0, &c->prefetch_depth}}) {
+    if (const char* v = get(s.name)) {
+      int64_t x;
+      if (!ParseInt(v, s.lo, INT_MAX, &x)) {
+        return Status::Config(std::string(s.name) + "='" + v + "' is not an integer >= " + std::to_string(s.lo));
+      }
+      *s.field = static_cast<int>(x);
+    }
+  }
+  struct BoolVar {
+    const char* name;
+    bool* field;
+  };
+  for (const BoolVar& s : {BoolVar{"CAIRN_DIRECT_IO", &c->direct_io}, BoolVar{"CAIRN_FSYNC", &c->fsync}}) {
+    if (const char* v = get(s.name)) {
+      if (!ParseBool(v, s.field)) {
+        return Status::Config(std::string(s.name) + "='" + v +
+                              "' is not a boolean (use 1, 0, true, false, yes, no, on, off)");
+      }
+    }
+  }
+  if (const char* v = get("CAIRN_FILE_MODE")) {
+    auto r = ParseMode(v);
+    if (!r.ok()) return Status::Config("CAIRN_FILE_MODE: " + r.status().message());
+    c->file_mode = r.value();
+  }
+  return Status::Ok();
+}
+
+Result<Config> Build(const std::string* toml_text, std::string_view origin, bool apply_environment) {
+  Config config = DefaultConfig();
+  if (toml_text != nullptr) CAIRN_RETURN_IF_ERROR(ApplyToml(*toml_text, origin, &config));
+  if (apply_environment) CAIRN_RETURN_IF_ERROR(ApplyEnvironment(&config));
+  config.scratch_dir = MakeAbsolute(config.scratch_dir);
+  config.persistent_dir = MakeAbsolute(config.persistent_dir);
+  CAIRN_RETURN_IF_ERROR(config.Validate());
+  return config;
+}
+
+Result<std::string> ReadFile(const std::string& path, const char* how) {
+  std::FILE* f = std::fopen(path.c_str(), "rbe");  // 'e': O_CLOEXEC
+  if (f == nullptr) {
+    return Status::Config("cannot read config file '" + path + "'" + how + ": " + std::strerror(errno));
+  }
+  std::string text;
+  char buf[8192];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  bool failed = std::ferror(f) != 0;
+  int err = errno;
+  std::fclose(f);
+  if (failed) return Status::Config("cannot read config file '" + path + "'" + how + ": " + std::strerror(err));
+  return text;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+Config DefaultConfig() {
+  Config c;
+  std::string base = "/tmp";
+  if (const char* tmp = std::getenv("TMPDIR"); tmp != nullptr && *tmp != '\0') base = tmp;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  c.scratch_dir = base + "/cairn-" + UserName() + "/scratch";
+  return c;
+}
+
+Status Config::Validate() const {
+  auto bytes = [](uint64_t b) { return std::to_string(b) + " bytes (" + FormatSize(b) + ")"; };
+  if (scratch_dir.empty()) {
+    return Status::Config("storage.scratch is empty: set it in [storage] or with CAIRN_SCRATCH");
+  }
+  if (block_bytes % kBlockAlignment != 0) {
+    return Status::Config("host_cache.block_size (CAIRN_BLOCK_SIZE) is " + bytes(block_bytes) +
+                          ", not a multiple of 4096 (direct I/O needs 4 KiB alignment)");
+  }
+  if (block_bytes < kMinBlockBytes || block_bytes > kMaxBlockBytes) {
+    return Status::Config("host_cache.block_size (CAIRN_BLOCK_SIZE) is " + bytes(block_bytes) +
+                          "; it must be between 64 KiB and 1 GiB");
+  }
+  if (host_cache_bytes / 2 < block_bytes) {
+    return Status::Config("host_cache.size (CAIRN_HOST_CACHE) is " + bytes(host_cache_bytes) +
+                          "; it must hold at least 2 blocks of host_cache.block_size (" +
+                          FormatSize(block_bytes) + "), i.e. at least " + FormatSize(2 * block_bytes) +
+                          ", so that one block can be filled while another is flushed");
+  }
+  if (keep_versions < 1) {
+    return Status::Config("retention.keep_versions (CAIRN_KEEP) is " + std::to_string(keep_versions) +
+                          "; it must be at least 1");
+  }
+  if (prefetch_depth < 0) {
+    return Status::Config("history.prefetch_depth (CAIRN_PREFETCH_DEPTH) is " + std::to_string(prefetch_depth) +
+                          "; it must be at least 0 (0 = as many steps as fit in the cache)");
+  }
+  if (file_mode > 0777) {
+    return Status::Config("storage.file_mode (CAIRN_FILE_MODE) is " + OctalString(file_mode) +
+                          "; only permission bits (at most 0777) are allowed");
+  }
+  if ((file_mode & 0600) != 0600) {
+    return Status::Config("storage.file_mode (CAIRN_FILE_MODE) is " + OctalString(file_mode) +
+                          "; the owner must be able to read and write (0600 bits)");
+  }
+  if (!persistent_dir.empty() && NormalizePath(persistent_dir) == NormalizePath(scratch_dir)) {
+    return Status::Config("storage.persistent and storage.scratch are the same directory ('" + persistent_dir +
+                          "'); leave storage.persistent empty to have no persistent tier");
+  }
+  return Status::Ok();
+}
+
+Result<Config> LoadConfigFromString(std::string_view toml, std::string_view origin, bool apply_environment) {
+  try {
+    std::string text(toml);
+    return Build(&text, origin, apply_environment);
+  } catch (const std::bad_alloc&) {
+    return Status::NoMemory("out of memory while loading the configuration");
+  } catch (const std::exception& e) {
+    return Status::Config(std::string("loading the configuration failed: ") + e.what());
+  }
+}
+
+Result<Config> LoadConfig(const char* path) {
+  try {
+    std::string file;
+    const char* how = "";
+    if (path != nullptr && *path != '\0') {
+      file = path;
+    } else if (const char* env = std::getenv("CAIRN_CONFIG"); env != nullptr && *env != '\0') {
+      file = env;
+      how = " (from CAIRN_CONFIG)";
+    }
+    if (file.empty()) return Build(nullptr, "", true);
+    auto text = ReadFile(file, how);
+    if (!text.ok()) return text.status();
+    return Build(&text.value(), file, true);
+  } catch (const std::bad_alloc&) {
+    return Status::NoMemory("out of memory while loading the configuration");
+  } catch (const std::exception& e) {
+    return Status::Config(std::string("loading the configuration failed: ") + e.what());
+  }
+}
+
+}  // namespace cairn

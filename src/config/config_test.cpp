@@ -1,0 +1,405 @@
+#include "cairn/config.hpp"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace cairn {
+namespace {
+
+constexpr const char* kVars[] = {"CAIRN_SCRATCH", "CAIRN_PERSISTENT",   "CAIRN_HOST_CACHE",
+                                 "CAIRN_BLOCK_SIZE", "CAIRN_KEEP",       "CAIRN_DIRECT_IO",
+                                 "CAIRN_FSYNC",   "CAIRN_FILE_MODE",     "CAIRN_PREFETCH_DEPTH",
+                                 "CAIRN_CONFIG",  "TMPDIR"};
+
+// Clears every variable the loader reads and restores them afterwards, so
+// the tests neither see the caller's environment nor leak into other tests.
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* v : kVars) {
+      const char* old = std::getenv(v);
+      saved_.emplace_back(v, old ? std::optional<std::string>(old) : std::nullopt);
+      ::unsetenv(v);
+    }
+  }
+  void TearDown() override {
+    for (auto& [name, value] : saved_) {
+      if (value) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+    for (const std::string& f : files_) std::remove(f.c_str());
+  }
+  std::string WriteFile(const std::string& text) {
+    std::string path = ::testing::TempDir() + "cairn_config_XXXXXX";
+    int fd = ::mkstemp(path.data());
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
+    files_.push_back(path);
+    return path;
+  }
+  static Result<Config> Parse(const std::string& toml, bool env = false) {
+    return LoadConfigFromString(toml, "cairn.toml", env);
+  }
+  static std::string ErrorOf(const std::string& toml) {
+    auto r = Parse(toml);
+    EXPECT_FALSE(r.ok()) << toml;
+    if (r.ok()) return "";
+    EXPECT_EQ(r.status().code(), Code::kConfig) << r.status().ToString();
+    return r.status().message();
+  }
+
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+  std::vector<std::string> files_;
+};
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "'" << (haystack) << "'"
+
+constexpr const char* kFullFile = R"(
+[storage]
+scratch = "/fast/scratch"
+persistent = "/lustre/ckpt"
+file_mode = "0640"
+direct_io = false
+fsync = false
+
+[host_cache]
+size = "2GiB"
+block_size = "1MiB"
+
+[retention]
+keep_versions = 5
+
+[history]
+prefetch_depth = 3
+persistent = true
+)";
+
+TEST_F(ConfigTest, DefaultsWithoutFileOrEnvironment) {
+  auto r = LoadConfig(nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Config& c = r.value();
+  EXPECT_EQ(c.scratch_dir.rfind("/tmp/cairn-", 0), 0u) << c.scratch_dir;
+  EXPECT_EQ(c.scratch_dir.substr(c.scratch_dir.size() - 8), "/scratch");
+  EXPECT_EQ(c.persistent_dir, "");
+  EXPECT_EQ(c.file_mode, 0600u);
+  EXPECT_TRUE(c.direct_io);
+  EXPECT_TRUE(c.fsync);
+  EXPECT_EQ(c.host_cache_bytes, 512ull << 20);
+  EXPECT_EQ(c.block_bytes, 4ull << 20);
+  EXPECT_EQ(c.keep_versions, 2);
+  EXPECT_EQ(c.prefetch_depth, 0);
+  EXPECT_FALSE(c.history_persistent);
+  EXPECT_EQ(c.fs, nullptr);
+  EXPECT_TRUE(LoadConfig("").ok());
+  EXPECT_TRUE(DefaultConfig().Validate().ok());
+}
+
+TEST_F(ConfigTest, DefaultScratchUsesTmpdirAndASafeUserName) {
+  ::setenv("TMPDIR", "/var/tmp/job42/", 1);
+  std::string s = DefaultConfig().scratch_dir;
+  EXPECT_EQ(s.rfind("/var/tmp/job42/cairn-", 0), 0u) << s;
+  std::string user = s.substr(std::string("/var/tmp/job42/cairn-").size());
+  user = user.substr(0, user.find('/'));
+  EXPECT_FALSE(user.empty());
+  EXPECT_EQ(user.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"),
+            std::string::npos)
+      << user;
+  EXPECT_EQ(s.substr(s.size() - 8), "/scratch");
+}
+
+TEST_F(ConfigTest, EveryKey) {
+  auto r = Parse(kFullFile);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Config& c = r.value();
+  EXPECT_EQ(c.scratch_dir, "/fast/scratch");
+  EXPECT_EQ(c.persistent_dir, "/lustre/ckpt");
+  EXPECT_EQ(c.file_mode, 0640u);
+  EXPECT_FALSE(c.direct_io);
+  EXPECT_FALSE(c.fsync);
+  EXPECT_EQ(c.host_cache_bytes, 2ull << 30);
+  EXPECT_EQ(c.block_bytes, 1ull << 20);
+  EXPECT_EQ(c.keep_versions, 5);
+  EXPECT_EQ(c.prefetch_depth, 3);
+  EXPECT_TRUE(c.history_persistent);
+}
+
+TEST_F(ConfigTest, IntegersForSizesAndOctalModes) {
+  auto r = Parse("[host_cache]\nsize = 16777216\nblock_size = 65536\n[storage]\nfile_mode = 0o660\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->host_cache_bytes, 16777216u);
+  EXPECT_EQ(r->block_bytes, 65536u);
+  EXPECT_EQ(r->file_mode, 0660u);
+  EXPECT_EQ(Parse("[storage]\nfile_mode = \"0o600\"\n")->file_mode, 0600u);
+  EXPECT_EQ(Parse("[storage]\nfile_mode = \"600\"\n")->file_mode, 0600u);
+  // Decimal 600 would be 01130: rejected with a hint.
+  std::string e = ErrorOf("[storage]\nfile_mode = 600\n");
+  EXPECT_CONTAINS(e, "storage.file_mode");
+  EXPECT_CONTAINS(e, "octal");
+  EXPECT_CONTAINS(ErrorOf("[storage]\nfile_mode = \"0680\"\n"), "bad file mode '0680'");
+}
+
+TEST_F(ConfigTest, EmptyTablesAndFileAreFine) {
+  EXPECT_TRUE(Parse("").ok());
+  EXPECT_TRUE(Parse("[storage]\n[host_cache]\n[retention]\n[history]\n").ok());
+  auto r = Parse("host_cache.size = \"1GiB\"\n");  // dotted keys work too
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->host_cache_bytes, 1ull << 30);
+}
+
+TEST_F(ConfigTest, UnknownKeysAreNamedWithTheirLine) {
+  std::string e = ErrorOf("[storage]\nscratch = \"/x\"\n[host_cache]\nsise = \"1GiB\"\n");
+  EXPECT_CONTAINS(e, "unknown key 'host_cache.sise' in cairn.toml (line 4)");
+  EXPECT_CONTAINS(e, "did you mean 'host_cache.size'");
+  e = ErrorOf("\n[storrage]\nscratch = \"/x\"\n");
+  EXPECT_CONTAINS(e, "unknown key 'storrage' in cairn.toml (line 2)");
+  e = ErrorOf("scratch = \"/x\"\n");
+  EXPECT_CONTAINS(e, "unknown key 'scratch' in cairn.toml (line 1)");
+  EXPECT_CONTAINS(e, "did you mean 'storage.scratch'");
+  EXPECT_CONTAINS(ErrorOf("[retention]\nkeep = 3\n"), "unknown key 'retention.keep'");
+}
+
+TEST_F(ConfigTest, WrongTypesNameKeyAndExpectedType) {
+  std::string e = ErrorOf("[storage]\ndirect_io = \"yes\"\n");
+  EXPECT_CONTAINS(e, "key 'storage.direct_io' in cairn.toml (line 2) must be a boolean");
+  EXPECT_CONTAINS(e, "not a string");
+  EXPECT_CONTAINS(ErrorOf("[storage]\nscratch = 5\n"), "key 'storage.scratch' in cairn.toml (line 2) must be a string");
+  EXPECT_CONTAINS(ErrorOf("[retention]\nkeep_versions = 1.5\n"), "'retention.keep_versions' in cairn.toml (line 2) must be an integer, not a floating-point");
+  EXPECT_CONTAINS(ErrorOf("[retention]\nkeep_versions = 0\n"), "'retention.keep_versions' in cairn.toml (line 2) must be an integer >= 1");
+  EXPECT_CONTAINS(ErrorOf("[history]\nprefetch_depth = -1\n"), "'history.prefetch_depth' in cairn.toml (line 2) must be an integer >= 0");
+  EXPECT_CONTAINS(ErrorOf("[history]\npersistent = 1\n"), "'history.persistent' in cairn.toml (line 2) must be a boolean");
+  EXPECT_CONTAINS(ErrorOf("[host_cache]\nsize = true\n"), "'host_cache.size' in cairn.toml (line 2) must be a size");
+  EXPECT_CONTAINS(ErrorOf("[host_cache]\nsize = -5\n"), "must not be negative");
+  EXPECT_CONTAINS(ErrorOf("storage = 3\n"), "key 'storage' in cairn.toml (line 1) must be a table, not an integer");
+}
+
+TEST_F(ConfigTest, BadSizeStringsInTheFile) {
+  std::string e = ErrorOf("[host_cache]\n\nsize = \"12XB\"\n");
+  EXPECT_CONTAINS(e, "key 'host_cache.size' in cairn.toml (line 3): bad size '12XB': unknown unit 'XB'");
+  EXPECT_CONTAINS(ErrorOf("[host_cache]\nblock_size = \"lots\"\n"), "bad size 'lots'");
+}
+
+TEST_F(ConfigTest, SyntaxErrorsGiveLineAndColumn) {
+  std::string e = ErrorOf("[storage]\nscratch = \"/x\"\nfsync = tru\n");
+  EXPECT_CONTAINS(e, "TOML syntax error in cairn.toml (line 3, column");
+}
+
+TEST_F(ConfigTest, EnvironmentBeatsTheFile) {
+  ::setenv("CAIRN_SCRATCH", "/env/scratch", 1);
+  ::setenv("CAIRN_PERSISTENT", "/env/persistent", 1);
+  ::setenv("CAIRN_HOST_CACHE", "256 MiB", 1);
+  ::setenv("CAIRN_BLOCK_SIZE", "128k", 1);
+  ::setenv("CAIRN_KEEP", "7", 1);
+  ::setenv("CAIRN_DIRECT_IO", "TRUE", 1);
+  ::setenv("CAIRN_FSYNC", "1", 1);
+  ::setenv("CAIRN_FILE_MODE", "0660", 1);
+  ::setenv("CAIRN_PREFETCH_DEPTH", "9", 1);
+  auto r = Parse(kFullFile, /*env=*/true);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Config& c = r.value();
+  EXPECT_EQ(c.scratch_dir, "/env/scratch");
+  EXPECT_EQ(c.persistent_dir, "/env/persistent");
+  EXPECT_EQ(c.host_cache_bytes, 256ull << 20);
+  EXPECT_EQ(c.block_bytes, 128ull << 10);
+  EXPECT_EQ(c.keep_versions, 7);
+  EXPECT_TRUE(c.direct_io);
+  EXPECT_TRUE(c.fsync);
+  EXPECT_EQ(c.file_mode, 0660u);
+  EXPECT_EQ(c.prefetch_depth, 9);
+  EXPECT_TRUE(c.history_persistent);  // no variable: the file's value stays
+
+  // Without apply_environment the file wins.
+  auto f = Parse(kFullFile, /*env=*/false);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->scratch_dir, "/fast/scratch");
+  EXPECT_EQ(f->keep_versions, 5);
+
+  // An empty CAIRN_PERSISTENT turns the persistent tier off.
+  ::setenv("CAIRN_PERSISTENT", "", 1);
+  ::setenv("CAIRN_DIRECT_IO", "off", 1);
+  auto g = Parse(kFullFile, true);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->persistent_dir, "");
+  EXPECT_FALSE(g->direct_io);
+}
+
+TEST_F(ConfigTest, BadEnvironmentValuesNameTheVariable) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"CAIRN_SCRATCH", ""},          {"CAIRN_HOST_CACHE", "big"},   {"CAIRN_BLOCK_SIZE", "-4MiB"},
+      {"CAIRN_KEEP", "0"},            {"CAIRN_KEEP", "two"},         {"CAIRN_DIRECT_IO", "maybe"},
+      {"CAIRN_FSYNC", "2"},           {"CAIRN_FILE_MODE", "rw-"},    {"CAIRN_PREFETCH_DEPTH", "-1"},
+      {"CAIRN_PREFETCH_DEPTH", "1x"},
+  };
+  for (const auto& [name, value] : cases) {
+    ::setenv(name, value, 1);
+    auto r = LoadConfig(nullptr);
+    ::unsetenv(name);
+    ASSERT_FALSE(r.ok()) << name << "=" << value;
+    EXPECT_EQ(r.status().code(), Code::kConfig);
+    EXPECT_CONTAINS(r.status().message(), name);
+  }
+}
+
+TEST_F(ConfigTest, ConfigFileFromPathOrCairnConfig) {
+  std::string a = WriteFile("[retention]\nkeep_versions = 3\n");
+  std::string b = WriteFile("[retention]\nkeep_versions = 4\n");
+  auto r = LoadConfig(a.c_str());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->keep_versions, 3);
+  ::setenv("CAIRN_CONFIG", b.c_str(), 1);
+  EXPECT_EQ(LoadConfig(nullptr)->keep_versions, 4);
+  EXPECT_EQ(LoadConfig("")->keep_versions, 4);
+  EXPECT_EQ(LoadConfig(a.c_str())->keep_versions, 3);  // an explicit path wins
+  ::setenv("CAIRN_KEEP", "6", 1);
+  EXPECT_EQ(LoadConfig(a.c_str())->keep_versions, 6);  // the environment wins over both
+
+  std::string bad = WriteFile("[retention]\nkeep_versions = 3\nkeepversions = 1\n");
+  auto e = LoadConfig(bad.c_str());
+  ASSERT_FALSE(e.ok());
+  EXPECT_CONTAINS(e.status().message(), "unknown key 'retention.keepversions' in " + bad + " (line 3)");
+
+  auto missing = LoadConfig("/nonexistent/cairn.toml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), Code::kConfig);
+  EXPECT_CONTAINS(missing.status().message(), "cannot read config file '/nonexistent/cairn.toml'");
+  ::setenv("CAIRN_CONFIG", "/nonexistent/c.toml", 1);
+  EXPECT_CONTAINS(LoadConfig(nullptr).status().message(), "CAIRN_CONFIG");
+}
+
+TEST_F(ConfigTest, RelativeDirectoriesBecomeAbsolute) {
+  auto r = Parse("[storage]\nscratch = \"rel/dir\"\npersistent = \"./p\"\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  char cwd[4096];
+  ASSERT_NE(::getcwd(cwd, sizeof(cwd)), nullptr);
+  std::string base = std::string(cwd) == "/" ? "" : std::string(cwd);
+  EXPECT_EQ(r->scratch_dir, base + "/rel/dir");
+  EXPECT_EQ(r->persistent_dir, base + "/p");
+}
+
+TEST_F(ConfigTest, ValidateNamesTheKey) {
+  struct Case {
+    void (*mutate)(Config*);
+    const char* key;
+  };
+  const Case cases[] = {
+      {[](Config* c) { c->scratch_dir.clear(); }, "storage.scratch"},
+      {[](Config* c) { c->block_bytes = 65536 + 512; }, "host_cache.block_size"},
+      {[](Config* c) { c->block_bytes = 32 << 10; }, "host_cache.block_size"},
+      {[](Config* c) { c->block_bytes = 2ull << 30; c->host_cache_bytes = 8ull << 30; }, "host_cache.block_size"},
+      {[](Config* c) { c->host_cache_bytes = 2 * c->block_bytes - 1; }, "host_cache.size"},
+      {[](Config* c) { c->keep_versions = 0; }, "retention.keep_versions"},
+      {[](Config* c) { c->prefetch_depth = -1; }, "history.prefetch_depth"},
+      {[](Config* c) { c->file_mode = 01700; }, "storage.file_mode"},
+      {[](Config* c) { c->file_mode = 0400; }, "storage.file_mode"},
+      {[](Config* c) { c->persistent_dir = c->scratch_dir + "/"; }, "storage.persistent"},
+      {[](Config* c) { c->persistent_dir = c->scratch_dir + "/./"; }, "storage.persistent"},
+  };
+  for (const Case& k : cases) {
+    Config c = DefaultConfig();
+    ASSERT_TRUE(c.Validate().ok());
+    k.mutate(&c);
+    Status s = c.Validate();
+    EXPECT_EQ(s.code(), Code::kConfig) << k.key;
+    EXPECT_CONTAINS(s.message(), k.key);
+  }
+  Config c = DefaultConfig();
+  c.host_cache_bytes = 2 * c.block_bytes;  // exactly two blocks is enough
+  EXPECT_TRUE(c.Validate().ok());
+  c.host_cache_bytes -= 4096;
+  EXPECT_CONTAINS(c.Validate().message(), "at least 2 blocks");
+  // Through the file, the same checks apply.
+  EXPECT_CONTAINS(ErrorOf("[host_cache]\nblock_size = \"100000\"\n"), "multiple of 4096");
+}
+
+TEST(ParseSizeTest, Accepts) {
+  const std::pair<const char*, uint64_t> cases[] = {
+      {"0", 0},
+      {"4096", 4096},
+      {"4096B", 4096},
+      {"512MiB", 512ull << 20},
+      {"4 GiB", 4ull << 30},
+      {" 4gib ", 4ull << 30},
+      {"100MB", 100000000},
+      {"1KB", 1000},
+      {"1kb", 1000},
+      {"1KiB", 1024},
+      {"1k", 1024},
+      {"2M", 2ull << 20},
+      {"3G", 3ull << 30},
+      {"1T", 1ull << 40},
+      {"1TB", 1000000000000ull},
+      {"2TiB", 2ull << 40},
+      {"1.5GiB", 1610612736},
+      {"0.5KiB", 512},
+      {"1.50MiB", 1572864},
+      {"2.0", 2},
+      {"18446744073709551615", UINT64_MAX},
+      {"16777215TiB", 16777215ull << 40},
+  };
+  for (const auto& [text, bytes] : cases) {
+    auto r = ParseSize(text);
+    ASSERT_TRUE(r.ok()) << text << ": " << r.status().ToString();
+    EXPECT_EQ(r.value(), bytes) << text;
+  }
+}
+
+TEST(ParseSizeTest, Rejects) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "empty"},
+      {"   ", "empty"},
+      {"-1", "negative"},
+      {"-1MiB", "negative"},
+      {"MiB", "expected a number"},
+      {"12XB", "unknown unit 'XB'"},
+      {"1.5", "whole number"},
+      {"0.1KiB", "whole number"},
+      {"1.", "digits after"},
+      {"1e9", "unknown unit"},
+      {"4 Mi B", "unknown unit"},
+      {"18446744073709551616", "too large"},
+      {"16777216TiB", "too large"},
+      {"99999999999999999999999GiB", "too large"},
+      {"+5", "expected a number"},
+      {"0x10", "unknown unit"},
+  };
+  for (const auto& [text, why] : cases) {
+    auto r = ParseSize(text);
+    ASSERT_FALSE(r.ok()) << "'" << text << "' parsed as " << r.value();
+    EXPECT_EQ(r.status().code(), Code::kConfig);
+    EXPECT_CONTAINS(r.status().message(), why);
+    EXPECT_CONTAINS(r.status().message(), std::string("bad size '") + text + "'");
+  }
+}
+
+TEST(FormatSizeTest, BinaryUnitsThreeSignificantDigits) {
+  EXPECT_EQ(FormatSize(0), "0 B");
+  EXPECT_EQ(FormatSize(1000), "1000 B");
+  EXPECT_EQ(FormatSize(1024), "1 KiB");
+  EXPECT_EQ(FormatSize(1536), "1.5 KiB");
+  EXPECT_EQ(FormatSize(536870912), "512 MiB");
+  EXPECT_EQ(FormatSize(4ull << 20), "4 MiB");
+  EXPECT_EQ(FormatSize(1610612736), "1.5 GiB");
+  EXPECT_EQ(FormatSize(123456789), "118 MiB");
+  EXPECT_EQ(FormatSize(10ull << 40), "10 TiB");
+  EXPECT_EQ(FormatSize((1ull << 20) - 1), "1 MiB");  // 1023.999 KiB rounds up a unit
+  EXPECT_EQ(FormatSize(UINT64_MAX), "16 EiB");
+  // Round trip for exact values.
+  for (uint64_t v : {4096ull, 65536ull, 512ull << 20, 3ull << 30}) {
+    EXPECT_EQ(ParseSize(FormatSize(v)).value(), v);
+  }
+}
+
+}  // namespace
+}  // namespace cairn

@@ -1,0 +1,137 @@
+// Size strings of the configuration: ParseSize("512MiB") and FormatSize.
+// Exact integer arithmetic throughout (no doubles while parsing), so that
+// "1.5GiB" is exactly 1610612736 and "0.1KiB" is rejected rather than rounded.
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "cairn/config.hpp"
+
+namespace cairn {
+namespace {
+
+struct Unit {
+  const char* name;  // compared case-insensitively
+  uint64_t factor;
+};
+
+constexpr uint64_t kKi = 1024;
+constexpr Unit kUnits[] = {
+    {"", 1},
+    {"b", 1},
+    {"kb", 1000},
+    {"mb", 1000ull * 1000},
+    {"gb", 1000ull * 1000 * 1000},
+    {"tb", 1000ull * 1000 * 1000 * 1000},
+    {"kib", kKi},
+    {"mib", kKi * kKi},
+    {"gib", kKi * kKi * kKi},
+    {"tib", kKi * kKi * kKi * kKi},
+    {"k", kKi},
+    {"m", kKi * kKi},
+    {"g", kKi * kKi * kKi},
+    {"t", kKi * kKi * kKi * kKi},
+};
+
+bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool EqualsLower(std::string_view text, const char* lower) {
+  size_t i = 0;
+  for (; i < text.size(); ++i) {
+    if (lower[i] == '\0' || Lower(text[i]) != lower[i]) return false;
+  }
+  return lower[i] == '\0';
+}
+
+Status Bad(std::string_view text, const std::string& why) {
+  return Status::Config("bad size '" + std::string(text) + "': " + why);
+}
+
+}  // namespace
+
+Result<uint64_t> ParseSize(std::string_view text) {
+  __extension__ typedef unsigned __int128 u128;  // GCC and Clang; exact 64x64 products
+  constexpr u128 kMax = UINT64_MAX;
+  std::string_view s = text;
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  if (s.empty()) return Bad(text, "empty");
+  if (s.front() == '-') return Bad(text, "sizes cannot be negative");
+
+  size_t i = 0;
+  u128 whole = 0;
+  bool overflow = false;
+  for (; i < s.size() && IsDigit(s[i]); ++i) {
+    whole = whole * 10 + static_cast<unsigned>(s[i] - '0');
+    if (whole > kMax) {  // saturate and keep scanning, to report "too large"
+      overflow = true;
+      whole = kMax + 1;
+    }
+  }
+  if (i == 0) return Bad(text, "expected a number of bytes with an optional unit, e.g. 512MiB");
+
+  // Fraction: kept as an exact ratio frac / 10^digits, trailing zeros dropped.
+  u128 frac = 0, scale = 1;
+  if (i < s.size() && s[i] == '.') {
+    size_t begin = ++i;
+    while (i < s.size() && IsDigit(s[i])) ++i;
+    if (i == begin) return Bad(text, "expected digits after '.'");
+    size_t end = i;
+    while (end > begin && s[end - 1] == '0') --end;
+    if (end - begin > 18) return Bad(text, "too many decimal places");
+    for (size_t k = begin; k < end; ++k) {
+      frac = frac * 10 + static_cast<unsigned>(s[k] - '0');
+      scale *= 10;
+    }
+  }
+  while (i < s.size() && IsSpace(s[i])) ++i;
+  std::string_view unit_text = s.substr(i);
+
+  const Unit* unit = nullptr;
+  for (const Unit& u : kUnits) {
+    if (EqualsLower(unit_text, u.name)) unit = &u;
+  }
+  if (unit == nullptr) {
+    return Bad(text, "unknown unit '" + std::string(unit_text) +
+                         "' (use B; KB, MB, GB, TB = powers of 1000; KiB, MiB, GiB, TiB or K, M, G, T = "
+                         "powers of 1024)");
+  }
+  if (frac != 0 && (frac * unit->factor) % scale != 0) {
+    return Bad(text, "not a whole number of bytes");
+  }
+  if (overflow) return Bad(text, "too large");
+  u128 bytes = whole * unit->factor + frac * unit->factor / scale;  // whole <= 2^64, factor < 2^41
+  if (bytes > kMax) return Bad(text, "too large (the limit is 16 EiB)");
+  return static_cast<uint64_t>(bytes);
+}
+
+std::string FormatSize(uint64_t bytes) {
+  static const char* const kNames[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  int u = 0;
+  double v = static_cast<double>(bytes);
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  // Three significant digits; rounding can reach 1024 (1023.9 KiB), which
+  // reads better as the next unit.
+  int decimals = v >= 100 ? 0 : v >= 10 ? 1 : 2;
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+  if (std::string_view(buf) == "1024" && u < 6) {
+    ++u;
+    std::snprintf(buf, sizeof(buf), "1");
+  }
+  std::string s = buf;
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s + " " + kNames[u];
+}
+
+}  // namespace cairn

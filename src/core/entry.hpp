@@ -1,0 +1,62 @@
+// An entry is one checkpoint version or one history step travelling through
+// the pipeline: captured block by block into host-cache chunks, checksummed,
+// written to the local tier, optionally copied to the persistent tier,
+// evicted, prefetched back, consumed.
+//
+// All fields are guarded by Pipeline::mu_. Chunk memory may be read outside the
+// lock only while the entry is pinned (pins > 0): pinned entries are never
+// evicted and their chunks are never freed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cairn/status.hpp"
+#include "format/layout.hpp"
+
+namespace cairn::core {
+
+struct BlockState {
+  int32_t chunk = -1;      // host-cache chunk holding the payload; -1 = not resident
+  bool sealed = false;     // the payload in `chunk` is complete
+  bool crc_ready = false;  // `crc` holds the payload's CRC32C
+  uint32_t crc = 0;
+  bool written = false;    // the payload is in the local file (temp or final)
+  bool clean = false;      // listed in Pipeline::clean_ (evictable)
+};
+
+struct Entry {
+  uint64_t seq = 0;  // capture order; the eviction rank (lowest goes first)
+  format::EntryKind kind = format::EntryKind::kCheckpoint;
+  std::string name;
+  int64_t number = 0;
+  format::Layout layout;
+  std::vector<BlockState> blocks;
+
+  uint32_t sealed_blocks = 0;    // blocks with sealed == true
+  uint32_t resident_blocks = 0;  // blocks with chunk >= 0 and sealed
+  bool capture_done = false;
+
+  bool flush_started = false;
+  bool local_committed = false;       // final file exists in the local tier
+  bool persist_pending = false;       // queued for the persistent tier
+  bool persistent_committed = false;
+  Status local_error;       // why the local flush failed (sticky)
+  Status persistent_error;  // why the persistent copy failed (sticky)
+
+  bool consumed = false;     // popped (history) or retired: chunks are released
+  bool prefetching = false;  // the prefetcher is filling its chunks
+  bool prefetch_failed = false;
+  int pins = 0;
+
+  bool fully_resident() const {
+    return capture_done && resident_blocks == blocks.size();
+  }
+  bool failed() const { return !local_error.ok(); }
+};
+
+using EntryPtr = std::shared_ptr<Entry>;
+
+}  // namespace cairn::core

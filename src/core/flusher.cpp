@@ -1,0 +1,167 @@
+// The checksum and flush stages: sealed blocks get their CRC32C on the
+// checksum thread, then the flusher writes entries in FIFO order to the local
+// tier and commits them.
+#include <chrono>
+
+#include "core/pipeline.hpp"
+#include "format/file_writer.hpp"
+#include "util/crc32c.hpp"
+
+namespace cairn::core {
+
+void Pipeline::ChecksumLoop(std::stop_token stop) {
+  Lock lock(mu_);
+  while (true) {
+    cv_checksum_.wait(lock, stop, [&] { return !checksum_queue_.empty(); });
+    if (checksum_queue_.empty()) return;  // stop requested and nothing left
+    auto [e, b] = checksum_queue_.front();
+    checksum_queue_.pop_front();
+    BlockState& bs = e->blocks[b];
+    if (e->consumed || bs.chunk < 0) {
+      cv_app_.notify_all();
+      continue;
+    }
+    ++e->pins;
+    const uint8_t* data = cache_->data(static_cast<uint32_t>(bs.chunk));
+    uint32_t length = e->layout.blocks[b].length;
+    lock.unlock();
+    uint32_t crc = crc32c::Value(data, length);
+    lock.lock();
+    bs.crc = crc;
+    bs.crc_ready = true;
+    Unpin(e);
+    cv_flush_.notify_all();
+    cv_app_.notify_all();
+  }
+}
+
+void Pipeline::FlushLoop(std::stop_token stop) {
+  Lock lock(mu_);
+  while (true) {
+    cv_flush_.wait(lock, stop, [&] { return !flush_queue_.empty(); });
+    if (flush_queue_.empty()) return;
+    EntryPtr e = flush_queue_.front();
+    flusher_busy_ = true;
+    FlushEntry(lock, e);
+    flush_queue_.pop_front();
+    flusher_busy_ = false;
+    cv_app_.notify_all();
+    cv_prefetch_.notify_all();
+  }
+}
+
+// Writes one entry. Called and returns with mu_ held; drops it for I/O.
+void Pipeline::FlushEntry(Lock& lock, const EntryPtr& e) {
+  if (e->consumed && !e->flush_started) {
+    ++stats_.flushes_skipped;  // a history step popped before it was flushed
+    return;
+  }
+  e->flush_started = true;
+  tiers::FileTier& tier = tier_for(e->kind);
+  const std::string dir = tier.NameDir(e->name);
+  const bool need_dir = !known_dirs_.contains(dir);
+  double io_seconds = 0;
+  auto timed = [&io_seconds](auto&& fn) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = fn();
+    io_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  };
+
+  lock.unlock();
+  Status s;
+  if (need_dir) s = tier.EnsureNameDir(e->name);
+  std::unique_ptr<format::FileWriter> writer;
+  if (s.ok()) {
+    format::FileInfo info{.kind = e->kind, .name = e->name, .number = e->number,
+                          .created_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::system_clock::now().time_since_epoch())
+                                                 .count()};
+    auto w = timed([&] {
+      return format::FileWriter::Create(fs_, tier.EntryPath(e->name, e->kind, e->number), info,
+                                        e->layout, tier.writer_options());
+    });
+    if (w.ok()) {
+      writer = std::move(w).value();
+    } else {
+      s = w.status();
+    }
+  }
+  lock.lock();
+  if (s.ok() && need_dir) known_dirs_.insert(dir);
+  if (!s.ok()) {
+    FailEntry(e, s.WithContext("flush of '" + e->name + "' " + std::to_string(e->number)));
+    return;
+  }
+
+  for (uint32_t b = 0; b < e->blocks.size(); ++b) {
+    BlockState& bs = e->blocks[b];
+    cv_flush_.wait(lock, [&] { return bs.crc_ready || e->consumed; });
+    if (e->consumed) {
+      lock.unlock();
+      writer->Abort();  // never written to disk: consumed before its flush ended
+      lock.lock();
+      ++stats_.flushes_skipped;
+      return;
+    }
+    ++e->pins;
+    const uint8_t* data = cache_->data(static_cast<uint32_t>(bs.chunk));
+    lock.unlock();
+    s = timed([&] { return writer->WriteBlock(b, data, bs.crc); });
+    lock.lock();
+    if (s.ok()) {
+      // Before Unpin: if a pop consumed the entry meanwhile, the last Unpin
+      // releases the chunks and must see this block as written (not dirty).
+      bs.written = true;
+      dirty_bytes_ -= e->layout.blocks[b].length;
+      if (!e->consumed) MarkClean(*e, b);
+    }
+    Unpin(e);
+    if (!s.ok()) {
+      lock.unlock();
+      writer->Abort();
+      lock.lock();
+      FailEntry(e, s.WithContext("flush of '" + e->name + "' " + std::to_string(e->number)));
+      return;
+    }
+    cv_app_.notify_all();
+  }
+  if (e->consumed) {
+    lock.unlock();
+    writer->Abort();
+    lock.lock();
+    ++stats_.flushes_skipped;
+    return;
+  }
+
+  lock.unlock();
+  s = timed([&] { return writer->Commit(); });
+  lock.lock();
+  if (!s.ok()) {
+    FailEntry(e, s.WithContext("commit of '" + e->name + "' " + std::to_string(e->number)));
+    return;
+  }
+  e->local_committed = true;
+  stats_.flush_local.bytes += e->layout.payload_bytes;
+  stats_.flush_local.ops += 1;
+  stats_.flush_local.seconds += io_seconds;
+  if (e->consumed) {
+    // Popped while its commit was running: the file must go.
+    tiers::FileTier* t = &tier;
+    std::string name = e->name;
+    auto kind = e->kind;
+    auto number = e->number;
+    EnqueueMover([t, name, kind, number] { (void)t->RemoveEntry(name, kind, number); });
+  } else if (e->kind == format::EntryKind::kCheckpoint) {
+    if (persistent_) {
+      e->persist_pending = true;
+      EnqueueMover([this, e] { PersistEntry(e); });
+    } else {
+      std::string name = e->name;
+      EnqueueMover([this, name] { ApplyRetention(name); });
+    }
+  }
+  cv_app_.notify_all();
+}
+
+}  // namespace cairn::core

@@ -1,0 +1,357 @@
+// Pipeline lifecycle, capture, waiting and cache-chunk bookkeeping.
+#include "core/pipeline.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "core/memory_copy.hpp"
+#include "format/naming.hpp"
+#include "os/fs.hpp"
+
+namespace cairn::core {
+
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+format::WriterOptions CheckpointWriterOptions(const Config& c) {
+  return format::WriterOptions{.direct = c.direct_io, .fsync = c.fsync, .mode = c.file_mode};
+}
+
+// History steps are scratch data unless declared persistent: no fsync (nothing
+// to recover after a crash) and buffered writes, which leave the steps in the
+// page cache so that reverse-order reads of evicted steps are memory-speed.
+format::WriterOptions HistoryWriterOptions(const Config& c) {
+  if (c.history_persistent) return CheckpointWriterOptions(c);
+  return format::WriterOptions{.direct = false, .fsync = false, .mode = c.file_mode};
+}
+
+}  // namespace
+
+Pipeline::Pipeline(const Config& config)
+    : config_(config),
+      fs_(config.fs ? config.fs : os::FileSystem::Default()),
+      local_(Level::kLocal, config.scratch_dir, fs_, CheckpointWriterOptions(config)),
+      history_(Level::kLocal, config.scratch_dir, fs_, HistoryWriterOptions(config)) {
+  if (!config.persistent_dir.empty()) {
+    persistent_.emplace(Level::kPersistent, config.persistent_dir, fs_, CheckpointWriterOptions(config));
+  }
+}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::Start(const Config& config) {
+  CAIRN_RETURN_IF_ERROR(config.Validate());
+  std::unique_ptr<Pipeline> p(new Pipeline(config));
+  CAIRN_RETURN_IF_ERROR(p->Init());
+  return p;
+}
+
+Status Pipeline::Init() {
+  CAIRN_RETURN_IF_ERROR(fs_->CreateDirs(config_.scratch_dir, 0700).WithContext("storage.scratch"));
+  if (persistent_) {
+    CAIRN_RETURN_IF_ERROR(
+        fs_->CreateDirs(config_.persistent_dir, 0700).WithContext("storage.persistent"));
+  }
+  // Populated up front: writes into fresh pages cost several times a memcpy.
+  // (Background touching and delayed pinning are the fast-init strategies.)
+  auto cache = HostCache::Create(config_.host_cache_bytes, static_cast<uint32_t>(config_.block_bytes),
+                                 /*populate=*/true);
+  if (!cache.ok()) return cache.status().WithContext("host cache");
+  {
+    std::lock_guard lock(mu_);
+    cache_.emplace(std::move(cache).value());
+    stats_.cache_capacity_bytes = cache_->capacity_bytes();
+  }
+  threads_.emplace_back([this](std::stop_token st) { ChecksumLoop(st); });
+  threads_.emplace_back([this](std::stop_token st) { FlushLoop(st); });
+  threads_.emplace_back([this](std::stop_token st) { MoverLoop(st); });
+  threads_.emplace_back([this](std::stop_token st) { PrefetchLoop(st); });
+  return Status::Ok();
+}
+
+Pipeline::~Pipeline() { (void)Shutdown(); }
+
+Status Pipeline::Shutdown() {
+  {
+    Lock lock(mu_);
+    if (shut_down_) return Status::Ok();
+    closing_ = true;
+  }
+  // Histories first: their unflushed steps are consumed, not written.
+  std::vector<std::string> open_histories;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, h] : histories_) open_histories.push_back(name);
+  }
+  for (const auto& name : open_histories) (void)CloseHistory(name);
+
+  Status first_error;
+  {
+    Lock lock(mu_);
+    cv_app_.wait(lock, [&] {
+      return flush_queue_.empty() && checksum_queue_.empty() && mover_queue_.empty() &&
+             !mover_busy_ && !flusher_busy_;
+    });
+    shut_down_ = true;
+    first_error = unreported_error_;
+  }
+  for (auto& t : threads_) t.request_stop();
+  NotifyAll();
+  threads_.clear();  // joins
+  std::lock_guard lock(mu_);
+  catalog_.clear();
+  clean_.clear();
+  cache_.reset();
+  return first_error;
+}
+
+void Pipeline::NotifyAll() {
+  cv_app_.notify_all();
+  cv_checksum_.notify_all();
+  cv_flush_.notify_all();
+  cv_mover_.notify_all();
+  cv_prefetch_.notify_all();
+}
+
+EntryPtr Pipeline::Find(format::EntryKind kind, const std::string& name, int64_t number) const {
+  auto it = catalog_.find(Key{kind, name, number});
+  return it == catalog_.end() ? nullptr : it->second;
+}
+
+// ---------------------------------------------------------------------------
+// Chunks
+
+int32_t Pipeline::AcquireChunk(Lock& lock) {
+  std::chrono::steady_clock::time_point t0{};
+  bool waited = false;
+  for (;;) {
+    if (auto c = cache_->Allocate()) {
+      if (waited) stats_.capture_blocked_s += SecondsSince(t0);
+      return static_cast<int32_t>(*c);
+    }
+    if (EvictOne(UINT64_MAX)) continue;
+    // Back-pressure: every chunk holds data not yet flushed (or pinned).
+    if (!waited) {
+      waited = true;
+      t0 = std::chrono::steady_clock::now();
+    }
+    cv_app_.wait(lock);
+  }
+}
+
+bool Pipeline::EvictOne(uint64_t below_seq) {
+  for (auto it = clean_.begin(); it != clean_.end(); ++it) {
+    if (it->first.first >= below_seq) return false;
+    Entry* e = it->second;
+    if (e->pins > 0 || e->prefetching) continue;
+    uint32_t b = it->first.second;
+    clean_.erase(it);
+    BlockState& bs = e->blocks[b];
+    bs.clean = false;
+    if (bs.chunk >= 0) {
+      cache_->Free(static_cast<uint32_t>(bs.chunk));
+      bs.chunk = -1;
+      if (bs.sealed) --e->resident_blocks;
+      ++stats_.evictions;
+    }
+    return true;
+  }
+  return false;
+}
+
+void Pipeline::MarkClean(Entry& e, uint32_t block) {
+  BlockState& bs = e.blocks[block];
+  if (bs.clean || bs.chunk < 0) return;
+  bs.clean = true;
+  clean_.emplace(std::make_pair(e.seq, block), &e);
+}
+
+void Pipeline::DropBlock(Entry& e, uint32_t block) {
+  BlockState& bs = e.blocks[block];
+  if (bs.clean) {
+    clean_.erase(std::make_pair(e.seq, block));
+    bs.clean = false;
+  }
+  if (bs.chunk >= 0) {
+    cache_->Free(static_cast<uint32_t>(bs.chunk));
+    bs.chunk = -1;
+    if (bs.sealed) --e.resident_blocks;
+  }
+}
+
+void Pipeline::ReleaseChunks(Entry& e) {
+  for (uint32_t b = 0; b < e.blocks.size(); ++b) {
+    if (!e.blocks[b].written && e.blocks[b].sealed && e.blocks[b].chunk >= 0 && !e.failed()) {
+      dirty_bytes_ -= e.layout.blocks[b].length;
+    }
+    DropBlock(e, b);
+  }
+  cv_app_.notify_all();
+  cv_prefetch_.notify_all();
+}
+
+void Pipeline::Unpin(const EntryPtr& e) {
+  if (--e->pins == 0 && e->consumed) ReleaseChunks(*e);
+}
+
+void Pipeline::Consume(const EntryPtr& e) {
+  if (e->consumed) return;
+  e->consumed = true;
+  catalog_.erase(Key{e->kind, e->name, e->number});
+  if (e->pins == 0) ReleaseChunks(*e);
+  cv_flush_.notify_all();
+}
+
+void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
+  if (e->local_error.ok()) e->local_error = s;
+  ++stats_.failed_flushes;
+  if (unreported_error_.ok()) unreported_error_ = s;
+  // The data stays in the cache (restorable while resident) but can never be
+  // flushed: make its blocks evictable so captures keep making progress.
+  for (uint32_t b = 0; b < e->blocks.size(); ++b) {
+    BlockState& bs = e->blocks[b];
+    if (bs.sealed && bs.chunk >= 0 && !bs.written) dirty_bytes_ -= e->layout.blocks[b].length;
+    if (bs.sealed) MarkClean(*e, b);
+  }
+  cv_app_.notify_all();
+}
+
+// ---------------------------------------------------------------------------
+// Capture
+
+Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_t number,
+                         const std::vector<CaptureSource>& sources) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  if (number < 0) return Status::InvalidArgument("version/step must be >= 0, got " + std::to_string(number));
+  for (const auto& s : sources) {
+    if (s.spec.memory != MemoryKind::kHost) {
+      return Status::Unsupported("region " + std::to_string(s.spec.id) +
+                                 ": only host memory is supported in this build");
+    }
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::lock_guard capture_lock(capture_mu_);
+  EntryPtr e = std::make_shared<Entry>();
+  {
+    Lock lock(mu_);
+    if (closing_) return Status::State("client is closing");
+    if (kind == format::EntryKind::kHistoryStep && !histories_.contains(name)) {
+      return Status::State("history '" + name + "' is not open");
+    }
+    if (Find(kind, name, number)) {
+      return Status::Exists(std::string(kind == format::EntryKind::kCheckpoint ? "version " : "step ") +
+                            std::to_string(number) + " of '" + name + "' is still in the pipeline");
+    }
+    std::vector<format::RegionSpec> specs;
+    specs.reserve(sources.size());
+    for (const auto& s : sources) specs.push_back(s.spec);
+    e->seq = next_seq_++;
+    e->kind = kind;
+    e->name = name;
+    e->number = number;
+    e->layout = format::Layout::Make(specs, static_cast<uint32_t>(config_.block_bytes));
+    e->blocks.resize(e->layout.blocks.size());
+    catalog_.emplace(Key{kind, name, number}, e);
+    if (kind == format::EntryKind::kHistoryStep) histories_[name].steps.insert(number);
+    flush_queue_.push_back(e);
+    cv_flush_.notify_one();
+  }
+
+  double blocked_before = 0;
+  {
+    std::lock_guard lock(mu_);
+    blocked_before = stats_.capture_blocked_s;
+  }
+  for (uint32_t b = 0; b < e->layout.blocks.size(); ++b) {
+    const auto& blk = e->layout.blocks[b];
+    const auto& region = e->layout.regions[blk.region];
+    const auto* src = static_cast<const uint8_t*>(sources[blk.region].data) +
+                      (blk.offset - region.data_offset);
+    uint8_t* dst;
+    {
+      Lock lock(mu_);
+      int32_t chunk = AcquireChunk(lock);
+      e->blocks[b].chunk = chunk;
+      dst = cache_->data(static_cast<uint32_t>(chunk));
+    }
+    CopyIn(region.spec.memory, dst, src, blk.length);
+    // Direct I/O writes whole 4 KiB pages: zero the tail so no stale bytes of
+    // an older entry reach the file.
+    size_t padded = format::AlignUp(blk.length);
+    if (padded > blk.length) std::memset(dst + blk.length, 0, padded - blk.length);
+    {
+      std::lock_guard lock(mu_);
+      BlockState& bs = e->blocks[b];
+      bs.sealed = true;
+      ++e->sealed_blocks;
+      ++e->resident_blocks;
+      if (e->failed() || e->consumed) {
+        MarkClean(*e, b);
+      } else {
+        dirty_bytes_ += blk.length;
+        checksum_queue_.emplace_back(e, b);
+        cv_checksum_.notify_one();
+      }
+    }
+  }
+  std::lock_guard lock(mu_);
+  e->capture_done = true;
+  double elapsed = SecondsSince(t0);
+  stats_.capture.bytes += e->layout.payload_bytes;
+  stats_.capture.ops += 1;
+  // Copy time only: back-pressure waits are reported as capture_blocked_s.
+  stats_.capture.seconds += std::max(0.0, elapsed - (stats_.capture_blocked_s - blocked_before));
+  cv_app_.notify_all();
+  cv_flush_.notify_all();
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// Waiting and statistics
+
+Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t number, Level level) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  if (level == Level::kPersistent && !persistent_) {
+    return Status::InvalidArgument("wait for the persistent level, but storage.persistent is not set");
+  }
+  Lock lock(mu_);
+  EntryPtr e = Find(kind, name, number);
+  if (!e) {
+    // Not in this pipeline (retired, or written by an earlier run): committed
+    // files answer.
+    const tiers::FileTier& tier = level == Level::kPersistent ? *persistent_ : local_;
+    if (level != Level::kCache && tier.Exists(name, kind, number)) return Status::Ok();
+    if (level == Level::kCache && (local_.Exists(name, kind, number))) return Status::Ok();
+    return Status::NotFound("version " + std::to_string(number) + " of '" + name + "' is unknown at " +
+                            (level == Level::kPersistent ? "the persistent level" : "this level"));
+  }
+  cv_app_.wait(lock, [&] {
+    switch (level) {
+      case Level::kCache: return e->capture_done;
+      case Level::kLocal: return e->local_committed || e->failed() || e->consumed;
+      case Level::kPersistent:
+        return e->persistent_committed || e->failed() || !e->persistent_error.ok() || e->consumed;
+    }
+    return true;
+  });
+  Status s = e->local_error;
+  if (s.ok() && level == Level::kPersistent) s = e->persistent_error;
+  if (!s.ok() && unreported_error_.code() == s.code() && unreported_error_.message() == s.message()) {
+    unreported_error_ = Status::Ok();
+  }
+  return s;
+}
+
+Stats Pipeline::GetStats() const {
+  std::lock_guard lock(mu_);
+  Stats s = stats_;
+  if (cache_) {
+    s.cache_used_bytes = uint64_t{cache_->chunk_count() - cache_->free_count()} * cache_->chunk_bytes();
+  }
+  s.cache_dirty_bytes = dirty_bytes_;
+  return s;
+}
+
+}  // namespace cairn::core

@@ -1,0 +1,169 @@
+// The pipeline: the engine behind cairn::Client. It owns the host cache, the
+// file tiers and the four background threads, and moves entries through
+//
+//   capture (app thread) -> checksum -> flush to local -> copy to persistent
+//                                          \-> evict (clean blocks) -> prefetch
+//
+// Threads (all std::jthread, owned here, stopped and joined by Shutdown()):
+//   checksummer  CRC32C of sealed blocks, ahead of the flusher (so checksums
+//                cost no flush bandwidth)
+//   flusher      FIFO: writes entries block by block to the local tier and
+//                commits them (temp + fsync + rename + dir fsync); it streams a
+//                checkpoint that is still being captured, which is how a
+//                checkpoint larger than the cache passes through it
+//   mover        copies committed checkpoints to the persistent tier, deletes
+//                consumed/retired files, applies retention
+//   prefetcher   reads history steps back into free chunks ahead of the pops,
+//                highest step first (reverse order is the adjoint pattern)
+//
+// Locking: one mutex (mu_) guards every piece of state below. It is never held
+// across memcpy, file I/O or checksums; those run on pinned entries. Captures
+// are serialized by capture_mu_ (taken before mu_), which guarantees progress:
+// the flusher always works on the oldest entry, and the only entry that can be
+// waiting for chunks is the one being captured.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "cairn/cairn.hpp"
+#include "core/entry.hpp"
+#include "core/host_cache.hpp"
+#include "tiers/file_tier.hpp"
+#include "util/thread_annotations.hpp"
+
+namespace cairn::core {
+
+// One region to capture: where its bytes are now.
+struct CaptureSource {
+  format::RegionSpec spec;
+  const void* data = nullptr;
+};
+
+// One region to restore into.
+struct RestoreTarget {
+  int32_t id = 0;
+  MemoryKind memory = MemoryKind::kHost;
+  void* data = nullptr;
+  uint64_t bytes = 0;
+};
+
+class Pipeline {
+ public:
+  static Result<std::unique_ptr<Pipeline>> Start(const Config& config);
+  ~Pipeline();  // Shutdown()
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Drains the flush and mover queues, stops and joins the threads. Returns
+  // the first local flush error that no Wait() reported. Idempotent.
+  Status Shutdown();
+
+  // Checkpoint versions -------------------------------------------------------
+  Status Capture(format::EntryKind kind, const std::string& name, int64_t number,
+                 const std::vector<CaptureSource>& sources);
+  Status Wait(format::EntryKind kind, const std::string& name, int64_t number, Level level);
+  Result<int64_t> Latest(const std::string& name);
+  Status Restore(const std::string& name, int64_t version, const std::vector<RestoreTarget>& targets);
+
+  // Histories -----------------------------------------------------------------
+  // Registers `name`; kState if already open. Ephemeral histories remove stale
+  // step files of an earlier run; persistent ones adopt them as poppable steps.
+  Status OpenHistory(const std::string& name);
+  Result<size_t> Pop(const std::string& name, int64_t step, void* dst, size_t capacity);
+  Result<size_t> StepSize(const std::string& name, int64_t step);
+  Status CloseHistory(const std::string& name);
+
+  Stats GetStats() const;
+  const Config& config() const { return config_; }
+
+ private:
+  using Key = std::tuple<format::EntryKind, std::string, int64_t>;
+  using Lock = std::unique_lock<std::mutex>;
+
+  struct HistoryState {
+    bool popping = false;  // a pop happened: the prefetcher serves this history
+    std::set<int64_t> steps;  // pushed and not consumed
+  };
+
+  explicit Pipeline(const Config& config);
+  Status Init();
+
+  // Chunks (pipeline.cpp). All REQUIRE mu_.
+  int32_t AcquireChunk(Lock& lock);  // blocks for space; never fails
+  bool EvictOne(uint64_t below_seq);
+  void MarkClean(Entry& e, uint32_t block);
+  void DropBlock(Entry& e, uint32_t block);  // frees its chunk, if any
+  void Unpin(const EntryPtr& e);
+  void Consume(const EntryPtr& e);  // marks consumed, releases chunks, forgets it
+  void ReleaseChunks(Entry& e);
+  void FailEntry(const EntryPtr& e, const Status& s);
+  EntryPtr Find(format::EntryKind kind, const std::string& name, int64_t number) const;
+  void NotifyAll();
+
+  // Threads (flusher.cpp, mover.cpp, prefetcher.cpp).
+  void ChecksumLoop(std::stop_token stop);
+  void FlushLoop(std::stop_token stop);
+  void FlushEntry(Lock& lock, const EntryPtr& e);
+  void MoverLoop(std::stop_token stop);
+  void PersistEntry(const EntryPtr& e);
+  void ApplyRetention(const std::string& name);
+  void PrefetchLoop(std::stop_token stop);
+  EntryPtr FindPrefetchTarget();
+  void EnqueueMover(std::function<void()> task);
+
+  // Restore helpers (restore.cpp).
+  Status ReadFromFiles(const EntryPtr& e, format::EntryKind kind, const std::string& name,
+                       int64_t number, const std::vector<RestoreTarget>& targets);
+  Status CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets);
+
+  tiers::FileTier& tier_for(format::EntryKind kind) { return kind == format::EntryKind::kCheckpoint ? local_ : history_; }
+
+  const Config config_;
+  os::FileSystem* fs_;
+  tiers::FileTier local_;    // durable checkpoint files
+  tiers::FileTier history_;  // same directory, history write options
+  std::optional<tiers::FileTier> persistent_;
+
+  std::mutex capture_mu_;  // serializes captures (see above); before mu_
+  mutable std::mutex mu_;
+  std::condition_variable_any cv_app_;       // space freed, entry state changed
+  std::condition_variable_any cv_checksum_;  // blocks sealed
+  std::condition_variable_any cv_flush_;     // entries queued, checksums ready
+  std::condition_variable_any cv_mover_;     // mover tasks queued
+  std::condition_variable_any cv_prefetch_;  // pops, frees, commits
+
+  std::optional<HostCache> cache_ CAIRN_GUARDED_BY(mu_);
+  std::map<Key, EntryPtr> catalog_ CAIRN_GUARDED_BY(mu_);
+  std::map<std::string, HistoryState> histories_ CAIRN_GUARDED_BY(mu_);
+  // Clean resident blocks by eviction rank: (entry seq, block index) -> entry.
+  std::map<std::pair<uint64_t, uint32_t>, Entry*> clean_ CAIRN_GUARDED_BY(mu_);
+  std::deque<std::pair<EntryPtr, uint32_t>> checksum_queue_ CAIRN_GUARDED_BY(mu_);
+  std::deque<EntryPtr> flush_queue_ CAIRN_GUARDED_BY(mu_);
+  std::deque<std::function<void()>> mover_queue_ CAIRN_GUARDED_BY(mu_);
+  bool mover_busy_ CAIRN_GUARDED_BY(mu_) = false;
+  bool flusher_busy_ CAIRN_GUARDED_BY(mu_) = false;
+  std::set<std::string> known_dirs_ CAIRN_GUARDED_BY(mu_);
+  uint64_t next_seq_ CAIRN_GUARDED_BY(mu_) = 0;
+  uint64_t dirty_bytes_ CAIRN_GUARDED_BY(mu_) = 0;
+  bool closing_ CAIRN_GUARDED_BY(mu_) = false;
+  bool shut_down_ CAIRN_GUARDED_BY(mu_) = false;
+  Status unreported_error_ CAIRN_GUARDED_BY(mu_);
+  Stats stats_ CAIRN_GUARDED_BY(mu_);
+
+  // Declared last: started after everything above exists, joined first.
+  std::vector<std::jthread> threads_;
+};
+
+}  // namespace cairn::core

@@ -1,0 +1,342 @@
+// The read side: restore of checkpoint versions, latest-version discovery,
+// and history pops.
+#include <chrono>
+#include <cstring>
+
+#include "core/memory_copy.hpp"
+#include "core/pipeline.hpp"
+#include "format/file_reader.hpp"
+#include "format/naming.hpp"
+
+namespace cairn::core {
+
+namespace {
+
+std::string VersionLabel(format::EntryKind kind, const std::string& name, int64_t number) {
+  return std::string(kind == format::EntryKind::kCheckpoint ? "version " : "step ") +
+         std::to_string(number) + " of '" + name + "'";
+}
+
+// Checks that every target has a region of the same id and size in the layout
+// before anything is copied. Fills `index` with each target's region index.
+Status MatchRegions(const format::Layout& layout, const std::vector<RestoreTarget>& targets,
+                    const std::string& label, std::vector<uint32_t>* index) {
+  index->clear();
+  for (const auto& t : targets) {
+    bool found = false;
+    for (uint32_t r = 0; r < layout.regions.size(); ++r) {
+      const auto& spec = layout.regions[r].spec;
+      if (spec.id != t.id) continue;
+      if (spec.bytes != t.bytes) {
+        return Status::SizeMismatch("region " + std::to_string(t.id) + " is protected with " +
+                                    std::to_string(t.bytes) + " bytes but " + label + " has " +
+                                    std::to_string(spec.bytes) + " bytes");
+      }
+      index->push_back(r);
+      found = true;
+      break;
+    }
+    if (!found) {
+      return Status::NotFound("region " + std::to_string(t.id) + " is protected but not in " + label);
+    }
+  }
+  return Status::Ok();
+}
+
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+// Precondition: e is pinned and fully resident; mu_ is not held.
+Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets) {
+  std::vector<uint32_t> index;
+  CAIRN_RETURN_IF_ERROR(
+      MatchRegions(e->layout, targets, VersionLabel(e->kind, e->name, e->number), &index));
+  for (size_t t = 0; t < targets.size(); ++t) {
+    const auto& region = e->layout.regions[index[t]];
+    auto* dst = static_cast<uint8_t*>(targets[t].data);
+    for (uint32_t b = region.first_block; b < region.first_block + region.block_count; ++b) {
+      const auto& blk = e->layout.blocks[b];
+      // chunk indices of a pinned, fully resident entry do not change.
+      CopyOut(targets[t].memory, dst + (blk.offset - region.data_offset),
+              cache_->data(static_cast<uint32_t>(e->blocks[b].chunk)), blk.length);
+    }
+  }
+  return Status::Ok();
+}
+
+// Reads from the local tier, falling back to the persistent tier when the
+// local copy is missing or damaged. Returns the local error if both fail.
+Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, const std::string& name,
+                               int64_t number, const std::vector<RestoreTarget>& targets) {
+  const std::string label = VersionLabel(kind, name, number);
+  std::vector<const tiers::FileTier*> tiers{&tier_for(kind)};
+  if (persistent_ && kind == format::EntryKind::kCheckpoint) tiers.push_back(&*persistent_);
+  Status first;
+  bool any_file = false;
+  for (const tiers::FileTier* tier : tiers) {
+    const std::string path = tier->EntryPath(name, kind, number);
+    auto reader = format::FileReader::Open(fs_, path);
+    Status s = reader.status();
+    if (s.code() == Code::kNotFound) continue;
+    any_file = true;
+    std::vector<uint32_t> index;
+    if (s.ok()) s = MatchRegions((*reader)->layout(), targets, label, &index);
+    // Layout mismatches are the caller's problem, not the file's: no fallback.
+    if (s.code() == Code::kSizeMismatch || (s.code() == Code::kNotFound)) return s;
+    for (size_t t = 0; s.ok() && t < targets.size(); ++t) {
+      if (targets[t].memory != MemoryKind::kHost) {
+        s = Status::Unsupported("restore into non-host memory");
+        break;
+      }
+      s = (*reader)->ReadRegion(index[t], targets[t].data);
+    }
+    if (s.ok()) return s;
+    if (first.ok()) first = s;
+  }
+  if (!any_file) {
+    std::string where = tier_for(kind).dir();
+    if (persistent_ && kind == format::EntryKind::kCheckpoint) where += " or " + persistent_->dir();
+    return Status::NotFound(label + " is not in the cache nor in " + where);
+  }
+  return first;
+}
+
+Status Pipeline::Restore(const std::string& name, int64_t version,
+                         const std::vector<RestoreTarget>& targets) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  const auto kind = format::EntryKind::kCheckpoint;
+  auto t0 = std::chrono::steady_clock::now();
+  Lock lock(mu_);
+  EntryPtr e = Find(kind, name, version);
+  if (e) {
+    // Evicted blocks imply the flush wrote them; wait for the commit so the
+    // file is complete.
+    cv_app_.wait(lock, [&] {
+      return e->fully_resident() || e->local_committed || e->failed() || e->consumed;
+    });
+  }
+  Status s;
+  bool hit = false;
+  if (e && e->fully_resident() && !e->consumed) {
+    ++e->pins;
+    lock.unlock();
+    s = CopyFromCache(e, targets);
+    lock.lock();
+    Unpin(e);
+    hit = true;
+  } else {
+    if (e && e->failed() && !e->local_committed) {
+      return e->local_error.WithContext(VersionLabel(kind, name, version) + " was lost");
+    }
+    lock.unlock();
+    s = ReadFromFiles(e, kind, name, version, targets);
+    lock.lock();
+  }
+  if (s.ok()) {
+    hit ? ++stats_.cache_hits : ++stats_.cache_misses;
+    uint64_t bytes = 0;
+    for (const auto& t : targets) bytes += t.bytes;
+    stats_.restore.bytes += bytes;
+    stats_.restore.ops += 1;
+    stats_.restore.seconds += Since(t0);
+  }
+  return s;
+}
+
+Result<int64_t> Pipeline::Latest(const std::string& name) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  const auto kind = format::EntryKind::kCheckpoint;
+  std::set<int64_t> candidates;
+  std::vector<const tiers::FileTier*> tiers{&local_};
+  if (persistent_) tiers.push_back(&*persistent_);
+  for (const tiers::FileTier* tier : tiers) {
+    auto versions = tier->ListCommitted(name, kind);
+    if (!versions.ok()) return versions.status();
+    candidates.insert(versions->begin(), versions->end());
+  }
+  std::string damaged;
+  for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
+    {
+      // A committed version still fully in the cache verifies by construction.
+      std::lock_guard lock(mu_);
+      EntryPtr e = Find(kind, name, *it);
+      if (e && e->local_committed && e->fully_resident()) return *it;
+    }
+    for (const tiers::FileTier* tier : tiers) {
+      auto reader = format::FileReader::Open(fs_, tier->EntryPath(name, kind, *it));
+      Status s = reader.status();
+      if (s.code() == Code::kNotFound) continue;
+      if (s.ok()) s = (*reader)->VerifyAll();
+      if (s.ok()) return *it;
+      if (damaged.size() < 2000) damaged += "; " + s.message();
+    }
+  }
+  if (candidates.empty()) return Status::NotFound("no committed version of '" + name + "'");
+  return Status::NotFound("no valid version of '" + name + "': all " +
+                          std::to_string(candidates.size()) + " committed versions are damaged" +
+                          damaged);
+}
+
+// ---------------------------------------------------------------------------
+// Histories
+
+Status Pipeline::OpenHistory(const std::string& name) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  {
+    std::lock_guard lock(mu_);
+    if (closing_) return Status::State("client is closing");
+    if (histories_.contains(name)) return Status::State("history '" + name + "' is already open");
+  }
+  const auto kind = format::EntryKind::kHistoryStep;
+  CAIRN_ASSIGN_OR_RETURN(auto existing, history_.ListCommitted(name, kind));
+  std::vector<EntryPtr> adopted;
+  for (int64_t step : existing) {
+    if (!config_.history_persistent) {
+      // Left behind by a run that crashed: scratch data, not a restart point.
+      (void)history_.RemoveEntry(name, kind, step);
+      continue;
+    }
+    auto reader = format::FileReader::Open(fs_, history_.EntryPath(name, kind, step));
+    if (!reader.ok()) continue;  // damaged: a pop of it reports kNotFound
+    auto e = std::make_shared<Entry>();
+    e->kind = kind;
+    e->name = name;
+    e->number = step;
+    e->layout = (*reader)->layout();
+    e->blocks.resize(e->layout.blocks.size());
+    for (uint32_t b = 0; b < e->blocks.size(); ++b) {
+      e->blocks[b].written = true;
+      e->blocks[b].crc_ready = true;
+      e->blocks[b].crc = (*reader)->block_crc(b);
+    }
+    e->capture_done = true;
+    e->flush_started = true;
+    e->local_committed = true;
+    adopted.push_back(std::move(e));
+  }
+  std::lock_guard lock(mu_);
+  if (histories_.contains(name)) return Status::State("history '" + name + "' is already open");
+  HistoryState& h = histories_[name];
+  for (auto& e : adopted) {
+    e->seq = next_seq_++;
+    h.steps.insert(e->number);
+    catalog_.emplace(Key{kind, name, e->number}, e);
+  }
+  return Status::Ok();
+}
+
+Result<size_t> Pipeline::StepSize(const std::string& name, int64_t step) {
+  std::lock_guard lock(mu_);
+  EntryPtr e = Find(format::EntryKind::kHistoryStep, name, step);
+  if (!e) return Status::NotFound(VersionLabel(format::EntryKind::kHistoryStep, name, step) + " is not there");
+  return static_cast<size_t>(e->layout.payload_bytes);
+}
+
+Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, size_t capacity) {
+  const auto kind = format::EntryKind::kHistoryStep;
+  const std::string label = VersionLabel(kind, name, step);
+  auto t0 = std::chrono::steady_clock::now();
+  Lock lock(mu_);
+  auto hist = histories_.find(name);
+  if (hist == histories_.end()) return Status::State("history '" + name + "' is not open");
+  EntryPtr e = Find(kind, name, step);
+  if (!e) return Status::NotFound(label + " is not there (never pushed, or already popped)");
+  const size_t bytes = static_cast<size_t>(e->layout.payload_bytes);
+  if (capacity < bytes) {
+    return Status::SizeMismatch(label + " has " + std::to_string(bytes) +
+                                " bytes; the buffer holds only " + std::to_string(capacity));
+  }
+  hist->second.popping = true;
+  if (e->prefetching) ++stats_.prefetch_waits;
+  cv_app_.wait(lock, [&] {
+    return e->consumed || (e->capture_done && !e->prefetching &&
+                           (e->fully_resident() || e->local_committed || e->failed()));
+  });
+  if (e->consumed) return Status::NotFound(label + " was popped concurrently");
+  const std::vector<RestoreTarget> target{
+      {.id = e->layout.regions.empty() ? 0 : e->layout.regions[0].spec.id,
+       .memory = MemoryKind::kHost, .data = dst, .bytes = bytes}};
+  Status s;
+  bool hit = false;
+  ++e->pins;  // keeps the entry from being popped twice or evicted meanwhile
+  if (e->fully_resident()) {
+    hit = true;
+    lock.unlock();
+    s = bytes == 0 ? Status::Ok() : CopyFromCache(e, target);
+  } else if (e->failed()) {
+    s = e->local_error.WithContext(label + " was lost");
+    lock.unlock();
+  } else {
+    lock.unlock();
+    s = ReadFromFiles(e, kind, name, step, bytes == 0 ? std::vector<RestoreTarget>{} : target);
+  }
+  lock.lock();
+  if (!s.ok()) {
+    Unpin(e);
+    return s;
+  }
+  hit ? ++stats_.cache_hits : ++stats_.cache_misses;
+  stats_.restore.bytes += bytes;
+  stats_.restore.ops += 1;
+  stats_.restore.seconds += Since(t0);
+  if (auto h = histories_.find(name); h != histories_.end()) h->second.steps.erase(step);
+  const bool delete_file = e->local_committed;
+  Consume(e);
+  Unpin(e);
+  if (delete_file) {
+    tiers::FileTier* t = &history_;
+    EnqueueMover([t, name, kind, step] { (void)t->RemoveEntry(name, kind, step); });
+  }
+  cv_prefetch_.notify_all();
+  return bytes;
+}
+
+Status Pipeline::CloseHistory(const std::string& name) {
+  const auto kind = format::EntryKind::kHistoryStep;
+  Lock lock(mu_);
+  auto it = histories_.find(name);
+  if (it == histories_.end()) return Status::Ok();
+  std::vector<EntryPtr> entries;
+  for (int64_t step : it->second.steps) {
+    if (EntryPtr e = Find(kind, name, step)) entries.push_back(e);
+  }
+  if (config_.history_persistent) {
+    // Steps stay on disk for a later run: let their flushes finish.
+    cv_app_.wait(lock, [&] {
+      for (const auto& e : entries) {
+        if (!e->local_committed && !e->failed()) return false;
+      }
+      return true;
+    });
+  }
+  // Not popping any more: let in-flight prefetches end before releasing.
+  cv_app_.wait(lock, [&] {
+    for (const auto& e : entries) {
+      if (e->prefetching) return false;
+    }
+    return true;
+  });
+  histories_.erase(it);
+  for (const auto& e : entries) {
+    const bool delete_file = e->local_committed && !config_.history_persistent;
+    Consume(e);
+    if (delete_file) {
+      tiers::FileTier* t = &history_;
+      int64_t step = e->number;
+      EnqueueMover([t, name, kind, step] { (void)t->RemoveEntry(name, kind, step); });
+    }
+  }
+  if (!config_.history_persistent) {
+    std::string dir = history_.NameDir(name);
+    known_dirs_.erase(dir);
+    os::FileSystem* fs = fs_;
+    // Best effort: the directory may hold checkpoint versions too.
+    EnqueueMover([fs, dir] { (void)fs->RemoveDir(dir); });
+  }
+  return Status::Ok();
+}
+
+}  // namespace cairn::core

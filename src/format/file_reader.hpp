@@ -1,0 +1,47 @@
+// Opens and verifies a Cairn data file. Open() checks the footer, the header
+// and the tables (magic, version, CRCs, offsets inside the file, block sizes
+// adding up); block data is verified as it is read. Every kCorrupt message
+// names the file and, for data, the block index, the region id and the offset.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "format/layout.hpp"
+#include "os/fs.hpp"
+
+namespace cairn::format {
+
+class FileReader {
+ public:
+  static Result<std::unique_ptr<FileReader>> Open(os::FileSystem* fs, const std::string& path);
+
+  const FileInfo& info() const { return info_; }
+  const Layout& layout() const { return layout_; }
+  uint32_t block_crc(uint32_t index) const { return crcs_[index]; }
+  const std::string& path() const { return path_; }
+  uint64_t file_bytes() const { return file_bytes_; }
+
+  // Reads block `index` (layout().blocks[index].length bytes) into dst and
+  // verifies its CRC32C when `verify`.
+  Status ReadBlock(uint32_t index, void* dst, bool verify = true);
+  // Reads all of region r into dst (layout().regions[r].spec.bytes bytes).
+  Status ReadRegion(uint32_t r, void* dst);
+  // Index of the region with this id, or -1.
+  int FindRegion(int32_t id) const;
+  // Reads and verifies every block with a bounded buffer; returns the first
+  // damage found.
+  Status VerifyAll();
+
+ private:
+  FileReader() = default;
+  std::unique_ptr<os::File> file_;
+  std::string path_;
+  uint64_t file_bytes_ = 0;
+  FileInfo info_;
+  Layout layout_;
+  std::vector<uint32_t> crcs_;
+};
+
+}  // namespace cairn::format

@@ -1,0 +1,85 @@
+// The OS layer for files: every file-system call Cairn makes goes through a
+// FileSystem, so that tests can inject faults (ENOSPC, EIO, short writes,
+// failing fsync/rename) with a wrapper (testing/fault_fs.hpp).
+//
+// Errors come back as Status: ENOSPC/EDQUOT -> kNoSpace, ENOENT -> kNotFound,
+// EEXIST -> kExists, everything else -> kIo. Messages name the operation, the
+// path and strerror(errno), e.g. "write /scratch/a/v1.cairn.tmp: No space left".
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cairn/status.hpp"
+
+namespace cairn::os {
+
+struct OpenOptions {
+  bool write = false;     // open for writing (create + truncate) instead of reading
+  bool direct = false;    // O_DIRECT; callers fall back when kUnsupported
+  uint32_t mode = 0600;   // permission bits for a created file
+};
+
+// An open file. Not thread-safe for concurrent use of one object.
+class File {
+ public:
+  virtual ~File() = default;
+  // Writes all n bytes at offset (retrying short writes and EINTR).
+  // With direct I/O, buf, n and offset must be multiples of kDirectIoAlignment.
+  virtual Status WriteAt(const void* buf, size_t n, uint64_t offset) = 0;
+  // Reads exactly n bytes at offset; kCorrupt("short read") at end of file.
+  virtual Status ReadAt(void* buf, size_t n, uint64_t offset) = 0;
+  virtual Status Sync() = 0;           // fdatasync
+  virtual Result<uint64_t> Size() = 0;
+  virtual Status Truncate(uint64_t size) = 0;
+  virtual Status Close() = 0;          // idempotent; the destructor closes too
+  virtual const std::string& path() const = 0;
+  virtual bool direct() const = 0;
+};
+
+// Alignment required of buffers, sizes and offsets for direct I/O.
+inline constexpr size_t kDirectIoAlignment = 4096;
+
+struct DirEntry {
+  std::string name;
+  bool is_dir = false;
+};
+
+struct FileInfo {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  bool is_dir = false;
+  uint32_t mode = 0;
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+
+  // The process-wide POSIX implementation. Never null, never freed.
+  static FileSystem* Default();
+
+  // kUnsupported when options.direct is set and the file system refuses
+  // O_DIRECT (tmpfs): callers then retry buffered.
+  virtual Result<std::unique_ptr<File>> Open(const std::string& path, const OpenOptions& options) = 0;
+  virtual Status Rename(const std::string& from, const std::string& to) = 0;  // atomic replace
+  virtual Status Remove(const std::string& path) = 0;   // file; kNotFound if absent
+  virtual Status CreateDirs(const std::string& path, uint32_t mode) = 0;  // mkdir -p
+  virtual Status RemoveDir(const std::string& path) = 0;  // empty directory
+  virtual Status SyncDir(const std::string& path) = 0;    // fsync a directory
+  virtual Result<std::vector<DirEntry>> List(const std::string& path) = 0;  // no "." ".."
+  virtual Result<FileInfo> Stat(const std::string& path) = 0;
+};
+
+// Joins path components with exactly one '/'.
+std::string JoinPath(const std::string& a, const std::string& b);
+
+// Maps an errno value to a Status: "<op> <path>: <strerror>".
+Status ErrnoStatus(int err, const std::string& op, const std::string& path);
+
+}  // namespace cairn::os

@@ -1,0 +1,52 @@
+// The OS layer for memory: anonymous mappings, advice, locking. Compact on
+// purpose (mimalloc's os layer is the model): each function states its
+// preconditions, and errors explain the limit that was hit (RLIMIT_MEMLOCK,
+// vm.max_map_count, overcommit) rather than just errno.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cairn/status.hpp"
+
+namespace cairn::os {
+
+size_t PageSize();
+
+struct MapOptions {
+  bool populate = false;   // MAP_POPULATE: fault every page in now (slow, eager)
+  bool huge_pages = false; // madvise(MADV_HUGEPAGE) (transparent huge pages)
+};
+
+// An anonymous private read/write mapping, unmapped by the destructor.
+class Mapping {
+ public:
+  Mapping() = default;
+  ~Mapping();
+  Mapping(Mapping&& other) noexcept;
+  Mapping& operator=(Mapping&& other) noexcept;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+
+  // bytes > 0; rounded up to the page size. The memory is zero-filled.
+  static Result<Mapping> Create(size_t bytes, const MapOptions& options);
+
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+  // mlock the whole mapping. kNoMemory with a message naming RLIMIT_MEMLOCK
+  // (current limit and what is needed) when the limit is the cause.
+  Status Lock();
+  Status Unlock();
+  bool locked() const { return locked_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool locked_ = false;
+};
+
+// Touches one byte per page in [p, p+n) so later writes do not fault.
+void TouchPages(void* p, size_t n);
+
+}  // namespace cairn::os

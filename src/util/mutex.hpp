@@ -1,0 +1,68 @@
+// An annotated mutex and its scoped guard, so that Clang's -Wthread-safety can
+// check CAIRN_GUARDED_BY / CAIRN_REQUIRES (util/thread_annotations.hpp).
+// std::mutex carries no annotations in libstdc++, hence this thin wrapper.
+//
+// Both types also offer lock()/unlock() (BasicLockable), so they work with
+// std::condition_variable_any:
+//
+//   MutexLock l(&mu_);
+//   cv_.wait(l, [&] { return ready_; });   // cv_ is a condition_variable_any
+//
+// or, to use std::condition_variable, wait on a std::unique_lock built from
+// mu_.native() (then the analysis does not see the lock: annotate the function
+// with CAIRN_REQUIRES or CAIRN_NO_THREAD_SAFETY_ANALYSIS as appropriate).
+#pragma once
+
+#include <mutex>
+
+#include "util/thread_annotations.hpp"
+
+namespace cairn {
+
+// Non-recursive; not copyable or movable.
+class CAIRN_CAPABILITY("mutex") Mutex {
+ public:
+  Mutex() = default;
+  Mutex(const Mutex&) = delete;
+  Mutex& operator=(const Mutex&) = delete;
+
+  void Lock() CAIRN_ACQUIRE() { mu_.lock(); }
+  void Unlock() CAIRN_RELEASE() { mu_.unlock(); }
+  bool TryLock() CAIRN_TRY_ACQUIRE(true) { return mu_.try_lock(); }
+
+  // BasicLockable spelling (std::lock_guard, std::condition_variable_any).
+  void lock() CAIRN_ACQUIRE() { mu_.lock(); }
+  void unlock() CAIRN_RELEASE() { mu_.unlock(); }
+  bool try_lock() CAIRN_TRY_ACQUIRE(true) { return mu_.try_lock(); }
+
+  // Tells the analysis the mutex is held (no runtime check: std::mutex cannot
+  // tell which thread owns it).
+  void AssertHeld() const CAIRN_ASSERT_CAPABILITY(this) {}
+
+  // The underlying std::mutex, for std::unique_lock + std::condition_variable.
+  std::mutex& native() CAIRN_RETURN_CAPABILITY(this) { return mu_; }
+
+ private:
+  std::mutex mu_;
+};
+
+// Holds `mu` from construction to destruction. lock()/unlock() let a
+// std::condition_variable_any release and re-acquire it during a wait; the
+// mutex is held again whenever the wait returns, so the guard's invariant
+// (held while in scope) is what the analysis assumes.
+class CAIRN_SCOPED_CAPABILITY MutexLock {
+ public:
+  explicit MutexLock(Mutex* mu) CAIRN_ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
+  ~MutexLock() CAIRN_RELEASE() { mu_->Unlock(); }
+  MutexLock(const MutexLock&) = delete;
+  MutexLock& operator=(const MutexLock&) = delete;
+
+  // For std::condition_variable_any only; do not call directly.
+  void lock() CAIRN_NO_THREAD_SAFETY_ANALYSIS { mu_->Lock(); }
+  void unlock() CAIRN_NO_THREAD_SAFETY_ANALYSIS { mu_->Unlock(); }
+
+ private:
+  Mutex* const mu_;
+};
+
+}  // namespace cairn

@@ -1,0 +1,91 @@
+#include "util/mutex.hpp"
+
+#include <condition_variable>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace cairn {
+namespace {
+
+struct Counter {
+  Mutex mu;
+  int value CAIRN_GUARDED_BY(mu) = 0;
+  bool ready CAIRN_GUARDED_BY(mu) = false;
+};
+
+TEST(MutexTest, MutexLockSerializes) {
+  Counter c;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&c] {
+      for (int i = 0; i < 20000; ++i) {
+        MutexLock l(&c.mu);
+        c.value = c.value + 1;  // a non-atomic read-modify-write
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  MutexLock l(&c.mu);
+  EXPECT_EQ(c.value, 80000);
+}
+
+TEST(MutexTest, TryLockFailsWhileHeldElsewhere) {
+  Mutex mu;
+  mu.Lock();
+  bool got = true;
+  std::thread([&] {
+    got = false;
+    if (mu.TryLock()) {
+      got = true;
+      mu.Unlock();
+    }
+  }).join();
+  EXPECT_FALSE(got);
+  mu.Unlock();
+  std::thread([&] {
+    got = false;
+    if (mu.TryLock()) {
+      got = true;
+      mu.Unlock();
+    }
+  }).join();
+  EXPECT_TRUE(got);
+}
+
+TEST(MutexTest, WorksWithConditionVariableAny) {
+  Counter c;
+  std::condition_variable_any cv;
+  std::thread producer([&] {
+    MutexLock l(&c.mu);
+    c.value = 42;
+    c.ready = true;
+    cv.notify_all();
+  });
+  {
+    MutexLock l(&c.mu);
+    cv.wait(l, [&]() CAIRN_NO_THREAD_SAFETY_ANALYSIS { return c.ready; });
+    EXPECT_EQ(c.value, 42);
+  }
+  producer.join();
+}
+
+TEST(MutexTest, NativeWorksWithStdConditionVariable) {
+  Mutex mu;
+  std::condition_variable cv;
+  bool flag = false;
+  std::thread t([&] {
+    std::lock_guard<std::mutex> g(mu.native());
+    flag = true;
+    cv.notify_one();
+  });
+  std::unique_lock<std::mutex> l(mu.native());
+  cv.wait(l, [&] { return flag; });
+  EXPECT_TRUE(flag);
+  l.unlock();
+  t.join();
+}
+
+}  // namespace
+}  // namespace cairn

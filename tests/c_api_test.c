@@ -1,0 +1,304 @@
+/* End-to-end test of the C API (include/cairn/cairn.h), written in C99.
+ *
+ * Uses a private scratch directory (CAIRN_SCRATCH under a mkdtemp directory)
+ * and a 16 MiB host cache. Every failed check prints file:line, the expression,
+ * the error code's name and cairn_last_error(); the program then returns 1.
+ */
+#define _XOPEN_SOURCE 700 /* setenv, unsetenv, mkdtemp, nftw */
+
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cairn/cairn.h"
+
+static int g_checks = 0;
+static int g_failures = 0;
+
+#define CHECK(cond, what)                                                           \
+  do {                                                                              \
+    ++g_checks;                                                                     \
+    if (!(cond)) {                                                                  \
+      ++g_failures;                                                                 \
+      fprintf(stderr, "%s:%d: FAILED: %s (%s)\n", __FILE__, __LINE__, #cond, what); \
+    }                                                                               \
+  } while (0)
+
+/* Checks that `expr` returns `want`; on mismatch names both codes. */
+#define CHECK_RC(expr, want)                                                                 \
+  do {                                                                                       \
+    int rc_ = (expr);                                                                        \
+    ++g_checks;                                                                              \
+    if (rc_ != (want)) {                                                                     \
+      ++g_failures;                                                                          \
+      fprintf(stderr, "%s:%d: FAILED: %s returned %d (%s), expected %d (%s)\n", __FILE__,    \
+              __LINE__, #expr, rc_, cairn_strerror(rc_), (int)(want), cairn_strerror(want)); \
+      if (rc_ != 0) fprintf(stderr, "    last error: %s\n", cairn_last_error());             \
+    }                                                                                        \
+  } while (0)
+
+/* Like CHECK_RC, but later steps depend on it: stop the test on failure. */
+#define REQUIRE_RC(expr, want)            \
+  do {                                    \
+    int before_ = g_failures;             \
+    CHECK_RC(expr, want);                 \
+    if (g_failures != before_) goto done; \
+  } while (0)
+
+enum { kNumA = 100000, kNumB = 3001, kSteps = 10 };
+
+static double g_a[kNumA];
+static int32_t g_b[kNumB];
+
+static void fill(int version) {
+  size_t i;
+  for (i = 0; i < kNumA; ++i) g_a[i] = (double)version * 1000003.0 + (double)i * 0.5;
+  for (i = 0; i < kNumB; ++i) g_b[i] = (int32_t)(version * 7919 + (int)i * 3 - 1);
+}
+
+/* 1 if the arrays hold fill(version)'s content. */
+static int holds(int version) {
+  size_t i;
+  for (i = 0; i < kNumA; ++i)
+    if (g_a[i] != (double)version * 1000003.0 + (double)i * 0.5) return 0;
+  for (i = 0; i < kNumB; ++i)
+    if (g_b[i] != (int32_t)(version * 7919 + (int)i * 3 - 1)) return 0;
+  return 1;
+}
+
+static void scribble(void) {
+  memset(g_a, 0xAB, sizeof g_a);
+  memset(g_b, 0xCD, sizeof g_b);
+}
+
+static size_t step_bytes(int64_t step) { return 1 + (size_t)step * 200003u; }
+
+static unsigned char step_byte(int64_t step, size_t i) {
+  return (unsigned char)((size_t)step * 31u + i * 7u + (i >> 9));
+}
+
+static int rm_entry(const char* path, const struct stat* sb, int flag, struct FTW* ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+static void test_strerror(void) {
+  int codes[13];
+  int i, j;
+  for (i = 0; i < 13; ++i) codes[i] = -i; /* CAIRN_OK .. CAIRN_ERR_INTERNAL */
+  CHECK(codes[12] == CAIRN_ERR_INTERNAL, "error codes are 0..-12");
+  for (i = 0; i < 13; ++i) {
+    const char* s = cairn_strerror(codes[i]);
+    CHECK(s != NULL && s[0] != '\0', "cairn_strerror gives a non-empty string");
+    if (s == NULL) continue;
+    for (j = 0; j < i; ++j) {
+      const char* t = cairn_strerror(codes[j]);
+      if (t != NULL && strcmp(s, t) == 0) {
+        ++g_failures;
+        fprintf(stderr, "FAILED: cairn_strerror(%d) == cairn_strerror(%d) == \"%s\"\n", codes[i],
+                codes[j], s);
+      }
+    }
+  }
+  CHECK(cairn_strerror(-9999) != NULL, "cairn_strerror of an unknown code is not NULL");
+  CHECK(cairn_strerror(42) != NULL, "cairn_strerror of a positive code is not NULL");
+}
+
+static void test_null_handles(void) {
+  int64_t v = 0;
+  size_t n = 0;
+  char buf[8];
+  cairn_stats_t st;
+  cairn_history_t* h = NULL;
+  CHECK_RC(cairn_open(NULL, NULL), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_close(NULL), CAIRN_OK);
+  CHECK_RC(cairn_protect(NULL, 0, buf, sizeof buf), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_unprotect(NULL, 0), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_checkpoint(NULL, "x", 0), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_wait(NULL, "x", 0, CAIRN_LEVEL_LOCAL), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_latest(NULL, "x", &v), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_restore(NULL, "x", 0), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_history_open(NULL, "h", &h), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK(h == NULL, "history_open on a NULL client leaves *out NULL");
+  CHECK_RC(cairn_history_push(NULL, 0, buf, sizeof buf), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_history_pop(NULL, 0, buf, sizeof buf, &n), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_history_close(NULL), CAIRN_OK);
+  CHECK_RC(cairn_stats(NULL, &st), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK(cairn_last_error() != NULL, "cairn_last_error is never NULL");
+}
+
+static void test_history(cairn_client_t* c) {
+  cairn_history_t* h = NULL;
+  unsigned char* buf;
+  size_t max_bytes = step_bytes(kSteps - 1);
+  size_t got = 0;
+  int64_t s;
+  size_t i;
+
+  buf = (unsigned char*)malloc(max_bytes);
+  if (buf == NULL) {
+    ++g_failures;
+    fprintf(stderr, "FAILED: out of memory\n");
+    return;
+  }
+  REQUIRE_RC(cairn_history_open(c, "adjoint", &h), CAIRN_OK);
+  CHECK(h != NULL, "cairn_history_open sets *out");
+  if (h == NULL) goto done;
+  CHECK_RC(cairn_history_push(h, 0, NULL, 4), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_history_push(h, -1, buf, 4), CAIRN_ERR_INVALID_ARGUMENT);
+
+  for (s = 0; s < kSteps; ++s) {
+    size_t bytes = step_bytes(s);
+    for (i = 0; i < bytes; ++i) buf[i] = step_byte(s, i);
+    CHECK_RC(cairn_history_push(h, s, buf, bytes), CAIRN_OK);
+  }
+  /* The push copied the data: changing buf must not change the steps. */
+  memset(buf, 0xEE, max_bytes);
+
+  /* Too small a buffer: CAIRN_ERR_SIZE_MISMATCH and the step stays. */
+  CHECK_RC(cairn_history_pop(h, kSteps - 1, buf, step_bytes(kSteps - 1) - 1, &got),
+           CAIRN_ERR_SIZE_MISMATCH);
+  CHECK(cairn_last_error()[0] != '\0', "cairn_last_error is set after a size mismatch");
+
+  for (s = kSteps - 1; s >= 0; --s) {
+    size_t bytes = step_bytes(s);
+    size_t bad = 0;
+    got = 0;
+    memset(buf, 0xEE, max_bytes);
+    CHECK_RC(cairn_history_pop(h, s, buf, max_bytes, &got), CAIRN_OK);
+    CHECK(got == bytes, "pop reports the pushed size");
+    for (i = 0; i < bytes; ++i)
+      if (buf[i] != step_byte(s, i)) ++bad;
+    if (bad != 0) {
+      ++g_failures;
+      fprintf(stderr, "FAILED: step %lld: %lu of %lu bytes differ after pop\n", (long long)s,
+              (unsigned long)bad, (unsigned long)bytes);
+    }
+  }
+  /* Popped steps are consumed. */
+  CHECK_RC(cairn_history_pop(h, 0, buf, max_bytes, NULL), CAIRN_ERR_NOT_FOUND);
+  /* bytes_out may be NULL. */
+  buf[0] = 42;
+  CHECK_RC(cairn_history_push(h, 100, buf, 1), CAIRN_OK);
+  buf[0] = 0;
+  CHECK_RC(cairn_history_pop(h, 100, buf, max_bytes, NULL), CAIRN_OK);
+  CHECK(buf[0] == 42, "pop with bytes_out == NULL copies the data");
+
+done:
+  if (h != NULL) CHECK_RC(cairn_history_close(h), CAIRN_OK);
+  free(buf);
+}
+
+int main(void) {
+  char root[4096];
+  char scratch[4200];
+  const char* tmp = getenv("TMPDIR");
+  cairn_client_t* c = NULL;
+  cairn_stats_t st;
+  int64_t latest = -1;
+  int v;
+
+  if (tmp == NULL || tmp[0] == '\0') tmp = "/tmp";
+  snprintf(root, sizeof root, "%s/cairn_c_api_XXXXXX", tmp);
+  if (mkdtemp(root) == NULL) {
+    perror("mkdtemp");
+    return 1;
+  }
+  snprintf(scratch, sizeof scratch, "%s/scratch", root);
+  setenv("CAIRN_SCRATCH", scratch, 1);
+  setenv("CAIRN_HOST_CACHE", "16MiB", 1);
+  unsetenv("CAIRN_PERSISTENT");
+  unsetenv("CAIRN_KEEP");
+
+  test_strerror();
+  test_null_handles();
+
+  /* Open with defaults (+ environment). */
+  REQUIRE_RC(cairn_open(NULL, &c), CAIRN_OK);
+  CHECK(c != NULL, "cairn_open sets *out");
+  if (c == NULL) goto done;
+
+  REQUIRE_RC(cairn_protect(c, 0, g_a, sizeof g_a), CAIRN_OK);
+  REQUIRE_RC(cairn_protect(c, 7, g_b, sizeof g_b), CAIRN_OK);
+  CHECK_RC(cairn_unprotect(c, 12345), CAIRN_ERR_NOT_FOUND);
+
+  for (v = 1; v <= 3; ++v) {
+    fill(v);
+    CHECK_RC(cairn_checkpoint(c, "sim", v), CAIRN_OK);
+  }
+  CHECK_RC(cairn_checkpoint(c, "sim", -1), CAIRN_ERR_INVALID_ARGUMENT);
+  for (v = 1; v <= 3; ++v) CHECK_RC(cairn_wait(c, "sim", v, CAIRN_LEVEL_LOCAL), CAIRN_OK);
+  CHECK_RC(cairn_wait(c, "sim", 3, CAIRN_LEVEL_CACHE), CAIRN_OK);
+
+  CHECK_RC(cairn_latest(c, "sim", &latest), CAIRN_OK);
+  CHECK(latest == 3, "latest is the newest checkpointed version");
+  CHECK_RC(cairn_latest(c, "no_such_name", &latest), CAIRN_ERR_NOT_FOUND);
+  CHECK_RC(cairn_latest(c, "sim", NULL), CAIRN_ERR_INVALID_ARGUMENT);
+
+  scribble();
+  CHECK_RC(cairn_restore(c, "sim", 2), CAIRN_OK);
+  CHECK(holds(2), "restore(2) brings back version 2's content");
+  scribble();
+  CHECK_RC(cairn_restore(c, "sim", 3), CAIRN_OK);
+  CHECK(holds(3), "restore(3) brings back version 3's content");
+  CHECK_RC(cairn_restore(c, "sim", 99), CAIRN_ERR_NOT_FOUND);
+
+  /* A region whose size differs from the checkpoint's. */
+  REQUIRE_RC(cairn_protect(c, 7, g_b, sizeof g_b - sizeof g_b[0]), CAIRN_OK);
+  CHECK_RC(cairn_restore(c, "sim", 2), CAIRN_ERR_SIZE_MISMATCH);
+  CHECK(cairn_last_error()[0] != '\0', "cairn_last_error is set after a size mismatch");
+  REQUIRE_RC(cairn_protect(c, 7, g_b, sizeof g_b), CAIRN_OK);
+
+  /* Invalid names. */
+  CHECK_RC(cairn_checkpoint(c, "a/b", 4), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK(cairn_last_error() != NULL && cairn_last_error()[0] != '\0',
+        "cairn_last_error is non-empty after a failed call");
+  CHECK_RC(cairn_checkpoint(c, "..", 4), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_checkpoint(c, "", 4), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_checkpoint(c, NULL, 4), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_restore(c, "a/b", 1), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_latest(c, "a/b", &latest), CAIRN_ERR_INVALID_ARGUMENT);
+
+  test_history(c);
+
+  memset(&st, 0, sizeof st);
+  CHECK_RC(cairn_stats(c, &st), CAIRN_OK);
+  CHECK(st.capture_bytes >= 3 * (sizeof g_a + sizeof g_b), "stats count captured bytes");
+  CHECK(st.flush_local_bytes >= 3 * (sizeof g_a + sizeof g_b), "stats count flushed bytes");
+  CHECK(st.restore_bytes >= 2 * (sizeof g_a + sizeof g_b), "stats count restored bytes");
+  CHECK(st.cache_capacity_bytes > 0 && st.cache_capacity_bytes <= (16u << 20),
+        "cache capacity follows CAIRN_HOST_CACHE=16MiB");
+  CHECK(st.cache_used_bytes <= st.cache_capacity_bytes, "cache use within capacity");
+  CHECK(st.failed_flushes == 0, "no failed flushes");
+  CHECK_RC(cairn_stats(c, NULL), CAIRN_ERR_INVALID_ARGUMENT);
+
+  CHECK_RC(cairn_close(c), CAIRN_OK);
+  c = NULL;
+
+  /* A new client finds the committed versions in the scratch directory. */
+  REQUIRE_RC(cairn_open(NULL, &c), CAIRN_OK);
+  REQUIRE_RC(cairn_protect(c, 0, g_a, sizeof g_a), CAIRN_OK);
+  REQUIRE_RC(cairn_protect(c, 7, g_b, sizeof g_b), CAIRN_OK);
+  CHECK_RC(cairn_latest(c, "sim", &latest), CAIRN_OK);
+  CHECK(latest == 3, "a new client sees version 3 as latest");
+  scribble();
+  CHECK_RC(cairn_restore(c, "sim", 3), CAIRN_OK);
+  CHECK(holds(3), "a new client restores version 3 from its file");
+  CHECK_RC(cairn_close(c), CAIRN_OK);
+  c = NULL;
+
+done:
+  if (c != NULL) cairn_close(c);
+  nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  if (g_failures != 0) {
+    fprintf(stderr, "c_api_test: %d of %d checks FAILED\n", g_failures, g_checks);
+    return 1;
+  }
+  printf("c_api_test: all %d checks passed\n", g_checks);
+  return 0;
+}

@@ -1,0 +1,623 @@
+// Behaviour of the C++ API (cairn::Client) on a temporary scratch directory:
+// round trips, argument checking, retention, back-pressure, the persistent
+// tier, restart and statistics.
+#include <stdlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cairn/cairn.hpp"
+
+namespace cairn {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kMiB = 1024 * 1024;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string t = ::testing::TempDir() + "cairn_client_XXXXXX";
+    if (::mkdtemp(t.data()) != nullptr) path_ = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Deterministic bytes derived from a seed.
+void Fill(void* p, size_t n, uint64_t seed) {
+  auto* b = static_cast<uint8_t*>(p);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  for (size_t i = 0; i < n; ++i) {
+    if (i % 8 == 0) {
+      x += 0x9E3779B97F4A7C15ull;
+      uint64_t z = x;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      x ^= z >> 31;
+    }
+    b[i] = static_cast<uint8_t>(x >> (8 * (i % 8)));
+  }
+}
+
+std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
+  std::vector<uint8_t> v(n);
+  Fill(v.data(), n, seed);
+  return v;
+}
+
+::testing::AssertionResult SameBytes(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != want[i]) {
+      return ::testing::AssertionFailure() << "first difference at byte " << i << " of " << got.size()
+                                           << ": got " << int(got[i]) << ", want " << int(want[i]);
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Sorted file names in dir (empty if the directory does not exist).
+std::vector<std::string> Files(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    out.push_back(it->path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string VersionFile(int64_t v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "v%020lld.cairn", static_cast<long long>(v));
+  return buf;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return "[" + s + "]";
+}
+
+class ClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_FALSE(tmp_.path().empty()) << "mkdtemp failed"; }
+
+  Config MakeConfig(uint64_t cache = 1 * kMiB, uint64_t block = 64 * kKiB) const {
+    Config c = DefaultConfig();
+    c.scratch_dir = tmp_.path() + "/scratch";
+    c.host_cache_bytes = cache;
+    c.block_bytes = block;
+    return c;
+  }
+
+  std::unique_ptr<Client> OpenClient(const Config& c) {
+    auto r = Client::Open(c);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok()) return nullptr;
+    return std::move(r).value();
+  }
+
+  std::string NameDir(const Config& c, const std::string& name) const { return c.scratch_dir + "/" + name; }
+
+  TempDir tmp_;
+};
+
+// Several regions of awkward sizes go through checkpoint / wait / restore.
+TEST_F(ClientTest, RoundTripOddRegionSizes) {
+  const uint64_t block = 64 * kKiB;
+  Config c = MakeConfig(1 * kMiB, block);
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  const std::vector<size_t> sizes{0, 1, block - 1, block + 1, 3 * block + 17};
+  std::vector<std::vector<uint8_t>> regions;
+  for (size_t i = 0; i < sizes.size(); ++i) regions.push_back(Pattern(sizes[i], 100 + i));
+  for (size_t i = 0; i < regions.size(); ++i) {
+    ASSERT_TRUE(client->Protect(static_cast<int>(i) * 7 - 3, regions[i].data(), regions[i].size()).ok());
+  }
+  ASSERT_TRUE(client->Checkpoint("odd", 5).ok());
+  Status w = client->Wait("odd", 5, Level::kLocal);
+  ASSERT_TRUE(w.ok()) << w.ToString();
+  EXPECT_TRUE(fs::exists(NameDir(c, "odd") + "/" + VersionFile(5)));
+
+  for (auto& r : regions) std::fill(r.begin(), r.end(), 0xEE);
+  Status s = client->Restore("odd", 5);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (size_t i = 0; i < regions.size(); ++i) {
+    EXPECT_TRUE(SameBytes(regions[i], Pattern(sizes[i], 100 + i))) << "region " << i << " (cache)";
+  }
+  ASSERT_TRUE(client->Close().ok());
+
+  // Same from the file, in a new client.
+  auto again = OpenClient(c);
+  ASSERT_NE(again, nullptr);
+  for (size_t i = 0; i < regions.size(); ++i) {
+    std::fill(regions[i].begin(), regions[i].end(), 0x11);
+    ASSERT_TRUE(again->Protect(static_cast<int>(i) * 7 - 3, regions[i].data(), regions[i].size()).ok());
+  }
+  s = again->Restore("odd", 5);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (size_t i = 0; i < regions.size(); ++i) {
+    EXPECT_TRUE(SameBytes(regions[i], Pattern(sizes[i], 100 + i))) << "region " << i << " (file)";
+  }
+}
+
+// Checkpoint returns once the data is captured: the application may overwrite
+// its buffer immediately and the version keeps the old content.
+TEST_F(ClientTest, BufferReusableRightAfterCheckpoint) {
+  Config c = MakeConfig(1 * kMiB, 64 * kKiB);
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> buf = Pattern(700 * kKiB, 1);  // larger than half the cache
+  ASSERT_TRUE(client->Protect(1, buf.data(), buf.size()).ok());
+  ASSERT_TRUE(client->Checkpoint("reuse", 1).ok());
+  Fill(buf.data(), buf.size(), 2);  // the application moves on at once
+  ASSERT_TRUE(client->Checkpoint("reuse", 2).ok());
+  std::fill(buf.begin(), buf.end(), 0x5A);
+  ASSERT_TRUE(client->Wait("reuse", 1, Level::kLocal).ok());
+  ASSERT_TRUE(client->Wait("reuse", 2, Level::kLocal).ok());
+
+  Status s = client->Restore("reuse", 1);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 1)));
+  s = client->Restore("reuse", 2);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 2)));
+  ASSERT_TRUE(client->Close().ok());
+
+  auto again = OpenClient(c);
+  ASSERT_NE(again, nullptr);
+  ASSERT_TRUE(again->Protect(1, buf.data(), buf.size()).ok());
+  s = again->Restore("reuse", 1);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 1)));
+}
+
+TEST_F(ClientTest, LatestReturnsNewestAndOlderKeptVersionRestores) {
+  Config c = MakeConfig();
+  c.keep_versions = 2;
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  auto r0 = client->Latest("lat");
+  EXPECT_EQ(r0.status().code(), Code::kNotFound) << r0.status().ToString();
+
+  std::vector<uint8_t> buf(100 * kKiB + 3);
+  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  for (int64_t v : {3, 7, 12}) {
+    Fill(buf.data(), buf.size(), static_cast<uint64_t>(v));
+    ASSERT_TRUE(client->Checkpoint("lat", v).ok());
+    ASSERT_TRUE(client->Wait("lat", v, Level::kLocal).ok());
+    auto latest = client->Latest("lat");
+    ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+    EXPECT_EQ(*latest, v);
+  }
+  // The older kept version (7) restores, in this client...
+  Status s = client->Restore("lat", 7);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 7)));
+  ASSERT_TRUE(client->Close().ok());
+  // ... and after a restart (from its file).
+  auto again = OpenClient(c);
+  ASSERT_NE(again, nullptr);
+  ASSERT_TRUE(again->Protect(0, buf.data(), buf.size()).ok());
+  auto latest = again->Latest("lat");
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 12);
+  s = again->Restore("lat", 7);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 7)));
+  s = again->Restore("lat", 12);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 12)));
+}
+
+// A size mismatch (or a region missing from the version) is detected before
+// anything is copied: every region keeps its content.
+TEST_F(ClientTest, SizeMismatchAndMissingRegionLeaveRegionsUntouched) {
+  Config c = MakeConfig();
+  for (int restart = 0; restart < 2; ++restart) {
+    SCOPED_TRACE(restart ? "from file (new client)" : "from cache");
+    const std::string name = restart ? "mm_file" : "mm_cache";
+    auto client = OpenClient(c);
+    ASSERT_NE(client, nullptr);
+    std::vector<uint8_t> a = Pattern(70 * kKiB, 1), b = Pattern(5000, 2);
+    ASSERT_TRUE(client->Protect(1, a.data(), a.size()).ok());
+    ASSERT_TRUE(client->Protect(2, b.data(), b.size()).ok());
+    ASSERT_TRUE(client->Checkpoint(name, 0).ok());
+    ASSERT_TRUE(client->Wait(name, 0, Level::kLocal).ok());
+    if (restart) {
+      ASSERT_TRUE(client->Close().ok());
+      client = OpenClient(c);
+      ASSERT_NE(client, nullptr);
+      ASSERT_TRUE(client->Protect(1, a.data(), a.size()).ok());
+    }
+    // Region 2 grows by one byte; region 1 (restored first) must stay intact.
+    Fill(a.data(), a.size(), 51);
+    std::vector<uint8_t> b_big = Pattern(b.size() + 1, 52);
+    ASSERT_TRUE(client->Protect(2, b_big.data(), b_big.size()).ok());
+    Status s = client->Restore(name, 0);
+    EXPECT_EQ(s.code(), Code::kSizeMismatch) << s.ToString();
+    EXPECT_TRUE(SameBytes(a, Pattern(a.size(), 51))) << "region 1 was modified";
+    EXPECT_TRUE(SameBytes(b_big, Pattern(b_big.size(), 52))) << "region 2 was modified";
+
+    // Smaller is a mismatch too.
+    std::vector<uint8_t> b_small = Pattern(b.size() - 1, 53);
+    ASSERT_TRUE(client->Protect(2, b_small.data(), b_small.size()).ok());
+    s = client->Restore(name, 0);
+    EXPECT_EQ(s.code(), Code::kSizeMismatch) << s.ToString();
+    EXPECT_TRUE(SameBytes(a, Pattern(a.size(), 51)));
+    EXPECT_TRUE(SameBytes(b_small, Pattern(b_small.size(), 53)));
+
+    // Correct sizes again plus an id the version does not have -> kNotFound.
+    ASSERT_TRUE(client->Protect(2, b.data(), b.size()).ok());
+    Fill(b.data(), b.size(), 54);
+    std::vector<uint8_t> extra = Pattern(100, 55);
+    ASSERT_TRUE(client->Protect(9, extra.data(), extra.size()).ok());
+    s = client->Restore(name, 0);
+    EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
+    EXPECT_NE(s.message().find('9'), std::string::npos) << s.message();
+    EXPECT_TRUE(SameBytes(a, Pattern(a.size(), 51)));
+    EXPECT_TRUE(SameBytes(b, Pattern(b.size(), 54)));
+    EXPECT_TRUE(SameBytes(extra, Pattern(extra.size(), 55)));
+
+    // Without the extra region it restores.
+    ASSERT_TRUE(client->Unprotect(9).ok());
+    s = client->Restore(name, 0);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(SameBytes(a, Pattern(a.size(), 1)));
+    EXPECT_TRUE(SameBytes(b, Pattern(b.size(), 2)));
+  }
+}
+
+TEST_F(ClientTest, BadNamesAreInvalidArguments) {
+  Config c = MakeConfig();
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> buf = Pattern(1000, 1);
+  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  const std::vector<std::string> bad{"", "a/b", "..", ".", "x\n", std::string(200, 'n'), std::string(129, 'n'),
+                                     ".hidden", "a..b", std::string("nul\0x", 5), "del\x7f"};
+  for (const auto& name : bad) {
+    SCOPED_TRACE("name '" + name + "' (" + std::to_string(name.size()) + " bytes)");
+    EXPECT_EQ(client->Checkpoint(name, 1).code(), Code::kInvalidArgument);
+    EXPECT_EQ(client->Wait(name, 1, Level::kLocal).code(), Code::kInvalidArgument);
+    EXPECT_EQ(client->Latest(name).status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(client->Restore(name, 1).code(), Code::kInvalidArgument);
+    EXPECT_EQ(client->OpenHistory(name).status().code(), Code::kInvalidArgument);
+  }
+  // Nothing was created for them.
+  EXPECT_TRUE(Files(c.scratch_dir).empty()) << Join(Files(c.scratch_dir));
+  // The longest valid name works.
+  const std::string longest(128, 'L');
+  ASSERT_TRUE(client->Checkpoint(longest, 1).ok());
+  ASSERT_TRUE(client->Wait(longest, 1, Level::kLocal).ok());
+  auto latest = client->Latest(longest);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 1);
+}
+
+TEST_F(ClientTest, NegativeVersionIsInvalid) {
+  auto client = OpenClient(MakeConfig());
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> buf = Pattern(1000, 1);
+  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  EXPECT_EQ(client->Checkpoint("neg", -1).code(), Code::kInvalidArgument);
+  EXPECT_EQ(client->Checkpoint("neg", INT64_MIN).code(), Code::kInvalidArgument);
+  // Reading a negative version can never succeed.
+  Code wc = client->Wait("neg", -1, Level::kLocal).code();
+  EXPECT_TRUE(wc == Code::kInvalidArgument || wc == Code::kNotFound) << CodeName(wc);
+  Code rc = client->Restore("neg", -1).code();
+  EXPECT_TRUE(rc == Code::kInvalidArgument || rc == Code::kNotFound) << CodeName(rc);
+  // Version 0 is fine.
+  ASSERT_TRUE(client->Checkpoint("neg", 0).ok());
+  ASSERT_TRUE(client->Wait("neg", 0, Level::kLocal).ok());
+}
+
+TEST_F(ClientTest, SameVersionTwiceInPipelineIsExists) {
+  auto client = OpenClient(MakeConfig());
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> buf = Pattern(200 * kKiB, 1);
+  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  ASSERT_TRUE(client->Checkpoint("dup", 4).ok());
+  Fill(buf.data(), buf.size(), 2);
+  EXPECT_EQ(client->Checkpoint("dup", 4).code(), Code::kExists);
+  ASSERT_TRUE(client->Wait("dup", 4, Level::kLocal).ok());
+  // The first capture is what version 4 holds.
+  ASSERT_TRUE(client->Restore("dup", 4).ok());
+  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 1)));
+  // Another name with the same number is independent.
+  EXPECT_TRUE(client->Checkpoint("dup2", 4).ok());
+  EXPECT_TRUE(client->Wait("dup2", 4, Level::kLocal).ok());
+}
+
+// keep_versions = 2: after the last commit only the 2 newest files remain.
+TEST_F(ClientTest, RetentionKeepsNewestVersions) {
+  Config c = MakeConfig();
+  c.keep_versions = 2;
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> buf(100 * kKiB);
+  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  for (int64_t v = 1; v <= 6; ++v) {
+    Fill(buf.data(), buf.size(), static_cast<uint64_t>(v));
+    ASSERT_TRUE(client->Checkpoint("ret", v).ok());
+  }
+  ASSERT_TRUE(client->Wait("ret", 6, Level::kLocal).ok());
+  const std::vector<std::string> want{VersionFile(5), VersionFile(6)};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  std::vector<std::string> files = Files(NameDir(c, "ret"));
+  while (files != want && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    files = Files(NameDir(c, "ret"));
+  }
+  EXPECT_EQ(files, want) << Join(files);
+  // Both kept versions restore, and Close leaves the same two files.
+  for (int64_t v : {5, 6}) {
+    Status s = client->Restore("ret", v);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), static_cast<uint64_t>(v))));
+  }
+  // Retired versions are gone for good.
+  EXPECT_EQ(client->Restore("ret", 1).code(), Code::kNotFound);
+  EXPECT_EQ(client->Restore("ret", 4).code(), Code::kNotFound);
+  ASSERT_TRUE(client->Close().ok());
+  EXPECT_EQ(Files(NameDir(c, "ret")), want) << Join(Files(NameDir(c, "ret")));
+}
+
+// Retention applies per tier: the persistent directory keeps the newest too.
+TEST_F(ClientTest, RetentionInPersistentTier) {
+  Config c = MakeConfig();
+  c.keep_versions = 2;
+  c.persistent_dir = tmp_.path() + "/persistent";
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> buf(50 * kKiB);
+  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  for (int64_t v = 1; v <= 5; ++v) {
+    Fill(buf.data(), buf.size(), static_cast<uint64_t>(v));
+    ASSERT_TRUE(client->Checkpoint("pret", v).ok());
+  }
+  Status s = client->Wait("pret", 5, Level::kPersistent);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const std::vector<std::string> want{VersionFile(4), VersionFile(5)};
+  const std::string pdir = c.persistent_dir + "/pret";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while ((Files(pdir) != want || Files(NameDir(c, "pret")) != want) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(Files(pdir), want) << Join(Files(pdir));
+  EXPECT_EQ(Files(NameDir(c, "pret")), want) << Join(Files(NameDir(c, "pret")));
+  ASSERT_TRUE(client->Close().ok());
+}
+
+// After a restart a version number that exists on disk may be written again:
+// the new file replaces the old one atomically.
+TEST_F(ClientTest, RewritingAVersionAfterRestartReplacesIt) {
+  Config c = MakeConfig();
+  std::vector<uint8_t> buf = Pattern(90 * kKiB, 1);
+  {
+    auto client = OpenClient(c);
+    ASSERT_NE(client, nullptr);
+    ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+    ASSERT_TRUE(client->Checkpoint("rw", 3).ok());
+    ASSERT_TRUE(client->Wait("rw", 3, Level::kLocal).ok());
+    ASSERT_TRUE(client->Close().ok());
+  }
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  Fill(buf.data(), buf.size(), 2);
+  Status s = client->Checkpoint("rw", 3);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(client->Wait("rw", 3, Level::kLocal).ok());
+  ASSERT_TRUE(client->Close().ok());
+  EXPECT_EQ(Files(NameDir(c, "rw")), std::vector<std::string>{VersionFile(3)}) << Join(Files(NameDir(c, "rw")));
+  auto again = OpenClient(c);
+  ASSERT_NE(again, nullptr);
+  std::fill(buf.begin(), buf.end(), 0);
+  ASSERT_TRUE(again->Protect(0, buf.data(), buf.size()).ok());
+  s = again->Restore("rw", 3);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 2)));
+}
+
+// A checkpoint larger than the whole host cache streams through it.
+TEST_F(ClientTest, CheckpointLargerThanCache) {
+  Config c = MakeConfig(4 * kMiB, 256 * kKiB);
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> big = Pattern(10 * kMiB + 12345, 77);
+  std::vector<uint8_t> small = Pattern(3000, 78);
+  ASSERT_TRUE(client->Protect(1, big.data(), big.size()).ok());
+  ASSERT_TRUE(client->Protect(2, small.data(), small.size()).ok());
+  Status s = client->Checkpoint("big", 1);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  s = client->Wait("big", 1, Level::kLocal);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::fill(big.begin(), big.end(), 0);
+  std::fill(small.begin(), small.end(), 0);
+  s = client->Restore("big", 1);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(SameBytes(big, Pattern(big.size(), 77)));
+  EXPECT_TRUE(SameBytes(small, Pattern(small.size(), 78)));
+  Stats st = client->GetStats();
+  EXPECT_EQ(st.cache_capacity_bytes, 4 * kMiB);
+  EXPECT_LE(st.cache_used_bytes, st.cache_capacity_bytes);
+  EXPECT_EQ(st.cache_dirty_bytes, 0u);
+  EXPECT_GE(st.flush_local.bytes, big.size() + small.size());
+}
+
+// Many checkpoints through a tiny cache (back-pressure) all restore exactly.
+TEST_F(ClientTest, ManyCheckpointsThroughTinyCache) {
+  Config c = MakeConfig(512 * kKiB, 64 * kKiB);  // 8 chunks
+  c.keep_versions = 100;
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> a(300 * kKiB + 1), b(10 * kKiB);
+  ASSERT_TRUE(client->Protect(0, a.data(), a.size()).ok());
+  ASSERT_TRUE(client->Protect(1, b.data(), b.size()).ok());
+  constexpr int kVersions = 24;
+  for (int v = 0; v < kVersions; ++v) {
+    Fill(a.data(), a.size(), 1000 + v);
+    Fill(b.data(), b.size(), 2000 + v);
+    Status s = client->Checkpoint("many", v);
+    ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
+  }
+  ASSERT_TRUE(client->Wait("many", kVersions - 1, Level::kLocal).ok());
+  for (int v = 0; v < kVersions; ++v) {
+    Status s = client->Wait("many", v, Level::kLocal);
+    ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
+  }
+  for (int v = kVersions - 1; v >= 0; --v) {
+    Status s = client->Restore("many", v);
+    ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
+    EXPECT_TRUE(SameBytes(a, Pattern(a.size(), 1000 + v))) << "version " << v;
+    EXPECT_TRUE(SameBytes(b, Pattern(b.size(), 2000 + v))) << "version " << v;
+  }
+  Stats st = client->GetStats();
+  EXPECT_EQ(st.capture.ops, static_cast<uint64_t>(kVersions));
+  EXPECT_EQ(st.flush_local.ops, static_cast<uint64_t>(kVersions));
+  EXPECT_GT(st.evictions, 0u);
+  EXPECT_GT(st.cache_misses, 0u);
+  EXPECT_EQ(st.failed_flushes, 0u);
+  EXPECT_EQ(Files(NameDir(c, "many")).size(), static_cast<size_t>(kVersions));
+}
+
+TEST_F(ClientTest, PersistentTier) {
+  Config c = MakeConfig();
+  c.persistent_dir = tmp_.path() + "/persistent";
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> buf = Pattern(150 * kKiB + 9, 31);
+  ASSERT_TRUE(client->Protect(3, buf.data(), buf.size()).ok());
+  ASSERT_TRUE(client->Checkpoint("per", 8).ok());
+  Status s = client->Wait("per", 8, Level::kPersistent);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const std::string persistent_file = c.persistent_dir + "/per/" + VersionFile(8);
+  const std::string local_file = c.scratch_dir + "/per/" + VersionFile(8);
+  EXPECT_TRUE(fs::exists(persistent_file)) << persistent_file;
+  EXPECT_TRUE(fs::exists(local_file)) << local_file;
+  EXPECT_GE(client->GetStats().flush_persistent.bytes, buf.size());
+  ASSERT_TRUE(client->Close().ok());
+
+  ASSERT_TRUE(fs::remove(local_file));
+  auto again = OpenClient(c);
+  ASSERT_NE(again, nullptr);
+  std::fill(buf.begin(), buf.end(), 0);
+  ASSERT_TRUE(again->Protect(3, buf.data(), buf.size()).ok());
+  auto latest = again->Latest("per");
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 8);
+  s = again->Restore("per", 8);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 31)));
+}
+
+TEST_F(ClientTest, WaitPersistentWithoutPersistentDirIsInvalid) {
+  Config c = MakeConfig();
+  ASSERT_TRUE(c.persistent_dir.empty());
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> buf = Pattern(1000, 1);
+  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  ASSERT_TRUE(client->Checkpoint("np", 1).ok());
+  Status s = client->Wait("np", 1, Level::kPersistent);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_TRUE(client->Wait("np", 1, Level::kCache).ok());
+  EXPECT_TRUE(client->Wait("np", 1, Level::kLocal).ok());
+  EXPECT_FALSE(client->Wait("np", 1, static_cast<Level>(7)).ok());
+}
+
+// Restart: a new client on the same directories finds and restores the data;
+// restores of resident versions are cache hits, after a restart misses.
+TEST_F(ClientTest, RestartAndCacheStats) {
+  Config c = MakeConfig(2 * kMiB, 64 * kKiB);
+  std::vector<uint8_t> buf = Pattern(200 * kKiB + 5, 61);
+  {
+    auto client = OpenClient(c);
+    ASSERT_NE(client, nullptr);
+    ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+    ASSERT_TRUE(client->Checkpoint("rs", 1).ok());
+    Fill(buf.data(), buf.size(), 62);
+    ASSERT_TRUE(client->Checkpoint("rs", 2).ok());
+    ASSERT_TRUE(client->Wait("rs", 2, Level::kLocal).ok());
+    Stats before = client->GetStats();
+    EXPECT_EQ(before.cache_hits, 0u);
+    EXPECT_EQ(before.cache_misses, 0u);
+    std::fill(buf.begin(), buf.end(), 0);
+    ASSERT_TRUE(client->Restore("rs", 1).ok());
+    EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 61)));
+    Stats after = client->GetStats();
+    EXPECT_EQ(after.cache_hits, 1u);
+    EXPECT_EQ(after.cache_misses, 0u);
+    EXPECT_EQ(after.restore.ops, 1u);
+    EXPECT_EQ(after.restore.bytes, buf.size());
+    EXPECT_EQ(after.capture.ops, 2u);
+    EXPECT_EQ(after.capture.bytes, 2 * buf.size());
+    ASSERT_TRUE(client->Close().ok());
+  }
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::fill(buf.begin(), buf.end(), 0);
+  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  auto latest = client->Latest("rs");
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 2);
+  Status s = client->Restore("rs", *latest);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 62)));
+  Stats st = client->GetStats();
+  EXPECT_EQ(st.cache_hits, 0u);
+  EXPECT_EQ(st.cache_misses, 1u);
+  // Wait on a version committed by the earlier run answers from the files.
+  EXPECT_TRUE(client->Wait("rs", 2, Level::kLocal).ok());
+  EXPECT_EQ(client->Wait("rs", 99, Level::kLocal).code(), Code::kNotFound);
+  EXPECT_EQ(client->Restore("rs", 99).code(), Code::kNotFound);
+}
+
+TEST_F(ClientTest, CloseIsIdempotentAndLaterCallsAreState) {
+  Config c = MakeConfig();
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> buf = Pattern(1000, 1);
+  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  ASSERT_TRUE(client->Checkpoint("cl", 1).ok());
+  EXPECT_TRUE(client->Close().ok());  // drains: version 1 is committed
+  EXPECT_TRUE(client->Close().ok());
+  EXPECT_TRUE(fs::exists(NameDir(c, "cl") + "/" + VersionFile(1)));
+
+  EXPECT_EQ(client->Protect(1, buf.data(), buf.size()).code(), Code::kState);
+  EXPECT_EQ(client->Unprotect(0).code(), Code::kState);
+  EXPECT_EQ(client->Checkpoint("cl", 2).code(), Code::kState);
+  EXPECT_EQ(client->Wait("cl", 1, Level::kLocal).code(), Code::kState);
+  EXPECT_EQ(client->Latest("cl").status().code(), Code::kState);
+  EXPECT_EQ(client->Restore("cl", 1).code(), Code::kState);
+  EXPECT_EQ(client->OpenHistory("h").status().code(), Code::kState);
+  (void)client->GetStats();  // no crash
+  EXPECT_EQ(client->config().scratch_dir, c.scratch_dir);
+  EXPECT_TRUE(client->Close().ok());
+}
+
+}  // namespace
+}  // namespace cairn

@@ -1,0 +1,379 @@
+// Damaged checkpoint files: flipped bits in the data, the tables, the footer
+// and the header, truncation, a missing file. A damaged version is never
+// restored (kCorrupt naming the file and the block), Latest() skips it, a
+// good persistent copy is used instead, and `cairn verify` reports it.
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cairn/cairn.hpp"
+#include "format/file_reader.hpp"
+#include "os/fs.hpp"
+#include "testing/fault_fs.hpp"
+
+namespace cairn {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kMiB = 1024 * 1024;
+constexpr size_t kRegionA = 200 * kKiB + 7;  // 4 blocks of 64 KiB
+constexpr size_t kRegionB = 5000;
+const char* const kName = "cor";
+constexpr uint64_t kLastByte = ~uint64_t{0};
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string t = ::testing::TempDir() + "cairn_corruption_XXXXXX";
+    if (::mkdtemp(t.data()) != nullptr) path_ = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
+  std::vector<uint8_t> v(n);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 17;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    v[i] = static_cast<uint8_t>(x >> 56);
+  }
+  return v;
+}
+
+// Flips bit `bit` of the byte at `offset`.
+::testing::AssertionResult FlipBit(const std::string& path, uint64_t offset, int bit = 3) {
+  int fd = ::open(path.c_str(), O_RDWR);
+  if (fd < 0) return ::testing::AssertionFailure() << "open " << path << ": " << std::strerror(errno);
+  uint8_t b = 0;
+  bool ok = ::pread(fd, &b, 1, static_cast<off_t>(offset)) == 1;
+  b ^= static_cast<uint8_t>(1u << bit);
+  ok = ok && ::pwrite(fd, &b, 1, static_cast<off_t>(offset)) == 1;
+  ::close(fd);
+  if (!ok) return ::testing::AssertionFailure() << "flip at " << offset << " in " << path << " failed";
+  return ::testing::AssertionSuccess();
+}
+
+uint64_t ReadU64(const std::string& path, uint64_t offset) {
+  uint64_t v = 0;
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    if (::pread(fd, &v, sizeof v, static_cast<off_t>(offset)) != sizeof v) v = 0;
+    ::close(fd);
+  }
+  return v;  // little-endian host
+}
+
+struct CliRun {
+  int code = -1;
+  std::string out;
+};
+
+std::string CliPath() { return std::string(CAIRN_BIN_DIR) + "/cairn"; }
+
+CliRun RunCli(const std::string& args) {
+  CliRun r;
+  std::string cmd = "'" + CliPath() + "' " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = ::pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+class CorruptionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(tmp_.path().empty()) << "mkdtemp failed";
+    config_ = DefaultConfig();
+    config_.scratch_dir = tmp_.path() + "/scratch";
+    config_.host_cache_bytes = 2 * kMiB;
+    config_.block_bytes = 64 * kKiB;
+    config_.keep_versions = 5;
+  }
+
+  // Writes versions 1..3 (waiting for `level`) and closes the client.
+  void WriteVersions(Level level = Level::kLocal) {
+    auto client = Client::Open(config_);
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    std::vector<uint8_t> a(kRegionA), b(kRegionB);
+    ASSERT_TRUE((*client)->Protect(1, a.data(), a.size()).ok());
+    ASSERT_TRUE((*client)->Protect(2, b.data(), b.size()).ok());
+    for (int64_t v = 1; v <= 3; ++v) {
+      const auto pa = Pattern(kRegionA, 10 * v), pb = Pattern(kRegionB, 10 * v + 1);
+      std::copy(pa.begin(), pa.end(), a.begin());  // the protected buffers stay in place
+      std::copy(pb.begin(), pb.end(), b.begin());
+      ASSERT_TRUE((*client)->Checkpoint(kName, v).ok());
+      Status s = (*client)->Wait(kName, v, level);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+    ASSERT_TRUE((*client)->Close().ok());
+  }
+
+  std::string LocalFile(int64_t v) const { return FileIn(config_.scratch_dir, v); }
+  static std::string FileIn(const std::string& dir, int64_t v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "v%020lld.cairn", static_cast<long long>(v));
+    return dir + "/" + kName + "/" + buf;
+  }
+
+  // File offset of byte `pos % length` of block `index` of a (good) file.
+  uint64_t BlockByte(const std::string& path, uint32_t index, uint64_t pos = 0) {
+    auto reader = format::FileReader::Open(os::FileSystem::Default(), path);
+    EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+    if (!reader.ok()) return 0;
+    EXPECT_LT(index, (*reader)->layout().blocks.size());
+    const auto& blk = (*reader)->layout().blocks.at(index);
+    if (pos == kLastByte) return blk.offset + blk.length - 1;
+    return blk.offset + pos % blk.length;
+  }
+  uint32_t BlockCount(const std::string& path) {
+    auto reader = format::FileReader::Open(os::FileSystem::Default(), path);
+    EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+    return reader.ok() ? static_cast<uint32_t>((*reader)->layout().blocks.size()) : 0;
+  }
+
+  // A fresh client with both regions protected.
+  struct Restarted {
+    std::unique_ptr<Client> client;
+    std::vector<uint8_t> a = std::vector<uint8_t>(kRegionA), b = std::vector<uint8_t>(kRegionB);
+  };
+  std::unique_ptr<Restarted> Restart() {
+    auto r = std::make_unique<Restarted>();
+    auto client = Client::Open(config_);
+    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    if (!client.ok()) return nullptr;
+    r->client = std::move(client).value();
+    EXPECT_TRUE(r->client->Protect(1, r->a.data(), r->a.size()).ok());
+    EXPECT_TRUE(r->client->Protect(2, r->b.data(), r->b.size()).ok());
+    return r;
+  }
+
+  // Version v restores with exactly its content.
+  void ExpectRestores(Restarted& r, int64_t v) {
+    Status s = r.client->Restore(kName, v);
+    ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
+    EXPECT_TRUE(r.a == Pattern(kRegionA, 10 * v)) << "version " << v << " region 1";
+    EXPECT_TRUE(r.b == Pattern(kRegionB, 10 * v + 1)) << "version " << v << " region 2";
+  }
+
+  // The common verdict on a damaged v3: kCorrupt naming the file (and
+  // `detail`), Latest falls back to 2, which restores.
+  void ExpectV3Damaged(const std::string& detail) {
+    auto r = Restart();
+    ASSERT_NE(r, nullptr);
+    Status s = r->client->Restore(kName, 3);
+    EXPECT_EQ(s.code(), Code::kCorrupt) << s.ToString();
+    EXPECT_NE(s.message().find(LocalFile(3)), std::string::npos) << "does not name the file: " << s.message();
+    if (!detail.empty()) {
+      EXPECT_NE(s.message().find(detail), std::string::npos) << "does not say '" << detail << "': " << s.message();
+    }
+    auto latest = r->client->Latest(kName);
+    ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+    EXPECT_EQ(*latest, 2);
+    ExpectRestores(*r, 2);
+    ExpectRestores(*r, 1);
+    // Damage is never repaired or removed behind the user's back.
+    ASSERT_TRUE(r->client->Close().ok());
+    EXPECT_TRUE(fs::exists(LocalFile(3)));
+  }
+
+  TempDir tmp_;
+  Config config_;
+};
+
+TEST_F(CorruptionTest, FlippedDataBit) {
+  WriteVersions();
+  if (HasFatalFailure()) return;
+  const uint64_t off = BlockByte(LocalFile(3), 1, 1234);
+  ASSERT_GT(off, 4096u);
+  ASSERT_TRUE(FlipBit(LocalFile(3), off));
+  ExpectV3Damaged("block 1");
+}
+
+TEST_F(CorruptionTest, FlippedBitInLastShortBlock) {
+  WriteVersions();
+  if (HasFatalFailure()) return;
+  // The last payload byte of the last block.
+  const uint32_t last = BlockCount(LocalFile(3)) - 1;
+  ASSERT_EQ(last, 4u);  // 4 blocks for region 1, 1 for region 2
+  ASSERT_TRUE(FlipBit(LocalFile(3), BlockByte(LocalFile(3), last, kLastByte), 0));
+  ExpectV3Damaged("block 4");
+}
+
+TEST_F(CorruptionTest, Truncated) {
+  WriteVersions();
+  if (HasFatalFailure()) return;
+  const uint64_t size = fs::file_size(LocalFile(3));
+  fs::resize_file(LocalFile(3), size / 2);
+  ExpectV3Damaged("");
+}
+
+TEST_F(CorruptionTest, TruncatedByOnePage) {
+  WriteVersions();
+  if (HasFatalFailure()) return;
+  const uint64_t size = fs::file_size(LocalFile(3));
+  fs::resize_file(LocalFile(3), size - 4096);
+  ExpectV3Damaged("");
+}
+
+TEST_F(CorruptionTest, FlippedFooterBit) {
+  WriteVersions();
+  if (HasFatalFailure()) return;
+  const uint64_t size = fs::file_size(LocalFile(3));
+  ASSERT_TRUE(FlipBit(LocalFile(3), size - 64 + 16));  // table_crc, covered by footer_crc
+  ExpectV3Damaged("");
+}
+
+TEST_F(CorruptionTest, FlippedTableBit) {
+  WriteVersions();
+  if (HasFatalFailure()) return;
+  const uint64_t size = fs::file_size(LocalFile(3));
+  const uint64_t table_offset = ReadU64(LocalFile(3), size - 64);
+  ASSERT_GE(table_offset, 4096u);
+  ASSERT_LT(table_offset, size - 64);
+  ASSERT_TRUE(FlipBit(LocalFile(3), table_offset + 8));  // region 0's byte count
+  ExpectV3Damaged("");
+}
+
+TEST_F(CorruptionTest, FlippedBlockCrcInTable) {
+  WriteVersions();
+  if (HasFatalFailure()) return;
+  const uint64_t size = fs::file_size(LocalFile(3));
+  const uint64_t table_offset = ReadU64(LocalFile(3), size - 64);
+  // Block table starts after 2 region entries of 32 bytes; block 2's crc.
+  ASSERT_TRUE(FlipBit(LocalFile(3), table_offset + 2 * 32 + 2 * 8));
+  ExpectV3Damaged("");
+}
+
+TEST_F(CorruptionTest, FlippedHeaderBit) {
+  WriteVersions();
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(FlipBit(LocalFile(3), 24));  // the version number
+  ExpectV3Damaged("");
+}
+
+TEST_F(CorruptionTest, MissingFile) {
+  WriteVersions();
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(fs::remove(LocalFile(3)));
+  auto r = Restart();
+  ASSERT_NE(r, nullptr);
+  auto latest = r->client->Latest(kName);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 2);
+  Status s = r->client->Restore(kName, 3);
+  EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
+  ExpectRestores(*r, 2);
+}
+
+// A damaged local copy with a good persistent copy: the persistent one is used.
+TEST_F(CorruptionTest, DamagedLocalFallsBackToPersistent) {
+  config_.persistent_dir = tmp_.path() + "/persistent";
+  WriteVersions(Level::kPersistent);
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(fs::exists(FileIn(config_.persistent_dir, 3)));
+  ASSERT_TRUE(FlipBit(LocalFile(3), BlockByte(LocalFile(3), 2, 99)));
+  auto r = Restart();
+  ASSERT_NE(r, nullptr);
+  ExpectRestores(*r, 3);
+  auto latest = r->client->Latest(kName);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 3);
+  // Truncated local copy: same.
+  fs::resize_file(LocalFile(2), 8192);
+  ExpectRestores(*r, 2);
+  // Both copies damaged: kCorrupt, and Latest still finds 3 (persistent ok).
+  ASSERT_TRUE(FlipBit(FileIn(config_.persistent_dir, 1), BlockByte(FileIn(config_.persistent_dir, 1), 0, 5)));
+  ASSERT_TRUE(FlipBit(LocalFile(1), BlockByte(LocalFile(1), 0, 5)));
+  EXPECT_EQ(r->client->Restore(kName, 1).code(), Code::kCorrupt);
+}
+
+TEST_F(CorruptionTest, AllVersionsDamaged) {
+  WriteVersions();
+  if (HasFatalFailure()) return;
+  for (int64_t v = 1; v <= 3; ++v) {
+    ASSERT_TRUE(FlipBit(LocalFile(v), BlockByte(LocalFile(v), static_cast<uint32_t>(v), 77)));
+  }
+  auto r = Restart();
+  ASSERT_NE(r, nullptr);
+  auto latest = r->client->Latest(kName);
+  ASSERT_FALSE(latest.ok()) << "Latest gave " << *latest;
+  EXPECT_EQ(latest.status().code(), Code::kNotFound) << latest.status().ToString();
+  EXPECT_FALSE(latest.status().message().empty());
+  EXPECT_NE(latest.status().message().find(kName), std::string::npos) << latest.status().message();
+  for (int64_t v = 1; v <= 3; ++v) {
+    EXPECT_EQ(r->client->Restore(kName, v).code(), Code::kCorrupt) << "version " << v;
+  }
+  // A new version still commits and is found.
+  ASSERT_TRUE(r->client->Checkpoint(kName, 4).ok());
+  ASSERT_TRUE(r->client->Wait(kName, 4, Level::kLocal).ok());
+  latest = r->client->Latest(kName);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 4);
+}
+
+// Reads through a file system that silently corrupts data: caught by the CRCs.
+TEST_F(CorruptionTest, SilentReadCorruptionIsCaught) {
+  WriteVersions();
+  if (HasFatalFailure()) return;
+  test::FaultFs faults;
+  faults.CorruptReads("v00000000000000000003");
+  config_.fs = &faults;
+  auto r = Restart();
+  ASSERT_NE(r, nullptr);
+  Status s = r->client->Restore(kName, 3);
+  EXPECT_EQ(s.code(), Code::kCorrupt) << s.ToString();
+  EXPECT_NE(s.message().find(LocalFile(3)), std::string::npos) << s.message();
+  auto latest = r->client->Latest(kName);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 2);
+  ExpectRestores(*r, 2);
+  ASSERT_TRUE(r->client->Close().ok());
+}
+
+TEST_F(CorruptionTest, CliVerifyNamesTheDamagedBlock) {
+  if (!fs::exists(CliPath())) GTEST_SKIP() << CliPath() << " is not built";
+  WriteVersions();
+  if (HasFatalFailure()) return;
+  CliRun good = RunCli("verify '" + config_.scratch_dir + "'");
+  EXPECT_EQ(good.code, 0) << good.out;
+  ASSERT_TRUE(FlipBit(LocalFile(3), BlockByte(LocalFile(3), 1, 4321)));
+  CliRun bad = RunCli("verify '" + config_.scratch_dir + "'");
+  EXPECT_NE(bad.code, 0) << bad.out;
+  EXPECT_NE(bad.out.find(LocalFile(3)), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("block 1"), std::string::npos) << bad.out;
+  // Truncation is reported too.
+  fs::resize_file(LocalFile(2), fs::file_size(LocalFile(2)) / 2);
+  CliRun trunc = RunCli("verify '" + config_.scratch_dir + "'");
+  EXPECT_NE(trunc.code, 0) << trunc.out;
+  EXPECT_NE(trunc.out.find(LocalFile(2)), std::string::npos) << trunc.out;
+}
+
+}  // namespace
+}  // namespace cairn

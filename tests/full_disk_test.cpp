@@ -1,0 +1,386 @@
+// A full disk (ENOSPC), a failing fsync, a failing rename and a failing
+// directory fsync during a flush, injected with test::FaultFs. The failing
+// version reports a clear error from Wait(), earlier versions stay intact, no
+// temp file remains, and the application keeps checkpointing.
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cairn/cairn.hpp"
+#include "format/file_reader.hpp"
+#include "os/fs.hpp"
+#include "testing/fault_fs.hpp"
+
+namespace cairn {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kMiB = 1024 * 1024;
+constexpr size_t kBytes = 300 * kKiB + 11;
+const char* const kName = "disk";
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string t = ::testing::TempDir() + "cairn_full_disk_XXXXXX";
+    if (::mkdtemp(t.data()) != nullptr) path_ = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void FillVersion(std::vector<uint8_t>& buf, int64_t v) {
+  uint64_t x = static_cast<uint64_t>(v) * 0x9E3779B97F4A7C15ull + 99;
+  for (auto& b : buf) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    b = static_cast<uint8_t>(x >> 56);
+  }
+}
+
+std::vector<uint8_t> VersionData(int64_t v) {
+  std::vector<uint8_t> buf(kBytes);
+  FillVersion(buf, v);
+  return buf;
+}
+
+std::string FileName(int64_t v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "v%020lld.cairn", static_cast<long long>(v));
+  return buf;
+}
+
+std::vector<std::string> Files(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    out.push_back(it->path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return "[" + s + "]";
+}
+
+class FullDiskTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(tmp_.path().empty()) << "mkdtemp failed";
+    config_ = DefaultConfig();
+    config_.scratch_dir = tmp_.path() + "/scratch";
+    config_.host_cache_bytes = 1 * kMiB;
+    config_.block_bytes = 64 * kKiB;
+    config_.keep_versions = 10;
+    config_.fs = &faults_;
+    auto c = Client::Open(config_);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    client_ = std::move(c).value();
+    buf_.resize(kBytes);
+    ASSERT_TRUE(client_->Protect(7, buf_.data(), buf_.size()).ok());
+  }
+  void TearDown() override {
+    faults_.Reset();
+    if (client_) (void)client_->Close();
+    client_.reset();
+  }
+
+  std::string NameDir() const { return config_.scratch_dir + "/" + kName; }
+
+  Status CheckpointAndWait(int64_t v) {
+    FillVersion(buf_, v);
+    CAIRN_RETURN_IF_ERROR(client_->Checkpoint(kName, v));
+    return client_->Wait(kName, v, Level::kLocal);
+  }
+
+  // Versions 1 and 2 committed normally.
+  void CommitTwo() {
+    for (int64_t v = 1; v <= 2; ++v) {
+      Status s = CheckpointAndWait(v);
+      ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
+    }
+  }
+
+  void ExpectNoTempFiles() {
+    for (const auto& f : Files(NameDir())) {
+      EXPECT_EQ(f.find(".tmp"), std::string::npos) << "temp file left: " << f;
+    }
+  }
+
+  // The versions in `good` are on disk, verify, and restore exactly in a new
+  // client without faults; those in `absent` have no file. Latest is `latest`.
+  void ExpectOnDisk(const std::vector<int64_t>& good, const std::vector<int64_t>& absent, int64_t latest) {
+    for (int64_t v : good) {
+      const std::string path = NameDir() + "/" + FileName(v);
+      auto reader = format::FileReader::Open(os::FileSystem::Default(), path);
+      ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+      Status s = (*reader)->VerifyAll();
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    }
+    for (int64_t v : absent) EXPECT_FALSE(fs::exists(NameDir() + "/" + FileName(v))) << "version " << v;
+    Config plain = config_;
+    plain.fs = nullptr;
+    auto c = Client::Open(plain);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    std::vector<uint8_t> buf(kBytes);
+    ASSERT_TRUE((*c)->Protect(7, buf.data(), buf.size()).ok());
+    auto l = (*c)->Latest(kName);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    EXPECT_EQ(*l, latest);
+    for (int64_t v : good) {
+      Status s = (*c)->Restore(kName, v);
+      ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
+      EXPECT_TRUE(buf == VersionData(v)) << "version " << v << " restored wrong data";
+    }
+    EXPECT_TRUE((*c)->Close().ok());
+  }
+
+  test::FaultFs faults_;
+  TempDir tmp_;
+  Config config_;
+  std::unique_ptr<Client> client_;  // after faults_: closed before it goes
+  std::vector<uint8_t> buf_;
+};
+
+TEST_F(FullDiskTest, NoSpaceDuringFlush) {
+  CommitTwo();
+  if (HasFatalFailure()) return;
+  // About a third of version 3's file fits.
+  faults_.SetWriteBudget(100 * kKiB, config_.scratch_dir);
+  FillVersion(buf_, 3);
+  Status s = client_->Checkpoint(kName, 3);
+  ASSERT_TRUE(s.ok()) << "Checkpoint only copies to the cache: " << s.ToString();
+  s = client_->Wait(kName, 3, Level::kLocal);
+  EXPECT_EQ(s.code(), Code::kNoSpace) << s.ToString();
+  EXPECT_NE(s.message().find(FileName(3)), std::string::npos) << "does not name the file: " << s.message();
+  EXPECT_NE(s.message().find(std::strerror(ENOSPC)), std::string::npos) << s.message();
+  EXPECT_GT(faults_.faults_fired(), 0u);
+  ExpectNoTempFiles();
+  EXPECT_FALSE(fs::exists(NameDir() + "/" + FileName(3)));
+  auto latest = client_->Latest(kName);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 2);
+  for (int64_t v : {1, 2}) {
+    s = client_->Restore(kName, v);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(buf_ == VersionData(v)) << "version " << v;
+  }
+  EXPECT_GE(client_->GetStats().failed_flushes, 1u);
+
+  // Still full: more checkpoints (more than the cache holds) return, and
+  // fail at Wait.
+  for (int64_t v = 10; v < 16; ++v) {
+    FillVersion(buf_, v);
+    s = client_->Checkpoint(kName, v);
+    ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
+  }
+  for (int64_t v = 10; v < 16; ++v) {
+    s = client_->Wait(kName, v, Level::kLocal);
+    EXPECT_EQ(s.code(), Code::kNoSpace) << "version " << v << ": " << s.ToString();
+  }
+  ExpectNoTempFiles();
+
+  // Space again: version 4 commits.
+  faults_.ClearWriteBudget();
+  s = CheckpointAndWait(4);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  latest = client_->Latest(kName);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 4);
+  std::fill(buf_.begin(), buf_.end(), 0);
+  ASSERT_TRUE(client_->Restore(kName, 4).ok());
+  EXPECT_TRUE(buf_ == VersionData(4));
+  // Every error was reported by a Wait: Close has nothing left to report.
+  s = client_->Close();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  ExpectOnDisk({1, 2, 4}, {3, 10, 11, 12, 13, 14, 15}, 4);
+  EXPECT_EQ(Files(NameDir()), (std::vector<std::string>{FileName(1), FileName(2), FileName(4)}))
+      << Join(Files(NameDir()));
+}
+
+// The budget runs out on the tables/footer at commit time instead.
+TEST_F(FullDiskTest, NoSpaceAtCommit) {
+  CommitTwo();
+  if (HasFatalFailure()) return;
+  // Header + all data blocks of version 3 fit, the table area does not.
+  const uint64_t data_bytes = 4096 + (kBytes + 4095) / 4096 * 4096;
+  faults_.SetWriteBudget(data_bytes, config_.scratch_dir);
+  FillVersion(buf_, 3);
+  ASSERT_TRUE(client_->Checkpoint(kName, 3).ok());
+  Status s = client_->Wait(kName, 3, Level::kLocal);
+  EXPECT_EQ(s.code(), Code::kNoSpace) << s.ToString();
+  EXPECT_NE(s.message().find(FileName(3)), std::string::npos) << s.message();
+  ExpectNoTempFiles();
+  faults_.ClearWriteBudget();
+  ASSERT_TRUE(client_->Close().ok());
+  ExpectOnDisk({1, 2}, {3}, 2);
+}
+
+// Nobody waits for the failing version: Close reports the error.
+TEST_F(FullDiskTest, CloseReportsUnwaitedFailure) {
+  CommitTwo();
+  if (HasFatalFailure()) return;
+  faults_.SetWriteBudget(0, config_.scratch_dir);
+  FillVersion(buf_, 3);
+  ASSERT_TRUE(client_->Checkpoint(kName, 3).ok());
+  Status s = client_->Close();
+  EXPECT_EQ(s.code(), Code::kNoSpace) << s.ToString();
+  EXPECT_TRUE(client_->Close().ok()) << "the error is reported once";
+  ExpectNoTempFiles();
+  faults_.Reset();
+  ExpectOnDisk({1, 2}, {3}, 2);
+}
+
+TEST_F(FullDiskTest, FailingFsync) {
+  CommitTwo();
+  if (HasFatalFailure()) return;
+  faults_.Inject({.op = test::FaultOp::kSync, .err = EIO, .nth = 1, .times = 1, .path_filter = FileName(3)});
+  Status s = CheckpointAndWait(3);
+  EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
+  EXPECT_NE(s.message().find(FileName(3)), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(std::strerror(EIO)), std::string::npos) << s.message();
+  EXPECT_EQ(faults_.faults_fired(), 1u);
+  ExpectNoTempFiles();
+  EXPECT_FALSE(fs::exists(NameDir() + "/" + FileName(3)));
+  auto latest = client_->Latest(kName);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 2);
+  s = CheckpointAndWait(4);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(client_->Close().ok());
+  ExpectOnDisk({1, 2, 4}, {3}, 4);
+}
+
+TEST_F(FullDiskTest, FailingRename) {
+  CommitTwo();
+  if (HasFatalFailure()) return;
+  faults_.Inject({.op = test::FaultOp::kRename, .err = EIO, .nth = 1, .times = 1, .path_filter = FileName(3)});
+  Status s = CheckpointAndWait(3);
+  EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
+  EXPECT_NE(s.message().find(FileName(3)), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(std::strerror(EIO)), std::string::npos) << s.message();
+  EXPECT_EQ(faults_.faults_fired(), 1u);
+  ExpectNoTempFiles();
+  EXPECT_FALSE(fs::exists(NameDir() + "/" + FileName(3)));
+  auto latest = client_->Latest(kName);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 2);
+  s = CheckpointAndWait(4);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(client_->Close().ok());
+  ExpectOnDisk({1, 2, 4}, {3}, 4);
+}
+
+TEST_F(FullDiskTest, FailingWriteEio) {
+  CommitTwo();
+  if (HasFatalFailure()) return;
+  faults_.Inject({.op = test::FaultOp::kWrite, .err = EIO, .nth = 2, .times = 1, .path_filter = FileName(3)});
+  Status s = CheckpointAndWait(3);
+  EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
+  EXPECT_NE(s.message().find(FileName(3)), std::string::npos) << s.message();
+  ExpectNoTempFiles();
+  s = CheckpointAndWait(4);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(client_->Close().ok());
+  ExpectOnDisk({1, 2, 4}, {3}, 4);
+}
+
+// The persistent directory is full: the local level still commits, the
+// persistent level reports kNoSpace naming the persistent path, and no temp
+// file is left there. With space again, the next version reaches it.
+TEST_F(FullDiskTest, PersistentDirectoryFull) {
+  ASSERT_TRUE(client_->Close().ok());
+  client_.reset();
+  config_.persistent_dir = tmp_.path() + "/persistent";
+  auto c = Client::Open(config_);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  client_ = std::move(c).value();
+  ASSERT_TRUE(client_->Protect(7, buf_.data(), buf_.size()).ok());
+  const std::string pdir = config_.persistent_dir + "/" + kName;
+  FillVersion(buf_, 1);
+  ASSERT_TRUE(client_->Checkpoint(kName, 1).ok());
+  ASSERT_TRUE(client_->Wait(kName, 1, Level::kPersistent).ok());
+
+  faults_.SetWriteBudget(64 * kKiB, config_.persistent_dir);
+  FillVersion(buf_, 2);
+  ASSERT_TRUE(client_->Checkpoint(kName, 2).ok());
+  Status s = client_->Wait(kName, 2, Level::kLocal);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  s = client_->Wait(kName, 2, Level::kPersistent);
+  EXPECT_EQ(s.code(), Code::kNoSpace) << s.ToString();
+  EXPECT_NE(s.message().find(config_.persistent_dir), std::string::npos) << s.message();
+  for (const auto& f : Files(pdir)) EXPECT_EQ(f.find(".tmp"), std::string::npos) << "temp file left: " << f;
+  EXPECT_FALSE(fs::exists(pdir + "/" + FileName(2)));
+  EXPECT_TRUE(fs::exists(NameDir() + "/" + FileName(2)));
+  auto latest = client_->Latest(kName);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 2);
+
+  faults_.ClearWriteBudget();
+  FillVersion(buf_, 3);
+  ASSERT_TRUE(client_->Checkpoint(kName, 3).ok());
+  s = client_->Wait(kName, 3, Level::kPersistent);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(fs::exists(pdir + "/" + FileName(3)));
+  ASSERT_TRUE(client_->Close().ok());
+  ExpectOnDisk({1, 2, 3}, {}, 3);
+}
+
+// The directory fsync after the rename fails: Wait reports it. Whatever the
+// library then decides about version 3, Latest and Restore must agree: if
+// Latest names 3, Restore(3) gives its data, also once it left the cache and
+// in a new client.
+TEST_F(FullDiskTest, FailingDirectorySyncKeepsLatestAndRestoreConsistent) {
+  CommitTwo();
+  if (HasFatalFailure()) return;
+  faults_.Inject({.op = test::FaultOp::kSyncDir, .err = EIO, .nth = 1, .times = 1,
+                  .path_filter = config_.scratch_dir});
+  Status s = CheckpointAndWait(3);
+  EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
+  EXPECT_EQ(faults_.faults_fired(), 1u);
+  ExpectNoTempFiles();
+  // Push version 3 out of the 1 MiB cache with other names' checkpoints.
+  std::vector<uint8_t> other(kBytes);
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(client_->Checkpoint("other", i).ok());
+    ASSERT_TRUE(client_->Wait("other", i, Level::kLocal).ok());
+  }
+  auto latest = client_->Latest(kName);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_TRUE(*latest == 2 || *latest == 3) << *latest;
+  s = client_->Restore(kName, *latest);
+  EXPECT_TRUE(s.ok()) << "Latest() gives " << *latest << " but Restore fails: " << s.ToString();
+  if (s.ok()) {
+    EXPECT_TRUE(buf_ == VersionData(*latest));
+  }
+  const int64_t latest_before = *latest;
+  (void)client_->Close();
+  if (latest_before == 3) {
+    ExpectOnDisk({1, 2, 3}, {}, 3);
+  } else {
+    ExpectOnDisk({1, 2}, {3}, 2);
+  }
+}
+
+}  // namespace
+}  // namespace cairn

@@ -1,0 +1,594 @@
+// Behaviour of cairn::History: push/pop through a small cache, orders, sizes,
+// skipped flushes of steps consumed early, prefetching, closing and
+// persistent histories.
+#include <stdlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cairn/cairn.hpp"
+#include "os/fs.hpp"
+
+namespace cairn {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kMiB = 1024 * 1024;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string t = ::testing::TempDir() + "cairn_history_XXXXXX";
+    if (::mkdtemp(t.data()) != nullptr) path_ = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void Fill(void* p, size_t n, uint64_t seed) {
+  auto* b = static_cast<uint8_t*>(p);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
+  for (size_t i = 0; i < n; ++i) {
+    if (i % 8 == 0) {
+      x += 0x9E3779B97F4A7C15ull;
+      uint64_t z = x;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      x ^= z >> 31;
+    }
+    b[i] = static_cast<uint8_t>(x >> (8 * (i % 8)));
+  }
+}
+
+std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
+  std::vector<uint8_t> v(n);
+  Fill(v.data(), n, seed);
+  return v;
+}
+
+::testing::AssertionResult SameBytes(const uint8_t* got, const std::vector<uint8_t>& want) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (got[i] != want[i]) {
+      return ::testing::AssertionFailure() << "first difference at byte " << i << " of " << want.size();
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// History step files (h*.cairn) and temp files in dir.
+std::vector<std::string> StepFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string n = it->path().filename().string();
+    if ((n.size() > 1 && n[0] == 'h') || n.find(".tmp") != std::string::npos) out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string StepFile(int64_t step) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "h%020lld", static_cast<long long>(step));
+  return buf;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return "[" + s + "]";
+}
+
+template <typename Pred>
+bool PollUntil(Pred pred, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+// Forwards to the default file system; opening for writing a path that
+// contains `gated` blocks until Release(). Records every opened path.
+class GateFs final : public os::FileSystem {
+ public:
+  explicit GateFs(std::string gated) : gated_(std::move(gated)) {}
+
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  bool WaitBlocked(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, limit, [&] { return blocked_; });
+  }
+  std::vector<std::string> opened() const {
+    std::lock_guard lock(mu_);
+    return opened_;
+  }
+
+  Result<std::unique_ptr<os::File>> Open(const std::string& path, const os::OpenOptions& o) override {
+    {
+      std::unique_lock lock(mu_);
+      opened_.push_back(path);
+      if (o.write && path.find(gated_) != std::string::npos) {
+        blocked_ = true;
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return released_; });
+      }
+    }
+    return base_->Open(path, o);
+  }
+  Status Rename(const std::string& a, const std::string& b) override { return base_->Rename(a, b); }
+  Status Remove(const std::string& p) override { return base_->Remove(p); }
+  Status CreateDirs(const std::string& p, uint32_t m) override { return base_->CreateDirs(p, m); }
+  Status RemoveDir(const std::string& p) override { return base_->RemoveDir(p); }
+  Status SyncDir(const std::string& p) override { return base_->SyncDir(p); }
+  Result<std::vector<os::DirEntry>> List(const std::string& p) override { return base_->List(p); }
+  Result<os::FileInfo> Stat(const std::string& p) override { return base_->Stat(p); }
+
+ private:
+  os::FileSystem* const base_ = os::FileSystem::Default();
+  const std::string gated_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  bool blocked_ = false;
+  std::vector<std::string> opened_;
+};
+
+// Releases a GateFs when it goes out of scope (declare it after the client so
+// that it runs first and the client's Close cannot hang on the gate).
+struct GateRelease {
+  GateFs* gate;
+  ~GateRelease() { gate->Release(); }
+};
+
+class HistoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_FALSE(tmp_.path().empty()) << "mkdtemp failed"; }
+
+  Config MakeConfig(uint64_t cache = 1 * kMiB, uint64_t block = 64 * kKiB) const {
+    Config c = DefaultConfig();
+    c.scratch_dir = tmp_.path() + "/scratch";
+    c.host_cache_bytes = cache;
+    c.block_bytes = block;
+    return c;
+  }
+  std::unique_ptr<Client> OpenClient(const Config& c) {
+    auto r = Client::Open(c);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(r).value() : nullptr;
+  }
+  std::unique_ptr<History> OpenHistory(Client& client, const std::string& name) {
+    auto r = client.OpenHistory(name);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(r).value() : nullptr;
+  }
+
+  // Sizes of N steps: includes 0 bytes, 1 byte, block +- 1 and multi-block.
+  static std::vector<size_t> StepSizes(size_t n, uint64_t block) {
+    const std::vector<size_t> base{0, 1, block - 1, block, block + 1, 3 * block + 5, 100 * kKiB, 4097, 200 * kKiB};
+    std::vector<size_t> out;
+    for (size_t i = 0; i < n; ++i) out.push_back(base[i % base.size()]);
+    return out;
+  }
+
+  // Pops `step` into a buffer one page larger than needed and checks the
+  // content and that the slack is untouched.
+  void PopAndCheck(History& h, int64_t step, size_t size, uint64_t seed) {
+    std::vector<uint8_t> buf(size + 4096, 0xC3);
+    auto r = h.Pop(step, buf.data(), buf.size());
+    ASSERT_TRUE(r.ok()) << "pop of step " << step << ": " << r.status().ToString();
+    EXPECT_EQ(*r, size) << "step " << step;
+    EXPECT_TRUE(SameBytes(buf.data(), Pattern(size, seed))) << "step " << step;
+    for (size_t i = size; i < buf.size(); ++i) {
+      if (buf[i] != 0xC3) {
+        ADD_FAILURE() << "pop of step " << step << " wrote past the step's size, at byte " << i;
+        break;
+      }
+    }
+  }
+
+  TempDir tmp_;
+};
+
+TEST_F(HistoryTest, ReversePopsThroughSmallCache) {
+  Config c = MakeConfig(1 * kMiB, 64 * kKiB);
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  auto h = OpenHistory(*client, "adj");
+  ASSERT_NE(h, nullptr);
+  const auto sizes = StepSizes(27, 64 * kKiB);
+  uint64_t total = 0;
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    auto data = Pattern(sizes[s], 500 + s);
+    Status st = h->Push(static_cast<int64_t>(s), data.data(), data.size());
+    ASSERT_TRUE(st.ok()) << "push " << s << ": " << st.ToString();
+    total += sizes[s];
+  }
+  ASSERT_GT(total, 2 * c.host_cache_bytes);
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    auto sz = h->StepSize(static_cast<int64_t>(s));
+    ASSERT_TRUE(sz.ok()) << sz.status().ToString();
+    EXPECT_EQ(*sz, sizes[s]);
+  }
+  for (size_t i = sizes.size(); i-- > 0;) {
+    PopAndCheck(*h, static_cast<int64_t>(i), sizes[i], 500 + i);
+    if (HasFatalFailure()) return;
+  }
+  Stats st = client->GetStats();
+  EXPECT_EQ(st.restore.ops, sizes.size());
+  EXPECT_EQ(st.restore.bytes, total);
+  EXPECT_EQ(st.cache_hits + st.cache_misses, sizes.size());
+  EXPECT_EQ(st.failed_flushes, 0u);
+  ASSERT_TRUE(h->Close().ok());
+  ASSERT_TRUE(client->Close().ok());
+  EXPECT_TRUE(StepFiles(c.scratch_dir + "/adj").empty()) << Join(StepFiles(c.scratch_dir + "/adj"));
+}
+
+TEST_F(HistoryTest, RandomOrderPops) {
+  const unsigned seed = 20240607;
+  SCOPED_TRACE("shuffle seed " + std::to_string(seed));
+  Config c = MakeConfig(1 * kMiB, 64 * kKiB);
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  auto h = OpenHistory(*client, "rnd");
+  ASSERT_NE(h, nullptr);
+  const auto sizes = StepSizes(20, 64 * kKiB);
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    auto data = Pattern(sizes[s], 900 + s);
+    // Non-contiguous step numbers.
+    ASSERT_TRUE(h->Push(static_cast<int64_t>(s * 3 + 1), data.data(), data.size()).ok());
+  }
+  std::vector<size_t> order(sizes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::mt19937 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (size_t i : order) {
+    PopAndCheck(*h, static_cast<int64_t>(i * 3 + 1), sizes[i], 900 + i);
+    if (HasFatalFailure()) return;
+    // Popped: gone.
+    EXPECT_EQ(h->StepSize(static_cast<int64_t>(i * 3 + 1)).status().code(), Code::kNotFound);
+  }
+  ASSERT_TRUE(client->Close().ok());
+}
+
+TEST_F(HistoryTest, PopErrors) {
+  Config c = MakeConfig();
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  auto h = OpenHistory(*client, "err");
+  ASSERT_NE(h, nullptr);
+  auto data = Pattern(70 * kKiB, 3);
+  ASSERT_TRUE(h->Push(5, data.data(), data.size()).ok());
+  ASSERT_TRUE(h->Push(6, nullptr, 0).ok());
+
+  std::vector<uint8_t> buf(data.size(), 0);
+  // Absent steps.
+  EXPECT_EQ(h->Pop(4, buf.data(), buf.size()).status().code(), Code::kNotFound);
+  EXPECT_EQ(h->StepSize(4).status().code(), Code::kNotFound);
+  // Duplicate and bad pushes.
+  EXPECT_EQ(h->Push(5, data.data(), data.size()).code(), Code::kExists);
+  EXPECT_EQ(h->Push(-1, data.data(), data.size()).code(), Code::kInvalidArgument);
+  EXPECT_EQ(h->Push(7, nullptr, 10).code(), Code::kInvalidArgument);
+
+  // Too small a buffer: kSizeMismatch, nothing written, the step stays.
+  std::vector<uint8_t> small(data.size() - 1, 0x77);
+  auto r = h->Pop(5, small.data(), small.size());
+  EXPECT_EQ(r.status().code(), Code::kSizeMismatch) << r.status().ToString();
+  EXPECT_TRUE(std::all_of(small.begin(), small.end(), [](uint8_t b) { return b == 0x77; }));
+  auto sz = h->StepSize(5);
+  ASSERT_TRUE(sz.ok()) << sz.status().ToString();
+  EXPECT_EQ(*sz, data.size());
+  r = h->Pop(5, buf.data(), buf.size());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, data.size());
+  EXPECT_EQ(buf, data);
+  // Popped twice: gone.
+  EXPECT_EQ(h->Pop(5, buf.data(), buf.size()).status().code(), Code::kNotFound);
+
+  // The empty step pops into no buffer at all.
+  auto z = h->StepSize(6);
+  ASSERT_TRUE(z.ok());
+  EXPECT_EQ(*z, 0u);
+  r = h->Pop(6, nullptr, 0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, 0u);
+  // A step number can be reused once popped.
+  EXPECT_TRUE(h->Push(5, data.data(), 10).ok());
+  ASSERT_TRUE(h->Close().ok());
+  // Closed history: kState.
+  EXPECT_EQ(h->Push(8, data.data(), 10).code(), Code::kState);
+  EXPECT_EQ(h->Pop(5, buf.data(), buf.size()).status().code(), Code::kState);
+  EXPECT_TRUE(h->Close().ok());
+}
+
+// Steps popped before their flush started are never written: the flusher is
+// held at the creation of step 0's file, steps 1..3 are pushed and popped
+// meanwhile, then the flusher is let go.
+TEST_F(HistoryTest, StepPoppedBeforeFlushIsNeverWritten) {
+  GateFs gate(StepFile(0));
+  Config c = MakeConfig(4 * kMiB, 64 * kKiB);
+  c.fs = &gate;
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  GateRelease release{&gate};
+  auto h = OpenHistory(*client, "skip");
+  ASSERT_NE(h, nullptr);
+  const std::vector<size_t> sizes{100 * kKiB, 200 * kKiB + 3, 0, 64 * kKiB};
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    auto data = Pattern(sizes[s], 40 + s);
+    ASSERT_TRUE(h->Push(static_cast<int64_t>(s), data.data(), data.size()).ok());
+    if (s == 0) {
+      ASSERT_TRUE(gate.WaitBlocked(std::chrono::seconds(10))) << "the flusher never opened step 0";
+    }
+  }
+  for (size_t s = sizes.size(); s-- > 1;) {
+    PopAndCheck(*h, static_cast<int64_t>(s), sizes[s], 40 + s);
+  }
+  EXPECT_EQ(client->GetStats().cache_hits, sizes.size() - 1);
+  gate.Release();
+  PopAndCheck(*h, 0, sizes[0], 40);
+  // Every step was consumed before (or while) being written; the flusher
+  // counts each as skipped once it reaches it.
+  EXPECT_TRUE(PollUntil([&] { return client->GetStats().flushes_skipped >= sizes.size() - 1; }))
+      << "flushes_skipped = " << client->GetStats().flushes_skipped;
+  Stats st = client->GetStats();
+  EXPECT_EQ(st.flush_local.ops + st.flushes_skipped, sizes.size());
+  ASSERT_TRUE(h->Close().ok());
+  ASSERT_TRUE(client->Close().ok());
+  for (const auto& p : gate.opened()) {
+    for (size_t s = 1; s < sizes.size(); ++s) {
+      EXPECT_EQ(p.find(StepFile(static_cast<int64_t>(s))), std::string::npos) << "opened " << p;
+    }
+  }
+  EXPECT_TRUE(StepFiles(c.scratch_dir + "/skip").empty()) << Join(StepFiles(c.scratch_dir + "/skip"));
+}
+
+// Weaker property without stalling: everything pushed then popped at once
+// through a large cache leaves no file behind, and the flush accounting adds up.
+TEST_F(HistoryTest, ImmediatePopsLeaveNoFiles) {
+  Config c = MakeConfig(4 * kMiB, 64 * kKiB);
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  auto h = OpenHistory(*client, "imm");
+  ASSERT_NE(h, nullptr);
+  const auto sizes = StepSizes(8, 64 * kKiB);
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    auto data = Pattern(sizes[s], 70 + s);
+    ASSERT_TRUE(h->Push(static_cast<int64_t>(s), data.data(), data.size()).ok());
+    PopAndCheck(*h, static_cast<int64_t>(s), sizes[s], 70 + s);
+  }
+  EXPECT_TRUE(PollUntil([&] {
+    Stats st = client->GetStats();
+    return st.flush_local.ops + st.flushes_skipped == sizes.size();
+  })) << "flushed " << client->GetStats().flush_local.ops << " + skipped " << client->GetStats().flushes_skipped;
+  ASSERT_TRUE(h->Close().ok());
+  ASSERT_TRUE(client->Close().ok());
+  EXPECT_TRUE(StepFiles(c.scratch_dir + "/imm").empty()) << Join(StepFiles(c.scratch_dir + "/imm"));
+}
+
+// With a cache a quarter of the data, reverse pops with some "compute" time
+// between them are served by the prefetcher.
+TEST_F(HistoryTest, PrefetchServesReversePops) {
+  Config c = MakeConfig(1 * kMiB, 64 * kKiB);
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  auto h = OpenHistory(*client, "pf");
+  ASSERT_NE(h, nullptr);
+  constexpr int kSteps = 16;
+  const size_t step_bytes = 256 * kKiB;  // 16 x 256 KiB = 4 x the cache
+  for (int s = 0; s < kSteps; ++s) {
+    auto data = Pattern(step_bytes, 300 + s);
+    ASSERT_TRUE(h->Push(s, data.data(), data.size()).ok());
+  }
+  for (int s = kSteps - 1; s >= 0; --s) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the adjoint computes
+    PopAndCheck(*h, s, step_bytes, 300 + s);
+    if (HasFatalFailure()) return;
+  }
+  Stats st = client->GetStats();
+  EXPECT_GT(st.prefetch.bytes, 0u);
+  EXPECT_GT(st.prefetch.ops, 0u);
+  EXPECT_GT(st.cache_hits, 0u);
+  EXPECT_EQ(st.cache_hits + st.cache_misses, static_cast<uint64_t>(kSteps));
+  EXPECT_LE(st.prefetch.bytes, uint64_t{kSteps} * step_bytes);
+  ASSERT_TRUE(client->Close().ok());
+}
+
+// A step larger than the whole cache streams out and is read back from its file.
+TEST_F(HistoryTest, StepLargerThanCache) {
+  Config c = MakeConfig(1 * kMiB, 64 * kKiB);
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  auto h = OpenHistory(*client, "huge");
+  ASSERT_NE(h, nullptr);
+  const size_t big = 3 * kMiB + 123;
+  auto d0 = Pattern(big, 1), d1 = Pattern(1000, 2), d2 = Pattern(big, 3);
+  ASSERT_TRUE(h->Push(0, d0.data(), d0.size()).ok());
+  ASSERT_TRUE(h->Push(1, d1.data(), d1.size()).ok());
+  ASSERT_TRUE(h->Push(2, d2.data(), d2.size()).ok());
+  PopAndCheck(*h, 2, big, 3);
+  PopAndCheck(*h, 1, 1000, 2);
+  PopAndCheck(*h, 0, big, 1);
+  ASSERT_TRUE(client->Close().ok());
+  EXPECT_TRUE(StepFiles(c.scratch_dir + "/huge").empty()) << Join(StepFiles(c.scratch_dir + "/huge"));
+}
+
+// A history and a checkpoint may share a name (and directory): closing the
+// history removes its steps only.
+TEST_F(HistoryTest, HistoryBesideCheckpointsOfTheSameName) {
+  Config c = MakeConfig(1 * kMiB, 64 * kKiB);
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> region = Pattern(100 * kKiB, 9);
+  ASSERT_TRUE(client->Protect(0, region.data(), region.size()).ok());
+  ASSERT_TRUE(client->Checkpoint("shared", 1).ok());
+  ASSERT_TRUE(client->Wait("shared", 1, Level::kLocal).ok());
+  auto h = OpenHistory(*client, "shared");
+  ASSERT_NE(h, nullptr);
+  for (int s = 0; s < 12; ++s) {
+    auto data = Pattern(128 * kKiB, 50 + s);
+    ASSERT_TRUE(h->Push(s, data.data(), data.size()).ok());
+  }
+  PopAndCheck(*h, 11, 128 * kKiB, 61);
+  ASSERT_TRUE(h->Close().ok());
+  ASSERT_TRUE(client->Close().ok());
+  const std::string dir = c.scratch_dir + "/shared";
+  EXPECT_TRUE(StepFiles(dir).empty()) << Join(StepFiles(dir));
+  EXPECT_TRUE(fs::exists(dir + "/v00000000000000000001.cairn"));
+  auto again = OpenClient(c);
+  ASSERT_NE(again, nullptr);
+  std::fill(region.begin(), region.end(), 0);
+  ASSERT_TRUE(again->Protect(0, region.data(), region.size()).ok());
+  auto latest = again->Latest("shared");
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 1);
+  ASSERT_TRUE(again->Restore("shared", 1).ok());
+  EXPECT_EQ(region, Pattern(region.size(), 9));
+}
+
+TEST_F(HistoryTest, CloseRemovesStepFiles) {
+  Config c = MakeConfig(1 * kMiB, 64 * kKiB);
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  auto h = OpenHistory(*client, "cls");
+  ASSERT_NE(h, nullptr);
+  const std::string dir = c.scratch_dir + "/cls";
+  for (int s = 0; s < 12; ++s) {
+    auto data = Pattern(128 * kKiB, s);
+    ASSERT_TRUE(h->Push(s, data.data(), data.size()).ok());
+  }
+  // 12 x 128 KiB through a 1 MiB cache: some steps are in files now.
+  ASSERT_TRUE(PollUntil([&] {
+    for (const auto& f : StepFiles(dir)) {
+      if (f.find(".tmp") == std::string::npos) return true;
+    }
+    return false;
+  })) << "no step file was written: " << Join(StepFiles(dir));
+  ASSERT_TRUE(h->Close().ok());
+  EXPECT_TRUE(h->Close().ok());  // idempotent
+  EXPECT_EQ(h->StepSize(0).status().code(), Code::kState);
+  EXPECT_TRUE(PollUntil([&] { return StepFiles(dir).empty(); })) << Join(StepFiles(dir));
+  // The name can be opened again, empty.
+  auto again = OpenHistory(*client, "cls");
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->StepSize(0).status().code(), Code::kNotFound);
+  ASSERT_TRUE(again->Close().ok());
+  ASSERT_TRUE(client->Close().ok());
+  EXPECT_TRUE(StepFiles(dir).empty()) << Join(StepFiles(dir));
+}
+
+// Client::Close with a history still open drops it and its files too.
+TEST_F(HistoryTest, ClientCloseDropsOpenHistory) {
+  Config c = MakeConfig(1 * kMiB, 64 * kKiB);
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  auto h = OpenHistory(*client, "open");
+  ASSERT_NE(h, nullptr);
+  for (int s = 0; s < 12; ++s) {
+    auto data = Pattern(128 * kKiB, s);
+    ASSERT_TRUE(h->Push(s, data.data(), data.size()).ok());
+  }
+  ASSERT_TRUE(client->Close().ok());
+  EXPECT_EQ(h->Push(100, "x", 1).code(), Code::kState);
+  EXPECT_TRUE(h->Close().ok());
+  EXPECT_TRUE(StepFiles(c.scratch_dir + "/open").empty()) << Join(StepFiles(c.scratch_dir + "/open"));
+}
+
+TEST_F(HistoryTest, PersistentHistorySurvivesRestart) {
+  Config c = MakeConfig(1 * kMiB, 64 * kKiB);
+  c.history_persistent = true;
+  const std::string dir = c.scratch_dir + "/ph";
+  const auto sizes = StepSizes(7, 64 * kKiB);
+  {
+    auto client = OpenClient(c);
+    ASSERT_NE(client, nullptr);
+    auto h = OpenHistory(*client, "ph");
+    ASSERT_NE(h, nullptr);
+    for (size_t s = 0; s < sizes.size(); ++s) {
+      auto data = Pattern(sizes[s], 800 + s);
+      ASSERT_TRUE(h->Push(static_cast<int64_t>(s), data.data(), data.size()).ok());
+    }
+    ASSERT_TRUE(h->Close().ok());
+    ASSERT_TRUE(client->Close().ok());
+  }
+  std::vector<std::string> want;
+  for (size_t s = 0; s < sizes.size(); ++s) want.push_back(StepFile(static_cast<int64_t>(s)) + ".cairn");
+  EXPECT_EQ(StepFiles(dir), want) << Join(StepFiles(dir));
+
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  auto h = OpenHistory(*client, "ph");
+  ASSERT_NE(h, nullptr);
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    auto sz = h->StepSize(static_cast<int64_t>(s));
+    ASSERT_TRUE(sz.ok()) << "step " << s << ": " << sz.status().ToString();
+    EXPECT_EQ(*sz, sizes[s]);
+  }
+  for (size_t s = sizes.size(); s-- > 0;) {
+    PopAndCheck(*h, static_cast<int64_t>(s), sizes[s], 800 + s);
+  }
+  Stats st = client->GetStats();
+  EXPECT_EQ(st.cache_hits + st.cache_misses, sizes.size());
+  EXPECT_EQ(st.restore.ops, sizes.size());
+  ASSERT_TRUE(h->Close().ok());
+  ASSERT_TRUE(client->Close().ok());
+  EXPECT_TRUE(StepFiles(dir).empty()) << Join(StepFiles(dir));
+}
+
+// Step files left by an ephemeral history (e.g. after a crash) are scratch
+// data: a new ephemeral history of the same name drops them.
+TEST_F(HistoryTest, EphemeralHistoryDropsLeftoverSteps) {
+  Config c = MakeConfig(1 * kMiB, 64 * kKiB);
+  c.history_persistent = true;
+  const std::string dir = c.scratch_dir + "/left";
+  {
+    auto client = OpenClient(c);
+    ASSERT_NE(client, nullptr);
+    auto h = OpenHistory(*client, "left");
+    ASSERT_NE(h, nullptr);
+    auto data = Pattern(10 * kKiB, 1);
+    ASSERT_TRUE(h->Push(0, data.data(), data.size()).ok());
+    ASSERT_TRUE(h->Push(1, data.data(), data.size()).ok());
+    ASSERT_TRUE(h->Close().ok());
+    ASSERT_TRUE(client->Close().ok());
+  }
+  ASSERT_EQ(StepFiles(dir).size(), 2u) << Join(StepFiles(dir));
+  c.history_persistent = false;
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  auto h = OpenHistory(*client, "left");
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->StepSize(0).status().code(), Code::kNotFound);
+  ASSERT_TRUE(h->Close().ok());
+  ASSERT_TRUE(client->Close().ok());
+  EXPECT_TRUE(StepFiles(dir).empty()) << Join(StepFiles(dir));
+}
+
+}  // namespace
+}  // namespace cairn

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Install test (run by .ci/run through scripts/test.sh, not by ctest):
+#   1. cmake --install the Release build (default: build/) into a temp prefix;
+#   2. build and run examples/consumer with find_package(Cairn);
+#   3. build and run examples/consumer_pkgconfig with pkg-config (shared, then
+#      static).
+# Usage: tests/install_test.sh [BUILD_DIR]
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${1:-$root/build}"
+[[ "$build" = /* ]] || build="$root/$build"
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  echo "install_test: $build is not a configured build directory" >&2
+  exit 1
+fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/cairn-install-test.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+step() { echo "install_test: $*"; }
+
+step "installing $build into $prefix"
+cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 || {
+  cat "$work/install.log" >&2
+  echo "install_test: cmake --install failed" >&2
+  exit 1
+}
+for f in include/cairn/cairn.h include/cairn/cairn.hpp bin/cairn; do
+  [[ -e "$prefix/$f" ]] || { echo "install_test: $f missing from the install" >&2; exit 1; }
+done
+libdir="$(dirname "$(find "$prefix" -name 'libcairn.so' -print -quit)")"
+pcdir="$(dirname "$(find "$prefix" -name 'cairn.pc' -print -quit)")"
+[[ -f "$libdir/libcairn.so" && -f "$libdir/libcairn.a" ]] || {
+  echo "install_test: libcairn.so/libcairn.a missing from the install" >&2
+  exit 1
+}
+[[ -f "$pcdir/cairn.pc" ]] || { echo "install_test: cairn.pc missing" >&2; exit 1; }
+
+# The consumers run with a private scratch directory and a small cache.
+export TMPDIR="$work"
+
+step "find_package(Cairn): examples/consumer"
+if ! { cmake -S "$root/examples/consumer" -B "$work/consumer" -DCMAKE_BUILD_TYPE=Release \
+          -DCMAKE_PREFIX_PATH="$prefix" && cmake --build "$work/consumer"; } \
+     >"$work/consumer.log" 2>&1; then
+  cat "$work/consumer.log" >&2
+  echo "install_test: building examples/consumer against the install failed" >&2
+  exit 1
+fi
+"$work/consumer/cairn_consumer"
+
+step "pkg-config: examples/consumer_pkgconfig (shared)"
+export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+cc="${CC:-cc}"
+# shellcheck disable=SC2046  # word splitting of pkg-config's output is intended
+"$cc" -std=c99 -Wall -Wextra -o "$work/consumer_pc" \
+  "$root/examples/consumer_pkgconfig/main.c" $(pkg-config --cflags --libs cairn)
+LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/consumer_pc"
+
+step "pkg-config: examples/consumer_pkgconfig (static)"
+# shellcheck disable=SC2046
+"$cc" -std=c99 -Wall -Wextra -o "$work/consumer_pc_static" \
+  "$root/examples/consumer_pkgconfig/main.c" $(pkg-config --cflags cairn) \
+  "$libdir/libcairn.a" $(pkg-config --static --libs-only-other --libs-only-l cairn | sed 's/-lcairn\b//')
+if ldd "$work/consumer_pc_static" | grep -q libcairn; then
+  echo "install_test: static consumer still depends on libcairn.so" >&2
+  exit 1
+fi
+"$work/consumer_pc_static"
+
+step "OK"
