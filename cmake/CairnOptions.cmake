@@ -6,7 +6,11 @@ if(CAIRN_WERROR)
   target_compile_options(cairn_options INTERFACE -Werror)
 endif()
 if(CAIRN_SANITIZE)
-  target_compile_options(cairn_options INTERFACE -fsanitize=${CAIRN_SANITIZE} -fno-omit-frame-pointer -g)
+  # Line tables for symbolized reports. Builds with debug info (Debug,
+  # RelWithDebInfo) keep what their flags give: a full -g here would double the
+  # compile time of the sanitizer builds (scripts/test.sh uses -O1 -g1).
+  target_compile_options(cairn_options INTERFACE -fsanitize=${CAIRN_SANITIZE} -fno-omit-frame-pointer
+                         $<$<CONFIG:Release,MinSizeRel>:-g1>)
   target_link_options(cairn_options INTERFACE -fsanitize=${CAIRN_SANITIZE})
   if(CAIRN_SANITIZE MATCHES "undefined")
     target_compile_options(cairn_options INTERFACE -fno-sanitize-recover=undefined)

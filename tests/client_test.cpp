@@ -1,6 +1,7 @@
 // Behaviour of the C++ API (cairn::Client) on a temporary scratch directory:
 // round trips, argument checking, retention, back-pressure, the persistent
 // tier, restart and statistics.
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -12,9 +13,19 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "cairn/cairn.hpp"
+
+// Status checks that print the Status on failure.
+#define ASSERT_OK(expr)                                     \
+  do {                                                      \
+    const ::cairn::Status s_ = (expr);                      \
+    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
+  } while (0)
+#define EXPECT_OK(expr)                                     \
+  do {                                                      \
+    const ::cairn::Status s_ = (expr);                      \
+    EXPECT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
+  } while (0)
 
 namespace cairn {
 namespace {
@@ -64,14 +75,16 @@ std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
   return v;
 }
 
-::testing::AssertionResult SameBytes(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want) {
+::testing::AssertionResult SameBytes(const std::vector<uint8_t>& got,
+                                     const std::vector<uint8_t>& want) {
   if (got.size() != want.size()) {
     return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
   }
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i] != want[i]) {
-      return ::testing::AssertionFailure() << "first difference at byte " << i << " of " << got.size()
-                                           << ": got " << int(got[i]) << ", want " << int(want[i]);
+      return ::testing::AssertionFailure()
+             << "first difference at byte " << i << " of " << got.size() << ": got " << int(got[i])
+             << ", want " << int(want[i]);
     }
   }
   return ::testing::AssertionSuccess();
@@ -119,7 +132,9 @@ class ClientTest : public ::testing::Test {
     return std::move(r).value();
   }
 
-  std::string NameDir(const Config& c, const std::string& name) const { return c.scratch_dir + "/" + name; }
+  std::string NameDir(const Config& c, const std::string& name) const {
+    return c.scratch_dir + "/" + name;
+  }
 
   TempDir tmp_;
 };
@@ -134,9 +149,9 @@ TEST_F(ClientTest, RoundTripOddRegionSizes) {
   std::vector<std::vector<uint8_t>> regions;
   for (size_t i = 0; i < sizes.size(); ++i) regions.push_back(Pattern(sizes[i], 100 + i));
   for (size_t i = 0; i < regions.size(); ++i) {
-    ASSERT_TRUE(client->Protect(static_cast<int>(i) * 7 - 3, regions[i].data(), regions[i].size()).ok());
+    ASSERT_OK(client->Protect(static_cast<int>(i) * 7 - 3, regions[i].data(), regions[i].size()));
   }
-  ASSERT_TRUE(client->Checkpoint("odd", 5).ok());
+  ASSERT_OK(client->Checkpoint("odd", 5));
   Status w = client->Wait("odd", 5, Level::kLocal);
   ASSERT_TRUE(w.ok()) << w.ToString();
   EXPECT_TRUE(fs::exists(NameDir(c, "odd") + "/" + VersionFile(5)));
@@ -147,14 +162,14 @@ TEST_F(ClientTest, RoundTripOddRegionSizes) {
   for (size_t i = 0; i < regions.size(); ++i) {
     EXPECT_TRUE(SameBytes(regions[i], Pattern(sizes[i], 100 + i))) << "region " << i << " (cache)";
   }
-  ASSERT_TRUE(client->Close().ok());
+  ASSERT_OK(client->Close());
 
   // Same from the file, in a new client.
   auto again = OpenClient(c);
   ASSERT_NE(again, nullptr);
   for (size_t i = 0; i < regions.size(); ++i) {
     std::fill(regions[i].begin(), regions[i].end(), 0x11);
-    ASSERT_TRUE(again->Protect(static_cast<int>(i) * 7 - 3, regions[i].data(), regions[i].size()).ok());
+    ASSERT_OK(again->Protect(static_cast<int>(i) * 7 - 3, regions[i].data(), regions[i].size()));
   }
   s = again->Restore("odd", 5);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -170,13 +185,13 @@ TEST_F(ClientTest, BufferReusableRightAfterCheckpoint) {
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
   std::vector<uint8_t> buf = Pattern(700 * kKiB, 1);  // larger than half the cache
-  ASSERT_TRUE(client->Protect(1, buf.data(), buf.size()).ok());
-  ASSERT_TRUE(client->Checkpoint("reuse", 1).ok());
+  ASSERT_OK(client->Protect(1, buf.data(), buf.size()));
+  ASSERT_OK(client->Checkpoint("reuse", 1));
   Fill(buf.data(), buf.size(), 2);  // the application moves on at once
-  ASSERT_TRUE(client->Checkpoint("reuse", 2).ok());
+  ASSERT_OK(client->Checkpoint("reuse", 2));
   std::fill(buf.begin(), buf.end(), 0x5A);
-  ASSERT_TRUE(client->Wait("reuse", 1, Level::kLocal).ok());
-  ASSERT_TRUE(client->Wait("reuse", 2, Level::kLocal).ok());
+  ASSERT_OK(client->Wait("reuse", 1, Level::kLocal));
+  ASSERT_OK(client->Wait("reuse", 2, Level::kLocal));
 
   Status s = client->Restore("reuse", 1);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -184,11 +199,11 @@ TEST_F(ClientTest, BufferReusableRightAfterCheckpoint) {
   s = client->Restore("reuse", 2);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 2)));
-  ASSERT_TRUE(client->Close().ok());
+  ASSERT_OK(client->Close());
 
   auto again = OpenClient(c);
   ASSERT_NE(again, nullptr);
-  ASSERT_TRUE(again->Protect(1, buf.data(), buf.size()).ok());
+  ASSERT_OK(again->Protect(1, buf.data(), buf.size()));
   s = again->Restore("reuse", 1);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 1)));
@@ -203,11 +218,11 @@ TEST_F(ClientTest, LatestReturnsNewestAndOlderKeptVersionRestores) {
   EXPECT_EQ(r0.status().code(), Code::kNotFound) << r0.status().ToString();
 
   std::vector<uint8_t> buf(100 * kKiB + 3);
-  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
   for (int64_t v : {3, 7, 12}) {
     Fill(buf.data(), buf.size(), static_cast<uint64_t>(v));
-    ASSERT_TRUE(client->Checkpoint("lat", v).ok());
-    ASSERT_TRUE(client->Wait("lat", v, Level::kLocal).ok());
+    ASSERT_OK(client->Checkpoint("lat", v));
+    ASSERT_OK(client->Wait("lat", v, Level::kLocal));
     auto latest = client->Latest("lat");
     ASSERT_TRUE(latest.ok()) << latest.status().ToString();
     EXPECT_EQ(*latest, v);
@@ -216,11 +231,11 @@ TEST_F(ClientTest, LatestReturnsNewestAndOlderKeptVersionRestores) {
   Status s = client->Restore("lat", 7);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 7)));
-  ASSERT_TRUE(client->Close().ok());
+  ASSERT_OK(client->Close());
   // ... and after a restart (from its file).
   auto again = OpenClient(c);
   ASSERT_NE(again, nullptr);
-  ASSERT_TRUE(again->Protect(0, buf.data(), buf.size()).ok());
+  ASSERT_OK(again->Protect(0, buf.data(), buf.size()));
   auto latest = again->Latest("lat");
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   EXPECT_EQ(*latest, 12);
@@ -242,20 +257,20 @@ TEST_F(ClientTest, SizeMismatchAndMissingRegionLeaveRegionsUntouched) {
     auto client = OpenClient(c);
     ASSERT_NE(client, nullptr);
     std::vector<uint8_t> a = Pattern(70 * kKiB, 1), b = Pattern(5000, 2);
-    ASSERT_TRUE(client->Protect(1, a.data(), a.size()).ok());
-    ASSERT_TRUE(client->Protect(2, b.data(), b.size()).ok());
-    ASSERT_TRUE(client->Checkpoint(name, 0).ok());
-    ASSERT_TRUE(client->Wait(name, 0, Level::kLocal).ok());
+    ASSERT_OK(client->Protect(1, a.data(), a.size()));
+    ASSERT_OK(client->Protect(2, b.data(), b.size()));
+    ASSERT_OK(client->Checkpoint(name, 0));
+    ASSERT_OK(client->Wait(name, 0, Level::kLocal));
     if (restart) {
-      ASSERT_TRUE(client->Close().ok());
+      ASSERT_OK(client->Close());
       client = OpenClient(c);
       ASSERT_NE(client, nullptr);
-      ASSERT_TRUE(client->Protect(1, a.data(), a.size()).ok());
+      ASSERT_OK(client->Protect(1, a.data(), a.size()));
     }
     // Region 2 grows by one byte; region 1 (restored first) must stay intact.
     Fill(a.data(), a.size(), 51);
     std::vector<uint8_t> b_big = Pattern(b.size() + 1, 52);
-    ASSERT_TRUE(client->Protect(2, b_big.data(), b_big.size()).ok());
+    ASSERT_OK(client->Protect(2, b_big.data(), b_big.size()));
     Status s = client->Restore(name, 0);
     EXPECT_EQ(s.code(), Code::kSizeMismatch) << s.ToString();
     EXPECT_TRUE(SameBytes(a, Pattern(a.size(), 51))) << "region 1 was modified";
@@ -263,17 +278,17 @@ TEST_F(ClientTest, SizeMismatchAndMissingRegionLeaveRegionsUntouched) {
 
     // Smaller is a mismatch too.
     std::vector<uint8_t> b_small = Pattern(b.size() - 1, 53);
-    ASSERT_TRUE(client->Protect(2, b_small.data(), b_small.size()).ok());
+    ASSERT_OK(client->Protect(2, b_small.data(), b_small.size()));
     s = client->Restore(name, 0);
     EXPECT_EQ(s.code(), Code::kSizeMismatch) << s.ToString();
     EXPECT_TRUE(SameBytes(a, Pattern(a.size(), 51)));
     EXPECT_TRUE(SameBytes(b_small, Pattern(b_small.size(), 53)));
 
     // Correct sizes again plus an id the version does not have -> kNotFound.
-    ASSERT_TRUE(client->Protect(2, b.data(), b.size()).ok());
+    ASSERT_OK(client->Protect(2, b.data(), b.size()));
     Fill(b.data(), b.size(), 54);
     std::vector<uint8_t> extra = Pattern(100, 55);
-    ASSERT_TRUE(client->Protect(9, extra.data(), extra.size()).ok());
+    ASSERT_OK(client->Protect(9, extra.data(), extra.size()));
     s = client->Restore(name, 0);
     EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
     EXPECT_NE(s.message().find('9'), std::string::npos) << s.message();
@@ -282,7 +297,7 @@ TEST_F(ClientTest, SizeMismatchAndMissingRegionLeaveRegionsUntouched) {
     EXPECT_TRUE(SameBytes(extra, Pattern(extra.size(), 55)));
 
     // Without the extra region it restores.
-    ASSERT_TRUE(client->Unprotect(9).ok());
+    ASSERT_OK(client->Unprotect(9));
     s = client->Restore(name, 0);
     ASSERT_TRUE(s.ok()) << s.ToString();
     EXPECT_TRUE(SameBytes(a, Pattern(a.size(), 1)));
@@ -295,9 +310,18 @@ TEST_F(ClientTest, BadNamesAreInvalidArguments) {
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
   std::vector<uint8_t> buf = Pattern(1000, 1);
-  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
-  const std::vector<std::string> bad{"", "a/b", "..", ".", "x\n", std::string(200, 'n'), std::string(129, 'n'),
-                                     ".hidden", "a..b", std::string("nul\0x", 5), "del\x7f"};
+  ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
+  const std::vector<std::string> bad{"",
+                                     "a/b",
+                                     "..",
+                                     ".",
+                                     "x\n",
+                                     std::string(200, 'n'),
+                                     std::string(129, 'n'),
+                                     ".hidden",
+                                     "a..b",
+                                     std::string("nul\0x", 5),
+                                     "del\x7f"};
   for (const auto& name : bad) {
     SCOPED_TRACE("name '" + name + "' (" + std::to_string(name.size()) + " bytes)");
     EXPECT_EQ(client->Checkpoint(name, 1).code(), Code::kInvalidArgument);
@@ -310,8 +334,8 @@ TEST_F(ClientTest, BadNamesAreInvalidArguments) {
   EXPECT_TRUE(Files(c.scratch_dir).empty()) << Join(Files(c.scratch_dir));
   // The longest valid name works.
   const std::string longest(128, 'L');
-  ASSERT_TRUE(client->Checkpoint(longest, 1).ok());
-  ASSERT_TRUE(client->Wait(longest, 1, Level::kLocal).ok());
+  ASSERT_OK(client->Checkpoint(longest, 1));
+  ASSERT_OK(client->Wait(longest, 1, Level::kLocal));
   auto latest = client->Latest(longest);
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   EXPECT_EQ(*latest, 1);
@@ -321,7 +345,7 @@ TEST_F(ClientTest, NegativeVersionIsInvalid) {
   auto client = OpenClient(MakeConfig());
   ASSERT_NE(client, nullptr);
   std::vector<uint8_t> buf = Pattern(1000, 1);
-  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
   EXPECT_EQ(client->Checkpoint("neg", -1).code(), Code::kInvalidArgument);
   EXPECT_EQ(client->Checkpoint("neg", INT64_MIN).code(), Code::kInvalidArgument);
   // Reading a negative version can never succeed.
@@ -330,25 +354,25 @@ TEST_F(ClientTest, NegativeVersionIsInvalid) {
   Code rc = client->Restore("neg", -1).code();
   EXPECT_TRUE(rc == Code::kInvalidArgument || rc == Code::kNotFound) << CodeName(rc);
   // Version 0 is fine.
-  ASSERT_TRUE(client->Checkpoint("neg", 0).ok());
-  ASSERT_TRUE(client->Wait("neg", 0, Level::kLocal).ok());
+  ASSERT_OK(client->Checkpoint("neg", 0));
+  ASSERT_OK(client->Wait("neg", 0, Level::kLocal));
 }
 
 TEST_F(ClientTest, SameVersionTwiceInPipelineIsExists) {
   auto client = OpenClient(MakeConfig());
   ASSERT_NE(client, nullptr);
   std::vector<uint8_t> buf = Pattern(200 * kKiB, 1);
-  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
-  ASSERT_TRUE(client->Checkpoint("dup", 4).ok());
+  ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
+  ASSERT_OK(client->Checkpoint("dup", 4));
   Fill(buf.data(), buf.size(), 2);
   EXPECT_EQ(client->Checkpoint("dup", 4).code(), Code::kExists);
-  ASSERT_TRUE(client->Wait("dup", 4, Level::kLocal).ok());
+  ASSERT_OK(client->Wait("dup", 4, Level::kLocal));
   // The first capture is what version 4 holds.
-  ASSERT_TRUE(client->Restore("dup", 4).ok());
+  ASSERT_OK(client->Restore("dup", 4));
   EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 1)));
   // Another name with the same number is independent.
-  EXPECT_TRUE(client->Checkpoint("dup2", 4).ok());
-  EXPECT_TRUE(client->Wait("dup2", 4, Level::kLocal).ok());
+  EXPECT_OK(client->Checkpoint("dup2", 4));
+  EXPECT_OK(client->Wait("dup2", 4, Level::kLocal));
 }
 
 // keep_versions = 2: after the last commit only the 2 newest files remain.
@@ -358,12 +382,12 @@ TEST_F(ClientTest, RetentionKeepsNewestVersions) {
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
   std::vector<uint8_t> buf(100 * kKiB);
-  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
   for (int64_t v = 1; v <= 6; ++v) {
     Fill(buf.data(), buf.size(), static_cast<uint64_t>(v));
-    ASSERT_TRUE(client->Checkpoint("ret", v).ok());
+    ASSERT_OK(client->Checkpoint("ret", v));
   }
-  ASSERT_TRUE(client->Wait("ret", 6, Level::kLocal).ok());
+  ASSERT_OK(client->Wait("ret", 6, Level::kLocal));
   const std::vector<std::string> want{VersionFile(5), VersionFile(6)};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   std::vector<std::string> files = Files(NameDir(c, "ret"));
@@ -381,7 +405,7 @@ TEST_F(ClientTest, RetentionKeepsNewestVersions) {
   // Retired versions are gone for good.
   EXPECT_EQ(client->Restore("ret", 1).code(), Code::kNotFound);
   EXPECT_EQ(client->Restore("ret", 4).code(), Code::kNotFound);
-  ASSERT_TRUE(client->Close().ok());
+  ASSERT_OK(client->Close());
   EXPECT_EQ(Files(NameDir(c, "ret")), want) << Join(Files(NameDir(c, "ret")));
 }
 
@@ -393,22 +417,23 @@ TEST_F(ClientTest, RetentionInPersistentTier) {
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
   std::vector<uint8_t> buf(50 * kKiB);
-  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
   for (int64_t v = 1; v <= 5; ++v) {
     Fill(buf.data(), buf.size(), static_cast<uint64_t>(v));
-    ASSERT_TRUE(client->Checkpoint("pret", v).ok());
+    ASSERT_OK(client->Checkpoint("pret", v));
   }
   Status s = client->Wait("pret", 5, Level::kPersistent);
   ASSERT_TRUE(s.ok()) << s.ToString();
   const std::vector<std::string> want{VersionFile(4), VersionFile(5)};
   const std::string pdir = c.persistent_dir + "/pret";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while ((Files(pdir) != want || Files(NameDir(c, "pret")) != want) && std::chrono::steady_clock::now() < deadline) {
+  while ((Files(pdir) != want || Files(NameDir(c, "pret")) != want) &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(Files(pdir), want) << Join(Files(pdir));
   EXPECT_EQ(Files(NameDir(c, "pret")), want) << Join(Files(NameDir(c, "pret")));
-  ASSERT_TRUE(client->Close().ok());
+  ASSERT_OK(client->Close());
 }
 
 // After a restart a version number that exists on disk may be written again:
@@ -419,24 +444,25 @@ TEST_F(ClientTest, RewritingAVersionAfterRestartReplacesIt) {
   {
     auto client = OpenClient(c);
     ASSERT_NE(client, nullptr);
-    ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
-    ASSERT_TRUE(client->Checkpoint("rw", 3).ok());
-    ASSERT_TRUE(client->Wait("rw", 3, Level::kLocal).ok());
-    ASSERT_TRUE(client->Close().ok());
+    ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
+    ASSERT_OK(client->Checkpoint("rw", 3));
+    ASSERT_OK(client->Wait("rw", 3, Level::kLocal));
+    ASSERT_OK(client->Close());
   }
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
-  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
   Fill(buf.data(), buf.size(), 2);
   Status s = client->Checkpoint("rw", 3);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  ASSERT_TRUE(client->Wait("rw", 3, Level::kLocal).ok());
-  ASSERT_TRUE(client->Close().ok());
-  EXPECT_EQ(Files(NameDir(c, "rw")), std::vector<std::string>{VersionFile(3)}) << Join(Files(NameDir(c, "rw")));
+  ASSERT_OK(client->Wait("rw", 3, Level::kLocal));
+  ASSERT_OK(client->Close());
+  EXPECT_EQ(Files(NameDir(c, "rw")), std::vector<std::string>{VersionFile(3)})
+      << Join(Files(NameDir(c, "rw")));
   auto again = OpenClient(c);
   ASSERT_NE(again, nullptr);
   std::fill(buf.begin(), buf.end(), 0);
-  ASSERT_TRUE(again->Protect(0, buf.data(), buf.size()).ok());
+  ASSERT_OK(again->Protect(0, buf.data(), buf.size()));
   s = again->Restore("rw", 3);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 2)));
@@ -449,8 +475,8 @@ TEST_F(ClientTest, CheckpointLargerThanCache) {
   ASSERT_NE(client, nullptr);
   std::vector<uint8_t> big = Pattern(10 * kMiB + 12345, 77);
   std::vector<uint8_t> small = Pattern(3000, 78);
-  ASSERT_TRUE(client->Protect(1, big.data(), big.size()).ok());
-  ASSERT_TRUE(client->Protect(2, small.data(), small.size()).ok());
+  ASSERT_OK(client->Protect(1, big.data(), big.size()));
+  ASSERT_OK(client->Protect(2, small.data(), small.size()));
   Status s = client->Checkpoint("big", 1);
   ASSERT_TRUE(s.ok()) << s.ToString();
   s = client->Wait("big", 1, Level::kLocal);
@@ -475,8 +501,8 @@ TEST_F(ClientTest, ManyCheckpointsThroughTinyCache) {
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
   std::vector<uint8_t> a(300 * kKiB + 1), b(10 * kKiB);
-  ASSERT_TRUE(client->Protect(0, a.data(), a.size()).ok());
-  ASSERT_TRUE(client->Protect(1, b.data(), b.size()).ok());
+  ASSERT_OK(client->Protect(0, a.data(), a.size()));
+  ASSERT_OK(client->Protect(1, b.data(), b.size()));
   constexpr int kVersions = 24;
   for (int v = 0; v < kVersions; ++v) {
     Fill(a.data(), a.size(), 1000 + v);
@@ -484,7 +510,7 @@ TEST_F(ClientTest, ManyCheckpointsThroughTinyCache) {
     Status s = client->Checkpoint("many", v);
     ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
   }
-  ASSERT_TRUE(client->Wait("many", kVersions - 1, Level::kLocal).ok());
+  ASSERT_OK(client->Wait("many", kVersions - 1, Level::kLocal));
   for (int v = 0; v < kVersions; ++v) {
     Status s = client->Wait("many", v, Level::kLocal);
     ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
@@ -510,8 +536,8 @@ TEST_F(ClientTest, PersistentTier) {
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
   std::vector<uint8_t> buf = Pattern(150 * kKiB + 9, 31);
-  ASSERT_TRUE(client->Protect(3, buf.data(), buf.size()).ok());
-  ASSERT_TRUE(client->Checkpoint("per", 8).ok());
+  ASSERT_OK(client->Protect(3, buf.data(), buf.size()));
+  ASSERT_OK(client->Checkpoint("per", 8));
   Status s = client->Wait("per", 8, Level::kPersistent);
   ASSERT_TRUE(s.ok()) << s.ToString();
   const std::string persistent_file = c.persistent_dir + "/per/" + VersionFile(8);
@@ -519,13 +545,13 @@ TEST_F(ClientTest, PersistentTier) {
   EXPECT_TRUE(fs::exists(persistent_file)) << persistent_file;
   EXPECT_TRUE(fs::exists(local_file)) << local_file;
   EXPECT_GE(client->GetStats().flush_persistent.bytes, buf.size());
-  ASSERT_TRUE(client->Close().ok());
+  ASSERT_OK(client->Close());
 
   ASSERT_TRUE(fs::remove(local_file));
   auto again = OpenClient(c);
   ASSERT_NE(again, nullptr);
   std::fill(buf.begin(), buf.end(), 0);
-  ASSERT_TRUE(again->Protect(3, buf.data(), buf.size()).ok());
+  ASSERT_OK(again->Protect(3, buf.data(), buf.size()));
   auto latest = again->Latest("per");
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   EXPECT_EQ(*latest, 8);
@@ -540,12 +566,12 @@ TEST_F(ClientTest, WaitPersistentWithoutPersistentDirIsInvalid) {
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
   std::vector<uint8_t> buf = Pattern(1000, 1);
-  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
-  ASSERT_TRUE(client->Checkpoint("np", 1).ok());
+  ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
+  ASSERT_OK(client->Checkpoint("np", 1));
   Status s = client->Wait("np", 1, Level::kPersistent);
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
-  EXPECT_TRUE(client->Wait("np", 1, Level::kCache).ok());
-  EXPECT_TRUE(client->Wait("np", 1, Level::kLocal).ok());
+  EXPECT_OK(client->Wait("np", 1, Level::kCache));
+  EXPECT_OK(client->Wait("np", 1, Level::kLocal));
   EXPECT_FALSE(client->Wait("np", 1, static_cast<Level>(7)).ok());
 }
 
@@ -557,16 +583,16 @@ TEST_F(ClientTest, RestartAndCacheStats) {
   {
     auto client = OpenClient(c);
     ASSERT_NE(client, nullptr);
-    ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
-    ASSERT_TRUE(client->Checkpoint("rs", 1).ok());
+    ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
+    ASSERT_OK(client->Checkpoint("rs", 1));
     Fill(buf.data(), buf.size(), 62);
-    ASSERT_TRUE(client->Checkpoint("rs", 2).ok());
-    ASSERT_TRUE(client->Wait("rs", 2, Level::kLocal).ok());
+    ASSERT_OK(client->Checkpoint("rs", 2));
+    ASSERT_OK(client->Wait("rs", 2, Level::kLocal));
     Stats before = client->GetStats();
     EXPECT_EQ(before.cache_hits, 0u);
     EXPECT_EQ(before.cache_misses, 0u);
     std::fill(buf.begin(), buf.end(), 0);
-    ASSERT_TRUE(client->Restore("rs", 1).ok());
+    ASSERT_OK(client->Restore("rs", 1));
     EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 61)));
     Stats after = client->GetStats();
     EXPECT_EQ(after.cache_hits, 1u);
@@ -575,12 +601,12 @@ TEST_F(ClientTest, RestartAndCacheStats) {
     EXPECT_EQ(after.restore.bytes, buf.size());
     EXPECT_EQ(after.capture.ops, 2u);
     EXPECT_EQ(after.capture.bytes, 2 * buf.size());
-    ASSERT_TRUE(client->Close().ok());
+    ASSERT_OK(client->Close());
   }
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
   std::fill(buf.begin(), buf.end(), 0);
-  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
+  ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
   auto latest = client->Latest("rs");
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   EXPECT_EQ(*latest, 2);
@@ -591,7 +617,7 @@ TEST_F(ClientTest, RestartAndCacheStats) {
   EXPECT_EQ(st.cache_hits, 0u);
   EXPECT_EQ(st.cache_misses, 1u);
   // Wait on a version committed by the earlier run answers from the files.
-  EXPECT_TRUE(client->Wait("rs", 2, Level::kLocal).ok());
+  EXPECT_OK(client->Wait("rs", 2, Level::kLocal));
   EXPECT_EQ(client->Wait("rs", 99, Level::kLocal).code(), Code::kNotFound);
   EXPECT_EQ(client->Restore("rs", 99).code(), Code::kNotFound);
 }
@@ -601,10 +627,10 @@ TEST_F(ClientTest, CloseIsIdempotentAndLaterCallsAreState) {
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
   std::vector<uint8_t> buf = Pattern(1000, 1);
-  ASSERT_TRUE(client->Protect(0, buf.data(), buf.size()).ok());
-  ASSERT_TRUE(client->Checkpoint("cl", 1).ok());
-  EXPECT_TRUE(client->Close().ok());  // drains: version 1 is committed
-  EXPECT_TRUE(client->Close().ok());
+  ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
+  ASSERT_OK(client->Checkpoint("cl", 1));
+  EXPECT_OK(client->Close());  // drains: version 1 is committed
+  EXPECT_OK(client->Close());
   EXPECT_TRUE(fs::exists(NameDir(c, "cl") + "/" + VersionFile(1)));
 
   EXPECT_EQ(client->Protect(1, buf.data(), buf.size()).code(), Code::kState);
@@ -616,7 +642,7 @@ TEST_F(ClientTest, CloseIsIdempotentAndLaterCallsAreState) {
   EXPECT_EQ(client->OpenHistory("h").status().code(), Code::kState);
   (void)client->GetStats();  // no crash
   EXPECT_EQ(client->config().scratch_dir, c.scratch_dir);
-  EXPECT_TRUE(client->Close().ok());
+  EXPECT_OK(client->Close());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // restored (kCorrupt naming the file and the block), Latest() skips it, a
 // good persistent copy is used instead, and `cairn verify` reports it.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -16,12 +17,22 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "cairn/cairn.hpp"
 #include "format/file_reader.hpp"
 #include "os/fs.hpp"
 #include "testing/fault_fs.hpp"
+
+// Status checks that print the Status on failure.
+#define ASSERT_OK(expr)                                     \
+  do {                                                      \
+    const ::cairn::Status s_ = (expr);                      \
+    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
+  } while (0)
+#define EXPECT_OK(expr)                                     \
+  do {                                                      \
+    const ::cairn::Status s_ = (expr);                      \
+    EXPECT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
+  } while (0)
 
 namespace cairn {
 namespace {
@@ -66,13 +77,15 @@ std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
 // Flips bit `bit` of the byte at `offset`.
 ::testing::AssertionResult FlipBit(const std::string& path, uint64_t offset, int bit = 3) {
   int fd = ::open(path.c_str(), O_RDWR);
-  if (fd < 0) return ::testing::AssertionFailure() << "open " << path << ": " << std::strerror(errno);
+  if (fd < 0)
+    return ::testing::AssertionFailure() << "open " << path << ": " << std::strerror(errno);
   uint8_t b = 0;
   bool ok = ::pread(fd, &b, 1, static_cast<off_t>(offset)) == 1;
   b ^= static_cast<uint8_t>(1u << bit);
   ok = ok && ::pwrite(fd, &b, 1, static_cast<off_t>(offset)) == 1;
   ::close(fd);
-  if (!ok) return ::testing::AssertionFailure() << "flip at " << offset << " in " << path << " failed";
+  if (!ok)
+    return ::testing::AssertionFailure() << "flip at " << offset << " in " << path << " failed";
   return ::testing::AssertionSuccess();
 }
 
@@ -122,17 +135,17 @@ class CorruptionTest : public ::testing::Test {
     auto client = Client::Open(config_);
     ASSERT_TRUE(client.ok()) << client.status().ToString();
     std::vector<uint8_t> a(kRegionA), b(kRegionB);
-    ASSERT_TRUE((*client)->Protect(1, a.data(), a.size()).ok());
-    ASSERT_TRUE((*client)->Protect(2, b.data(), b.size()).ok());
+    ASSERT_OK((*client)->Protect(1, a.data(), a.size()));
+    ASSERT_OK((*client)->Protect(2, b.data(), b.size()));
     for (int64_t v = 1; v <= 3; ++v) {
       const auto pa = Pattern(kRegionA, 10 * v), pb = Pattern(kRegionB, 10 * v + 1);
       std::copy(pa.begin(), pa.end(), a.begin());  // the protected buffers stay in place
       std::copy(pb.begin(), pb.end(), b.begin());
-      ASSERT_TRUE((*client)->Checkpoint(kName, v).ok());
+      ASSERT_OK((*client)->Checkpoint(kName, v));
       Status s = (*client)->Wait(kName, v, level);
       ASSERT_TRUE(s.ok()) << s.ToString();
     }
-    ASSERT_TRUE((*client)->Close().ok());
+    ASSERT_OK((*client)->Close());
   }
 
   std::string LocalFile(int64_t v) const { return FileIn(config_.scratch_dir, v); }
@@ -169,8 +182,8 @@ class CorruptionTest : public ::testing::Test {
     EXPECT_TRUE(client.ok()) << client.status().ToString();
     if (!client.ok()) return nullptr;
     r->client = std::move(client).value();
-    EXPECT_TRUE(r->client->Protect(1, r->a.data(), r->a.size()).ok());
-    EXPECT_TRUE(r->client->Protect(2, r->b.data(), r->b.size()).ok());
+    EXPECT_OK(r->client->Protect(1, r->a.data(), r->a.size()));
+    EXPECT_OK(r->client->Protect(2, r->b.data(), r->b.size()));
     return r;
   }
 
@@ -189,9 +202,11 @@ class CorruptionTest : public ::testing::Test {
     ASSERT_NE(r, nullptr);
     Status s = r->client->Restore(kName, 3);
     EXPECT_EQ(s.code(), Code::kCorrupt) << s.ToString();
-    EXPECT_NE(s.message().find(LocalFile(3)), std::string::npos) << "does not name the file: " << s.message();
+    EXPECT_NE(s.message().find(LocalFile(3)), std::string::npos)
+        << "does not name the file: " << s.message();
     if (!detail.empty()) {
-      EXPECT_NE(s.message().find(detail), std::string::npos) << "does not say '" << detail << "': " << s.message();
+      EXPECT_NE(s.message().find(detail), std::string::npos)
+          << "does not say '" << detail << "': " << s.message();
     }
     auto latest = r->client->Latest(kName);
     ASSERT_TRUE(latest.ok()) << latest.status().ToString();
@@ -199,7 +214,7 @@ class CorruptionTest : public ::testing::Test {
     ExpectRestores(*r, 2);
     ExpectRestores(*r, 1);
     // Damage is never repaired or removed behind the user's back.
-    ASSERT_TRUE(r->client->Close().ok());
+    ASSERT_OK(r->client->Close());
     EXPECT_TRUE(fs::exists(LocalFile(3)));
   }
 
@@ -309,7 +324,8 @@ TEST_F(CorruptionTest, DamagedLocalFallsBackToPersistent) {
   fs::resize_file(LocalFile(2), 8192);
   ExpectRestores(*r, 2);
   // Both copies damaged: kCorrupt, and Latest still finds 3 (persistent ok).
-  ASSERT_TRUE(FlipBit(FileIn(config_.persistent_dir, 1), BlockByte(FileIn(config_.persistent_dir, 1), 0, 5)));
+  ASSERT_TRUE(FlipBit(FileIn(config_.persistent_dir, 1),
+                      BlockByte(FileIn(config_.persistent_dir, 1), 0, 5)));
   ASSERT_TRUE(FlipBit(LocalFile(1), BlockByte(LocalFile(1), 0, 5)));
   EXPECT_EQ(r->client->Restore(kName, 1).code(), Code::kCorrupt);
 }
@@ -331,8 +347,8 @@ TEST_F(CorruptionTest, AllVersionsDamaged) {
     EXPECT_EQ(r->client->Restore(kName, v).code(), Code::kCorrupt) << "version " << v;
   }
   // A new version still commits and is found.
-  ASSERT_TRUE(r->client->Checkpoint(kName, 4).ok());
-  ASSERT_TRUE(r->client->Wait(kName, 4, Level::kLocal).ok());
+  ASSERT_OK(r->client->Checkpoint(kName, 4));
+  ASSERT_OK(r->client->Wait(kName, 4, Level::kLocal));
   latest = r->client->Latest(kName);
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   EXPECT_EQ(*latest, 4);
@@ -354,7 +370,7 @@ TEST_F(CorruptionTest, SilentReadCorruptionIsCaught) {
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   EXPECT_EQ(*latest, 2);
   ExpectRestores(*r, 2);
-  ASSERT_TRUE(r->client->Close().ok());
+  ASSERT_OK(r->client->Close());
 }
 
 TEST_F(CorruptionTest, CliVerifyNamesTheDamagedBlock) {

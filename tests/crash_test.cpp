@@ -5,6 +5,7 @@
 //
 // The seed of the kill delays is printed; CAIRN_CRASH_SEED=<n> replays a run.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -24,12 +25,22 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "cairn/cairn.hpp"
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
 #include "os/fs.hpp"
+
+// Status checks that print the Status on failure.
+#define ASSERT_OK(expr)                                     \
+  do {                                                      \
+    const ::cairn::Status s_ = (expr);                      \
+    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
+  } while (0)
+#define EXPECT_OK(expr)                                     \
+  do {                                                      \
+    const ::cairn::Status s_ = (expr);                      \
+    EXPECT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
+  } while (0)
 
 namespace cairn {
 namespace {
@@ -44,8 +55,14 @@ constexpr int kCommitEvery = 2;
 const char* const kName = "sim";
 
 // Exit codes of the child when it fails on its own (it is normally killed).
-enum ChildExit { kChildOpenFailed = 20, kChildProtectFailed, kChildCheckpointFailed, kChildWaitFailed,
-                 kChildPipeFailed, kChildRanOut };
+enum ChildExit {
+  kChildOpenFailed = 20,
+  kChildProtectFailed,
+  kChildCheckpointFailed,
+  kChildWaitFailed,
+  kChildPipeFailed,
+  kChildRanOut
+};
 
 class TempDir {
  public:
@@ -100,14 +117,16 @@ Config MakeConfig(const std::string& dir) {
   // "Ready": the kill delay is counted from here, so that most kills land
   // in the checkpoint loop rather than in process start-up.
   const int64_t ready = 0;
-  if (::write(report_fd, &ready, sizeof ready) != static_cast<ssize_t>(sizeof ready)) ::_exit(kChildPipeFailed);
+  if (::write(report_fd, &ready, sizeof ready) != static_cast<ssize_t>(sizeof ready))
+    ::_exit(kChildPipeFailed);
   for (int64_t v = 1; v < 1000000; ++v) {
     FillVersion(buf, v);
     if (!(*client)->Checkpoint(kName, v).ok()) ::_exit(kChildCheckpointFailed);
     if (v % kCommitEvery == 0) {
       if (!(*client)->Wait(kName, v, Level::kLocal).ok()) ::_exit(kChildWaitFailed);
       // Reported only once committed.
-      if (::write(report_fd, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) ::_exit(kChildPipeFailed);
+      if (::write(report_fd, &v, sizeof v) != static_cast<ssize_t>(sizeof v))
+        ::_exit(kChildPipeFailed);
     }
   }
   ::_exit(kChildRanOut);
@@ -121,11 +140,11 @@ uint64_t CrashSeed() {
 }
 
 struct TrialResult {
-  int64_t committed = 0;     // highest version the child reported committed (0 = none)
-  int64_t latest = -1;       // what Latest() found (-1 = none)
-  int files = 0;             // files with a final name
-  int damaged = 0;           // of those, failing verification or restoring wrong data
-  bool lost = false;         // a committed version is missing
+  int64_t committed = 0;  // highest version the child reported committed (0 = none)
+  int64_t latest = -1;    // what Latest() found (-1 = none)
+  int files = 0;          // files with a final name
+  int damaged = 0;        // of those, failing verification or restoring wrong data
+  bool lost = false;      // a committed version is missing
 };
 
 TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
@@ -139,8 +158,8 @@ TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
   auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
   for (int trial = 0; trial < kTrials; ++trial) {
     const int delay = delay_ms(rng);
-    SCOPED_TRACE("trial " + std::to_string(trial) + ", kill after " + std::to_string(delay) + " ms, seed " +
-                 std::to_string(seed));
+    SCOPED_TRACE("trial " + std::to_string(trial) + ", kill after " + std::to_string(delay) +
+                 " ms, seed " + std::to_string(seed));
     TempDir tmp;
     ASSERT_FALSE(tmp.path().empty());
     int fds[2];
@@ -194,7 +213,7 @@ TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
     ASSERT_TRUE(client_r.ok()) << client_r.status().ToString();
     auto client = std::move(client_r).value();
     std::vector<uint64_t> buf(kBufferBytes / sizeof(uint64_t));
-    ASSERT_TRUE(client->Protect(1, buf.data(), kBufferBytes).ok());
+    ASSERT_OK(client->Protect(1, buf.data(), kBufferBytes));
 
     auto latest = client->Latest(kName);
     if (latest.ok()) {
@@ -223,12 +242,14 @@ TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
     std::error_code ec;
     for (fs::directory_iterator it(name_dir, ec), end; !ec && it != end; it.increment(ec)) {
       auto parsed = format::ParseEntryFileName(it->path().filename().string());
-      if (parsed && parsed->kind == format::EntryKind::kCheckpoint) versions.push_back(parsed->number);
+      if (parsed && parsed->kind == format::EntryKind::kCheckpoint)
+        versions.push_back(parsed->number);
     }
     std::sort(versions.begin(), versions.end());
     for (int64_t version : versions) {
       ++r.files;
-      const std::string path = name_dir + "/" + format::EntryFileName(format::EntryKind::kCheckpoint, version);
+      const std::string path =
+          name_dir + "/" + format::EntryFileName(format::EntryKind::kCheckpoint, version);
       auto reader = format::FileReader::Open(os::FileSystem::Default(), path);
       Status s = reader.status();
       if (s.ok()) s = (*reader)->VerifyAll();
@@ -236,7 +257,8 @@ TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
         s = Status::Corrupt("file says version " + std::to_string((*reader)->info().number));
       }
       if (s.ok() && (*reader)->layout().payload_bytes != kBufferBytes) {
-        s = Status::Corrupt("payload of " + std::to_string((*reader)->layout().payload_bytes) + " bytes");
+        s = Status::Corrupt("payload of " + std::to_string((*reader)->layout().payload_bytes) +
+                            " bytes");
       }
       if (!s.ok()) {
         ++r.damaged;
@@ -254,19 +276,19 @@ TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
     if (trial % 4 == 0) {
       const int64_t next = std::max<int64_t>(r.latest, 0) + 1000;
       FillVersion(buf, next);
-      ASSERT_TRUE(client->Checkpoint(kName, next).ok());
+      ASSERT_OK(client->Checkpoint(kName, next));
       Status w = client->Wait(kName, next, Level::kLocal);
       EXPECT_TRUE(w.ok()) << w.ToString();
       auto after = client->Latest(kName);
       ASSERT_TRUE(after.ok()) << after.status().ToString();
       EXPECT_EQ(*after, next);
     }
-    ASSERT_TRUE(client->Close().ok());
+    ASSERT_OK(client->Close());
 
-    std::cout << "[ crash    ] trial " << trial << ": kill after " << delay << " ms, committed " << r.committed
-              << ", latest " << r.latest << ", " << r.files << " files, " << r.damaged << " damaged ("
-              << ms(t_ready - t_fork) << " ms to start, " << ms(std::chrono::steady_clock::now() - t_check)
-              << " ms to check)" << std::endl;
+    std::cout << "[ crash    ] trial " << trial << ": kill after " << delay << " ms, committed "
+              << r.committed << ", latest " << r.latest << ", " << r.files << " files, "
+              << r.damaged << " damaged (" << ms(t_ready - t_fork) << " ms to start, "
+              << ms(std::chrono::steady_clock::now() - t_check) << " ms to check)" << std::endl;
     total_lost += r.lost ? 1 : 0;
     total_damaged += r.damaged;
   }
@@ -274,8 +296,8 @@ TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
   EXPECT_EQ(total_damaged, 0);
   // Not a correctness property, but the test means little if the child never
   // got that far: make it visible.
-  std::cout << "[ crash    ] " << trials_with_commits << " of " << kTrials << " trials had committed versions"
-            << std::endl;
+  std::cout << "[ crash    ] " << trials_with_commits << " of " << kTrials
+            << " trials had committed versions" << std::endl;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // directory fsync during a flush, injected with test::FaultFs. The failing
 // version reports a clear error from Wait(), earlier versions stay intact, no
 // temp file remains, and the application keeps checkpointing.
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -12,12 +13,22 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "cairn/cairn.hpp"
 #include "format/file_reader.hpp"
 #include "os/fs.hpp"
 #include "testing/fault_fs.hpp"
+
+// Status checks that print the Status on failure.
+#define ASSERT_OK(expr)                                     \
+  do {                                                      \
+    const ::cairn::Status s_ = (expr);                      \
+    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
+  } while (0)
+#define EXPECT_OK(expr)                                     \
+  do {                                                      \
+    const ::cairn::Status s_ = (expr);                      \
+    EXPECT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
+  } while (0)
 
 namespace cairn {
 namespace {
@@ -97,7 +108,7 @@ class FullDiskTest : public ::testing::Test {
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     client_ = std::move(c).value();
     buf_.resize(kBytes);
-    ASSERT_TRUE(client_->Protect(7, buf_.data(), buf_.size()).ok());
+    ASSERT_OK(client_->Protect(7, buf_.data(), buf_.size()));
   }
   void TearDown() override {
     faults_.Reset();
@@ -129,7 +140,8 @@ class FullDiskTest : public ::testing::Test {
 
   // The versions in `good` are on disk, verify, and restore exactly in a new
   // client without faults; those in `absent` have no file. Latest is `latest`.
-  void ExpectOnDisk(const std::vector<int64_t>& good, const std::vector<int64_t>& absent, int64_t latest) {
+  void ExpectOnDisk(const std::vector<int64_t>& good, const std::vector<int64_t>& absent,
+                    int64_t latest) {
     for (int64_t v : good) {
       const std::string path = NameDir() + "/" + FileName(v);
       auto reader = format::FileReader::Open(os::FileSystem::Default(), path);
@@ -137,13 +149,14 @@ class FullDiskTest : public ::testing::Test {
       Status s = (*reader)->VerifyAll();
       EXPECT_TRUE(s.ok()) << s.ToString();
     }
-    for (int64_t v : absent) EXPECT_FALSE(fs::exists(NameDir() + "/" + FileName(v))) << "version " << v;
+    for (int64_t v : absent)
+      EXPECT_FALSE(fs::exists(NameDir() + "/" + FileName(v))) << "version " << v;
     Config plain = config_;
     plain.fs = nullptr;
     auto c = Client::Open(plain);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     std::vector<uint8_t> buf(kBytes);
-    ASSERT_TRUE((*c)->Protect(7, buf.data(), buf.size()).ok());
+    ASSERT_OK((*c)->Protect(7, buf.data(), buf.size()));
     auto l = (*c)->Latest(kName);
     ASSERT_TRUE(l.ok()) << l.status().ToString();
     EXPECT_EQ(*l, latest);
@@ -152,7 +165,7 @@ class FullDiskTest : public ::testing::Test {
       ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
       EXPECT_TRUE(buf == VersionData(v)) << "version " << v << " restored wrong data";
     }
-    EXPECT_TRUE((*c)->Close().ok());
+    EXPECT_OK((*c)->Close());
   }
 
   test::FaultFs faults_;
@@ -172,7 +185,8 @@ TEST_F(FullDiskTest, NoSpaceDuringFlush) {
   ASSERT_TRUE(s.ok()) << "Checkpoint only copies to the cache: " << s.ToString();
   s = client_->Wait(kName, 3, Level::kLocal);
   EXPECT_EQ(s.code(), Code::kNoSpace) << s.ToString();
-  EXPECT_NE(s.message().find(FileName(3)), std::string::npos) << "does not name the file: " << s.message();
+  EXPECT_NE(s.message().find(FileName(3)), std::string::npos)
+      << "does not name the file: " << s.message();
   EXPECT_NE(s.message().find(std::strerror(ENOSPC)), std::string::npos) << s.message();
   EXPECT_GT(faults_.faults_fired(), 0u);
   ExpectNoTempFiles();
@@ -208,7 +222,7 @@ TEST_F(FullDiskTest, NoSpaceDuringFlush) {
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   EXPECT_EQ(*latest, 4);
   std::fill(buf_.begin(), buf_.end(), 0);
-  ASSERT_TRUE(client_->Restore(kName, 4).ok());
+  ASSERT_OK(client_->Restore(kName, 4));
   EXPECT_TRUE(buf_ == VersionData(4));
   // Every error was reported by a Wait: Close has nothing left to report.
   s = client_->Close();
@@ -226,13 +240,13 @@ TEST_F(FullDiskTest, NoSpaceAtCommit) {
   const uint64_t data_bytes = 4096 + (kBytes + 4095) / 4096 * 4096;
   faults_.SetWriteBudget(data_bytes, config_.scratch_dir);
   FillVersion(buf_, 3);
-  ASSERT_TRUE(client_->Checkpoint(kName, 3).ok());
+  ASSERT_OK(client_->Checkpoint(kName, 3));
   Status s = client_->Wait(kName, 3, Level::kLocal);
   EXPECT_EQ(s.code(), Code::kNoSpace) << s.ToString();
   EXPECT_NE(s.message().find(FileName(3)), std::string::npos) << s.message();
   ExpectNoTempFiles();
   faults_.ClearWriteBudget();
-  ASSERT_TRUE(client_->Close().ok());
+  ASSERT_OK(client_->Close());
   ExpectOnDisk({1, 2}, {3}, 2);
 }
 
@@ -242,7 +256,7 @@ TEST_F(FullDiskTest, CloseReportsUnwaitedFailure) {
   if (HasFatalFailure()) return;
   faults_.SetWriteBudget(0, config_.scratch_dir);
   FillVersion(buf_, 3);
-  ASSERT_TRUE(client_->Checkpoint(kName, 3).ok());
+  ASSERT_OK(client_->Checkpoint(kName, 3));
   Status s = client_->Close();
   EXPECT_EQ(s.code(), Code::kNoSpace) << s.ToString();
   EXPECT_TRUE(client_->Close().ok()) << "the error is reported once";
@@ -254,7 +268,8 @@ TEST_F(FullDiskTest, CloseReportsUnwaitedFailure) {
 TEST_F(FullDiskTest, FailingFsync) {
   CommitTwo();
   if (HasFatalFailure()) return;
-  faults_.Inject({.op = test::FaultOp::kSync, .err = EIO, .nth = 1, .times = 1, .path_filter = FileName(3)});
+  faults_.Inject(
+      {.op = test::FaultOp::kSync, .err = EIO, .nth = 1, .times = 1, .path_filter = FileName(3)});
   Status s = CheckpointAndWait(3);
   EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
   EXPECT_NE(s.message().find(FileName(3)), std::string::npos) << s.message();
@@ -267,14 +282,15 @@ TEST_F(FullDiskTest, FailingFsync) {
   EXPECT_EQ(*latest, 2);
   s = CheckpointAndWait(4);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  ASSERT_TRUE(client_->Close().ok());
+  ASSERT_OK(client_->Close());
   ExpectOnDisk({1, 2, 4}, {3}, 4);
 }
 
 TEST_F(FullDiskTest, FailingRename) {
   CommitTwo();
   if (HasFatalFailure()) return;
-  faults_.Inject({.op = test::FaultOp::kRename, .err = EIO, .nth = 1, .times = 1, .path_filter = FileName(3)});
+  faults_.Inject(
+      {.op = test::FaultOp::kRename, .err = EIO, .nth = 1, .times = 1, .path_filter = FileName(3)});
   Status s = CheckpointAndWait(3);
   EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
   EXPECT_NE(s.message().find(FileName(3)), std::string::npos) << s.message();
@@ -287,21 +303,22 @@ TEST_F(FullDiskTest, FailingRename) {
   EXPECT_EQ(*latest, 2);
   s = CheckpointAndWait(4);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  ASSERT_TRUE(client_->Close().ok());
+  ASSERT_OK(client_->Close());
   ExpectOnDisk({1, 2, 4}, {3}, 4);
 }
 
 TEST_F(FullDiskTest, FailingWriteEio) {
   CommitTwo();
   if (HasFatalFailure()) return;
-  faults_.Inject({.op = test::FaultOp::kWrite, .err = EIO, .nth = 2, .times = 1, .path_filter = FileName(3)});
+  faults_.Inject(
+      {.op = test::FaultOp::kWrite, .err = EIO, .nth = 2, .times = 1, .path_filter = FileName(3)});
   Status s = CheckpointAndWait(3);
   EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
   EXPECT_NE(s.message().find(FileName(3)), std::string::npos) << s.message();
   ExpectNoTempFiles();
   s = CheckpointAndWait(4);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  ASSERT_TRUE(client_->Close().ok());
+  ASSERT_OK(client_->Close());
   ExpectOnDisk({1, 2, 4}, {3}, 4);
 }
 
@@ -309,27 +326,28 @@ TEST_F(FullDiskTest, FailingWriteEio) {
 // persistent level reports kNoSpace naming the persistent path, and no temp
 // file is left there. With space again, the next version reaches it.
 TEST_F(FullDiskTest, PersistentDirectoryFull) {
-  ASSERT_TRUE(client_->Close().ok());
+  ASSERT_OK(client_->Close());
   client_.reset();
   config_.persistent_dir = tmp_.path() + "/persistent";
   auto c = Client::Open(config_);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   client_ = std::move(c).value();
-  ASSERT_TRUE(client_->Protect(7, buf_.data(), buf_.size()).ok());
+  ASSERT_OK(client_->Protect(7, buf_.data(), buf_.size()));
   const std::string pdir = config_.persistent_dir + "/" + kName;
   FillVersion(buf_, 1);
-  ASSERT_TRUE(client_->Checkpoint(kName, 1).ok());
-  ASSERT_TRUE(client_->Wait(kName, 1, Level::kPersistent).ok());
+  ASSERT_OK(client_->Checkpoint(kName, 1));
+  ASSERT_OK(client_->Wait(kName, 1, Level::kPersistent));
 
   faults_.SetWriteBudget(64 * kKiB, config_.persistent_dir);
   FillVersion(buf_, 2);
-  ASSERT_TRUE(client_->Checkpoint(kName, 2).ok());
+  ASSERT_OK(client_->Checkpoint(kName, 2));
   Status s = client_->Wait(kName, 2, Level::kLocal);
   EXPECT_TRUE(s.ok()) << s.ToString();
   s = client_->Wait(kName, 2, Level::kPersistent);
   EXPECT_EQ(s.code(), Code::kNoSpace) << s.ToString();
   EXPECT_NE(s.message().find(config_.persistent_dir), std::string::npos) << s.message();
-  for (const auto& f : Files(pdir)) EXPECT_EQ(f.find(".tmp"), std::string::npos) << "temp file left: " << f;
+  for (const auto& f : Files(pdir))
+    EXPECT_EQ(f.find(".tmp"), std::string::npos) << "temp file left: " << f;
   EXPECT_FALSE(fs::exists(pdir + "/" + FileName(2)));
   EXPECT_TRUE(fs::exists(NameDir() + "/" + FileName(2)));
   auto latest = client_->Latest(kName);
@@ -338,11 +356,11 @@ TEST_F(FullDiskTest, PersistentDirectoryFull) {
 
   faults_.ClearWriteBudget();
   FillVersion(buf_, 3);
-  ASSERT_TRUE(client_->Checkpoint(kName, 3).ok());
+  ASSERT_OK(client_->Checkpoint(kName, 3));
   s = client_->Wait(kName, 3, Level::kPersistent);
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(fs::exists(pdir + "/" + FileName(3)));
-  ASSERT_TRUE(client_->Close().ok());
+  ASSERT_OK(client_->Close());
   ExpectOnDisk({1, 2, 3}, {}, 3);
 }
 
@@ -353,7 +371,10 @@ TEST_F(FullDiskTest, PersistentDirectoryFull) {
 TEST_F(FullDiskTest, FailingDirectorySyncKeepsLatestAndRestoreConsistent) {
   CommitTwo();
   if (HasFatalFailure()) return;
-  faults_.Inject({.op = test::FaultOp::kSyncDir, .err = EIO, .nth = 1, .times = 1,
+  faults_.Inject({.op = test::FaultOp::kSyncDir,
+                  .err = EIO,
+                  .nth = 1,
+                  .times = 1,
                   .path_filter = config_.scratch_dir});
   Status s = CheckpointAndWait(3);
   EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
@@ -362,8 +383,8 @@ TEST_F(FullDiskTest, FailingDirectorySyncKeepsLatestAndRestoreConsistent) {
   // Push version 3 out of the 1 MiB cache with other names' checkpoints.
   std::vector<uint8_t> other(kBytes);
   for (int i = 0; i < 6; ++i) {
-    ASSERT_TRUE(client_->Checkpoint("other", i).ok());
-    ASSERT_TRUE(client_->Wait("other", i, Level::kLocal).ok());
+    ASSERT_OK(client_->Checkpoint("other", i));
+    ASSERT_OK(client_->Wait("other", i, Level::kLocal));
   }
   auto latest = client_->Latest(kName);
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();

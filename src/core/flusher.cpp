@@ -44,6 +44,13 @@ void Pipeline::FlushLoop(std::stop_token stop) {
     flusher_busy_ = true;
     FlushEntry(lock, e);
     flush_queue_.pop_front();
+    if (e->kind == format::EntryKind::kHistoryStep && !config_.history_persistent &&
+        !histories_.contains(e->name)) {
+      // Its history was closed while this step was in flight: the directory
+      // removal skipped then can happen now.
+      const std::string name = e->name;
+      EnqueueMover([this, name] { RemoveNameDirIfUnused(name); });
+    }
     flusher_busy_ = false;
     cv_app_.notify_all();
     cv_prefetch_.notify_all();
@@ -89,10 +96,16 @@ void Pipeline::FlushEntry(Lock& lock, const EntryPtr& e) {
   }
   lock.lock();
   if (s.ok() && need_dir) known_dirs_.insert(dir);
-  if (!s.ok()) {
-    FailEntry(e, s.WithContext("flush of '" + e->name + "' " + std::to_string(e->number)));
-    return;
-  }
+  // A failure is the application's problem only while someone still needs
+  // the entry; for a consumed one it is just a skipped flush.
+  auto fail = [&](const Status& st, const char* what) {
+    if (e->consumed) {
+      ++stats_.flushes_skipped;
+      return;
+    }
+    FailEntry(e, st.WithContext(std::string(what) + " of '" + e->name + "' " + std::to_string(e->number)));
+  };
+  if (!s.ok()) return fail(s, "flush");
 
   for (uint32_t b = 0; b < e->blocks.size(); ++b) {
     BlockState& bs = e->blocks[b];
@@ -121,8 +134,7 @@ void Pipeline::FlushEntry(Lock& lock, const EntryPtr& e) {
       lock.unlock();
       writer->Abort();
       lock.lock();
-      FailEntry(e, s.WithContext("flush of '" + e->name + "' " + std::to_string(e->number)));
-      return;
+      return fail(s, "flush");
     }
     cv_app_.notify_all();
   }
@@ -137,10 +149,7 @@ void Pipeline::FlushEntry(Lock& lock, const EntryPtr& e) {
   lock.unlock();
   s = timed([&] { return writer->Commit(); });
   lock.lock();
-  if (!s.ok()) {
-    FailEntry(e, s.WithContext("commit of '" + e->name + "' " + std::to_string(e->number)));
-    return;
-  }
+  if (!s.ok()) return fail(s, "commit");
   e->local_committed = true;
   stats_.flush_local.bytes += e->layout.payload_bytes;
   stats_.flush_local.ops += 1;

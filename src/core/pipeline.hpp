@@ -119,6 +119,7 @@ class Pipeline {
   void MoverLoop(std::stop_token stop);
   void PersistEntry(const EntryPtr& e);
   void ApplyRetention(const std::string& name);
+  void RemoveNameDirIfUnused(const std::string& name);
   void PrefetchLoop(std::stop_token stop);
   EntryPtr FindPrefetchTarget();
   void EnqueueMover(std::function<void()> task);

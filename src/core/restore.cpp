@@ -330,13 +330,23 @@ Status Pipeline::CloseHistory(const std::string& name) {
     }
   }
   if (!config_.history_persistent) {
-    std::string dir = history_.NameDir(name);
-    known_dirs_.erase(dir);
-    os::FileSystem* fs = fs_;
-    // Best effort: the directory may hold checkpoint versions too.
-    EnqueueMover([fs, dir] { (void)fs->RemoveDir(dir); });
+    EnqueueMover([this, name] { RemoveNameDirIfUnused(name); });
   }
   return Status::Ok();
+}
+
+// Runs on the mover, after the history's file deletions queued before it.
+// Best effort: rmdir fails harmlessly when checkpoint versions live there too.
+// Holding mu_ across the rmdir keeps the flusher from creating a file in the
+// directory meanwhile: an entry being flushed is still in flush_queue_.
+void Pipeline::RemoveNameDirIfUnused(const std::string& name) {
+  std::lock_guard lock(mu_);
+  if (histories_.contains(name)) return;  // reopened
+  for (const auto& e : flush_queue_) {
+    if (e->name == name) return;
+  }
+  const std::string dir = history_.NameDir(name);
+  if (fs_->RemoveDir(dir).ok()) known_dirs_.erase(dir);
 }
 
 }  // namespace cairn::core
