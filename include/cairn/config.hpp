@@ -28,6 +28,9 @@ struct Config {
   // [host_cache]
   uint64_t host_cache_bytes = 512ull << 20;  // CAIRN_HOST_CACHE
   uint64_t block_bytes = 4ull << 20;         // cache chunk == file block size
+  // Helper threads lent to the application's blocking copies (capture,
+  // restore from the cache); -1 = auto: min(cores - 1, 3). CAIRN_COPY_THREADS
+  int copy_threads = -1;
 
   // [retention]
   int keep_versions = 2;  // committed versions kept per name and tier; CAIRN_KEEP

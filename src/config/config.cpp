@@ -266,6 +266,8 @@ const std::vector<KeySpec>& Schema() {
       {"host_cache", "size", [](const toml::node& n, Config* c) { return ReadSize(n, &c->host_cache_bytes); }},
       {"host_cache", "block_size",
        [](const toml::node& n, Config* c) { return ReadSize(n, &c->block_bytes); }},
+      {"host_cache", "copy_threads",
+       [](const toml::node& n, Config* c) { return ReadInt(n, -1, &c->copy_threads); }},
       {"retention", "keep_versions",
        [](const toml::node& n, Config* c) { return ReadInt(n, 1, &c->keep_versions); }},
       {"history", "prefetch_depth",
@@ -382,6 +384,7 @@ Status ApplyEnvironment(Config* c) {
     int* field;
   };
   for (const IntVar& s : {IntVar{"CAIRN_KEEP", 1, &c->keep_versions},
+                          IntVar{"CAIRN_COPY_THREADS", -1, &c->copy_threads},
                           IntVar{"CAIRN_PREFETCH_DEPTH", 0, &c->prefetch_depth}}) {
     if (const char* v = get(s.name)) {
       int64_t x;
@@ -472,6 +475,10 @@ Status Config::Validate() const {
   if (keep_versions < 1) {
     return Status::Config("retention.keep_versions (CAIRN_KEEP) is " + std::to_string(keep_versions) +
                           "; it must be at least 1");
+  }
+  if (copy_threads < -1 || copy_threads > 64) {
+    return Status::Config("host_cache.copy_threads (CAIRN_COPY_THREADS) is " + std::to_string(copy_threads) +
+                          "; it must be between 0 and 64, or -1 for automatic");
   }
   if (prefetch_depth < 0) {
     return Status::Config("history.prefetch_depth (CAIRN_PREFETCH_DEPTH) is " + std::to_string(prefetch_depth) +

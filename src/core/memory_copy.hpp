@@ -6,17 +6,19 @@
 
 #include <cstddef>
 #include <cstring>
+#include <span>
 
 #include "cairn/cairn.hpp"
+#include "core/copy_engine.hpp"
 
 namespace cairn::core {
 
 // Precondition: kind == MemoryKind::kHost (checked by the callers).
-inline void CopyIn(MemoryKind /*kind*/, void* cache_dst, const void* app_src, size_t n) {
-  std::memcpy(cache_dst, app_src, n);
+inline void CopyIn(MemoryKind /*kind*/, CopyEngine& engine, std::span<const CopySegment> segments) {
+  engine.Copy(segments);
 }
-inline void CopyOut(MemoryKind /*kind*/, void* app_dst, const void* cache_src, size_t n) {
-  std::memcpy(app_dst, cache_src, n);
+inline void CopyOut(MemoryKind /*kind*/, CopyEngine& engine, std::span<const CopySegment> segments) {
+  engine.Copy(segments);
 }
 
 }  // namespace cairn::core

@@ -64,6 +64,12 @@ Status Pipeline::Init() {
     cache_.emplace(std::move(cache).value());
     stats_.cache_capacity_bytes = cache_->capacity_bytes();
   }
+  int helpers = config_.copy_threads;
+  if (helpers < 0) {
+    unsigned cores = std::thread::hardware_concurrency();
+    helpers = cores > 1 ? static_cast<int>(std::min(cores - 1, 3u)) : 0;
+  }
+  copier_ = std::make_unique<CopyEngine>(helpers);
   threads_.emplace_back([this](std::stop_token st) { ChecksumLoop(st); });
   threads_.emplace_back([this](std::stop_token st) { FlushLoop(st); });
   threads_.emplace_back([this](std::stop_token st) { MoverLoop(st); });
@@ -100,6 +106,7 @@ Status Pipeline::Shutdown() {
   for (auto& t : threads_) t.request_stop();
   NotifyAll();
   threads_.clear();  // joins
+  copier_.reset();
   std::lock_guard lock(mu_);
   catalog_.clear();
   clean_.clear();
@@ -123,15 +130,21 @@ EntryPtr Pipeline::Find(format::EntryKind kind, const std::string& name, int64_t
 // ---------------------------------------------------------------------------
 // Chunks
 
+std::optional<uint32_t> Pipeline::TryAcquireChunk() {
+  for (;;) {
+    if (auto c = cache_->Allocate()) return c;
+    if (!EvictOne(UINT64_MAX)) return std::nullopt;
+  }
+}
+
 int32_t Pipeline::AcquireChunk(Lock& lock) {
   std::chrono::steady_clock::time_point t0{};
   bool waited = false;
   for (;;) {
-    if (auto c = cache_->Allocate()) {
+    if (auto c = TryAcquireChunk()) {
       if (waited) stats_.capture_blocked_s += SecondsSince(t0);
       return static_cast<int32_t>(*c);
     }
-    if (EvictOne(UINT64_MAX)) continue;
     // Back-pressure: every chunk holds data not yet flushed (or pinned).
     if (!waited) {
       waited = true;
@@ -264,37 +277,57 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
     std::lock_guard lock(mu_);
     blocked_before = stats_.capture_blocked_s;
   }
-  for (uint32_t b = 0; b < e->layout.blocks.size(); ++b) {
-    const auto& blk = e->layout.blocks[b];
-    const auto& region = e->layout.regions[blk.region];
-    const auto* src = static_cast<const uint8_t*>(sources[blk.region].data) +
-                      (blk.offset - region.data_offset);
-    uint8_t* dst;
+  // Blocks are copied in batches: the first block of a batch may wait for
+  // space, the others take whatever is free or evictable right now. A batch
+  // is copied in parallel (CopyEngine) and then sealed at once.
+  constexpr uint32_t kMaxBatch = 16;
+  const uint32_t nblocks = static_cast<uint32_t>(e->layout.blocks.size());
+  std::vector<CopySegment> batch;
+  for (uint32_t b = 0; b < nblocks;) {
+    const uint32_t first = b;
+    batch.clear();
     {
       Lock lock(mu_);
-      int32_t chunk = AcquireChunk(lock);
-      e->blocks[b].chunk = chunk;
-      dst = cache_->data(static_cast<uint32_t>(chunk));
+      do {
+        int32_t chunk;
+        if (b == first) {
+          chunk = AcquireChunk(lock);
+        } else if (auto c = TryAcquireChunk()) {
+          chunk = static_cast<int32_t>(*c);
+        } else {
+          break;
+        }
+        e->blocks[b].chunk = chunk;
+        const auto& blk = e->layout.blocks[b];
+        const auto& region = e->layout.regions[blk.region];
+        batch.push_back({.dst = cache_->data(static_cast<uint32_t>(chunk)),
+                         .src = static_cast<const uint8_t*>(sources[blk.region].data) +
+                                (blk.offset - region.data_offset),
+                         .bytes = blk.length});
+        ++b;
+      } while (b < nblocks && b - first < kMaxBatch);
     }
-    CopyIn(region.spec.memory, dst, src, blk.length);
-    // Direct I/O writes whole 4 KiB pages: zero the tail so no stale bytes of
+    CopyIn(MemoryKind::kHost, *copier_, batch);
+    // Direct I/O writes whole 4 KiB pages: zero the tails so no stale bytes of
     // an older entry reach the file.
-    size_t padded = format::AlignUp(blk.length);
-    if (padded > blk.length) std::memset(dst + blk.length, 0, padded - blk.length);
-    {
-      std::lock_guard lock(mu_);
-      BlockState& bs = e->blocks[b];
+    for (const auto& seg : batch) {
+      size_t padded = format::AlignUp(seg.bytes);
+      if (padded > seg.bytes) std::memset(static_cast<uint8_t*>(seg.dst) + seg.bytes, 0, padded - seg.bytes);
+    }
+    std::lock_guard lock(mu_);
+    for (uint32_t k = first; k < b; ++k) {
+      BlockState& bs = e->blocks[k];
       bs.sealed = true;
       ++e->sealed_blocks;
       ++e->resident_blocks;
       if (e->failed() || e->consumed) {
-        MarkClean(*e, b);
+        MarkClean(*e, k);
       } else {
-        dirty_bytes_ += blk.length;
-        checksum_queue_.emplace_back(e, b);
-        cv_checksum_.notify_one();
+        dirty_bytes_ += e->layout.blocks[k].length;
+        checksum_queue_.emplace_back(e, k);
       }
     }
+    cv_checksum_.notify_one();
   }
   std::lock_guard lock(mu_);
   e->capture_done = true;

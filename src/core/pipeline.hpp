@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
+#include "core/copy_engine.hpp"
 #include "core/entry.hpp"
 #include "core/host_cache.hpp"
 #include "tiers/file_tier.hpp"
@@ -102,6 +103,7 @@ class Pipeline {
 
   // Chunks (pipeline.cpp). All REQUIRE mu_.
   int32_t AcquireChunk(Lock& lock);  // blocks for space; never fails
+  std::optional<uint32_t> TryAcquireChunk();  // free or evictable, no waiting
   bool EvictOne(uint64_t below_seq);
   void MarkClean(Entry& e, uint32_t block);
   void DropBlock(Entry& e, uint32_t block);  // frees its chunk, if any
@@ -163,6 +165,8 @@ class Pipeline {
   Status unreported_error_ CAIRN_GUARDED_BY(mu_);
   Stats stats_ CAIRN_GUARDED_BY(mu_);
 
+  // Helpers for the application's blocking copies (its own threads).
+  std::unique_ptr<CopyEngine> copier_;
   // Declared last: started after everything above exists, joined first.
   std::vector<std::jthread> threads_;
 };

@@ -54,16 +54,19 @@ Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarge
   std::vector<uint32_t> index;
   CAIRN_RETURN_IF_ERROR(
       MatchRegions(e->layout, targets, VersionLabel(e->kind, e->name, e->number), &index));
+  std::vector<CopySegment> segments;
   for (size_t t = 0; t < targets.size(); ++t) {
     const auto& region = e->layout.regions[index[t]];
     auto* dst = static_cast<uint8_t*>(targets[t].data);
     for (uint32_t b = region.first_block; b < region.first_block + region.block_count; ++b) {
       const auto& blk = e->layout.blocks[b];
       // chunk indices of a pinned, fully resident entry do not change.
-      CopyOut(targets[t].memory, dst + (blk.offset - region.data_offset),
-              cache_->data(static_cast<uint32_t>(e->blocks[b].chunk)), blk.length);
+      segments.push_back({.dst = dst + (blk.offset - region.data_offset),
+                          .src = cache_->data(static_cast<uint32_t>(e->blocks[b].chunk)),
+                          .bytes = blk.length});
     }
   }
+  CopyOut(MemoryKind::kHost, *copier_, segments);
   return Status::Ok();
 }
 

@@ -1,0 +1,74 @@
+#include "core/copy_engine.hpp"
+
+#include <cstring>
+
+namespace cairn::core {
+
+CopyEngine::CopyEngine(int helpers) {
+  for (int i = 0; i < helpers; ++i) {
+    threads_.emplace_back([this, part = static_cast<size_t>(i) + 1](std::stop_token st) {
+      HelperLoop(st, part);
+    });
+  }
+}
+
+CopyEngine::~CopyEngine() {
+  for (auto& t : threads_) t.request_stop();
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
+  threads_.clear();  // joins
+}
+
+// Copies payload bytes [begin, end) of the concatenated segments.
+void CopyEngine::CopyPart(std::span<const CopySegment> segments, size_t begin, size_t end) {
+  size_t pos = 0;
+  for (const auto& s : segments) {
+    const size_t seg_end = pos + s.bytes;
+    if (seg_end > begin && pos < end) {
+      const size_t from = std::max(begin, pos) - pos;
+      const size_t to = std::min(end, seg_end) - pos;
+      std::memcpy(static_cast<uint8_t*>(s.dst) + from, static_cast<const uint8_t*>(s.src) + from,
+                  to - from);
+    }
+    pos = seg_end;
+    if (pos >= end) break;
+  }
+}
+
+void CopyEngine::HelperLoop(std::stop_token stop, size_t part) {
+  // Not a load: a Copy() may already have bumped the generation before this
+  // thread got here, and that job must not be missed.
+  uint64_t seen = 0;
+  while (true) {
+    generation_.wait(seen, std::memory_order_acquire);
+    seen = generation_.load(std::memory_order_acquire);
+    if (stop.stop_requested()) return;
+    CopyPart(segments_, cuts_[part], cuts_[part + 1]);
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_one();
+  }
+}
+
+void CopyEngine::Copy(std::span<const CopySegment> segments) {
+  size_t total = 0;
+  for (const auto& s : segments) total += s.bytes;
+  std::unique_lock lock(busy_, std::try_to_lock);
+  if (threads_.empty() || total < kMinParallelBytes || !lock.owns_lock()) {
+    CopyPart(segments, 0, total);
+    return;
+  }
+  const size_t parts = threads_.size() + 1;
+  cuts_.assign(parts + 1, 0);
+  for (size_t i = 1; i < parts; ++i) cuts_[i] = (total * i / parts) & ~size_t{63};  // whole cache lines
+  cuts_[parts] = total;
+  segments_ = segments;
+  remaining_.store(static_cast<int>(threads_.size()), std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
+  CopyPart(segments, cuts_[0], cuts_[1]);
+  for (int left = remaining_.load(std::memory_order_acquire); left != 0;
+       left = remaining_.load(std::memory_order_acquire)) {
+    remaining_.wait(left, std::memory_order_acquire);
+  }
+}
+
+}  // namespace cairn::core

@@ -1,0 +1,58 @@
+// Parallel memcpy for the application-blocking copies (capture into the cache,
+// restore/pop out of it). One thread's memcpy is bound by its memory latency,
+// not by the machine's bandwidth: on our 2-core VM one thread copies ~4.8 GB/s
+// and two copy ~9.5 GB/s. Since the application is blocked for the copy
+// anyway, lending it helper threads for that moment cuts its blocking time.
+//
+// The helpers sleep (futex) between copies. Owned by the Pipeline; the
+// destructor stops and joins them.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+namespace cairn::core {
+
+struct CopySegment {
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t bytes = 0;
+};
+
+class CopyEngine {
+ public:
+  // Below this many bytes a copy is not split (the wake-up would cost more).
+  static constexpr size_t kMinParallelBytes = 1 << 20;
+
+  // helpers >= 0 threads in addition to the calling thread.
+  explicit CopyEngine(int helpers);
+  ~CopyEngine();
+  CopyEngine(const CopyEngine&) = delete;
+  CopyEngine& operator=(const CopyEngine&) = delete;
+
+  // Copies every segment (they must not overlap each other's destinations).
+  // Thread-safe: while one caller uses the helpers, another copies alone.
+  void Copy(std::span<const CopySegment> segments);
+
+  int helpers() const { return static_cast<int>(threads_.size()); }
+
+ private:
+  void HelperLoop(std::stop_token stop, size_t part);
+  static void CopyPart(std::span<const CopySegment> segments, size_t begin, size_t end);
+
+  std::mutex busy_;  // held by the caller that owns the helpers right now
+  // The current job, published by `generation_` (release) and read by the
+  // helpers after they observe the new generation (acquire).
+  std::span<const CopySegment> segments_;
+  std::vector<size_t> cuts_;  // part i copies payload bytes [cuts_[i], cuts_[i+1])
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> remaining_{0};
+  std::vector<std::jthread> threads_;
+};
+
+}  // namespace cairn::core
