@@ -12,19 +12,6 @@
 
 namespace cairn::bench {
 
-Status ErrnoStatus(int err, const std::string& op, const std::string& path) {
-  std::string msg = op + " " + path + ": " + std::strerror(err);
-  switch (err) {
-    case ENOSPC:
-    case EDQUOT:
-      return Status::NoSpace(std::move(msg));
-    case ENOENT:
-      return Status::NotFound(std::move(msg));
-    default:
-      return Status::Io(std::move(msg));
-  }
-}
-
 Status MakeDirs(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);

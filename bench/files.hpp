@@ -1,7 +1,8 @@
 // POSIX helpers of cairn-bench: errno as Status, the run directory, aligned and
 // pre-touched buffers. The benchmark deliberately does its own I/O instead of
 // using Cairn's os layer, so that the baseline and the limits measure plain
-// system calls and do not depend on library internals.
+// system calls and do not depend on the library's file system code; only the
+// errno-to-Status mapping is the library's (os::ErrnoStatus).
 #pragma once
 
 #include <cstddef>
@@ -10,12 +11,12 @@
 #include <string>
 
 #include "cairn/status.hpp"
+#include "os/fs.hpp"
 
 namespace cairn::bench {
 
-// "<op> <path>: <strerror(err)>"; ENOSPC/EDQUOT -> kNoSpace, ENOENT ->
-// kNotFound, everything else kIo (same mapping as the library's).
-Status ErrnoStatus(int err, const std::string& op, const std::string& path);
+// "<op> <path>: <strerror(err)>", with the library's errno-to-Code mapping.
+using os::ErrnoStatus;
 
 // mkdir -p with mode 0700. OK if the directory exists.
 Status MakeDirs(const std::string& path);

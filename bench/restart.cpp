@@ -106,15 +106,8 @@ TrialResult RunRestartTrial(const Options& o, bool async, const std::string& dir
   TrialResult r;
   r.async = async;
   if (!async) {
-    const std::string sdir = dir + "/sync";
-    if (r.status = RemoveTree(sdir); !r.status.ok()) return r;
-    const Clock::time_point t0 = Clock::now();
-    Result<SyncStore> store = SyncStore::Open(sdir, o.sync_fsync);
-    r.open_s = Seconds(t0, Clock::now());
-    if (!store.ok()) {
-      r.status = store.status().WithContext("sync open");
-      return r;
-    }
+    Result<SyncStore> store = OpenTrialStore(o, dir + "/sync", r);
+    if (!store.ok()) return r;
     RunRestart(
         o, app,
         [&](int64_t v) -> Status {
@@ -136,16 +129,9 @@ TrialResult RunRestartTrial(const Options& o, bool async, const std::string& dir
     return r;
   }
 
-  const std::string cdir = dir + "/cairn";
-  if (r.status = EmptyDir(cdir); !r.status.ok()) return r;
-  Clock::time_point t0 = Clock::now();
-  Result<std::unique_ptr<Client>> opened = Client::Open(MakeConfig(o, cdir));
-  r.open_s = Seconds(t0, Clock::now());
-  if (!opened.ok()) {
-    r.status = opened.status().WithContext("Client::Open");
-    return r;
-  }
-  Client& c = **opened;
+  std::unique_ptr<Client> client = OpenTrialClient(o, dir + "/cairn", r);
+  if (client == nullptr) return r;
+  Client& c = *client;
   if (Status st = c.Protect(0, app, o.size); !st.ok()) {
     r.status = st.WithContext("Protect");
     return r;
@@ -155,7 +141,7 @@ TrialResult RunRestartTrial(const Options& o, bool async, const std::string& dir
       [&](int64_t v) { return c.Wait(kName, v, Level::kLocal); },
       [&]() { return c.Latest(kName); }, [&](int64_t v) { return c.Restore(kName, v); }, r);
   r.stats = c.GetStats();
-  t0 = Clock::now();
+  const Clock::time_point t0 = Clock::now();
   Status cs = c.Close();
   r.close_s = Seconds(t0, Clock::now());
   if (r.status.ok() && !cs.ok()) r.status = cs.WithContext("Client::Close");

@@ -13,11 +13,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 
 #include "bench.hpp"
-#include "cairn/config.hpp"
+#include "cairn/cairn.hpp"
+#include "files.hpp"
+#include "sync_baseline.hpp"
 
 namespace cairn::bench {
 
@@ -75,6 +78,32 @@ inline Config MakeConfig(const Options& o, const std::string& scratch_dir) {
   c.host_cache_bytes = o.host_cache;
   if (o.block_size) c.block_bytes = *o.block_size;
   return c;
+}
+
+// The baseline's store in `dir`, removed first; the open is timed into
+// r.open_s. On failure the error is in r.status too.
+inline Result<SyncStore> OpenTrialStore(const Options& o, const std::string& dir, TrialResult& r) {
+  if (r.status = RemoveTree(dir); !r.status.ok()) return r.status;
+  const Clock::time_point t0 = Clock::now();
+  Result<SyncStore> store = SyncStore::Open(dir, o.sync_fsync);
+  r.open_s = Seconds(t0, Clock::now());
+  if (!store.ok()) r.status = store.status().WithContext("sync open");
+  return store;
+}
+
+// A client on `dir` (MakeConfig), emptied first; Client::Open is timed into
+// r.open_s. On failure nullptr, with the error in r.status.
+inline std::unique_ptr<Client> OpenTrialClient(const Options& o, const std::string& dir,
+                                               TrialResult& r) {
+  if (r.status = EmptyDir(dir); !r.status.ok()) return nullptr;
+  const Clock::time_point t0 = Clock::now();
+  Result<std::unique_ptr<Client>> client = Client::Open(MakeConfig(o, dir));
+  r.open_s = Seconds(t0, Clock::now());
+  if (!client.ok()) {
+    r.status = client.status().WithContext("Client::Open");
+    return nullptr;
+  }
+  return std::move(client).value();
 }
 
 }  // namespace cairn::bench

@@ -77,15 +77,8 @@ TrialResult RunAdjointTrial(const Options& o, const std::vector<Step>& plan, boo
   TrialResult r;
   r.async = async;
   if (!async) {
-    const std::string sdir = dir + "/sync";
-    if (r.status = RemoveTree(sdir); !r.status.ok()) return r;
-    const Clock::time_point t0 = Clock::now();
-    Result<SyncStore> store = SyncStore::Open(sdir, o.sync_fsync);
-    r.open_s = Seconds(t0, Clock::now());
-    if (!store.ok()) {
-      r.status = store.status().WithContext("sync open");
-      return r;
-    }
+    Result<SyncStore> store = OpenTrialStore(o, dir + "/sync", r);
+    if (!store.ok()) return r;
     auto name = [](int64_t k) { return "step-" + std::to_string(k); };
     RunPasses(
         o, plan, app,
@@ -95,17 +88,10 @@ TrialResult RunAdjointTrial(const Options& o, const std::vector<Step>& plan, boo
     return r;
   }
 
-  const std::string cdir = dir + "/cairn";
-  if (r.status = EmptyDir(cdir); !r.status.ok()) return r;
+  std::unique_ptr<Client> client = OpenTrialClient(o, dir + "/cairn", r);
+  if (client == nullptr) return r;
   Clock::time_point t0 = Clock::now();
-  Result<std::unique_ptr<Client>> client = Client::Open(MakeConfig(o, cdir));
-  r.open_s = Seconds(t0, Clock::now());
-  if (!client.ok()) {
-    r.status = client.status().WithContext("Client::Open");
-    return r;
-  }
-  t0 = Clock::now();
-  Result<std::unique_ptr<History>> history = (*client)->OpenHistory("bench");
+  Result<std::unique_ptr<History>> history = client->OpenHistory("bench");
   r.history_open_s = Seconds(t0, Clock::now());
   if (!history.ok()) {
     r.status = history.status().WithContext("OpenHistory");
@@ -115,10 +101,10 @@ TrialResult RunAdjointTrial(const Options& o, const std::vector<Step>& plan, boo
   RunPasses(
       o, plan, app, [&](int64_t k, const uint8_t* p, size_t n) { return h.Push(k, p, n); },
       [&](int64_t k, uint8_t* p, size_t cap) { return h.Pop(k, p, cap); }, r);
-  r.stats = (*client)->GetStats();
+  r.stats = client->GetStats();
   t0 = Clock::now();
   Status hs = h.Close();
-  Status cs = (*client)->Close();
+  Status cs = client->Close();
   r.close_s = Seconds(t0, Clock::now());
   if (r.status.ok() && !hs.ok()) r.status = hs.WithContext("History::Close");
   if (r.status.ok() && !cs.ok()) r.status = cs.WithContext("Client::Close");

@@ -2,7 +2,6 @@
 // arguments and calls in the wrong state. Each gives the documented Code and
 // a message that names what is wrong; none crashes.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -12,72 +11,27 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
-
-// Status checks that print the Status on failure.
-#define ASSERT_OK(expr)                                     \
-  do {                                                      \
-    const ::cairn::Status s_ = (expr);                      \
-    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
-#define EXPECT_OK(expr)                                     \
-  do {                                                      \
-    const ::cairn::Status s_ = (expr);                      \
-    EXPECT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
+#include "testing/test_util.hpp"
 
 namespace cairn {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kMiB = 1024 * 1024;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string t = ::testing::TempDir() + "cairn_api_errors_XXXXXX";
-    if (::mkdtemp(t.data()) != nullptr) path_ = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using namespace test;
 
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-class ApiErrorsTest : public ::testing::Test {
+class ApiErrorsTest : public ScratchDirTest {
  protected:
-  void SetUp() override { ASSERT_FALSE(tmp_.path().empty()) << "mkdtemp failed"; }
+  ApiErrorsTest() : ScratchDirTest("api_errors") {}
 
-  Config MakeConfig() const {
-    Config c = DefaultConfig();
-    c.scratch_dir = tmp_.path() + "/scratch";
-    c.host_cache_bytes = 1 * kMiB;
-    c.block_bytes = 64 * kKiB;
-    return c;
-  }
-  std::unique_ptr<Client> OpenClient(const Config& c) {
-    auto r = Client::Open(c);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? std::move(r).value() : nullptr;
-  }
   std::string WriteFile(const std::string& name, const std::string& text) {
     std::string path = tmp_.path() + "/" + name;
     std::ofstream(path) << text;
     return path;
   }
-
-  TempDir tmp_;
 };
 
 TEST_F(ApiErrorsTest, ConfigStringErrorsNameTheKey) {

@@ -2,141 +2,37 @@
 // round trips, argument checking, retention, back-pressure, the persistent
 // tier, restart and statistics.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cairn/cairn.hpp"
-
-// Status checks that print the Status on failure.
-#define ASSERT_OK(expr)                                     \
-  do {                                                      \
-    const ::cairn::Status s_ = (expr);                      \
-    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
-#define EXPECT_OK(expr)                                     \
-  do {                                                      \
-    const ::cairn::Status s_ = (expr);                      \
-    EXPECT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
+#include "testing/test_util.hpp"
 
 namespace cairn {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace test;
 
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kMiB = 1024 * 1024;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string t = ::testing::TempDir() + "cairn_client_XXXXXX";
-    if (::mkdtemp(t.data()) != nullptr) path_ = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// Deterministic bytes derived from a seed.
-void Fill(void* p, size_t n, uint64_t seed) {
-  auto* b = static_cast<uint8_t*>(p);
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-  for (size_t i = 0; i < n; ++i) {
-    if (i % 8 == 0) {
-      x += 0x9E3779B97F4A7C15ull;
-      uint64_t z = x;
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      x ^= z >> 31;
-    }
-    b[i] = static_cast<uint8_t>(x >> (8 * (i % 8)));
-  }
-}
-
+// This file's data pattern.
+constexpr uint64_t kPatternSalt = 0x632BE59BD9B4E019ull;
+void Fill(void* p, size_t n, uint64_t seed) { FillSplitMix(p, n, seed, kPatternSalt); }
 std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
-  std::vector<uint8_t> v(n);
-  Fill(v.data(), n, seed);
-  return v;
+  return SplitMixPattern(n, seed, kPatternSalt);
 }
 
-::testing::AssertionResult SameBytes(const std::vector<uint8_t>& got,
-                                     const std::vector<uint8_t>& want) {
-  if (got.size() != want.size()) {
-    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
-  }
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] != want[i]) {
-      return ::testing::AssertionFailure()
-             << "first difference at byte " << i << " of " << got.size() << ": got " << int(got[i])
-             << ", want " << int(want[i]);
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
-// Sorted file names in dir (empty if the directory does not exist).
-std::vector<std::string> Files(const std::string& dir) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    out.push_back(it->path().filename().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::string VersionFile(int64_t v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "v%020lld.cairn", static_cast<long long>(v));
-  return buf;
-}
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return "[" + s + "]";
-}
-
-class ClientTest : public ::testing::Test {
+class ClientTest : public ScratchDirTest {
  protected:
-  void SetUp() override { ASSERT_FALSE(tmp_.path().empty()) << "mkdtemp failed"; }
-
-  Config MakeConfig(uint64_t cache = 1 * kMiB, uint64_t block = 64 * kKiB) const {
-    Config c = DefaultConfig();
-    c.scratch_dir = tmp_.path() + "/scratch";
-    c.host_cache_bytes = cache;
-    c.block_bytes = block;
-    return c;
-  }
-
-  std::unique_ptr<Client> OpenClient(const Config& c) {
-    auto r = Client::Open(c);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    if (!r.ok()) return nullptr;
-    return std::move(r).value();
-  }
+  ClientTest() : ScratchDirTest("client") {}
 
   std::string NameDir(const Config& c, const std::string& name) const {
     return c.scratch_dir + "/" + name;
   }
-
-  TempDir tmp_;
 };
 
 // Several regions of awkward sizes go through checkpoint / wait / restore.
@@ -154,7 +50,7 @@ TEST_F(ClientTest, RoundTripOddRegionSizes) {
   ASSERT_OK(client->Checkpoint("odd", 5));
   Status w = client->Wait("odd", 5, Level::kLocal);
   ASSERT_TRUE(w.ok()) << w.ToString();
-  EXPECT_TRUE(fs::exists(NameDir(c, "odd") + "/" + VersionFile(5)));
+  EXPECT_TRUE(fs::exists(NameDir(c, "odd") + "/" + VersionFileName(5)));
 
   for (auto& r : regions) std::fill(r.begin(), r.end(), 0xEE);
   Status s = client->Restore("odd", 5);
@@ -388,13 +284,14 @@ TEST_F(ClientTest, RetentionKeepsNewestVersions) {
     ASSERT_OK(client->Checkpoint("ret", v));
   }
   ASSERT_OK(client->Wait("ret", 6, Level::kLocal));
-  const std::vector<std::string> want{VersionFile(5), VersionFile(6)};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  std::vector<std::string> files = Files(NameDir(c, "ret"));
-  while (files != want && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    files = Files(NameDir(c, "ret"));
-  }
+  const std::vector<std::string> want{VersionFileName(5), VersionFileName(6)};
+  std::vector<std::string> files;
+  PollUntil(
+      [&] {
+        files = Files(NameDir(c, "ret"));
+        return files == want;
+      },
+      std::chrono::seconds(5), std::chrono::milliseconds(10));
   EXPECT_EQ(files, want) << Join(files);
   // Both kept versions restore, and Close leaves the same two files.
   for (int64_t v : {5, 6}) {
@@ -424,13 +321,10 @@ TEST_F(ClientTest, RetentionInPersistentTier) {
   }
   Status s = client->Wait("pret", 5, Level::kPersistent);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  const std::vector<std::string> want{VersionFile(4), VersionFile(5)};
+  const std::vector<std::string> want{VersionFileName(4), VersionFileName(5)};
   const std::string pdir = c.persistent_dir + "/pret";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while ((Files(pdir) != want || Files(NameDir(c, "pret")) != want) &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  PollUntil([&] { return Files(pdir) == want && Files(NameDir(c, "pret")) == want; },
+            std::chrono::seconds(5), std::chrono::milliseconds(10));
   EXPECT_EQ(Files(pdir), want) << Join(Files(pdir));
   EXPECT_EQ(Files(NameDir(c, "pret")), want) << Join(Files(NameDir(c, "pret")));
   ASSERT_OK(client->Close());
@@ -457,7 +351,7 @@ TEST_F(ClientTest, RewritingAVersionAfterRestartReplacesIt) {
   ASSERT_TRUE(s.ok()) << s.ToString();
   ASSERT_OK(client->Wait("rw", 3, Level::kLocal));
   ASSERT_OK(client->Close());
-  EXPECT_EQ(Files(NameDir(c, "rw")), std::vector<std::string>{VersionFile(3)})
+  EXPECT_EQ(Files(NameDir(c, "rw")), std::vector<std::string>{VersionFileName(3)})
       << Join(Files(NameDir(c, "rw")));
   auto again = OpenClient(c);
   ASSERT_NE(again, nullptr);
@@ -540,8 +434,8 @@ TEST_F(ClientTest, PersistentTier) {
   ASSERT_OK(client->Checkpoint("per", 8));
   Status s = client->Wait("per", 8, Level::kPersistent);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  const std::string persistent_file = c.persistent_dir + "/per/" + VersionFile(8);
-  const std::string local_file = c.scratch_dir + "/per/" + VersionFile(8);
+  const std::string persistent_file = c.persistent_dir + "/per/" + VersionFileName(8);
+  const std::string local_file = c.scratch_dir + "/per/" + VersionFileName(8);
   EXPECT_TRUE(fs::exists(persistent_file)) << persistent_file;
   EXPECT_TRUE(fs::exists(local_file)) << local_file;
   EXPECT_GE(client->GetStats().flush_persistent.bytes, buf.size());
@@ -631,7 +525,7 @@ TEST_F(ClientTest, CloseIsIdempotentAndLaterCallsAreState) {
   ASSERT_OK(client->Checkpoint("cl", 1));
   EXPECT_OK(client->Close());  // drains: version 1 is committed
   EXPECT_OK(client->Close());
-  EXPECT_TRUE(fs::exists(NameDir(c, "cl") + "/" + VersionFile(1)));
+  EXPECT_TRUE(fs::exists(NameDir(c, "cl") + "/" + VersionFileName(1)));
 
   EXPECT_EQ(client->Protect(1, buf.data(), buf.size()).code(), Code::kState);
   EXPECT_EQ(client->Unprotect(0).code(), Code::kState);

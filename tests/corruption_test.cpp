@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,58 +20,21 @@
 #include "format/file_reader.hpp"
 #include "os/fs.hpp"
 #include "testing/fault_fs.hpp"
-
-// Status checks that print the Status on failure.
-#define ASSERT_OK(expr)                                     \
-  do {                                                      \
-    const ::cairn::Status s_ = (expr);                      \
-    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
-#define EXPECT_OK(expr)                                     \
-  do {                                                      \
-    const ::cairn::Status s_ = (expr);                      \
-    EXPECT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
+#include "testing/test_util.hpp"
 
 namespace cairn {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace test;
 
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kMiB = 1024 * 1024;
 constexpr size_t kRegionA = 200 * kKiB + 7;  // 4 blocks of 64 KiB
 constexpr size_t kRegionB = 5000;
 const char* const kName = "cor";
 constexpr uint64_t kLastByte = ~uint64_t{0};
 
-class TempDir {
- public:
-  TempDir() {
-    std::string t = ::testing::TempDir() + "cairn_corruption_XXXXXX";
-    if (::mkdtemp(t.data()) != nullptr) path_ = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
-  std::vector<uint8_t> v(n);
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 17;
-  for (size_t i = 0; i < n; ++i) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    v[i] = static_cast<uint8_t>(x >> 56);
-  }
-  return v;
-}
+// This file's data pattern.
+std::vector<uint8_t> Pattern(size_t n, uint64_t seed) { return LcgPattern(n, seed, 17); }
 
 // Flips bit `bit` of the byte at `offset`.
 ::testing::AssertionResult FlipBit(const std::string& path, uint64_t offset, int bit = 3) {
@@ -119,14 +81,14 @@ CliRun RunCli(const std::string& args) {
   return r;
 }
 
-class CorruptionTest : public ::testing::Test {
+class CorruptionTest : public ScratchDirTest {
  protected:
+  CorruptionTest() : ScratchDirTest("corruption") {}
+
   void SetUp() override {
-    ASSERT_FALSE(tmp_.path().empty()) << "mkdtemp failed";
-    config_ = DefaultConfig();
-    config_.scratch_dir = tmp_.path() + "/scratch";
-    config_.host_cache_bytes = 2 * kMiB;
-    config_.block_bytes = 64 * kKiB;
+    ScratchDirTest::SetUp();
+    if (HasFatalFailure()) return;
+    config_ = MakeConfig(2 * kMiB, 64 * kKiB);
     config_.keep_versions = 5;
   }
 
@@ -150,9 +112,7 @@ class CorruptionTest : public ::testing::Test {
 
   std::string LocalFile(int64_t v) const { return FileIn(config_.scratch_dir, v); }
   static std::string FileIn(const std::string& dir, int64_t v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "v%020lld.cairn", static_cast<long long>(v));
-    return dir + "/" + kName + "/" + buf;
+    return dir + "/" + kName + "/" + VersionFileName(v);
   }
 
   // File offset of byte `pos % length` of block `index` of a (good) file.
@@ -218,7 +178,6 @@ class CorruptionTest : public ::testing::Test {
     EXPECT_TRUE(fs::exists(LocalFile(3)));
   }
 
-  TempDir tmp_;
   Config config_;
 };
 

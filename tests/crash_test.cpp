@@ -29,26 +29,14 @@
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
 #include "os/fs.hpp"
-
-// Status checks that print the Status on failure.
-#define ASSERT_OK(expr)                                     \
-  do {                                                      \
-    const ::cairn::Status s_ = (expr);                      \
-    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
-#define EXPECT_OK(expr)                                     \
-  do {                                                      \
-    const ::cairn::Status s_ = (expr);                      \
-    EXPECT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
+#include "testing/test_util.hpp"
 
 namespace cairn {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace test;
 
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kMiB = 1024 * 1024;
 constexpr size_t kBufferBytes = 3 * kMiB;
 constexpr int kTrials = 20;
 constexpr int kCommitEvery = 2;
@@ -62,24 +50,6 @@ enum ChildExit {
   kChildWaitFailed,
   kChildPipeFailed,
   kChildRanOut
-};
-
-class TempDir {
- public:
-  TempDir() {
-    std::string t = ::testing::TempDir() + "cairn_crash_XXXXXX";
-    if (::mkdtemp(t.data()) != nullptr) path_ = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 uint64_t Word(int64_t version, size_t i) {
@@ -100,10 +70,7 @@ long long FirstMismatch(const std::vector<uint64_t>& buf, int64_t version) {
 }
 
 Config MakeConfig(const std::string& dir) {
-  Config c = DefaultConfig();
-  c.scratch_dir = dir + "/scratch";
-  c.host_cache_bytes = 8 * kMiB;
-  c.block_bytes = 256 * kKiB;
+  Config c = ScratchConfig(dir, 8 * kMiB, 256 * kKiB);
   c.keep_versions = 3;
   return c;
 }
@@ -160,7 +127,7 @@ TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
     const int delay = delay_ms(rng);
     SCOPED_TRACE("trial " + std::to_string(trial) + ", kill after " + std::to_string(delay) +
                  " ms, seed " + std::to_string(seed));
-    TempDir tmp;
+    TempDir tmp("crash");
     ASSERT_FALSE(tmp.path().empty());
     int fds[2];
     ASSERT_EQ(::pipe(fds), 0) << std::strerror(errno);

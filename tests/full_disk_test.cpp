@@ -3,7 +3,6 @@
 // version reports a clear error from Wait(), earlier versions stay intact, no
 // temp file remains, and the application keeps checkpointing.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,53 +16,20 @@
 #include "format/file_reader.hpp"
 #include "os/fs.hpp"
 #include "testing/fault_fs.hpp"
-
-// Status checks that print the Status on failure.
-#define ASSERT_OK(expr)                                     \
-  do {                                                      \
-    const ::cairn::Status s_ = (expr);                      \
-    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
-#define EXPECT_OK(expr)                                     \
-  do {                                                      \
-    const ::cairn::Status s_ = (expr);                      \
-    EXPECT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
+#include "testing/test_util.hpp"
 
 namespace cairn {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace test;
 
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kMiB = 1024 * 1024;
 constexpr size_t kBytes = 300 * kKiB + 11;
 const char* const kName = "disk";
 
-class TempDir {
- public:
-  TempDir() {
-    std::string t = ::testing::TempDir() + "cairn_full_disk_XXXXXX";
-    if (::mkdtemp(t.data()) != nullptr) path_ = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
+// This file's data pattern.
 void FillVersion(std::vector<uint8_t>& buf, int64_t v) {
-  uint64_t x = static_cast<uint64_t>(v) * 0x9E3779B97F4A7C15ull + 99;
-  for (auto& b : buf) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    b = static_cast<uint8_t>(x >> 56);
-  }
+  FillLcg(buf.data(), buf.size(), static_cast<uint64_t>(v), 99);
 }
 
 std::vector<uint8_t> VersionData(int64_t v) {
@@ -72,36 +38,14 @@ std::vector<uint8_t> VersionData(int64_t v) {
   return buf;
 }
 
-std::string FileName(int64_t v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "v%020lld.cairn", static_cast<long long>(v));
-  return buf;
-}
-
-std::vector<std::string> Files(const std::string& dir) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    out.push_back(it->path().filename().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return "[" + s + "]";
-}
-
-class FullDiskTest : public ::testing::Test {
+class FullDiskTest : public ScratchDirTest {
  protected:
+  FullDiskTest() : ScratchDirTest("full_disk") {}
+
   void SetUp() override {
-    ASSERT_FALSE(tmp_.path().empty()) << "mkdtemp failed";
-    config_ = DefaultConfig();
-    config_.scratch_dir = tmp_.path() + "/scratch";
-    config_.host_cache_bytes = 1 * kMiB;
-    config_.block_bytes = 64 * kKiB;
+    ScratchDirTest::SetUp();
+    if (HasFatalFailure()) return;
+    config_ = MakeConfig(1 * kMiB, 64 * kKiB);
     config_.keep_versions = 10;
     config_.fs = &faults_;
     auto c = Client::Open(config_);
@@ -138,19 +82,40 @@ class FullDiskTest : public ::testing::Test {
     }
   }
 
+  // The first `op` on version 3's file fails with EIO: Wait(3) reports it
+  // naming the file, no file or temp file of version 3 is left, Latest stays
+  // at 2, and version 4 commits.
+  void ExpectOneEioFailsVersion3(test::FaultOp op) {
+    faults_.Inject({.op = op, .err = EIO, .nth = 1, .times = 1, .path_filter = VersionFileName(3)});
+    Status s = CheckpointAndWait(3);
+    EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
+    EXPECT_NE(s.message().find(VersionFileName(3)), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(std::strerror(EIO)), std::string::npos) << s.message();
+    EXPECT_EQ(faults_.faults_fired(), 1u);
+    ExpectNoTempFiles();
+    EXPECT_FALSE(fs::exists(NameDir() + "/" + VersionFileName(3)));
+    auto latest = client_->Latest(kName);
+    ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+    EXPECT_EQ(*latest, 2);
+    s = CheckpointAndWait(4);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    ASSERT_OK(client_->Close());
+    ExpectOnDisk({1, 2, 4}, {3}, 4);
+  }
+
   // The versions in `good` are on disk, verify, and restore exactly in a new
   // client without faults; those in `absent` have no file. Latest is `latest`.
   void ExpectOnDisk(const std::vector<int64_t>& good, const std::vector<int64_t>& absent,
                     int64_t latest) {
     for (int64_t v : good) {
-      const std::string path = NameDir() + "/" + FileName(v);
+      const std::string path = NameDir() + "/" + VersionFileName(v);
       auto reader = format::FileReader::Open(os::FileSystem::Default(), path);
       ASSERT_TRUE(reader.ok()) << reader.status().ToString();
       Status s = (*reader)->VerifyAll();
       EXPECT_TRUE(s.ok()) << s.ToString();
     }
     for (int64_t v : absent)
-      EXPECT_FALSE(fs::exists(NameDir() + "/" + FileName(v))) << "version " << v;
+      EXPECT_FALSE(fs::exists(NameDir() + "/" + VersionFileName(v))) << "version " << v;
     Config plain = config_;
     plain.fs = nullptr;
     auto c = Client::Open(plain);
@@ -169,7 +134,6 @@ class FullDiskTest : public ::testing::Test {
   }
 
   test::FaultFs faults_;
-  TempDir tmp_;
   Config config_;
   std::unique_ptr<Client> client_;  // after faults_: closed before it goes
   std::vector<uint8_t> buf_;
@@ -185,12 +149,12 @@ TEST_F(FullDiskTest, NoSpaceDuringFlush) {
   ASSERT_TRUE(s.ok()) << "Checkpoint only copies to the cache: " << s.ToString();
   s = client_->Wait(kName, 3, Level::kLocal);
   EXPECT_EQ(s.code(), Code::kNoSpace) << s.ToString();
-  EXPECT_NE(s.message().find(FileName(3)), std::string::npos)
+  EXPECT_NE(s.message().find(VersionFileName(3)), std::string::npos)
       << "does not name the file: " << s.message();
   EXPECT_NE(s.message().find(std::strerror(ENOSPC)), std::string::npos) << s.message();
   EXPECT_GT(faults_.faults_fired(), 0u);
   ExpectNoTempFiles();
-  EXPECT_FALSE(fs::exists(NameDir() + "/" + FileName(3)));
+  EXPECT_FALSE(fs::exists(NameDir() + "/" + VersionFileName(3)));
   auto latest = client_->Latest(kName);
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   EXPECT_EQ(*latest, 2);
@@ -228,7 +192,8 @@ TEST_F(FullDiskTest, NoSpaceDuringFlush) {
   s = client_->Close();
   EXPECT_TRUE(s.ok()) << s.ToString();
   ExpectOnDisk({1, 2, 4}, {3, 10, 11, 12, 13, 14, 15}, 4);
-  EXPECT_EQ(Files(NameDir()), (std::vector<std::string>{FileName(1), FileName(2), FileName(4)}))
+  EXPECT_EQ(Files(NameDir()),
+            (std::vector<std::string>{VersionFileName(1), VersionFileName(2), VersionFileName(4)}))
       << Join(Files(NameDir()));
 }
 
@@ -243,7 +208,7 @@ TEST_F(FullDiskTest, NoSpaceAtCommit) {
   ASSERT_OK(client_->Checkpoint(kName, 3));
   Status s = client_->Wait(kName, 3, Level::kLocal);
   EXPECT_EQ(s.code(), Code::kNoSpace) << s.ToString();
-  EXPECT_NE(s.message().find(FileName(3)), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(VersionFileName(3)), std::string::npos) << s.message();
   ExpectNoTempFiles();
   faults_.ClearWriteBudget();
   ASSERT_OK(client_->Close());
@@ -268,53 +233,26 @@ TEST_F(FullDiskTest, CloseReportsUnwaitedFailure) {
 TEST_F(FullDiskTest, FailingFsync) {
   CommitTwo();
   if (HasFatalFailure()) return;
-  faults_.Inject(
-      {.op = test::FaultOp::kSync, .err = EIO, .nth = 1, .times = 1, .path_filter = FileName(3)});
-  Status s = CheckpointAndWait(3);
-  EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
-  EXPECT_NE(s.message().find(FileName(3)), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find(std::strerror(EIO)), std::string::npos) << s.message();
-  EXPECT_EQ(faults_.faults_fired(), 1u);
-  ExpectNoTempFiles();
-  EXPECT_FALSE(fs::exists(NameDir() + "/" + FileName(3)));
-  auto latest = client_->Latest(kName);
-  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
-  EXPECT_EQ(*latest, 2);
-  s = CheckpointAndWait(4);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  ASSERT_OK(client_->Close());
-  ExpectOnDisk({1, 2, 4}, {3}, 4);
+  ExpectOneEioFailsVersion3(test::FaultOp::kSync);
 }
 
 TEST_F(FullDiskTest, FailingRename) {
   CommitTwo();
   if (HasFatalFailure()) return;
-  faults_.Inject(
-      {.op = test::FaultOp::kRename, .err = EIO, .nth = 1, .times = 1, .path_filter = FileName(3)});
-  Status s = CheckpointAndWait(3);
-  EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
-  EXPECT_NE(s.message().find(FileName(3)), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find(std::strerror(EIO)), std::string::npos) << s.message();
-  EXPECT_EQ(faults_.faults_fired(), 1u);
-  ExpectNoTempFiles();
-  EXPECT_FALSE(fs::exists(NameDir() + "/" + FileName(3)));
-  auto latest = client_->Latest(kName);
-  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
-  EXPECT_EQ(*latest, 2);
-  s = CheckpointAndWait(4);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  ASSERT_OK(client_->Close());
-  ExpectOnDisk({1, 2, 4}, {3}, 4);
+  ExpectOneEioFailsVersion3(test::FaultOp::kRename);
 }
 
 TEST_F(FullDiskTest, FailingWriteEio) {
   CommitTwo();
   if (HasFatalFailure()) return;
-  faults_.Inject(
-      {.op = test::FaultOp::kWrite, .err = EIO, .nth = 2, .times = 1, .path_filter = FileName(3)});
+  faults_.Inject({.op = test::FaultOp::kWrite,
+                  .err = EIO,
+                  .nth = 2,
+                  .times = 1,
+                  .path_filter = VersionFileName(3)});
   Status s = CheckpointAndWait(3);
   EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
-  EXPECT_NE(s.message().find(FileName(3)), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(VersionFileName(3)), std::string::npos) << s.message();
   ExpectNoTempFiles();
   s = CheckpointAndWait(4);
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -348,8 +286,8 @@ TEST_F(FullDiskTest, PersistentDirectoryFull) {
   EXPECT_NE(s.message().find(config_.persistent_dir), std::string::npos) << s.message();
   for (const auto& f : Files(pdir))
     EXPECT_EQ(f.find(".tmp"), std::string::npos) << "temp file left: " << f;
-  EXPECT_FALSE(fs::exists(pdir + "/" + FileName(2)));
-  EXPECT_TRUE(fs::exists(NameDir() + "/" + FileName(2)));
+  EXPECT_FALSE(fs::exists(pdir + "/" + VersionFileName(2)));
+  EXPECT_TRUE(fs::exists(NameDir() + "/" + VersionFileName(2)));
   auto latest = client_->Latest(kName);
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   EXPECT_EQ(*latest, 2);
@@ -359,7 +297,7 @@ TEST_F(FullDiskTest, PersistentDirectoryFull) {
   ASSERT_OK(client_->Checkpoint(kName, 3));
   s = client_->Wait(kName, 3, Level::kPersistent);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(fs::exists(pdir + "/" + FileName(3)));
+  EXPECT_TRUE(fs::exists(pdir + "/" + VersionFileName(3)));
   ASSERT_OK(client_->Close());
   ExpectOnDisk({1, 2, 3}, {}, 3);
 }

@@ -2,7 +2,6 @@
 // skipped flushes of steps consumed early, prefetching, closing and
 // persistent histories.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,74 +17,18 @@
 
 #include "cairn/cairn.hpp"
 #include "os/fs.hpp"
-
-// Status checks that print the Status on failure.
-#define ASSERT_OK(expr)                                     \
-  do {                                                      \
-    const ::cairn::Status s_ = (expr);                      \
-    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
-#define EXPECT_OK(expr)                                     \
-  do {                                                      \
-    const ::cairn::Status s_ = (expr);                      \
-    EXPECT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
+#include "testing/test_util.hpp"
 
 namespace cairn {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace test;
 
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kMiB = 1024 * 1024;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string t = ::testing::TempDir() + "cairn_history_XXXXXX";
-    if (::mkdtemp(t.data()) != nullptr) path_ = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-void Fill(void* p, size_t n, uint64_t seed) {
-  auto* b = static_cast<uint8_t*>(p);
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
-  for (size_t i = 0; i < n; ++i) {
-    if (i % 8 == 0) {
-      x += 0x9E3779B97F4A7C15ull;
-      uint64_t z = x;
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      x ^= z >> 31;
-    }
-    b[i] = static_cast<uint8_t>(x >> (8 * (i % 8)));
-  }
-}
-
+// This file's data pattern.
+constexpr uint64_t kPatternSalt = 0x1234567ull;
 std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
-  std::vector<uint8_t> v(n);
-  Fill(v.data(), n, seed);
-  return v;
-}
-
-::testing::AssertionResult SameBytes(const uint8_t* got, const std::vector<uint8_t>& want) {
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (got[i] != want[i]) {
-      return ::testing::AssertionFailure()
-             << "first difference at byte " << i << " of " << want.size();
-    }
-  }
-  return ::testing::AssertionSuccess();
+  return SplitMixPattern(n, seed, kPatternSalt);
 }
 
 // History step files (h*.cairn) and temp files in dir.
@@ -104,22 +47,6 @@ std::string StepFile(int64_t step) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "h%020lld", static_cast<long long>(step));
   return buf;
-}
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return "[" + s + "]";
-}
-
-template <typename Pred>
-bool PollUntil(Pred pred, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
 }
 
 // Forwards to the default file system; opening for writing a path that
@@ -192,22 +119,10 @@ struct GateRelease {
   ~GateRelease() { gate->Release(); }
 };
 
-class HistoryTest : public ::testing::Test {
+class HistoryTest : public ScratchDirTest {
  protected:
-  void SetUp() override { ASSERT_FALSE(tmp_.path().empty()) << "mkdtemp failed"; }
+  HistoryTest() : ScratchDirTest("history") {}
 
-  Config MakeConfig(uint64_t cache = 1 * kMiB, uint64_t block = 64 * kKiB) const {
-    Config c = DefaultConfig();
-    c.scratch_dir = tmp_.path() + "/scratch";
-    c.host_cache_bytes = cache;
-    c.block_bytes = block;
-    return c;
-  }
-  std::unique_ptr<Client> OpenClient(const Config& c) {
-    auto r = Client::Open(c);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? std::move(r).value() : nullptr;
-  }
   std::unique_ptr<History> OpenHistory(Client& client, const std::string& name) {
     auto r = client.OpenHistory(name);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -238,8 +153,6 @@ class HistoryTest : public ::testing::Test {
       }
     }
   }
-
-  TempDir tmp_;
 };
 
 TEST_F(HistoryTest, ReversePopsThroughSmallCache) {

@@ -2,8 +2,8 @@
 # Install test (run by .ci/run through scripts/test.sh, not by ctest):
 #   1. cmake --install the Release build (default: build/) into a temp prefix;
 #   2. build and run examples/consumer with find_package(Cairn);
-#   3. build and run examples/consumer_pkgconfig with pkg-config (shared, then
-#      static).
+#   3. build and run the same program (examples/consumer/main.c) with pkg-config
+#      as examples/consumer_pkgconfig describes (shared, then static).
 # Usage: tests/install_test.sh [BUILD_DIR]
 set -euo pipefail
 
@@ -55,13 +55,13 @@ export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 cc="${CC:-cc}"
 # shellcheck disable=SC2046  # word splitting of pkg-config's output is intended
 "$cc" -std=c99 -Wall -Wextra -o "$work/consumer_pc" \
-  "$root/examples/consumer_pkgconfig/main.c" $(pkg-config --cflags --libs cairn)
+  "$root/examples/consumer/main.c" $(pkg-config --cflags --libs cairn)
 LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/consumer_pc"
 
 step "pkg-config: examples/consumer_pkgconfig (static)"
 # shellcheck disable=SC2046
 "$cc" -std=c99 -Wall -Wextra -o "$work/consumer_pc_static" \
-  "$root/examples/consumer_pkgconfig/main.c" $(pkg-config --cflags cairn) \
+  "$root/examples/consumer/main.c" $(pkg-config --cflags cairn) \
   "$libdir/libcairn.a" $(pkg-config --static --libs-only-other --libs-only-l cairn | sed 's/-lcairn\b//')
 if ldd "$work/consumer_pc_static" | grep -q libcairn; then
   echo "install_test: static consumer still depends on libcairn.so" >&2
