@@ -1,4 +1,8 @@
 # Warnings and sanitizers applied to every Cairn target through cairn_options.
+# The warning flags are C/C++ only (bindings/fortran sets its own); -Werror and
+# the sanitizer compile and link flags apply to every language, Fortran
+# included: gfortran accepts them, and a Fortran program linked against a
+# sanitized libcairn needs -fsanitize= on its link line.
 add_library(cairn_options INTERFACE)
 target_compile_options(cairn_options INTERFACE
   $<$<COMPILE_LANGUAGE:CXX,C>:-Wall -Wextra -Wpedantic -Wshadow -Wno-missing-field-initializers>)

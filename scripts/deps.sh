@@ -19,6 +19,7 @@ need_file() {  # need_file PACKAGE FILE...: ok if any FILE exists or PACKAGE is 
 need_cmd cmake cmake
 need_cmd g++ g++
 need_cmd cc gcc
+need_cmd gfortran gfortran  # the Fortran binding (bindings/fortran) and its test
 need_cmd pkg-config pkg-config
 if ! command -v make >/dev/null 2>&1 && ! command -v ninja >/dev/null 2>&1; then
   missing+=(make)
@@ -26,6 +27,7 @@ fi
 need_file libgtest-dev /usr/include/gtest/gtest.h
 need_file libgmock-dev /usr/include/gmock/gmock.h
 need_file libtomlplusplus-dev /usr/include/toml++/toml.h /usr/include/toml++/toml.hpp
+need_file zlib1g-dev /usr/include/zlib.h  # deflate for the PNGs of examples/rtm (cairn-rtm)
 
 # CMake >= 3.25 (CMakeLists.txt and CMakePresets.json version 6).
 if command -v cmake >/dev/null 2>&1; then

@@ -39,6 +39,9 @@ struct Config {
   int prefetch_depth = 0;        // steps prefetched ahead of pops; 0 = as many as fit
   bool history_persistent = false;  // false: history files are deleted on close
 
+  // [trace]
+  std::string trace_path;  // Chrome/Perfetto trace file written at close, "" = off; CAIRN_TRACE
+
   // Not a config key: the OS layer to use (tests inject faults through it).
   // nullptr selects os::FileSystem::Default(). Not owned.
   os::FileSystem* fs = nullptr;

@@ -272,6 +272,7 @@ const std::vector<KeySpec>& Schema() {
        [](const toml::node& n, Config* c) { return ReadInt(n, 1, &c->keep_versions); }},
       {"history", "prefetch_depth",
        [](const toml::node& n, Config* c) { return ReadInt(n, 0, &c->prefetch_depth); }},
+      {"trace", "path", [](const toml::node& n, Config* c) { return ReadString(n, &c->trace_path); }},
       {"history", "persistent",
        [](const toml::node& n, Config* c) { return ReadBool(n, &c->history_persistent); }},
   };
@@ -366,6 +367,7 @@ Status ApplyEnvironment(Config* c) {
     c->scratch_dir = v;
   }
   if (const char* v = get("CAIRN_PERSISTENT")) c->persistent_dir = v;  // "" = none
+  if (const char* v = get("CAIRN_TRACE")) c->trace_path = v;  // "" = off
   struct SizeVar {
     const char* name;
     uint64_t* field;
@@ -420,6 +422,7 @@ Result<Config> Build(const std::string* toml_text, std::string_view origin, bool
   if (apply_environment) CAIRN_RETURN_IF_ERROR(ApplyEnvironment(&config));
   config.scratch_dir = MakeAbsolute(config.scratch_dir);
   config.persistent_dir = MakeAbsolute(config.persistent_dir);
+  config.trace_path = MakeAbsolute(config.trace_path);
   CAIRN_RETURN_IF_ERROR(config.Validate());
   return config;
 }

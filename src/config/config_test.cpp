@@ -17,7 +17,8 @@ namespace {
 constexpr const char* kVars[] = {"CAIRN_SCRATCH", "CAIRN_PERSISTENT",   "CAIRN_HOST_CACHE",
                                  "CAIRN_BLOCK_SIZE", "CAIRN_KEEP",       "CAIRN_DIRECT_IO",
                                  "CAIRN_FSYNC",   "CAIRN_FILE_MODE",     "CAIRN_PREFETCH_DEPTH",
-                                 "CAIRN_CONFIG",  "TMPDIR"};
+                                 "CAIRN_CONFIG",  "CAIRN_TRACE",         "CAIRN_COPY_THREADS",
+                                 "TMPDIR"};
 
 // Clears every variable the loader reads and restores them afterwards, so
 // the tests neither see the caller's environment nor leak into other tests.
@@ -286,6 +287,26 @@ TEST_F(ConfigTest, RelativeDirectoriesBecomeAbsolute) {
   std::string base = std::string(cwd) == "/" ? "" : std::string(cwd);
   EXPECT_EQ(r->scratch_dir, base + "/rel/dir");
   EXPECT_EQ(r->persistent_dir, base + "/p");
+}
+
+TEST_F(ConfigTest, TraceAndCopyThreads) {
+  auto r = Parse("[trace]\npath = \"/t/timeline.json\"\n[host_cache]\ncopy_threads = 0\n", true);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->trace_path, "/t/timeline.json");
+  EXPECT_EQ(r->copy_threads, 0);
+  ::setenv("CAIRN_TRACE", "/env/trace.json", 1);
+  ::setenv("CAIRN_COPY_THREADS", "2", 1);
+  auto e = Parse("[trace]\npath = \"/t/timeline.json\"\n", true);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->trace_path, "/env/trace.json");
+  EXPECT_EQ(e->copy_threads, 2);
+  EXPECT_EQ(DefaultConfig().copy_threads, -1);  // automatic
+  EXPECT_EQ(DefaultConfig().trace_path, "");    // off
+  ::setenv("CAIRN_COPY_THREADS", "-2", 1);
+  auto bad = Parse("", true);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("CAIRN_COPY_THREADS"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST_F(ConfigTest, ValidateNamesTheKey) {

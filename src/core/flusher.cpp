@@ -64,6 +64,7 @@ void Pipeline::FlushEntry(Lock& lock, const EntryPtr& e) {
     return;
   }
   e->flush_started = true;
+  const auto flush_start = std::chrono::steady_clock::now();
   tiers::FileTier& tier = tier_for(e->kind);
   const std::string dir = tier.NameDir(e->name);
   const bool need_dir = !known_dirs_.contains(dir);
@@ -151,6 +152,9 @@ void Pipeline::FlushEntry(Lock& lock, const EntryPtr& e) {
   lock.lock();
   if (!s.ok()) return fail(s, "commit");
   e->local_committed = true;
+  tracer_.Span("flush", "local", flush_start, std::chrono::steady_clock::now(), e->layout.payload_bytes,
+               e->name, e->number);
+  TraceCache();
   stats_.flush_local.bytes += e->layout.payload_bytes;
   stats_.flush_local.ops += 1;
   stats_.flush_local.seconds += io_seconds;

@@ -71,6 +71,8 @@ void Pipeline::PersistEntry(const EntryPtr& e) {
     std::lock_guard lock(mu_);
     e->persist_pending = false;
     if (s.ok()) {
+      tracer_.Span("persist", "persistent", t0, std::chrono::steady_clock::now(),
+                   e->layout.payload_bytes, e->name, e->number);
       e->persistent_committed = true;
       stats_.flush_persistent.bytes += e->layout.payload_bytes;
       stats_.flush_persistent.ops += 1;

@@ -35,7 +35,8 @@ Pipeline::Pipeline(const Config& config)
     : config_(config),
       fs_(config.fs ? config.fs : os::FileSystem::Default()),
       local_(Level::kLocal, config.scratch_dir, fs_, CheckpointWriterOptions(config)),
-      history_(Level::kLocal, config.scratch_dir, fs_, HistoryWriterOptions(config)) {
+      history_(Level::kLocal, config.scratch_dir, fs_, HistoryWriterOptions(config)),
+      tracer_(config.trace_path, fs_) {
   if (!config.persistent_dir.empty()) {
     persistent_.emplace(Level::kPersistent, config.persistent_dir, fs_, CheckpointWriterOptions(config));
   }
@@ -70,10 +71,22 @@ Status Pipeline::Init() {
     helpers = cores > 1 ? static_cast<int>(std::min(cores - 1, 3u)) : 0;
   }
   copier_ = std::make_unique<CopyEngine>(helpers);
-  threads_.emplace_back([this](std::stop_token st) { ChecksumLoop(st); });
-  threads_.emplace_back([this](std::stop_token st) { FlushLoop(st); });
-  threads_.emplace_back([this](std::stop_token st) { MoverLoop(st); });
-  threads_.emplace_back([this](std::stop_token st) { PrefetchLoop(st); });
+  threads_.emplace_back([this](std::stop_token st) {
+    tracer_.NameThread("cairn checksummer");
+    ChecksumLoop(st);
+  });
+  threads_.emplace_back([this](std::stop_token st) {
+    tracer_.NameThread("cairn flusher (cache -> local)");
+    FlushLoop(st);
+  });
+  threads_.emplace_back([this](std::stop_token st) {
+    tracer_.NameThread("cairn mover (local -> persistent)");
+    MoverLoop(st);
+  });
+  threads_.emplace_back([this](std::stop_token st) {
+    tracer_.NameThread("cairn prefetcher (files -> cache)");
+    PrefetchLoop(st);
+  });
   return Status::Ok();
 }
 
@@ -107,11 +120,14 @@ Status Pipeline::Shutdown() {
   NotifyAll();
   threads_.clear();  // joins
   copier_.reset();
-  std::lock_guard lock(mu_);
-  catalog_.clear();
-  clean_.clear();
-  cache_.reset();
-  return first_error;
+  {
+    std::lock_guard lock(mu_);
+    catalog_.clear();
+    clean_.clear();
+    cache_.reset();
+  }
+  Status trace = tracer_.Write();
+  return first_error.ok() ? trace : first_error;
 }
 
 void Pipeline::NotifyAll() {
@@ -120,6 +136,13 @@ void Pipeline::NotifyAll() {
   cv_flush_.notify_all();
   cv_mover_.notify_all();
   cv_prefetch_.notify_all();
+}
+
+void Pipeline::TraceCache() {
+  if (!tracer_.enabled() || !cache_) return;
+  tracer_.Counter("host cache",
+                  uint64_t{cache_->chunk_count() - cache_->free_count()} * cache_->chunk_bytes(),
+                  dirty_bytes_);
 }
 
 EntryPtr Pipeline::Find(format::EntryKind kind, const std::string& name, int64_t number) const {
@@ -150,7 +173,9 @@ int32_t Pipeline::AcquireChunk(Lock& lock) {
       waited = true;
       t0 = std::chrono::steady_clock::now();
     }
+    const auto w0 = std::chrono::steady_clock::now();
     cv_app_.wait(lock);
+    tracer_.Span("blocked: cache full", "app", w0, std::chrono::steady_clock::now(), 0);
   }
 }
 
@@ -168,6 +193,7 @@ bool Pipeline::EvictOne(uint64_t below_seq) {
       bs.chunk = -1;
       if (bs.sealed) --e->resident_blocks;
       ++stats_.evictions;
+      tracer_.Instant("evict", "cache", e->layout.blocks[b].length, e->name);
     }
     return true;
   }
@@ -336,6 +362,9 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   stats_.capture.ops += 1;
   // Copy time only: back-pressure waits are reported as capture_blocked_s.
   stats_.capture.seconds += std::max(0.0, elapsed - (stats_.capture_blocked_s - blocked_before));
+  tracer_.Span(kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push", "app", t0,
+               std::chrono::steady_clock::now(), e->layout.payload_bytes, name, number);
+  TraceCache();
   cv_app_.notify_all();
   cv_flush_.notify_all();
   return Status::Ok();

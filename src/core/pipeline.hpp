@@ -41,6 +41,7 @@
 #include "core/copy_engine.hpp"
 #include "core/entry.hpp"
 #include "core/host_cache.hpp"
+#include "core/trace.hpp"
 #include "tiers/file_tier.hpp"
 #include "util/thread_annotations.hpp"
 
@@ -113,6 +114,7 @@ class Pipeline {
   void FailEntry(const EntryPtr& e, const Status& s);
   EntryPtr Find(format::EntryKind kind, const std::string& name, int64_t number) const;
   void NotifyAll();
+  void TraceCache();  // REQUIRES mu_: a cache-occupancy counter sample
 
   // Threads (flusher.cpp, mover.cpp, prefetcher.cpp).
   void ChecksumLoop(std::stop_token stop);
@@ -138,6 +140,7 @@ class Pipeline {
   tiers::FileTier local_;    // durable checkpoint files
   tiers::FileTier history_;  // same directory, history write options
   std::optional<tiers::FileTier> persistent_;
+  Tracer tracer_;  // thread-safe on its own; no-op unless trace.path is set
 
   std::mutex capture_mu_;  // serializes captures (see above); before mu_
   mutable std::mutex mu_;

@@ -79,6 +79,9 @@ void Pipeline::PrefetchLoop(std::stop_token stop) {
         MarkClean(*e, b);
       }
       e->resident_blocks = static_cast<uint32_t>(e->blocks.size());
+      tracer_.Span("prefetch", "prefetch", t0, std::chrono::steady_clock::now(), e->layout.payload_bytes,
+                   e->name, e->number);
+      TraceCache();
       stats_.prefetch.bytes += e->layout.payload_bytes;
       stats_.prefetch.ops += 1;
       stats_.prefetch.seconds +=

@@ -142,6 +142,8 @@ Status Pipeline::Restore(const std::string& name, int64_t version,
     hit ? ++stats_.cache_hits : ++stats_.cache_misses;
     uint64_t bytes = 0;
     for (const auto& t : targets) bytes += t.bytes;
+    tracer_.Span(hit ? "restore (cache hit)" : "restore (from file)", "app", t0,
+                 std::chrono::steady_clock::now(), bytes, name, version);
     stats_.restore.bytes += bytes;
     stats_.restore.ops += 1;
     stats_.restore.seconds += Since(t0);
@@ -285,6 +287,8 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   stats_.restore.bytes += bytes;
   stats_.restore.ops += 1;
   stats_.restore.seconds += Since(t0);
+  tracer_.Span(hit ? "pop (cache hit)" : "pop (from file)", "app", t0, std::chrono::steady_clock::now(),
+               bytes, name, step);
   if (auto h = histories_.find(name); h != histories_.end()) h->second.steps.erase(step);
   const bool delete_file = e->local_committed;
   Consume(e);
@@ -293,6 +297,7 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
     tiers::FileTier* t = &history_;
     EnqueueMover([t, name, kind, step] { (void)t->RemoveEntry(name, kind, step); });
   }
+  TraceCache();
   cv_prefetch_.notify_all();
   return bytes;
 }

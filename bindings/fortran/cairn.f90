@@ -1,0 +1,837 @@
+!> Cairn Fortran binding: module `cairn` (`use cairn`).
+!>
+!> A thin layer over the C API in include/cairn/cairn.h, written with
+!> iso_c_binding (Fortran 2008; gfortran >= 9 for is_contiguous).
+!> Every routine but cairn_strerror and cairn_last_error is a function
+!> returning an integer(c_int) error code: CAIRN_OK (0) on success or a
+!> negative CAIRN_ERR_* value. Nothing stops the program; cairn_strerror(ierr) names a code and cairn_last_error() gives the
+!> detailed message of this thread's last failed call.
+!>
+!> Conventions:
+!>  * handles are the derived types cairn_client and cairn_history (a type(c_ptr)
+!>    inside; null until opened and again after closing);
+!>  * region ids are integer(c_int); versions and steps are integer(c_int64_t)
+!>    (write 3_c_int64_t or int(n, c_int64_t));
+!>  * checkpoint and history names are Fortran strings; trailing blanks are
+!>    removed before the name is passed to C (so a blank-padded character
+!>    variable works);
+!>  * arrays: cairn_protect, cairn_history_push and cairn_history_pop are
+!>    generic over real(c_float), real(c_double), integer(c_int32_t) and
+!>    integer(c_int64_t) arrays of rank 1 to 3. The array must be contiguous
+!>    (CAIRN_ERR_INVALID_ARGUMENT otherwise: a non-contiguous section would be
+!>    copied into a temporary). Anything else (other types, derived types,
+!>    rank > 3, scalars) goes through the *_ptr variants, which take a
+!>    type(c_ptr) and a byte count (c_loc(x), c_sizeof(x) or
+!>    size(x, kind=c_size_t) * storage_size(x) / 8).
+!>  * a protected array must keep its storage until cairn_unprotect or
+!>    cairn_close, and should have the TARGET attribute (or be a pointer or an
+!>    allocatable target): cairn_restore writes into it behind the compiler's
+!>    back.
+module cairn
+  use, intrinsic :: iso_c_binding, only: c_associated, c_char, c_double, c_f_pointer, c_float, &
+      c_int, c_int32_t, c_int64_t, c_loc, c_null_char, c_null_ptr, c_ptr, c_size_t
+  implicit none
+  private
+
+  ! Error codes (include/cairn/cairn.h); values are stable.
+  integer(c_int), parameter, public :: CAIRN_OK = 0
+  integer(c_int), parameter, public :: CAIRN_ERR_INVALID_ARGUMENT = -1 !< bad pointer, name, size, level
+  integer(c_int), parameter, public :: CAIRN_ERR_CONFIG = -2           !< bad configuration key/value/file
+  integer(c_int), parameter, public :: CAIRN_ERR_NOT_FOUND = -3        !< no such name/version/step/region
+  integer(c_int), parameter, public :: CAIRN_ERR_CORRUPT = -4          !< a checkpoint failed verification
+  integer(c_int), parameter, public :: CAIRN_ERR_IO = -5               !< operating-system I/O error
+  integer(c_int), parameter, public :: CAIRN_ERR_NO_SPACE = -6         !< file system full or quota exceeded
+  integer(c_int), parameter, public :: CAIRN_ERR_SIZE_MISMATCH = -7    !< region/buffer size differs
+  integer(c_int), parameter, public :: CAIRN_ERR_NO_MEMORY = -8        !< memory allocation/mapping failed
+  integer(c_int), parameter, public :: CAIRN_ERR_STATE = -9            !< not valid now (closed, busy)
+  integer(c_int), parameter, public :: CAIRN_ERR_UNSUPPORTED = -10     !< not available in this build
+  integer(c_int), parameter, public :: CAIRN_ERR_EXISTS = -11          !< version/step already exists
+  integer(c_int), parameter, public :: CAIRN_ERR_INTERNAL = -12        !< a bug in Cairn
+
+  ! Durability levels for cairn_wait (cairn_level_t).
+  integer(c_int), parameter, public :: CAIRN_LEVEL_CACHE = 0      !< captured into the host cache
+  integer(c_int), parameter, public :: CAIRN_LEVEL_LOCAL = 1      !< committed to the local (scratch) directory
+  integer(c_int), parameter, public :: CAIRN_LEVEL_PERSISTENT = 2 !< committed to the persistent directory
+
+  !> A client (cairn_client_t *). Null until cairn_open, and after cairn_close.
+  type, public :: cairn_client
+    type(c_ptr) :: ptr = c_null_ptr
+  end type cairn_client
+
+  !> An adjoint history (cairn_history_t *). Null until cairn_history_open,
+  !> and after cairn_history_close.
+  type, public :: cairn_history
+    type(c_ptr) :: ptr = c_null_ptr
+  end type cairn_history
+
+  !> Pipeline statistics (cairn_stats_t). C's uint64_t fields are
+  !> integer(c_int64_t) here (Fortran has no unsigned integers).
+  type, bind(C), public :: cairn_stats_t
+    integer(c_int64_t) :: capture_bytes, flush_local_bytes, flush_persistent_bytes, &
+        prefetch_bytes, restore_bytes
+    real(c_double) :: capture_seconds, flush_local_seconds, flush_persistent_seconds, &
+        prefetch_seconds, restore_seconds
+    integer(c_int64_t) :: cache_hits, cache_misses, prefetch_waits, evictions, &
+        flushes_skipped, failed_flushes
+    real(c_double) :: capture_blocked_seconds
+    integer(c_int64_t) :: cache_capacity_bytes, cache_used_bytes, cache_dirty_bytes
+  end type cairn_stats_t
+
+  public :: cairn_open, cairn_close, cairn_protect, cairn_protect_ptr, cairn_unprotect
+  public :: cairn_checkpoint, cairn_wait, cairn_latest, cairn_restore, cairn_stats
+  public :: cairn_history_open, cairn_history_push, cairn_history_push_ptr
+  public :: cairn_history_pop, cairn_history_pop_ptr, cairn_history_close
+  public :: cairn_strerror, cairn_last_error
+
+  ! The C API (include/cairn/cairn.h). Names are passed as NUL-terminated
+  ! character(kind=c_char) arrays.
+  interface
+    function c_cairn_open(config_path, out) bind(C, name="cairn_open") result(ierr)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: config_path
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: ierr
+    end function c_cairn_open
+
+    function c_cairn_close(c) bind(C, name="cairn_close") result(ierr)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: c
+      integer(c_int) :: ierr
+    end function c_cairn_close
+
+    function c_cairn_protect(c, id, ptr, bytes) bind(C, name="cairn_protect") result(ierr)
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: c
+      integer(c_int), value :: id
+      type(c_ptr), value :: ptr
+      integer(c_size_t), value :: bytes
+      integer(c_int) :: ierr
+    end function c_cairn_protect
+
+    function c_cairn_unprotect(c, id) bind(C, name="cairn_unprotect") result(ierr)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: c
+      integer(c_int), value :: id
+      integer(c_int) :: ierr
+    end function c_cairn_unprotect
+
+    function c_cairn_checkpoint(c, name, version) bind(C, name="cairn_checkpoint") result(ierr)
+      import :: c_char, c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: c
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_int64_t), value :: version
+      integer(c_int) :: ierr
+    end function c_cairn_checkpoint
+
+    function c_cairn_wait(c, name, version, level) bind(C, name="cairn_wait") result(ierr)
+      import :: c_char, c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: c
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_int64_t), value :: version
+      integer(c_int), value :: level
+      integer(c_int) :: ierr
+    end function c_cairn_wait
+
+    function c_cairn_latest(c, name, version_out) bind(C, name="cairn_latest") result(ierr)
+      import :: c_char, c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: c
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_int64_t), intent(out) :: version_out
+      integer(c_int) :: ierr
+    end function c_cairn_latest
+
+    function c_cairn_restore(c, name, version) bind(C, name="cairn_restore") result(ierr)
+      import :: c_char, c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: c
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_int64_t), value :: version
+      integer(c_int) :: ierr
+    end function c_cairn_restore
+
+    function c_cairn_history_open(c, name, out) bind(C, name="cairn_history_open") result(ierr)
+      import :: c_char, c_int, c_ptr
+      type(c_ptr), value :: c
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: ierr
+    end function c_cairn_history_open
+
+    function c_cairn_history_push(h, step, data, bytes) bind(C, name="cairn_history_push") result(ierr)
+      import :: c_int, c_int64_t, c_ptr, c_size_t
+      type(c_ptr), value :: h
+      integer(c_int64_t), value :: step
+      type(c_ptr), value :: data
+      integer(c_size_t), value :: bytes
+      integer(c_int) :: ierr
+    end function c_cairn_history_push
+
+    function c_cairn_history_pop(h, step, dst, capacity, bytes_out) &
+        bind(C, name="cairn_history_pop") result(ierr)
+      import :: c_int, c_int64_t, c_ptr, c_size_t
+      type(c_ptr), value :: h
+      integer(c_int64_t), value :: step
+      type(c_ptr), value :: dst
+      integer(c_size_t), value :: capacity
+      integer(c_size_t), intent(out) :: bytes_out
+      integer(c_int) :: ierr
+    end function c_cairn_history_pop
+
+    function c_cairn_history_close(h) bind(C, name="cairn_history_close") result(ierr)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: h
+      integer(c_int) :: ierr
+    end function c_cairn_history_close
+
+    function c_cairn_strerror(err) bind(C, name="cairn_strerror") result(msg)
+      import :: c_int, c_ptr
+      integer(c_int), value :: err
+      type(c_ptr) :: msg
+    end function c_cairn_strerror
+
+    function c_cairn_last_error() bind(C, name="cairn_last_error") result(msg)
+      import :: c_ptr
+      type(c_ptr) :: msg
+    end function c_cairn_last_error
+
+    function c_cairn_stats(c, out) bind(C, name="cairn_stats") result(ierr)
+      import :: c_int, c_ptr, cairn_stats_t
+      type(c_ptr), value :: c
+      type(cairn_stats_t), intent(out) :: out
+      integer(c_int) :: ierr
+    end function c_cairn_stats
+
+    function c_strlen(s) bind(C, name="strlen") result(n)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: s
+      integer(c_size_t) :: n
+    end function c_strlen
+  end interface
+
+  !> cairn_protect(client, id, array) - register the contiguous array as region
+  !> id (re-registering an id replaces it). Generic over real(c_float),
+  !> real(c_double), integer(c_int32_t), integer(c_int64_t), ranks 1 to 3.
+  !> The array must stay allocated until cairn_unprotect or cairn_close.
+  !> CAIRN_ERR_INVALID_ARGUMENT if the array is not contiguous.
+  interface cairn_protect
+    module procedure protect_r4_1, protect_r4_2, protect_r4_3, protect_r8_1
+    module procedure protect_r8_2, protect_r8_3, protect_i4_1, protect_i4_2
+    module procedure protect_i4_3, protect_i8_1, protect_i8_2, protect_i8_3
+  end interface
+
+  !> cairn_history_push(history, step, array) - copy the contiguous array as
+  !> step (>= 0) of the history; returns once copied. Same kinds and ranks as
+  !> cairn_protect.
+  interface cairn_history_push
+    module procedure push_r4_1, push_r4_2, push_r4_3, push_r8_1
+    module procedure push_r8_2, push_r8_3, push_i4_1, push_i4_2
+    module procedure push_i4_3, push_i8_1, push_i8_2, push_i8_3
+  end interface
+
+  !> cairn_history_pop(history, step, array [, bytes]) - copy step into the
+  !> contiguous array (its size is the capacity), consume it and return its
+  !> size in bytes (optional integer(c_int64_t)). Prefetches the next lower
+  !> steps. CAIRN_ERR_SIZE_MISMATCH if the array is too small (the step is then
+  !> not consumed). Same kinds and ranks as cairn_protect.
+  interface cairn_history_pop
+    module procedure pop_r4_1, pop_r4_2, pop_r4_3, pop_r8_1
+    module procedure pop_r8_2, pop_r8_3, pop_i4_1, pop_i4_2
+    module procedure pop_i4_3, pop_i8_1, pop_i8_2, pop_i8_3
+  end interface
+
+contains
+
+  ! Helpers ------------------------------------------------------------------
+
+  !> Fortran string -> NUL-terminated C string (trailing blanks removed).
+  pure function to_c(s) result(c)
+    character(len=*), intent(in) :: s
+    character(kind=c_char, len=:), allocatable :: c
+    c = trim(s) // c_null_char
+  end function to_c
+
+  !> NUL-terminated C string -> Fortran string ("" for a null pointer).
+  function from_c(p) result(s)
+    type(c_ptr), intent(in) :: p
+    character(len=:), allocatable :: s
+    character(kind=c_char), pointer :: chars(:)
+    integer(c_size_t) :: n, i
+    if (.not. c_associated(p)) then
+      s = ''
+      return
+    end if
+    n = c_strlen(p)
+    call c_f_pointer(p, chars, [n])
+    allocate (character(len=n) :: s)
+    do i = 1, n
+      s(i:i) = chars(i)
+    end do
+  end function from_c
+
+  ! Client -------------------------------------------------------------------
+
+  !> cairn_open - open a client.
+  !> config_path (optional): a TOML file; absent means built-in defaults.
+  !> CAIRN_* environment variables override both (docs/config.md).
+  !> On success client holds the new client; on error it is null.
+  function cairn_open(client, config_path) result(ierr)
+    type(cairn_client), intent(out) :: client
+    character(len=*), intent(in), optional :: config_path
+    integer(c_int) :: ierr
+    character(kind=c_char), allocatable, target :: path(:)
+    integer :: i, n
+    if (present(config_path)) then
+      n = len_trim(config_path)
+      allocate (path(n + 1))
+      do i = 1, n
+        path(i) = config_path(i:i)
+      end do
+      path(n + 1) = c_null_char
+      ierr = c_cairn_open(c_loc(path), client%ptr)
+    else
+      ierr = c_cairn_open(c_null_ptr, client%ptr)
+    end if
+    if (ierr /= CAIRN_OK) client%ptr = c_null_ptr
+  end function cairn_open
+
+  !> cairn_close - drain pending flushes, join background threads and free
+  !> the client. Returns the first unreported flush error. The client is freed
+  !> (and set to null) even on error; closing a null client is a no-op.
+  !> Close every history of the client first.
+  function cairn_close(client) result(ierr)
+    type(cairn_client), intent(inout) :: client
+    integer(c_int) :: ierr
+    ierr = c_cairn_close(client%ptr)
+    client%ptr = c_null_ptr
+  end function cairn_close
+
+  !> cairn_protect_ptr - register region id at [ptr, ptr+bytes): the
+  !> escape hatch for data the generic cairn_protect does not cover, e.g.
+  !> cairn_protect_ptr(client, 7, c_loc(state), c_sizeof(state)).
+  function cairn_protect_ptr(client, id, ptr, bytes) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: id
+    type(c_ptr), intent(in) :: ptr
+    integer(c_size_t), intent(in) :: bytes
+    integer(c_int) :: ierr
+    ierr = c_cairn_protect(client%ptr, id, ptr, bytes)
+  end function cairn_protect_ptr
+
+  !> cairn_unprotect - forget region id. CAIRN_ERR_NOT_FOUND if unknown.
+  function cairn_unprotect(client, id) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: id
+    integer(c_int) :: ierr
+    ierr = c_cairn_unprotect(client%ptr, id)
+  end function cairn_unprotect
+
+  !> cairn_checkpoint - capture all protected regions as version (>= 0) of
+  !> name. Returns once the data is in the host cache; flushing continues in
+  !> the background. Names: 1-128 characters, no '/', no "..", no control
+  !> characters (CAIRN_ERR_INVALID_ARGUMENT otherwise).
+  function cairn_checkpoint(client, name, version) result(ierr)
+    type(cairn_client), intent(in) :: client
+    character(len=*), intent(in) :: name
+    integer(c_int64_t), intent(in) :: version
+    integer(c_int) :: ierr
+    ierr = c_cairn_checkpoint(client%ptr, to_c(name), version)
+  end function cairn_checkpoint
+
+  !> cairn_wait - block until version of name is durable at level
+  !> (CAIRN_LEVEL_CACHE, CAIRN_LEVEL_LOCAL or CAIRN_LEVEL_PERSISTENT); reports
+  !> a failed flush as its error code.
+  function cairn_wait(client, name, version, level) result(ierr)
+    type(cairn_client), intent(in) :: client
+    character(len=*), intent(in) :: name
+    integer(c_int64_t), intent(in) :: version
+    integer(c_int), intent(in) :: level
+    integer(c_int) :: ierr
+    ierr = c_cairn_wait(client%ptr, to_c(name), version, level)
+  end function cairn_wait
+
+  !> cairn_latest - newest committed version of name whose data verifies
+  !> (damaged versions are skipped). CAIRN_ERR_NOT_FOUND if none; version is
+  !> then -1.
+  function cairn_latest(client, name, version) result(ierr)
+    type(cairn_client), intent(in) :: client
+    character(len=*), intent(in) :: name
+    integer(c_int64_t), intent(out) :: version
+    integer(c_int) :: ierr
+    integer(c_int64_t) :: v
+    v = -1
+    ierr = c_cairn_latest(client%ptr, to_c(name), v)
+    version = -1
+    if (ierr == CAIRN_OK) version = v
+  end function cairn_latest
+
+  !> cairn_restore - copy version of name into the protected regions,
+  !> verifying checksums. CAIRN_ERR_CORRUPT if damaged (fall back with
+  !> cairn_latest), CAIRN_ERR_SIZE_MISMATCH if a region's size differs.
+  function cairn_restore(client, name, version) result(ierr)
+    type(cairn_client), intent(in) :: client
+    character(len=*), intent(in) :: name
+    integer(c_int64_t), intent(in) :: version
+    integer(c_int) :: ierr
+    ierr = c_cairn_restore(client%ptr, to_c(name), version)
+  end function cairn_restore
+
+  !> cairn_stats - snapshot of the client's pipeline statistics.
+  function cairn_stats(client, stats) result(ierr)
+    type(cairn_client), intent(in) :: client
+    type(cairn_stats_t), intent(out) :: stats
+    integer(c_int) :: ierr
+    ierr = c_cairn_stats(client%ptr, stats)
+  end function cairn_stats
+
+  ! History ------------------------------------------------------------------
+
+  !> cairn_history_open - open the adjoint history name of client
+  !> (ephemeral by default). On error history is null.
+  function cairn_history_open(client, name, history) result(ierr)
+    type(cairn_client), intent(in) :: client
+    character(len=*), intent(in) :: name
+    type(cairn_history), intent(out) :: history
+    integer(c_int) :: ierr
+    ierr = c_cairn_history_open(client%ptr, to_c(name), history%ptr)
+    if (ierr /= CAIRN_OK) history%ptr = c_null_ptr
+  end function cairn_history_open
+
+  !> cairn_history_push_ptr - copy bytes at ptr as step (>= 0); returns once
+  !> copied. The generic cairn_history_push covers ordinary arrays.
+  function cairn_history_push_ptr(history, step, ptr, bytes) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    type(c_ptr), intent(in) :: ptr
+    integer(c_size_t), intent(in) :: bytes
+    integer(c_int) :: ierr
+    ierr = c_cairn_history_push(history%ptr, step, ptr, bytes)
+  end function cairn_history_push_ptr
+
+  !> cairn_history_pop_ptr - copy step into [ptr, ptr+capacity), consume it
+  !> and return its size in bytes (optional). Prefetches the next lower steps.
+  !> CAIRN_ERR_SIZE_MISMATCH if capacity is too small (the step is then not
+  !> consumed). The generic cairn_history_pop covers ordinary arrays.
+  function cairn_history_pop_ptr(history, step, ptr, capacity, bytes) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    type(c_ptr), intent(in) :: ptr
+    integer(c_size_t), intent(in) :: capacity
+    integer(c_int64_t), intent(out), optional :: bytes
+    integer(c_int) :: ierr
+    integer(c_size_t) :: got
+    got = 0
+    ierr = c_cairn_history_pop(history%ptr, step, ptr, capacity, got)
+    if (present(bytes)) bytes = int(got, c_int64_t)
+  end function cairn_history_pop_ptr
+
+  !> cairn_history_close - drop the remaining steps and free the history
+  !> (set to null, even on error). Closing a null history is a no-op.
+  function cairn_history_close(history) result(ierr)
+    type(cairn_history), intent(inout) :: history
+    integer(c_int) :: ierr
+    ierr = c_cairn_history_close(history%ptr)
+    history%ptr = c_null_ptr
+  end function cairn_history_close
+
+  ! Errors -------------------------------------------------------------------
+
+  !> cairn_strerror - description of an error code (never empty).
+  function cairn_strerror(ierr) result(msg)
+    integer(c_int), intent(in) :: ierr
+    character(len=:), allocatable :: msg
+    msg = from_c(c_cairn_strerror(ierr))
+  end function cairn_strerror
+
+  !> cairn_last_error - detailed message of this thread's last failed Cairn
+  !> call ("" if none).
+  function cairn_last_error() result(msg)
+    character(len=:), allocatable :: msg
+    msg = from_c(c_cairn_last_error())
+  end function cairn_last_error
+
+  ! Generic array specifics (one per kind and rank; mechanical) --------------
+
+  function protect_r4_1(client, id, array) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: id
+    real(c_float), target, intent(in) :: array(:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_protect_ptr(client, id, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function protect_r4_1
+
+  function protect_r4_2(client, id, array) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: id
+    real(c_float), target, intent(in) :: array(:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_protect_ptr(client, id, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function protect_r4_2
+
+  function protect_r4_3(client, id, array) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: id
+    real(c_float), target, intent(in) :: array(:,:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_protect_ptr(client, id, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function protect_r4_3
+
+  function protect_r8_1(client, id, array) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: id
+    real(c_double), target, intent(in) :: array(:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_protect_ptr(client, id, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function protect_r8_1
+
+  function protect_r8_2(client, id, array) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: id
+    real(c_double), target, intent(in) :: array(:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_protect_ptr(client, id, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function protect_r8_2
+
+  function protect_r8_3(client, id, array) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: id
+    real(c_double), target, intent(in) :: array(:,:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_protect_ptr(client, id, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function protect_r8_3
+
+  function protect_i4_1(client, id, array) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: id
+    integer(c_int32_t), target, intent(in) :: array(:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_protect_ptr(client, id, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function protect_i4_1
+
+  function protect_i4_2(client, id, array) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: id
+    integer(c_int32_t), target, intent(in) :: array(:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_protect_ptr(client, id, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function protect_i4_2
+
+  function protect_i4_3(client, id, array) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: id
+    integer(c_int32_t), target, intent(in) :: array(:,:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_protect_ptr(client, id, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function protect_i4_3
+
+  function protect_i8_1(client, id, array) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: id
+    integer(c_int64_t), target, intent(in) :: array(:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_protect_ptr(client, id, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function protect_i8_1
+
+  function protect_i8_2(client, id, array) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: id
+    integer(c_int64_t), target, intent(in) :: array(:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_protect_ptr(client, id, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function protect_i8_2
+
+  function protect_i8_3(client, id, array) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: id
+    integer(c_int64_t), target, intent(in) :: array(:,:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_protect_ptr(client, id, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function protect_i8_3
+
+  function push_r4_1(history, step, array) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    real(c_float), target, intent(in) :: array(:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_push_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function push_r4_1
+
+  function push_r4_2(history, step, array) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    real(c_float), target, intent(in) :: array(:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_push_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function push_r4_2
+
+  function push_r4_3(history, step, array) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    real(c_float), target, intent(in) :: array(:,:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_push_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function push_r4_3
+
+  function push_r8_1(history, step, array) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    real(c_double), target, intent(in) :: array(:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_push_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function push_r8_1
+
+  function push_r8_2(history, step, array) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    real(c_double), target, intent(in) :: array(:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_push_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function push_r8_2
+
+  function push_r8_3(history, step, array) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    real(c_double), target, intent(in) :: array(:,:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_push_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function push_r8_3
+
+  function push_i4_1(history, step, array) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    integer(c_int32_t), target, intent(in) :: array(:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_push_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function push_i4_1
+
+  function push_i4_2(history, step, array) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    integer(c_int32_t), target, intent(in) :: array(:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_push_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function push_i4_2
+
+  function push_i4_3(history, step, array) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    integer(c_int32_t), target, intent(in) :: array(:,:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_push_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function push_i4_3
+
+  function push_i8_1(history, step, array) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    integer(c_int64_t), target, intent(in) :: array(:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_push_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function push_i8_1
+
+  function push_i8_2(history, step, array) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    integer(c_int64_t), target, intent(in) :: array(:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_push_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function push_i8_2
+
+  function push_i8_3(history, step, array) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    integer(c_int64_t), target, intent(in) :: array(:,:,:)
+    integer(c_int) :: ierr
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_push_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8))
+  end function push_i8_3
+
+  function pop_r4_1(history, step, array, bytes) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    real(c_float), target, intent(inout) :: array(:)
+    integer(c_int64_t), intent(out), optional :: bytes
+    integer(c_int) :: ierr
+    if (present(bytes)) bytes = 0
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_pop_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8), bytes)
+  end function pop_r4_1
+
+  function pop_r4_2(history, step, array, bytes) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    real(c_float), target, intent(inout) :: array(:,:)
+    integer(c_int64_t), intent(out), optional :: bytes
+    integer(c_int) :: ierr
+    if (present(bytes)) bytes = 0
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_pop_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8), bytes)
+  end function pop_r4_2
+
+  function pop_r4_3(history, step, array, bytes) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    real(c_float), target, intent(inout) :: array(:,:,:)
+    integer(c_int64_t), intent(out), optional :: bytes
+    integer(c_int) :: ierr
+    if (present(bytes)) bytes = 0
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_pop_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8), bytes)
+  end function pop_r4_3
+
+  function pop_r8_1(history, step, array, bytes) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    real(c_double), target, intent(inout) :: array(:)
+    integer(c_int64_t), intent(out), optional :: bytes
+    integer(c_int) :: ierr
+    if (present(bytes)) bytes = 0
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_pop_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8), bytes)
+  end function pop_r8_1
+
+  function pop_r8_2(history, step, array, bytes) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    real(c_double), target, intent(inout) :: array(:,:)
+    integer(c_int64_t), intent(out), optional :: bytes
+    integer(c_int) :: ierr
+    if (present(bytes)) bytes = 0
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_pop_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8), bytes)
+  end function pop_r8_2
+
+  function pop_r8_3(history, step, array, bytes) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    real(c_double), target, intent(inout) :: array(:,:,:)
+    integer(c_int64_t), intent(out), optional :: bytes
+    integer(c_int) :: ierr
+    if (present(bytes)) bytes = 0
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_pop_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8), bytes)
+  end function pop_r8_3
+
+  function pop_i4_1(history, step, array, bytes) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    integer(c_int32_t), target, intent(inout) :: array(:)
+    integer(c_int64_t), intent(out), optional :: bytes
+    integer(c_int) :: ierr
+    if (present(bytes)) bytes = 0
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_pop_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8), bytes)
+  end function pop_i4_1
+
+  function pop_i4_2(history, step, array, bytes) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    integer(c_int32_t), target, intent(inout) :: array(:,:)
+    integer(c_int64_t), intent(out), optional :: bytes
+    integer(c_int) :: ierr
+    if (present(bytes)) bytes = 0
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_pop_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8), bytes)
+  end function pop_i4_2
+
+  function pop_i4_3(history, step, array, bytes) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    integer(c_int32_t), target, intent(inout) :: array(:,:,:)
+    integer(c_int64_t), intent(out), optional :: bytes
+    integer(c_int) :: ierr
+    if (present(bytes)) bytes = 0
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_pop_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8), bytes)
+  end function pop_i4_3
+
+  function pop_i8_1(history, step, array, bytes) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    integer(c_int64_t), target, intent(inout) :: array(:)
+    integer(c_int64_t), intent(out), optional :: bytes
+    integer(c_int) :: ierr
+    if (present(bytes)) bytes = 0
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_pop_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8), bytes)
+  end function pop_i8_1
+
+  function pop_i8_2(history, step, array, bytes) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    integer(c_int64_t), target, intent(inout) :: array(:,:)
+    integer(c_int64_t), intent(out), optional :: bytes
+    integer(c_int) :: ierr
+    if (present(bytes)) bytes = 0
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_pop_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8), bytes)
+  end function pop_i8_2
+
+  function pop_i8_3(history, step, array, bytes) result(ierr)
+    type(cairn_history), intent(in) :: history
+    integer(c_int64_t), intent(in) :: step
+    integer(c_int64_t), target, intent(inout) :: array(:,:,:)
+    integer(c_int64_t), intent(out), optional :: bytes
+    integer(c_int) :: ierr
+    if (present(bytes)) bytes = 0
+    ierr = CAIRN_ERR_INVALID_ARGUMENT
+    if (is_contiguous(array)) ierr = cairn_history_pop_ptr(history, step, c_loc(array), &
+        size(array, kind=c_size_t) * (storage_size(array) / 8), bytes)
+  end function pop_i8_3
+
+end module cairn
