@@ -28,6 +28,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/cairn
 
 # Tools (not exported: they are programs, not link targets) -----------------
 install(TARGETS cairn_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/cairn-plot DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 if(CAIRN_BUILD_BENCH AND TARGET cairn_bench)
   install(TARGETS cairn_bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 endif()
