@@ -38,11 +38,11 @@ Mini reverse-time migration: models one shot over a layered earth, then
 migrates it, keeping the source-wavefield snapshots of the forward pass in a
 Cairn history (async) and/or in one fsynced file per snapshot (sync baseline).
 
-  --nx N               interior cells across (default 900)
-  --nz N               interior cells in depth (default 450)
+  --nx N               interior cells across (default 1100)
+  --nz N               interior cells in depth (default 550)
   --dx M               cell size in metres (default 10)
   --steps N            time steps; 0 = enough for the deepest reflection (default 0)
-  --snapshot-every K   push the source wavefield every K steps (default 3)
+  --snapshot-every K   push the source wavefield every K steps (default 5)
   --host-cache SIZE    Cairn host cache, e.g. 256MiB (default 256MiB)
   --dir DIR            scratch directory for snapshot files
                        (default $TMPDIR/cairn-rtm-<pid>, removed at exit)
@@ -58,10 +58,10 @@ Exit status: 0 ok, 1 Cairn or I/O error, 2 bad option, 3 check failed.
 )";
 
 struct Options {
-  int nx = 900, nz = 450;
+  int nx = 1100, nz = 550;
   double dx = 10.0;
   int steps = 0;
-  int snapshot_every = 3;
+  int snapshot_every = 5;
   uint64_t host_cache = 256ull << 20;
   std::string dir, out = "rtm-out", mode = "both";
   bool check = false, quiet = false;
@@ -208,9 +208,12 @@ int main(int argc, char** argv) {
   // ---- scratch directory ----
   namespace fs = std::filesystem;
   std::error_code ec;
+  fs::create_directories(opt.out, ec);  // fail before the long computation
+  if (ec) return Fail(cairn::Status::Io("create " + opt.out + ": " + ec.message()));
   const bool own_dir = opt.dir.empty();
-  const std::string dir = own_dir ? (fs::temp_directory_path(ec) / ("cairn-rtm-" + std::to_string(::getpid()))).string()
-                                  : opt.dir;
+  const std::string dir =
+      own_dir ? (fs::temp_directory_path(ec) / ("cairn-rtm-" + std::to_string(::getpid()))).string()
+              : opt.dir;
   fs::create_directories(dir, ec);
   if (ec) return Fail(cairn::Status::Io("create " + dir + ": " + ec.message()));
   struct Cleanup {
@@ -273,8 +276,6 @@ int main(int argc, char** argv) {
 
   // ---- images ----
   const std::vector<float>& image = rows.front().image;
-  fs::create_directories(opt.out, ec);
-  if (ec) return Fail(cairn::Status::Io("create " + opt.out + ": " + ec.message()));
   {
     std::vector<float> v(static_cast<size_t>(opt.nx) * opt.nz);
     for (int z = 0; z < opt.nz; ++z)
