@@ -71,22 +71,19 @@ Status Pipeline::Init() {
     helpers = cores > 1 ? static_cast<int>(std::min(cores - 1, 3u)) : 0;
   }
   copier_ = std::make_unique<CopyEngine>(helpers);
-  threads_.emplace_back([this](std::stop_token st) {
-    tracer_.NameThread("cairn checksummer");
-    ChecksumLoop(st);
-  });
-  threads_.emplace_back([this](std::stop_token st) {
-    tracer_.NameThread("cairn flusher (cache -> local)");
-    FlushLoop(st);
-  });
-  threads_.emplace_back([this](std::stop_token st) {
-    tracer_.NameThread("cairn mover (local -> persistent)");
-    MoverLoop(st);
-  });
-  threads_.emplace_back([this](std::stop_token st) {
-    tracer_.NameThread("cairn prefetcher (files -> cache)");
-    PrefetchLoop(st);
-  });
+  using Loop = void (Pipeline::*)(std::stop_token);
+  const std::pair<const char*, Loop> loops[] = {
+      {"cairn checksummer", &Pipeline::ChecksumLoop},
+      {"cairn flusher (cache -> local)", &Pipeline::FlushLoop},
+      {"cairn mover (local -> persistent)", &Pipeline::MoverLoop},
+      {"cairn prefetcher (files -> cache)", &Pipeline::PrefetchLoop},
+  };
+  for (const auto& [name, loop] : loops) {
+    threads_.emplace_back([this, name = name, loop = loop](std::stop_token st) {
+      tracer_.NameThread(name);
+      (this->*loop)(st);
+    });
+  }
   return Status::Ok();
 }
 
