@@ -28,6 +28,7 @@ class HostCache {
   uint32_t chunk_bytes() const { return chunk_bytes_; }
   uint64_t capacity_bytes() const { return uint64_t{chunk_count_} * chunk_bytes_; }
   uint32_t free_count() const { return static_cast<uint32_t>(free_.size()); }
+  uint64_t used_bytes() const { return uint64_t{chunk_count_ - free_count()} * chunk_bytes_; }
 
   // Lowest free chunk, or nullopt when none is free.
   std::optional<uint32_t> Allocate();

@@ -137,9 +137,7 @@ void Pipeline::NotifyAll() {
 
 void Pipeline::TraceCache() {
   if (!tracer_.enabled() || !cache_) return;
-  tracer_.Counter("host cache",
-                  uint64_t{cache_->chunk_count() - cache_->free_count()} * cache_->chunk_bytes(),
-                  dirty_bytes_);
+  tracer_.Counter("host cache", cache_->used_bytes(), dirty_bytes_);
 }
 
 EntryPtr Pipeline::Find(format::EntryKind kind, const std::string& name, int64_t number) const {
@@ -158,21 +156,14 @@ std::optional<uint32_t> Pipeline::TryAcquireChunk() {
 }
 
 int32_t Pipeline::AcquireChunk(Lock& lock) {
-  std::chrono::steady_clock::time_point t0{};
-  bool waited = false;
   for (;;) {
-    if (auto c = TryAcquireChunk()) {
-      if (waited) stats_.capture_blocked_s += SecondsSince(t0);
-      return static_cast<int32_t>(*c);
-    }
+    if (auto c = TryAcquireChunk()) return static_cast<int32_t>(*c);
     // Back-pressure: every chunk holds data not yet flushed (or pinned).
-    if (!waited) {
-      waited = true;
-      t0 = std::chrono::steady_clock::now();
-    }
     const auto w0 = std::chrono::steady_clock::now();
     cv_app_.wait(lock);
-    tracer_.Span("blocked: cache full", "app", w0, std::chrono::steady_clock::now(), 0);
+    const auto w1 = std::chrono::steady_clock::now();
+    stats_.capture_blocked_s += std::chrono::duration<double>(w1 - w0).count();
+    tracer_.Span("blocked: cache full", "app", w0, w1, 0);
   }
 }
 
@@ -406,9 +397,7 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
 Stats Pipeline::GetStats() const {
   std::lock_guard lock(mu_);
   Stats s = stats_;
-  if (cache_) {
-    s.cache_used_bytes = uint64_t{cache_->chunk_count() - cache_->free_count()} * cache_->chunk_bytes();
-  }
+  if (cache_) s.cache_used_bytes = cache_->used_bytes();
   s.cache_dirty_bytes = dirty_bytes_;
   return s;
 }

@@ -115,6 +115,9 @@ class Pipeline {
   EntryPtr Find(format::EntryKind kind, const std::string& name, int64_t number) const;
   void NotifyAll();
   void TraceCache();  // REQUIRES mu_: a cache-occupancy counter sample
+  // REQUIRES mu_: counts a served restore or pop in the stats and the trace.
+  void NoteRead(bool hit, uint64_t bytes, std::chrono::steady_clock::time_point t0, const char* span,
+                const std::string& name, int64_t number);
 
   // Threads (flusher.cpp, mover.cpp, prefetcher.cpp).
   void ChecksumLoop(std::stop_token stop);

@@ -43,11 +43,17 @@ Status MatchRegions(const format::Layout& layout, const std::vector<RestoreTarge
   return Status::Ok();
 }
 
-double Since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 }  // namespace
+
+void Pipeline::NoteRead(bool hit, uint64_t bytes, std::chrono::steady_clock::time_point t0,
+                        const char* span, const std::string& name, int64_t number) {
+  const auto t1 = std::chrono::steady_clock::now();
+  hit ? ++stats_.cache_hits : ++stats_.cache_misses;
+  stats_.restore.bytes += bytes;
+  stats_.restore.ops += 1;
+  stats_.restore.seconds += std::chrono::duration<double>(t1 - t0).count();
+  tracer_.Span(span, "app", t0, t1, bytes, name, number);
+}
 
 // Precondition: e is pinned and fully resident; mu_ is not held.
 Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets) {
@@ -139,14 +145,9 @@ Status Pipeline::Restore(const std::string& name, int64_t version,
     lock.lock();
   }
   if (s.ok()) {
-    hit ? ++stats_.cache_hits : ++stats_.cache_misses;
     uint64_t bytes = 0;
     for (const auto& t : targets) bytes += t.bytes;
-    tracer_.Span(hit ? "restore (cache hit)" : "restore (from file)", "app", t0,
-                 std::chrono::steady_clock::now(), bytes, name, version);
-    stats_.restore.bytes += bytes;
-    stats_.restore.ops += 1;
-    stats_.restore.seconds += Since(t0);
+    NoteRead(hit, bytes, t0, hit ? "restore (cache hit)" : "restore (from file)", name, version);
   }
   return s;
 }
@@ -283,12 +284,7 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
     Unpin(e);
     return s;
   }
-  hit ? ++stats_.cache_hits : ++stats_.cache_misses;
-  stats_.restore.bytes += bytes;
-  stats_.restore.ops += 1;
-  stats_.restore.seconds += Since(t0);
-  tracer_.Span(hit ? "pop (cache hit)" : "pop (from file)", "app", t0, std::chrono::steady_clock::now(),
-               bytes, name, step);
+  NoteRead(hit, bytes, t0, hit ? "pop (cache hit)" : "pop (from file)", name, step);
   if (auto h = histories_.find(name); h != histories_.end()) h->second.steps.erase(step);
   const bool delete_file = e->local_committed;
   Consume(e);
