@@ -41,6 +41,10 @@ struct Options {
   double interval_ms = 20;          // restart: 200 unless given
   ComputeKind compute = ComputeKind::kSleep;
   uint64_t host_cache = 1ull << 30;
+  CacheInit init = CacheInit::kAdaptive;  // --init
+  bool pin = false;                       // --pin
+  bool huge_pages = true;                 // --huge-pages
+  int procs = 1;                          // --procs: processes on the node
   std::optional<uint64_t> block_size;  // unset: Cairn's default
   std::string dir;                  // "" = fresh directory under $TMPDIR or /tmp
   bool run_async = true;
@@ -144,6 +148,11 @@ TrialResult RunAdjointTrial(const Options& options, const std::vector<Step>& pla
                             const std::string& dir, uint8_t* app);
 TrialResult RunRestartTrial(const Options& options, bool async, const std::string& dir,
                             uint8_t* app);
+
+// --procs (procs.cpp): runs options.procs children and merges their reports.
+int RunProcesses(const Options& options, int argc, char** argv);
+// In a child of RunProcesses: blocks until every sibling is ready; no-op otherwise.
+void WaitAtBarrier();
 
 // The median (mean of the middle two for an even count); 0 for an empty vector.
 inline double Median(std::vector<double> v) {

@@ -143,6 +143,7 @@ int Run(const Options& o) {
   }
   run.limits = *limits;
 
+  WaitAtBarrier();  // --procs: start the trials together
   auto trial = [&](bool async) {
     return restart ? RunRestartTrial(o, async, dir, app->get())
                    : RunAdjointTrial(o, *plan, async, dir, app->get());
@@ -199,5 +200,6 @@ int main(int argc, char** argv) {
     std::fputs(UsageText(), stdout);
     return kExitOk;
   }
+  if (parsed->procs > 1) return RunProcesses(*parsed, argc, argv);
   return Run(*parsed);
 }

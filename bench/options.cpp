@@ -76,6 +76,14 @@ Options:
                      buffer in a loop)
   --host-cache S     Cairn host cache (default 1GiB)
   --block-size S     Cairn block size (default: Cairn's)
+  --init STRATEGY    host cache initialization: eager, memset, lazy,
+                     concurrent, sequential or adaptive (the default)
+  --pin on|off       pin the host cache once it is touched (default off;
+                     eager pins at open)
+  --huge-pages on|off  transparent huge pages for the host cache (default on)
+  --procs P          run P copies of the benchmark at once on this node (each
+                     its own process, cache and directory) and report each
+                     and their mean (Fig. 6a); default 1
   --dir DIR          working directory (default: fresh under $TMPDIR or /tmp)
   --mode M           async (Cairn), sync (naive baseline) or both (default)
   --repeat R         measured trials per mode (default 1), interleaved
@@ -135,7 +143,8 @@ Result<Options> ParseOptions(int argc, char** argv) {
 
     static const char* const kWithValue[] = {
         "--count", "--size", "--interval-ms", "--compute", "--host-cache", "--block-size", "--dir",
-        "--mode", "--repeat", "--json", "--sync-fsync", "--limits-size", "--verify"};
+        "--mode", "--repeat", "--json", "--sync-fsync", "--limits-size", "--verify",
+        "--init", "--pin", "--huge-pages", "--procs"};
     bool known = false;
     for (const char* k : kWithValue) known = known || name == k;
     if (!known) return Bad(name, "unknown option (see --help)");
@@ -186,6 +195,19 @@ Result<Options> ParseOptions(int argc, char** argv) {
       if (value == "sample") o.verify_full = false;
       else if (value == "full") o.verify_full = true;
       else return Bad(name, "expected sample or full, got '" + value + "'");
+    } else if (name == "--init") {
+      Result<CacheInit> init = ParseCacheInit(value);
+      if (!init.ok()) return Bad(name, init.status().message());
+      o.init = *init;
+    } else if (name == "--pin" || name == "--huge-pages") {
+      bool& target = name == "--pin" ? o.pin : o.huge_pages;
+      if (value == "on") target = true;
+      else if (value == "off") target = false;
+      else return Bad(name, "expected on or off, got '" + value + "'");
+    } else if (name == "--procs") {
+      CAIRN_ASSIGN_OR_RETURN(uint64_t p, ParseCount(name, value, 1));
+      if (p > 256) return Bad(name, "at most 256");
+      o.procs = static_cast<int>(p);
     } else if (name == "--limits-size") {
       CAIRN_ASSIGN_OR_RETURN(uint64_t b, ParseBytes(name, value));
       if (b < (1u << 20)) return Bad(name, "must be at least 1MiB");

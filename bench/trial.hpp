@@ -81,6 +81,9 @@ inline Config MakeConfig(const Options& o, const std::string& scratch_dir) {
   c.scratch_dir = scratch_dir;
   c.persistent_dir.clear();
   c.host_cache_bytes = o.host_cache;
+  c.init = o.init;
+  c.pin = o.pin;
+  c.huge_pages = o.huge_pages;
   if (o.block_size) c.block_bytes = *o.block_size;
   return c;
 }

@@ -212,6 +212,7 @@ int main(void) {
   snprintf(scratch, sizeof scratch, "%s/scratch", root);
   setenv("CAIRN_SCRATCH", scratch, 1);
   setenv("CAIRN_HOST_CACHE", "16MiB", 1);
+  setenv("CAIRN_HOST_CACHE_INIT", "lazy", 1);
   unsetenv("CAIRN_PERSISTENT");
   unsetenv("CAIRN_KEEP");
 
@@ -274,6 +275,12 @@ int main(void) {
   CHECK(st.cache_capacity_bytes > 0 && st.cache_capacity_bytes <= (16u << 20),
         "cache capacity follows CAIRN_HOST_CACHE=16MiB");
   CHECK(st.cache_used_bytes <= st.cache_capacity_bytes, "cache use within capacity");
+  CHECK(st.init_strategy == CAIRN_INIT_LAZY, "init strategy follows CAIRN_HOST_CACHE_INIT=lazy");
+  CHECK(st.capture_untouched_bytes + st.capture_touched_bytes + st.capture_pinned_bytes ==
+            st.capture_bytes,
+        "captured bytes are booked by memory state");
+  CHECK(st.init_touched_bytes == 0, "lazy touches nothing in the background");
+  CHECK(st.init_pin_failed == 0, "pinning is off by default");
   CHECK(st.failed_flushes == 0, "no failed flushes");
   CHECK_RC(cairn_stats(c, NULL), CAIRN_ERR_INVALID_ARGUMENT);
 

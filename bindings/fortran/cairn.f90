@@ -75,6 +75,10 @@ module cairn
         flushes_skipped, failed_flushes
     real(c_double) :: capture_blocked_seconds
     integer(c_int64_t) :: cache_capacity_bytes, cache_used_bytes, cache_dirty_bytes
+    real(c_double) :: init_fully_touched_seconds, init_pinned_seconds
+    integer(c_int64_t) :: init_touched_bytes, capture_untouched_bytes, capture_touched_bytes, &
+        capture_pinned_bytes, init_mode_switches
+    integer(c_int32_t) :: init_strategy, init_pin_failed
   end type cairn_stats_t
 
   public :: cairn_open, cairn_close, cairn_protect, cairn_protect_ptr, cairn_unprotect

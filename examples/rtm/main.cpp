@@ -47,6 +47,8 @@ Cairn history (async) and/or in one fsynced file per snapshot (sync baseline).
   --dir DIR            scratch directory for snapshot files
                        (default $TMPDIR/cairn-rtm-<pid>, removed at exit)
   --out DIR            where velocity.png and image.png go (default rtm-out)
+  --trace PATH         Cairn's timeline trace of the async run (default
+                       OUT/timeline.json; "" = none); draw it with cairn-plot
   --mode MODE          async (Cairn), sync (baseline) or both (default both)
   --check              verify that the flat reflectors are imaged at their
                        true depths (+-3 cells); exit 3 if not
@@ -64,6 +66,7 @@ struct Options {
   int snapshot_every = 5;
   uint64_t host_cache = 256ull << 20;
   std::string dir, out = "rtm-out", mode = "both";
+  std::optional<std::string> trace;  // unset: OUT/timeline.json
   bool check = false, quiet = false;
   double mig_vscale = 1.0;
 };
@@ -126,6 +129,8 @@ Options Parse(int argc, char** argv) {
     } else if (arg == "--out") {
       o.out = value();
       if (o.out.empty()) BadOption("--out: empty");
+    } else if (arg == "--trace") {
+      o.trace = value();
     } else if (arg == "--mode") {
       o.mode = value();
       if (o.mode != "async" && o.mode != "sync" && o.mode != "both") {
@@ -242,6 +247,7 @@ int main(int argc, char** argv) {
   if (opt.mode == "async" || opt.mode == "both") modes.push_back("async");
   if (opt.mode == "sync" || opt.mode == "both") modes.push_back("sync");
   std::vector<Row> rows;
+  const std::string trace_path = opt.trace ? *opt.trace : (fs::path(opt.out) / "timeline.json").string();
   for (const std::string& mode : modes) {
     say("cairn-rtm: migrating (%s: %lld snapshots of %s)...\n", mode.c_str(),
         static_cast<long long>(nsnap), Gib(snap_bytes).c_str());
@@ -249,7 +255,7 @@ int main(int argc, char** argv) {
     row.mode = mode;
     t = Clock::now();
     if (mode == "async") {
-      auto store = rtm::CairnStore::Open((fs::path(dir) / "cairn").string(), opt.host_cache);
+      auto store = rtm::CairnStore::Open((fs::path(dir) / "cairn").string(), opt.host_cache, trace_path);
       if (!store.ok()) return Fail(store.status());
       if (cairn::Status s = rtm::Migrate(smooth, acq, shot, opt.snapshot_every, **store, row.image, row.t);
           !s.ok()) {
@@ -340,6 +346,9 @@ int main(int argc, char** argv) {
                 rows[0].image == rows[1].image ? "identical in both modes" : "DIFFER between modes");
   }
   std::printf("  output          %s/velocity.png, %s/image.png\n", opt.out.c_str(), opt.out.c_str());
+  if (!trace_path.empty() && opt.mode != "sync") {
+    std::printf("  timeline        %s (pictures: cairn-plot %s)\n", trace_path.c_str(), trace_path.c_str());
+  }
   std::printf("  total wall      %.2f s\n", Since(t_start));
 
   int rc = 0;

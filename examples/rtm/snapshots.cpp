@@ -13,10 +13,12 @@ namespace rtm {
 // ---- Cairn ------------------------------------------------------------------
 
 cairn::Result<std::unique_ptr<CairnStore>> CairnStore::Open(const std::string& scratch_dir,
-                                                            uint64_t host_cache_bytes) {
+                                                            uint64_t host_cache_bytes,
+                                                            const std::string& trace_path) {
   cairn::Config config = cairn::DefaultConfig();
   config.scratch_dir = scratch_dir;
   config.host_cache_bytes = host_cache_bytes;
+  config.trace_path = trace_path;
   CAIRN_RETURN_IF_ERROR(config.Validate());
   std::unique_ptr<CairnStore> store(new CairnStore());
   CAIRN_ASSIGN_OR_RETURN(store->client_, cairn::Client::Open(config));

@@ -29,9 +29,11 @@ class SnapshotStore {
 class CairnStore final : public SnapshotStore {
  public:
   // Opens a client with its scratch directory under `scratch_dir` and a host
-  // cache of `host_cache_bytes`, and the history "rtm".
+  // cache of `host_cache_bytes`, and the history "rtm". A non-empty
+  // `trace_path` records Cairn's timeline there (written at Close).
   static cairn::Result<std::unique_ptr<CairnStore>> Open(const std::string& scratch_dir,
-                                                         uint64_t host_cache_bytes);
+                                                         uint64_t host_cache_bytes,
+                                                         const std::string& trace_path);
   ~CairnStore() override;
   const char* name() const override { return "async"; }
   cairn::Status Push(int64_t step, const void* data, size_t bytes) override;

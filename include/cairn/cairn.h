@@ -110,7 +110,23 @@ typedef struct {
       failed_flushes;
   double capture_blocked_seconds;
   uint64_t cache_capacity_bytes, cache_used_bytes, cache_dirty_bytes;
+  /* Fast initialization (cairn::InitStats): seconds since open, < 0 = not yet. */
+  double init_fully_touched_seconds, init_pinned_seconds;
+  uint64_t init_touched_bytes, capture_untouched_bytes, capture_touched_bytes,
+      capture_pinned_bytes, init_mode_switches;
+  int32_t init_strategy;   /* a cairn_cache_init_t */
+  int32_t init_pin_failed; /* 1 if pinning was on and failed (reason on stderr) */
 } cairn_stats_t;
+
+/* host_cache.init strategies (cairn::CacheInit; docs/config.md). */
+typedef enum {
+  CAIRN_INIT_EAGER = 0,
+  CAIRN_INIT_MEMSET = 1,
+  CAIRN_INIT_LAZY = 2,
+  CAIRN_INIT_CONCURRENT = 3,
+  CAIRN_INIT_SEQUENTIAL = 4,
+  CAIRN_INIT_ADAPTIVE = 5
+} cairn_cache_init_t;
 
 /* cairn_stats - snapshot of the client's statistics. */
 int cairn_stats(cairn_client_t *c, cairn_stats_t *out);

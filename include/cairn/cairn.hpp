@@ -35,6 +35,25 @@ struct TierStats {
   double gbps() const { return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0; }
 };
 
+// How the host cache was prepared (host_cache.init; docs/design.md, "Fast
+// initialization"). Times are seconds since Client::Open began; < 0 = not yet.
+struct InitStats {
+  CacheInit strategy = CacheInit::kAdaptive;
+  double open_s = 0;           // time Open spent preparing the cache
+  double fully_touched_s = -1; // every chunk touched (by the initializer or writers)
+  double pinned_s = -1;        // the cache was pinned (host_cache.pin)
+  double pin_wait_s = 0;       // time spent waiting for the node's pin lock
+  double pin_call_s = 0;       // duration of the pin call itself
+  std::string pin_error;       // why pinning failed ("" = it did not, or is off)
+  uint64_t touched_bytes = 0;  // touched (or memset) by the initializer thread
+  uint64_t touch_slices = 0;   // slices it touched
+  uint64_t capture_untouched_bytes = 0;  // captured into untouched memory
+  uint64_t capture_touched_bytes = 0;    // ... touched, not pinned
+  uint64_t capture_pinned_bytes = 0;     // ... pinned
+  uint64_t mode_switches = 0;  // adaptive: concurrent <-> sequential changes
+  bool concurrent_now = false; // adaptive: the mode in use
+};
+
 struct Stats {
   TierStats capture;           // application memory -> host cache (app thread)
   TierStats flush_local;       // host cache -> local directory
@@ -51,6 +70,7 @@ struct Stats {
   uint64_t cache_used_bytes = 0;   // currently holding data (dirty + clean)
   uint64_t cache_dirty_bytes = 0;  // not yet in the local directory
   uint64_t failed_flushes = 0;
+  InitStats init;
 };
 
 class History;

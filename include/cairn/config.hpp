@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "cairn/status.hpp"
 
@@ -14,7 +15,22 @@ namespace cairn {
 
 namespace os {
 class FileSystem;
-}
+class MemoryPinner;
+}  // namespace os
+
+// How the host cache's memory is prepared (docs/design.md, "Fast
+// initialization"). Numeric values match cairn_cache_init_t.
+enum class CacheInit : int {
+  kEager = 0,       // populate (and pin) everything at open: the baseline
+  kMemset = 1,      // a background thread memsets the cache from the start
+  kLazy = 2,        // nothing: pages fault in on first write
+  kConcurrent = 3,  // touch one byte per page ahead of the captures, always
+  kSequential = 4,  // touch only while no capture or flush moves memory
+  kAdaptive = 5,    // a model picks concurrent or sequential, online
+};
+const char* CacheInitName(CacheInit init);  // "eager", ...
+// "eager", "memset", "lazy", "concurrent", "sequential", "adaptive".
+Result<CacheInit> ParseCacheInit(std::string_view text);
 
 struct Config {
   // [storage]
@@ -31,6 +47,15 @@ struct Config {
   // Helper threads lent to the application's blocking copies (capture,
   // restore from the cache); -1 = auto: min(cores - 1, 3). CAIRN_COPY_THREADS
   int copy_threads = -1;
+  CacheInit init = CacheInit::kAdaptive;  // host_cache.init; CAIRN_HOST_CACHE_INIT
+  bool huge_pages = true;  // madvise(MADV_HUGEPAGE) on the cache; CAIRN_HUGE_PAGES
+  // Pin the cache (mlock; the GPU backend registers it with the driver) once
+  // it is fully touched. A failed pin is reported once (Stats::init) and the
+  // cache keeps working unpinned. CAIRN_PIN
+  bool pin = false;
+  // Processes of a node pin one at a time (a node-wide lock file).
+  bool pin_serialize = true;
+  std::string pin_lock_path;  // "" = /dev/shm/cairn-pin-<uid>.lock
 
   // [retention]
   int keep_versions = 2;  // committed versions kept per name and tier; CAIRN_KEEP
@@ -45,6 +70,8 @@ struct Config {
   // Not a config key: the OS layer to use (tests inject faults through it).
   // nullptr selects os::FileSystem::Default(). Not owned.
   os::FileSystem* fs = nullptr;
+  // Not a config key: how the cache is pinned. nullptr = mlock. Not owned.
+  os::MemoryPinner* pinner = nullptr;
 
   // Checks invariants (sizes, directories non-empty, ...). Returns kConfig
   // naming the offending key.

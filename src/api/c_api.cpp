@@ -198,6 +198,15 @@ int cairn_stats(cairn_client_t* c, cairn_stats_t* out) {
         .cache_capacity_bytes = s.cache_capacity_bytes,
         .cache_used_bytes = s.cache_used_bytes,
         .cache_dirty_bytes = s.cache_dirty_bytes,
+        .init_fully_touched_seconds = s.init.fully_touched_s,
+        .init_pinned_seconds = s.init.pinned_s,
+        .init_touched_bytes = s.init.touched_bytes,
+        .capture_untouched_bytes = s.init.capture_untouched_bytes,
+        .capture_touched_bytes = s.init.capture_touched_bytes,
+        .capture_pinned_bytes = s.init.capture_pinned_bytes,
+        .init_mode_switches = s.init.mode_switches,
+        .init_strategy = static_cast<int32_t>(s.init.strategy),
+        .init_pin_failed = s.init.pin_error.empty() ? 0 : 1,
     };
     return CAIRN_OK;
   });

@@ -236,6 +236,14 @@ std::string ReadSize(const toml::node& n, uint64_t* out) {
   return "";
 }
 
+std::string ReadInit(const toml::node& n, CacheInit* out) {
+  if (!n.is_string()) return Expect("a string (eager, memset, lazy, concurrent, sequential, adaptive)", n);
+  auto r = ParseCacheInit(n.as_string()->get());
+  if (!r.ok()) return ": " + r.status().message();
+  *out = r.value();
+  return "";
+}
+
 std::string ReadMode(const toml::node& n, uint32_t* out) {
   if (n.is_integer()) {
     const auto& v = *n.as_integer();
@@ -268,6 +276,14 @@ const std::vector<KeySpec>& Schema() {
        [](const toml::node& n, Config* c) { return ReadSize(n, &c->block_bytes); }},
       {"host_cache", "copy_threads",
        [](const toml::node& n, Config* c) { return ReadInt(n, -1, &c->copy_threads); }},
+      {"host_cache", "init", [](const toml::node& n, Config* c) { return ReadInit(n, &c->init); }},
+      {"host_cache", "huge_pages",
+       [](const toml::node& n, Config* c) { return ReadBool(n, &c->huge_pages); }},
+      {"host_cache", "pin", [](const toml::node& n, Config* c) { return ReadBool(n, &c->pin); }},
+      {"host_cache", "pin_serialize",
+       [](const toml::node& n, Config* c) { return ReadBool(n, &c->pin_serialize); }},
+      {"host_cache", "pin_lock",
+       [](const toml::node& n, Config* c) { return ReadString(n, &c->pin_lock_path); }},
       {"retention", "keep_versions",
        [](const toml::node& n, Config* c) { return ReadInt(n, 1, &c->keep_versions); }},
       {"history", "prefetch_depth",
@@ -400,13 +416,19 @@ Status ApplyEnvironment(Config* c) {
     const char* name;
     bool* field;
   };
-  for (const BoolVar& s : {BoolVar{"CAIRN_DIRECT_IO", &c->direct_io}, BoolVar{"CAIRN_FSYNC", &c->fsync}}) {
+  for (const BoolVar& s : {BoolVar{"CAIRN_DIRECT_IO", &c->direct_io}, BoolVar{"CAIRN_FSYNC", &c->fsync},
+                           BoolVar{"CAIRN_HUGE_PAGES", &c->huge_pages}, BoolVar{"CAIRN_PIN", &c->pin}}) {
     if (const char* v = get(s.name)) {
       if (!ParseBool(v, s.field)) {
         return Status::Config(std::string(s.name) + "='" + v +
                               "' is not a boolean (use 1, 0, true, false, yes, no, on, off)");
       }
     }
+  }
+  if (const char* v = get("CAIRN_HOST_CACHE_INIT")) {
+    auto r = ParseCacheInit(v);
+    if (!r.ok()) return Status::Config("CAIRN_HOST_CACHE_INIT: " + r.status().message());
+    c->init = r.value();
   }
   if (const char* v = get("CAIRN_FILE_MODE")) {
     auto r = ParseMode(v);

@@ -18,6 +18,7 @@ constexpr const char* kVars[] = {"CAIRN_SCRATCH", "CAIRN_PERSISTENT",   "CAIRN_H
                                  "CAIRN_BLOCK_SIZE", "CAIRN_KEEP",       "CAIRN_DIRECT_IO",
                                  "CAIRN_FSYNC",   "CAIRN_FILE_MODE",     "CAIRN_PREFETCH_DEPTH",
                                  "CAIRN_CONFIG",  "CAIRN_TRACE",         "CAIRN_COPY_THREADS",
+                                 "CAIRN_HOST_CACHE_INIT", "CAIRN_HUGE_PAGES", "CAIRN_PIN",
                                  "TMPDIR"};
 
 // Clears every variable the loader reads and restores them afterwards, so
@@ -241,7 +242,7 @@ TEST_F(ConfigTest, BadEnvironmentValuesNameTheVariable) {
       {"CAIRN_SCRATCH", ""},          {"CAIRN_HOST_CACHE", "big"},   {"CAIRN_BLOCK_SIZE", "-4MiB"},
       {"CAIRN_KEEP", "0"},            {"CAIRN_KEEP", "two"},         {"CAIRN_DIRECT_IO", "maybe"},
       {"CAIRN_FSYNC", "2"},           {"CAIRN_FILE_MODE", "rw-"},    {"CAIRN_PREFETCH_DEPTH", "-1"},
-      {"CAIRN_PREFETCH_DEPTH", "1x"},
+      {"CAIRN_PREFETCH_DEPTH", "1x"}, {"CAIRN_HOST_CACHE_INIT", "fast"}, {"CAIRN_PIN", "sometimes"},
   };
   for (const auto& [name, value] : cases) {
     ::setenv(name, value, 1);
@@ -307,6 +308,38 @@ TEST_F(ConfigTest, TraceAndCopyThreads) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("CAIRN_COPY_THREADS"), std::string::npos)
       << bad.status().message();
+}
+
+TEST_F(ConfigTest, CacheInitKeys) {
+  const Config d = DefaultConfig();
+  EXPECT_EQ(d.init, CacheInit::kAdaptive);
+  EXPECT_TRUE(d.huge_pages);
+  EXPECT_FALSE(d.pin);
+  EXPECT_TRUE(d.pin_serialize);
+  auto r = Parse(
+      "[host_cache]\ninit = \"sequential\"\nhuge_pages = false\npin = true\n"
+      "pin_serialize = false\npin_lock = \"/dev/shm/x.lock\"\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->init, CacheInit::kSequential);
+  EXPECT_FALSE(r->huge_pages);
+  EXPECT_TRUE(r->pin);
+  EXPECT_FALSE(r->pin_serialize);
+  EXPECT_EQ(r->pin_lock_path, "/dev/shm/x.lock");
+  for (const char* name : {"eager", "memset", "lazy", "concurrent", "sequential", "adaptive"}) {
+    auto p = ParseCacheInit(name);
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_STREQ(CacheInitName(*p), name);
+  }
+  const std::string bad = ErrorOf("[host_cache]\ninit = \"quick\"\n");
+  EXPECT_CONTAINS(bad, "host_cache.init");
+  EXPECT_CONTAINS(bad, "'quick' is not a cache init strategy");
+  EXPECT_CONTAINS(ErrorOf("[host_cache]\ninit = 3\n"), "must be a string");
+  ::setenv("CAIRN_HOST_CACHE_INIT", "eager", 1);
+  ::setenv("CAIRN_PIN", "on", 1);
+  auto e = Parse("[host_cache]\ninit = \"lazy\"\n", true);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->init, CacheInit::kEager);
+  EXPECT_TRUE(e->pin);
 }
 
 TEST_F(ConfigTest, ValidateNamesTheKey) {

@@ -1,10 +1,12 @@
-// Size strings of the configuration: ParseSize("512MiB") and FormatSize.
+// Value strings of the configuration: ParseSize("512MiB"), FormatSize, and the
+// names of the cache init strategies.
 // Exact integer arithmetic throughout (no doubles while parsing), so that
 // "1.5GiB" is exactly 1610612736 and "0.1KiB" is rejected rather than rounded.
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "cairn/config.hpp"
 
@@ -132,6 +134,34 @@ std::string FormatSize(uint64_t bytes) {
     if (s.back() == '.') s.pop_back();
   }
   return s + " " + kNames[u];
+}
+
+}  // namespace cairn
+
+namespace cairn {
+
+namespace {
+constexpr std::pair<CacheInit, const char*> kInitNames[] = {
+    {CacheInit::kEager, "eager"},           {CacheInit::kMemset, "memset"},
+    {CacheInit::kLazy, "lazy"},             {CacheInit::kConcurrent, "concurrent"},
+    {CacheInit::kSequential, "sequential"}, {CacheInit::kAdaptive, "adaptive"},
+};
+}  // namespace
+
+const char* CacheInitName(CacheInit init) {
+  for (const auto& [value, name] : kInitNames) {
+    if (value == init) return name;
+  }
+  return "unknown";
+}
+
+Result<CacheInit> ParseCacheInit(std::string_view text) {
+  for (const auto& [value, name] : kInitNames) {
+    if (text == name) return value;
+  }
+  return Status::Config("'" + std::string(text) +
+                        "' is not a cache init strategy (eager, memset, lazy, concurrent, "
+                        "sequential, adaptive)");
 }
 
 }  // namespace cairn

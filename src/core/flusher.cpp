@@ -120,9 +120,11 @@ void Pipeline::FlushEntry(Lock& lock, const EntryPtr& e) {
     }
     ++e->pins;
     const uint8_t* data = cache_->data(static_cast<uint32_t>(bs.chunk));
+    UseBandwidth(+1, /*capture=*/false);
     lock.unlock();
     s = timed([&] { return writer->WriteBlock(b, data, bs.crc); });
     lock.lock();
+    UseBandwidth(-1, /*capture=*/false);
     if (s.ok()) {
       // Before Unpin: if a pop consumed the entry meanwhile, the last Unpin
       // releases the chunks and must see this block as written (not dirty).

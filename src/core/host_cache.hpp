@@ -1,18 +1,29 @@
-// The host cache: one anonymous mapping allocated at open, cut into equal
+// The host cache: one anonymous mapping reserved at open, cut into equal
 // chunks of block_bytes (one chunk holds one file block). It never grows.
 //
-// Chunks are handed out lowest address first: memory that was touched before
-// is reused before fresh memory (on this kind of VM the first write to fresh
-// RAM costs ~1.5 s/GiB), and the fast-init work can touch ahead of the lowest
-// free chunk.
+// Fast initialization (docs/design.md): the mapping is not populated at open
+// (except for the eager strategy). Each chunk is either *touched* (its pages
+// are backed by RAM, so writes run at memcpy speed) or *untouched* (the first
+// write faults every page in: several times slower). Chunks become touched
+// when the cache initializer touches them in the background, or when a writer
+// is given one (its write touches it).
 //
-// Not thread-safe: the Pipeline calls it under its mutex.
+// Allocation order: the lowest free touched chunk, else the lowest free
+// untouched one. A capture never waits for touching: it takes untouched
+// memory when no touched chunk is free. The initializer touches the lowest
+// free untouched chunk, so touched memory builds up right where the next
+// allocations go.
+//
+// Not thread-safe: the Pipeline calls it under its mutex. Touching runs
+// outside that mutex on a chunk *claimed* for it (off the free lists), so no
+// writer can be given a chunk while it is being touched.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "cairn/status.hpp"
 #include "os/memory.hpp"
@@ -22,26 +33,65 @@ namespace cairn::core {
 class HostCache {
  public:
   // capacity_bytes is rounded down to a whole number of chunks (>= 2).
-  static Result<HostCache> Create(uint64_t capacity_bytes, uint32_t chunk_bytes, bool populate);
+  // populate: every page is faulted in now and every chunk starts touched.
+  static Result<HostCache> Create(uint64_t capacity_bytes, uint32_t chunk_bytes,
+                                  const os::MapOptions& options);
 
   uint32_t chunk_count() const { return chunk_count_; }
   uint32_t chunk_bytes() const { return chunk_bytes_; }
   uint64_t capacity_bytes() const { return uint64_t{chunk_count_} * chunk_bytes_; }
-  uint32_t free_count() const { return static_cast<uint32_t>(free_.size()); }
-  uint64_t used_bytes() const { return uint64_t{chunk_count_ - free_count()} * chunk_bytes_; }
+  uint32_t free_count() const {
+    return static_cast<uint32_t>(free_touched_.size() + free_untouched_.size());
+  }
+  uint64_t used_bytes() const {
+    return uint64_t{chunk_count_ - free_count() - (claimed_ ? 1u : 0u)} * chunk_bytes_;
+  }
 
-  // Lowest free chunk, or nullopt when none is free.
-  std::optional<uint32_t> Allocate();
+  // A free chunk (touched first, lowest address first), or nullopt. The
+  // caller is about to write its first `write_bytes` bytes (default: all), so
+  // those pages count as touched from now on; a shorter write leaves the
+  // chunk partly touched, to be finished by the initializer.
+  // `was_touched` (optional) tells whether the chunk was fully touched before.
+  std::optional<uint32_t> Allocate(bool* was_touched = nullptr, uint32_t write_bytes = UINT32_MAX);
   // Precondition: chunk was allocated and not yet freed.
   void Free(uint32_t chunk);
 
+  // Touch bookkeeping (the initializer) ---------------------------------------
+  bool fully_touched() const { return touched_count_ == chunk_count_; }
+  // Every chunk has been given to a writer at least once (lazy pins then).
+  bool all_visited() const { return visited_count_ == chunk_count_; }
+  uint32_t touched_count() const { return touched_count_; }
+  uint32_t free_touched_count() const { return static_cast<uint32_t>(free_touched_.size()); }
+  // Takes the lowest free untouched (or partly touched) chunk off the free
+  // lists for touching.
+  // At most one claim at a time. nullopt when none is free.
+  std::optional<uint32_t> ClaimForTouch();
+  // Bytes of the claimed chunk already touched (a paused touch resumes there).
+  uint32_t touch_progress(uint32_t chunk) const { return progress_[chunk]; }
+  // Ends the claim: `progress` bytes from the chunk's start are now touched.
+  // A fully touched chunk goes to the touched free list.
+  void ReleaseClaim(uint32_t chunk, uint32_t progress);
+  // Marks every chunk touched (after the eager strategy populated the mapping).
+  void MarkAllTouched();
+
   uint8_t* data(uint32_t chunk) const { return mapping_.data() + uint64_t{chunk} * chunk_bytes_; }
+  uint8_t* base() const { return mapping_.data(); }
+  size_t mapped_bytes() const { return mapping_.size(); }
 
  private:
+  void MarkTouched(uint32_t chunk);
+  void AddProgress(uint32_t chunk, uint32_t bytes);
+
   os::Mapping mapping_;
   uint32_t chunk_bytes_ = 0;
   uint32_t chunk_count_ = 0;
-  std::set<uint32_t> free_;
+  std::set<uint32_t> free_touched_;
+  std::set<uint32_t> free_untouched_;
+  std::vector<uint32_t> progress_;  // touched bytes from each chunk's start
+  uint32_t touched_count_ = 0;      // chunks with progress_ == chunk_bytes_
+  std::vector<bool> visited_;       // given to a writer at least once
+  uint32_t visited_count_ = 0;
+  std::optional<uint32_t> claimed_;
 };
 
 }  // namespace cairn::core

@@ -8,6 +8,7 @@
 #include "core/memory_copy.hpp"
 #include "format/naming.hpp"
 #include "os/fs.hpp"
+#include "os/memory.hpp"
 
 namespace cairn::core {
 
@@ -36,7 +37,8 @@ Pipeline::Pipeline(const Config& config)
       fs_(config.fs ? config.fs : os::FileSystem::Default()),
       local_(Level::kLocal, config.scratch_dir, fs_, CheckpointWriterOptions(config)),
       history_(Level::kLocal, config.scratch_dir, fs_, HistoryWriterOptions(config)),
-      tracer_(config.trace_path, fs_) {
+      tracer_(config.trace_path, fs_),
+      pinner_(config.pinner ? config.pinner : os::MemoryPinner::Mlock()) {
   if (!config.persistent_dir.empty()) {
     persistent_.emplace(Level::kPersistent, config.persistent_dir, fs_, CheckpointWriterOptions(config));
   }
@@ -55,16 +57,7 @@ Status Pipeline::Init() {
     CAIRN_RETURN_IF_ERROR(
         fs_->CreateDirs(config_.persistent_dir, 0700).WithContext("storage.persistent"));
   }
-  // Populated up front: writes into fresh pages cost several times a memcpy.
-  // (Background touching and delayed pinning are the fast-init strategies.)
-  auto cache = HostCache::Create(config_.host_cache_bytes, static_cast<uint32_t>(config_.block_bytes),
-                                 /*populate=*/true);
-  if (!cache.ok()) return cache.status().WithContext("host cache");
-  {
-    std::lock_guard lock(mu_);
-    cache_.emplace(std::move(cache).value());
-    stats_.cache_capacity_bytes = cache_->capacity_bytes();
-  }
+  CAIRN_RETURN_IF_ERROR(PrepareCache());
   int helpers = config_.copy_threads;
   if (helpers < 0) {
     unsigned cores = std::thread::hardware_concurrency();
@@ -77,6 +70,7 @@ Status Pipeline::Init() {
       {"cairn flusher (cache -> local)", &Pipeline::FlushLoop},
       {"cairn mover (local -> persistent)", &Pipeline::MoverLoop},
       {"cairn prefetcher (files -> cache)", &Pipeline::PrefetchLoop},
+      {"cairn initializer (touch, pin)", &Pipeline::InitLoop},
   };
   for (const auto& [name, loop] : loops) {
     threads_.emplace_back([this, name = name, loop = loop](std::stop_token st) {
@@ -121,6 +115,8 @@ Status Pipeline::Shutdown() {
     std::lock_guard lock(mu_);
     catalog_.clear();
     clean_.clear();
+    if (pinned_) pinner_->Unpin(cache_->base(), cache_->mapped_bytes());
+    pinned_ = false;
     cache_.reset();
   }
   Status trace = tracer_.Write();
@@ -148,16 +144,19 @@ EntryPtr Pipeline::Find(format::EntryKind kind, const std::string& name, int64_t
 // ---------------------------------------------------------------------------
 // Chunks
 
-std::optional<uint32_t> Pipeline::TryAcquireChunk() {
+std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* was_touched) {
   for (;;) {
-    if (auto c = cache_->Allocate()) return c;
+    if (auto c = cache_->Allocate(was_touched, write_bytes)) {
+      NoteTouchProgress();  // the writer touches it: the cache may be fully touched now
+      return c;
+    }
     if (!EvictOne(UINT64_MAX)) return std::nullopt;
   }
 }
 
-int32_t Pipeline::AcquireChunk(Lock& lock) {
+int32_t Pipeline::AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touched) {
   for (;;) {
-    if (auto c = TryAcquireChunk()) return static_cast<int32_t>(*c);
+    if (auto c = TryAcquireChunk(write_bytes, was_touched)) return static_cast<int32_t>(*c);
     // Back-pressure: every chunk holds data not yet flushed (or pinned).
     const auto w0 = std::chrono::steady_clock::now();
     cv_app_.wait(lock);
@@ -258,8 +257,9 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
                                  ": only host memory is supported in this build");
     }
   }
-  auto t0 = std::chrono::steady_clock::now();
   std::lock_guard capture_lock(capture_mu_);
+  const auto t0 = std::chrono::steady_clock::now();
+  double interval_s = -1;
   EntryPtr e = std::make_shared<Entry>();
   {
     Lock lock(mu_);
@@ -284,6 +284,9 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
     if (kind == format::EntryKind::kHistoryStep) histories_[name].steps.insert(number);
     flush_queue_.push_back(e);
     cv_flush_.notify_one();
+    // The compute interval that ended now feeds the adaptive touch model.
+    interval_s = last_capture_end_ ? std::chrono::duration<double>(t0 - *last_capture_end_).count() : -1;
+    UseBandwidth(+1, /*capture=*/true);
   }
 
   double blocked_before = 0;
@@ -300,19 +303,25 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   for (uint32_t b = 0; b < nblocks;) {
     const uint32_t first = b;
     batch.clear();
+    uint32_t into_touched = 0;
+    bool touching = false;
     {
       Lock lock(mu_);
       do {
         int32_t chunk;
+        bool was_touched = false;
+        const uint32_t write_bytes = static_cast<uint32_t>(format::AlignUp(e->layout.blocks[b].length));
         if (b == first) {
-          chunk = AcquireChunk(lock);
-        } else if (auto c = TryAcquireChunk()) {
+          chunk = AcquireChunk(lock, write_bytes, &was_touched);
+        } else if (auto c = TryAcquireChunk(write_bytes, &was_touched)) {
           chunk = static_cast<int32_t>(*c);
         } else {
           break;
         }
         e->blocks[b].chunk = chunk;
         const auto& blk = e->layout.blocks[b];
+        NoteCaptureChunk(was_touched, blk.length);
+        into_touched += was_touched ? 1 : 0;
         const auto& region = e->layout.regions[blk.region];
         batch.push_back({.dst = cache_->data(static_cast<uint32_t>(chunk)),
                          .src = static_cast<const uint8_t*>(sources[blk.region].data) +
@@ -321,7 +330,11 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
         ++b;
       } while (b < nblocks && b - first < kMaxBatch);
     }
+    touching = touching_.load(std::memory_order_relaxed);
+    const auto c0 = std::chrono::steady_clock::now();
     CopyIn(MemoryKind::kHost, *copier_, batch);
+    const double copy_s = SecondsSince(c0);
+    touching = touching || touching_.load(std::memory_order_relaxed);
     // Direct I/O writes whole 4 KiB pages: zero the tails so no stale bytes of
     // an older entry reach the file.
     for (const auto& seg : batch) {
@@ -329,6 +342,11 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
       if (padded > seg.bytes) std::memset(static_cast<uint8_t*>(seg.dst) + seg.bytes, 0, padded - seg.bytes);
     }
     std::lock_guard lock(mu_);
+    if (into_touched == 0 || into_touched == batch.size()) {  // mixed batches tell nothing
+      uint64_t bytes = 0;
+      for (const auto& seg : batch) bytes += seg.bytes;
+      touch_model_.OnCaptureCopy(bytes, copy_s, into_touched > 0, touching);
+    }
     for (uint32_t k = first; k < b; ++k) {
       BlockState& bs = e->blocks[k];
       bs.sealed = true;
@@ -346,6 +364,9 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   std::lock_guard lock(mu_);
   e->capture_done = true;
   double elapsed = SecondsSince(t0);
+  touch_model_.OnCapture(e->layout.payload_bytes, elapsed, interval_s);
+  last_capture_end_ = std::chrono::steady_clock::now();
+  UseBandwidth(-1, /*capture=*/true);
   stats_.capture.bytes += e->layout.payload_bytes;
   stats_.capture.ops += 1;
   // Copy time only: back-pressure waits are reported as capture_blocked_s.

@@ -15,6 +15,8 @@
 //                consumed/retired files, applies retention
 //   prefetcher   reads history steps back into free chunks ahead of the pops,
 //                highest step first (reverse order is the adjoint pattern)
+//   initializer  touches the host cache ahead of the captures, then pins it
+//                (host_cache.init and .pin; initializer.cpp)
 //
 // Locking: one mutex (mu_) guards every piece of state below. It is never held
 // across memcpy, file I/O or checksums; those run on pinned entries. Captures
@@ -23,6 +25,8 @@
 // waiting for chunks is the one being captured.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -41,6 +45,7 @@
 #include "core/copy_engine.hpp"
 #include "core/entry.hpp"
 #include "core/host_cache.hpp"
+#include "core/touch_model.hpp"
 #include "core/trace.hpp"
 #include "tiers/file_tier.hpp"
 #include "util/thread_annotations.hpp"
@@ -103,8 +108,10 @@ class Pipeline {
   Status Init();
 
   // Chunks (pipeline.cpp). All REQUIRE mu_.
-  int32_t AcquireChunk(Lock& lock);  // blocks for space; never fails
-  std::optional<uint32_t> TryAcquireChunk();  // free or evictable, no waiting
+  // The caller writes the chunk's first write_bytes bytes. was_touched
+  // (optional): whether the chunk's memory was fully touched before.
+  int32_t AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touched = nullptr);  // blocks for space
+  std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr);  // no waiting
   bool EvictOne(uint64_t below_seq);
   void MarkClean(Entry& e, uint32_t block);
   void DropBlock(Entry& e, uint32_t block);  // frees its chunk, if any
@@ -128,6 +135,23 @@ class Pipeline {
   void ApplyRetention(const std::string& name);
   void RemoveNameDirIfUnused(const std::string& name);
   void PrefetchLoop(std::stop_token stop);
+  // Fast initialization (initializer.cpp).
+  Status PrepareCache();  // maps the cache; eager: populates and pins it
+  void InitLoop(std::stop_token stop);
+  // REQUIRES mu_. Touches (part of) one claimed chunk with the lock dropped;
+  // false when nothing is left to touch.
+  bool TouchNextChunk(Lock& lock, std::stop_token stop);
+  void PinCache(Lock& lock, std::stop_token stop);  // REQUIRES mu_
+  void RecordPinResult(const Status& s);            // REQUIRES mu_
+  void NoteTouchProgress();                         // REQUIRES mu_
+  TouchModel::Mode TouchMode();                     // REQUIRES mu_
+  // REQUIRES mu_. A capture (capture = true), flush write or prefetch read
+  // starts (+1) or ends (-1) moving memory; sequential touching pauses.
+  void UseBandwidth(int delta, bool capture);
+  // Whether touching in `mode` must pause now (reads the atomic mirrors).
+  bool MustPauseTouching(TouchModel::Mode mode) const;
+  // REQUIRES mu_: books a captured block's bytes by the state of its chunk.
+  void NoteCaptureChunk(bool was_touched, uint64_t bytes);
   EntryPtr FindPrefetchTarget();
   void EnqueueMover(std::function<void()> task);
 
@@ -152,6 +176,7 @@ class Pipeline {
   std::condition_variable_any cv_flush_;     // entries queued, checksums ready
   std::condition_variable_any cv_mover_;     // mover tasks queued
   std::condition_variable_any cv_prefetch_;  // pops, frees, commits
+  std::condition_variable_any cv_init_;      // memory went idle, cache fully touched
 
   std::optional<HostCache> cache_ CAIRN_GUARDED_BY(mu_);
   std::map<Key, EntryPtr> catalog_ CAIRN_GUARDED_BY(mu_);
@@ -170,6 +195,19 @@ class Pipeline {
   bool shut_down_ CAIRN_GUARDED_BY(mu_) = false;
   Status unreported_error_ CAIRN_GUARDED_BY(mu_);
   Stats stats_ CAIRN_GUARDED_BY(mu_);
+
+  // Fast initialization state.
+  const std::chrono::steady_clock::time_point opened_at_ = std::chrono::steady_clock::now();
+  os::MemoryPinner* const pinner_;
+  bool pinned_ CAIRN_GUARDED_BY(mu_) = false;
+  TouchModel touch_model_ CAIRN_GUARDED_BY(mu_);
+  TouchModel::Mode touch_mode_ CAIRN_GUARDED_BY(mu_) = TouchModel::Mode::kConcurrent;
+  // Memory movers now: captures, and flush writes + prefetch reads. Written
+  // under mu_, read by the touch loop without it.
+  std::atomic<int> captures_now_{0};
+  std::atomic<int> background_io_now_{0};
+  std::atomic<bool> touching_{false};  // the initializer is touching right now
+  std::optional<std::chrono::steady_clock::time_point> last_capture_end_ CAIRN_GUARDED_BY(mu_);
 
   // Helpers for the application's blocking copies (its own threads).
   std::unique_ptr<CopyEngine> copier_;

@@ -55,12 +55,15 @@ void Pipeline::PrefetchLoop(std::stop_token stop) {
     std::vector<uint8_t*> dst(e->blocks.size(), nullptr);
     for (uint32_t b = 0; b < e->blocks.size(); ++b) {
       if (e->blocks[b].chunk >= 0 && e->blocks[b].sealed) continue;
-      auto chunk = cache_->Allocate();
-      while (!chunk && EvictOne(e->seq)) chunk = cache_->Allocate();
+      const uint32_t write_bytes = e->layout.blocks[b].length;
+      auto chunk = cache_->Allocate(nullptr, write_bytes);
+      while (!chunk && EvictOne(e->seq)) chunk = cache_->Allocate(nullptr, write_bytes);
       // FindPrefetchTarget counted the room under this same lock.
       e->blocks[b].chunk = static_cast<int32_t>(*chunk);
       dst[b] = cache_->data(*chunk);
     }
+    NoteTouchProgress();
+    UseBandwidth(+1, /*capture=*/false);
     lock.unlock();
     Status s;
     auto reader = format::FileReader::Open(fs_, history_.EntryPath(e->name, e->kind, e->number));
@@ -69,6 +72,7 @@ void Pipeline::PrefetchLoop(std::stop_token stop) {
       if (dst[b]) s = (*reader)->ReadBlock(b, dst[b], /*verify=*/true);
     }
     lock.lock();
+    UseBandwidth(-1, /*capture=*/false);
     e->prefetching = false;
     if (s.ok()) {
       for (uint32_t b = 0; b < e->blocks.size(); ++b) {

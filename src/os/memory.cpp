@@ -120,10 +120,20 @@ Result<Mapping> Mapping::Create(size_t bytes, const MapOptions& options) {
 Status Mapping::Lock() {
   if (data_ == nullptr) return Status::State("mlock: no mapping");
   if (locked_) return Status::Ok();
-  if (::mlock(data_, size_) == 0) {
-    locked_ = true;
-    return Status::Ok();
-  }
+  CAIRN_RETURN_IF_ERROR(LockRange(data_, size_));
+  locked_ = true;
+  return Status::Ok();
+}
+
+Status Mapping::Unlock() {
+  if (data_ == nullptr || !locked_) return Status::Ok();
+  CAIRN_RETURN_IF_ERROR(UnlockRange(data_, size_));
+  locked_ = false;
+  return Status::Ok();
+}
+
+Status LockRange(void* p, size_t n) {
+  if (::mlock(p, n) == 0) return Status::Ok();
   const int err = errno;
   if (err == ENOMEM || err == EPERM || err == EAGAIN) {
     struct rlimit rl {};
@@ -132,22 +142,32 @@ Status Mapping::Lock() {
       limits = Rlimit(rl.rlim_cur) + " (soft) / " + Rlimit(rl.rlim_max) + " (hard)";
     }
     std::string already = LockedAlready();
-    return Status::NoMemory("mlock of " + Bytes(size_) + " failed (" + std::strerror(err) +
+    return Status::NoMemory("mlock of " + Bytes(n) + " failed (" + std::strerror(err) +
                             "): RLIMIT_MEMLOCK is " + limits +
                             (already.empty() ? "" : ", already locked by this process: " + already) +
                             "; raise it with `ulimit -l` or limits.conf (memlock), or disable "
-                            "pinning");
+                            "pinning (host_cache.pin = false)");
   }
-  return Status::NoMemory("mlock of " + Bytes(size_) + " failed: " + std::strerror(err));
+  return Status::NoMemory("mlock of " + Bytes(n) + " failed: " + std::strerror(err));
 }
 
-Status Mapping::Unlock() {
-  if (data_ == nullptr || !locked_) return Status::Ok();
-  if (::munlock(data_, size_) != 0) {
-    return Status::Io("munlock of " + Bytes(size_) + " failed: " + std::strerror(errno));
-  }
-  locked_ = false;
+Status UnlockRange(void* p, size_t n) {
+  if (::munlock(p, n) != 0) return Status::Io("munlock of " + Bytes(n) + " failed: " + std::strerror(errno));
   return Status::Ok();
+}
+
+namespace {
+class MlockPinner final : public MemoryPinner {
+ public:
+  const char* name() const override { return "mlock"; }
+  Status Pin(void* p, size_t n) override { return LockRange(p, n); }
+  void Unpin(void* p, size_t n) override { (void)UnlockRange(p, n); }
+};
+}  // namespace
+
+MemoryPinner* MemoryPinner::Mlock() {
+  static MlockPinner pinner;
+  return &pinner;
 }
 
 void TouchPages(void* p, size_t n) {

@@ -47,6 +47,31 @@ class Mapping {
 };
 
 // Touches one byte per page in [p, p+n) so later writes do not fault.
+// Precondition: no other thread writes [p, p+n) meanwhile (see memory.cpp).
 void TouchPages(void* p, size_t n);
+
+// mlock/munlock of [p, p+n). A failed LockRange returns kNoMemory with a
+// message naming RLIMIT_MEMLOCK (current limit, what is already locked, and
+// what is needed) when the limit is the cause.
+Status LockRange(void* p, size_t n);
+Status UnlockRange(void* p, size_t n);
+
+// The seam through which the host cache is pinned once it is fully touched:
+// mlock by default; the GPU backend registers the range with the driver
+// (cuMemHostRegister) instead, and tests inject failures.
+class MemoryPinner {
+ public:
+  virtual ~MemoryPinner() = default;
+  virtual const char* name() const = 0;  // for messages: "mlock", ...
+  // Pins [p, p+n) as one range (never piecewise: one registration is what
+  // DMA engines want, and the cost is per call as much as per byte).
+  virtual Status Pin(void* p, size_t n) = 0;
+  // Undoes a successful Pin of the same range. Errors are ignored: it runs at
+  // close, right before the memory is unmapped.
+  virtual void Unpin(void* p, size_t n) = 0;
+
+  // The process-wide mlock pinner (stateless).
+  static MemoryPinner* Mlock();
+};
 
 }  // namespace cairn::os

@@ -1,0 +1,61 @@
+#include "core/touch_model.hpp"
+
+#include <algorithm>
+
+namespace cairn::core {
+
+const char* ModeName(TouchModel::Mode mode) {
+  return mode == TouchModel::Mode::kConcurrent ? "concurrent" : "sequential";
+}
+
+void TouchModel::OnTouch(uint64_t bytes, double seconds, bool during_capture) {
+  if (bytes == 0 || seconds <= 0) return;
+  (during_capture ? touch_during_ : touch_between_).Add(static_cast<double>(bytes) / seconds);
+}
+
+void TouchModel::OnCaptureCopy(uint64_t bytes, double seconds, bool into_touched, bool touching) {
+  if (bytes == 0 || seconds <= 0) return;
+  const double rate = static_cast<double>(bytes) / seconds;
+  if (!into_touched) {
+    write_untouched_.Add(rate);
+  } else {
+    (touching ? write_contended_ : write_touched_).Add(rate);
+  }
+}
+
+void TouchModel::OnCapture(uint64_t bytes, double seconds, double interval_s) {
+  size_.Add(static_cast<double>(bytes));
+  duration_.Add(seconds);
+  if (interval_s >= 0) interval_.Add(interval_s);
+}
+
+double TouchModel::PredictBlocking(Mode mode, uint64_t reserve_bytes) const {
+  if (!size_.set || !interval_.set || !write_untouched_.set) return -1;
+  const double s = size_.value;
+  const double reserve = static_cast<double>(reserve_bytes);
+  // Rates not measured yet borrow their closest neighbour: a touched write
+  // never measured alone is assumed as fast as the contended one, and so on.
+  const Ewma& wt = write_touched_.set ? write_touched_ : write_contended_;
+  const Ewma& wc = write_contended_.set ? write_contended_ : write_touched_;
+  const Ewma& ti = touch_between_.set ? touch_between_ : touch_during_;
+  const Ewma& tc = touch_during_.set ? touch_during_ : touch_between_;
+  if (!wt.set || !ti.set) return -1;
+  double x = reserve + ti.value * interval_.value;
+  double w = wt.value;
+  if (mode == Mode::kConcurrent) {
+    x += tc.value * duration_.value;
+    w = wc.value;
+  }
+  x = std::min(x, s);
+  return x / w + (s - x) / write_untouched_.value;
+}
+
+TouchModel::Mode TouchModel::Decide(uint64_t reserve_bytes) const {
+  if (size_.set && static_cast<double>(reserve_bytes) >= size_.value) return Mode::kSequential;
+  const double seq = PredictBlocking(Mode::kSequential, reserve_bytes);
+  const double conc = PredictBlocking(Mode::kConcurrent, reserve_bytes);
+  if (seq < 0 || conc < 0) return Mode::kConcurrent;  // still measuring
+  return conc < seq ? Mode::kConcurrent : Mode::kSequential;
+}
+
+}  // namespace cairn::core

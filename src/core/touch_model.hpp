@@ -1,0 +1,79 @@
+// The adaptive touch strategy's performance model (docs/design.md, "Fast
+// initialization"; HiPC'22 section IV-B).
+//
+// Background touching and the application's captures compete for memory
+// bandwidth and, on small nodes, for cores. The application is blocked only
+// while it captures, so the adaptive strategy chooses, before every chunk it
+// touches, between
+//   concurrent  touch during captures too: more memory is touched before the
+//               next capture, but the captures running meanwhile are slower;
+//   sequential  pause while a capture runs: captures are undisturbed, but
+//               only the compute interval between them is used for touching.
+// (Flushes and prefetches are background work: slowing them costs the
+// application nothing until the cache fills up, so the adaptive strategy
+// touches alongside them. The fixed `sequential` strategy of the paper pauses
+// for them too.)
+//
+// The model measures online and predicts the next capture's blocking time:
+//   S       bytes per capture (moving average)
+//   I       compute interval between two captures
+//   C       duration of a capture
+//   R       touched bytes free ahead of the allocation cursor (reserve)
+//   Ti, Tc  touch rates outside captures / during captures
+//   Wt, Wc  capture rates into touched memory, alone / with touching running
+//   Wu      capture rate into untouched memory
+//
+//   x_seq  = R + Ti * I              touched bytes ready for the next capture
+//   x_conc = R + Ti * I + Tc * C
+//   B(x, W) = min(x, S) / W + max(0, S - x) / Wu
+//   choose concurrent  iff  B(x_conc, Wc) < B(x_seq, Wt)
+//
+// With R >= S the next capture lands in touched memory either way and the
+// model picks sequential (no contention). Until it has the rates it needs it
+// touches concurrently, which measures them.
+//
+// Not thread-safe: the Pipeline calls it under its mutex.
+#pragma once
+
+#include <cstdint>
+
+namespace cairn::core {
+
+class TouchModel {
+ public:
+  enum class Mode { kConcurrent, kSequential };
+
+  // A touched slice: `bytes` in `seconds`; `during_capture` when a capture
+  // ran during (part of) it.
+  void OnTouch(uint64_t bytes, double seconds, bool during_capture);
+  // A capture batch entirely into touched (or untouched) chunks, and whether
+  // touching ran concurrently.
+  void OnCaptureCopy(uint64_t bytes, double seconds, bool into_touched, bool touching);
+  // A whole capture: its size and duration, and the compute interval before
+  // it (< 0: the first capture, no interval).
+  void OnCapture(uint64_t bytes, double seconds, double interval_s);
+
+  Mode Decide(uint64_t reserve_bytes) const;
+
+  // Predicted blocking of the next capture in seconds, or < 0 when the rates
+  // are not known yet. Exposed for tests and the trace.
+  double PredictBlocking(Mode mode, uint64_t reserve_bytes) const;
+
+ private:
+  // Exponentially weighted moving average; unset until the first sample.
+  struct Ewma {
+    double value = 0;
+    bool set = false;
+    void Add(double x, double weight = 0.25) {
+      value = set ? value + weight * (x - value) : x;
+      set = true;
+    }
+  };
+  Ewma touch_between_, touch_during_;                     // bytes/s
+  Ewma write_touched_, write_contended_, write_untouched_;  // bytes/s
+  Ewma size_, duration_, interval_;                       // bytes, s, s
+};
+
+const char* ModeName(TouchModel::Mode mode);
+
+}  // namespace cairn::core

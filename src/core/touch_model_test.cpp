@@ -1,0 +1,75 @@
+#include "core/touch_model.hpp"
+
+#include <gtest/gtest.h>
+
+namespace cairn::core {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr double kGBps = 1e9;
+
+using Mode = TouchModel::Mode;
+
+// A model fed with steady rates: captures of `size` every `interval_s`.
+TouchModel Steady(uint64_t size, double interval_s, double touch_between, double touch_during,
+                  double write_touched, double write_contended, double write_untouched) {
+  TouchModel m;
+  for (int i = 0; i < 8; ++i) {
+    m.OnTouch(2 * kMiB, 2.0 * kMiB / touch_between, /*during_capture=*/false);
+    m.OnTouch(2 * kMiB, 2.0 * kMiB / touch_during, /*during_capture=*/true);
+    m.OnCaptureCopy(size, size / write_touched, /*into_touched=*/true, /*touching=*/false);
+    m.OnCaptureCopy(size, size / write_contended, /*into_touched=*/true, /*touching=*/true);
+    m.OnCaptureCopy(size, size / write_untouched, /*into_touched=*/false, /*touching=*/true);
+    m.OnCapture(size, size / write_untouched, interval_s);
+  }
+  return m;
+}
+
+TEST(TouchModel, TouchesConcurrentlyUntilItHasMeasuredTheRates) {
+  TouchModel m;
+  EXPECT_EQ(m.Decide(0), Mode::kConcurrent);
+  EXPECT_LT(m.PredictBlocking(Mode::kSequential, 0), 0);
+  m.OnCapture(64 * kMiB, 0.05, -1);  // first capture: no interval yet
+  EXPECT_EQ(m.Decide(0), Mode::kConcurrent);
+}
+
+TEST(TouchModel, EnoughTouchedReserveMeansNoContention) {
+  TouchModel m = Steady(64 * kMiB, 0.010, 1 * kGBps, 1 * kGBps, 5 * kGBps, 4 * kGBps, 1.3 * kGBps);
+  EXPECT_EQ(m.Decide(0), Mode::kConcurrent);
+  EXPECT_EQ(m.Decide(64 * kMiB), Mode::kSequential);
+}
+
+TEST(TouchModel, ShortIntervalsAndCheapContentionMeanConcurrent) {
+  // 5 ms between captures touches little; touching during the 50 ms capture
+  // adds much more and costs captures into touched memory only 10%.
+  TouchModel m = Steady(64 * kMiB, 0.005, 1 * kGBps, 1 * kGBps, 5 * kGBps, 4.5 * kGBps, 1.3 * kGBps);
+  EXPECT_EQ(m.Decide(0), Mode::kConcurrent);
+  EXPECT_GT(m.PredictBlocking(Mode::kSequential, 0), m.PredictBlocking(Mode::kConcurrent, 0));
+}
+
+TEST(TouchModel, LongIntervalsAndCostlyContentionMeanSequential) {
+  // 100 ms between captures touches a whole 64 MiB checkpoint at 2 GB/s;
+  // touching during captures would halve their speed for nothing.
+  TouchModel m = Steady(64 * kMiB, 0.100, 2 * kGBps, 1 * kGBps, 5 * kGBps, 2.5 * kGBps, 1.3 * kGBps);
+  EXPECT_EQ(m.Decide(0), Mode::kSequential);
+  const double seq = m.PredictBlocking(Mode::kSequential, 0);
+  EXPECT_NEAR(seq, 64.0 * kMiB / (5 * kGBps), 1e-6) << "all of it lands in touched memory";
+}
+
+TEST(TouchModel, PredictionFollowsTheFormula) {
+  // S = 64 MiB, I = 10 ms, C = S / Wu; R = 4 MiB.
+  const double s = 64.0 * kMiB, r = 4.0 * kMiB;
+  TouchModel m = Steady(64 * kMiB, 0.010, 2 * kGBps, 0.5 * kGBps, 5 * kGBps, 4 * kGBps, 1.25 * kGBps);
+  const double c = s / (1.25 * kGBps);
+  const double x_seq = r + 2 * kGBps * 0.010;
+  const double x_conc = x_seq + 0.5 * kGBps * c;
+  ASSERT_LT(x_conc, s) << "keep both below S, where the formula has no clamp";
+  const uint64_t reserve = 4 * kMiB;
+  EXPECT_NEAR(m.PredictBlocking(Mode::kSequential, reserve),
+              x_seq / (5 * kGBps) + (s - x_seq) / (1.25 * kGBps), 1e-6);
+  EXPECT_NEAR(m.PredictBlocking(Mode::kConcurrent, reserve),
+              x_conc / (4 * kGBps) + (s - x_conc) / (1.25 * kGBps), 1e-6);
+}
+
+}  // namespace
+}  // namespace cairn::core
