@@ -45,6 +45,7 @@ struct Options {
   bool pin = false;                       // --pin
   bool huge_pages = true;                 // --huge-pages
   int procs = 1;                          // --procs: processes on the node
+  bool forward_only = false;              // --forward-only: no backward pass (uniform, trace)
   std::optional<uint64_t> block_size;  // unset: Cairn's default
   std::string dir;                  // "" = fresh directory under $TMPDIR or /tmp
   bool run_async = true;

@@ -193,7 +193,7 @@ def main(argv: list[str]) -> int:
         intervals, procs, caches, repeat = INTERVALS_MS, PROCS, CACHE_GIB, args.repeat
         strategies, fig6 = STRATEGIES, FIG6_STRATEGIES
         cache_label, cache_count = (lambda c: f"{c}GiB"), (lambda c: c * 16)
-    common = ["--size", size, "--pin", "on", "--limits-size", "1MiB"]
+    common = ["--size", size, "--pin", "on", "--limits-size", "1MiB", "--forward-only"]
     sections = []
     try:
         if "fig5" in figures:

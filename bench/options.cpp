@@ -81,6 +81,8 @@ Options:
   --pin on|off       pin the host cache once it is touched (default off;
                      eager pins at open)
   --huge-pages on|off  transparent huge pages for the host cache (default on)
+  --forward-only     uniform/trace: stop after the forward pass (the
+                     fast-init figures measure open + forward only)
   --procs P          run P copies of the benchmark at once on this node (each
                      its own process, cache and directory) and report each
                      and their mean (Fig. 6a); default 1
@@ -140,6 +142,7 @@ Result<Options> ParseOptions(int argc, char** argv) {
     }
     if (name == "--keep-files") { CAIRN_RETURN_IF_ERROR(flag(o.keep_files)); continue; }
     if (name == "--quiet") { CAIRN_RETURN_IF_ERROR(flag(o.quiet)); continue; }
+    if (name == "--forward-only") { CAIRN_RETURN_IF_ERROR(flag(o.forward_only)); continue; }
 
     static const char* const kWithValue[] = {
         "--count", "--size", "--interval-ms", "--compute", "--host-cache", "--block-size", "--dir",
@@ -230,6 +233,9 @@ Result<Options> ParseOptions(int argc, char** argv) {
   }
   if (next < positional.size()) return Bad(positional[next], "unexpected argument");
 
+  if (o.forward_only && o.workload == Workload::kRestart) {
+    return Bad("--forward-only", "applies to uniform and trace only");
+  }
   if (o.workload == Workload::kRestart) {
     if (!count_given) o.count = 4;
     if (!size_given) o.size = 1ull << 30;
