@@ -123,7 +123,7 @@ TouchModel::Mode Pipeline::TouchMode() {
   switch (config_.init) {
     case CacheInit::kSequential: mode = TouchModel::Mode::kSequential; break;
     case CacheInit::kAdaptive:
-      mode = touch_model_.Decide(uint64_t{cache_->free_touched_count()} * cache_->chunk_bytes());
+      mode = touch_model_.Decide(touch_mode_);
       if (mode != touch_mode_) {
         ++stats_.init.mode_switches;
         tracer_.Instant(ModeName(mode), "init", 0, "touch mode");

@@ -50,12 +50,12 @@ double TouchModel::PredictBlocking(Mode mode, uint64_t reserve_bytes) const {
   return x / w + (s - x) / write_untouched_.value;
 }
 
-TouchModel::Mode TouchModel::Decide(uint64_t reserve_bytes) const {
-  if (size_.set && static_cast<double>(reserve_bytes) >= size_.value) return Mode::kSequential;
-  const double seq = PredictBlocking(Mode::kSequential, reserve_bytes);
-  const double conc = PredictBlocking(Mode::kConcurrent, reserve_bytes);
+TouchModel::Mode TouchModel::Decide(Mode current) const {
+  const double seq = PredictBlocking(Mode::kSequential, 0);
+  const double conc = PredictBlocking(Mode::kConcurrent, 0);
   if (seq < 0 || conc < 0) return Mode::kConcurrent;  // still measuring
-  return conc < seq ? Mode::kConcurrent : Mode::kSequential;
+  if (current == Mode::kConcurrent) return seq <= conc ? Mode::kSequential : Mode::kConcurrent;
+  return conc < 0.95 * seq ? Mode::kConcurrent : Mode::kSequential;
 }
 
 }  // namespace cairn::core

@@ -27,23 +27,36 @@ TouchModel Steady(uint64_t size, double interval_s, double touch_between, double
 
 TEST(TouchModel, TouchesConcurrentlyUntilItHasMeasuredTheRates) {
   TouchModel m;
-  EXPECT_EQ(m.Decide(0), Mode::kConcurrent);
+  EXPECT_EQ(m.Decide(Mode::kSequential), Mode::kConcurrent);
   EXPECT_LT(m.PredictBlocking(Mode::kSequential, 0), 0);
   m.OnCapture(64 * kMiB, 0.05, -1);  // first capture: no interval yet
-  EXPECT_EQ(m.Decide(0), Mode::kConcurrent);
+  EXPECT_EQ(m.Decide(Mode::kSequential), Mode::kConcurrent);
 }
 
-TEST(TouchModel, EnoughTouchedReserveMeansNoContention) {
-  TouchModel m = Steady(64 * kMiB, 0.010, 1 * kGBps, 1 * kGBps, 5 * kGBps, 4 * kGBps, 1.3 * kGBps);
-  EXPECT_EQ(m.Decide(0), Mode::kConcurrent);
-  EXPECT_EQ(m.Decide(64 * kMiB), Mode::kSequential);
+TEST(TouchModel, TiesGoToSequentialAndLeavingItNeedsAClearGain) {
+  // Touching between captures keeps up (2 GB/s x 100 ms > 64 MiB) and
+  // contention is unmeasured (Wt borrows Wc): both predict S / Wc.
+  TouchModel m;
+  for (int i = 0; i < 8; ++i) {
+    m.OnTouch(2 * kMiB, 2.0 * kMiB / (2 * kGBps), false);
+    m.OnCaptureCopy(64 * kMiB, 64.0 * kMiB / (4 * kGBps), true, true);
+    m.OnCaptureCopy(64 * kMiB, 64.0 * kMiB / (1.3 * kGBps), false, true);
+    m.OnCapture(64 * kMiB, 0.02, 0.100);
+  }
+  EXPECT_DOUBLE_EQ(m.PredictBlocking(Mode::kSequential, 0), m.PredictBlocking(Mode::kConcurrent, 0));
+  EXPECT_EQ(m.Decide(Mode::kConcurrent), Mode::kSequential);
+  EXPECT_EQ(m.Decide(Mode::kSequential), Mode::kSequential);
+  // The reserve does not enter the decision (no flapping as it fills).
+  TouchModel n = Steady(64 * kMiB, 0.005, 1 * kGBps, 1 * kGBps, 5 * kGBps, 4.5 * kGBps, 1.3 * kGBps);
+  EXPECT_EQ(n.Decide(Mode::kConcurrent), Mode::kConcurrent);
+  EXPECT_EQ(n.Decide(Mode::kSequential), Mode::kConcurrent);
 }
 
 TEST(TouchModel, ShortIntervalsAndCheapContentionMeanConcurrent) {
   // 5 ms between captures touches little; touching during the 50 ms capture
   // adds much more and costs captures into touched memory only 10%.
   TouchModel m = Steady(64 * kMiB, 0.005, 1 * kGBps, 1 * kGBps, 5 * kGBps, 4.5 * kGBps, 1.3 * kGBps);
-  EXPECT_EQ(m.Decide(0), Mode::kConcurrent);
+  EXPECT_EQ(m.Decide(Mode::kSequential), Mode::kConcurrent);
   EXPECT_GT(m.PredictBlocking(Mode::kSequential, 0), m.PredictBlocking(Mode::kConcurrent, 0));
 }
 
@@ -51,7 +64,7 @@ TEST(TouchModel, LongIntervalsAndCostlyContentionMeanSequential) {
   // 100 ms between captures touches a whole 64 MiB checkpoint at 2 GB/s;
   // touching during captures would halve their speed for nothing.
   TouchModel m = Steady(64 * kMiB, 0.100, 2 * kGBps, 1 * kGBps, 5 * kGBps, 2.5 * kGBps, 1.3 * kGBps);
-  EXPECT_EQ(m.Decide(0), Mode::kSequential);
+  EXPECT_EQ(m.Decide(Mode::kConcurrent), Mode::kSequential);
   const double seq = m.PredictBlocking(Mode::kSequential, 0);
   EXPECT_NEAR(seq, 64.0 * kMiB / (5 * kGBps), 1e-6) << "all of it lands in touched memory";
 }
