@@ -20,3 +20,40 @@ if(CAIRN_SANITIZE)
     target_compile_options(cairn_options INTERFACE -fno-sanitize-recover=undefined)
   endif()
 endif()
+
+# --- GPU tier (src/gpu, testing/fake_cuda, docs/gpu.md) ----------------------
+# CAIRN_WITH_CUDA: AUTO builds the CUDA backend when the toolkit's cuda.h is
+# found, ON requires it, OFF leaves it out (src/gpu compiles to a stub whose
+# loader returns kUnsupported). Only the header is needed at build time: the
+# driver (libcuda.so.1) is loaded at run time, never linked.
+set(CAIRN_WITH_CUDA AUTO CACHE STRING "CUDA backend: AUTO (if cuda.h is found), ON or OFF")
+set_property(CACHE CAIRN_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
+set(CAIRN_HAVE_CUDA OFF)
+if(NOT CAIRN_WITH_CUDA STREQUAL "AUTO" AND NOT CAIRN_WITH_CUDA)
+  message(STATUS "Cairn: CUDA backend disabled (CAIRN_WITH_CUDA=${CAIRN_WITH_CUDA})")
+else()
+  find_package(CUDAToolkit QUIET)
+  find_path(CAIRN_CUDA_INCLUDE_DIR cuda.h
+            HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV CUDA_HOME ENV CUDA_PATH
+            PATHS /usr/local/cuda PATH_SUFFIXES include)
+  set(_cairn_cuda_version 0)
+  if(CAIRN_CUDA_INCLUDE_DIR)
+    file(STRINGS "${CAIRN_CUDA_INCLUDE_DIR}/cuda.h" _cairn_cuda_line
+         REGEX "^#define CUDA_VERSION [0-9]+")
+    string(REGEX MATCH "[0-9]+" _cairn_cuda_version "${_cairn_cuda_line}")
+  endif()
+  if(CAIRN_CUDA_INCLUDE_DIR AND _cairn_cuda_version GREATER_EQUAL 12000)
+    set(CAIRN_HAVE_CUDA ON)
+    message(STATUS "Cairn: CUDA backend on (cuda.h ${_cairn_cuda_version} in ${CAIRN_CUDA_INCLUDE_DIR})")
+  elseif(CAIRN_CUDA_INCLUDE_DIR AND CAIRN_WITH_CUDA STREQUAL "AUTO")
+    message(STATUS "Cairn: CUDA backend off (cuda.h ${_cairn_cuda_version} is older than 12.0)")
+  elseif(CAIRN_CUDA_INCLUDE_DIR)
+    message(FATAL_ERROR "CAIRN_WITH_CUDA=${CAIRN_WITH_CUDA}: cuda.h ${_cairn_cuda_version} in "
+                        "${CAIRN_CUDA_INCLUDE_DIR} is older than CUDA 12.0")
+  elseif(CAIRN_WITH_CUDA STREQUAL "AUTO")
+    message(STATUS "Cairn: CUDA backend off (cuda.h not found; set CUDAToolkit_ROOT)")
+  else()
+    message(FATAL_ERROR "CAIRN_WITH_CUDA=${CAIRN_WITH_CUDA} but cuda.h was not found "
+                        "(set CUDAToolkit_ROOT or CUDA_HOME)")
+  endif()
+endif()

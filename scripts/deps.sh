@@ -28,6 +28,18 @@ need_file libgtest-dev /usr/include/gtest/gtest.h
 need_file libgmock-dev /usr/include/gmock/gmock.h
 need_file libtomlplusplus-dev /usr/include/toml++/toml.h /usr/include/toml++/toml.hpp
 need_file zlib1g-dev /usr/include/zlib.h  # deflate for the PNGs of examples/rtm (cairn-rtm)
+# Python package (tests/python/run.sh): venv + pip, and Python.h for the
+# extension. Checked on the python3 in PATH (pyenv's, if any, has them all).
+need_cmd python3 python3
+if command -v python3 >/dev/null 2>&1; then
+  python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
+  python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+  python3 -c 'import os, sysconfig
+raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+    >/dev/null 2>&1 || missing+=(python3-dev)
+else
+  missing+=(python3-venv python3-pip python3-dev)
+fi
 
 # CMake >= 3.25 (CMakeLists.txt and CMakePresets.json version 6).
 if command -v cmake >/dev/null 2>&1; then

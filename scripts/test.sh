@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Builds Cairn and runs the whole test suite:
 #   1. Release build in build/      + ctest
+#      then the Python package: tests/python/run.sh (venv in build-py/,
+#      pip install ., pytest; counted from its JUnit XML)
 #   2. ASan/UBSan build in build-asan + ctest   (skipped if CAIRN_TEST_QUICK=1)
 #   3. TSan build in build-tsan       + ctest   (skipped if CAIRN_TEST_QUICK=1)
 #   4. tests/install_test.sh (install into a temp prefix, find_package and
 #      pkg-config consumers)
 # Stops at the first failure (non-zero exit). The last line is always
-# "N passed, N failed", summed over the ctest runs (+1 for the install test).
+# "N passed, N failed", summed over the ctest runs and pytest (+1 for the
+# install test).
 #
 # Environment:
 #   CAIRN_TEST_QUICK=1      skip the sanitizer builds (local iteration; CI runs them)
 #   CAIRN_TEST_JOBS=N       build/test parallelism (default 2)
 #   CAIRN_TEST_EXCLUDE=RE   extra ctest -E regex for every run (local use only)
+#   CAIRN_TEST_PYTHON=0     skip the Python package's tests (local use only)
 #
 # Sanitizer exclusions: a test that cannot run under a sanitizer carries the
 # ctest label no-asan or no-tsan (set_tests_properties(... LABELS no-tsan))
@@ -86,6 +90,35 @@ wrap=()
 # 1. Release ------------------------------------------------------------------
 build release build -DCMAKE_BUILD_TYPE=Release -DCAIRN_SANITIZE=
 run_ctest release build
+
+# 1b. Python package: pip install . into build-py/venv, then pytest ------------
+# tests/python/run.sh does both; its JUnit XML gives the counts. About 2.5 min
+# on 2 cores from scratch (the pip build compiles the core again), seconds on
+# a rerun. CAIRN_TEST_PYTHON=0 skips it (local use only).
+if [[ "${CAIRN_TEST_PYTHON:-1}" != 0 ]]; then
+  banner "python (pip install . + pytest, tests/python/run.sh)"
+  py_rc=0
+  tests/python/run.sh build-py/venv "$logdir/pytest.xml" || py_rc=$?
+  py_counts=""
+  if [[ -f "$logdir/pytest.xml" ]]; then
+    py_counts="$(python3 -c 'import sys, xml.etree.ElementTree as E
+r = E.parse(sys.argv[1]).getroot()
+t = [sum(int(s.get(k, 0)) for s in r.iter("testsuite")) for k in ("tests", "failures", "errors", "skipped")]
+print(t[0] - t[1] - t[2] - t[3], t[1] + t[2])' "$logdir/pytest.xml")"
+  fi
+  if [[ -z "$py_counts" ]]; then
+    echo "test.sh: the Python package did not install or pytest did not finish (exit $py_rc)" >&2
+    failed=$((failed + 1))
+    exit 1
+  fi
+  read -r py_passed py_failed <<<"$py_counts"
+  passed=$((passed + py_passed))
+  failed=$((failed + py_failed))
+  if [[ $py_rc -ne 0 || $py_failed -ne 0 ]]; then
+    echo "test.sh: pytest: $py_failed tests failed (exit $py_rc)" >&2
+    exit 1
+  fi
+fi
 
 if [[ "${CAIRN_TEST_QUICK:-0}" != 1 ]]; then
   # 2. ASan + UBSan -----------------------------------------------------------

@@ -1,0 +1,71 @@
+"""Cairn: asynchronous multi-level checkpoint/restart, from Python.
+
+    import numpy as np
+    import cairn
+
+    u = np.zeros((1024, 1024))
+    with cairn.Client(scratch_dir="/tmp/ckpt", host_cache="1GiB") as client:
+        client.protect(0, u)
+        start = client.latest("sim")             # newest version that verifies, or None
+        if start is not None:
+            client.restore("sim", start)         # resume: copies it back into u
+        for step in range((start or 0) + 1, 100):
+            ...                                  # compute into u
+            client.checkpoint("sim", step)       # returns once u is in the cache
+
+See docs/python.md for the whole API: histories (:meth:`Client.history`),
+mappings of arrays (:meth:`Client.save` / :meth:`Client.load`), statistics
+and errors.
+"""
+
+from __future__ import annotations
+
+from ._cairn import format_size, parse_size
+from ._client import Client, History, InitStats, InitStrategy, Level, Stats, TierStats
+from ._errors import (
+    ConfigError,
+    CorruptError,
+    Error,
+    ExistsError,
+    InternalError,
+    InvalidArgumentError,
+    IoError,
+    NoMemoryError,
+    NoSpaceError,
+    NotFoundError,
+    SizeMismatchError,
+    StateError,
+    UnsupportedError,
+    error_class,
+)
+from ._types import ArrayLike, SupportsDLPack
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArrayLike",
+    "Client",
+    "ConfigError",
+    "CorruptError",
+    "Error",
+    "ExistsError",
+    "History",
+    "InitStats",
+    "InitStrategy",
+    "InternalError",
+    "InvalidArgumentError",
+    "IoError",
+    "Level",
+    "NoMemoryError",
+    "NoSpaceError",
+    "NotFoundError",
+    "SizeMismatchError",
+    "StateError",
+    "Stats",
+    "SupportsDLPack",
+    "TierStats",
+    "UnsupportedError",
+    "error_class",
+    "format_size",
+    "parse_size",
+]

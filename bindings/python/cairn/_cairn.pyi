@@ -1,0 +1,57 @@
+"""Type stubs of the extension module cairn._cairn (bindings/python/src/module.cpp).
+
+Internal: the public API is the `cairn` package. Failed calls raise the
+cairn.Error subclass of their C error code.
+"""
+
+from typing import Dict, Optional, Union
+
+def load_config(path: Optional[str]) -> Config:
+    """Defaults, then the TOML file (None: $CAIRN_CONFIG or none), then CAIRN_* variables; validated."""
+
+def parse_size(text: str) -> int:
+    """'512MiB' -> 536870912 (docs/config.md, Sizes)."""
+
+def format_size(bytes: int) -> str:
+    """536870912 -> '512 MiB'."""
+
+class Config:
+    """cairn::Config (include/cairn/config.hpp)."""
+
+    scratch_dir: str
+    persistent_dir: str
+    file_mode: int
+    direct_io: bool
+    fsync: bool
+    host_cache_bytes: int
+    block_bytes: int
+    copy_threads: int
+    keep_versions: int
+    prefetch_depth: int
+    history_persistent: bool
+    trace_path: str
+    init: str
+    huge_pages: bool
+    pin: bool
+    pin_serialize: bool
+    pin_lock_path: str
+    def validate(self) -> None: ...
+
+class History:
+    def push(self, step: int, data: object) -> None: ...
+    def pop(self, step: int, out: object) -> int: ...
+    def step_size(self, step: int) -> int: ...
+    def close(self) -> None: ...
+
+class Client:
+    def __init__(self, config: Config) -> None: ...
+    def protect(self, id: int, obj: object, writable: bool = True) -> None: ...
+    def unprotect(self, id: int) -> None: ...
+    def checkpoint(self, name: str, version: int) -> None: ...
+    def wait(self, name: str, version: int, level: int) -> None: ...
+    def latest(self, name: str) -> Optional[int]: ...
+    def restore(self, name: str, version: int) -> None: ...
+    def open_history(self, name: str) -> History: ...
+    def stats(self) -> Dict[str, Union[int, float]]: ...
+    def close(self) -> None: ...
+    def config(self) -> Config: ...

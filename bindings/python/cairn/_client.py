@@ -1,0 +1,541 @@
+"""cairn.Client and cairn.History: the Python face of the C++ API."""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import os
+import threading
+from dataclasses import asdict, dataclass
+from types import TracebackType
+from typing import (
+    Any,
+    Dict,
+    Iterator,
+    Literal,
+    Mapping,
+    NoReturn,
+    Optional,
+    Type,
+    TypeVar,
+    Union,
+    overload,
+)
+
+from . import _cairn, _config, _state
+from ._errors import InvalidArgumentError, NotFoundError, SizeMismatchError, StateError
+from ._types import ArrayLike
+
+__all__ = ["Client", "History", "InitStats", "InitStrategy", "Level", "Stats", "TierStats"]
+
+PathArg = Union[str, "os.PathLike[str]"]
+_A = TypeVar("_A", bound=ArrayLike)
+#: host_cache.init strategies (docs/config.md).
+InitStrategy = Literal["eager", "memset", "lazy", "concurrent", "sequential", "adaptive"]
+
+
+class Level(enum.IntEnum):
+    """Where a version is durable (values match ``cairn_level_t``)."""
+
+    CACHE = 0  #: captured into the host cache
+    LOCAL = 1  #: committed to the local (scratch) directory
+    PERSISTENT = 2  #: committed to the persistent directory
+
+
+LevelArg = Union[Level, str]
+
+
+def _level(level: LevelArg) -> int:
+    if isinstance(level, Level):
+        return int(level)
+    if isinstance(level, str):
+        try:
+            return int(Level[level.upper()])
+        except KeyError:
+            pass
+    raise InvalidArgumentError(
+        f"unknown level {level!r}: use 'cache', 'local', 'persistent' or cairn.Level"
+    )
+
+
+@dataclass(frozen=True)
+class InitStats:
+    """Fast initialization of the host cache (``cairn::InitStats``). Times are
+    seconds since the client was opened; ``None`` = not (yet) happened."""
+
+    strategy: str  #: host_cache.init
+    open_seconds: float  #: time the open spent preparing the cache
+    fully_touched_seconds: Optional[float]  #: every cache page touched
+    pinned_seconds: Optional[float]  #: the cache was pinned (host_cache.pin)
+    pin_error: str  #: why pinning failed; "" if it did not
+    touched_bytes: int  #: touched in the background by the initializer
+    capture_untouched_bytes: int  #: captured into untouched memory
+    capture_touched_bytes: int  #: captured into touched, unpinned memory
+    capture_pinned_bytes: int  #: captured into pinned memory
+    mode_switches: int  #: adaptive: concurrent <-> sequential changes
+
+
+@dataclass(frozen=True)
+class TierStats:
+    """Traffic through one stage of the pipeline."""
+
+    bytes: int  #: payload bytes moved
+    ops: int  #: versions/steps moved
+    seconds: float  #: busy time of the stage
+
+    @property
+    def gbps(self) -> float:
+        """Bandwidth in GB/s (1e9 bytes) over the busy time; 0 when idle."""
+        return self.bytes / self.seconds / 1e9 if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Stats:
+    """A snapshot of a client's statistics (``cairn::Stats``)."""
+
+    capture: TierStats  #: application memory -> host cache
+    flush_local: TierStats  #: host cache -> local directory
+    flush_persistent: TierStats  #: local -> persistent directory
+    prefetch: TierStats  #: files -> host cache (history pops)
+    restore: TierStats  #: cache or files -> application memory
+    cache_hits: int  #: restores/pops served entirely from the cache
+    cache_misses: int  #: restores/pops that read a file
+    prefetch_waits: int  #: pops that waited for an in-flight prefetch
+    evictions: int  #: cache blocks evicted (clean data only)
+    flushes_skipped: int  #: history steps consumed before being flushed
+    failed_flushes: int  #: flushes that failed (reported by wait)
+    capture_blocked_seconds: float  #: time captures waited for cache space
+    cache_capacity_bytes: int  #: size of the host cache
+    cache_used_bytes: int  #: bytes holding data (dirty + clean)
+    cache_dirty_bytes: int  #: bytes not yet in the local directory
+    init: InitStats  #: how the host cache was prepared (host_cache.init)
+
+    @property
+    def hit_ratio(self) -> float:
+        """cache_hits / (cache_hits + cache_misses); 0 before any read."""
+        reads = self.cache_hits + self.cache_misses
+        return self.cache_hits / reads if reads else 0.0
+
+    def as_dict(self) -> Dict[str, Any]:
+        """The statistics as nested dicts (for JSON)."""
+        return asdict(self)
+
+    @classmethod
+    def _from_dict(cls, d: Mapping[str, Union[int, float, str]]) -> "Stats":
+        tiers = {
+            t: TierStats(int(d[f"{t}_bytes"]), int(d[f"{t}_ops"]), float(d[f"{t}_seconds"]))
+            for t in ("capture", "flush_local", "flush_persistent", "prefetch", "restore")
+        }
+        return cls(
+            **tiers,
+            cache_hits=int(d["cache_hits"]),
+            cache_misses=int(d["cache_misses"]),
+            prefetch_waits=int(d["prefetch_waits"]),
+            evictions=int(d["evictions"]),
+            flushes_skipped=int(d["flushes_skipped"]),
+            failed_flushes=int(d["failed_flushes"]),
+            capture_blocked_seconds=float(d["capture_blocked_seconds"]),
+            cache_capacity_bytes=int(d["cache_capacity_bytes"]),
+            cache_used_bytes=int(d["cache_used_bytes"]),
+            cache_dirty_bytes=int(d["cache_dirty_bytes"]),
+            init=InitStats(
+                strategy=str(d["init_strategy"]),
+                open_seconds=float(d["init_open_seconds"]),
+                fully_touched_seconds=_when(d["init_fully_touched_seconds"]),
+                pinned_seconds=_when(d["init_pinned_seconds"]),
+                pin_error=str(d["init_pin_error"]),
+                touched_bytes=int(d["init_touched_bytes"]),
+                capture_untouched_bytes=int(d["capture_untouched_bytes"]),
+                capture_touched_bytes=int(d["capture_touched_bytes"]),
+                capture_pinned_bytes=int(d["capture_pinned_bytes"]),
+                mode_switches=int(d["init_mode_switches"]),
+            ),
+        )
+
+
+def _when(seconds: Union[int, float, str]) -> Optional[float]:
+    """A time since open, or None for "not yet" (< 0 in C++)."""
+    value = float(seconds)
+    return None if value < 0 else value
+
+
+_Self = TypeVar("_Self", bound="_Closable")
+
+
+class _Closable:
+    """A context manager whose exit calls :meth:`close`."""
+
+    _closed: bool
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed
+
+    def close(self) -> None:
+        """Releases the object's resources. Idempotent."""
+        raise NotImplementedError
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+
+class History(_Closable):
+    """An adjoint history: steps pushed in a forward pass, popped (usually in
+    reverse) in a backward pass. Made by :meth:`Client.history`.
+
+    A popped step is consumed. Steps are ephemeral: closing the history drops
+    the remaining ones (unless ``history_persistent=True``). Usable as a
+    context manager (closes on exit). Close it before its client.
+    """
+
+    def __init__(self, impl: _cairn.History, name: str) -> None:
+        self._impl = impl
+        self._name = name
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        """The history's name."""
+        return self._name
+
+    def push(self, step: int, data: ArrayLike) -> None:
+        """Copies ``data`` (any contiguous buffer or CPU tensor, read-only is
+        fine) as step ``step`` (>= 0). Returns once it is in the host cache.
+
+        Raises:
+            ExistsError: the step was pushed already.
+            StateError: the history or the client is closed.
+        """
+        self._impl.push(step, data)
+
+    @overload
+    def pop(self, step: int, out: None = None) -> bytearray: ...
+
+    @overload
+    def pop(self, step: int, out: _A) -> _A: ...
+
+    def pop(self, step: int, out: Optional[ArrayLike] = None) -> Union[bytearray, ArrayLike]:
+        """Copies step ``step`` into ``out`` and consumes it; returns ``out``.
+
+        ``out`` is a writable contiguous buffer or CPU tensor of at least the
+        step's size (the first :meth:`step_size` bytes are written). Without
+        ``out``, a new ``bytearray`` of the step's size is returned (view it
+        with ``numpy.frombuffer(b, dtype)``). Prefetches the next lower steps.
+
+        Raises:
+            NotFoundError: no such step (never pushed, or already popped).
+            SizeMismatchError: ``out`` is too small (the step is kept).
+            StateError: the history or the client is closed.
+        """
+        if out is None:
+            buf = bytearray(self._impl.step_size(step))
+            self._impl.pop(step, buf)
+            return buf
+        self._impl.pop(step, out)
+        return out
+
+    def step_size(self, step: int) -> int:
+        """Size in bytes of a step pushed and not popped yet.
+
+        Raises:
+            NotFoundError: no such step.
+        """
+        return self._impl.step_size(step)
+
+    def close(self) -> None:
+        """Drops every remaining step (deleting ephemeral files). Idempotent."""
+        self._closed = True
+        self._impl.close()
+
+    def __repr__(self) -> str:
+        return f"<cairn.History {self._name!r}{' closed' if self._closed else ''}>"
+
+
+class Client(_Closable):
+    """A Cairn client: protects memory regions and checkpoints them
+    asynchronously through the host cache to the scratch (and persistent)
+    directory.
+
+    ``config`` is a TOML file (docs/config.md) or None for the defaults (or
+    ``$CAIRN_CONFIG``); ``CAIRN_*`` environment variables come next, and the
+    keyword arguments last (they win over both). Every keyword is optional:
+
+    ============================  ================================================
+    ``scratch_dir``               local directory (``storage.scratch``)
+    ``persistent_dir``            persistent directory, ``""`` = none
+    ``host_cache``                cache size: bytes or ``"512MiB"``
+    ``block_size``                cache chunk and file block size (``"4MiB"``)
+    ``copy_threads``              helper copy threads, ``-1`` = auto
+    ``keep_versions``             committed versions kept per name and directory
+    ``prefetch_depth``            history steps read ahead, ``0`` = as many as fit
+    ``history_persistent``        keep history files after close
+    ``direct_io``, ``fsync``      file writing (booleans)
+    ``file_mode``                 ``0o600`` or ``"0600"``
+    ``trace_path``                Chrome/Perfetto timeline written at close
+    ``init``                      cache init: ``"adaptive"`` (default), ``"eager"``,
+                                  ``"memset"``, ``"lazy"``, ``"concurrent"``,
+                                  ``"sequential"``
+    ``huge_pages``                transparent huge pages for the cache
+    ``pin``                       pin the cache once it is fully touched
+    ``pin_serialize``             processes of a node pin one at a time
+    ``pin_lock``                  the node's pin lock file (``""`` = default)
+    ============================  ================================================
+
+    A client is a context manager: leaving the ``with`` block calls
+    :meth:`close`, which drains pending flushes. Every method may be called
+    from any thread; blocking calls release the GIL.
+
+    Raises:
+        ConfigError: unknown keyword (named in the message), bad value, bad file.
+        NoMemoryError: the host cache could not be allocated.
+    """
+
+    def __init__(
+        self,
+        config: Optional[PathArg] = None,
+        /,
+        *,
+        scratch_dir: Optional[PathArg] = None,
+        persistent_dir: Optional[PathArg] = None,
+        host_cache: Union[int, str, None] = None,
+        block_size: Union[int, str, None] = None,
+        copy_threads: Optional[int] = None,
+        keep_versions: Optional[int] = None,
+        prefetch_depth: Optional[int] = None,
+        history_persistent: Optional[bool] = None,
+        direct_io: Optional[bool] = None,
+        fsync: Optional[bool] = None,
+        file_mode: Union[int, str, None] = None,
+        trace_path: Optional[PathArg] = None,
+        init: Optional[InitStrategy] = None,
+        huge_pages: Optional[bool] = None,
+        pin: Optional[bool] = None,
+        pin_serialize: Optional[bool] = None,
+        pin_lock: Optional[PathArg] = None,
+        **unknown: NoReturn,
+    ) -> None:
+        # The keyword parameters, by name (the same names as _config.KEYS).
+        given = locals()
+        overrides: Dict[str, object] = {
+            k: given[k] for k in _config.KEYS if given[k] is not None
+        }
+        overrides.update(unknown)  # rejected by name in _config.load
+        self._impl = _cairn.Client(_config.load(config, overrides))
+        self._lock = threading.RLock()  # protect/save/load bookkeeping
+        self._protected: Dict[int, object] = {}
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def close(self) -> None:
+        """Drains pending flushes, stops the background threads and releases
+        the host cache and every protected object. Idempotent.
+
+        Raises:
+            Error: the first flush error not reported yet by :meth:`wait`
+            (the client is closed all the same).
+        """
+        with self._lock:
+            self._closed = True
+            self._protected.clear()
+            self._impl.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"scratch_dir={self._impl.config().scratch_dir!r}"
+        return f"<cairn.Client {state}>"
+
+    @property
+    def config(self) -> Dict[str, object]:
+        """The effective configuration, by the keyword names of :class:`Client`
+        (sizes in bytes)."""
+        return _config.to_dict(self._impl.config())
+
+    # -- regions and versions ------------------------------------------------
+
+    def protect(self, id: int, obj: ArrayLike) -> None:
+        """Registers ``obj``'s memory as region ``id`` (any int; re-protecting
+        an id replaces it).
+
+        ``obj`` is a writable, contiguous buffer (numpy array, bytearray,
+        memoryview, ...) or a DLPack CPU tensor (torch). The client keeps a
+        reference to it until :meth:`unprotect` or :meth:`close`, and holds its
+        buffer export (so a bytearray or numpy array cannot be resized).
+
+        Raises:
+            InvalidArgumentError: read-only, non-contiguous or not a buffer.
+            UnsupportedError: device memory (CUDA tensor, CuPy array): the GPU
+                tier is not available in this build.
+        """
+        with self._lock:
+            self._impl.protect(id, obj)
+            self._protected[id] = obj
+
+    def unprotect(self, id: int) -> None:
+        """Forgets region ``id`` and drops the reference to its object (after
+        any checkpoint or restore using it has finished).
+
+        Raises:
+            NotFoundError: ``id`` is not protected.
+        """
+        with self._lock:
+            self._impl.unprotect(id)
+            self._protected.pop(id, None)
+
+    def checkpoint(self, name: str, version: int) -> None:
+        """Captures every protected region as ``version`` (>= 0) of ``name``.
+
+        Returns once the data is in the host cache: the arrays may be modified
+        right away. Flushing to the directories continues in the background;
+        :meth:`wait` blocks until it is durable.
+
+        Raises:
+            ExistsError: that version is still in this client's pipeline.
+            InvalidArgumentError: bad name (1-128 chars, no '/', no '..').
+        """
+        with self._lock:
+            self._impl.checkpoint(name, version)
+
+    def wait(self, name: str, version: int, level: LevelArg = "local") -> None:
+        """Blocks until ``version`` of ``name`` is durable at ``level``:
+        ``"cache"``, ``"local"`` (the default) or ``"persistent"``.
+
+        Raises:
+            IoError, NoSpaceError: the flush failed.
+            InvalidArgumentError: ``"persistent"`` with no persistent directory.
+        """
+        self._impl.wait(name, version, _level(level))
+
+    def latest(self, name: str) -> Optional[int]:
+        """The newest committed version of ``name`` whose data verifies
+        (damaged versions are skipped), or ``None`` if there is none.
+
+        Reads the local and persistent directories, so it also finds versions
+        written by an earlier process.
+        """
+        return self._impl.latest(name)
+
+    def restore(self, name: str, version: int) -> None:
+        """Copies ``version`` of ``name`` into the protected regions (same ids
+        and sizes), from the cache when resident, else from the files,
+        verifying every block's checksum.
+
+        Raises:
+            NotFoundError: no such version, or a protected id not in it.
+            SizeMismatchError: a region's size differs.
+            CorruptError: the data failed verification (use :meth:`latest`).
+        """
+        with self._lock:
+            self._impl.restore(name, version)
+
+    def history(self, name: str) -> History:
+        """Opens the adjoint history ``name`` (see :class:`History`).
+
+        Raises:
+            StateError: a history of that name is open already.
+        """
+        return History(self._impl.open_history(name), name)
+
+    def stats(self) -> Stats:
+        """A snapshot of the pipeline statistics."""
+        return Stats._from_dict(self._impl.stats())
+
+    # -- mappings of arrays --------------------------------------------------
+
+    def save(self, name: str, version: int, arrays: Mapping[str, ArrayLike]) -> None:
+        """Checkpoints a mapping of arrays (e.g. a model's ``state_dict()``) as
+        ``version`` of ``name``, with a manifest of its keys, dtypes and
+        shapes. Returns once captured (like :meth:`checkpoint`); use
+        :meth:`wait` for durability. Read-only arrays are fine.
+
+        Regions registered with :meth:`protect` are not part of it: they are
+        set aside for the call and registered again afterwards.
+
+        Raises:
+            InvalidArgumentError: a key is not a str, or a value is not an
+                array (or not contiguous).
+        """
+        with self._lock, self._set_aside_protected():
+            items = _state.entries(arrays)
+            head, manifest = _state.encode(items)
+            regions: Dict[int, ArrayLike] = {_state.HEADER_ID: head, _state.MANIFEST_ID: manifest}
+            regions.update((e.id, arrays[e.key]) for e in items)
+            with self._regions(regions, writable=False):
+                self._impl.checkpoint(name, version)
+
+    def load(
+        self, name: str, version: int, into: Mapping[str, ArrayLike], *, strict: bool = True
+    ) -> None:
+        """Loads ``version`` of ``name`` written by :meth:`save` into the
+        existing arrays of ``into`` (same keys, dtypes and shapes).
+
+        The manifest is checked before any data is copied, so a mismatch
+        leaves ``into`` untouched. With ``strict=False``, keys of the
+        checkpoint that ``into`` lacks are skipped. Regions registered with
+        :meth:`protect` are left alone.
+
+        Raises:
+            SizeMismatchError: a dtype or shape differs (every mismatch is listed).
+            NotFoundError: no such version, or keys differ (listed).
+            InvalidArgumentError: the version was not written by :meth:`save`.
+            CorruptError: the data failed verification.
+        """
+        label = f"version {version} of '{name}'"
+        with self._lock, self._set_aside_protected():
+            head = bytearray(_state.HEADER_BYTES)
+            try:
+                with self._regions({_state.HEADER_ID: head}, writable=True):
+                    self._impl.restore(name, version)
+            except (SizeMismatchError, NotFoundError) as e:
+                if isinstance(e, NotFoundError) and not e.message.startswith("region "):
+                    raise  # no such version
+                raise InvalidArgumentError(
+                    f"{label} was not written by Client.save(): {e.message}"
+                ) from None
+            manifest = bytearray(_state.header(head, label))
+            with self._regions({_state.MANIFEST_ID: manifest}, writable=True):
+                self._impl.restore(name, version)
+            stored = _state.decode(manifest, label)
+            wanted = _state.entries(into)
+            _state.check(stored, wanted, strict, label)
+            regions = {stored[e.key].id: into[e.key] for e in wanted}
+            with self._regions(regions, writable=True):
+                self._impl.restore(name, version)
+
+    @contextlib.contextmanager
+    def _set_aside_protected(self) -> Iterator[None]:
+        """Unregisters the protect()ed regions for a with block (save and load
+        use region ids 0, 1, 2, ... of their own), then registers them again.
+        The lock is held: no checkpoint or restore can see the gap."""
+        aside = dict(self._protected)
+        for rid in aside:
+            self._impl.unprotect(rid)
+        try:
+            yield
+        finally:
+            for rid, obj in aside.items():
+                self._impl.protect(rid, obj)
+
+    @contextlib.contextmanager
+    def _regions(self, regions: Mapping[int, ArrayLike], writable: bool) -> Iterator[None]:
+        """Protects ``regions`` for the length of a with block (lock held)."""
+        done = []
+        try:
+            for rid, obj in regions.items():
+                self._impl.protect(rid, obj, writable)
+                done.append(rid)
+            yield
+        finally:
+            for rid in done:
+                try:
+                    self._impl.unprotect(rid)
+                except StateError:
+                    pass  # closed meanwhile: its regions are gone already

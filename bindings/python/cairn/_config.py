@@ -1,0 +1,162 @@
+"""Keyword overrides of :class:`cairn.Client` mapped onto ``cairn::Config``.
+
+The Python names follow the TOML keys of docs/config.md; sizes take an int
+(bytes) or a size string such as ``"512MiB"``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from typing import Callable, Dict, Mapping, NamedTuple, Optional, Union
+
+from . import _cairn
+from ._errors import ConfigError
+
+__all__ = ["KEYS", "load", "to_dict"]
+
+PathArg = Union[str, "os.PathLike[str]"]
+
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+
+
+class _Key(NamedTuple):
+    attr: str  # cairn::Config member
+    toml: str  # docs/config.md key
+    convert: Callable[[str, object], object]
+    doc: str
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def _dir(key: str, value: object) -> object:
+    if not isinstance(value, (str, os.PathLike)):
+        raise ConfigError(f"{key} must be a path (str or os.PathLike), not {_type_name(value)}")
+    text = os.fspath(value)
+    if not isinstance(text, str):
+        raise ConfigError(f"{key} must be a str path, not bytes")
+    # Relative paths are made absolute, as for the file and the environment.
+    return os.path.abspath(text) if text else ""
+
+
+def _size(key: str, value: object) -> object:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ConfigError(
+            f"{key} must be a size: bytes as an int or a string like '512MiB', not {_type_name(value)}"
+        )
+    if isinstance(value, int):
+        if value < 0:
+            raise ConfigError(f"{key} must be a size >= 0, not {value}")
+        return value
+    try:
+        return _cairn.parse_size(value)
+    except ConfigError as e:
+        raise ConfigError(f"{key}: {e.message}") from None
+
+
+def _bool(key: str, value: object) -> object:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key} must be a bool (True or False), not {_type_name(value)}")
+    return value
+
+
+def _int(key: str, value: object) -> object:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key} must be an int, not {_type_name(value)}")
+    if not _INT_MIN <= value <= _INT_MAX:
+        raise ConfigError(f"{key} is out of range: {value}")
+    return value
+
+
+#: The host_cache.init strategies (docs/config.md).
+INIT_STRATEGIES = ("eager", "memset", "lazy", "concurrent", "sequential", "adaptive")
+
+
+def _init(key: str, value: object) -> object:
+    if value not in INIT_STRATEGIES:
+        raise ConfigError(f"{key} must be one of {', '.join(INIT_STRATEGIES)}, not {value!r}")
+    return value
+
+
+def _mode(key: str, value: object) -> object:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ConfigError(
+            f"{key} must be permission bits as an int (0o640) or an octal string ('0640'), "
+            f"not {_type_name(value)}"
+        )
+    if isinstance(value, str):
+        digits = value[2:] if value[:2].lower() == "0o" else value
+        if not digits or any(c not in "01234567" for c in digits):
+            raise ConfigError(f"{key}: bad file mode {value!r}: expected octal digits like '0600'")
+        value = int(digits, 8)
+    if not 0 <= value <= 0o7777:
+        raise ConfigError(f"{key}: bad file mode {oct(value)}: more than 0o7777")
+    return value
+
+
+#: Keyword overrides accepted by :class:`cairn.Client`, by Python name.
+KEYS: Dict[str, _Key] = {
+    "scratch_dir": _Key("scratch_dir", "storage.scratch", _dir, "local (node-local) directory"),
+    "persistent_dir": _Key(
+        "persistent_dir", "storage.persistent", _dir, "persistent directory; '' = none"
+    ),
+    "file_mode": _Key("file_mode", "storage.file_mode", _mode, "permission bits of files"),
+    "direct_io": _Key("direct_io", "storage.direct_io", _bool, "O_DIRECT checkpoint files"),
+    "fsync": _Key("fsync", "storage.fsync", _bool, "fsync files and directories on commit"),
+    "host_cache": _Key("host_cache_bytes", "host_cache.size", _size, "host cache size"),
+    "block_size": _Key("block_bytes", "host_cache.block_size", _size, "cache/file block size"),
+    "copy_threads": _Key(
+        "copy_threads", "host_cache.copy_threads", _int, "helper copy threads; -1 = auto"
+    ),
+    "keep_versions": _Key(
+        "keep_versions", "retention.keep_versions", _int, "versions kept per name and tier"
+    ),
+    "prefetch_depth": _Key(
+        "prefetch_depth", "history.prefetch_depth", _int, "history steps read ahead; 0 = all"
+    ),
+    "history_persistent": _Key(
+        "history_persistent", "history.persistent", _bool, "keep history files after close"
+    ),
+    "trace_path": _Key("trace_path", "trace.path", _dir, "timeline trace file; '' = off"),
+    "init": _Key("init", "host_cache.init", _init, "cache init strategy (default adaptive)"),
+    "huge_pages": _Key("huge_pages", "host_cache.huge_pages", _bool, "transparent huge pages"),
+    "pin": _Key("pin", "host_cache.pin", _bool, "pin the cache once touched"),
+    "pin_serialize": _Key(
+        "pin_serialize", "host_cache.pin_serialize", _bool, "processes of a node pin in turn"
+    ),
+    "pin_lock": _Key("pin_lock_path", "host_cache.pin_lock", _dir, "node pin lock file"),
+}
+
+
+def load(path: Optional[PathArg], overrides: Mapping[str, object]) -> _cairn.Config:
+    """Builds a validated config: defaults, the TOML file at ``path`` (None:
+    ``$CAIRN_CONFIG`` or none), ``CAIRN_*`` variables, then ``overrides``.
+
+    Raises:
+        ConfigError: unknown key, bad type or value, or a file problem.
+    """
+    for key in overrides:
+        if key not in KEYS:
+            close = difflib.get_close_matches(key, list(KEYS), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(
+                f"unknown configuration key '{key}'{hint}; known keys: {', '.join(KEYS)}"
+            )
+    file = None
+    if path is not None:
+        file = os.fspath(path)
+        if not isinstance(file, str):
+            raise ConfigError("config must be a str path, not bytes")
+    config = _cairn.load_config(file)
+    for key, value in overrides.items():
+        spec = KEYS[key]
+        setattr(config, spec.attr, spec.convert(key, value))
+    config.validate()
+    return config
+
+
+def to_dict(config: _cairn.Config) -> Dict[str, object]:
+    """The configuration as a dict keyed by the Python names of :data:`KEYS`."""
+    return {key: getattr(config, spec.attr) for key, spec in KEYS.items()}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the Python package into a virtual environment and runs its pytest
+# suite (tests/python). Called by scripts/test.sh; runs standalone too:
+#
+#   tests/python/run.sh [VENV_DIR [JUNIT_XML]]     # VENV_DIR: build-py/venv
+#
+# The venv is created if missing and kept: numpy, pytest, mypy and the build
+# requirements (scikit-build-core, nanobind) are installed into it, then the
+# package with `pip install --no-build-isolation` and a build directory next
+# to the venv (<VENV_DIR>/../build), so a rerun rebuilds only what changed.
+#
+# Environment:
+#   CAIRN_TEST_JOBS=N           build parallelism (default 2)
+#   CAIRN_TEST_PY_ISOLATED=1    fresh venv and a plain `pip install .` (build
+#                               isolation, as a user would run it); slower
+#   PYTHON=python3.12           the interpreter to make the venv with
+# Exit status: pytest's (non-zero if the install failed).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+root="$PWD"
+
+venv="$(realpath -m "${1:-build-py/venv}")"
+junit="${2:-}"
+build="$(dirname "$venv")/build"
+python="${PYTHON:-python3}"
+export CMAKE_BUILD_PARALLEL_LEVEL="${CAIRN_TEST_JOBS:-2}"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+start=$SECONDS
+if [[ "${CAIRN_TEST_PY_ISOLATED:-0}" == 1 ]]; then
+  rm -rf "$venv" "$build"
+fi
+if [[ ! -x "$venv/bin/python" ]]; then
+  echo "run.sh: creating $venv"
+  "$python" -m venv "$venv"
+fi
+py="$venv/bin/python"
+
+# mypy is capped at a version known to pass, so that a new release's checks
+# cannot fail CI by themselves.
+"$py" -m pip install -q numpy pytest "mypy>=1.10,<2.5"
+if [[ "${CAIRN_TEST_PY_ISOLATED:-0}" == 1 ]]; then
+  "$py" -m pip install -q "$root"
+else
+  "$py" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.2"
+  "$py" -m pip install -q --no-build-isolation -C "build-dir=$build" "$root"
+fi
+echo "run.sh: cairn installed into $venv in $((SECONDS - start))s"
+
+args=(-q -p no:cacheprovider "$root/tests/python")
+[[ -n "$junit" ]] && args+=("--junitxml=$junit")
+# mypy's cache goes next to the venv, not into the source tree.
+export MYPY_CACHE_DIR="$(dirname "$venv")/mypy-cache"
+cd "$root"
+"$py" -m pytest "${args[@]}"

@@ -1,0 +1,230 @@
+"""Client: protect / checkpoint / wait / latest / restore round trips."""
+
+from __future__ import annotations
+
+import array
+import pathlib
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import cairn
+
+
+@pytest.mark.parametrize(
+    "dtype", ["uint8", "int16", "int32", "int64", "float16", "float32", "float64", "complex128", "bool"]
+)
+@pytest.mark.parametrize("shape", [(0,), (1,), (1000,), (33, 77), (4, 5, 6), (3 << 18,)])
+def test_numpy_round_trip(client: cairn.Client, dtype: str, shape: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(1)
+    a = (rng.random(shape) * 100).astype(dtype)
+    want = a.copy()
+    client.protect(7, a)
+    client.checkpoint("np", 1)
+    a[...] = 0
+    client.restore("np", 1)
+    np.testing.assert_array_equal(a, want)
+
+
+def test_several_regions_and_files(make_client: Callable[..., cairn.Client]) -> None:
+    """Regions of different kinds; restore in a second client reads the files."""
+    x = np.linspace(0.0, 1.0, 100_000)
+    b = bytearray(b"cairn" * 1000)
+    raw = bytearray(range(256)) * 50
+    m = memoryview(raw)
+    ints = array.array("i", range(1000))
+    regions: list[Any] = [x, b, m, ints]
+    with make_client() as c:
+        for rid, obj in enumerate(regions):
+            c.protect(rid, obj)
+        c.checkpoint("mixed", 3)
+        c.wait("mixed", 3, "local")
+    want = (x.copy(), bytes(b), bytes(raw), ints.tolist())
+    x[:] = 0
+    b[:] = bytes(len(b))
+    raw[:] = bytes(len(raw))
+    ints[:] = array.array("i", bytes(4000))
+    with make_client() as c:  # a new client: not in its cache, read from the file
+        assert c.latest("mixed") == 3
+        for rid, obj in enumerate(regions):
+            c.protect(rid, obj)
+        c.restore("mixed", 3)
+        assert c.stats().cache_misses == 1
+    np.testing.assert_array_equal(x, want[0])
+    assert (bytes(b), bytes(raw), ints.tolist()) == want[1:]
+
+
+def test_fortran_order_and_multiple_versions(client: cairn.Client) -> None:
+    a = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+    client.protect(0, a)
+    for v in range(3):
+        a += 1
+        client.checkpoint("f", v)
+    client.restore("f", 1)
+    np.testing.assert_array_equal(a, np.arange(12.0).reshape(3, 4) + 2)
+
+
+def test_dlpack_only_object(client: cairn.Client) -> None:
+    """An object that offers DLPack but no buffer protocol (like a torch tensor)."""
+
+    class Tensor:
+        def __init__(self, a: np.ndarray[Any, Any]) -> None:
+            self.a = a
+
+        def __dlpack__(self, **kwargs: Any) -> Any:
+            return self.a.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self) -> Any:
+            return self.a.__dlpack_device__()
+
+    a = np.arange(1000, dtype=np.float32)
+    client.protect(0, Tensor(a))
+    client.checkpoint("dl", 0)
+    a[:] = -1
+    client.restore("dl", 0)
+    np.testing.assert_array_equal(a, np.arange(1000, dtype=np.float32))
+
+
+def test_reprotect_and_unprotect(client: cairn.Client) -> None:
+    a, b = np.ones(10), np.full(20, 2.0)
+    client.protect(0, a)
+    client.protect(0, b)  # replaces a
+    client.checkpoint("re", 0)
+    b[:] = 0
+    client.restore("re", 0)
+    assert (b == 2.0).all()
+    client.unprotect(0)
+    with pytest.raises(cairn.NotFoundError) as e:
+        client.unprotect(0)
+    assert e.value.code == -3
+
+
+def test_protect_keeps_the_object_alive(client: cairn.Client) -> None:
+    client.protect(0, np.full(1 << 16, 3.0))  # no other reference
+    client.checkpoint("alive", 0)
+    out = np.zeros(1 << 16)
+    client.unprotect(0)
+    client.protect(0, out)
+    client.restore("alive", 0)
+    assert (out == 3.0).all()
+
+
+def test_protected_bytearray_cannot_be_resized(client: cairn.Client) -> None:
+    b = bytearray(100)
+    client.protect(0, b)
+    with pytest.raises(BufferError):
+        b.extend(b"x")
+    client.unprotect(0)
+    b.extend(b"x")
+
+
+def test_latest(client: cairn.Client) -> None:
+    assert client.latest("none") is None
+    a = np.zeros(10)
+    client.protect(0, a)
+    for v in (1, 5, 3):
+        client.checkpoint("lat", v)
+        client.wait("lat", v)
+    assert client.latest("lat") == 5
+
+
+def test_wait_levels(client: cairn.Client) -> None:
+    client.protect(0, np.zeros(1000))
+    client.checkpoint("lv", 0)
+    client.wait("lv", 0, "cache")
+    client.wait("lv", 0, cairn.Level.LOCAL)
+    with pytest.raises(cairn.InvalidArgumentError):
+        client.wait("lv", 0, "persistent")  # no persistent directory
+    with pytest.raises(cairn.InvalidArgumentError):
+        client.wait("lv", 0, "disk")
+
+
+def test_persistent_tier(make_client: Callable[..., cairn.Client], tmp_path: pathlib.Path) -> None:
+    with make_client(persistent_dir=tmp_path / "persistent") as c:
+        c.protect(0, np.arange(100.0))
+        c.checkpoint("p", 0)
+        c.wait("p", 0, "persistent")
+        assert c.stats().flush_persistent.ops == 1
+    assert (tmp_path / "persistent" / "p" / f"v{0:020d}.cairn").exists()
+
+
+def test_stats(client: cairn.Client) -> None:
+    a = np.zeros(1 << 20, np.uint8)
+    client.protect(0, a)
+    client.checkpoint("s", 0)
+    client.wait("s", 0)
+    client.restore("s", 0)
+    st = client.stats()
+    assert st.capture.bytes == 1 << 20 and st.capture.ops == 1
+    assert st.flush_local.bytes == 1 << 20
+    assert st.cache_hits == 1 and st.hit_ratio == 1.0
+    assert st.cache_capacity_bytes == 32 << 20
+    assert st.as_dict()["capture"]["bytes"] == 1 << 20
+    init = st.init
+    assert init.strategy == "adaptive"  # the default
+    assert (
+        init.capture_untouched_bytes + init.capture_touched_bytes + init.capture_pinned_bytes
+        == st.capture.bytes
+    )
+    assert init.pinned_seconds is None and init.pin_error == ""  # pin is off by default
+
+
+def test_cache_init_keywords(tmp_path: pathlib.Path) -> None:
+    with cairn.Client(
+        scratch_dir=tmp_path, host_cache="8MiB", block_size="1MiB", init="eager", pin=True,
+        pin_lock=tmp_path / "pin.lock",
+    ) as c:
+        st = c.stats()
+        assert st.init.strategy == "eager"
+        assert st.init.fully_touched_seconds is not None  # populated at open
+        assert st.init.pinned_seconds is not None or st.init.pin_error
+    with pytest.raises(cairn.ConfigError, match="init must be one of"):
+        cairn.Client(scratch_dir=tmp_path, init="fast")  # type: ignore[arg-type]
+
+
+def test_config_and_overrides(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    toml = tmp_path / "cairn.toml"
+    toml.write_text(
+        f'[storage]\nscratch = "{tmp_path / "from-file"}"\n[host_cache]\nsize = "16MiB"\n'
+        "[retention]\nkeep_versions = 3\n"
+    )
+    monkeypatch.setenv("CAIRN_KEEP", "4")
+    with cairn.Client(toml, block_size=64 << 10, file_mode="0640") as c:
+        cfg = c.config
+        assert cfg["scratch_dir"] == str(tmp_path / "from-file")
+        assert cfg["host_cache"] == 16 << 20  # file
+        assert cfg["keep_versions"] == 4  # environment wins over the file
+        assert cfg["block_size"] == 64 << 10  # keywords win over both
+        assert cfg["file_mode"] == 0o640
+    monkeypatch.chdir(tmp_path)
+    with cairn.Client(scratch_dir="rel", host_cache="8MiB", keep_versions=1) as c:
+        assert c.config["scratch_dir"] == str(tmp_path / "rel")  # made absolute
+        assert c.config["keep_versions"] == 1
+
+
+def test_context_manager_closes(scratch: pathlib.Path) -> None:
+    with cairn.Client(scratch_dir=scratch, host_cache="8MiB", block_size="1MiB") as c:
+        c.protect(0, bytearray(10))
+        assert not c.closed
+    assert c.closed
+    with pytest.raises(cairn.StateError) as e:
+        c.checkpoint("x", 0)
+    assert e.value.code == -9
+    c.close()  # idempotent
+
+
+def test_close_drains_pending_flushes(scratch: pathlib.Path) -> None:
+    c = cairn.Client(scratch_dir=scratch, host_cache="64MiB")
+    c.protect(0, np.ones(4 << 20))  # 32 MiB
+    c.checkpoint("drain", 9)
+    c.close()
+    assert (scratch / "drain" / f"v{9:020d}.cairn").exists()
+
+
+def test_size_helpers() -> None:
+    assert cairn.parse_size("512MiB") == 512 << 20
+    assert cairn.parse_size("100MB") == 100_000_000
+    assert cairn.format_size(512 << 20) == "512 MiB"
+    with pytest.raises(cairn.ConfigError):
+        cairn.parse_size("lots")

@@ -1,0 +1,164 @@
+"""Client.save / Client.load: mappings of arrays (state dicts)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Dict
+
+import numpy as np
+import pytest
+
+import cairn
+
+
+def state() -> Dict[str, Any]:
+    rng = np.random.default_rng(3)
+    return {
+        "encoder.weight": rng.standard_normal((64, 32)).astype(np.float32),
+        "encoder.bias": rng.standard_normal(32).astype(np.float32),
+        "step": np.array([1234], np.int64),
+        "mask": rng.random((7, 9)) > 0.5,
+        "blob": bytearray(b"opaque bytes"),
+    }
+
+
+def zeros_like(s: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: (bytearray(len(v)) if isinstance(v, bytearray) else np.zeros_like(v)) for k, v in s.items()}
+
+
+def assert_equal(a: Dict[str, Any], b: Dict[str, Any]) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_array_equal(np.asarray(a[k]), np.asarray(b[k]), err_msg=k)
+
+
+def test_save_load_round_trip(make_client: Callable[..., cairn.Client]) -> None:
+    s = state()
+    with make_client() as c:
+        c.save("model", 10, s)
+        into = zeros_like(s)
+        c.load("model", 10, into)  # from the cache
+        assert_equal(into, s)
+        c.wait("model", 10)
+    with make_client() as c:  # from the file
+        assert c.latest("model") == 10
+        into = zeros_like(s)
+        c.load("model", 10, into)
+        assert_equal(into, s)
+
+
+def test_read_only_arrays_can_be_saved(client: cairn.Client) -> None:
+    a = np.arange(10.0)
+    a.flags.writeable = False
+    client.save("ro", 0, {"a": a, "b": b"bytes too"})
+    into: Dict[str, Any] = {"a": np.zeros(10), "b": bytearray(9)}
+    client.load("ro", 0, into)
+    assert into["b"] == b"bytes too" and (into["a"] == a).all()
+
+
+def test_wrong_shapes_and_dtypes(client: cairn.Client) -> None:
+    s = state()
+    client.save("m", 0, s)
+    into = zeros_like(s)
+    into["encoder.weight"] = np.zeros((32, 64), np.float32)  # same bytes, other shape
+    into["step"] = np.zeros(1, np.int32)
+    with pytest.raises(cairn.SizeMismatchError) as e:
+        client.load("m", 0, into)
+    msg = e.value.message
+    assert "'encoder.weight': checkpoint has float32[64, 32], `into` has float32[32, 64]" in msg
+    assert "'step': checkpoint has int64[1], `into` has int32[1]" in msg
+    assert not into["encoder.bias"].any()  # nothing was copied
+
+
+def test_missing_and_extra_keys(client: cairn.Client) -> None:
+    s = state()
+    client.save("k", 0, s)
+    into = zeros_like(s)
+    into["new.weight"] = np.zeros(3)
+    with pytest.raises(cairn.NotFoundError, match="not in the checkpoint: 'new.weight'"):
+        client.load("k", 0, into)
+    partial = {"step": np.zeros(1, np.int64)}
+    with pytest.raises(cairn.NotFoundError, match="strict=False"):
+        client.load("k", 0, partial)
+    client.load("k", 0, partial, strict=False)
+    assert partial["step"][0] == 1234
+
+
+def test_ids_are_stable_and_manifest_is_stored(client: cairn.Client) -> None:
+    """Keys get ids in sorted order; the manifest (region 1) names them."""
+    client.save("ids", 0, {"b": np.zeros(2), "a": np.ones(3, np.float32)})
+    head = bytearray(16)
+    client.protect(0, head)
+    client.restore("ids", 0)
+    size = int.from_bytes(head[8:], "little")
+    assert head[:8] == b"CAIRNPY1"
+    manifest = bytearray(size)
+    client.protect(1, manifest)
+    client.restore("ids", 0)
+    doc = json.loads(manifest)
+    assert [(a["key"], a["id"], a["dtype"], a["shape"]) for a in doc["arrays"]] == [
+        ("a", 2, "float32", [3]),
+        ("b", 3, "float64", [2]),
+    ]
+
+
+def test_load_of_a_plain_checkpoint(client: cairn.Client) -> None:
+    client.protect(5, np.zeros(10))
+    client.checkpoint("plain", 0)
+    client.unprotect(5)
+    with pytest.raises(cairn.InvalidArgumentError, match="not written by Client.save"):
+        client.load("plain", 0, {"x": np.zeros(10)})
+    with pytest.raises(cairn.NotFoundError, match="version 1 of 'plain'"):
+        client.load("plain", 1, {"x": np.zeros(10)})
+
+
+def test_protected_regions_are_left_alone(client: cairn.Client) -> None:
+    """save/load set protect()ed regions aside and register them again."""
+    raw = np.full(100, 7.0)
+    client.protect(0, raw)
+    client.protect(2, bytearray(5))
+    client.save("both", 0, {"a": np.ones(3)})
+    into = {"a": np.zeros(3)}
+    client.load("both", 0, into)
+    assert (into["a"] == 1).all()
+    client.checkpoint("raw", 0)  # still exactly the protected regions
+    raw[:] = 0
+    client.restore("raw", 0)
+    assert (raw == 7.0).all()
+    with pytest.raises(cairn.SizeMismatchError, match="region 0"):
+        client.restore("both", 0)  # its region 0 is save()'s 16-byte header
+    client.unprotect(0)
+    client.unprotect(2)
+    with pytest.raises(cairn.InvalidArgumentError, match="keys must be str"):
+        client.save("x", 0, {1: np.zeros(1)})  # type: ignore[dict-item]
+
+
+def test_torch_state_dict(client: cairn.Client) -> None:
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    sd = model.state_dict()
+    client.save("torch", 1, sd)
+    other = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    into = other.state_dict()
+    client.load("torch", 1, into)
+    for k in sd:
+        assert torch.equal(sd[k], into[k])
+    # torch tensors and numpy arrays are interchangeable
+    as_numpy = {k: np.zeros(tuple(v.shape), np.float32) for k, v in sd.items()}
+    client.load("torch", 1, as_numpy)
+    np.testing.assert_array_equal(as_numpy["0.weight"], sd["0.weight"].numpy())
+
+
+def test_torch_tensors(client: cairn.Client) -> None:
+    torch = pytest.importorskip("torch")
+    t = torch.arange(1000, dtype=torch.float64)
+    client.protect(0, t)
+    client.checkpoint("t", 0)
+    t.zero_()
+    client.restore("t", 0)
+    assert torch.equal(t, torch.arange(1000, dtype=torch.float64))
+    with pytest.raises(cairn.InvalidArgumentError, match="not contiguous"):
+        client.protect(1, torch.zeros(10, 10).t())
+    if torch.cuda.is_available():
+        with pytest.raises(cairn.UnsupportedError):
+            client.protect(2, torch.zeros(10, device="cuda"))
