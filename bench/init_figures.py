@@ -186,13 +186,12 @@ def main(argv: list[str]) -> int:
     if args.quick:  # the smoke test: same code paths, tiny sizes
         size, count, cache = "4MiB", 8, "32MiB"
         intervals, procs, caches, repeat = [5, 20], [1, 2], [32, 64], 1
-        strategies, fig6 = STRATEGIES, FIG6_STRATEGIES
         cache_label, cache_count = (lambda c: f"{c}MiB"), (lambda c: c // 4)
     else:
         size, count, cache = "64MiB", 64, "4GiB"
         intervals, procs, caches, repeat = INTERVALS_MS, PROCS, CACHE_GIB, args.repeat
-        strategies, fig6 = STRATEGIES, FIG6_STRATEGIES
         cache_label, cache_count = (lambda c: f"{c}GiB"), (lambda c: c * 16)
+    strategies, fig6 = STRATEGIES, FIG6_STRATEGIES
     common = ["--size", size, "--pin", "on", "--limits-size", "1MiB", "--forward-only"]
     sections = []
     try:

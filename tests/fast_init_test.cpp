@@ -68,25 +68,32 @@ class RecordingPinner final : public os::MemoryPinner {
   std::vector<Call> calls_, unpins_;
 };
 
-class FastInitTest : public ScratchDirTest, public ::testing::WithParamInterface<CacheInit> {
+class FastInitFixture : public ScratchDirTest {
  protected:
-  FastInitTest() : ScratchDirTest("fast-init") {}
+  FastInitFixture() : ScratchDirTest("fast-init") {}
 
-  Config InitConfig(CacheInit init, uint64_t cache = 8 * kMiB, uint64_t block = 256 * kKiB) const {
-    Config c = MakeConfig(cache, block);
+  // An 8 MiB cache of 256 KiB blocks prepared by `init`, with its own pin
+  // lock (tests do not queue behind other processes). With `pinner`: pinning
+  // on, through it.
+  Config InitConfig(CacheInit init, RecordingPinner* pinner = nullptr) const {
+    Config c = MakeConfig(8 * kMiB, 256 * kKiB);
     c.init = init;
-    c.pin_lock_path = tmp_.path() + "/pin.lock";  // tests do not queue behind other processes
+    c.pin_lock_path = tmp_.path() + "/pin.lock";
+    if (pinner != nullptr) {
+      c.pin = true;
+      c.pinner = pinner;
+    }
     return c;
   }
 };
 
+class FastInitTest : public FastInitFixture, public ::testing::WithParamInterface<CacheInit> {};
+
 // Checkpoints and history steps come back byte for byte, whatever the
 // strategy, including through eviction (the data is larger than the cache).
 TEST_P(FastInitTest, EveryStrategyRestoresTheSameData) {
-  Config c = InitConfig(GetParam());
-  c.pin = true;
   RecordingPinner pinner;
-  c.pinner = &pinner;
+  Config c = InitConfig(GetParam(), &pinner);
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
 
@@ -148,16 +155,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, FastInitTest,
                                            CacheInit::kAdaptive),
                          [](const auto& param_info) { return std::string(CacheInitName(param_info.param)); });
 
-class FastInitBehaviour : public ScratchDirTest {
- protected:
-  FastInitBehaviour() : ScratchDirTest("fast-init") {}
-  Config InitConfig(CacheInit init) const {
-    Config c = MakeConfig(8 * kMiB, 256 * kKiB);
-    c.init = init;
-    c.pin_lock_path = tmp_.path() + "/pin.lock";
-    return c;
-  }
-};
+class FastInitBehaviour : public FastInitFixture {};
 
 TEST_F(FastInitBehaviour, BackgroundStrategiesTouchTheWholeCacheWithoutCaptures) {
   for (CacheInit init : {CacheInit::kMemset, CacheInit::kConcurrent, CacheInit::kSequential,
@@ -196,10 +194,8 @@ TEST_F(FastInitBehaviour, LazyTouchesNothingAndEagerEverythingAtOpen) {
 }
 
 TEST_F(FastInitBehaviour, CapturesAfterPinningLandInPinnedMemory) {
-  Config c = InitConfig(CacheInit::kEager);
-  c.pin = true;
   RecordingPinner pinner;
-  c.pinner = &pinner;
+  Config c = InitConfig(CacheInit::kEager, &pinner);
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
   EXPECT_GE(client->GetStats().init.pinned_s, 0) << "eager pins at open";
@@ -214,10 +210,8 @@ TEST_F(FastInitBehaviour, CapturesAfterPinningLandInPinnedMemory) {
 TEST_F(FastInitBehaviour, PinFailureFallsBackToUnpinned) {
   for (CacheInit init : {CacheInit::kEager, CacheInit::kConcurrent}) {
     SCOPED_TRACE(CacheInitName(init));
-    Config c = InitConfig(init);
-    c.pin = true;
     RecordingPinner pinner(Status::NoMemory("mlock of 8 MiB failed: RLIMIT_MEMLOCK is 64 KiB"));
-    c.pinner = &pinner;
+    Config c = InitConfig(init, &pinner);
     auto client = OpenClient(c);
     ASSERT_NE(client, nullptr);
     ASSERT_TRUE(PollUntil([&] { return !client->GetStats().init.pin_error.empty(); }));
@@ -242,10 +236,8 @@ TEST_F(FastInitBehaviour, PinFailureFallsBackToUnpinned) {
 // With pin_serialize, a client waits for the node lock held by another
 // process (here: another descriptor) and pins as soon as it is released.
 TEST_F(FastInitBehaviour, PinWaitsForTheNodeLock) {
-  Config c = InitConfig(CacheInit::kConcurrent);
-  c.pin = true;
   RecordingPinner pinner;
-  c.pinner = &pinner;
+  Config c = InitConfig(CacheInit::kConcurrent, &pinner);
   auto holder = os::NodeLock::TryAcquire(c.pin_lock_path);
   ASSERT_TRUE(holder.ok()) << holder.status().ToString();
   auto client = OpenClient(c);
@@ -261,10 +253,8 @@ TEST_F(FastInitBehaviour, PinWaitsForTheNodeLock) {
 
 // Close does not hang while the initializer waits for the node lock.
 TEST_F(FastInitBehaviour, CloseDoesNotWaitForTheNodeLock) {
-  Config c = InitConfig(CacheInit::kConcurrent);
-  c.pin = true;
   RecordingPinner pinner;
-  c.pinner = &pinner;
+  Config c = InitConfig(CacheInit::kConcurrent, &pinner);
   auto holder = os::NodeLock::TryAcquire(c.pin_lock_path);
   ASSERT_TRUE(holder.ok());
   auto client = OpenClient(c);

@@ -61,17 +61,18 @@ Status Pipeline::PrepareCache() {
     NoteTouchProgress();
     if (config_.pin) {
       const auto p0 = std::chrono::steady_clock::now();
-      Status s = pinner_->Pin(cache_->base(), cache_->mapped_bytes());
-      stats_.init.pin_call_s = Since(p0, std::chrono::steady_clock::now());
-      tracer_.Span("pin", "init", p0, std::chrono::steady_clock::now(), cache_->capacity_bytes());
-      RecordPinResult(s);
+      const Status pinned = pinner_->Pin(cache_->base(), cache_->mapped_bytes());
+      RecordPin(pinned, p0, std::chrono::steady_clock::now());
     }
   }
   stats_.init.open_s = Since(t0, std::chrono::steady_clock::now());
   return Status::Ok();
 }
 
-void Pipeline::RecordPinResult(const Status& s) {
+void Pipeline::RecordPin(const Status& s, std::chrono::steady_clock::time_point p0,
+                         std::chrono::steady_clock::time_point p1) {
+  stats_.init.pin_call_s = Since(p0, p1);
+  tracer_.Span("pin", "init", p0, p1, cache_->mapped_bytes());
   if (s.ok()) {
     pinned_ = true;
     stats_.init.pinned_s = Since(opened_at_, std::chrono::steady_clock::now());
@@ -234,11 +235,9 @@ void Pipeline::PinCache(Lock& lock, std::stop_token stop) {
   node_lock.Release();  // the next process of the node may pin now
   lock.lock();
   stats_.init.pin_wait_s = Since(w0, p0);
-  stats_.init.pin_call_s = Since(p0, p1);
   if (stop.stop_requested() && !s.ok()) return;  // gave up waiting: closing, not a failure
   if (config_.pin_serialize) tracer_.Span("wait: node pin lock", "init", w0, p0, 0);
-  tracer_.Span("pin", "init", p0, p1, bytes);
-  RecordPinResult(s);
+  RecordPin(s, p0, p1);
 }
 
 }  // namespace cairn::core

@@ -142,11 +142,15 @@ class Pipeline {
   // false when nothing is left to touch.
   bool TouchNextChunk(Lock& lock, std::stop_token stop);
   void PinCache(Lock& lock, std::stop_token stop);  // REQUIRES mu_
-  void RecordPinResult(const Status& s);            // REQUIRES mu_
+  // REQUIRES mu_. Books a pin call that ran from p0 to p1 (stats, trace) and
+  // its result: pinned, or the error reported once.
+  void RecordPin(const Status& s, std::chrono::steady_clock::time_point p0,
+                 std::chrono::steady_clock::time_point p1);
   void NoteTouchProgress();                         // REQUIRES mu_
   TouchModel::Mode TouchMode();                     // REQUIRES mu_
-  // REQUIRES mu_. A capture (capture = true), flush write or prefetch read
-  // starts (+1) or ends (-1) moving memory; sequential touching pauses.
+  // A capture (capture = true), flush write or prefetch read starts (+1) or
+  // ends (-1) moving memory; sequential touching pauses. Atomic counters: no
+  // lock needed (the callers happen to hold mu_).
   void UseBandwidth(int delta, bool capture);
   // Whether touching in `mode` must pause now (reads the atomic mirrors).
   bool MustPauseTouching(TouchModel::Mode mode) const;

@@ -56,17 +56,7 @@ void NodeLock::Release() {
 }
 
 Result<NodeLock> NodeLock::TryAcquire(const std::string& path) {
-  CAIRN_ASSIGN_OR_RETURN(int fd, OpenLockFile(path));
-  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    if (err == EINTR) continue;
-    ::close(fd);
-    if (err == EWOULDBLOCK) return Status::State("node lock " + path + " is held by another process");
-    return LockError("flock failed", path, err);
-  }
-  NodeLock lock;
-  lock.fd_ = fd;
-  return lock;
+  return Acquire(path, [] { return true; });
 }
 
 Result<NodeLock> NodeLock::Acquire(const std::string& path, const std::function<bool()>& give_up,
@@ -75,13 +65,14 @@ Result<NodeLock> NodeLock::Acquire(const std::string& path, const std::function<
   for (;;) {
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0) break;
     const int err = errno;
-    if (err != EWOULDBLOCK && err != EINTR) {
+    if (err == EINTR) continue;
+    if (err != EWOULDBLOCK) {
       ::close(fd);
       return LockError("flock failed", path, err);
     }
     if (give_up && give_up()) {
       ::close(fd);
-      return Status::State("gave up waiting for node lock " + path);
+      return Status::State("node lock " + path + " is held by another process");
     }
     std::this_thread::sleep_for(poll);
   }

@@ -40,11 +40,13 @@ class NodeLock {
   NodeLock& operator=(const NodeLock&) = delete;
 
   // Takes the lock on `path` (created 0600 if missing), polling every `poll`
-  // until it is free or `give_up()` returns true (then kState "gave up").
+  // until it is free or `give_up()` returns true (then kState "held by
+  // another process").
   // kIo names the path when the file cannot be opened or locked.
   static Result<NodeLock> Acquire(const std::string& path, const std::function<bool()>& give_up,
                                   std::chrono::microseconds poll = std::chrono::microseconds(2000));
-  // One attempt: kState "held by another process" when it is taken.
+  // One attempt (Acquire giving up at once): kState "held by another
+  // process" when it is taken.
   static Result<NodeLock> TryAcquire(const std::string& path);
 
   bool held() const { return fd_ >= 0; }

@@ -12,7 +12,6 @@ from typing import (
     Any,
     Dict,
     Iterator,
-    Literal,
     Mapping,
     NoReturn,
     Optional,
@@ -24,14 +23,13 @@ from typing import (
 
 from . import _cairn, _config, _state
 from ._errors import InvalidArgumentError, NotFoundError, SizeMismatchError, StateError
+from ._config import InitStrategy
 from ._types import ArrayLike
 
 __all__ = ["Client", "History", "InitStats", "InitStrategy", "Level", "Stats", "TierStats"]
 
 PathArg = Union[str, "os.PathLike[str]"]
 _A = TypeVar("_A", bound=ArrayLike)
-#: host_cache.init strategies (docs/config.md).
-InitStrategy = Literal["eager", "memset", "lazy", "concurrent", "sequential", "adaptive"]
 
 
 class Level(enum.IntEnum):

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import difflib
 import os
-from typing import Callable, Dict, Mapping, NamedTuple, Optional, Union
+from typing import Callable, Dict, Literal, Mapping, NamedTuple, Optional, Tuple, Union, get_args
 
 from . import _cairn
 from ._errors import ConfigError
 
-__all__ = ["KEYS", "load", "to_dict"]
+__all__ = ["INIT_STRATEGIES", "InitStrategy", "KEYS", "load", "to_dict"]
 
 PathArg = Union[str, "os.PathLike[str]"]
 
@@ -71,7 +71,8 @@ def _int(key: str, value: object) -> object:
 
 
 #: The host_cache.init strategies (docs/config.md).
-INIT_STRATEGIES = ("eager", "memset", "lazy", "concurrent", "sequential", "adaptive")
+InitStrategy = Literal["eager", "memset", "lazy", "concurrent", "sequential", "adaptive"]
+INIT_STRATEGIES: Tuple[str, ...] = get_args(InitStrategy)
 
 
 def _init(key: str, value: object) -> object:
