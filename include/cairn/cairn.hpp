@@ -23,8 +23,8 @@ namespace cairn {
 // Where a version is durable. Numeric values match cairn_level_t.
 enum class Level : int { kCache = 0, kLocal = 1, kPersistent = 2 };
 
-// Where a protected region lives. Only kHost exists in this build; the GPU
-// backend adds kDevice and kManaged. Recorded in the file format.
+// Where a protected region lives; Protect and Push find out from the CUDA
+// driver (host when there is none). Recorded in the file format.
 enum class MemoryKind : uint32_t { kHost = 0, kDevice = 1, kManaged = 2 };
 
 // Traffic through one stage of the pipeline.
@@ -54,6 +54,25 @@ struct InitStats {
   bool concurrent_now = false; // adaptive: the mode in use
 };
 
+// The GPU tier (docs/gpu.md). All zero when no device cache and no device
+// region were used.
+struct DeviceStats {
+  bool gpu = false;             // a CUDA driver and device are in use
+  DeviceCacheInit init = DeviceCacheInit::kIncremental;
+  uint64_t capacity_bytes = 0;  // device cache size (0 = none)
+  uint64_t mapped_bytes = 0;    // backed by device memory so far
+  double fully_mapped_s = -1;   // since open; -1 = still mapping (or no cache)
+  std::string map_error;        // why mapping stopped early ("" = it did not)
+  TierStats capture;            // device/managed regions -> device cache (or host cache)
+  TierStats drain;              // device cache -> host cache (background)
+  TierStats prefetch;           // host cache -> device cache (background)
+  uint64_t hits = 0;            // restores/pops served from the device cache
+  uint64_t evictions = 0;       // device cache slots evicted (data safe in the host tier)
+  double capture_blocked_s = 0; // captures waited for mapped or free device slots
+  uint64_t bounce_bytes = 0;    // moved through the pinned bounce buffers
+  uint64_t used_bytes = 0;      // device cache slots holding data now
+};
+
 struct Stats {
   TierStats capture;           // application memory -> host cache (app thread)
   TierStats flush_local;       // host cache -> local directory
@@ -71,6 +90,7 @@ struct Stats {
   uint64_t cache_dirty_bytes = 0;  // not yet in the local directory
   uint64_t failed_flushes = 0;
   InitStats init;
+  DeviceStats device;
 };
 
 class History;

@@ -32,6 +32,15 @@ const char* CacheInitName(CacheInit init);  // "eager", ...
 // "eager", "memset", "lazy", "concurrent", "sequential", "adaptive".
 Result<CacheInit> ParseCacheInit(std::string_view text);
 
+// How the device cache gets its GPU memory (docs/gpu.md, "Device cache").
+// Numeric values match cairn_device_cache_init_t.
+enum class DeviceCacheInit : int {
+  kDirect = 0,       // one cuMemAlloc of the whole cache at open: the baseline
+  kIncremental = 1,  // reserve the range, map it chunk by chunk in the background
+};
+const char* DeviceCacheInitName(DeviceCacheInit init);  // "direct", "incremental"
+Result<DeviceCacheInit> ParseDeviceCacheInit(std::string_view text);
+
 struct Config {
   // [storage]
   std::string scratch_dir;     // local (node-local) directory; CAIRN_SCRATCH
@@ -56,6 +65,22 @@ struct Config {
   // Processes of a node pin one at a time (a node-wide lock file).
   bool pin_serialize = true;
   std::string pin_lock_path;  // "" = /dev/shm/cairn-pin-<uid>.lock
+
+  // [device_cache] (docs/gpu.md). Used only when a CUDA driver and device are
+  // present; device and managed regions need them.
+  // GPU memory captures of device/managed regions land in first; 0 = none:
+  // those regions are copied straight into the host cache. CAIRN_DEVICE_CACHE
+  uint64_t device_cache_bytes = 0;
+  DeviceCacheInit device_cache_init = DeviceCacheInit::kIncremental;  // CAIRN_DEVICE_CACHE_INIT
+  // Incremental: bytes mapped per cuMemCreate/cuMemMap (rounded up to the
+  // allocation granularity). device_cache.map_chunk
+  uint64_t device_map_chunk_bytes = 1ull << 30;
+  // The CUDA device; -1 = the context current on the thread that opens the
+  // client, else device 0. device_cache.device; CAIRN_DEVICE
+  int device = -1;
+  // Page-locked staging buffers (of block_bytes each) for device <-> host
+  // cache copies while the host cache is not registered (host_cache.pin).
+  int bounce_buffers = 2;
 
   // [retention]
   int keep_versions = 2;  // committed versions kept per name and tier; CAIRN_KEEP

@@ -164,4 +164,14 @@ Result<CacheInit> ParseCacheInit(std::string_view text) {
                         "sequential, adaptive)");
 }
 
+const char* DeviceCacheInitName(DeviceCacheInit init) {
+  return init == DeviceCacheInit::kDirect ? "direct" : "incremental";
+}
+
+Result<DeviceCacheInit> ParseDeviceCacheInit(std::string_view text) {
+  if (text == "direct") return DeviceCacheInit::kDirect;
+  if (text == "incremental") return DeviceCacheInit::kIncremental;
+  return Status::Config("'" + std::string(text) + "' is not a device cache init (direct, incremental)");
+}
+
 }  // namespace cairn

@@ -1,0 +1,131 @@
+// The device cache: GPU memory Cairn owns, cut into equal slots (one slot
+// holds one file block), where captures of device and managed regions land
+// first (HiPC'22, sections II and IV-A; docs/gpu.md, "Device cache").
+//
+// Two ways to get the memory (device_cache.init):
+//   kDirect       one cuMemAlloc of the whole cache in Create (the paper's
+//                 baseline: Open waits for all of it);
+//   kIncremental  Create only reserves the virtual range (cuMemAddressReserve)
+//                 and starts a mapping thread that backs it chunk by chunk
+//                 (cuMemCreate + cuMemMap + cuMemSetAccess), lowest addresses
+//                 first, while captures proceed. Slots become usable as their
+//                 chunk is mapped: mapped_slots() grows until slot_count().
+//
+// A mapping failure (cuMemCreate out of memory, say) stops the mapping: the
+// cache keeps the slots mapped so far (possibly none), mapping_done() turns
+// true and map_error() says why. That is the documented fallback, not an
+// error: the pipeline works with the smaller cache (or none: device regions
+// then go straight to the host cache).
+//
+// Slot bookkeeping (Allocate/Free) is not thread-safe: the pipeline calls it
+// under its mutex. mapped_slots()/mapping_done() are atomics, safe anywhere.
+// on_progress is called by the mapping thread, with no lock of the cache held,
+// after each chunk is mapped and once when mapping ends; the pipeline uses it
+// to wake captures waiting for slots.
+//
+// This header has no CUDA types (addresses are uintptr_t == CUdeviceptr).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cairn/config.hpp"
+#include "cairn/status.hpp"
+#include "util/thread_annotations.hpp"
+
+namespace cairn::gpu {
+
+class Runtime;
+
+struct DeviceCacheOptions {
+  uint64_t capacity_bytes = 0;  // rounded down to whole slots; >= 1 slot
+  uint32_t slot_bytes = 0;      // > 0 (the pipeline's block size)
+  DeviceCacheInit init = DeviceCacheInit::kIncremental;
+  // Incremental: bytes mapped per cuMemCreate/cuMemMap call. Rounded up to the
+  // allocation granularity (cuMemGetAllocationGranularity, recommended) and
+  // clamped to the reservation; the reservation itself is the capacity
+  // rounded up to the granularity.
+  uint64_t map_chunk_bytes = 1ull << 30;
+  std::function<void()> on_progress;  // see above; may be empty
+};
+
+class DeviceCache {
+ public:
+  // Precondition: runtime outlives the cache. kDirect: cuMemAlloc failure is
+  // returned (kNoMemory naming device_cache.size). kIncremental: reserve
+  // failure is returned; mapping failures are not (see above).
+  static Result<std::unique_ptr<DeviceCache>> Create(const Runtime& runtime,
+                                                     const DeviceCacheOptions& options);
+  // Stops and joins the mapping thread, then unmaps and releases everything.
+  // Precondition: no copy into or out of the cache is still running.
+  ~DeviceCache();
+  DeviceCache(const DeviceCache&) = delete;
+  DeviceCache& operator=(const DeviceCache&) = delete;
+
+  uint32_t slot_count() const { return slot_count_; }
+  uint32_t slot_bytes() const { return slot_bytes_; }
+  uint64_t capacity_bytes() const { return uint64_t{slot_count_} * slot_bytes_; }
+  DeviceCacheInit init() const { return init_; }
+
+  // Slots [0, mapped_slots()) are backed by device memory. Monotonic.
+  uint32_t mapped_slots() const { return mapped_slots_.load(std::memory_order_acquire); }
+  uint64_t mapped_bytes() const { return uint64_t{mapped_slots()} * slot_bytes_; }
+  // Mapping has ended: every slot is mapped, or a failure stopped it.
+  bool mapping_done() const { return mapping_done_.load(std::memory_order_acquire); }
+  bool fully_mapped() const { return mapped_slots() == slot_count_; }
+  // Why mapping stopped early ("" = it did not). Valid once mapping_done().
+  std::string map_error() const;
+  // Seconds from Create to the end of mapping (-1 while mapping).
+  double mapping_seconds() const;
+  uint64_t map_calls() const { return map_calls_.load(std::memory_order_relaxed); }
+
+  // Device address of a slot (a CUdeviceptr). Precondition: slot < slot_count().
+  uintptr_t address(uint32_t slot) const { return base_ + uint64_t{slot} * slot_bytes_; }
+
+  // The lowest free mapped slot, or nullopt (none free, or none mapped yet).
+  std::optional<uint32_t> Allocate();
+  // Precondition: slot was allocated and not yet freed.
+  void Free(uint32_t slot);
+  uint32_t free_mapped_count() const;  // free slots below mapped_slots()
+  uint32_t used_count() const { return used_; }
+
+ private:
+  DeviceCache() = default;
+  void MapLoop(std::stop_token stop);
+
+  const Runtime* runtime_ = nullptr;
+  DeviceCacheInit init_ = DeviceCacheInit::kIncremental;
+  uintptr_t base_ = 0;
+  uint64_t reserved_bytes_ = 0;  // incremental: the reservation's size
+  uint64_t map_chunk_ = 0;
+  uint32_t slot_bytes_ = 0;
+  uint32_t slot_count_ = 0;
+  std::function<void()> on_progress_;
+  std::atomic<uint32_t> mapped_slots_{0};
+  std::atomic<bool> mapping_done_{false};
+  std::atomic<uint64_t> map_calls_{0};
+  mutable std::mutex mu_;  // guards the mapping records and the error text
+  std::string map_error_ CAIRN_GUARDED_BY(mu_);
+  double mapping_seconds_ CAIRN_GUARDED_BY(mu_) = -1;
+  // Incremental: (offset, size, handle) of each mapped chunk, for teardown.
+  struct MappedChunk {
+    uint64_t offset = 0;
+    uint64_t size = 0;
+    unsigned long long handle = 0;  // CUmemGenericAllocationHandle
+  };
+  std::vector<MappedChunk> chunks_ CAIRN_GUARDED_BY(mu_);
+  // Slot bookkeeping (the pipeline's mutex).
+  std::set<uint32_t> free_;  // every slot starts free; only mapped ones are handed out
+  uint32_t used_ = 0;
+  std::jthread mapper_;  // declared last: joined first
+};
+
+}  // namespace cairn::gpu

@@ -1,0 +1,117 @@
+// What the pipeline needs from a GPU, with no CUDA types in sight: the loaded
+// driver, one CUDA context, streams, page-locked buffers and the host-cache
+// registration seam (docs/gpu.md, "Runtime").
+//
+// A Runtime exists only when a usable driver and device do: Open returns
+// kUnsupported otherwise, and the pipeline then runs host-only (device
+// pointers are rejected at protect/push time with that message).
+//
+// Contexts: Cairn's own threads (and the application's thread while Cairn
+// copies for it) make the Runtime's context current for each driver call
+// through Scope, which restores whatever was current before, so the
+// application's own context handling is never disturbed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "cairn/status.hpp"
+#include "gpu/pointer_kind.hpp"
+#include "os/memory.hpp"
+
+namespace cairn::gpu {
+
+class Driver;
+
+class Runtime {
+ public:
+  // Loads the process-wide driver (Driver::Get: $CAIRN_CUDA_DRIVER or
+  // libcuda.so.1) and calls cuInit(0). The context: with device < 0, the
+  // calling thread's current context when it has one, else device 0's primary
+  // context; with device >= 0, that device's primary context. A primary
+  // context is retained until the Runtime dies.
+  static Result<std::unique_ptr<Runtime>> Open(int device);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const Driver& driver() const { return *driver_; }
+  int device() const { return device_; }
+  void* context() const { return context_; }  // a CUcontext
+
+  // Makes the Runtime's context current on this thread for the scope.
+  class Scope {
+   public:
+    explicit Scope(const Runtime& rt);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    const Runtime& rt_;
+    void* previous_ = nullptr;
+    bool switched_ = false;
+  };
+
+  // ClassifyRegion with this runtime's driver.
+  Result<PointerInfo> Classify(const void* p, size_t bytes) const;
+
+  // Registers host memory with cuMemHostRegister (PORTABLE) as one range and
+  // unregisters it: the fast-init pin seam when a GPU is in use. A range
+  // already registered (by the application, say) is reported as kExists by
+  // Pin and left alone by Unpin; CUDA clears that error at once (not sticky).
+  os::MemoryPinner* host_pinner() { return pinner_.get(); }
+
+ private:
+  Runtime() = default;
+  const Driver* driver_ = nullptr;
+  int device_ = 0;
+  void* context_ = nullptr;
+  bool retained_primary_ = false;
+  std::unique_ptr<os::MemoryPinner> pinner_;
+};
+
+// A stream of Cairn's own (CU_STREAM_NON_BLOCKING: never serialized behind
+// the application's legacy default stream) on the Runtime's context. Copies
+// are enqueued with cuMemcpyAsync, which takes any pair of host, device and
+// managed addresses (unified addressing); a copy to or from pageable host
+// memory is synchronous, as CUDA documents.
+class Stream {
+ public:
+  static Result<std::unique_ptr<Stream>> Create(const Runtime& rt);
+  ~Stream();  // synchronizes (errors ignored), then destroys the stream
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  // Enqueues a copy of n bytes. Errors of the call itself are returned;
+  // errors of the copy come from Synchronize.
+  Status Copy(void* dst, const void* src, size_t n);
+  // Waits for every enqueued copy; returns the first error among them.
+  Status Synchronize();
+
+ private:
+  explicit Stream(const Runtime& rt) : rt_(rt) {}
+  const Runtime& rt_;
+  void* stream_ = nullptr;  // a CUstream
+};
+
+// Page-locked host memory from cuMemAllocHost (a bounce buffer for copies
+// between device memory and an unregistered host cache).
+class PinnedBuffer {
+ public:
+  static Result<std::unique_ptr<PinnedBuffer>> Allocate(const Runtime& rt, size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  PinnedBuffer(const Runtime& rt, uint8_t* data, size_t size) : rt_(rt), data_(data), size_(size) {}
+  const Runtime& rt_;
+  uint8_t* data_;
+  size_t size_;
+};
+
+}  // namespace cairn::gpu
