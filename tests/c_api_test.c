@@ -7,6 +7,7 @@
 #define _XOPEN_SOURCE 700 /* setenv, unsetenv, mkdtemp, nftw */
 
 #include <ftw.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,6 +195,21 @@ done:
   free(buf);
 }
 
+/* cairn_stats_t's layout: the GPU fields were appended after the fast-init
+ * ones without moving them (ABI), and every field is naturally aligned with
+ * no hidden padding (the Fortran binding mirrors it; tests/fortran checks the
+ * same size). */
+static void test_stats_layout(void) {
+  CHECK(offsetof(cairn_stats_t, init_strategy) == 216, "init fields keep their offsets");
+  CHECK(offsetof(cairn_stats_t, init_pin_failed) == 220, "init fields keep their offsets");
+  CHECK(offsetof(cairn_stats_t, device_gpu) == 224, "device fields come right after the init fields");
+  CHECK(offsetof(cairn_stats_t, device_capacity_bytes) == 232, "64-bit device fields are 8-aligned");
+  CHECK(offsetof(cairn_stats_t, device_map_failed) == 344, "no hidden padding before the last fields");
+  CHECK(sizeof(cairn_stats_t) == 352, "cairn_stats_t is 352 bytes");
+  CHECK(CAIRN_DEVICE_CACHE_DIRECT == 0 && CAIRN_DEVICE_CACHE_INCREMENTAL == 1,
+        "cairn_device_cache_init_t values match cairn::DeviceCacheInit");
+}
+
 int main(void) {
   char root[4096];
   char scratch[4200];
@@ -218,6 +234,7 @@ int main(void) {
 
   test_strerror();
   test_null_handles();
+  test_stats_layout();
 
   /* Open with defaults (+ environment). */
   REQUIRE_RC(cairn_open(NULL, &c), CAIRN_OK);
@@ -282,6 +299,21 @@ int main(void) {
   CHECK(st.init_touched_bytes == 0, "lazy touches nothing in the background");
   CHECK(st.init_pin_failed == 0, "pinning is off by default");
   CHECK(st.failed_flushes == 0, "no failed flushes");
+  /* The GPU tier: host regions only and no device cache (CAIRN_DEVICE_CACHE unset). */
+  CHECK(st.device_gpu == 0 || st.device_gpu == 1, "device_gpu is a flag");
+  CHECK(st.device_init == CAIRN_DEVICE_CACHE_DIRECT || st.device_init == CAIRN_DEVICE_CACHE_INCREMENTAL,
+        "device_init is a cairn_device_cache_init_t");
+  CHECK(st.device_capacity_bytes == 0 && st.device_mapped_bytes == 0 && st.device_used_bytes == 0,
+        "no device cache without device_cache.size");
+  CHECK(st.device_fully_mapped_seconds < 0, "no device cache: never fully mapped");
+  CHECK(st.device_capture_bytes == 0 && st.device_drain_bytes == 0 && st.device_prefetch_bytes == 0,
+        "host regions move nothing through the GPU tier");
+  CHECK(st.device_capture_seconds == 0 && st.device_drain_seconds == 0 &&
+            st.device_prefetch_seconds == 0 && st.device_capture_blocked_seconds == 0,
+        "no GPU tier time");
+  CHECK(st.device_hits == 0 && st.device_evictions == 0 && st.device_bounce_bytes == 0,
+        "no device cache hits, evictions or bounces");
+  CHECK(st.device_map_failed == 0 && st.device_reserved == 0, "no mapping failure; padding is 0");
   CHECK_RC(cairn_stats(c, NULL), CAIRN_ERR_INVALID_ARGUMENT);
 
   CHECK_RC(cairn_close(c), CAIRN_OK);

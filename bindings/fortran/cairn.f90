@@ -53,6 +53,18 @@ module cairn
   integer(c_int), parameter, public :: CAIRN_LEVEL_LOCAL = 1      !< committed to the local (scratch) directory
   integer(c_int), parameter, public :: CAIRN_LEVEL_PERSISTENT = 2 !< committed to the persistent directory
 
+  ! host_cache.init strategies (cairn_cache_init_t), as in cairn_stats_t%init_strategy.
+  integer(c_int32_t), parameter, public :: CAIRN_INIT_EAGER = 0
+  integer(c_int32_t), parameter, public :: CAIRN_INIT_MEMSET = 1
+  integer(c_int32_t), parameter, public :: CAIRN_INIT_LAZY = 2
+  integer(c_int32_t), parameter, public :: CAIRN_INIT_CONCURRENT = 3
+  integer(c_int32_t), parameter, public :: CAIRN_INIT_SEQUENTIAL = 4
+  integer(c_int32_t), parameter, public :: CAIRN_INIT_ADAPTIVE = 5
+
+  ! device_cache.init (cairn_device_cache_init_t), as in cairn_stats_t%device_init.
+  integer(c_int32_t), parameter, public :: CAIRN_DEVICE_CACHE_DIRECT = 0      !< one cuMemAlloc at open
+  integer(c_int32_t), parameter, public :: CAIRN_DEVICE_CACHE_INCREMENTAL = 1 !< mapped in the background
+
   !> A client (cairn_client_t *). Null until cairn_open, and after cairn_close.
   type, public :: cairn_client
     type(c_ptr) :: ptr = c_null_ptr
@@ -79,6 +91,15 @@ module cairn
     integer(c_int64_t) :: init_touched_bytes, capture_untouched_bytes, capture_touched_bytes, &
         capture_pinned_bytes, init_mode_switches
     integer(c_int32_t) :: init_strategy, init_pin_failed
+    ! The GPU tier (cairn::DeviceStats), appended: same order as in cairn.h.
+    integer(c_int32_t) :: device_gpu, device_init
+    integer(c_int64_t) :: device_capacity_bytes, device_mapped_bytes, device_used_bytes
+    real(c_double) :: device_fully_mapped_seconds
+    integer(c_int64_t) :: device_capture_bytes, device_drain_bytes, device_prefetch_bytes
+    real(c_double) :: device_capture_seconds, device_drain_seconds, device_prefetch_seconds
+    integer(c_int64_t) :: device_hits, device_evictions, device_bounce_bytes
+    real(c_double) :: device_capture_blocked_seconds
+    integer(c_int32_t) :: device_map_failed, device_reserved
   end type cairn_stats_t
 
   public :: cairn_open, cairn_close, cairn_protect, cairn_protect_ptr, cairn_unprotect

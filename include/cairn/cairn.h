@@ -116,6 +116,27 @@ typedef struct {
       capture_pinned_bytes, init_mode_switches;
   int32_t init_strategy;   /* a cairn_cache_init_t */
   int32_t init_pin_failed; /* 1 if pinning was on and failed (reason on stderr) */
+  /* The GPU tier (cairn::DeviceStats; docs/gpu.md). Counters are 0 and
+   * device_fully_mapped_seconds is < 0 when no device cache and no device
+   * region were used. Appended after the fields above, whose layout does not
+   * change. */
+  int32_t device_gpu;        /* 1 if a CUDA driver and device are in use */
+  int32_t device_init;       /* a cairn_device_cache_init_t (device_cache.init) */
+  uint64_t device_capacity_bytes, /* device cache size (0 = none) */
+      device_mapped_bytes,        /* backed by device memory so far */
+      device_used_bytes;          /* device cache slots holding data now */
+  double device_fully_mapped_seconds; /* since open; < 0 = still mapping (or no cache) */
+  /* device/managed regions -> device cache (or host cache); device cache ->
+   * host cache (background); host cache -> device cache (background) */
+  uint64_t device_capture_bytes, device_drain_bytes, device_prefetch_bytes;
+  double device_capture_seconds, device_drain_seconds, device_prefetch_seconds;
+  uint64_t device_hits,      /* restores/pops served from the device cache */
+      device_evictions,      /* device cache slots evicted (data safe in the host tier) */
+      device_bounce_bytes;   /* moved through the pinned bounce buffers */
+  double device_capture_blocked_seconds; /* captures waited for mapped or free slots */
+  int32_t device_map_failed; /* 1 if mapping the device cache stopped early: it works with
+                                what was mapped (reason: cairn::DeviceStats::map_error) */
+  int32_t device_reserved;   /* padding; always 0 */
 } cairn_stats_t;
 
 /* host_cache.init strategies (cairn::CacheInit; docs/config.md). */
@@ -127,6 +148,12 @@ typedef enum {
   CAIRN_INIT_SEQUENTIAL = 4,
   CAIRN_INIT_ADAPTIVE = 5
 } cairn_cache_init_t;
+
+/* device_cache.init (cairn::DeviceCacheInit; docs/config.md). */
+typedef enum {
+  CAIRN_DEVICE_CACHE_DIRECT = 0,     /* one cuMemAlloc of the whole cache at open */
+  CAIRN_DEVICE_CACHE_INCREMENTAL = 1 /* reserve the range, map it in the background */
+} cairn_device_cache_init_t;
 
 /* cairn_stats - snapshot of the client's statistics. */
 int cairn_stats(cairn_client_t *c, cairn_stats_t *out);

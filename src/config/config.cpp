@@ -244,6 +244,14 @@ std::string ReadInit(const toml::node& n, CacheInit* out) {
   return "";
 }
 
+std::string ReadDeviceInit(const toml::node& n, DeviceCacheInit* out) {
+  if (!n.is_string()) return Expect("a string (direct, incremental)", n);
+  auto r = ParseDeviceCacheInit(n.as_string()->get());
+  if (!r.ok()) return ": " + r.status().message();
+  *out = r.value();
+  return "";
+}
+
 std::string ReadMode(const toml::node& n, uint32_t* out) {
   if (n.is_integer()) {
     const auto& v = *n.as_integer();
@@ -284,6 +292,15 @@ const std::vector<KeySpec>& Schema() {
        [](const toml::node& n, Config* c) { return ReadBool(n, &c->pin_serialize); }},
       {"host_cache", "pin_lock",
        [](const toml::node& n, Config* c) { return ReadString(n, &c->pin_lock_path); }},
+      {"device_cache", "size",
+       [](const toml::node& n, Config* c) { return ReadSize(n, &c->device_cache_bytes); }},
+      {"device_cache", "init",
+       [](const toml::node& n, Config* c) { return ReadDeviceInit(n, &c->device_cache_init); }},
+      {"device_cache", "map_chunk",
+       [](const toml::node& n, Config* c) { return ReadSize(n, &c->device_map_chunk_bytes); }},
+      {"device_cache", "device", [](const toml::node& n, Config* c) { return ReadInt(n, -1, &c->device); }},
+      {"device_cache", "bounce_buffers",
+       [](const toml::node& n, Config* c) { return ReadInt(n, 1, &c->bounce_buffers); }},
       {"retention", "keep_versions",
        [](const toml::node& n, Config* c) { return ReadInt(n, 1, &c->keep_versions); }},
       {"history", "prefetch_depth",
@@ -389,7 +406,8 @@ Status ApplyEnvironment(Config* c) {
     uint64_t* field;
   };
   for (const SizeVar& s : {SizeVar{"CAIRN_HOST_CACHE", &c->host_cache_bytes},
-                           SizeVar{"CAIRN_BLOCK_SIZE", &c->block_bytes}}) {
+                           SizeVar{"CAIRN_BLOCK_SIZE", &c->block_bytes},
+                           SizeVar{"CAIRN_DEVICE_CACHE", &c->device_cache_bytes}}) {
     if (const char* v = get(s.name)) {
       auto r = ParseSize(v);
       if (!r.ok()) return Status::Config(std::string(s.name) + ": " + r.status().message());
@@ -403,7 +421,8 @@ Status ApplyEnvironment(Config* c) {
   };
   for (const IntVar& s : {IntVar{"CAIRN_KEEP", 1, &c->keep_versions},
                           IntVar{"CAIRN_COPY_THREADS", -1, &c->copy_threads},
-                          IntVar{"CAIRN_PREFETCH_DEPTH", 0, &c->prefetch_depth}}) {
+                          IntVar{"CAIRN_PREFETCH_DEPTH", 0, &c->prefetch_depth},
+                          IntVar{"CAIRN_DEVICE", -1, &c->device}}) {
     if (const char* v = get(s.name)) {
       int64_t x;
       if (!ParseInt(v, s.lo, INT_MAX, &x)) {
@@ -429,6 +448,11 @@ Status ApplyEnvironment(Config* c) {
     auto r = ParseCacheInit(v);
     if (!r.ok()) return Status::Config("CAIRN_HOST_CACHE_INIT: " + r.status().message());
     c->init = r.value();
+  }
+  if (const char* v = get("CAIRN_DEVICE_CACHE_INIT")) {
+    auto r = ParseDeviceCacheInit(v);
+    if (!r.ok()) return Status::Config("CAIRN_DEVICE_CACHE_INIT: " + r.status().message());
+    c->device_cache_init = r.value();
   }
   if (const char* v = get("CAIRN_FILE_MODE")) {
     auto r = ParseMode(v);
@@ -508,6 +532,23 @@ Status Config::Validate() const {
   if (prefetch_depth < 0) {
     return Status::Config("history.prefetch_depth (CAIRN_PREFETCH_DEPTH) is " + std::to_string(prefetch_depth) +
                           "; it must be at least 0 (0 = as many steps as fit in the cache)");
+  }
+  if (device_cache_bytes != 0 && device_cache_bytes < block_bytes) {
+    return Status::Config("device_cache.size (CAIRN_DEVICE_CACHE) is " + bytes(device_cache_bytes) +
+                          "; it must hold at least one block of host_cache.block_size (" +
+                          FormatSize(block_bytes) + "), or be 0 for no device cache");
+  }
+  if (device_map_chunk_bytes == 0) {
+    return Status::Config("device_cache.map_chunk is 0 bytes; it must be more than 0 (it is rounded up to "
+                          "the GPU's allocation granularity)");
+  }
+  if (device < -1) {
+    return Status::Config("device_cache.device (CAIRN_DEVICE) is " + std::to_string(device) +
+                          "; it must be a device number >= 0, or -1 for the current context's device");
+  }
+  if (bounce_buffers < 1 || bounce_buffers > 64) {
+    return Status::Config("device_cache.bounce_buffers is " + std::to_string(bounce_buffers) +
+                          "; it must be between 1 and 64");
   }
   if (file_mode > 0777) {
     return Status::Config("storage.file_mode (CAIRN_FILE_MODE) is " + OctalString(file_mode) +

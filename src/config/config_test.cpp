@@ -19,6 +19,7 @@ constexpr const char* kVars[] = {"CAIRN_SCRATCH", "CAIRN_PERSISTENT",   "CAIRN_H
                                  "CAIRN_FSYNC",   "CAIRN_FILE_MODE",     "CAIRN_PREFETCH_DEPTH",
                                  "CAIRN_CONFIG",  "CAIRN_TRACE",         "CAIRN_COPY_THREADS",
                                  "CAIRN_HOST_CACHE_INIT", "CAIRN_HUGE_PAGES", "CAIRN_PIN",
+                                 "CAIRN_DEVICE_CACHE", "CAIRN_DEVICE_CACHE_INIT", "CAIRN_DEVICE",
                                  "TMPDIR"};
 
 // Clears every variable the loader reads and restores them afterwards, so
@@ -243,6 +244,8 @@ TEST_F(ConfigTest, BadEnvironmentValuesNameTheVariable) {
       {"CAIRN_KEEP", "0"},            {"CAIRN_KEEP", "two"},         {"CAIRN_DIRECT_IO", "maybe"},
       {"CAIRN_FSYNC", "2"},           {"CAIRN_FILE_MODE", "rw-"},    {"CAIRN_PREFETCH_DEPTH", "-1"},
       {"CAIRN_PREFETCH_DEPTH", "1x"}, {"CAIRN_HOST_CACHE_INIT", "fast"}, {"CAIRN_PIN", "sometimes"},
+      {"CAIRN_DEVICE_CACHE", "1 bucket"}, {"CAIRN_DEVICE_CACHE", "-1GiB"},
+      {"CAIRN_DEVICE_CACHE_INIT", "lazy"}, {"CAIRN_DEVICE", "gpu0"}, {"CAIRN_DEVICE", "-2"},
   };
   for (const auto& [name, value] : cases) {
     ::setenv(name, value, 1);
@@ -342,6 +345,80 @@ TEST_F(ConfigTest, CacheInitKeys) {
   EXPECT_TRUE(e->pin);
 }
 
+TEST_F(ConfigTest, DeviceCacheKeys) {
+  const Config d = DefaultConfig();
+  EXPECT_EQ(d.device_cache_bytes, 0u);  // no device cache
+  EXPECT_EQ(d.device_cache_init, DeviceCacheInit::kIncremental);
+  EXPECT_EQ(d.device_map_chunk_bytes, 1ull << 30);
+  EXPECT_EQ(d.device, -1);
+  EXPECT_EQ(d.bounce_buffers, 2);
+  auto r = Parse(
+      "[device_cache]\nsize = \"8GiB\"\ninit = \"direct\"\nmap_chunk = \"256MiB\"\n"
+      "device = 1\nbounce_buffers = 4\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->device_cache_bytes, 8ull << 30);
+  EXPECT_EQ(r->device_cache_init, DeviceCacheInit::kDirect);
+  EXPECT_EQ(r->device_map_chunk_bytes, 256ull << 20);
+  EXPECT_EQ(r->device, 1);
+  EXPECT_EQ(r->bounce_buffers, 4);
+  // Integers are sizes too; 0 = no device cache; -1 = the current context's device.
+  r = Parse("[device_cache]\nsize = 0\nmap_chunk = 2097152\ndevice = -1\nbounce_buffers = 64\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->device_cache_bytes, 0u);
+  EXPECT_EQ(r->device_map_chunk_bytes, 2ull << 20);
+  EXPECT_EQ(r->bounce_buffers, 64);
+  for (const char* name : {"direct", "incremental"}) {
+    auto p = ParseDeviceCacheInit(name);
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_STREQ(DeviceCacheInitName(*p), name);
+  }
+
+  // Each bad value names its key and line.
+  const std::pair<const char*, const char*> bad[] = {
+      {"[device_cache]\nsize = \"lots\"\n", "key 'device_cache.size' in cairn.toml (line 2): bad size 'lots'"},
+      {"[device_cache]\nsize = -1\n", "key 'device_cache.size' in cairn.toml (line 2) must not be negative"},
+      {"[device_cache]\nsize = true\n", "key 'device_cache.size' in cairn.toml (line 2) must be a size"},
+      {"[device_cache]\ninit = \"lazy\"\n",
+       "key 'device_cache.init' in cairn.toml (line 2): 'lazy' is not a device cache init (direct, incremental)"},
+      {"[device_cache]\ninit = 1\n", "key 'device_cache.init' in cairn.toml (line 2) must be a string"},
+      {"[device_cache]\nmap_chunk = \"1.1KiB\"\n", "key 'device_cache.map_chunk' in cairn.toml (line 2): bad size"},
+      {"[device_cache]\nmap_chunk = 0\n", "device_cache.map_chunk is 0 bytes"},
+      {"[device_cache]\ndevice = -2\n", "key 'device_cache.device' in cairn.toml (line 2) must be an integer >= -1"},
+      {"[device_cache]\ndevice = \"0\"\n", "key 'device_cache.device' in cairn.toml (line 2) must be an integer"},
+      {"[device_cache]\nbounce_buffers = 0\n",
+       "key 'device_cache.bounce_buffers' in cairn.toml (line 2) must be an integer >= 1"},
+      {"[device_cache]\nbounce_buffers = 65\n", "device_cache.bounce_buffers is 65; it must be between 1 and 64"},
+      {"[device_cache]\nsize = \"1MiB\"\n", "device_cache.size (CAIRN_DEVICE_CACHE) is 1048576 bytes"},
+  };
+  for (const auto& [toml, message] : bad) EXPECT_CONTAINS(ErrorOf(toml), message);
+  std::string e = ErrorOf("[device_cache]\n\nmap_chunks = \"1GiB\"\n");
+  EXPECT_CONTAINS(e, "unknown key 'device_cache.map_chunks' in cairn.toml (line 3)");
+  EXPECT_CONTAINS(e, "did you mean 'device_cache.map_chunk'");
+  e = ErrorOf("[device_cach]\nsize = 0\n");
+  EXPECT_CONTAINS(e, "unknown key 'device_cach' in cairn.toml (line 1)");
+  EXPECT_CONTAINS(ErrorOf("[host_cache]\ndevice = 0\n"), "unknown key 'host_cache.device'");
+
+  // The environment wins over the file.
+  ::setenv("CAIRN_DEVICE_CACHE", "2GiB", 1);
+  ::setenv("CAIRN_DEVICE_CACHE_INIT", "direct", 1);
+  ::setenv("CAIRN_DEVICE", "3", 1);
+  auto env = Parse("[device_cache]\nsize = \"8GiB\"\ninit = \"incremental\"\ndevice = 1\n", true);
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  EXPECT_EQ(env->device_cache_bytes, 2ull << 30);
+  EXPECT_EQ(env->device_cache_init, DeviceCacheInit::kDirect);
+  EXPECT_EQ(env->device, 3);
+  ::setenv("CAIRN_DEVICE_CACHE", "0", 1);
+  ::setenv("CAIRN_DEVICE", "-1", 1);
+  env = Parse("[device_cache]\nsize = \"8GiB\"\n", true);
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  EXPECT_EQ(env->device_cache_bytes, 0u);
+  EXPECT_EQ(env->device, -1);
+  ::setenv("CAIRN_DEVICE_CACHE", "64KiB", 1);  // less than one 4 MiB block
+  env = Parse("", true);
+  ASSERT_FALSE(env.ok());
+  EXPECT_CONTAINS(env.status().message(), "device_cache.size (CAIRN_DEVICE_CACHE)");
+}
+
 TEST_F(ConfigTest, ValidateNamesTheKey) {
   struct Case {
     void (*mutate)(Config*);
@@ -359,6 +436,11 @@ TEST_F(ConfigTest, ValidateNamesTheKey) {
       {[](Config* c) { c->file_mode = 0400; }, "storage.file_mode"},
       {[](Config* c) { c->persistent_dir = c->scratch_dir + "/"; }, "storage.persistent"},
       {[](Config* c) { c->persistent_dir = c->scratch_dir + "/./"; }, "storage.persistent"},
+      {[](Config* c) { c->device_cache_bytes = c->block_bytes - 1; }, "device_cache.size"},
+      {[](Config* c) { c->device_map_chunk_bytes = 0; }, "device_cache.map_chunk"},
+      {[](Config* c) { c->device = -2; }, "device_cache.device"},
+      {[](Config* c) { c->bounce_buffers = 0; }, "device_cache.bounce_buffers"},
+      {[](Config* c) { c->bounce_buffers = 65; }, "device_cache.bounce_buffers"},
   };
   for (const Case& k : cases) {
     Config c = DefaultConfig();

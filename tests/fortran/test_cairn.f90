@@ -6,7 +6,7 @@
 !> `error stop 1`. Success prints "fortran: all N checks passed".
 program test_cairn
   use, intrinsic :: iso_c_binding, only: c_char, c_double, c_int, c_int32_t, c_int64_t, &
-      c_null_char, c_ptr, c_associated
+      c_null_char, c_ptr, c_associated, c_sizeof
   use cairn
   implicit none
 
@@ -99,6 +99,24 @@ program test_cairn
   call check(stats%capture_bytes >= 3 * (int(storage_size(a), c_int64_t) / 8 * size(a) + 4 * NB), &
              __LINE__, "stats: capture_bytes covers 3 checkpoints")
   call check(stats%cache_capacity_bytes == 16 * 1024 * 1024, __LINE__, "stats: 16 MiB cache")
+  ! The same layout as C's cairn_stats_t (tests/c_api_test.c checks 352 bytes there).
+  call check(c_sizeof(stats) == 352, __LINE__, "stats: cairn_stats_t is 352 bytes, as in C")
+  call check(stats%init_strategy >= CAIRN_INIT_EAGER .and. stats%init_strategy <= CAIRN_INIT_ADAPTIVE, &
+             __LINE__, "stats: init_strategy is a cairn_cache_init_t")
+  ! The GPU tier: host arrays only, no device cache.
+  call check(stats%device_gpu == 0 .or. stats%device_gpu == 1, __LINE__, "stats: device_gpu is a flag")
+  call check(stats%device_init == CAIRN_DEVICE_CACHE_DIRECT .or. &
+             stats%device_init == CAIRN_DEVICE_CACHE_INCREMENTAL, __LINE__, "stats: device_init")
+  call check(stats%device_capacity_bytes == 0 .and. stats%device_mapped_bytes == 0 .and. &
+             stats%device_used_bytes == 0, __LINE__, "stats: no device cache")
+  call check(stats%device_fully_mapped_seconds < 0, __LINE__, "stats: no device cache, never mapped")
+  call check(stats%device_capture_bytes == 0 .and. stats%device_drain_bytes == 0 .and. &
+             stats%device_prefetch_bytes == 0 .and. stats%device_bounce_bytes == 0, __LINE__, &
+             "stats: host arrays move nothing through the GPU tier")
+  call check(stats%device_hits == 0 .and. stats%device_evictions == 0 .and. &
+             stats%device_capture_blocked_seconds == 0, __LINE__, "stats: no device hits or evictions")
+  call check(stats%device_map_failed == 0 .and. stats%device_reserved == 0, __LINE__, &
+             "stats: no mapping failure, padding 0")
 
   ! History: push 1..5 (sizes 101, 202, ...), pop in reverse -----------------------
   rc = cairn_history_open(client, "fadjoint", history)

@@ -18,12 +18,25 @@ import cairn
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+#: Kept for the tests: the CUDA driver the core loads (once per process; run.sh
+#: points it at the fake one) and the test harness's own settings.
+_KEPT = ("CAIRN_CUDA_DRIVER", "CAIRN_TEST_")
+
+
 @pytest.fixture(autouse=True)
 def _no_cairn_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """CAIRN_* variables of the caller's shell must not change the tests."""
     for key in list(os.environ):
-        if key.startswith("CAIRN_"):
+        if key.startswith("CAIRN_") and not key.startswith(_KEPT):
             monkeypatch.delenv(key)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "needs_gpu_pipeline: moves device memory through the core's GPU tier "
+        "(test_gpu.py; skipped while the core cannot, see CAIRN_TEST_GPU_PIPELINE in run.sh)",
+    )
 
 
 @pytest.fixture

@@ -14,6 +14,14 @@
 #   CAIRN_TEST_PY_ISOLATED=1    fresh venv and a plain `pip install .` (build
 #                               isolation, as a user would run it); slower
 #   PYTHON=python3.12           the interpreter to make the venv with
+#   CAIRN_FAKE_CUDA_LIB=PATH    the fake CUDA driver for the GPU buffer tests
+#                               (default: build/lib/libcairn_fake_cuda.so, built by
+#                               the CMake tree when cuda.h is found); exported as
+#                               CAIRN_CUDA_DRIVER unless that is set already (a
+#                               real driver). Neither: test_gpu.py is skipped.
+#   CAIRN_TEST_GPU_PIPELINE=1   run the tests marked needs_gpu_pipeline even if
+#                               the probe says the core does not move device
+#                               memory (0: skip them; default: probe)
 # Exit status: pytest's (non-zero if the install failed).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -47,7 +55,20 @@ else
 fi
 echo "run.sh: cairn installed into $venv in $((SECONDS - start))s"
 
-args=(-q -p no:cacheprovider "$root/tests/python")
+# The GPU buffer tests (tests/python/test_gpu.py) need a CUDA driver loaded by
+# the core (it reads CAIRN_CUDA_DRIVER once per process): the fake one of the
+# CMake build tree, when there is one.
+if [[ -z "${CAIRN_CUDA_DRIVER:-}" ]]; then
+  fake="${CAIRN_FAKE_CUDA_LIB:-$root/build/lib/libcairn_fake_cuda.so}"
+  if [[ -f "$fake" ]]; then
+    export CAIRN_CUDA_DRIVER="$(realpath "$fake")"
+    echo "run.sh: GPU buffer tests use the fake CUDA driver $CAIRN_CUDA_DRIVER"
+  else
+    echo "run.sh: no fake CUDA driver at $fake (build the CMake tree with cuda.h): GPU buffer tests are skipped"
+  fi
+fi
+
+args=(-q -rs -p no:cacheprovider "$root/tests/python")
 [[ -n "$junit" ]] && args+=("--junitxml=$junit")
 # mypy's cache goes next to the venv, not into the source tree.
 export MYPY_CACHE_DIR="$(dirname "$venv")/mypy-cache"

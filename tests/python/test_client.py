@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import array
 import pathlib
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -168,6 +169,62 @@ def test_stats(client: cairn.Client) -> None:
         == st.capture.bytes
     )
     assert init.pinned_seconds is None and init.pin_error == ""  # pin is off by default
+
+
+def test_device_stats_without_gpu_use(client: cairn.Client) -> None:
+    a = np.ones(1000)
+    client.protect(0, a)
+    client.checkpoint("host", 0)
+    dev = client.stats().device
+    assert isinstance(dev, cairn.DeviceStats)
+    assert dev.init == "incremental"  # the default
+    assert dev.capacity_bytes == dev.mapped_bytes == dev.used_bytes == 0  # no device cache
+    assert dev.fully_mapped_seconds is None and dev.map_error == ""
+    assert dev.capture == dev.drain == dev.prefetch == cairn.TierStats(0, 0, 0.0)
+    assert dev.hits == dev.evictions == dev.bounce_bytes == 0
+    assert client.stats().as_dict()["device"]["capture"]["bytes"] == 0
+
+
+def test_device_cache_keywords(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with cairn.Client(
+        scratch_dir=tmp_path, host_cache="8MiB", block_size="1MiB", device_cache="64MiB",
+        device_cache_init="direct", device_map_chunk=2 << 20, device=0, bounce_buffers=4,
+        # The device cache is used only with a GPU, so no GPU is needed to open.
+    ) as c:
+        cfg = c.config
+        assert cfg["device_cache"] == 64 << 20
+        assert cfg["device_cache_init"] == "direct"
+        assert cfg["device_map_chunk"] == 2 << 20
+        assert cfg["device"] == 0 and cfg["bounce_buffers"] == 4
+    monkeypatch.setenv("CAIRN_DEVICE_CACHE", "32MiB")
+    monkeypatch.setenv("CAIRN_DEVICE_CACHE_INIT", "direct")
+    monkeypatch.setenv("CAIRN_DEVICE", "2")
+    with cairn.Client(scratch_dir=tmp_path, host_cache="8MiB", block_size="1MiB", device=0) as c:
+        cfg = c.config
+        assert cfg["device_cache"] == 32 << 20 and cfg["device_cache_init"] == "direct"
+        assert cfg["device"] == 0  # keywords win over the environment
+        assert cfg["device_map_chunk"] == 1 << 30 and cfg["bounce_buffers"] == 2  # defaults
+
+
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        ({"device_cache_init": "lazy"}, "device_cache_init must be one of direct, incremental"),
+        ({"device_cache": "lots"}, "device_cache: bad size 'lots'"),
+        ({"device_cache": 4096}, "device_cache.size"),
+        ({"device_map_chunk": 0}, "device_cache.map_chunk"),
+        ({"device": -2}, "device_cache.device"),
+        ({"device": "0"}, "device must be an int"),
+        ({"bounce_buffers": 0}, "device_cache.bounce_buffers"),
+        ({"bounce_buffers": 65}, "device_cache.bounce_buffers"),
+        ({"device_cach": "1GiB"}, "did you mean 'device_cache'"),
+    ],
+)
+def test_bad_device_cache_keywords(
+    tmp_path: pathlib.Path, overrides: dict[str, Any], match: str
+) -> None:
+    with pytest.raises(cairn.ConfigError, match=re.escape(match)):
+        cairn.Client(scratch_dir=tmp_path, **overrides)
 
 
 def test_cache_init_keywords(tmp_path: pathlib.Path) -> None:

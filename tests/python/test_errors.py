@@ -100,17 +100,58 @@ def test_not_a_buffer_rejected(client: cairn.Client) -> None:
         client.protect(0, [1, 2, 3])  # type: ignore[arg-type]
 
 
-def test_device_memory_unsupported(client: cairn.Client) -> None:
-    class CudaTensor:  # what a CUDA tensor or CuPy array reports
+def test_other_devices_unsupported(client: cairn.Client) -> None:
+    class RocmTensor:  # CUDA (2) and CUDA managed (13) memory is taken; ROCm is not
         def __dlpack__(self, **kwargs: Any) -> Any:
             raise AssertionError("must not be exported")
 
         def __dlpack_device__(self) -> tuple[int, int]:
-            return (2, 0)  # kDLCUDA
+            return (10, 0)  # kDLROCM
 
-    with pytest.raises(cairn.UnsupportedError, match="GPU tier not available") as e:
-        client.protect(0, CudaTensor())
+    with pytest.raises(cairn.UnsupportedError, match="DLPack device type 10") as e:
+        client.protect(0, RocmTensor())
     assert e.value.code == -10
+
+
+class CudaArray:
+    """A __cuda_array_interface__ exporter whose pointer is never used: every
+    case below is refused by the binding before the core sees it."""
+
+    def __init__(self, **cai: Any) -> None:
+        self.cai = {"version": 3, "shape": (4, 4), "typestr": "<f4", "data": (0x10000, False), "strides": None}
+        self.cai.update(cai)
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        return self.cai
+
+
+@pytest.mark.parametrize(
+    "cai, match",
+    [
+        ({"data": (0x10000, True)}, "read-only; Cairn needs writable memory"),
+        ({"strides": (32, 8)}, "not contiguous"),
+        ({"strides": (4, 4)}, "not contiguous"),
+        ({"mask": object()}, "masked CUDA array"),
+        ({"typestr": "<f"}, "unknown typestr '<f'"),
+        ({"version": 4}, "version 4; Cairn reads versions 0 to 3"),
+        ({"data": None}, "lacks data, shape or typestr"),
+        ({"data": (0x10000,)}, "malformed __cuda_array_interface__"),
+        ({"shape": ("a",)}, "malformed __cuda_array_interface__"),
+        ({"shape": (-1, 4)}, "negative dimension"),
+    ],
+)
+def test_bad_cuda_arrays_rejected(client: cairn.Client, cai: dict[str, Any], match: str) -> None:
+    with pytest.raises(cairn.InvalidArgumentError, match=match):
+        client.protect(0, CudaArray(**cai))
+
+
+def test_cuda_array_interface_not_a_dict(client: cairn.Client) -> None:
+    class Bad:
+        __cuda_array_interface__ = [1, 2]
+
+    with pytest.raises(cairn.InvalidArgumentError, match="is not a dict"):
+        client.protect(0, Bad())  # type: ignore[arg-type]
 
 
 def test_read_only_dlpack_rejected(client: cairn.Client) -> None:

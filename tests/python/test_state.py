@@ -11,6 +11,28 @@ import pytest
 import cairn
 
 
+def test_describe_cuda_arrays() -> None:
+    """dtype names of CUDA arrays without .dtype come from the typestr, numpy's way."""
+    from cairn import _state
+
+    class CudaArray:
+        def __init__(self, typestr: str, shape: tuple[int, ...]) -> None:
+            self.__cuda_array_interface__ = {
+                "version": 3, "shape": shape, "typestr": typestr, "data": (0x1000, False)
+            }
+
+    assert _state.describe(CudaArray("<f4", (3, 4))) == ("float32", (3, 4), 48)
+    assert _state.describe(CudaArray("<i8", (5,))) == ("int64", (5,), 40)
+    assert _state.describe(CudaArray("|u1", ())) == ("uint8", (), 1)
+    assert _state.describe(CudaArray("|b1", (2,))) == ("bool", (2,), 2)
+    assert _state.describe(CudaArray("<c16", (1,))) == ("complex128", (1,), 16)
+    assert _state.describe(CudaArray("<f2", (2, 0))) == ("float16", (2, 0), 0)
+    for typestr in ("<f4", "<i8", "|u1", "|b1", "<c16"):
+        assert _state.describe(CudaArray(typestr, (1,)))[0] == str(np.dtype(typestr))
+    with pytest.raises(cairn.InvalidArgumentError, match="malformed"):
+        _state.describe(CudaArray("<fx", (1,)))
+
+
 def state() -> Dict[str, Any]:
     rng = np.random.default_rng(3)
     return {

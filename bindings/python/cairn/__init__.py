@@ -21,7 +21,17 @@ and errors.
 from __future__ import annotations
 
 from ._cairn import format_size, parse_size
-from ._client import Client, History, InitStats, InitStrategy, Level, Stats, TierStats
+from ._client import (
+    Client,
+    DeviceCacheInit,
+    DeviceStats,
+    History,
+    InitStats,
+    InitStrategy,
+    Level,
+    Stats,
+    TierStats,
+)
 from ._errors import (
     ConfigError,
     CorruptError,
@@ -38,7 +48,7 @@ from ._errors import (
     UnsupportedError,
     error_class,
 )
-from ._types import ArrayLike, SupportsDLPack
+from ._types import ArrayLike, SupportsCudaArrayInterface, SupportsDLPack
 
 __version__ = "0.1.0"
 
@@ -47,6 +57,8 @@ __all__ = [
     "Client",
     "ConfigError",
     "CorruptError",
+    "DeviceCacheInit",
+    "DeviceStats",
     "Error",
     "ExistsError",
     "History",
@@ -62,6 +74,7 @@ __all__ = [
     "SizeMismatchError",
     "StateError",
     "Stats",
+    "SupportsCudaArrayInterface",
     "SupportsDLPack",
     "TierStats",
     "UnsupportedError",

@@ -23,10 +23,20 @@ from typing import (
 
 from . import _cairn, _config, _state
 from ._errors import InvalidArgumentError, NotFoundError, SizeMismatchError, StateError
-from ._config import InitStrategy
+from ._config import DeviceCacheInit, InitStrategy
 from ._types import ArrayLike
 
-__all__ = ["Client", "History", "InitStats", "InitStrategy", "Level", "Stats", "TierStats"]
+__all__ = [
+    "Client",
+    "DeviceCacheInit",
+    "DeviceStats",
+    "History",
+    "InitStats",
+    "InitStrategy",
+    "Level",
+    "Stats",
+    "TierStats",
+]
 
 PathArg = Union[str, "os.PathLike[str]"]
 _A = TypeVar("_A", bound=ArrayLike)
@@ -88,6 +98,28 @@ class TierStats:
 
 
 @dataclass(frozen=True)
+class DeviceStats:
+    """The GPU tier (``cairn::DeviceStats``, docs/gpu.md): the device cache
+    (``device_cache``) and the traffic of device and managed regions. Counters
+    are 0 when no device cache and no device region were used."""
+
+    gpu: bool  #: a CUDA driver and device are in use
+    init: str  #: device_cache.init: "direct" or "incremental"
+    capacity_bytes: int  #: device cache size (0 = none)
+    mapped_bytes: int  #: backed by device memory so far
+    fully_mapped_seconds: Optional[float]  #: since open; None = still mapping (or no cache)
+    map_error: str  #: why mapping stopped early; "" if it did not
+    capture: TierStats  #: device/managed regions -> device cache (or host cache)
+    drain: TierStats  #: device cache -> host cache (background)
+    prefetch: TierStats  #: host cache -> device cache (background)
+    hits: int  #: restores/pops served from the device cache
+    evictions: int  #: device cache slots evicted (data safe in the host tier)
+    capture_blocked_seconds: float  #: captures waited for mapped or free device slots
+    bounce_bytes: int  #: moved through the pinned bounce buffers
+    used_bytes: int  #: device cache slots holding data now
+
+
+@dataclass(frozen=True)
 class Stats:
     """A snapshot of a client's statistics (``cairn::Stats``)."""
 
@@ -107,6 +139,7 @@ class Stats:
     cache_used_bytes: int  #: bytes holding data (dirty + clean)
     cache_dirty_bytes: int  #: bytes not yet in the local directory
     init: InitStats  #: how the host cache was prepared (host_cache.init)
+    device: DeviceStats  #: the GPU tier (device_cache)
 
     @property
     def hit_ratio(self) -> float:
@@ -120,9 +153,11 @@ class Stats:
 
     @classmethod
     def _from_dict(cls, d: Mapping[str, Union[int, float, str]]) -> "Stats":
+        def tier(t: str) -> TierStats:
+            return TierStats(int(d[f"{t}_bytes"]), int(d[f"{t}_ops"]), float(d[f"{t}_seconds"]))
+
         tiers = {
-            t: TierStats(int(d[f"{t}_bytes"]), int(d[f"{t}_ops"]), float(d[f"{t}_seconds"]))
-            for t in ("capture", "flush_local", "flush_persistent", "prefetch", "restore")
+            t: tier(t) for t in ("capture", "flush_local", "flush_persistent", "prefetch", "restore")
         }
         return cls(
             **tiers,
@@ -147,6 +182,22 @@ class Stats:
                 capture_touched_bytes=int(d["capture_touched_bytes"]),
                 capture_pinned_bytes=int(d["capture_pinned_bytes"]),
                 mode_switches=int(d["init_mode_switches"]),
+            ),
+            device=DeviceStats(
+                gpu=bool(d["device_gpu"]),
+                init=str(d["device_init"]),
+                capacity_bytes=int(d["device_capacity_bytes"]),
+                mapped_bytes=int(d["device_mapped_bytes"]),
+                fully_mapped_seconds=_when(d["device_fully_mapped_seconds"]),
+                map_error=str(d["device_map_error"]),
+                capture=tier("device_capture"),
+                drain=tier("device_drain"),
+                prefetch=tier("device_prefetch"),
+                hits=int(d["device_hits"]),
+                evictions=int(d["device_evictions"]),
+                capture_blocked_seconds=float(d["device_capture_blocked_seconds"]),
+                bounce_bytes=int(d["device_bounce_bytes"]),
+                used_bytes=int(d["device_used_bytes"]),
             ),
         )
 
@@ -206,8 +257,9 @@ class History(_Closable):
         return self._name
 
     def push(self, step: int, data: ArrayLike) -> None:
-        """Copies ``data`` (any contiguous buffer or CPU tensor, read-only is
-        fine) as step ``step`` (>= 0). Returns once it is in the host cache.
+        """Copies ``data`` (any contiguous buffer, CUDA array or tensor,
+        read-only is fine) as step ``step`` (>= 0). Returns once it is in the
+        host cache (or the device cache, for device memory).
 
         Raises:
             ExistsError: the step was pushed already.
@@ -224,8 +276,8 @@ class History(_Closable):
     def pop(self, step: int, out: Optional[ArrayLike] = None) -> Union[bytearray, ArrayLike]:
         """Copies step ``step`` into ``out`` and consumes it; returns ``out``.
 
-        ``out`` is a writable contiguous buffer or CPU tensor of at least the
-        step's size (the first :meth:`step_size` bytes are written). Without
+        ``out`` is a writable contiguous buffer, CUDA array or tensor of at
+        least the step's size (the first :meth:`step_size` bytes are written). Without
         ``out``, a new ``bytearray`` of the step's size is returned (view it
         with ``numpy.frombuffer(b, dtype)``). Prefetches the next lower steps.
 
@@ -286,6 +338,13 @@ class Client(_Closable):
     ``pin``                       pin the cache once it is fully touched
     ``pin_serialize``             processes of a node pin one at a time
     ``pin_lock``                  the node's pin lock file (``""`` = default)
+    ``device_cache``              GPU cache size: bytes or ``"4GiB"``; ``0`` = none
+                                  (device regions go straight to the host cache)
+    ``device_cache_init``         ``"incremental"`` (default: mapped in the
+                                  background) or ``"direct"`` (one allocation)
+    ``device_map_chunk``          incremental: bytes mapped at a time (``"1GiB"``)
+    ``device``                    CUDA device, ``-1`` = current context's (or 0)
+    ``bounce_buffers``            pinned staging buffers (1 to 64)
     ============================  ================================================
 
     A client is a context manager: leaving the ``with`` block calls
@@ -319,6 +378,11 @@ class Client(_Closable):
         pin: Optional[bool] = None,
         pin_serialize: Optional[bool] = None,
         pin_lock: Optional[PathArg] = None,
+        device_cache: Union[int, str, None] = None,
+        device_cache_init: Optional[DeviceCacheInit] = None,
+        device_map_chunk: Union[int, str, None] = None,
+        device: Optional[int] = None,
+        bounce_buffers: Optional[int] = None,
         **unknown: NoReturn,
     ) -> None:
         # The keyword parameters, by name (the same names as _config.KEYS).
@@ -364,14 +428,18 @@ class Client(_Closable):
         an id replaces it).
 
         ``obj`` is a writable, contiguous buffer (numpy array, bytearray,
-        memoryview, ...) or a DLPack CPU tensor (torch). The client keeps a
+        memoryview, ...), a CUDA array (``__cuda_array_interface__``: CuPy,
+        numba, torch CUDA tensors) or a DLPack tensor on the CPU or a CUDA
+        device (torch). Device and managed memory go through the GPU tier
+        (docs/gpu.md): Cairn copies it on its own streams, so finish the
+        device work that writes it before :meth:`checkpoint` (e.g.
+        ``torch.cuda.synchronize()``), as for host memory. The client keeps a
         reference to it until :meth:`unprotect` or :meth:`close`, and holds its
         buffer export (so a bytearray or numpy array cannot be resized).
 
         Raises:
             InvalidArgumentError: read-only, non-contiguous or not a buffer.
-            UnsupportedError: device memory (CUDA tensor, CuPy array): the GPU
-                tier is not available in this build.
+            UnsupportedError: memory of another device (DLPack ROCm, ...).
         """
         with self._lock:
             self._impl.protect(id, obj)

@@ -13,7 +13,15 @@ from typing import Callable, Dict, Literal, Mapping, NamedTuple, Optional, Tuple
 from . import _cairn
 from ._errors import ConfigError
 
-__all__ = ["INIT_STRATEGIES", "InitStrategy", "KEYS", "load", "to_dict"]
+__all__ = [
+    "DEVICE_CACHE_INITS",
+    "DeviceCacheInit",
+    "INIT_STRATEGIES",
+    "InitStrategy",
+    "KEYS",
+    "load",
+    "to_dict",
+]
 
 PathArg = Union[str, "os.PathLike[str]"]
 
@@ -81,6 +89,17 @@ def _init(key: str, value: object) -> object:
     return value
 
 
+#: The device_cache.init ways (docs/config.md).
+DeviceCacheInit = Literal["direct", "incremental"]
+DEVICE_CACHE_INITS: Tuple[str, ...] = get_args(DeviceCacheInit)
+
+
+def _device_init(key: str, value: object) -> object:
+    if value not in DEVICE_CACHE_INITS:
+        raise ConfigError(f"{key} must be one of {', '.join(DEVICE_CACHE_INITS)}, not {value!r}")
+    return value
+
+
 def _mode(key: str, value: object) -> object:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ConfigError(
@@ -128,6 +147,19 @@ KEYS: Dict[str, _Key] = {
         "pin_serialize", "host_cache.pin_serialize", _bool, "processes of a node pin in turn"
     ),
     "pin_lock": _Key("pin_lock_path", "host_cache.pin_lock", _dir, "node pin lock file"),
+    "device_cache": _Key(
+        "device_cache_bytes", "device_cache.size", _size, "GPU cache size; 0 = none"
+    ),
+    "device_cache_init": _Key(
+        "device_cache_init", "device_cache.init", _device_init, "direct or incremental (default)"
+    ),
+    "device_map_chunk": _Key(
+        "device_map_chunk_bytes", "device_cache.map_chunk", _size, "incremental: bytes per map"
+    ),
+    "device": _Key("device", "device_cache.device", _int, "CUDA device; -1 = current/0"),
+    "bounce_buffers": _Key(
+        "bounce_buffers", "device_cache.bounce_buffers", _int, "pinned staging buffers, 1-64"
+    ),
 }
 
 

@@ -59,11 +59,38 @@ class Entry(NamedTuple):
     nbytes: int
 
 
+# __cuda_array_interface__ typestr kinds -> numpy-style dtype name prefixes.
+_KINDS = {"f": "float", "i": "int", "u": "uint", "c": "complex"}
+
+
+def _cuda_describe(cai: Any) -> Tuple[str, Tuple[int, ...], int]:
+    """``(dtype, shape, nbytes)`` from a ``__cuda_array_interface__`` dict."""
+    try:
+        typestr = str(cai["typestr"])
+        shape = tuple(int(d) for d in cai["shape"])
+        itemsize = int(typestr[2:])
+    except (KeyError, TypeError, ValueError):
+        raise InvalidArgumentError(f"malformed __cuda_array_interface__: {cai!r}") from None
+    kind = typestr[1:2]
+    if kind == "b" and itemsize == 1:
+        name = "bool"
+    elif kind in _KINDS:
+        name = f"{_KINDS[kind]}{8 * itemsize}"
+    else:
+        name = f"typestr:{typestr}"
+    count = 1
+    for d in shape:
+        count *= d
+    return name, shape, count * itemsize
+
+
 def describe(obj: ArrayLike) -> Tuple[str, Tuple[int, ...], int]:
-    """``(dtype, shape, nbytes)`` of a numpy array, a torch tensor or a buffer.
+    """``(dtype, shape, nbytes)`` of a numpy array, a torch tensor, a CUDA
+    array or a buffer.
 
     dtype names are numpy's (``"float32"``); torch's ``torch.float32`` maps to
-    the same name, so a mapping saved from numpy loads into torch and back.
+    the same name, so a mapping saved from numpy loads into torch and back (a
+    CUDA array's typestr ``"<f4"`` too, so host and device arrays mix).
     """
     dtype = getattr(obj, "dtype", None)
     shape = getattr(obj, "shape", None)
@@ -76,6 +103,9 @@ def describe(obj: ArrayLike) -> Tuple[str, Tuple[int, ...], int]:
         if not isinstance(nbytes, int):  # older torch: numel() * element_size()
             nbytes = int(obj.numel()) * int(obj.element_size())  # type: ignore[union-attr]
         return name, dims, nbytes
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return _cuda_describe(cai)
     try:
         view = memoryview(obj)  # type: ignore[arg-type]
     except TypeError:

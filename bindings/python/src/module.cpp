@@ -10,9 +10,12 @@
 //    call. Python objects are only touched with the GIL held.
 //  * A failed Status becomes an exception of cairn._errors (Error subclasses
 //    carrying the C error code), built by cairn._errors._from_status.
-//  * Memory comes from the buffer protocol (numpy, bytearray, memoryview, ...)
-//    or from DLPack (torch tensors, ...). A protected region keeps its
-//    Py_buffer / DLPack import alive until unprotect() or close(), and a
+//  * Memory comes from the buffer protocol (numpy, bytearray, memoryview, ...),
+//    from __cuda_array_interface__ (CuPy, numba, torch CUDA tensors) or from
+//    DLPack (torch tensors, ...; CPU, CUDA and CUDA managed devices). Device
+//    pointers are passed to the core like host ones: it asks the CUDA driver
+//    what the memory is (docs/gpu.md). A protected region keeps its Py_buffer
+//    / DLPack import / exporting object alive until unprotect() or close(), and a
 //    region is only released once no checkpoint or restore can still be
 //    reading or writing it (regions_guard_).
 #include <nanobind/nanobind.h>
@@ -29,6 +32,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "cairn/cairn.hpp"
 #include "cairn/config.hpp"
@@ -85,9 +89,12 @@ struct PyBufferDeleter {
 };
 using PyBufferPtr = std::unique_ptr<Py_buffer, PyBufferDeleter>;
 
-// DLPack device types (dlpack.h): memory the CPU can address directly.
+// DLPack device types (dlpack.h): host memory the CPU can address directly,
+// and CUDA device and managed memory (the core's GPU tier moves those).
 constexpr int kDLCPU = 1;
+constexpr int kDLCUDA = 2;
 constexpr int kDLCUDAHost = 3;
+constexpr int kDLCUDAManaged = 13;
 
 std::string TypeName(nb::handle obj) {
   return nb::cast<std::string>(nb::str(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr())))
@@ -103,11 +110,14 @@ class Borrowed {
     Borrowed b;
     if (PyObject_CheckBuffer(obj.ptr())) {
       b.GetBuffer(obj, writable, what);
+    } else if (nb::hasattr(obj, "__cuda_array_interface__")) {
+      b.GetCudaArrayInterface(obj, writable, what);
     } else if (nb::hasattr(obj, "__dlpack__")) {
       b.GetDLPack(obj, writable, what);
     } else {
       InvalidArgument(std::string(what) + ": expected a " + (writable ? "writable " : "") +
-                      "buffer (numpy array, bytearray, memoryview) or a DLPack tensor, got " +
+                      "buffer (numpy array, bytearray, memoryview), a CUDA array "
+                      "(__cuda_array_interface__) or a DLPack tensor, got " +
                       TypeName(obj));
     }
     return b;
@@ -159,12 +169,97 @@ class Borrowed {
   }
 
   static void CheckDevice(nb::handle obj, int device_type, const char* what) {
-    if (device_type == kDLCPU || device_type == kDLCUDAHost) return;
+    if (device_type == kDLCPU || device_type == kDLCUDAHost || device_type == kDLCUDA ||
+        device_type == kDLCUDAManaged) {
+      return;
+    }
     Raise(static_cast<int>(cairn::Code::kUnsupported),
-          std::string(what) + ": the " + TypeName(obj) + " lives in device memory (DLPack device type " +
+          std::string(what) + ": the " + TypeName(obj) + " lives in memory of DLPack device type " +
               std::to_string(device_type) +
-              "); GPU tier not available in this build: copy it to host memory first "
-              "(e.g. tensor.cpu())");
+              "; Cairn takes host (CPU), CUDA and CUDA managed memory only: copy it to one of "
+              "those first (e.g. tensor.cpu())");
+  }
+
+  // __cuda_array_interface__ (versions 0 to 3; numba's specification): a dict
+  // with "shape", "typestr", "data": (pointer, read_only), optional "strides"
+  // (None = C-contiguous), "mask" (must be None) and "stream" (Cairn copies on
+  // its own streams: the producer's work must be finished, as for host memory).
+  void GetCudaArrayInterface(nb::handle obj, bool writable, const char* what) {
+    const std::string prefix = std::string(what) + ": the " + TypeName(obj);
+    nb::object cai_obj = obj.attr("__cuda_array_interface__");
+    if (!nb::isinstance<nb::dict>(cai_obj)) {
+      InvalidArgument(prefix + "'s __cuda_array_interface__ is not a dict");
+    }
+    nb::dict cai = nb::borrow<nb::dict>(cai_obj);
+    auto item = [&](const char* key) -> nb::object {
+      return cai.contains(key) ? nb::object(cai[key]) : nb::none();
+    };
+    try {
+      if (nb::object version = item("version"); !version.is_none() && nb::cast<int64_t>(version) > 3) {
+        InvalidArgument(prefix + " has __cuda_array_interface__ version " +
+                        std::to_string(nb::cast<int64_t>(version)) + "; Cairn reads versions 0 to 3");
+      }
+      if (!item("mask").is_none()) {
+        InvalidArgument(prefix + " is a masked CUDA array; pass its data without a mask");
+      }
+      nb::object data = item("data");
+      nb::object shape = item("shape");
+      nb::object typestr = item("typestr");
+      if (data.is_none() || shape.is_none() || typestr.is_none()) {
+        InvalidArgument(prefix + "'s __cuda_array_interface__ lacks data, shape or typestr");
+      }
+      const uintptr_t ptr = nb::cast<uintptr_t>(data[0]);
+      const bool read_only = nb::cast<bool>(data[1]);
+      const std::string type = nb::cast<std::string>(typestr);
+      // "<f4", "|u1", "<c16": byte order, kind, item size in bytes.
+      int64_t itemsize = 0;
+      for (size_t i = 2; i < type.size() && type[i] >= '0' && type[i] <= '9'; ++i) {
+        itemsize = itemsize * 10 + (type[i] - '0');
+      }
+      if (type.size() < 3 || itemsize <= 0) {
+        InvalidArgument(prefix + " has an unknown typestr '" + type + "'");
+      }
+      std::vector<int64_t> dims;
+      for (nb::handle d : shape) dims.push_back(nb::cast<int64_t>(d));
+      int64_t count = 1;
+      for (int64_t d : dims) {
+        if (d < 0) InvalidArgument(prefix + " has a negative dimension");
+        count *= d;
+      }
+      if (writable && read_only) {
+        InvalidArgument(prefix + " is read-only; Cairn needs writable memory to restore into");
+      }
+      if (nb::object strides = item("strides"); !strides.is_none() && count > 1) {
+        std::vector<int64_t> st;
+        for (nb::handle x : strides) st.push_back(nb::cast<int64_t>(x));
+        bool c = st.size() == dims.size(), f = c;
+        int64_t accum = itemsize;
+        for (size_t i = dims.size(); c && i-- > 0;) {
+          c = dims[i] == 1 || st[i] == accum;
+          accum *= dims[i];
+        }
+        accum = itemsize;
+        for (size_t i = 0; f && i < dims.size(); ++i) {
+          f = dims[i] == 1 || st[i] == accum;
+          accum *= dims[i];
+        }
+        if (!c && !f) {
+          InvalidArgument(prefix +
+                          " is not contiguous; pass a contiguous array (cupy.ascontiguousarray, "
+                          ".contiguous()) and keep a reference to it");
+        }
+      }
+      data_ = reinterpret_cast<void*>(ptr);
+      bytes_ = static_cast<size_t>(count * itemsize);
+    } catch (const nb::cast_error&) {
+      InvalidArgument(prefix + " has a malformed __cuda_array_interface__");
+    } catch (const nb::python_error& e) {
+      if (e.matches(PyExc_IndexError) || e.matches(PyExc_TypeError)) {
+        InvalidArgument(prefix + " has a malformed __cuda_array_interface__");
+      }
+      throw;
+    }
+    holder_ = nb::borrow<nb::object>(obj);  // the exporter owns the memory
   }
 
   void GetDLPack(nb::handle obj, bool writable, const char* what) {
@@ -202,7 +297,7 @@ class Borrowed {
     bytes_ = ro.nbytes();
   }
 
-  std::variant<std::monostate, PyBufferPtr, nb::ndarray<>, nb::ndarray<nb::ro>> holder_;
+  std::variant<std::monostate, PyBufferPtr, nb::ndarray<>, nb::ndarray<nb::ro>, nb::object> holder_;
   void* data_ = nullptr;
   size_t bytes_ = 0;
 };
@@ -353,6 +448,22 @@ class PyClient {
     d["capture_touched_bytes"] = st.init.capture_touched_bytes;
     d["capture_pinned_bytes"] = st.init.capture_pinned_bytes;
     d["init_mode_switches"] = st.init.mode_switches;
+    // The GPU tier (cairn::DeviceStats); times < 0 = not yet.
+    const cairn::DeviceStats& dev = st.device;
+    d["device_gpu"] = dev.gpu;
+    d["device_init"] = cairn::DeviceCacheInitName(dev.init);
+    d["device_capacity_bytes"] = dev.capacity_bytes;
+    d["device_mapped_bytes"] = dev.mapped_bytes;
+    d["device_fully_mapped_seconds"] = dev.fully_mapped_s;
+    d["device_map_error"] = dev.map_error;
+    tier("device_capture", dev.capture);
+    tier("device_drain", dev.drain);
+    tier("device_prefetch", dev.prefetch);
+    d["device_hits"] = dev.hits;
+    d["device_evictions"] = dev.evictions;
+    d["device_capture_blocked_seconds"] = dev.capture_blocked_s;
+    d["device_bounce_bytes"] = dev.bounce_bytes;
+    d["device_used_bytes"] = dev.used_bytes;
     return d;
   }
 
@@ -417,6 +528,16 @@ NB_MODULE(_cairn, m) {
       .def_rw("pin", &cairn::Config::pin)
       .def_rw("pin_serialize", &cairn::Config::pin_serialize)
       .def_rw("pin_lock_path", &cairn::Config::pin_lock_path)
+      .def_rw("device_cache_bytes", &cairn::Config::device_cache_bytes)
+      .def_prop_rw(
+          "device_cache_init",
+          [](const cairn::Config& c) { return std::string(cairn::DeviceCacheInitName(c.device_cache_init)); },
+          [](cairn::Config& c, const std::string& name) {
+            c.device_cache_init = Value(cairn::ParseDeviceCacheInit(name));
+          })
+      .def_rw("device_map_chunk_bytes", &cairn::Config::device_map_chunk_bytes)
+      .def_rw("device", &cairn::Config::device)
+      .def_rw("bounce_buffers", &cairn::Config::bounce_buffers)
       .def("validate", [](const cairn::Config& c) { Check(c.Validate()); });
 
   nb::class_<PyHistory>(m, "History")
