@@ -6,6 +6,8 @@
 //   options.cpp       command line -> Options (usage errors are values)
 //   plan.cpp          Options (+ trace file) -> std::vector<Step>
 //   files.cpp         POSIX helpers: errno statuses, scratch dirs, buffers
+//   memory.cpp        BenchBuffer: the application buffer in host, device or
+//                     managed memory (--memory), its host view, device limits
 //   pattern.cpp       checkpoint content: fill, stamp per step, verify
 //   limits.cpp        memcpy / write / O_DIRECT write / read bandwidth
 //   sync_baseline.cpp the naive synchronous library the paper compares against
@@ -46,6 +48,10 @@ struct Options {
   bool huge_pages = true;                 // --huge-pages
   int procs = 1;                          // --procs: processes on the node
   bool forward_only = false;              // --forward-only: no backward pass (uniform, trace)
+  MemoryKind memory = MemoryKind::kHost;  // --memory: where the application buffer lives
+  uint64_t device_cache = 0;              // --device-cache: Cairn device_cache_bytes (0 = none)
+  DeviceCacheInit device_cache_init = DeviceCacheInit::kIncremental;  // --device-cache-init
+  std::optional<uint64_t> device_map_chunk;  // --device-map-chunk; unset: Cairn's
   std::optional<uint64_t> block_size;  // unset: Cairn's default
   std::string dir;                  // "" = fresh directory under $TMPDIR or /tmp
   bool run_async = true;
@@ -93,6 +99,9 @@ struct Limits {
   std::string read_method;          // "direct" or "buffered"
   uint64_t file_bytes = 0;          // size of the probe file
   int samples = 0;                  // median of this many runs each
+  // --memory device|managed only: cuMemcpy bandwidths (memory.hpp).
+  std::optional<double> htod_gbps, dtoh_gbps, dtod_gbps;
+  uint64_t device_copy_bytes = 0;
 };
 
 // The probe files go in `dir` and are deleted. `app` is an already-touched
@@ -141,14 +150,16 @@ inline double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+class BenchBuffer;  // memory.hpp
+
 // Runs one trial. `app` has MaxBytes(plan) (adjoint) or options.size
-// (restart) touched bytes. `dir` is the run's directory; the trial uses
+// (restart) touched bytes, in options.memory. `dir` is the run's directory; the trial uses
 // dir/cairn (async) or dir/sync (sync), emptied first. The returned result's
 // status says whether every call succeeded; content errors are in verify.
 TrialResult RunAdjointTrial(const Options& options, const std::vector<Step>& plan, bool async,
-                            const std::string& dir, uint8_t* app);
+                            const std::string& dir, BenchBuffer& app);
 TrialResult RunRestartTrial(const Options& options, bool async, const std::string& dir,
-                            uint8_t* app);
+                            BenchBuffer& app);
 
 // --procs (procs.cpp): runs options.procs children and merges their reports.
 int RunProcesses(const Options& options, int argc, char** argv);

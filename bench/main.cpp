@@ -16,6 +16,7 @@
 
 #include "bench.hpp"
 #include "files.hpp"
+#include "memory.hpp"
 #include "report.hpp"
 #include "trial.hpp"
 
@@ -119,15 +120,19 @@ int Run(const Options& o) {
     }
   }
 
-  // The application buffer, touched once so that no trial pays first-touch.
+  // The application buffer (host, device or managed memory), touched once so
+  // that no trial pays first-touch.
   const bool restart = o.workload == Workload::kRestart;
   const uint64_t app_bytes = restart ? o.size : MaxBytes(*plan);
-  Result<Buffer> app = AllocateBuffer(app_bytes);
+  Result<BenchBuffer> app = BenchBuffer::Allocate(o.memory, app_bytes);
   if (!app.ok()) {
-    std::fprintf(stderr, "cairn-bench: application buffer: %s\n", app.status().ToString().c_str());
-    return kExitFailure;
+    // No usable CUDA driver for --memory device/managed: the options cannot
+    // run on this machine (a usage error, like an invalid configuration).
+    const bool no_driver = app.status().code() == Code::kUnsupported;
+    std::fprintf(stderr, "cairn-bench: %s%s\n", no_driver ? "" : "application buffer: ",
+                 no_driver ? app.status().message().c_str() : app.status().ToString().c_str());
+    return no_driver ? kExitUsage : kExitFailure;
   }
-  TouchPages(app->get(), app_bytes);
 
   RunResults run;
   run.options = o;
@@ -136,17 +141,28 @@ int Run(const Options& o) {
   const uint64_t moved = restart ? o.size * o.count : TotalBytes(*plan);
   const uint64_t probe =
       o.limits_bytes ? *o.limits_bytes : std::min<uint64_t>(std::max<uint64_t>(moved, 16ull << 20), 1ull << 30);
-  Result<Limits> limits = MeasureLimits(dir, probe, app->get(), app_bytes, o.quiet);
+  Result<Limits> limits = MeasureLimits(dir, probe, app->host(), app_bytes, o.quiet);
   if (!limits.ok()) {
     std::fprintf(stderr, "cairn-bench: %s\n", limits.status().ToString().c_str());
     return kExitFailure;
   }
   run.limits = *limits;
+  if (o.memory != MemoryKind::kHost) {
+    Result<DeviceLimits> dev = MeasureDeviceLimits(*app, o.quiet);
+    if (!dev.ok()) {
+      std::fprintf(stderr, "cairn-bench: %s\n", dev.status().ToString().c_str());
+      return kExitFailure;
+    }
+    run.limits.htod_gbps = dev->htod_gbps;
+    run.limits.dtoh_gbps = dev->dtoh_gbps;
+    run.limits.dtod_gbps = dev->dtod_gbps;
+    run.limits.device_copy_bytes = dev->bytes;
+  }
 
   WaitAtBarrier();  // --procs: start the trials together
   auto trial = [&](bool async) {
-    return restart ? RunRestartTrial(o, async, dir, app->get())
-                   : RunAdjointTrial(o, *plan, async, dir, app->get());
+    return restart ? RunRestartTrial(o, async, dir, *app)
+                   : RunAdjointTrial(o, *plan, async, dir, *app);
   };
   std::vector<bool> modes;
   if (o.run_async) modes.push_back(true);

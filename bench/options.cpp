@@ -35,6 +35,12 @@ Result<uint64_t> ParseBytes(std::string_view opt, const std::string& v) {
   return *r;
 }
 
+// A size where 0 is allowed (0 = off).
+Result<uint64_t> ParseBytesOrZero(std::string_view opt, const std::string& v) {
+  if (v == "0") return uint64_t{0};
+  return ParseBytes(opt, v);
+}
+
 Result<double> ParseMillis(std::string_view opt, const std::string& v) {
   char* end = nullptr;
   errno = 0;
@@ -81,6 +87,16 @@ Options:
   --pin on|off       pin the host cache once it is touched (default off;
                      eager pins at open)
   --huge-pages on|off  transparent huge pages for the host cache (default on)
+  --memory KIND      where the application buffer lives: host (default),
+                     device (cuMemAlloc) or managed (cuMemAllocManaged);
+                     device/managed need a CUDA driver ($CAIRN_CUDA_DRIVER or
+                     libcuda.so.1). Content is made on the host and copied in
+                     with cuMemcpyHtoD; the sync baseline copies to/from a
+                     host buffer around its write()/read()
+  --device-cache S   Cairn device cache (device_cache_bytes; default 0 = none)
+  --device-cache-init direct|incremental
+                     how the device cache gets its memory (default incremental)
+  --device-map-chunk S  incremental: bytes mapped per step (default: Cairn's)
   --forward-only     uniform/trace: stop after the forward pass (the
                      fast-init figures measure open + forward only)
   --procs P          run P copies of the benchmark at once on this node (each
@@ -147,7 +163,8 @@ Result<Options> ParseOptions(int argc, char** argv) {
     static const char* const kWithValue[] = {
         "--count", "--size", "--interval-ms", "--compute", "--host-cache", "--block-size", "--dir",
         "--mode", "--repeat", "--json", "--sync-fsync", "--limits-size", "--verify",
-        "--init", "--pin", "--huge-pages", "--procs"};
+        "--init", "--pin", "--huge-pages", "--procs", "--memory", "--device-cache",
+        "--device-cache-init", "--device-map-chunk"};
     bool known = false;
     for (const char* k : kWithValue) known = known || name == k;
     if (!known) return Bad(name, "unknown option (see --help)");
@@ -211,6 +228,20 @@ Result<Options> ParseOptions(int argc, char** argv) {
       CAIRN_ASSIGN_OR_RETURN(uint64_t p, ParseCount(name, value, 1));
       if (p > 256) return Bad(name, "at most 256");
       o.procs = static_cast<int>(p);
+    } else if (name == "--memory") {
+      if (value == "host") o.memory = MemoryKind::kHost;
+      else if (value == "device") o.memory = MemoryKind::kDevice;
+      else if (value == "managed") o.memory = MemoryKind::kManaged;
+      else return Bad(name, "expected host, device or managed, got '" + value + "'");
+    } else if (name == "--device-cache") {
+      CAIRN_ASSIGN_OR_RETURN(o.device_cache, ParseBytesOrZero(name, value));
+    } else if (name == "--device-cache-init") {
+      Result<DeviceCacheInit> init = ParseDeviceCacheInit(value);
+      if (!init.ok()) return Bad(name, "expected direct or incremental, got '" + value + "'");
+      o.device_cache_init = *init;
+    } else if (name == "--device-map-chunk") {
+      CAIRN_ASSIGN_OR_RETURN(uint64_t b, ParseBytes(name, value));
+      o.device_map_chunk = b;
     } else if (name == "--limits-size") {
       CAIRN_ASSIGN_OR_RETURN(uint64_t b, ParseBytes(name, value));
       if (b < (1u << 20)) return Bad(name, "must be at least 1MiB");

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "files.hpp"
+#include "memory.hpp"
 #include "trial.hpp"
 
 namespace cairn::bench {
@@ -106,6 +107,33 @@ Json TrialJson(const TrialResult& t, Workload w) {
   j.Set("backward", std::move(bwd));
 
   if (s) {
+    // The GPU tier (DeviceStats): all zero when no device region and no
+    // device cache were used.
+    const DeviceStats& d = s->device;
+    Json dev = Json::Object();
+    dev.Set("gpu", d.gpu);
+    dev.Set("init", std::string(DeviceCacheInitName(d.init)));
+    dev.Set("capacity_bytes", d.capacity_bytes);
+    dev.Set("mapped_bytes", d.mapped_bytes);
+    dev.Set("fully_mapped_s", d.fully_mapped_s < 0 ? Json() : Json(d.fully_mapped_s));
+    dev.Set("map_error", d.map_error);
+    auto tier = [&](const char* name, const TierStats& ts) {
+      const std::string n = name;
+      dev.Set(n + "_gbps", ts.gbps());
+      dev.Set(n + "_bytes", ts.bytes);
+      dev.Set(n + "_seconds", ts.seconds);
+      dev.Set(n + "_ops", ts.ops);
+    };
+    tier("capture", d.capture);
+    tier("drain", d.drain);
+    tier("prefetch", d.prefetch);
+    dev.Set("hits", d.hits);
+    dev.Set("evictions", d.evictions);
+    dev.Set("capture_blocked_s", d.capture_blocked_s);
+    dev.Set("bounce_bytes", d.bounce_bytes);
+    dev.Set("used_bytes_at_end", d.used_bytes);
+    j.Set("device", std::move(dev));
+
     Json cache = Json::Object();
     cache.Set("capacity_bytes", s->cache_capacity_bytes);
     cache.Set("evictions", s->evictions);
@@ -221,6 +249,10 @@ Json ParamsJson(const RunResults& run) {
   p.Set("init", std::string(CacheInitName(o.init)));
   p.Set("pin", o.pin);
   p.Set("huge_pages", o.huge_pages);
+  p.Set("memory", MemoryKindName(o.memory));
+  p.Set("device_cache_bytes", o.device_cache);
+  p.Set("device_cache_init", std::string(DeviceCacheInitName(o.device_cache_init)));
+  p.Set("device_map_chunk_bytes", MakeConfig(o, run.dir).device_map_chunk_bytes);
   p.Set("dir", run.dir);
   p.Set("mode", o.run_async && o.run_sync ? "both" : o.run_async ? "async" : "sync");
   p.Set("repeat", o.repeat);
@@ -240,6 +272,12 @@ Json LimitsJson(const Limits& l) {
   j.Set("read_method", l.read_method);
   j.Set("file_bytes", l.file_bytes);
   j.Set("samples", l.samples);
+  if (l.dtoh_gbps) {  // --memory device|managed
+    j.Set("htod_gbps", l.htod_gbps);
+    j.Set("dtoh_gbps", l.dtoh_gbps);
+    j.Set("dtod_gbps", l.dtod_gbps);
+    j.Set("device_copy_bytes", l.device_copy_bytes);
+  }
   return j;
 }
 
@@ -261,6 +299,13 @@ Json RatiosJson(const Json& doc, bool restart) {
         Ratio(sn("forward.blocking_s"), an("forward.blocking_s")));
   r.Set("sync_to_async_backward_blocking",
         Ratio(sn("backward.blocking_s"), an("backward.blocking_s")));
+  if (doc.Find("limits.dtoh_gbps") != nullptr) {  // --memory device|managed
+    r.Set("device_capture_to_dtod",
+          Ratio(an("device.capture_gbps"), doc.Number("limits.dtod_gbps")));
+    r.Set("device_drain_to_dtoh", Ratio(an("device.drain_gbps"), doc.Number("limits.dtoh_gbps")));
+    r.Set("device_prefetch_to_htod",
+          Ratio(an("device.prefetch_gbps"), doc.Number("limits.htod_gbps")));
+  }
   if (restart) {
     r.Set("sync_to_async_checkpoint_blocking",
           Ratio(sn("restart.checkpoint_blocking_s"), an("restart.checkpoint_blocking_s")));
@@ -291,7 +336,8 @@ Json BuildDocument(const RunResults& run) {
   // paths (forward.blocking_s, flush.gbps, ...) exist as they are.
   if (const Json* a = doc.Find("async")) {
     Json copy = *a;
-    for (const char* key : {"init", "forward", "flush", "backward", "total_blocking_s", "restart"}) {
+    for (const char* key : {"init", "forward", "flush", "backward", "device", "total_blocking_s",
+                            "restart"}) {
       if (const Json* v = copy.Find(key)) doc.Set(key, *v);
     }
   }
@@ -359,6 +405,38 @@ void PrintTable(std::FILE* out, const Json& doc) {
   f(&doc, "ratios.flush_to_direct_write", "%*.2f", 0);
   std::fprintf(out, " | flush/buffered write ");
   f(&doc, "ratios.flush_to_buffered_write", "%*.2f", 0);
+  std::fprintf(out, "\n");
+
+  // The GPU tier, when one was used (device/managed memory or a device cache
+  // that got a GPU): Cairn's (async) medians.
+  const Json* dev = doc.Find("async.device");
+  const Json* gpu = dev ? dev->Find("gpu") : nullptr;
+  const bool used = (gpu != nullptr && gpu->type() == Json::Type::kBool && gpu->boolean()) ||
+                    str("params.memory") != "host";
+  if (!used) return;
+  const std::optional<double> cache = doc.Number("params.device_cache_bytes");
+  std::fprintf(out, "device: %s memory, device cache %.0f MiB %s", str("params.memory").c_str(),
+               cache ? *cache / (1 << 20) : 0.0, str("params.device_cache_init").c_str());
+  if (dev != nullptr) {  // Cairn ran
+    std::fprintf(out, " | capture ");
+    f(dev, "capture_gbps", "%*.2f", 0);
+    std::fprintf(out, " GB/s | drain ");
+    f(dev, "drain_gbps", "%*.2f", 0);
+    std::fprintf(out, " GB/s (%.1f MiB) | prefetch ", dev->Number("drain_bytes").value_or(0) / (1 << 20));
+    f(dev, "prefetch_gbps", "%*.2f", 0);
+    std::fprintf(out, " GB/s | hits ");
+    f(dev, "hits", "%*.0f", 0);
+    std::fprintf(out, " | blocked ");
+    f(dev, "capture_blocked_s", "%*.4f", 0);
+    std::fprintf(out, " s | fully mapped ");
+    f(dev, "fully_mapped_s", "%*.3f s", 0);
+  }
+  std::fprintf(out, "\ndevice limits (GB/s): HtoD ");
+  f(&doc, "limits.htod_gbps", "%*.2f", 0);
+  std::fprintf(out, " | DtoH ");
+  f(&doc, "limits.dtoh_gbps", "%*.2f", 0);
+  std::fprintf(out, " | DtoD ");
+  f(&doc, "limits.dtod_gbps", "%*.2f", 0);
   std::fprintf(out, "\n");
 }
 

@@ -11,6 +11,7 @@
 #include "bench.hpp"
 #include "cairn/cairn.hpp"
 #include "files.hpp"
+#include "memory.hpp"
 #include "pattern.hpp"
 #include "sync_baseline.hpp"
 #include "trial.hpp"
@@ -38,20 +39,31 @@ Result<int64_t> SyncLatest(const SyncStore& store) {
   return best;
 }
 
-// What both modes do, parameterized by the library's calls.
+// What both modes do, parameterized by the library's calls. Content is
+// stamped into app's host view and uploaded inside the compute interval
+// (no-op for host memory); the restored region is downloaded, then verified.
 template <typename CkptFn, typename WaitFn, typename LatestFn, typename RestoreFn>
-void RunRestart(const Options& o, uint8_t* app, CkptFn checkpoint, WaitFn wait, LatestFn latest,
-                RestoreFn restore, TrialResult& r) {
+void RunRestart(const Options& o, BenchBuffer& app, CkptFn checkpoint, WaitFn wait,
+                LatestFn latest, RestoreFn restore, TrialResult& r) {
   const uint64_t salt = NextTrialSalt();
   const size_t size = o.size;
   const int64_t k = static_cast<int64_t>(o.count);
-  FillBase(app, size);
+  uint8_t* host = app.host();
+  FillBase(host, size);
+  if (Status st = app.Upload(size); !st.ok()) {
+    r.status = st.WithContext("upload");
+    return;
+  }
 
   const Clock::time_point phase = Clock::now();
   for (int64_t v = 0; v < k; ++v) {
     const Clock::time_point deadline = DeadlineAfter(o.interval_ms);
-    Stamp(app, size, MakeTag(salt, v));
-    r.forward.compute_overruns += ComputeUntil(deadline, o.compute, app, size) ? 1 : 0;
+    Stamp(host, size, MakeTag(salt, v));
+    if (Status st = app.Upload(size); !st.ok()) {
+      r.status = st.WithContext("upload version " + std::to_string(v));
+      return;
+    }
+    r.forward.compute_overruns += ComputeUntil(deadline, o.compute, host, size) ? 1 : 0;
     const Clock::time_point t0 = Clock::now();
     Status st = checkpoint(v);
     const double dt = Seconds(t0, Clock::now());
@@ -86,7 +98,11 @@ void RunRestart(const Options& o, uint8_t* app, CkptFn checkpoint, WaitFn wait, 
     if (*newest < 0 || *newest >= k) return;  // nothing we know how to verify
   }
 
-  std::memset(app, 0xA5, size);  // a restore that does nothing must not pass
+  std::memset(host, 0xA5, size);  // a restore that does nothing must not pass
+  if (st = app.Upload(size); !st.ok()) {
+    r.status = st.WithContext("upload scribble");
+    return;
+  }
   t0 = Clock::now();
   st = restore(*newest);
   r.restore_s = Seconds(t0, Clock::now());
@@ -96,17 +112,22 @@ void RunRestart(const Options& o, uint8_t* app, CkptFn checkpoint, WaitFn wait, 
     r.status = st.WithContext("restore version " + std::to_string(*newest));
     return;
   }
-  Verify(app, size, MakeTag(salt, static_cast<uint64_t>(*newest)), true,
+  if (st = app.Download(size); !st.ok()) {
+    r.status = st.WithContext("download version " + std::to_string(*newest));
+    return;
+  }
+  Verify(host, size, MakeTag(salt, static_cast<uint64_t>(*newest)), true,
          "version " + std::to_string(*newest), r.verify);
 }
 
 }  // namespace
 
-TrialResult RunRestartTrial(const Options& o, bool async, const std::string& dir, uint8_t* app) {
+TrialResult RunRestartTrial(const Options& o, bool async, const std::string& dir,
+                            BenchBuffer& app) {
   TrialResult r;
   r.async = async;
   if (!async) {
-    Result<SyncStore> store = OpenTrialStore(o, dir + "/sync", r);
+    Result<SyncStore> store = OpenTrialStore(o, dir + "/sync", o.size, r);
     if (!store.ok()) return r;
     RunRestart(
         o, app,
@@ -132,7 +153,7 @@ TrialResult RunRestartTrial(const Options& o, bool async, const std::string& dir
   std::unique_ptr<Client> client = OpenTrialClient(o, dir + "/cairn", r);
   if (client == nullptr) return r;
   Client& c = *client;
-  if (Status st = c.Protect(0, app, o.size); !st.ok()) {
+  if (Status st = c.Protect(0, app.app(), o.size); !st.ok()) {
     r.status = st.WithContext("Protect");
     return r;
   }

@@ -16,12 +16,35 @@ namespace {
 constexpr size_t kPiece = 4u << 20;  // write size of the naive library
 }
 
-Result<SyncStore> SyncStore::Open(const std::string& dir, bool fsync) {
+Result<SyncStore> SyncStore::Open(const std::string& dir, bool fsync, size_t staging_bytes) {
   CAIRN_RETURN_IF_ERROR(MakeDirs(dir));
-  return SyncStore(dir, fsync);
+  SyncStore store(dir, fsync);
+  if (staging_bytes > 0) {
+    CAIRN_ASSIGN_OR_RETURN(store.staging_, AllocateBuffer(staging_bytes));
+    TouchPages(store.staging_.get(), staging_bytes);
+    store.staging_bytes_ = staging_bytes;
+  }
+  return store;
 }
 
-Status SyncStore::Write(const std::string& name, const void* data, size_t n) {
+Status SyncStore::Write(const std::string& name, const BenchBuffer& src, size_t n) {
+  if (src.kind() != MemoryKind::kHost && n > staging_bytes_) {
+    return Status::Internal("sync baseline: staging buffer too small");
+  }
+  CAIRN_ASSIGN_OR_RETURN(const uint8_t* data, src.Out(staging_.get(), n));
+  return WriteHost(name, data, n);
+}
+
+Result<size_t> SyncStore::Read(const std::string& name, BenchBuffer& dst, size_t capacity,
+                               bool consume) {
+  if (dst.kind() == MemoryKind::kHost) return ReadHost(name, dst.app(), capacity, consume);
+  CAIRN_ASSIGN_OR_RETURN(size_t got,
+                         ReadHost(name, staging_.get(), std::min(capacity, staging_bytes_), consume));
+  CAIRN_RETURN_IF_ERROR(dst.In(staging_.get(), got));
+  return got;
+}
+
+Status SyncStore::WriteHost(const std::string& name, const void* data, size_t n) {
   const std::string path = Path(name);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoStatus(errno, "open", path);
@@ -38,7 +61,8 @@ Status SyncStore::Write(const std::string& name, const void* data, size_t n) {
   return st;
 }
 
-Result<size_t> SyncStore::Read(const std::string& name, void* dst, size_t capacity, bool consume) {
+Result<size_t> SyncStore::ReadHost(const std::string& name, void* dst, size_t capacity,
+                                   bool consume) {
   const std::string path = Path(name);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "open", path);

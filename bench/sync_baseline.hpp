@@ -7,6 +7,10 @@
 //          unlink it (a consumed adjoint step).
 // No cache, no threads, no O_DIRECT: the page cache is whatever the kernel
 // makes of it, exactly as for a naive library.
+// With device or managed application memory (--memory) the library does what
+// a naive GPU code does: cuMemcpyDtoH into a host staging buffer before the
+// write, cuMemcpyHtoD from it after the read, on the application thread (so
+// the copy is part of the blocking time, not of write_seconds()).
 #pragma once
 
 #include <cstddef>
@@ -16,19 +20,23 @@
 #include <vector>
 
 #include "cairn/status.hpp"
+#include "files.hpp"
+#include "memory.hpp"
 
 namespace cairn::bench {
 
 class SyncStore {
  public:
-  // Uses (and creates) directory `dir`.
-  static Result<SyncStore> Open(const std::string& dir, bool fsync);
+  // Uses (and creates) directory `dir`. staging_bytes > 0: allocates (and
+  // touches) the host staging buffer for device/managed memory.
+  static Result<SyncStore> Open(const std::string& dir, bool fsync, size_t staging_bytes = 0);
 
-  // Writes [data, data+n) as file `name`, replacing it.
-  Status Write(const std::string& name, const void* data, size_t n);
-  // Reads file `name` into dst (capacity bytes). Returns its size;
-  // kSizeMismatch if it is larger than capacity. Unlinks it when `consume`.
-  Result<size_t> Read(const std::string& name, void* dst, size_t capacity, bool consume);
+  // Writes application memory [0, n) of `src` as file `name`, replacing it.
+  Status Write(const std::string& name, const BenchBuffer& src, size_t n);
+  // Reads file `name` into `dst`'s application memory (capacity bytes).
+  // Returns its size; kSizeMismatch if it is larger than capacity. Unlinks it
+  // when `consume`.
+  Result<size_t> Read(const std::string& name, BenchBuffer& dst, size_t capacity, bool consume);
   Status Remove(const std::string& name);
   // Names of the files in the directory.
   Result<std::vector<std::string>> List() const;
@@ -40,11 +48,16 @@ class SyncStore {
  private:
   SyncStore(std::string dir, bool fsync) : dir_(std::move(dir)), fsync_(fsync) {}
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  // The host-memory write and read.
+  Status WriteHost(const std::string& name, const void* data, size_t n);
+  Result<size_t> ReadHost(const std::string& name, void* dst, size_t capacity, bool consume);
 
   std::string dir_;
   bool fsync_;
   double write_s_ = 0;
   uint64_t written_ = 0;
+  Buffer staging_;  // device/managed memory: the host side of the copies
+  size_t staging_bytes_ = 0;
 };
 
 }  // namespace cairn::bench

@@ -85,15 +85,22 @@ inline Config MakeConfig(const Options& o, const std::string& scratch_dir) {
   c.pin = o.pin;
   c.huge_pages = o.huge_pages;
   if (o.block_size) c.block_bytes = *o.block_size;
+  c.device_cache_bytes = o.device_cache;
+  c.device_cache_init = o.device_cache_init;
+  if (o.device_map_chunk) c.device_map_chunk_bytes = *o.device_map_chunk;
   return c;
 }
 
 // The baseline's store in `dir`, removed first; the open is timed into
-// r.open_s. On failure the error is in r.status too.
-inline Result<SyncStore> OpenTrialStore(const Options& o, const std::string& dir, TrialResult& r) {
+// r.open_s. With device/managed memory it gets a host staging buffer of
+// `staging_bytes` (allocated and touched inside the open). On failure the
+// error is in r.status too.
+inline Result<SyncStore> OpenTrialStore(const Options& o, const std::string& dir,
+                                        size_t staging_bytes, TrialResult& r) {
   if (r.status = RemoveTree(dir); !r.status.ok()) return r.status;
   const Clock::time_point t0 = Clock::now();
-  Result<SyncStore> store = SyncStore::Open(dir, o.sync_fsync);
+  Result<SyncStore> store =
+      SyncStore::Open(dir, o.sync_fsync, o.memory == MemoryKind::kHost ? 0 : staging_bytes);
   r.open_s = Seconds(t0, Clock::now());
   if (!store.ok()) r.status = store.status().WithContext("sync open");
   return store;

@@ -6,6 +6,7 @@
 #include "bench.hpp"
 #include "cairn/cairn.hpp"
 #include "files.hpp"
+#include "memory.hpp"
 #include "pattern.hpp"
 #include "sync_baseline.hpp"
 #include "trial.hpp"
@@ -14,24 +15,36 @@ namespace cairn::bench {
 namespace {
 
 // Forward pass then backward pass over `plan`. push(step, data, n) -> Status,
-// pop(step, dst, capacity) -> Result<size_t>. Stops at the first failing call
+// pop(step, dst, capacity) -> Result<size_t>, where data/dst is the
+// application memory (app.app()). Content is stamped into the host view and
+// uploaded (a no-op for host memory) inside the compute interval, and
+// downloaded before it is verified, likewise. Stops at the first failing call
 // (recorded in r.status).
 template <typename PushFn, typename PopFn>
-void RunPasses(const Options& o, const std::vector<Step>& plan, uint8_t* app, PushFn push,
+void RunPasses(const Options& o, const std::vector<Step>& plan, BenchBuffer& app, PushFn push,
                PopFn pop, TrialResult& r) {
   const uint64_t salt = NextTrialSalt();
   const size_t capacity = MaxBytes(plan);
-  FillBase(app, capacity);
+  uint8_t* host = app.host();
+  FillBase(host, capacity);
+  if (Status st = app.Upload(capacity); !st.ok()) {
+    r.status = st.WithContext("upload");
+    return;
+  }
   const int64_t n = static_cast<int64_t>(plan.size());
 
   Clock::time_point phase = Clock::now();
   for (int64_t k = 0; k < n; ++k) {
     const Step& s = plan[k];
     const Clock::time_point deadline = DeadlineAfter(s.compute_ms);
-    Stamp(app, s.bytes, MakeTag(salt, k));
-    r.forward.compute_overruns += ComputeUntil(deadline, o.compute, app, s.bytes) ? 1 : 0;
+    Stamp(host, s.bytes, MakeTag(salt, k));
+    if (Status st = app.Upload(s.bytes); !st.ok()) {
+      r.status = st.WithContext("upload step " + std::to_string(k));
+      return;
+    }
+    r.forward.compute_overruns += ComputeUntil(deadline, o.compute, host, s.bytes) ? 1 : 0;
     const Clock::time_point t0 = Clock::now();
-    Status st = push(k, app, s.bytes);
+    Status st = push(k, app.app(), s.bytes);
     Account(r.forward, Seconds(t0, Clock::now()), s.bytes);
     if (!st.ok()) {
       r.status = st.WithContext("push step " + std::to_string(k));
@@ -42,19 +55,24 @@ void RunPasses(const Options& o, const std::vector<Step>& plan, uint8_t* app, Pu
   if (o.forward_only) return;  // the steps left are dropped by History::Close
 
   int64_t unverified = -1;  // restored step whose check is part of the next compute
-  auto check = [&](int64_t k) {
-    Verify(app, plan[k].bytes, MakeTag(salt, k), o.verify_full, "step " + std::to_string(k),
+  auto check = [&](int64_t k) -> bool {
+    if (Status st = app.Download(plan[k].bytes); !st.ok()) {
+      r.status = st.WithContext("download step " + std::to_string(k));
+      return false;
+    }
+    Verify(host, plan[k].bytes, MakeTag(salt, k), o.verify_full, "step " + std::to_string(k),
            r.verify);
+    return true;
   };
   phase = Clock::now();
   for (int64_t k = n - 1; k >= 0; --k) {
     const Step& s = plan[k];
     const Clock::time_point deadline = DeadlineAfter(s.compute_ms);
-    if (unverified >= 0) check(unverified);
+    if (unverified >= 0 && !check(unverified)) return;
     unverified = -1;
-    r.backward.compute_overruns += ComputeUntil(deadline, o.compute, app, capacity) ? 1 : 0;
+    r.backward.compute_overruns += ComputeUntil(deadline, o.compute, host, capacity) ? 1 : 0;
     const Clock::time_point t0 = Clock::now();
-    Result<size_t> got = pop(k, app, capacity);
+    Result<size_t> got = pop(k, app.app(), capacity);
     Account(r.backward, Seconds(t0, Clock::now()), s.bytes);
     if (!got.ok()) {
       r.status = got.status().WithContext("pop step " + std::to_string(k));
@@ -74,17 +92,17 @@ void RunPasses(const Options& o, const std::vector<Step>& plan, uint8_t* app, Pu
 }  // namespace
 
 TrialResult RunAdjointTrial(const Options& o, const std::vector<Step>& plan, bool async,
-                            const std::string& dir, uint8_t* app) {
+                            const std::string& dir, BenchBuffer& app) {
   TrialResult r;
   r.async = async;
   if (!async) {
-    Result<SyncStore> store = OpenTrialStore(o, dir + "/sync", r);
+    Result<SyncStore> store = OpenTrialStore(o, dir + "/sync", MaxBytes(plan), r);
     if (!store.ok()) return r;
     auto name = [](int64_t k) { return "step-" + std::to_string(k); };
     RunPasses(
         o, plan, app,
-        [&](int64_t k, const uint8_t* p, size_t n) { return store->Write(name(k), p, n); },
-        [&](int64_t k, uint8_t* p, size_t cap) { return store->Read(name(k), p, cap, true); }, r);
+        [&](int64_t k, const uint8_t*, size_t n) { return store->Write(name(k), app, n); },
+        [&](int64_t k, uint8_t*, size_t cap) { return store->Read(name(k), app, cap, true); }, r);
     r.sync_write_s = store->write_seconds();
     return r;
   }

@@ -36,9 +36,23 @@ class BenchSmokeTest : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
-  // Runs cairn-bench with `args`; returns its exit code (-1 if it did not
-  // exit normally). Its stdout+stderr go to log_, shown on failure.
-  int Run(const std::vector<std::string>& args) {
+  // Runs cairn-bench with `args` (and `env`, "NAME=value" entries added to
+  // this process's environment, replacing the same names); returns its exit
+  // code (-1 if it did not exit normally). Its stdout+stderr go to log_,
+  // shown on failure.
+  int Run(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    std::vector<std::string> env_all = env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string var = *e;
+      bool replaced = false;
+      for (const std::string& x : env) {
+        replaced = replaced || var.compare(0, x.find('=') + 1, x, 0, x.find('=') + 1) == 0;
+      }
+      if (!replaced) env_all.push_back(var);
+    }
+    std::vector<char*> envp;
+    for (std::string& e : env_all) envp.push_back(e.data());
+    envp.push_back(nullptr);
     std::vector<std::string> all = {kBench};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -50,7 +64,7 @@ class BenchSmokeTest : public ::testing::Test {
     posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     pid_t pid = 0;
-    const int err = posix_spawn(&pid, kBench.c_str(), &fa, nullptr, argv.data(), environ);
+    const int err = posix_spawn(&pid, kBench.c_str(), &fa, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&fa);
     if (err != 0) return -1;
     int status = 0;
@@ -83,6 +97,21 @@ class BenchSmokeTest : public ::testing::Test {
     const size_t k = json.find(leaf, at);
     ASSERT_TRUE(k != std::string::npos && k < end) << "missing " << path;
     EXPECT_NE(json.compare(k + leaf.size(), 4, "null"), 0) << path << " is null";
+  }
+
+  // The unsigned integer member `key` of the top-level object `top`
+  // ("\n  \"top\": {" ... "\n    \"key\": N"); -1 when absent or not a number.
+  static long long TopMember(const std::string& json, const std::string& top,
+                             const std::string& key) {
+    const size_t at = json.find("\n  \"" + top + "\": {");
+    if (at == std::string::npos) return -1;
+    const size_t end = json.find("\n  }", at);
+    const std::string leaf = "\n    \"" + key + "\": ";
+    const size_t k = json.find(leaf, at);
+    if (k == std::string::npos || k > end) return -1;
+    const char* p = json.c_str() + k + leaf.size();
+    if (*p < '0' || *p > '9') return -1;
+    return std::strtoll(p, nullptr, 10);
   }
 
   std::string dir_;
@@ -128,7 +157,82 @@ TEST_F(BenchSmokeTest, Restart) {
   EXPECT_NE(doc.find("\"latest_version\": 1"), std::string::npos);
 }
 
+// --- GPU tier (--memory device|managed) against the fake CUDA driver -------
+// (testing/fake_cuda; CAIRN_FAKE_CUDA_LIB is defined when it is built).
+
+// The whole GPU path: Cairn protects/pushes device memory, captures into the
+// device cache and drains it to the host cache; the baseline copies
+// device->host itself. Needs the GPU pipeline in the core.
+TEST_F(BenchSmokeTest, UniformDeviceMemoryWithDeviceCache) {
+#ifndef CAIRN_FAKE_CUDA_LIB
+  GTEST_SKIP() << "the fake CUDA driver is not built (no cuda.h)";
+#else
+  const std::string json = dir_ + "/out.json";
+  ASSERT_EQ(Run({"uniform", "--memory", "device", "--device-cache", "8MiB", "--count", "4",
+                 "--size", "1MiB", "--interval-ms", "1", "--host-cache", "8MiB", "--mode", "both",
+                 "--json", json, "--dir", dir_ + "/work"},
+                {std::string("CAIRN_CUDA_DRIVER=") + CAIRN_FAKE_CUDA_LIB}),
+            0)
+      << log_;
+  const std::string doc = ReadFile(json);
+  EXPECT_NE(doc.find("\"memory\": \"device\""), std::string::npos);
+  EXPECT_NE(doc.find("\"device_cache_bytes\": 8388608"), std::string::npos);
+  EXPECT_NE(doc.find("\"device_cache_init\": \"incremental\""), std::string::npos);
+  for (const char* p : {"limits.htod_gbps", "limits.dtoh_gbps", "limits.dtod_gbps",
+                        "device.capture_gbps", "device.drain_gbps", "device.capacity_bytes",
+                        "device.mapped_bytes", "device.hits", "device.capture_blocked_s"}) {
+    ExpectPath(doc, p);
+  }
+  EXPECT_NE(doc.find("\n    \"gpu\": true"), std::string::npos);
+  EXPECT_EQ(TopMember(doc, "device", "capacity_bytes"), 8ll << 20);
+  EXPECT_GT(TopMember(doc, "device", "drain_bytes"), 0);
+  EXPECT_GT(TopMember(doc, "device", "capture_bytes"), 0);
+  EXPECT_NE(doc.find("\"status\": \"ok\""), std::string::npos);
+  EXPECT_EQ(doc.find("\"mismatches\": 1"), std::string::npos);
+#endif
+}
+
+// The bench's own device path (allocation, upload, download, the baseline's
+// staging copies, device limits) without Cairn: passes without the pipeline.
+TEST_F(BenchSmokeTest, SyncBaselineOnDeviceAndManagedMemory) {
+#ifndef CAIRN_FAKE_CUDA_LIB
+  GTEST_SKIP() << "the fake CUDA driver is not built (no cuda.h)";
+#else
+  const std::vector<std::string> env = {std::string("CAIRN_CUDA_DRIVER=") + CAIRN_FAKE_CUDA_LIB};
+  for (const char* memory : {"device", "managed"}) {
+    const std::string json = dir_ + "/" + memory + ".json";
+    ASSERT_EQ(Run({"uniform", "--memory", memory, "--mode", "sync", "--count", "3", "--size",
+                   "1MiB", "--interval-ms", "1", "--verify", "full", "--json", json, "--dir",
+                   dir_ + "/work"},
+                  env),
+              0)
+        << memory << "\n" << log_;
+    const std::string doc = ReadFile(json);
+    EXPECT_NE(doc.find(std::string("\"memory\": \"") + memory + "\""), std::string::npos);
+    ExpectPath(doc, "limits.dtoh_gbps");
+    EXPECT_EQ(doc.find("\"mismatches\": 1"), std::string::npos);
+    ASSERT_EQ(Run({"restart", "--memory", memory, "--mode", "sync", "--count", "2", "--size",
+                   "2MiB", "--interval-ms", "1", "--dir", dir_ + "/work"},
+                  env),
+              0)
+        << memory << "\n" << log_;
+  }
+#endif
+}
+
+TEST_F(BenchSmokeTest, DeviceMemoryWithoutDriverExitsTwo) {
+  EXPECT_EQ(Run({"uniform", "--memory", "device", "--count", "1", "--size", "1MiB", "--dir",
+                 dir_ + "/work"},
+                {"CAIRN_CUDA_DRIVER=" + dir_ + "/no-such-libcuda.so"}),
+            2)
+      << log_;
+  EXPECT_NE(log_.find("--memory device needs a CUDA driver: "), std::string::npos) << log_;
+}
+
 TEST_F(BenchSmokeTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(Run({"uniform", "--memory", "gpu"}), 2) << log_;
+  EXPECT_EQ(Run({"uniform", "--device-cache-init", "eager"}), 2) << log_;
+  EXPECT_EQ(Run({"uniform", "--device-map-chunk", "0"}), 2) << log_;
   EXPECT_EQ(Run({"--no-such-option"}), 2) << log_;
   EXPECT_EQ(Run({"uniform", "--size", "12XB"}), 2) << log_;
   EXPECT_EQ(Run({"uniform", "--mode", "fast"}), 2) << log_;
