@@ -21,16 +21,18 @@
 // under its mutex. mapped_slots()/mapping_done() are atomics, safe anywhere.
 // on_progress is called by the mapping thread, with no lock of the cache held,
 // after each chunk is mapped and once when mapping ends; the pipeline uses it
-// to wake captures waiting for slots.
+// to wake captures waiting for slots. It is not called for kDirect (Create
+// returns a fully mapped cache) nor when the destructor stopped the mapping
+// (the pipeline is tearing down).
 //
 // This header has no CUDA types (addresses are uintptr_t == CUdeviceptr).
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -39,6 +41,7 @@
 
 #include "cairn/config.hpp"
 #include "cairn/status.hpp"
+#include "util/mutex.hpp"
 #include "util/thread_annotations.hpp"
 
 namespace cairn::gpu {
@@ -85,7 +88,12 @@ class DeviceCache {
   std::string map_error() const;
   // Seconds from Create to the end of mapping (-1 while mapping).
   double mapping_seconds() const;
+  // Device allocations made: chunks mapped (kIncremental), 1 (kDirect).
   uint64_t map_calls() const { return map_calls_.load(std::memory_order_relaxed); }
+  // kIncremental: the reservation (capacity rounded up to the granularity)
+  // and the bytes per chunk after rounding; 0 for kDirect.
+  uint64_t reserved_bytes() const { return reserved_bytes_; }
+  uint64_t map_chunk_bytes() const { return map_chunk_; }
 
   // Device address of a slot (a CUdeviceptr). Precondition: slot < slot_count().
   uintptr_t address(uint32_t slot) const { return base_ + uint64_t{slot} * slot_bytes_; }
@@ -100,6 +108,8 @@ class DeviceCache {
  private:
   DeviceCache() = default;
   void MapLoop(std::stop_token stop);
+  // Records the end of mapping (error "" = complete) and publishes it.
+  void FinishMapping(std::string error);
 
   const Runtime* runtime_ = nullptr;
   DeviceCacheInit init_ = DeviceCacheInit::kIncremental;
@@ -109,10 +119,13 @@ class DeviceCache {
   uint32_t slot_bytes_ = 0;
   uint32_t slot_count_ = 0;
   std::function<void()> on_progress_;
+  std::chrono::steady_clock::time_point started_{};  // Create, for mapping_seconds
   std::atomic<uint32_t> mapped_slots_{0};
   std::atomic<bool> mapping_done_{false};
   std::atomic<uint64_t> map_calls_{0};
-  mutable std::mutex mu_;  // guards the mapping records and the error text
+  // Guards the mapping records and the error text. cairn::Mutex, not
+  // std::mutex: Clang's -Wthread-safety only checks annotated capabilities.
+  mutable Mutex mu_;
   std::string map_error_ CAIRN_GUARDED_BY(mu_);
   double mapping_seconds_ CAIRN_GUARDED_BY(mu_) = -1;
   // Incremental: (offset, size, handle) of each mapped chunk, for teardown.

@@ -32,6 +32,10 @@ class Runtime {
   // context; with device >= 0, that device's primary context. A primary
   // context is retained until the Runtime dies.
   static Result<std::unique_ptr<Runtime>> Open(int device);
+  // As above with a given driver (tests pass the fake they loaded). cuInit(0)
+  // is called again: it is cheap and idempotent, and a driver object may
+  // outlive a reset of the fake. Precondition: driver outlives the Runtime.
+  static Result<std::unique_ptr<Runtime>> Open(const Driver& driver, int device);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -61,6 +65,8 @@ class Runtime {
   // unregisters it: the fast-init pin seam when a GPU is in use. A range
   // already registered (by the application, say) is reported as kExists by
   // Pin and left alone by Unpin; CUDA clears that error at once (not sticky).
+  // The pinner remembers the ranges it registered itself (thread-safe): Unpin
+  // of any other range does nothing. Lives as long as the Runtime.
   os::MemoryPinner* host_pinner() { return pinner_.get(); }
 
  private:

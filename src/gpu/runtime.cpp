@@ -1,0 +1,233 @@
+// The GPU runtime (gpu/runtime.hpp): one context, streams, page-locked
+// buffers and the cuMemHostRegister pinner, over the dlopen'ed driver.
+//
+// Every driver call that needs a context runs under Runtime::Scope, which
+// makes the Runtime's context current and puts back whatever the thread had:
+// the application's own context handling (cuCtxSetCurrent on its threads) is
+// never disturbed by Cairn.
+#include "gpu/runtime.hpp"
+
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "gpu/cuda_driver.hpp"
+
+namespace cairn::gpu {
+
+namespace {
+
+[[maybe_unused]] std::string Hex(uintptr_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+[[maybe_unused]] Status NoCuda() {
+  return Status::Unsupported(
+      "built without CUDA support (cuda.h was not found at build time, or "
+      "CAIRN_WITH_CUDA=OFF): device and managed memory are unavailable");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Runtime>> Runtime::Open(int device) {
+  CAIRN_ASSIGN_OR_RETURN(const Driver* driver, Driver::Get());
+  return Open(*driver, device);
+}
+
+Result<PointerInfo> Runtime::Classify(const void* p, size_t bytes) const {
+  Scope scope(*this);
+  return ClassifyRegion(driver_, p, bytes);
+}
+
+#if !CAIRN_GPU_HAVE_CUDA
+
+Result<std::unique_ptr<Runtime>> Runtime::Open(const Driver& /*driver*/, int /*device*/) {
+  return NoCuda();
+}
+Runtime::~Runtime() = default;
+Runtime::Scope::Scope(const Runtime& rt) : rt_(rt) {}
+Runtime::Scope::~Scope() = default;
+
+Result<std::unique_ptr<Stream>> Stream::Create(const Runtime& /*rt*/) { return NoCuda(); }
+Stream::~Stream() = default;
+Status Stream::Copy(void* /*dst*/, const void* /*src*/, size_t /*n*/) { return NoCuda(); }
+Status Stream::Synchronize() { return NoCuda(); }
+
+Result<std::unique_ptr<PinnedBuffer>> PinnedBuffer::Allocate(const Runtime& /*rt*/,
+                                                             size_t /*bytes*/) {
+  return NoCuda();
+}
+PinnedBuffer::~PinnedBuffer() = default;
+
+#else
+
+namespace {
+
+// The host-cache pin seam over cuMemHostRegister. One registration per Pin
+// (the whole cache as one range: one DMA mapping, one call). The set of
+// ranges registered here is what Unpin may undo: a range the application had
+// registered first (Pin returned kExists) is never unregistered by Cairn.
+class HostRegisterPinner final : public os::MemoryPinner {
+ public:
+  explicit HostRegisterPinner(const Runtime& rt) : rt_(rt) {}
+
+  const char* name() const override { return "cuMemHostRegister"; }
+
+  Status Pin(void* p, size_t n) override {
+    const Driver& d = rt_.driver();
+    const std::string what = std::to_string(n) + " bytes at " + Hex(reinterpret_cast<uintptr_t>(p));
+    CUresult r;
+    {
+      Runtime::Scope scope(rt_);
+      r = d.cuMemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE);
+    }
+    if (r == CUDA_SUCCESS) {
+      std::lock_guard lock(mu_);
+      mine_.insert(p);
+      return Status::Ok();
+    }
+    if (r == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
+      // Documented as "part or all of the requested memory range is already
+      // mapped" and not sticky: the range is page-locked already (by the
+      // application, or by a cuMemAllocHost allocation), which is what Cairn
+      // wanted; it is not ours to unregister.
+      return Status::Exists("cuMemHostRegister of " + what + ": " + d.ErrorText(r) +
+                            "; the range was already registered (e.g. by the application), "
+                            "so Cairn uses that registration and will not unregister it");
+    }
+    Status s = d.Check(r, "cuMemHostRegister");
+    std::string m = s.message() + " (registering " + what + ")";
+    if (r == CUDA_ERROR_NOT_PERMITTED || r == CUDA_ERROR_NOT_SUPPORTED) {
+      m += "; this system does not let the driver page-lock host memory: the host cache stays "
+           "pageable (host_cache.pin = false avoids the attempt)";
+    }
+    return Status(s.code(), std::move(m));
+  }
+
+  void Unpin(void* p, size_t /*n*/) override {
+    {
+      std::lock_guard lock(mu_);
+      if (mine_.erase(p) == 0) return;  // not registered by this pinner
+    }
+    Runtime::Scope scope(rt_);
+    (void)rt_.driver().cuMemHostUnregister(p);  // errors ignored: the memory goes away next
+  }
+
+ private:
+  const Runtime& rt_;
+  std::mutex mu_;
+  std::set<void*> mine_;  // base addresses this pinner registered
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Runtime>> Runtime::Open(const Driver& driver, int device) {
+  CAIRN_RETURN_IF_ERROR(CAIRN_CU(driver, cuInit, 0));
+  std::unique_ptr<Runtime> rt(new Runtime());
+  rt->driver_ = &driver;
+  CUcontext ctx = nullptr;
+  if (device < 0) {
+    CAIRN_RETURN_IF_ERROR(CAIRN_CU(driver, cuCtxGetCurrent, &ctx));
+  }
+  if (ctx != nullptr) {
+    // The application's context: used, never retained or released by Cairn.
+    CUdevice dev = 0;
+    CAIRN_RETURN_IF_ERROR(CAIRN_CU(driver, cuCtxGetDevice, &dev));
+    rt->device_ = static_cast<int>(dev);
+  } else {
+    const int ordinal = device < 0 ? 0 : device;
+    CUdevice dev = 0;
+    Status s = CAIRN_CU(driver, cuDeviceGet, &dev, ordinal);
+    if (!s.ok()) {
+      return Status(s.code(), s.message() + " (device " + std::to_string(ordinal) + " of " +
+                                  std::to_string(driver.device_count()) + ")");
+    }
+    CAIRN_RETURN_IF_ERROR(CAIRN_CU(driver, cuDevicePrimaryCtxRetain, &ctx, dev));
+    rt->device_ = static_cast<int>(dev);
+    rt->retained_primary_ = true;
+  }
+  rt->context_ = ctx;
+  rt->pinner_ = std::make_unique<HostRegisterPinner>(*rt);
+  return rt;
+}
+
+Runtime::~Runtime() {
+  pinner_.reset();
+  if (retained_primary_) (void)driver_->cuDevicePrimaryCtxRelease(static_cast<CUdevice>(device_));
+}
+
+Runtime::Scope::Scope(const Runtime& rt) : rt_(rt) {
+  CUcontext prev = nullptr;
+  if (rt_.driver_->cuCtxGetCurrent(&prev) != CUDA_SUCCESS) prev = nullptr;
+  previous_ = prev;
+  if (prev != static_cast<CUcontext>(rt_.context_)) {
+    // A failure here shows as CUDA_ERROR_INVALID_CONTEXT from the next call.
+    switched_ = rt_.driver_->cuCtxSetCurrent(static_cast<CUcontext>(rt_.context_)) == CUDA_SUCCESS;
+  }
+}
+
+Runtime::Scope::~Scope() {
+  if (switched_) (void)rt_.driver_->cuCtxSetCurrent(static_cast<CUcontext>(previous_));
+}
+
+Result<std::unique_ptr<Stream>> Stream::Create(const Runtime& rt) {
+  std::unique_ptr<Stream> s(new Stream(rt));
+  Runtime::Scope scope(rt);
+  CUstream h = nullptr;
+  CAIRN_RETURN_IF_ERROR(CAIRN_CU(rt.driver(), cuStreamCreate, &h, CU_STREAM_NON_BLOCKING));
+  s->stream_ = h;
+  return s;
+}
+
+Stream::~Stream() {
+  if (stream_ == nullptr) return;
+  Runtime::Scope scope(rt_);
+  auto h = static_cast<CUstream>(stream_);
+  (void)rt_.driver().cuStreamSynchronize(h);
+  (void)rt_.driver().cuStreamDestroy(h);
+}
+
+Status Stream::Copy(void* dst, const void* src, size_t n) {
+  if (n == 0) return Status::Ok();
+  Runtime::Scope scope(rt_);
+  const Driver& d = rt_.driver();
+  const CUresult r = d.cuMemcpyAsync(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(dst)),
+                                     static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(src)), n,
+                                     static_cast<CUstream>(stream_));
+  if (r == CUDA_SUCCESS) return Status::Ok();
+  Status s = d.Check(r, "cuMemcpyAsync");
+  return Status(s.code(), s.message() + " (copying " + std::to_string(n) + " bytes from " +
+                              Hex(reinterpret_cast<uintptr_t>(src)) + " to " +
+                              Hex(reinterpret_cast<uintptr_t>(dst)) + ")");
+}
+
+Status Stream::Synchronize() {
+  Runtime::Scope scope(rt_);
+  return CAIRN_CU(rt_.driver(), cuStreamSynchronize, static_cast<CUstream>(stream_));
+}
+
+Result<std::unique_ptr<PinnedBuffer>> PinnedBuffer::Allocate(const Runtime& rt, size_t bytes) {
+  if (bytes == 0) return Status::InvalidArgument("pinned buffer of 0 bytes");
+  Runtime::Scope scope(rt);
+  void* p = nullptr;
+  Status s = CAIRN_CU(rt.driver(), cuMemAllocHost, &p, bytes);
+  if (!s.ok()) {
+    return Status(s.code(), s.message() + " (a pinned buffer of " + std::to_string(bytes) +
+                                " bytes)");
+  }
+  return std::unique_ptr<PinnedBuffer>(new PinnedBuffer(rt, static_cast<uint8_t*>(p), bytes));
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_ == nullptr) return;
+  Runtime::Scope scope(rt_);
+  (void)rt_.driver().cuMemFreeHost(data_);
+}
+
+#endif  // CAIRN_GPU_HAVE_CUDA
+
+}  // namespace cairn::gpu
