@@ -77,8 +77,11 @@ Status Client::Protect(int id, void* ptr, size_t bytes) {
   }
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
+  // One call for host, device and managed pointers: the driver says which.
+  auto kind = impl_->core->pipeline->ClassifyRegion(ptr, bytes);
+  if (!kind.ok()) return kind.status().WithContext("protect region " + std::to_string(id));
   std::lock_guard regions_lock(impl_->core->regions_mu);
-  impl_->core->regions[id] = Region{ptr, bytes, MemoryKind::kHost};
+  impl_->core->regions[id] = Region{ptr, bytes, *kind};
   return Status::Ok();
 }
 
@@ -162,8 +165,9 @@ Status History::Push(int64_t step, const void* data, size_t bytes) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
   if (impl_->closed) return Status::State("history '" + impl_->name + "' is closed");
-  core::CaptureSource source{.spec = {.id = 0, .memory = MemoryKind::kHost, .bytes = bytes},
-                             .data = data};
+  auto kind = impl_->core->pipeline->ClassifyRegion(data, bytes);
+  if (!kind.ok()) return kind.status().WithContext("history push");
+  core::CaptureSource source{.spec = {.id = 0, .memory = *kind, .bytes = bytes}, .data = data};
   return impl_->core->pipeline->Capture(format::EntryKind::kHistoryStep, impl_->name, step, {source});
 }
 
@@ -172,7 +176,9 @@ Result<size_t> History::Pop(int64_t step, void* dst, size_t capacity) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
   if (impl_->closed) return Status::State("history '" + impl_->name + "' is closed");
-  return impl_->core->pipeline->Pop(impl_->name, step, dst, capacity);
+  auto kind = impl_->core->pipeline->ClassifyRegion(dst, capacity);
+  if (!kind.ok()) return kind.status().WithContext("history pop");
+  return impl_->core->pipeline->Pop(impl_->name, step, dst, capacity, *kind);
 }
 
 Result<size_t> History::StepSize(int64_t step) const {

@@ -21,6 +21,10 @@ namespace cairn::core {
 struct BlockState {
   int32_t chunk = -1;      // host-cache chunk holding the payload; -1 = not resident
   bool sealed = false;     // the payload in `chunk` is complete
+  // GPU tier (gpu_tier.cpp): a device-cache slot holding the payload.
+  int32_t slot = -1;       // -1 = not in the device cache
+  bool dsealed = false;    // the payload in `slot` is complete
+  bool dclean = false;     // listed in Pipeline::dclean_ (a host-tier copy exists)
   bool crc_ready = false;  // `crc` holds the payload's CRC32C
   uint32_t crc = 0;
   bool written = false;    // the payload is in the local file (temp or final)
@@ -48,11 +52,31 @@ struct Entry {
 
   bool consumed = false;     // popped (history) or retired: chunks are released
   bool prefetching = false;  // the prefetcher is filling its chunks
+  bool device_prefetching = false;  // the device mover is filling its slots
+  bool device_prefetch_failed = false;
   bool prefetch_failed = false;
   int pins = 0;
 
   bool fully_resident() const {
     return capture_done && resident_blocks == blocks.size();
+  }
+  bool in_device(uint32_t b) const { return blocks[b].slot >= 0 && blocks[b].dsealed; }
+  bool in_host(uint32_t b) const { return blocks[b].chunk >= 0 && blocks[b].sealed; }
+  // Every block is in the host cache or the device cache: a restore or pop
+  // can be served without reading a file.
+  bool fully_cached() const {
+    if (!capture_done) return false;
+    for (uint32_t b = 0; b < blocks.size(); ++b) {
+      if (!in_host(b) && !in_device(b)) return false;
+    }
+    return true;
+  }
+  bool fully_in_device() const {
+    if (!capture_done) return false;
+    for (uint32_t b = 0; b < blocks.size(); ++b) {
+      if (!in_device(b)) return false;
+    }
+    return true;
   }
   bool failed() const { return !local_error.ok(); }
 };

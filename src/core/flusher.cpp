@@ -110,7 +110,14 @@ void Pipeline::FlushEntry(Lock& lock, const EntryPtr& e) {
 
   for (uint32_t b = 0; b < e->blocks.size(); ++b) {
     BlockState& bs = e->blocks[b];
-    cv_flush_.wait(lock, [&] { return bs.crc_ready || e->consumed; });
+    // failed(): the device mover could not drain a block of it (gpu_tier.cpp).
+    cv_flush_.wait(lock, [&] { return bs.crc_ready || e->consumed || e->failed(); });
+    if (!e->consumed && !bs.crc_ready) {
+      lock.unlock();
+      writer->Abort();
+      lock.lock();
+      return;
+    }
     if (e->consumed) {
       lock.unlock();
       writer->Abort();  // never written to disk: consumed before its flush ended

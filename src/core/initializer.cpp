@@ -73,8 +73,13 @@ void Pipeline::RecordPin(const Status& s, std::chrono::steady_clock::time_point 
                          std::chrono::steady_clock::time_point p1) {
   stats_.init.pin_call_s = Since(p0, p1);
   tracer_.Span("pin", "init", p0, p1, cache_->mapped_bytes());
-  if (s.ok()) {
+  const bool registration = gpu_ && pinner_ == gpu_->host_pinner();
+  // kExists from cuMemHostRegister: the application registered the range
+  // already. It is page-locked and DMA-mapped all the same (and the pinner
+  // leaves that registration alone at close).
+  if (s.ok() || (registration && s.code() == Code::kExists)) {
     pinned_ = true;
+    host_registered_ = registration;
     stats_.init.pinned_s = Since(opened_at_, std::chrono::steady_clock::now());
     return;
   }

@@ -57,6 +57,10 @@ Status Pipeline::Init() {
     CAIRN_RETURN_IF_ERROR(
         fs_->CreateDirs(config_.persistent_dir, 0700).WithContext("storage.persistent"));
   }
+  CAIRN_RETURN_IF_ERROR(OpenGpu());
+  // With a GPU in use the host cache is pinned by registering it with the
+  // driver (page-locked and DMA-mapped at once); mlock otherwise.
+  if (config_.pinner == nullptr && gpu_) pinner_ = gpu_->host_pinner();
   CAIRN_RETURN_IF_ERROR(PrepareCache());
   int helpers = config_.copy_threads;
   if (helpers < 0) {
@@ -72,6 +76,12 @@ Status Pipeline::Init() {
       {"cairn prefetcher (files -> cache)", &Pipeline::PrefetchLoop},
       {"cairn initializer (touch, pin)", &Pipeline::InitLoop},
   };
+  if (gpu_) {
+    threads_.emplace_back([this](std::stop_token st) {
+      tracer_.NameThread("cairn device mover (device <-> host)");
+      DeviceMoverLoop(st);
+    });
+  }
   for (const auto& [name, loop] : loops) {
     threads_.emplace_back([this, name = name, loop = loop](std::stop_token st) {
       tracer_.NameThread(name);
@@ -102,7 +112,7 @@ Status Pipeline::Shutdown() {
     Lock lock(mu_);
     cv_app_.wait(lock, [&] {
       return flush_queue_.empty() && checksum_queue_.empty() && mover_queue_.empty() &&
-             !mover_busy_ && !flusher_busy_;
+             drain_queue_.empty() && !mover_busy_ && !flusher_busy_ && !drainer_busy_;
     });
     shut_down_ = true;
     first_error = unreported_error_;
@@ -115,16 +125,25 @@ Status Pipeline::Shutdown() {
     std::lock_guard lock(mu_);
     catalog_.clear();
     clean_.clear();
+    dclean_.clear();
     if (pinned_) pinner_->Unpin(cache_->base(), cache_->mapped_bytes());
     pinned_ = false;
     cache_.reset();
   }
+  // GPU objects last, the runtime (context) after everything made on it.
+  capture_stream_.reset();
+  drain_stream_.reset();
+  restore_stream_.reset();
+  bounce_.clear();
+  dcache_.reset();
+  gpu_.reset();
   Status trace = tracer_.Write();
   return first_error.ok() ? trace : first_error;
 }
 
 void Pipeline::NotifyAll() {
   cv_app_.notify_all();
+  cv_device_.notify_all();
   cv_checksum_.notify_all();
   cv_flush_.notify_all();
   cv_mover_.notify_all();
@@ -154,15 +173,17 @@ std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* wa
   }
 }
 
-int32_t Pipeline::AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touched) {
+int32_t Pipeline::AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touched, bool app) {
   for (;;) {
     if (auto c = TryAcquireChunk(write_bytes, was_touched)) return static_cast<int32_t>(*c);
     // Back-pressure: every chunk holds data not yet flushed (or pinned).
     const auto w0 = std::chrono::steady_clock::now();
     cv_app_.wait(lock);
     const auto w1 = std::chrono::steady_clock::now();
-    stats_.capture_blocked_s += std::chrono::duration<double>(w1 - w0).count();
-    tracer_.Span("blocked: cache full", "app", w0, w1, 0);
+    if (app) {
+      stats_.capture_blocked_s += std::chrono::duration<double>(w1 - w0).count();
+      tracer_.Span("blocked: cache full", "app", w0, w1, 0);
+    }
   }
 }
 
@@ -213,7 +234,9 @@ void Pipeline::ReleaseChunks(Entry& e) {
       dirty_bytes_ -= e.layout.blocks[b].length;
     }
     DropBlock(e, b);
+    if (dcache_) DropSlot(e, b);
   }
+  cv_device_.notify_all();
   cv_app_.notify_all();
   cv_prefetch_.notify_all();
 }
@@ -242,6 +265,7 @@ void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
     if (bs.sealed) MarkClean(*e, b);
   }
   cv_app_.notify_all();
+  cv_flush_.notify_all();
 }
 
 // ---------------------------------------------------------------------------
@@ -252,9 +276,13 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
   if (number < 0) return Status::InvalidArgument("version/step must be >= 0, got " + std::to_string(number));
   for (const auto& s : sources) {
-    if (s.spec.memory != MemoryKind::kHost) {
-      return Status::Unsupported("region " + std::to_string(s.spec.id) +
-                                 ": only host memory is supported in this build");
+    if (s.spec.memory != MemoryKind::kHost && s.spec.bytes > 0) {
+      if (!gpu_) {
+        return Status::Unsupported("region " + std::to_string(s.spec.id) +
+                                   " is not host memory and the GPU tier is unavailable: " +
+                                   gpu_unavailable_.ToString());
+      }
+      CAIRN_RETURN_IF_ERROR(EnsureGpuIo());
     }
   }
   std::lock_guard capture_lock(capture_mu_);
@@ -296,21 +324,54 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   }
   // Blocks are copied in batches: the first block of a batch may wait for
   // space, the others take whatever is free or evictable right now. A batch
-  // is copied in parallel (CopyEngine) and then sealed at once.
+  // is copied in parallel (CopyEngine; device and managed sources through the
+  // capture stream) and then sealed at once. A block of a device or managed
+  // region goes to a device-cache slot when there is a device cache, else
+  // straight into a host chunk.
   constexpr uint32_t kMaxBatch = 16;
   const uint32_t nblocks = static_cast<uint32_t>(e->layout.blocks.size());
-  std::vector<CopySegment> batch;
+  std::vector<CopySegment> host_batch;  // host -> host chunk (CPU copies)
+  std::vector<CopySegment> gpu_batch;   // device/managed -> slot or host chunk
+  std::vector<bool> to_slot;            // per block of the batch
+  uint64_t gpu_bytes = 0;
+  double gpu_seconds = 0;
   for (uint32_t b = 0; b < nblocks;) {
     const uint32_t first = b;
-    batch.clear();
+    host_batch.clear();
+    gpu_batch.clear();
+    to_slot.clear();
     uint32_t into_touched = 0;
     bool touching = false;
     {
       Lock lock(mu_);
       do {
+        const auto& blk = e->layout.blocks[b];
+        const auto& region = e->layout.regions[blk.region];
+        const bool gpu_source = region.spec.memory != MemoryKind::kHost;
+        const auto* src = static_cast<const uint8_t*>(sources[blk.region].data) + (blk.offset - region.data_offset);
+        if (gpu_source && DeviceCacheUsable()) {
+          std::optional<int32_t> slot;
+          if (b == first) {
+            slot = AcquireSlot(lock);
+          } else if (auto sl = TryAcquireSlot()) {
+            slot = static_cast<int32_t>(*sl);
+          } else {
+            break;
+          }
+          if (slot) {
+            e->blocks[b].slot = *slot;
+            gpu_batch.push_back({.dst = reinterpret_cast<void*>(dcache_->address(static_cast<uint32_t>(*slot))),
+                                 .src = src, .bytes = blk.length});
+            to_slot.push_back(true);
+            ++b;
+            continue;
+          }
+          // The device cache has no slot at all (mapping failed at once):
+          // this block goes to the host cache.
+        }
         int32_t chunk;
         bool was_touched = false;
-        const uint32_t write_bytes = static_cast<uint32_t>(format::AlignUp(e->layout.blocks[b].length));
+        const uint32_t write_bytes = static_cast<uint32_t>(format::AlignUp(blk.length));
         if (b == first) {
           chunk = AcquireChunk(lock, write_bytes, &was_touched);
         } else if (auto c = TryAcquireChunk(write_bytes, &was_touched)) {
@@ -319,36 +380,72 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
           break;
         }
         e->blocks[b].chunk = chunk;
-        const auto& blk = e->layout.blocks[b];
         NoteCaptureChunk(was_touched, blk.length);
         into_touched += was_touched ? 1 : 0;
-        const auto& region = e->layout.regions[blk.region];
-        batch.push_back({.dst = cache_->data(static_cast<uint32_t>(chunk)),
-                         .src = static_cast<const uint8_t*>(sources[blk.region].data) +
-                                (blk.offset - region.data_offset),
-                         .bytes = blk.length});
+        const CopySegment seg{.dst = cache_->data(static_cast<uint32_t>(chunk)), .src = src, .bytes = blk.length};
+        (gpu_source ? gpu_batch : host_batch).push_back(seg);
+        to_slot.push_back(false);
         ++b;
       } while (b < nblocks && b - first < kMaxBatch);
     }
     touching = touching_.load(std::memory_order_relaxed);
+    Status copied;
+    if (!gpu_batch.empty()) {
+      const auto g0 = std::chrono::steady_clock::now();
+      copied = GpuCopy(*capture_stream_, gpu_batch);
+      gpu_seconds += SecondsSince(g0);
+      for (const auto& seg : gpu_batch) gpu_bytes += seg.bytes;
+    }
     const auto c0 = std::chrono::steady_clock::now();
-    CopyIn(MemoryKind::kHost, *copier_, batch);
+    CopyIn(MemoryKind::kHost, *copier_, host_batch);
     const double copy_s = SecondsSince(c0);
     touching = touching || touching_.load(std::memory_order_relaxed);
     // Direct I/O writes whole 4 KiB pages: zero the tails so no stale bytes of
-    // an older entry reach the file.
-    for (const auto& seg : batch) {
-      size_t padded = format::AlignUp(seg.bytes);
-      if (padded > seg.bytes) std::memset(static_cast<uint8_t*>(seg.dst) + seg.bytes, 0, padded - seg.bytes);
+    // an older entry reach the file. (Drained slots get theirs in DrainBlock.)
+    for (uint32_t k = first; k < b; ++k) {
+      if (to_slot[k - first]) continue;
+      const uint32_t length = e->layout.blocks[k].length;
+      const size_t padded = format::AlignUp(length);
+      uint8_t* dst = cache_->data(static_cast<uint32_t>(e->blocks[k].chunk));
+      if (padded > length) std::memset(dst + length, 0, padded - length);
     }
     std::lock_guard lock(mu_);
-    if (into_touched == 0 || into_touched == batch.size()) {  // mixed batches tell nothing
+    if (!copied.ok()) {
+      // A device copy failed: this version never existed. Its blocks are
+      // released and the flusher skips it; committed versions are untouched.
+      for (uint32_t k = first; k < b; ++k) {
+        BlockState& bs = e->blocks[k];
+        if (bs.chunk >= 0) cache_->Free(static_cast<uint32_t>(bs.chunk));
+        if (bs.slot >= 0) dcache_->Free(static_cast<uint32_t>(bs.slot));
+        bs.chunk = bs.slot = -1;
+      }
+      if (kind == format::EntryKind::kHistoryStep) {
+        if (auto h = histories_.find(name); h != histories_.end()) h->second.steps.erase(number);
+      }
+      e->capture_done = true;
+      Consume(e);
+      UseBandwidth(-1, /*capture=*/true);
+      cv_app_.notify_all();
+      return copied.WithContext(std::string(kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push") +
+                                " of '" + name + "' " + std::to_string(number));
+    }
+    if (!host_batch.empty() && gpu_batch.empty() &&
+        (into_touched == 0 || into_touched == host_batch.size())) {  // mixed batches tell nothing
       uint64_t bytes = 0;
-      for (const auto& seg : batch) bytes += seg.bytes;
+      for (const auto& seg : host_batch) bytes += seg.bytes;
       touch_model_.OnCaptureCopy(bytes, copy_s, into_touched > 0, touching);
     }
     for (uint32_t k = first; k < b; ++k) {
       BlockState& bs = e->blocks[k];
+      if (to_slot[k - first]) {
+        bs.dsealed = true;
+        if (e->failed() || e->consumed) {
+          MarkDeviceClean(*e, k);
+        } else {
+          drain_queue_.emplace_back(e, k);
+        }
+        continue;
+      }
       bs.sealed = true;
       ++e->sealed_blocks;
       ++e->resident_blocks;
@@ -360,6 +457,13 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
       }
     }
     cv_checksum_.notify_one();
+    cv_device_.notify_one();
+  }
+  if (gpu_bytes > 0) {
+    std::lock_guard lock(mu_);
+    stats_.device.capture.bytes += gpu_bytes;
+    stats_.device.capture.ops += 1;
+    stats_.device.capture.seconds += gpu_seconds;
   }
   std::lock_guard lock(mu_);
   e->capture_done = true;
@@ -419,6 +523,14 @@ Stats Pipeline::GetStats() const {
   std::lock_guard lock(mu_);
   Stats s = stats_;
   if (cache_) s.cache_used_bytes = cache_->used_bytes();
+  if (dcache_) {
+    s.device.mapped_bytes = dcache_->mapped_bytes();
+    s.device.used_bytes = uint64_t{dcache_->used_count()} * dcache_->slot_bytes();
+    if (dcache_->mapping_done()) {
+      s.device.fully_mapped_s = dcache_->mapping_seconds();
+      if (s.device.map_error.empty()) s.device.map_error = dcache_->map_error();
+    }
+  }
   s.cache_dirty_bytes = dirty_bytes_;
   return s;
 }

@@ -17,6 +17,17 @@
 //                highest step first (reverse order is the adjoint pattern)
 //   initializer  touches the host cache ahead of the captures, then pins it
 //                (host_cache.init and .pin; initializer.cpp)
+//   device mover GPU tier only (gpu_tier.cpp): drains captured device-cache
+//                slots to host-cache chunks in FIFO order, then prefetches
+//                history steps host -> device ahead of the pops
+//
+// GPU tier: a block of a device or managed region is captured into a
+// device-cache slot (device -> device on Cairn's stream) and drained to a
+// host chunk in the background; with no device cache it is copied device ->
+// host straight into a host chunk. A block's data is always in at least one
+// of: its device slot, its host chunk, the written file. Device slots are
+// evicted only once their data is in the host tier, and only after the
+// device cache is fully mapped (HiPC'22, constraint 1).
 //
 // Locking: one mutex (mu_) guards every piece of state below. It is never held
 // across memcpy, file I/O or checksums; those run on pinned entries. Captures
@@ -36,6 +47,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -47,6 +59,8 @@
 #include "core/host_cache.hpp"
 #include "core/touch_model.hpp"
 #include "core/trace.hpp"
+#include "gpu/device_cache.hpp"
+#include "gpu/runtime.hpp"
 #include "tiers/file_tier.hpp"
 #include "util/thread_annotations.hpp"
 
@@ -88,12 +102,20 @@ class Pipeline {
   // Registers `name`; kState if already open. Ephemeral histories remove stale
   // step files of an earlier run; persistent ones adopt them as poppable steps.
   Status OpenHistory(const std::string& name);
-  Result<size_t> Pop(const std::string& name, int64_t step, void* dst, size_t capacity);
+  // dst_kind: what dst is (ClassifyRegion).
+  Result<size_t> Pop(const std::string& name, int64_t step, void* dst, size_t capacity,
+                     MemoryKind dst_kind = MemoryKind::kHost);
   Result<size_t> StepSize(const std::string& name, int64_t step);
   Status CloseHistory(const std::string& name);
 
   Stats GetStats() const;
   const Config& config() const { return config_; }
+
+  // The memory kind of [p, p + bytes), asked of the CUDA driver (host when
+  // there is none). kUnsupported for device or managed memory when the GPU
+  // tier is unavailable (the message says why); kInvalidArgument for a range
+  // that straddles allocations or kinds.
+  Result<MemoryKind> ClassifyRegion(const void* p, size_t bytes);
 
  private:
   using Key = std::tuple<format::EntryKind, std::string, int64_t>;
@@ -110,7 +132,8 @@ class Pipeline {
   // Chunks (pipeline.cpp). All REQUIRE mu_.
   // The caller writes the chunk's first write_bytes bytes. was_touched
   // (optional): whether the chunk's memory was fully touched before.
-  int32_t AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touched = nullptr);  // blocks for space
+  // Blocks for space; app: the wait counts as the application's blocking.
+  int32_t AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touched = nullptr, bool app = true);
   std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr);  // no waiting
   bool EvictOne(uint64_t below_seq);
   void MarkClean(Entry& e, uint32_t block);
@@ -159,10 +182,36 @@ class Pipeline {
   EntryPtr FindPrefetchTarget();
   void EnqueueMover(std::function<void()> task);
 
+  // GPU tier (gpu_tier.cpp).
+  Status OpenGpu();         // at Init: runtime, device cache (best effort)
+  Status EnsureGpuIo();     // streams and bounce buffers, on first device use
+  bool DeviceCacheUsable() const;  // REQUIRES mu_: slots exist or are coming
+  // REQUIRES mu_. A mapped free slot, evicting drained slots of older entries
+  // once the cache is fully mapped; waits for mapping or draining (the wait
+  // is the application's blocking). nullopt when the cache has no slot at
+  // all (mapping failed before the first chunk).
+  std::optional<int32_t> AcquireSlot(Lock& lock);
+  std::optional<uint32_t> TryAcquireSlot();  // REQUIRES mu_, no waiting
+  bool EvictDeviceOne(uint64_t below_seq);   // REQUIRES mu_
+  void MarkDeviceClean(Entry& e, uint32_t block);  // REQUIRES mu_
+  void DropSlot(Entry& e, uint32_t block);          // REQUIRES mu_
+  void DeviceMoverLoop(std::stop_token stop);
+  void DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block);  // REQUIRES mu_
+  EntryPtr FindDevicePrefetchTarget();                              // REQUIRES mu_
+  void DevicePrefetch(Lock& lock, const EntryPtr& e);               // REQUIRES mu_
+  // Copies between any memory kinds through `stream` (host -> host included),
+  // then synchronizes. Precondition: EnsureGpuIo() succeeded.
+  Status GpuCopy(gpu::Stream& stream, std::span<const CopySegment> segments);
+  // A restore or pop's copies out of the cache or from a staging buffer into
+  // device/managed targets (the restore stream, one caller at a time).
+  Status RestoreCopy(std::span<const CopySegment> segments);
+
   // Restore helpers (restore.cpp).
   Status ReadFromFiles(const EntryPtr& e, format::EntryKind kind, const std::string& name,
                        int64_t number, const std::vector<RestoreTarget>& targets);
-  Status CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets);
+  // Precondition: e is pinned and fully cached; mu_ is not held. *device_hit:
+  // some block came from the device cache.
+  Status CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets, bool* device_hit);
 
   tiers::FileTier& tier_for(format::EntryKind kind) { return kind == format::EntryKind::kCheckpoint ? local_ : history_; }
 
@@ -202,7 +251,7 @@ class Pipeline {
 
   // Fast initialization state.
   const std::chrono::steady_clock::time_point opened_at_ = std::chrono::steady_clock::now();
-  os::MemoryPinner* const pinner_;
+  os::MemoryPinner* pinner_;  // set before the threads start, then constant
   bool pinned_ CAIRN_GUARDED_BY(mu_) = false;
   TouchModel touch_model_ CAIRN_GUARDED_BY(mu_);
   TouchModel::Mode touch_mode_ CAIRN_GUARDED_BY(mu_) = TouchModel::Mode::kConcurrent;
@@ -212,6 +261,28 @@ class Pipeline {
   std::atomic<int> background_io_now_{0};
   std::atomic<bool> touching_{false};  // the initializer is touching right now
   std::optional<std::chrono::steady_clock::time_point> last_capture_end_ CAIRN_GUARDED_BY(mu_);
+
+  // GPU tier. gpu_ is null without a usable driver (gpu_unavailable_ says
+  // why); dcache_ is null with device_cache.size = 0 or when it could not be
+  // created. Streams and bounce buffers are made on first device use
+  // (gpu_io_mu_); the capture stream is used under capture_mu_, the restore
+  // stream under restore_stream_mu_, the drain stream by the device mover.
+  std::unique_ptr<gpu::Runtime> gpu_;
+  Status gpu_unavailable_;
+  std::unique_ptr<gpu::DeviceCache> dcache_;
+  std::mutex gpu_io_mu_;
+  bool gpu_io_ready_ = false;  // guarded by gpu_io_mu_ (written once)
+  std::unique_ptr<gpu::Stream> capture_stream_;
+  std::unique_ptr<gpu::Stream> drain_stream_;
+  std::mutex restore_stream_mu_;
+  std::unique_ptr<gpu::Stream> restore_stream_;
+  std::vector<std::unique_ptr<gpu::PinnedBuffer>> bounce_;  // the device mover's
+  std::condition_variable_any cv_device_;  // blocks to drain, pops, slots freed
+  std::deque<std::pair<EntryPtr, uint32_t>> drain_queue_ CAIRN_GUARDED_BY(mu_);
+  bool drainer_busy_ CAIRN_GUARDED_BY(mu_) = false;
+  // Device slots whose data is also in the host tier, by eviction rank.
+  std::map<std::pair<uint64_t, uint32_t>, Entry*> dclean_ CAIRN_GUARDED_BY(mu_);
+  bool host_registered_ CAIRN_GUARDED_BY(mu_) = false;  // pinned via cuMemHostRegister
 
   // Helpers for the application's blocking copies (its own threads).
   std::unique_ptr<CopyEngine> copier_;

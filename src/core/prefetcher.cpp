@@ -19,7 +19,7 @@ EntryPtr Pipeline::FindPrefetchTarget() {
     for (auto it = h.steps.rbegin(); it != h.steps.rend(); ++it) {
       EntryPtr e = Find(kind, name, *it);
       if (!e || e->consumed) continue;
-      if (e->fully_resident() || e->prefetching || !e->capture_done) {
+      if (e->fully_cached() || e->prefetching || !e->capture_done) {
         if (depth > 0 && ++ahead >= depth) break;
         continue;
       }
@@ -101,6 +101,7 @@ void Pipeline::PrefetchLoop(std::stop_token stop) {
     }
     if (e->consumed && e->pins == 0) ReleaseChunks(*e);
     cv_app_.notify_all();
+    cv_device_.notify_all();  // a device step may be ready for host -> device
   }
 }
 

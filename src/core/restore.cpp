@@ -55,24 +55,34 @@ void Pipeline::NoteRead(bool hit, uint64_t bytes, std::chrono::steady_clock::tim
   tracer_.Span(span, "app", t0, t1, bytes, name, number);
 }
 
-// Precondition: e is pinned and fully resident; mu_ is not held.
-Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets) {
+// Each block comes from the device cache when the target is device or
+// managed memory and the block is there (device -> device), else from the
+// host cache; host -> host copies run on the CopyEngine, everything else on
+// the restore stream. Slot and chunk indices of a pinned, fully cached entry
+// do not change.
+Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets,
+                               bool* device_hit) {
   std::vector<uint32_t> index;
   CAIRN_RETURN_IF_ERROR(
       MatchRegions(e->layout, targets, VersionLabel(e->kind, e->name, e->number), &index));
-  std::vector<CopySegment> segments;
+  std::vector<CopySegment> cpu, gpu;
+  *device_hit = false;
   for (size_t t = 0; t < targets.size(); ++t) {
     const auto& region = e->layout.regions[index[t]];
     auto* dst = static_cast<uint8_t*>(targets[t].data);
+    const bool device_target = targets[t].memory != MemoryKind::kHost;
     for (uint32_t b = region.first_block; b < region.first_block + region.block_count; ++b) {
       const auto& blk = e->layout.blocks[b];
-      // chunk indices of a pinned, fully resident entry do not change.
-      segments.push_back({.dst = dst + (blk.offset - region.data_offset),
-                          .src = cache_->data(static_cast<uint32_t>(e->blocks[b].chunk)),
-                          .bytes = blk.length});
+      const bool from_slot = e->in_device(b) && (device_target || !e->in_host(b));
+      const void* src = from_slot ? reinterpret_cast<const void*>(dcache_->address(static_cast<uint32_t>(e->blocks[b].slot)))
+                                  : cache_->data(static_cast<uint32_t>(e->blocks[b].chunk));
+      *device_hit = *device_hit || from_slot;
+      (from_slot || device_target ? gpu : cpu)
+          .push_back({.dst = dst + (blk.offset - region.data_offset), .src = src, .bytes = blk.length});
     }
   }
-  CopyOut(MemoryKind::kHost, *copier_, segments);
+  if (!gpu.empty()) CAIRN_RETURN_IF_ERROR(RestoreCopy(gpu));
+  CopyOut(MemoryKind::kHost, *copier_, cpu);
   return Status::Ok();
 }
 
@@ -96,11 +106,20 @@ Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, co
     // Layout mismatches are the caller's problem, not the file's: no fallback.
     if (s.code() == Code::kSizeMismatch || (s.code() == Code::kNotFound)) return s;
     for (size_t t = 0; s.ok() && t < targets.size(); ++t) {
-      if (targets[t].memory != MemoryKind::kHost) {
-        s = Status::Unsupported("restore into non-host memory");
-        break;
+      if (targets[t].memory == MemoryKind::kHost) {
+        s = (*reader)->ReadRegion(index[t], targets[t].data);
+        continue;
       }
-      s = (*reader)->ReadRegion(index[t], targets[t].data);
+      // Device or managed target: block by block through a staging buffer.
+      const auto& region = (*reader)->layout().regions[index[t]];
+      std::vector<uint8_t> staging(region.block_count > 0 ? config_.block_bytes : 0);
+      for (uint32_t b = region.first_block; s.ok() && b < region.first_block + region.block_count; ++b) {
+        const auto& blk = (*reader)->layout().blocks[b];
+        s = (*reader)->ReadBlock(b, staging.data(), /*verify=*/true);
+        const CopySegment seg{.dst = static_cast<uint8_t*>(targets[t].data) + (blk.offset - region.data_offset),
+                              .src = staging.data(), .bytes = blk.length};
+        if (s.ok()) s = RestoreCopy({&seg, 1});
+      }
     }
     if (s.ok()) return s;
     if (first.ok()) first = s;
@@ -124,15 +143,16 @@ Status Pipeline::Restore(const std::string& name, int64_t version,
     // Evicted blocks imply the flush wrote them; wait for the commit so the
     // file is complete.
     cv_app_.wait(lock, [&] {
-      return e->fully_resident() || e->local_committed || e->failed() || e->consumed;
+      return e->fully_cached() || e->local_committed || e->failed() || e->consumed;
     });
   }
   Status s;
   bool hit = false;
-  if (e && e->fully_resident() && !e->consumed) {
+  bool device_hit = false;
+  if (e && e->fully_cached() && !e->consumed) {
     ++e->pins;
     lock.unlock();
-    s = CopyFromCache(e, targets);
+    s = CopyFromCache(e, targets, &device_hit);
     lock.lock();
     Unpin(e);
     hit = true;
@@ -147,6 +167,7 @@ Status Pipeline::Restore(const std::string& name, int64_t version,
   if (s.ok()) {
     uint64_t bytes = 0;
     for (const auto& t : targets) bytes += t.bytes;
+    if (device_hit) ++stats_.device.hits;
     NoteRead(hit, bytes, t0, hit ? "restore (cache hit)" : "restore (from file)", name, version);
   }
   return s;
@@ -169,7 +190,7 @@ Result<int64_t> Pipeline::Latest(const std::string& name) {
       // A committed version still fully in the cache verifies by construction.
       std::lock_guard lock(mu_);
       EntryPtr e = Find(kind, name, *it);
-      if (e && e->local_committed && e->fully_resident()) return *it;
+      if (e && e->local_committed && e->fully_cached()) return *it;
     }
     for (const tiers::FileTier* tier : tiers) {
       auto reader = format::FileReader::Open(fs_, tier->EntryPath(name, kind, *it));
@@ -241,7 +262,8 @@ Result<size_t> Pipeline::StepSize(const std::string& name, int64_t step) {
   return static_cast<size_t>(e->layout.payload_bytes);
 }
 
-Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, size_t capacity) {
+Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, size_t capacity,
+                             MemoryKind dst_kind) {
   const auto kind = format::EntryKind::kHistoryStep;
   const std::string label = VersionLabel(kind, name, step);
   auto t0 = std::chrono::steady_clock::now();
@@ -259,19 +281,20 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   if (e->prefetching) ++stats_.prefetch_waits;
   cv_app_.wait(lock, [&] {
     return e->consumed || (e->capture_done && !e->prefetching &&
-                           (e->fully_resident() || e->local_committed || e->failed()));
+                           (e->fully_cached() || e->local_committed || e->failed()));
   });
   if (e->consumed) return Status::NotFound(label + " was popped concurrently");
   const std::vector<RestoreTarget> target{
       {.id = e->layout.regions.empty() ? 0 : e->layout.regions[0].spec.id,
-       .memory = MemoryKind::kHost, .data = dst, .bytes = bytes}};
+       .memory = dst_kind, .data = dst, .bytes = bytes}};
   Status s;
   bool hit = false;
+  bool device_hit = false;
   ++e->pins;  // keeps the entry from being popped twice or evicted meanwhile
-  if (e->fully_resident()) {
+  if (e->fully_cached()) {
     hit = true;
     lock.unlock();
-    s = bytes == 0 ? Status::Ok() : CopyFromCache(e, target);
+    s = bytes == 0 ? Status::Ok() : CopyFromCache(e, target, &device_hit);
   } else if (e->failed()) {
     s = e->local_error.WithContext(label + " was lost");
     lock.unlock();
@@ -284,6 +307,7 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
     Unpin(e);
     return s;
   }
+  if (device_hit) ++stats_.device.hits;
   NoteRead(hit, bytes, t0, hit ? "pop (cache hit)" : "pop (from file)", name, step);
   if (auto h = histories_.find(name); h != histories_.end()) h->second.steps.erase(step);
   const bool delete_file = e->local_committed;
@@ -295,6 +319,7 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   }
   TraceCache();
   cv_prefetch_.notify_all();
+  cv_device_.notify_all();
   return bytes;
 }
 

@@ -52,7 +52,9 @@ Runtime::~Runtime() = default;
 Runtime::Scope::Scope(const Runtime& rt) : rt_(rt) {}
 Runtime::Scope::~Scope() = default;
 
-Result<std::unique_ptr<Stream>> Stream::Create(const Runtime& /*rt*/) { return NoCuda(); }
+Result<std::unique_ptr<Stream>> Stream::Create(const Runtime& /*rt*/, Synchronization /*sync*/) {
+  return NoCuda();
+}
 Stream::~Stream() = default;
 Status Stream::Copy(void* /*dst*/, const void* /*src*/, size_t /*n*/) { return NoCuda(); }
 Status Stream::Synchronize() { return NoCuda(); }
@@ -174,11 +176,12 @@ Runtime::Scope::~Scope() {
   if (switched_) (void)rt_.driver_->cuCtxSetCurrent(static_cast<CUcontext>(previous_));
 }
 
-Result<std::unique_ptr<Stream>> Stream::Create(const Runtime& rt) {
+Result<std::unique_ptr<Stream>> Stream::Create(const Runtime& rt, Synchronization sync) {
   std::unique_ptr<Stream> s(new Stream(rt));
   Runtime::Scope scope(rt);
   CUstream h = nullptr;
-  CAIRN_RETURN_IF_ERROR(CAIRN_CU(rt.driver(), cuStreamCreate, &h, CU_STREAM_NON_BLOCKING));
+  const unsigned flags = sync == Synchronization::kWithLegacyStream ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING;
+  CAIRN_RETURN_IF_ERROR(CAIRN_CU(rt.driver(), cuStreamCreate, &h, flags));
   s->stream_ = h;
   return s;
 }

@@ -78,14 +78,24 @@ class Runtime {
   std::unique_ptr<os::MemoryPinner> pinner_;
 };
 
-// A stream of Cairn's own (CU_STREAM_NON_BLOCKING: never serialized behind
-// the application's legacy default stream) on the Runtime's context. Copies
-// are enqueued with cuMemcpyAsync, which takes any pair of host, device and
-// managed addresses (unified addressing); a copy to or from pageable host
-// memory is synchronous, as CUDA documents.
+// A stream of Cairn's own on the Runtime's context. Copies are enqueued with
+// cuMemcpyAsync, which takes any pair of host, device and managed addresses
+// (unified addressing); a copy to or from pageable host memory is
+// synchronous, as CUDA documents.
+//
+// Ordering: a Synchronization::kWithLegacyStream stream (flags 0) is
+// synchronized with the legacy default stream both ways, as CUDA documents
+// for "blocking" streams: its copies start after the work the application
+// queued there (kernels, cudaMemcpy) and the application's later work waits
+// for them. The capture stream is one, so a checkpoint sees the results of
+// the kernels launched before it. A kIndependent stream
+// (CU_STREAM_NON_BLOCKING) never waits for, nor delays, the application: the
+// background drain and prefetch copies use those.
 class Stream {
  public:
-  static Result<std::unique_ptr<Stream>> Create(const Runtime& rt);
+  enum class Synchronization { kIndependent, kWithLegacyStream };
+  static Result<std::unique_ptr<Stream>> Create(const Runtime& rt,
+                                                Synchronization sync = Synchronization::kIndependent);
   ~Stream();  // synchronizes (errors ignored), then destroys the stream
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;

@@ -31,14 +31,6 @@ def _no_cairn_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "needs_gpu_pipeline: moves device memory through the core's GPU tier "
-        "(test_gpu.py; skipped while the core cannot, see CAIRN_TEST_GPU_PIPELINE in run.sh)",
-    )
-
-
 @pytest.fixture
 def scratch(tmp_path: pathlib.Path) -> pathlib.Path:
     """An empty scratch directory."""

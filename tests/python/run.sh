@@ -19,9 +19,6 @@
 #                               the CMake tree when cuda.h is found); exported as
 #                               CAIRN_CUDA_DRIVER unless that is set already (a
 #                               real driver). Neither: test_gpu.py is skipped.
-#   CAIRN_TEST_GPU_PIPELINE=1   run the tests marked needs_gpu_pipeline even if
-#                               the probe says the core does not move device
-#                               memory (0: skip them; default: probe)
 # Exit status: pytest's (non-zero if the install failed).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."

@@ -14,21 +14,12 @@ cuDevicePrimaryCtxRetain, cuCtxSetCurrent, cuMemAlloc, cuMemcpyHtoD, ...);
 ctypes opens the same library file as the core, so both see the same
 allocations. :class:`DeviceArray` wraps an allocation in the smallest object
 CuPy, numba or torch would also give: ``__cuda_array_interface__`` version 3.
-
-Tests marked ``needs_gpu_pipeline`` move device memory through the core's
-GPU tier; they are skipped while the core cannot (a probe in a subprocess
-checks, since a core that treats the pointer as host memory crashes), unless
-CAIRN_TEST_GPU_PIPELINE=1 (run them regardless) or 0 (skip them).
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
-import pathlib
-import subprocess
-import sys
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 import numpy as np
@@ -170,57 +161,6 @@ def device_array(cuda: Cuda) -> Iterator[Callable[..., DeviceArray]]:
         a.close()
 
 
-# -- the probe --------------------------------------------------------------------
-
-_PROBE = """
-import sys, tempfile
-import numpy as np
-sys.path.insert(0, sys.argv[1])
-import cairn, test_gpu
-cuda = test_gpu.Cuda(test_gpu.DRIVER)
-a = test_gpu.DeviceArray(cuda, (1024,))
-a.set(np.arange(1024, dtype=np.float32))
-with tempfile.TemporaryDirectory() as d, cairn.Client(scratch_dir=d, host_cache="8MiB", block_size="1MiB") as c:
-    c.protect(0, a)
-    c.checkpoint("probe", 0)
-    a.set(np.zeros(1024, np.float32))
-    c.restore("probe", 0)
-    assert (a.get() == np.arange(1024, dtype=np.float32)).all(), "restored data differs"
-"""
-
-
-@functools.lru_cache(maxsize=None)
-def _probe() -> Optional[str]:
-    """None when the core checkpoints and restores a device array (in a
-    subprocess: a core without the GPU pipeline copies the device pointer as
-    host memory and crashes), else why not."""
-    proc = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(pathlib.Path(__file__).parent)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if proc.returncode == 0:
-        return None
-    tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-    how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
-    return f"{how}: {tail}"
-
-
-@pytest.fixture
-def gpu_pipeline(request: pytest.FixtureRequest) -> None:
-    """Skips a needs_gpu_pipeline test while the core cannot move device memory."""
-    mode = os.environ.get("CAIRN_TEST_GPU_PIPELINE", "auto")
-    if mode == "1":
-        return
-    if mode == "0":
-        pytest.skip("needs the GPU pipeline (CAIRN_TEST_GPU_PIPELINE=0)")
-    why = _probe()
-    if why is not None:
-        pytest.skip(f"needs the GPU pipeline: the core does not move device memory yet ({why})")
-
-
 # -- no data moves: the binding alone ---------------------------------------------
 
 
@@ -256,12 +196,10 @@ def test_non_contiguous_device_array(
 # -- data moves through the core's GPU tier ------------------------------------------
 
 
-@pytest.mark.needs_gpu_pipeline
 @pytest.mark.parametrize("device_cache", [0, "8MiB"])
-def test_checkpoint_restore_device_array(  # needs the GPU pipeline
+def test_checkpoint_restore_device_array(
     make_client: Callable[..., cairn.Client],
     device_array: Callable[..., DeviceArray],
-    gpu_pipeline: None,
     device_cache: Any,
 ) -> None:
     c = make_client(device_cache=device_cache)
@@ -290,11 +228,9 @@ def test_checkpoint_restore_device_array(  # needs the GPU pipeline
         assert st.device.capacity_bytes == 0 and st.device.hits == 0
 
 
-@pytest.mark.needs_gpu_pipeline
-def test_restore_from_file_into_device_array(  # needs the GPU pipeline
+def test_restore_from_file_into_device_array(
     make_client: Callable[..., cairn.Client],
     device_array: Callable[..., DeviceArray],
-    gpu_pipeline: None,
 ) -> None:
     a = device_array((3, 5000), np.float64)
     want = np.arange(15000.0).reshape(3, 5000)
@@ -310,9 +246,8 @@ def test_restore_from_file_into_device_array(  # needs the GPU pipeline
     np.testing.assert_array_equal(a.get(), want)
 
 
-@pytest.mark.needs_gpu_pipeline
-def test_save_load_mixes_host_and_device_arrays(  # needs the GPU pipeline
-    client: cairn.Client, device_array: Callable[..., DeviceArray], gpu_pipeline: None
+def test_save_load_mixes_host_and_device_arrays(
+    client: cairn.Client, device_array: Callable[..., DeviceArray]
 ) -> None:
     w = device_array((64, 32))
     w_values = np.random.default_rng(1).standard_normal((64, 32)).astype(np.float32)
@@ -333,11 +268,9 @@ def test_save_load_mixes_host_and_device_arrays(  # needs the GPU pipeline
         client.load("model", 0, {"w": wrong, "step": step})
 
 
-@pytest.mark.needs_gpu_pipeline
-def test_history_push_pop_device_arrays(  # needs the GPU pipeline
+def test_history_push_pop_device_arrays(
     make_client: Callable[..., cairn.Client],
     device_array: Callable[..., DeviceArray],
-    gpu_pipeline: None,
 ) -> None:
     c = make_client(device_cache="4MiB")
     steps = [device_array((1000 * (s + 1),)) for s in range(4)]
@@ -355,9 +288,8 @@ def test_history_push_pop_device_arrays(  # needs the GPU pipeline
         np.testing.assert_array_equal(host, np.zeros(1000, np.float32))
 
 
-@pytest.mark.needs_gpu_pipeline
-def test_managed_memory(  # needs the GPU pipeline
-    client: cairn.Client, device_array: Callable[..., DeviceArray], gpu_pipeline: None
+def test_managed_memory(
+    client: cairn.Client, device_array: Callable[..., DeviceArray]
 ) -> None:
     a = device_array((4096,), np.int32, managed=True)
     a.set(np.arange(4096, dtype=np.int32))

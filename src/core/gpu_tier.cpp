@@ -1,0 +1,430 @@
+// The GPU tier of the pipeline (docs/gpu.md, "Pipeline"): the device cache's
+// slots, the device mover thread (drain device -> host in FIFO order, then
+// prefetch host -> device ahead of history pops) and the copies that involve
+// device or managed memory.
+//
+// Lock order and pins are the host cache's (pipeline.hpp): every driver call
+// runs with mu_ dropped, on an entry pinned (pins > 0) so that neither its
+// chunks nor its slots are freed or evicted meanwhile.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "core/pipeline.hpp"
+#include "format/layout.hpp"
+#include "gpu/cuda_driver.hpp"
+
+namespace cairn::core {
+
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1) {
+  return std::chrono::duration<double>(t1 - t0).count();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Opening
+
+Status Pipeline::OpenGpu() {
+  if (!gpu::kBuiltWithCuda) {
+    gpu_unavailable_ = Status::Unsupported("this Cairn was built without CUDA support");
+    return Status::Ok();
+  }
+  auto rt = gpu::Runtime::Open(config_.device);
+  if (!rt.ok()) {
+    // Host-only from here on: device pointers are rejected with this reason.
+    gpu_unavailable_ = rt.status();
+    if (config_.device_cache_bytes > 0) {
+      std::lock_guard lock(mu_);
+      stats_.device.map_error = "device_cache.size is set but no GPU is usable: " + rt.status().ToString();
+    }
+    return Status::Ok();
+  }
+  gpu_ = std::move(rt).value();
+  {
+    std::lock_guard lock(mu_);
+    stats_.device.gpu = true;
+    stats_.device.init = config_.device_cache_init;
+  }
+  if (config_.device_cache_bytes == 0) return Status::Ok();
+  gpu::DeviceCacheOptions options{
+      .capacity_bytes = config_.device_cache_bytes,
+      .slot_bytes = static_cast<uint32_t>(config_.block_bytes),
+      .init = config_.device_cache_init,
+      .map_chunk_bytes = config_.device_map_chunk_bytes,
+      // Called by the mapping thread, which holds no lock of ours; taking
+      // mu_ orders the wake-up after any waiter's predicate check.
+      .on_progress =
+          [this] {
+            std::lock_guard l(mu_);
+            cv_app_.notify_all();
+            cv_device_.notify_all();
+          },
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  auto cache = gpu::DeviceCache::Create(*gpu_, options);
+  std::lock_guard lock(mu_);
+  if (!cache.ok()) {
+    // The cache is an accelerator, not a requirement: captures of device
+    // regions then go straight to the host cache.
+    stats_.device.map_error = cache.status().WithContext("device cache").ToString();
+    std::fprintf(stderr, "cairn: no device cache: %s\n", stats_.device.map_error.c_str());
+    return Status::Ok();
+  }
+  dcache_ = std::move(cache).value();
+  stats_.device.capacity_bytes = dcache_->capacity_bytes();
+  tracer_.Span("device cache create", "init", t0, std::chrono::steady_clock::now(),
+               dcache_->capacity_bytes());
+  return Status::Ok();
+}
+
+Status Pipeline::EnsureGpuIo() {
+  std::lock_guard lock(gpu_io_mu_);
+  if (gpu_io_ready_) return Status::Ok();
+  if (!gpu_) return gpu_unavailable_;
+  // The application's blocking copies order after its work on the legacy
+  // default stream (a checkpoint sees the kernels launched before it; a
+  // restore does not race them); the background copies never wait for it.
+  using Sync = gpu::Stream::Synchronization;
+  CAIRN_ASSIGN_OR_RETURN(capture_stream_, gpu::Stream::Create(*gpu_, Sync::kWithLegacyStream));
+  CAIRN_ASSIGN_OR_RETURN(drain_stream_, gpu::Stream::Create(*gpu_, Sync::kIndependent));
+  {
+    std::lock_guard rs(restore_stream_mu_);
+    CAIRN_ASSIGN_OR_RETURN(restore_stream_, gpu::Stream::Create(*gpu_, Sync::kWithLegacyStream));
+  }
+  for (int i = 0; i < config_.bounce_buffers; ++i) {
+    auto b = gpu::PinnedBuffer::Allocate(*gpu_, config_.block_bytes);
+    if (!b.ok()) {
+      // Fewer staging buffers only costs overlap; none at all is an error.
+      if (bounce_.empty()) return b.status().WithContext("device_cache.bounce_buffers");
+      break;
+    }
+    bounce_.push_back(std::move(b).value());
+  }
+  gpu_io_ready_ = true;
+  return Status::Ok();
+}
+
+Result<MemoryKind> Pipeline::ClassifyRegion(const void* p, size_t bytes) {
+  if (bytes == 0 || p == nullptr) return MemoryKind::kHost;
+  gpu::PointerInfo info;
+  if (gpu_) {
+    CAIRN_ASSIGN_OR_RETURN(info, gpu_->Classify(p, bytes));
+  } else {
+    // No runtime: ask the process driver, if any, so that a device pointer
+    // gets a clear error instead of a host memcpy that faults.
+    auto driver = gpu::Driver::Get();
+    if (!driver.ok()) return MemoryKind::kHost;
+    CAIRN_ASSIGN_OR_RETURN(info, gpu::ClassifyRegion(*driver, p, bytes));
+  }
+  switch (info.kind) {
+    case gpu::PointerKind::kHost: return MemoryKind::kHost;
+    case gpu::PointerKind::kDevice:
+    case gpu::PointerKind::kManaged: {
+      const MemoryKind kind = info.kind == gpu::PointerKind::kDevice ? MemoryKind::kDevice : MemoryKind::kManaged;
+      if (!gpu_) {
+        return Status::Unsupported(std::string(gpu::PointerKindName(info.kind)) +
+                                   " memory, but the GPU tier is unavailable: " +
+                                   gpu_unavailable_.ToString());
+      }
+      CAIRN_RETURN_IF_ERROR(EnsureGpuIo());
+      return kind;
+    }
+  }
+  return MemoryKind::kHost;
+}
+
+// ---------------------------------------------------------------------------
+// Slots
+
+bool Pipeline::DeviceCacheUsable() const {
+  return dcache_ && (dcache_->mapped_slots() > 0 || !dcache_->mapping_done());
+}
+
+std::optional<uint32_t> Pipeline::TryAcquireSlot() {
+  for (;;) {
+    if (auto s = dcache_->Allocate()) return s;
+    // Constraint 1 of the paper: no eviction while the cache is still being
+    // mapped; the unmapped part will be free room soon.
+    if (!dcache_->mapping_done() || !EvictDeviceOne(UINT64_MAX)) return std::nullopt;
+  }
+}
+
+std::optional<int32_t> Pipeline::AcquireSlot(Lock& lock) {
+  for (;;) {
+    if (!DeviceCacheUsable()) return std::nullopt;
+    if (auto s = TryAcquireSlot()) return static_cast<int32_t>(*s);
+    // Waiting for the mapping thread, or for the device mover to drain.
+    const auto w0 = std::chrono::steady_clock::now();
+    cv_app_.wait(lock);
+    const auto w1 = std::chrono::steady_clock::now();
+    stats_.device.capture_blocked_s += Seconds(w0, w1);
+    tracer_.Span(dcache_->mapping_done() ? "blocked: device cache full" : "blocked: device cache mapping",
+                 "app", w0, w1, 0);
+  }
+}
+
+bool Pipeline::EvictDeviceOne(uint64_t below_seq) {
+  for (auto it = dclean_.begin(); it != dclean_.end(); ++it) {
+    if (it->first.first >= below_seq) return false;
+    Entry* e = it->second;
+    if (e->pins > 0 || e->device_prefetching) continue;
+    const uint32_t b = it->first.second;
+    dclean_.erase(it);
+    BlockState& bs = e->blocks[b];
+    bs.dclean = false;
+    if (bs.slot >= 0) {
+      dcache_->Free(static_cast<uint32_t>(bs.slot));
+      bs.slot = -1;
+      bs.dsealed = false;
+      ++stats_.device.evictions;
+      tracer_.Instant("device evict", "cache", e->layout.blocks[b].length, e->name);
+    }
+    return true;
+  }
+  return false;
+}
+
+void Pipeline::MarkDeviceClean(Entry& e, uint32_t block) {
+  BlockState& bs = e.blocks[block];
+  if (bs.dclean || bs.slot < 0) return;
+  bs.dclean = true;
+  dclean_.emplace(std::make_pair(e.seq, block), &e);
+}
+
+void Pipeline::DropSlot(Entry& e, uint32_t block) {
+  BlockState& bs = e.blocks[block];
+  if (bs.dclean) {
+    dclean_.erase(std::make_pair(e.seq, block));
+    bs.dclean = false;
+  }
+  if (bs.slot >= 0) {
+    dcache_->Free(static_cast<uint32_t>(bs.slot));
+    bs.slot = -1;
+    bs.dsealed = false;
+    cv_app_.notify_all();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Copies
+
+Status Pipeline::GpuCopy(gpu::Stream& stream, std::span<const CopySegment> segments) {
+  Status first;
+  for (const auto& seg : segments) {
+    if (seg.bytes == 0) continue;
+    Status s = stream.Copy(seg.dst, seg.src, seg.bytes);
+    if (!s.ok()) {
+      first = s;
+      break;
+    }
+  }
+  // Always synchronize: nothing may still be writing into a buffer once we
+  // return, even after an enqueue error.
+  Status sync = stream.Synchronize();
+  return first.ok() ? sync : first;
+}
+
+Status Pipeline::RestoreCopy(std::span<const CopySegment> segments) {
+  CAIRN_RETURN_IF_ERROR(EnsureGpuIo());
+  std::lock_guard lock(restore_stream_mu_);
+  return GpuCopy(*restore_stream_, segments);
+}
+
+// ---------------------------------------------------------------------------
+// The device mover
+
+void Pipeline::DeviceMoverLoop(std::stop_token stop) {
+  Lock lock(mu_);
+  while (true) {
+    EntryPtr prefetch;
+    if (!cv_device_.wait(lock, stop, [&] {
+          return !drain_queue_.empty() || (prefetch = FindDevicePrefetchTarget()) != nullptr;
+        })) {
+      return;  // stop requested; Shutdown drained the queue before
+    }
+    if (!drain_queue_.empty()) {
+      auto [e, b] = drain_queue_.front();
+      drain_queue_.pop_front();
+      drainer_busy_ = true;
+      DrainBlock(lock, e, b);
+      drainer_busy_ = false;
+      cv_app_.notify_all();
+      continue;
+    }
+    DevicePrefetch(lock, prefetch);
+    cv_app_.notify_all();
+  }
+}
+
+// Copies one captured block from its device slot into a host chunk, where the
+// checksum and flush stages take over. Called and returns with mu_ held.
+void Pipeline::DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block) {
+  BlockState& bs = e->blocks[block];
+  if (e->consumed || e->failed() || !bs.dsealed) {
+    // Popped before it was drained (the pop was served from the device), or
+    // its flush failed: the slot is evictable, nothing goes to the host.
+    if (e->consumed) {
+      if (e->pins == 0) DropSlot(*e, block);
+    } else {
+      MarkDeviceClean(*e, block);
+    }
+    cv_app_.notify_all();
+    return;
+  }
+  const uint32_t length = e->layout.blocks[block].length;
+  const uint32_t padded = static_cast<uint32_t>(format::AlignUp(length));
+  ++e->pins;  // the slot stays while we copy out of it
+  const int32_t chunk = AcquireChunk(lock, padded, nullptr, /*app=*/false);
+  bs.chunk = chunk;
+  if (e->consumed) {  // popped while we waited for room: nothing to drain
+    Unpin(e);  // releases the chunk and the slot
+    return;
+  }
+  uint8_t* dst = cache_->data(static_cast<uint32_t>(chunk));
+  const auto* src = reinterpret_cast<const void*>(dcache_->address(static_cast<uint32_t>(bs.slot)));
+  const bool registered = host_registered_;
+  UseBandwidth(+1, /*capture=*/false);
+  lock.unlock();
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s;
+  if (registered) {
+    // DMA straight into the page-locked cache.
+    const CopySegment seg{.dst = dst, .src = src, .bytes = length};
+    s = GpuCopy(*drain_stream_, {&seg, 1});
+  } else {
+    // Through a page-locked bounce buffer, one block at a time (a block is
+    // the bounce buffer's size). A pageable destination would make the
+    // driver stage the copy itself, synchronously and slower.
+    const CopySegment seg{.dst = bounce_[0]->data(), .src = src, .bytes = length};
+    s = GpuCopy(*drain_stream_, {&seg, 1});
+    if (s.ok()) std::memcpy(dst, bounce_[0]->data(), length);
+  }
+  if (s.ok() && padded > length) std::memset(dst + length, 0, padded - length);
+  const auto t1 = std::chrono::steady_clock::now();
+  lock.lock();
+  UseBandwidth(-1, /*capture=*/false);
+  if (!s.ok()) {
+    cache_->Free(static_cast<uint32_t>(chunk));
+    bs.chunk = -1;
+    Unpin(e);
+    if (!e->consumed) {
+      // The copy in the device cache stays restorable while resident; the
+      // version can never be flushed.
+      FailEntry(e, s.WithContext("device -> host copy of '" + e->name + "' " + std::to_string(e->number) +
+                                 " block " + std::to_string(block)));
+      MarkDeviceClean(*e, block);
+    }
+    return;
+  }
+  bs.sealed = true;
+  ++e->sealed_blocks;
+  ++e->resident_blocks;
+  stats_.device.drain.bytes += length;
+  stats_.device.drain.seconds += Seconds(t0, t1);
+  if (!registered) stats_.device.bounce_bytes += length;
+  if (block + 1 == e->blocks.size()) stats_.device.drain.ops += 1;
+  if (e->failed() || e->consumed) {
+    MarkClean(*e, block);
+  } else {
+    dirty_bytes_ += length;
+    checksum_queue_.emplace_back(e, block);
+    cv_checksum_.notify_one();
+  }
+  MarkDeviceClean(*e, block);  // the host tier has it now
+  tracer_.Span("drain", "device", t0, t1, length, e->name, e->number);
+  Unpin(e);
+  TraceCache();
+}
+
+// REQUIRES mu_. The next history step worth copying host -> device, or
+// nullptr: the same order as the host prefetcher (highest step first, within
+// history.prefetch_depth), for device/managed steps whose blocks are all in
+// the host cache but not all in the device cache, when room can be made
+// without evicting anything needed sooner.
+EntryPtr Pipeline::FindDevicePrefetchTarget() {
+  if (!dcache_ || !dcache_->mapping_done() || dcache_->mapped_slots() == 0) return nullptr;
+  const auto kind = format::EntryKind::kHistoryStep;
+  const int depth = config_.prefetch_depth;
+  for (auto& [name, h] : histories_) {
+    if (!h.popping) continue;
+    int ahead = 0;
+    for (auto it = h.steps.rbegin(); it != h.steps.rend(); ++it) {
+      EntryPtr e = Find(kind, name, *it);
+      if (!e || e->consumed || e->layout.regions.empty()) continue;
+      if (e->layout.regions[0].spec.memory == MemoryKind::kHost) break;  // not a device history
+      if (e->fully_in_device() || e->device_prefetching || !e->capture_done) {
+        if (depth > 0 && ++ahead >= depth) break;
+        continue;
+      }
+      if (e->device_prefetch_failed || e->failed()) continue;
+      if (!e->fully_resident()) break;  // the host prefetcher brings it first
+      if (e->blocks.size() > dcache_->mapped_slots()) continue;
+      size_t missing = 0;
+      for (uint32_t b = 0; b < e->blocks.size(); ++b) missing += e->in_device(b) ? 0 : 1;
+      size_t room = dcache_->free_mapped_count();
+      for (auto c = dclean_.begin(); c != dclean_.end() && room < missing; ++c) {
+        if (c->first.first >= e->seq) break;
+        if (c->second != e.get() && c->second->pins == 0 && !c->second->device_prefetching) ++room;
+      }
+      if (room < missing) return nullptr;
+      return e;
+    }
+  }
+  return nullptr;
+}
+
+// Copies a host-resident step into device slots. Called and returns with mu_
+// held.
+void Pipeline::DevicePrefetch(Lock& lock, const EntryPtr& e) {
+  const auto t0 = std::chrono::steady_clock::now();
+  e->device_prefetching = true;
+  ++e->pins;  // its host chunks stay while we read them
+  std::vector<CopySegment> segments;
+  std::vector<uint32_t> filled;
+  for (uint32_t b = 0; b < e->blocks.size(); ++b) {
+    if (e->in_device(b)) continue;
+    BlockState& bs = e->blocks[b];
+    auto slot = dcache_->Allocate();
+    while (!slot && EvictDeviceOne(e->seq)) slot = dcache_->Allocate();
+    // FindDevicePrefetchTarget counted the room under this same lock.
+    if (!slot) break;
+    bs.slot = static_cast<int32_t>(*slot);
+    filled.push_back(b);
+    segments.push_back({.dst = reinterpret_cast<void*>(dcache_->address(*slot)),
+                        .src = cache_->data(static_cast<uint32_t>(bs.chunk)),
+                        .bytes = e->layout.blocks[b].length});
+  }
+  lock.unlock();
+  Status s = GpuCopy(*drain_stream_, segments);
+  lock.lock();
+  e->device_prefetching = false;
+  uint64_t bytes = 0;
+  for (uint32_t b : filled) {
+    BlockState& bs = e->blocks[b];
+    if (s.ok()) {
+      bs.dsealed = true;
+      MarkDeviceClean(*e, b);  // still in the host tier too
+      bytes += e->layout.blocks[b].length;
+    } else {
+      DropSlot(*e, b);
+    }
+  }
+  if (!s.ok()) {
+    // Pops then copy from the host cache; nothing is lost.
+    e->device_prefetch_failed = true;
+    std::fprintf(stderr, "cairn: device prefetch of '%s' step %lld failed: %s\n", e->name.c_str(),
+                 static_cast<long long>(e->number), s.ToString().c_str());
+  } else {
+    stats_.device.prefetch.bytes += bytes;
+    stats_.device.prefetch.ops += 1;
+    stats_.device.prefetch.seconds += Seconds(t0, std::chrono::steady_clock::now());
+    tracer_.Span("device prefetch", "prefetch", t0, std::chrono::steady_clock::now(), bytes, e->name,
+                 e->number);
+  }
+  Unpin(e);
+}
+
+}  // namespace cairn::core

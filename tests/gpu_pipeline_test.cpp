@@ -1,0 +1,443 @@
+// The GPU tier of the pipeline against the fake CUDA driver: device and
+// managed regions through the device cache (or straight to the host cache),
+// incremental mapping, the drain and prefetch paths, host registration, and
+// injected driver faults. The generic checkpoint/restore/history behaviour
+// for every memory kind is in client_test.cpp and history_test.cpp.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cairn/cairn.hpp"
+#include "testing/fake_cuda/fake_cuda_fixture.hpp"
+#include "testing/test_util.hpp"
+
+#if CAIRN_TEST_FAKE_CUDA
+
+namespace cairn {
+namespace {
+
+using namespace test;
+
+std::vector<uint8_t> Pattern(size_t n, uint64_t seed) { return SplitMixPattern(n, seed, 0x6e70u); }
+
+class GpuPipelineTest : public FakeCudaTest {
+ protected:
+  void SetUp() override {
+    FakeCudaTest::SetUp();
+    if (HasFatalFailure()) return;
+    // The pipeline loads the process-wide driver: make it the fake.
+    ASSERT_EQ(setenv("CAIRN_CUDA_DRIVER", kFakeCudaLib, 0), 0);
+    ASSERT_STREQ(std::getenv("CAIRN_CUDA_DRIVER"), kFakeCudaLib);
+    dir_ = std::make_unique<TempDir>("gpu_pipeline");
+    config_ = DefaultConfig();
+    config_.scratch_dir = dir_->path() + "/scratch";
+    config_.host_cache_bytes = 16 * kMiB;
+    config_.block_bytes = 1 * kMiB;
+    config_.fsync = false;
+    config_.keep_versions = 4;
+    config_.device_cache_bytes = 8 * kMiB;
+    config_.device_map_chunk_bytes = 2 * kMiB;
+  }
+  void TearDown() override {
+    for (auto p : device_) d().cuMemFree(p);
+    for (auto p : managed_) d().cuMemFree(p);
+    device_.clear();
+    managed_.clear();
+    FakeCudaTest::TearDown();
+  }
+
+  void* DeviceAlloc(size_t n) {
+    CUdeviceptr p = 0;
+    EXPECT_EQ(d().cuMemAlloc(&p, n), CUDA_SUCCESS);
+    device_.push_back(p);
+    return reinterpret_cast<void*>(p);
+  }
+  void* ManagedAlloc(size_t n) {
+    CUdeviceptr p = 0;
+    EXPECT_EQ(d().cuMemAllocManaged(&p, n, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+    managed_.push_back(p);
+    return reinterpret_cast<void*>(p);
+  }
+  void Put(void* dev, const std::vector<uint8_t>& bytes) {
+    ASSERT_EQ(d().cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(dev), bytes.data(), bytes.size()), CUDA_SUCCESS);
+  }
+  std::vector<uint8_t> Get(const void* dev, size_t n) {
+    std::vector<uint8_t> out(n);
+    EXPECT_EQ(d().cuMemcpyDtoH(out.data(), reinterpret_cast<CUdeviceptr>(dev), n), CUDA_SUCCESS);
+    return out;
+  }
+  std::unique_ptr<Client> Open() {
+    auto c = Client::Open(config_);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(c).value() : nullptr;
+  }
+
+  std::unique_ptr<TempDir> dir_;
+  Config config_;
+  std::vector<CUdeviceptr> device_, managed_;
+};
+
+TEST_F(GpuPipelineTest, DeviceAndHostRegionsRoundTripThroughTheDeviceCache) {
+  auto client = Open();
+  ASSERT_TRUE(client);
+  const size_t kDev = 3 * kMiB + 123, kHost = kMiB;
+  void* dev = DeviceAlloc(kDev);
+  std::vector<uint8_t> host(kHost);
+  ASSERT_OK(client->Protect(1, dev, kDev));
+  ASSERT_OK(client->Protect(2, host.data(), kHost));
+  for (int v = 0; v < 2; ++v) {
+    Put(dev, Pattern(kDev, 10 + v));
+    const auto bytes = Pattern(kHost, 20 + v);
+    std::copy(bytes.begin(), bytes.end(), host.begin());  // same buffer: it is protected
+    ASSERT_OK(client->Checkpoint("sim", v));
+  }
+  ASSERT_OK(client->Wait("sim", 1, Level::kLocal));
+  Put(dev, std::vector<uint8_t>(kDev, 0));
+  std::fill(host.begin(), host.end(), 0);
+  ASSERT_OK(client->Restore("sim", 0));
+  EXPECT_TRUE(SameBytes(Get(dev, kDev), Pattern(kDev, 10)));
+  EXPECT_TRUE(SameBytes(host, Pattern(kHost, 20)));
+  ASSERT_OK(client->Restore("sim", 1));
+  EXPECT_TRUE(SameBytes(Get(dev, kDev), Pattern(kDev, 11)));
+  EXPECT_TRUE(SameBytes(host, Pattern(kHost, 21)));
+  auto latest = client->Latest("sim");
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 1);
+
+  const Stats st = client->GetStats();
+  EXPECT_TRUE(st.device.gpu);
+  EXPECT_EQ(st.device.capacity_bytes, 8 * kMiB);
+  EXPECT_EQ(st.device.capture.bytes, 2 * kDev);
+  EXPECT_EQ(st.device.drain.bytes, 2 * kDev);  // every device block reached the host tier
+  EXPECT_GE(st.device.hits, 1u);
+  ASSERT_OK(client->Close());
+  // Everything Cairn made on the device is gone (the test's own buffer stays).
+  EXPECT_EQ(ctl_.live("streams"), 0u);
+  EXPECT_EQ(ctl_.live("mappings"), 0u);
+  EXPECT_EQ(ctl_.live("reservations"), 0u);
+  EXPECT_EQ(ctl_.live("host_allocs"), 0u);
+  EXPECT_EQ(ctl_.live("device_allocs"), 1u);
+
+  // A new client (restart) restores the device region from the file.
+  auto again = Open();
+  ASSERT_TRUE(again);
+  ASSERT_OK(again->Protect(1, dev, kDev));
+  ASSERT_OK(again->Protect(2, host.data(), kHost));
+  Put(dev, std::vector<uint8_t>(kDev, 0));
+  ASSERT_OK(again->Restore("sim", 1));
+  EXPECT_TRUE(SameBytes(Get(dev, kDev), Pattern(kDev, 11)));
+  EXPECT_EQ(again->GetStats().cache_misses, 1u);
+}
+
+TEST_F(GpuPipelineTest, WithoutADeviceCacheDeviceRegionsGoStraightToTheHostCache) {
+  config_.device_cache_bytes = 0;
+  auto client = Open();
+  ASSERT_TRUE(client);
+  const size_t n = 2 * kMiB + 5;
+  void* dev = DeviceAlloc(n);
+  ASSERT_OK(client->Protect(7, dev, n));
+  Put(dev, Pattern(n, 1));
+  ASSERT_OK(client->Checkpoint("direct", 0));
+  ASSERT_OK(client->Wait("direct", 0, Level::kLocal));
+  Put(dev, std::vector<uint8_t>(n, 0xee));
+  ASSERT_OK(client->Restore("direct", 0));
+  EXPECT_TRUE(SameBytes(Get(dev, n), Pattern(n, 1)));
+  const Stats st = client->GetStats();
+  EXPECT_EQ(st.device.capacity_bytes, 0u);
+  EXPECT_EQ(st.device.capture.bytes, n);
+  EXPECT_EQ(st.device.drain.bytes, 0u);
+  EXPECT_EQ(st.device.hits, 0u);
+  EXPECT_EQ(ctl_.call_count("cuMemAddressReserve"), 0u);
+}
+
+TEST_F(GpuPipelineTest, ManagedRegionRoundTrips) {
+  auto client = Open();
+  ASSERT_TRUE(client);
+  const size_t n = 3 * kMiB;
+  auto* managed = static_cast<uint8_t*>(ManagedAlloc(n));
+  auto want = Pattern(n, 3);
+  std::memcpy(managed, want.data(), n);  // managed memory is host-accessible
+  ASSERT_OK(client->Protect(1, managed, n));
+  ASSERT_OK(client->Checkpoint("m", 0));
+  std::memset(managed, 0, n);
+  ASSERT_OK(client->Restore("m", 0));
+  EXPECT_TRUE(SameBytes(managed, want));
+  EXPECT_EQ(client->GetStats().device.capture.bytes, n);
+}
+
+TEST_F(GpuPipelineTest, CheckpointLargerThanTheDeviceCacheStreamsThroughIt) {
+  config_.device_cache_bytes = 4 * kMiB;
+  auto client = Open();
+  ASSERT_TRUE(client);
+  const size_t n = 12 * kMiB;
+  void* dev = DeviceAlloc(n);
+  Put(dev, Pattern(n, 4));
+  ASSERT_OK(client->Protect(1, dev, n));
+  ASSERT_OK(client->Checkpoint("big", 0));
+  ASSERT_OK(client->Wait("big", 0, Level::kLocal));
+  Put(dev, std::vector<uint8_t>(n, 0));
+  ASSERT_OK(client->Restore("big", 0));
+  EXPECT_TRUE(SameBytes(Get(dev, n), Pattern(n, 4)));
+  const Stats st = client->GetStats();
+  EXPECT_EQ(st.device.drain.bytes, n);
+  EXPECT_GE(st.device.evictions, 8u);  // 12 blocks through 4 slots
+}
+
+// The demonstration: with a slow mapping rate the first capture
+// completes while most of the cache is still unmapped.
+TEST_F(GpuPipelineTest, FirstCaptureStartsBeforeTheCacheIsFullyMapped) {
+  config_.device_cache_bytes = 64 * kMiB;
+  ctl_.set_gbps("map", 0.04);  // 2 MiB per ~52 ms: 32 chunks take ~1.7 s
+  auto client = Open();
+  ASSERT_TRUE(client);
+  void* dev = DeviceAlloc(kMiB);
+  Put(dev, Pattern(kMiB, 5));
+  ASSERT_OK(client->Protect(1, dev, kMiB));
+  ASSERT_OK(client->Checkpoint("early", 0));
+  const Stats st = client->GetStats();
+  EXPECT_LT(st.device.mapped_bytes, st.device.capacity_bytes);
+  EXPECT_LT(st.device.fully_mapped_s, 0);  // still mapping
+  EXPECT_EQ(st.device.capture.bytes, kMiB);
+  Put(dev, std::vector<uint8_t>(kMiB, 0));
+  ASSERT_OK(client->Restore("early", 0));
+  EXPECT_TRUE(SameBytes(Get(dev, kMiB), Pattern(kMiB, 5)));
+  ctl_.set_gbps("map", 0);  // let Close finish mapping-independent work fast
+  ASSERT_OK(client->Close());
+  EXPECT_EQ(ctl_.live("mappings"), 0u);
+  EXPECT_EQ(ctl_.live("handles"), 0u);
+}
+
+// Constraint 1 of the paper: captures wait for mapping rather than evict.
+TEST_F(GpuPipelineTest, NoDeviceEvictionBeforeTheCacheIsFullyMapped) {
+  ctl_.set_gbps("map", 0.05);  // 4 chunks of 2 MiB, ~40 ms each
+  config_.keep_versions = 10;  // retention would free slots of old versions
+  auto client = Open();
+  ASSERT_TRUE(client);
+  void* dev = DeviceAlloc(kMiB);
+  ASSERT_OK(client->Protect(1, dev, kMiB));
+  for (int v = 0; v < 8; ++v) {  // exactly the cache's 8 slots
+    Put(dev, Pattern(kMiB, 100 + v));
+    ASSERT_OK(client->Checkpoint("fill", v));
+  }
+  const Stats st = client->GetStats();
+  EXPECT_EQ(st.device.evictions, 0u);
+  EXPECT_EQ(st.device.used_bytes, 8 * kMiB);
+  EXPECT_GT(st.device.capture_blocked_s, 0.0);  // waited for mapping at least once
+}
+
+TEST_F(GpuPipelineTest, FailedCaptureCopyLeavesCommittedVersionsAlone) {
+  auto client = Open();
+  ASSERT_TRUE(client);
+  const size_t n = 2 * kMiB;
+  void* dev = DeviceAlloc(n);
+  ASSERT_OK(client->Protect(1, dev, n));
+  Put(dev, Pattern(n, 6));
+  ASSERT_OK(client->Checkpoint("f", 0));
+  ASSERT_OK(client->Wait("f", 0, Level::kLocal));
+  ASSERT_EQ(ctl_.set_fail("cuMemcpyAsync:1+:CUDA_ERROR_LAUNCH_FAILED:deferred"), 0);
+  Put(dev, Pattern(n, 7));
+  Status s = client->Checkpoint("f", 1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("checkpoint of 'f' 1"), std::string::npos) << s.ToString();
+  ASSERT_EQ(ctl_.set_fail(""), 0);
+  auto latest = client->Latest("f");
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(*latest, 0);
+  EXPECT_EQ(client->Wait("f", 1, Level::kLocal).code(), Code::kNotFound);
+  Put(dev, std::vector<uint8_t>(n, 0));
+  ASSERT_OK(client->Restore("f", 0));
+  EXPECT_TRUE(SameBytes(Get(dev, n), Pattern(n, 6)));
+  // Not sticky: the same version can be taken again.
+  Put(dev, Pattern(n, 8));
+  ASSERT_OK(client->Checkpoint("f", 1));
+  ASSERT_OK(client->Wait("f", 1, Level::kLocal));
+  ASSERT_OK(client->Close());
+}
+
+TEST_F(GpuPipelineTest, FailedDrainFailsThatVersionOnly) {
+  auto client = Open();
+  ASSERT_TRUE(client);
+  void* dev = DeviceAlloc(kMiB);
+  ASSERT_OK(client->Protect(1, dev, kMiB));
+  Put(dev, Pattern(kMiB, 9));
+  ASSERT_OK(client->Checkpoint("d", 0));
+  ASSERT_OK(client->Wait("d", 0, Level::kLocal));
+  // The capture of version 1 is the next cuMemcpyAsync, its drain the one after.
+  ASSERT_EQ(ctl_.set_fail("cuMemcpyAsync:2:CUDA_ERROR_ECC_UNCORRECTABLE:deferred"), 0);
+  Put(dev, Pattern(kMiB, 10));
+  ASSERT_OK(client->Checkpoint("d", 1));
+  Status s = client->Wait("d", 1, Level::kLocal);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("device -> host"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("CUDA_ERROR_ECC_UNCORRECTABLE"), std::string::npos) << s.ToString();
+  ASSERT_EQ(ctl_.set_fail(""), 0);
+  auto latest = client->Latest("d");
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(*latest, 0);
+  Put(dev, std::vector<uint8_t>(kMiB, 0));
+  ASSERT_OK(client->Restore("d", 0));
+  EXPECT_TRUE(SameBytes(Get(dev, kMiB), Pattern(kMiB, 9)));
+  EXPECT_EQ(client->GetStats().failed_flushes, 1u);
+  EXPECT_OK(client->Close());  // the failure was reported by Wait
+}
+
+TEST_F(GpuPipelineTest, OutOfMemoryWhileMappingKeepsASmallerCache) {
+  ASSERT_EQ(ctl_.set_fail("cuMemCreate:3"), 0);
+  auto client = Open();
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(PollUntil([&] { return client->GetStats().device.fully_mapped_s >= 0; }));
+  const Stats st = client->GetStats();
+  EXPECT_EQ(st.device.mapped_bytes, 4 * kMiB);  // two 2 MiB chunks
+  EXPECT_NE(st.device.map_error.find("cuMemCreate"), std::string::npos) << st.device.map_error;
+  void* dev = DeviceAlloc(6 * kMiB);
+  Put(dev, Pattern(6 * kMiB, 11));
+  ASSERT_OK(client->Protect(1, dev, 6 * kMiB));
+  ASSERT_OK(client->Checkpoint("oom", 0));
+  ASSERT_OK(client->Wait("oom", 0, Level::kLocal));
+  Put(dev, std::vector<uint8_t>(6 * kMiB, 0));
+  ASSERT_OK(client->Restore("oom", 0));
+  EXPECT_TRUE(SameBytes(Get(dev, 6 * kMiB), Pattern(6 * kMiB, 11)));
+}
+
+TEST_F(GpuPipelineTest, RegisteredHostCacheIsDrainedWithoutBounceBuffers) {
+  config_.pin = true;
+  config_.init = CacheInit::kEager;  // registered at open
+  auto client = Open();
+  ASSERT_TRUE(client);
+  Stats st = client->GetStats();
+  EXPECT_GE(st.init.pinned_s, 0) << st.init.pin_error;
+  EXPECT_EQ(ctl_.live("registrations"), 1u);
+  void* dev = DeviceAlloc(2 * kMiB);
+  Put(dev, Pattern(2 * kMiB, 12));
+  ASSERT_OK(client->Protect(1, dev, 2 * kMiB));
+  ASSERT_OK(client->Checkpoint("reg", 0));
+  ASSERT_OK(client->Wait("reg", 0, Level::kLocal));
+  st = client->GetStats();
+  EXPECT_EQ(st.device.drain.bytes, 2 * kMiB);
+  EXPECT_EQ(st.device.bounce_bytes, 0u);
+  ASSERT_OK(client->Close());
+  EXPECT_EQ(ctl_.live("registrations"), 0u);
+}
+
+TEST_F(GpuPipelineTest, RegistrationFailureFallsBackToBounceBuffers) {
+  config_.pin = true;
+  config_.init = CacheInit::kEager;
+  ASSERT_EQ(ctl_.set_fail("cuMemHostRegister:1:CUDA_ERROR_NOT_PERMITTED"), 0);
+  auto client = Open();
+  ASSERT_TRUE(client);
+  Stats st = client->GetStats();
+  EXPECT_LT(st.init.pinned_s, 0);
+  EXPECT_NE(st.init.pin_error.find("CUDA_ERROR_NOT_PERMITTED"), std::string::npos) << st.init.pin_error;
+  void* dev = DeviceAlloc(2 * kMiB);
+  Put(dev, Pattern(2 * kMiB, 13));
+  ASSERT_OK(client->Protect(1, dev, 2 * kMiB));
+  ASSERT_OK(client->Checkpoint("bounce", 0));
+  ASSERT_OK(client->Wait("bounce", 0, Level::kLocal));
+  st = client->GetStats();
+  EXPECT_EQ(st.device.bounce_bytes, 2 * kMiB);
+  Put(dev, std::vector<uint8_t>(2 * kMiB, 0));
+  ASSERT_OK(client->Restore("bounce", 0));
+  EXPECT_TRUE(SameBytes(Get(dev, 2 * kMiB), Pattern(2 * kMiB, 13)));
+  ASSERT_OK(client->Close());
+  EXPECT_EQ(ctl_.live("registrations"), 0u);
+}
+
+// HiPC'22 "large device": every step fits in the device cache, so the
+// backward pass is served device -> device.
+TEST_F(GpuPipelineTest, HistoryThatFitsTheDeviceCacheIsPoppedFromTheDevice) {
+  auto client = Open();
+  ASSERT_TRUE(client);
+  auto history = client->OpenHistory("fwd");
+  ASSERT_TRUE(history.ok());
+  void* dev = DeviceAlloc(kMiB);
+  for (int s = 0; s < 6; ++s) {
+    Put(dev, Pattern(kMiB, 200 + s));
+    ASSERT_OK((*history)->Push(s, dev, kMiB));
+  }
+  for (int s = 5; s >= 0; --s) {
+    auto n = (*history)->Pop(s, dev, kMiB);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    EXPECT_TRUE(SameBytes(Get(dev, kMiB), Pattern(kMiB, 200 + s))) << "step " << s;
+  }
+  const Stats st = client->GetStats();
+  EXPECT_EQ(st.device.hits, 6u);
+  EXPECT_EQ(st.cache_hits, 6u);
+}
+
+// HiPC'22 "large host": the steps overflow the device cache but fit the host
+// cache; pops prefetch host -> device ahead, highest step first.
+TEST_F(GpuPipelineTest, HistoryLargerThanTheDeviceCacheIsPrefetchedBackToTheDevice) {
+  config_.device_cache_bytes = 4 * kMiB;
+  config_.host_cache_bytes = 32 * kMiB;
+  auto client = Open();
+  ASSERT_TRUE(client);
+  auto history = client->OpenHistory("fwd");
+  ASSERT_TRUE(history.ok());
+  constexpr int kSteps = 16;
+  void* dev = DeviceAlloc(kMiB);
+  for (int s = 0; s < kSteps; ++s) {
+    Put(dev, Pattern(kMiB, 300 + s));
+    ASSERT_OK((*history)->Push(s, dev, kMiB));
+  }
+  for (int s = kSteps - 1; s >= 0; --s) {
+    auto n = (*history)->Pop(s, dev, kMiB);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    EXPECT_TRUE(SameBytes(Get(dev, kMiB), Pattern(kMiB, 300 + s))) << "step " << s;
+  }
+  const Stats st = client->GetStats();
+  EXPECT_EQ(st.cache_hits, static_cast<uint64_t>(kSteps));
+  EXPECT_GT(st.device.prefetch.bytes, 0u);
+  EXPECT_GT(st.device.evictions, 0u);
+}
+
+TEST_F(GpuPipelineTest, DirectDeviceCacheAllocatesAtOpen) {
+  config_.device_cache_init = DeviceCacheInit::kDirect;
+  auto client = Open();
+  ASSERT_TRUE(client);
+  Stats st = client->GetStats();
+  EXPECT_EQ(st.device.mapped_bytes, st.device.capacity_bytes);
+  EXPECT_EQ(ctl_.call_count("cuMemCreate"), 0u);
+  void* dev = DeviceAlloc(kMiB);
+  Put(dev, Pattern(kMiB, 14));
+  ASSERT_OK(client->Protect(1, dev, kMiB));
+  ASSERT_OK(client->Checkpoint("direct", 0));
+  Put(dev, std::vector<uint8_t>(kMiB, 0));
+  ASSERT_OK(client->Restore("direct", 0));
+  EXPECT_TRUE(SameBytes(Get(dev, kMiB), Pattern(kMiB, 14)));
+}
+
+TEST_F(GpuPipelineTest, DirectDeviceCacheTooLargeOpensWithoutIt) {
+  config_.device_cache_init = DeviceCacheInit::kDirect;
+  config_.device_cache_bytes = 64 * kMiB;
+  ASSERT_EQ(ctl_.set_device_memory(32 * kMiB), 0);
+  auto client = Open();
+  ASSERT_TRUE(client);
+  const Stats st = client->GetStats();
+  EXPECT_EQ(st.device.capacity_bytes, 0u);
+  EXPECT_NE(st.device.map_error.find("OUT_OF_MEMORY"), std::string::npos) << st.device.map_error;
+  void* dev = DeviceAlloc(kMiB);
+  Put(dev, Pattern(kMiB, 15));
+  ASSERT_OK(client->Protect(1, dev, kMiB));
+  ASSERT_OK(client->Checkpoint("nocache", 0));
+  Put(dev, std::vector<uint8_t>(kMiB, 0));
+  ASSERT_OK(client->Restore("nocache", 0));
+  EXPECT_TRUE(SameBytes(Get(dev, kMiB), Pattern(kMiB, 15)));
+}
+
+TEST_F(GpuPipelineTest, RegionStraddlingTwoAllocationsIsRejected) {
+  auto client = Open();
+  ASSERT_TRUE(client);
+  void* dev = DeviceAlloc(kMiB);
+  Status s = client->Protect(1, dev, 2 * kMiB);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("protect region 1"), std::string::npos) << s.ToString();
+}
+
+}  // namespace
+}  // namespace cairn
+
+#endif  // CAIRN_TEST_FAKE_CUDA
