@@ -41,7 +41,9 @@ summary() {
 }
 trap summary EXIT
 
-banner() { printf '\n=== %s ===\n' "$*"; }
+# Each banner carries the seconds since the start: CI logs show where the
+# 15-minute budget goes.
+banner() { printf '\n=== %s === (t=%ds)\n' "$*" "$((SECONDS - ${start:-0}))"; }
 
 # run_ctest NAME BUILD_DIR [ctest args...]: runs ctest, adds its counts.
 run_ctest() {

@@ -212,7 +212,9 @@ TEST_F(GpuPipelineTest, FirstCaptureStartsBeforeTheCacheIsFullyMapped) {
 
 // Constraint 1 of the paper: captures wait for mapping rather than evict.
 TEST_F(GpuPipelineTest, NoDeviceEvictionBeforeTheCacheIsFullyMapped) {
-  ctl_.set_gbps("map", 0.05);  // 4 chunks of 2 MiB, ~40 ms each
+  // 4 chunks of 2 MiB, ~210 ms each: slow enough that the captures outrun
+  // the mapper even in a sanitizer build, where each one costs milliseconds.
+  ctl_.set_gbps("map", 0.01);
   config_.keep_versions = 10;  // retention would free slots of old versions
   auto client = Open();
   ASSERT_TRUE(client);

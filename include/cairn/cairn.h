@@ -54,14 +54,21 @@ int cairn_open(const char *config_path, cairn_client_t **out);
 int cairn_close(cairn_client_t *c);
 
 /* cairn_protect - register region id at [ptr, ptr+bytes); re-registering an
- * id replaces it. The memory must stay valid until unprotect/close. */
+ * id replaces it. The memory must stay valid until unprotect/close. ptr may be
+ * host, CUDA device or CUDA managed memory (asked of the CUDA driver; host
+ * when there is none). CAIRN_ERR_INVALID_ARGUMENT for a range spanning two
+ * allocations; CAIRN_ERR_UNSUPPORTED for GPU memory when Cairn cannot use the
+ * GPU (the message says why). Checkpoints of device memory start after the
+ * work queued on the legacy default stream; synchronize other streams that
+ * write it first. */
 int cairn_protect(cairn_client_t *c, int id, void *ptr, size_t bytes);
 
 /* cairn_unprotect - forget region id. CAIRN_ERR_NOT_FOUND if unknown. */
 int cairn_unprotect(cairn_client_t *c, int id);
 
 /* cairn_checkpoint - capture all protected regions as version (>= 0) of name.
- * Returns once the data is in the host cache; flushing continues in the
+ * Returns once the data is in the host cache (device regions: in the device
+ * cache, when device_cache.size is set); flushing continues in the
  * background. Names: 1-128 chars, no '/', no "..", no control characters. */
 int cairn_checkpoint(cairn_client_t *c, const char *name, int64_t version);
 

@@ -113,6 +113,11 @@ class Client {
 
   // Registers (or re-registers) region `id` (any int) at [ptr, ptr+bytes).
   // The memory must stay valid until Unprotect() or Close(). bytes may be 0.
+  // ptr may be host, CUDA device or CUDA managed memory: the CUDA driver
+  // says which (host without one); kInvalidArgument for a range spanning two
+  // allocations, kUnsupported for GPU memory Cairn cannot use (with why).
+  // Device captures start after the work on the legacy default stream;
+  // synchronize other streams that write the region before Checkpoint.
   Status Protect(int id, void* ptr, size_t bytes);
   Status Unprotect(int id);
 
