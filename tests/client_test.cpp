@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
+#include "testing/test_memory.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {
@@ -35,15 +36,29 @@ class ClientTest : public ScratchDirTest {
   }
 };
 
+// The data-path tests run for every memory kind (testing/test_memory.hpp):
+// instances .../host, .../device (through a device cache), .../managed.
+class ClientKindTest : public ClientTest, public ::testing::WithParamInterface<MemoryKind> {
+ protected:
+  MemoryKind kind() const { return GetParam(); }
+  Config MakeConfig(uint64_t cache = 1 * kMiB, uint64_t block = 64 * kKiB) const {
+    Config c = ClientTest::MakeConfig(cache, block);
+    ConfigureFor(kind(), c);
+    return c;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Kinds, ClientKindTest, ::testing::ValuesIn(MemoryKindsUnderTest()),
+                         MemoryKindTestName);
+
 // Several regions of awkward sizes go through checkpoint / wait / restore.
-TEST_F(ClientTest, RoundTripOddRegionSizes) {
+TEST_P(ClientKindTest, RoundTripOddRegionSizes) {
   const uint64_t block = 64 * kKiB;
   Config c = MakeConfig(1 * kMiB, block);
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
   const std::vector<size_t> sizes{0, 1, block - 1, block + 1, 3 * block + 17};
-  std::vector<std::vector<uint8_t>> regions;
-  for (size_t i = 0; i < sizes.size(); ++i) regions.push_back(Pattern(sizes[i], 100 + i));
+  std::vector<TestBuffer> regions;
+  for (size_t i = 0; i < sizes.size(); ++i) regions.emplace_back(kind(), Pattern(sizes[i], 100 + i));
   for (size_t i = 0; i < regions.size(); ++i) {
     ASSERT_OK(client->Protect(static_cast<int>(i) * 7 - 3, regions[i].data(), regions[i].size()));
   }
@@ -52,11 +67,11 @@ TEST_F(ClientTest, RoundTripOddRegionSizes) {
   ASSERT_TRUE(w.ok()) << w.ToString();
   EXPECT_TRUE(fs::exists(NameDir(c, "odd") + "/" + VersionFileName(5)));
 
-  for (auto& r : regions) std::fill(r.begin(), r.end(), 0xEE);
+  for (auto& r : regions) r.Fill(0xEE);
   Status s = client->Restore("odd", 5);
   ASSERT_TRUE(s.ok()) << s.ToString();
   for (size_t i = 0; i < regions.size(); ++i) {
-    EXPECT_TRUE(SameBytes(regions[i], Pattern(sizes[i], 100 + i))) << "region " << i << " (cache)";
+    EXPECT_TRUE(SameBytes(regions[i].Read(), Pattern(sizes[i], 100 + i))) << "region " << i << " (cache)";
   }
   ASSERT_OK(client->Close());
 
@@ -64,37 +79,37 @@ TEST_F(ClientTest, RoundTripOddRegionSizes) {
   auto again = OpenClient(c);
   ASSERT_NE(again, nullptr);
   for (size_t i = 0; i < regions.size(); ++i) {
-    std::fill(regions[i].begin(), regions[i].end(), 0x11);
+    regions[i].Fill(0x11);
     ASSERT_OK(again->Protect(static_cast<int>(i) * 7 - 3, regions[i].data(), regions[i].size()));
   }
   s = again->Restore("odd", 5);
   ASSERT_TRUE(s.ok()) << s.ToString();
   for (size_t i = 0; i < regions.size(); ++i) {
-    EXPECT_TRUE(SameBytes(regions[i], Pattern(sizes[i], 100 + i))) << "region " << i << " (file)";
+    EXPECT_TRUE(SameBytes(regions[i].Read(), Pattern(sizes[i], 100 + i))) << "region " << i << " (file)";
   }
 }
 
 // Checkpoint returns once the data is captured: the application may overwrite
 // its buffer immediately and the version keeps the old content.
-TEST_F(ClientTest, BufferReusableRightAfterCheckpoint) {
+TEST_P(ClientKindTest, BufferReusableRightAfterCheckpoint) {
   Config c = MakeConfig(1 * kMiB, 64 * kKiB);
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
-  std::vector<uint8_t> buf = Pattern(700 * kKiB, 1);  // larger than half the cache
+  TestBuffer buf(kind(), Pattern(700 * kKiB, 1));  // larger than half the cache
   ASSERT_OK(client->Protect(1, buf.data(), buf.size()));
   ASSERT_OK(client->Checkpoint("reuse", 1));
-  Fill(buf.data(), buf.size(), 2);  // the application moves on at once
+  buf.Write(Pattern(buf.size(), 2));  // the application moves on at once
   ASSERT_OK(client->Checkpoint("reuse", 2));
-  std::fill(buf.begin(), buf.end(), 0x5A);
+  buf.Fill(0x5A);
   ASSERT_OK(client->Wait("reuse", 1, Level::kLocal));
   ASSERT_OK(client->Wait("reuse", 2, Level::kLocal));
 
   Status s = client->Restore("reuse", 1);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 1)));
+  EXPECT_TRUE(SameBytes(buf.Read(), Pattern(buf.size(), 1)));
   s = client->Restore("reuse", 2);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 2)));
+  EXPECT_TRUE(SameBytes(buf.Read(), Pattern(buf.size(), 2)));
   ASSERT_OK(client->Close());
 
   auto again = OpenClient(c);
@@ -102,10 +117,10 @@ TEST_F(ClientTest, BufferReusableRightAfterCheckpoint) {
   ASSERT_OK(again->Protect(1, buf.data(), buf.size()));
   s = again->Restore("reuse", 1);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 1)));
+  EXPECT_TRUE(SameBytes(buf.Read(), Pattern(buf.size(), 1)));
 }
 
-TEST_F(ClientTest, LatestReturnsNewestAndOlderKeptVersionRestores) {
+TEST_P(ClientKindTest, LatestReturnsNewestAndOlderKeptVersionRestores) {
   Config c = MakeConfig();
   c.keep_versions = 2;
   auto client = OpenClient(c);
@@ -113,10 +128,10 @@ TEST_F(ClientTest, LatestReturnsNewestAndOlderKeptVersionRestores) {
   auto r0 = client->Latest("lat");
   EXPECT_EQ(r0.status().code(), Code::kNotFound) << r0.status().ToString();
 
-  std::vector<uint8_t> buf(100 * kKiB + 3);
+  TestBuffer buf(kind(), 100 * kKiB + 3);
   ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
   for (int64_t v : {3, 7, 12}) {
-    Fill(buf.data(), buf.size(), static_cast<uint64_t>(v));
+    buf.Write(Pattern(buf.size(), static_cast<uint64_t>(v)));
     ASSERT_OK(client->Checkpoint("lat", v));
     ASSERT_OK(client->Wait("lat", v, Level::kLocal));
     auto latest = client->Latest("lat");
@@ -126,7 +141,7 @@ TEST_F(ClientTest, LatestReturnsNewestAndOlderKeptVersionRestores) {
   // The older kept version (7) restores, in this client...
   Status s = client->Restore("lat", 7);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 7)));
+  EXPECT_TRUE(SameBytes(buf.Read(), Pattern(buf.size(), 7)));
   ASSERT_OK(client->Close());
   // ... and after a restart (from its file).
   auto again = OpenClient(c);
@@ -137,22 +152,22 @@ TEST_F(ClientTest, LatestReturnsNewestAndOlderKeptVersionRestores) {
   EXPECT_EQ(*latest, 12);
   s = again->Restore("lat", 7);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 7)));
+  EXPECT_TRUE(SameBytes(buf.Read(), Pattern(buf.size(), 7)));
   s = again->Restore("lat", 12);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 12)));
+  EXPECT_TRUE(SameBytes(buf.Read(), Pattern(buf.size(), 12)));
 }
 
 // A size mismatch (or a region missing from the version) is detected before
 // anything is copied: every region keeps its content.
-TEST_F(ClientTest, SizeMismatchAndMissingRegionLeaveRegionsUntouched) {
+TEST_P(ClientKindTest, SizeMismatchAndMissingRegionLeaveRegionsUntouched) {
   Config c = MakeConfig();
   for (int restart = 0; restart < 2; ++restart) {
     SCOPED_TRACE(restart ? "from file (new client)" : "from cache");
     const std::string name = restart ? "mm_file" : "mm_cache";
     auto client = OpenClient(c);
     ASSERT_NE(client, nullptr);
-    std::vector<uint8_t> a = Pattern(70 * kKiB, 1), b = Pattern(5000, 2);
+    TestBuffer a(kind(), Pattern(70 * kKiB, 1)), b(kind(), Pattern(5000, 2));
     ASSERT_OK(client->Protect(1, a.data(), a.size()));
     ASSERT_OK(client->Protect(2, b.data(), b.size()));
     ASSERT_OK(client->Checkpoint(name, 0));
@@ -164,40 +179,40 @@ TEST_F(ClientTest, SizeMismatchAndMissingRegionLeaveRegionsUntouched) {
       ASSERT_OK(client->Protect(1, a.data(), a.size()));
     }
     // Region 2 grows by one byte; region 1 (restored first) must stay intact.
-    Fill(a.data(), a.size(), 51);
-    std::vector<uint8_t> b_big = Pattern(b.size() + 1, 52);
+    a.Write(Pattern(a.size(), 51));
+    TestBuffer b_big(kind(), Pattern(b.size() + 1, 52));
     ASSERT_OK(client->Protect(2, b_big.data(), b_big.size()));
     Status s = client->Restore(name, 0);
     EXPECT_EQ(s.code(), Code::kSizeMismatch) << s.ToString();
-    EXPECT_TRUE(SameBytes(a, Pattern(a.size(), 51))) << "region 1 was modified";
-    EXPECT_TRUE(SameBytes(b_big, Pattern(b_big.size(), 52))) << "region 2 was modified";
+    EXPECT_TRUE(SameBytes(a.Read(), Pattern(a.size(), 51))) << "region 1 was modified";
+    EXPECT_TRUE(SameBytes(b_big.Read(), Pattern(b_big.size(), 52))) << "region 2 was modified";
 
     // Smaller is a mismatch too.
-    std::vector<uint8_t> b_small = Pattern(b.size() - 1, 53);
+    TestBuffer b_small(kind(), Pattern(b.size() - 1, 53));
     ASSERT_OK(client->Protect(2, b_small.data(), b_small.size()));
     s = client->Restore(name, 0);
     EXPECT_EQ(s.code(), Code::kSizeMismatch) << s.ToString();
-    EXPECT_TRUE(SameBytes(a, Pattern(a.size(), 51)));
-    EXPECT_TRUE(SameBytes(b_small, Pattern(b_small.size(), 53)));
+    EXPECT_TRUE(SameBytes(a.Read(), Pattern(a.size(), 51)));
+    EXPECT_TRUE(SameBytes(b_small.Read(), Pattern(b_small.size(), 53)));
 
     // Correct sizes again plus an id the version does not have -> kNotFound.
     ASSERT_OK(client->Protect(2, b.data(), b.size()));
-    Fill(b.data(), b.size(), 54);
-    std::vector<uint8_t> extra = Pattern(100, 55);
+    b.Write(Pattern(b.size(), 54));
+    TestBuffer extra(kind(), Pattern(100, 55));
     ASSERT_OK(client->Protect(9, extra.data(), extra.size()));
     s = client->Restore(name, 0);
     EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
     EXPECT_NE(s.message().find('9'), std::string::npos) << s.message();
-    EXPECT_TRUE(SameBytes(a, Pattern(a.size(), 51)));
-    EXPECT_TRUE(SameBytes(b, Pattern(b.size(), 54)));
-    EXPECT_TRUE(SameBytes(extra, Pattern(extra.size(), 55)));
+    EXPECT_TRUE(SameBytes(a.Read(), Pattern(a.size(), 51)));
+    EXPECT_TRUE(SameBytes(b.Read(), Pattern(b.size(), 54)));
+    EXPECT_TRUE(SameBytes(extra.Read(), Pattern(extra.size(), 55)));
 
     // Without the extra region it restores.
     ASSERT_OK(client->Unprotect(9));
     s = client->Restore(name, 0);
     ASSERT_TRUE(s.ok()) << s.ToString();
-    EXPECT_TRUE(SameBytes(a, Pattern(a.size(), 1)));
-    EXPECT_TRUE(SameBytes(b, Pattern(b.size(), 2)));
+    EXPECT_TRUE(SameBytes(a.Read(), Pattern(a.size(), 1)));
+    EXPECT_TRUE(SameBytes(b.Read(), Pattern(b.size(), 2)));
   }
 }
 
@@ -272,15 +287,15 @@ TEST_F(ClientTest, SameVersionTwiceInPipelineIsExists) {
 }
 
 // keep_versions = 2: after the last commit only the 2 newest files remain.
-TEST_F(ClientTest, RetentionKeepsNewestVersions) {
+TEST_P(ClientKindTest, RetentionKeepsNewestVersions) {
   Config c = MakeConfig();
   c.keep_versions = 2;
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
-  std::vector<uint8_t> buf(100 * kKiB);
+  TestBuffer buf(kind(), 100 * kKiB);
   ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
   for (int64_t v = 1; v <= 6; ++v) {
-    Fill(buf.data(), buf.size(), static_cast<uint64_t>(v));
+    buf.Write(Pattern(buf.size(), static_cast<uint64_t>(v)));
     ASSERT_OK(client->Checkpoint("ret", v));
   }
   ASSERT_OK(client->Wait("ret", 6, Level::kLocal));
@@ -297,7 +312,7 @@ TEST_F(ClientTest, RetentionKeepsNewestVersions) {
   for (int64_t v : {5, 6}) {
     Status s = client->Restore("ret", v);
     ASSERT_TRUE(s.ok()) << s.ToString();
-    EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), static_cast<uint64_t>(v))));
+    EXPECT_TRUE(SameBytes(buf.Read(), Pattern(buf.size(), static_cast<uint64_t>(v))));
   }
   // Retired versions are gone for good.
   EXPECT_EQ(client->Restore("ret", 1).code(), Code::kNotFound);
@@ -332,9 +347,9 @@ TEST_F(ClientTest, RetentionInPersistentTier) {
 
 // After a restart a version number that exists on disk may be written again:
 // the new file replaces the old one atomically.
-TEST_F(ClientTest, RewritingAVersionAfterRestartReplacesIt) {
+TEST_P(ClientKindTest, RewritingAVersionAfterRestartReplacesIt) {
   Config c = MakeConfig();
-  std::vector<uint8_t> buf = Pattern(90 * kKiB, 1);
+  TestBuffer buf(kind(), Pattern(90 * kKiB, 1));
   {
     auto client = OpenClient(c);
     ASSERT_NE(client, nullptr);
@@ -346,7 +361,7 @@ TEST_F(ClientTest, RewritingAVersionAfterRestartReplacesIt) {
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
   ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
-  Fill(buf.data(), buf.size(), 2);
+  buf.Write(Pattern(buf.size(), 2));
   Status s = client->Checkpoint("rw", 3);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ASSERT_OK(client->Wait("rw", 3, Level::kLocal));
@@ -355,32 +370,32 @@ TEST_F(ClientTest, RewritingAVersionAfterRestartReplacesIt) {
       << Join(Files(NameDir(c, "rw")));
   auto again = OpenClient(c);
   ASSERT_NE(again, nullptr);
-  std::fill(buf.begin(), buf.end(), 0);
+  buf.Fill(0);
   ASSERT_OK(again->Protect(0, buf.data(), buf.size()));
   s = again->Restore("rw", 3);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 2)));
+  EXPECT_TRUE(SameBytes(buf.Read(), Pattern(buf.size(), 2)));
 }
 
 // A checkpoint larger than the whole host cache streams through it.
-TEST_F(ClientTest, CheckpointLargerThanCache) {
+TEST_P(ClientKindTest, CheckpointLargerThanCache) {
   Config c = MakeConfig(4 * kMiB, 256 * kKiB);
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
-  std::vector<uint8_t> big = Pattern(10 * kMiB + 12345, 77);
-  std::vector<uint8_t> small = Pattern(3000, 78);
+  TestBuffer big(kind(), Pattern(10 * kMiB + 12345, 77));
+  TestBuffer small(kind(), Pattern(3000, 78));
   ASSERT_OK(client->Protect(1, big.data(), big.size()));
   ASSERT_OK(client->Protect(2, small.data(), small.size()));
   Status s = client->Checkpoint("big", 1);
   ASSERT_TRUE(s.ok()) << s.ToString();
   s = client->Wait("big", 1, Level::kLocal);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  std::fill(big.begin(), big.end(), 0);
-  std::fill(small.begin(), small.end(), 0);
+  big.Fill(0);
+  small.Fill(0);
   s = client->Restore("big", 1);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(SameBytes(big, Pattern(big.size(), 77)));
-  EXPECT_TRUE(SameBytes(small, Pattern(small.size(), 78)));
+  EXPECT_TRUE(SameBytes(big.Read(), Pattern(big.size(), 77)));
+  EXPECT_TRUE(SameBytes(small.Read(), Pattern(small.size(), 78)));
   Stats st = client->GetStats();
   EXPECT_EQ(st.cache_capacity_bytes, 4 * kMiB);
   EXPECT_LE(st.cache_used_bytes, st.cache_capacity_bytes);
@@ -389,18 +404,18 @@ TEST_F(ClientTest, CheckpointLargerThanCache) {
 }
 
 // Many checkpoints through a tiny cache (back-pressure) all restore exactly.
-TEST_F(ClientTest, ManyCheckpointsThroughTinyCache) {
+TEST_P(ClientKindTest, ManyCheckpointsThroughTinyCache) {
   Config c = MakeConfig(512 * kKiB, 64 * kKiB);  // 8 chunks
   c.keep_versions = 100;
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
-  std::vector<uint8_t> a(300 * kKiB + 1), b(10 * kKiB);
+  TestBuffer a(kind(), 300 * kKiB + 1), b(kind(), 10 * kKiB);
   ASSERT_OK(client->Protect(0, a.data(), a.size()));
   ASSERT_OK(client->Protect(1, b.data(), b.size()));
   constexpr int kVersions = 24;
   for (int v = 0; v < kVersions; ++v) {
-    Fill(a.data(), a.size(), 1000 + v);
-    Fill(b.data(), b.size(), 2000 + v);
+    a.Write(Pattern(a.size(), 1000 + v));
+    b.Write(Pattern(b.size(), 2000 + v));
     Status s = client->Checkpoint("many", v);
     ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
   }
@@ -412,8 +427,8 @@ TEST_F(ClientTest, ManyCheckpointsThroughTinyCache) {
   for (int v = kVersions - 1; v >= 0; --v) {
     Status s = client->Restore("many", v);
     ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
-    EXPECT_TRUE(SameBytes(a, Pattern(a.size(), 1000 + v))) << "version " << v;
-    EXPECT_TRUE(SameBytes(b, Pattern(b.size(), 2000 + v))) << "version " << v;
+    EXPECT_TRUE(SameBytes(a.Read(), Pattern(a.size(), 1000 + v))) << "version " << v;
+    EXPECT_TRUE(SameBytes(b.Read(), Pattern(b.size(), 2000 + v))) << "version " << v;
   }
   Stats st = client->GetStats();
   EXPECT_EQ(st.capture.ops, static_cast<uint64_t>(kVersions));
@@ -424,12 +439,12 @@ TEST_F(ClientTest, ManyCheckpointsThroughTinyCache) {
   EXPECT_EQ(Files(NameDir(c, "many")).size(), static_cast<size_t>(kVersions));
 }
 
-TEST_F(ClientTest, PersistentTier) {
+TEST_P(ClientKindTest, PersistentTier) {
   Config c = MakeConfig();
   c.persistent_dir = tmp_.path() + "/persistent";
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
-  std::vector<uint8_t> buf = Pattern(150 * kKiB + 9, 31);
+  TestBuffer buf(kind(), Pattern(150 * kKiB + 9, 31));
   ASSERT_OK(client->Protect(3, buf.data(), buf.size()));
   ASSERT_OK(client->Checkpoint("per", 8));
   Status s = client->Wait("per", 8, Level::kPersistent);
@@ -444,14 +459,14 @@ TEST_F(ClientTest, PersistentTier) {
   ASSERT_TRUE(fs::remove(local_file));
   auto again = OpenClient(c);
   ASSERT_NE(again, nullptr);
-  std::fill(buf.begin(), buf.end(), 0);
+  buf.Fill(0);
   ASSERT_OK(again->Protect(3, buf.data(), buf.size()));
   auto latest = again->Latest("per");
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   EXPECT_EQ(*latest, 8);
   s = again->Restore("per", 8);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 31)));
+  EXPECT_TRUE(SameBytes(buf.Read(), Pattern(buf.size(), 31)));
 }
 
 TEST_F(ClientTest, WaitPersistentWithoutPersistentDirIsInvalid) {
@@ -471,23 +486,23 @@ TEST_F(ClientTest, WaitPersistentWithoutPersistentDirIsInvalid) {
 
 // Restart: a new client on the same directories finds and restores the data;
 // restores of resident versions are cache hits, after a restart misses.
-TEST_F(ClientTest, RestartAndCacheStats) {
+TEST_P(ClientKindTest, RestartAndCacheStats) {
   Config c = MakeConfig(2 * kMiB, 64 * kKiB);
-  std::vector<uint8_t> buf = Pattern(200 * kKiB + 5, 61);
+  TestBuffer buf(kind(), Pattern(200 * kKiB + 5, 61));
   {
     auto client = OpenClient(c);
     ASSERT_NE(client, nullptr);
     ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
     ASSERT_OK(client->Checkpoint("rs", 1));
-    Fill(buf.data(), buf.size(), 62);
+    buf.Write(Pattern(buf.size(), 62));
     ASSERT_OK(client->Checkpoint("rs", 2));
     ASSERT_OK(client->Wait("rs", 2, Level::kLocal));
     Stats before = client->GetStats();
     EXPECT_EQ(before.cache_hits, 0u);
     EXPECT_EQ(before.cache_misses, 0u);
-    std::fill(buf.begin(), buf.end(), 0);
+    buf.Fill(0);
     ASSERT_OK(client->Restore("rs", 1));
-    EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 61)));
+    EXPECT_TRUE(SameBytes(buf.Read(), Pattern(buf.size(), 61)));
     Stats after = client->GetStats();
     EXPECT_EQ(after.cache_hits, 1u);
     EXPECT_EQ(after.cache_misses, 0u);
@@ -499,14 +514,14 @@ TEST_F(ClientTest, RestartAndCacheStats) {
   }
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
-  std::fill(buf.begin(), buf.end(), 0);
+  buf.Fill(0);
   ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
   auto latest = client->Latest("rs");
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   EXPECT_EQ(*latest, 2);
   Status s = client->Restore("rs", *latest);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(SameBytes(buf, Pattern(buf.size(), 62)));
+  EXPECT_TRUE(SameBytes(buf.Read(), Pattern(buf.size(), 62)));
   Stats st = client->GetStats();
   EXPECT_EQ(st.cache_hits, 0u);
   EXPECT_EQ(st.cache_misses, 1u);

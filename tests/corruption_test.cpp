@@ -20,6 +20,7 @@
 #include "format/file_reader.hpp"
 #include "os/fs.hpp"
 #include "testing/fault_fs.hpp"
+#include "testing/test_memory.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {
@@ -90,19 +91,19 @@ class CorruptionTest : public ScratchDirTest {
     if (HasFatalFailure()) return;
     config_ = MakeConfig(2 * kMiB, 64 * kKiB);
     config_.keep_versions = 5;
+    ConfigureFor(kind_, config_);
   }
 
   // Writes versions 1..3 (waiting for `level`) and closes the client.
   void WriteVersions(Level level = Level::kLocal) {
     auto client = Client::Open(config_);
     ASSERT_TRUE(client.ok()) << client.status().ToString();
-    std::vector<uint8_t> a(kRegionA), b(kRegionB);
+    TestBuffer a(kind_, kRegionA), b(kind_, kRegionB);
     ASSERT_OK((*client)->Protect(1, a.data(), a.size()));
     ASSERT_OK((*client)->Protect(2, b.data(), b.size()));
     for (int64_t v = 1; v <= 3; ++v) {
-      const auto pa = Pattern(kRegionA, 10 * v), pb = Pattern(kRegionB, 10 * v + 1);
-      std::copy(pa.begin(), pa.end(), a.begin());  // the protected buffers stay in place
-      std::copy(pb.begin(), pb.end(), b.begin());
+      a.Write(Pattern(kRegionA, 10 * v));  // the protected buffers stay in place
+      b.Write(Pattern(kRegionB, 10 * v + 1));
       ASSERT_OK((*client)->Checkpoint(kName, v));
       Status s = (*client)->Wait(kName, v, level);
       ASSERT_TRUE(s.ok()) << s.ToString();
@@ -133,11 +134,12 @@ class CorruptionTest : public ScratchDirTest {
 
   // A fresh client with both regions protected.
   struct Restarted {
+    explicit Restarted(MemoryKind kind) : a(kind, kRegionA), b(kind, kRegionB) {}
+    TestBuffer a, b;  // declared first: the client goes before its regions
     std::unique_ptr<Client> client;
-    std::vector<uint8_t> a = std::vector<uint8_t>(kRegionA), b = std::vector<uint8_t>(kRegionB);
   };
   std::unique_ptr<Restarted> Restart() {
-    auto r = std::make_unique<Restarted>();
+    auto r = std::make_unique<Restarted>(kind_);
     auto client = Client::Open(config_);
     EXPECT_TRUE(client.ok()) << client.status().ToString();
     if (!client.ok()) return nullptr;
@@ -151,8 +153,8 @@ class CorruptionTest : public ScratchDirTest {
   void ExpectRestores(Restarted& r, int64_t v) {
     Status s = r.client->Restore(kName, v);
     ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
-    EXPECT_TRUE(r.a == Pattern(kRegionA, 10 * v)) << "version " << v << " region 1";
-    EXPECT_TRUE(r.b == Pattern(kRegionB, 10 * v + 1)) << "version " << v << " region 2";
+    EXPECT_TRUE(r.a.Read() == Pattern(kRegionA, 10 * v)) << "version " << v << " region 1";
+    EXPECT_TRUE(r.b.Read() == Pattern(kRegionB, 10 * v + 1)) << "version " << v << " region 2";
   }
 
   // The common verdict on a damaged v3: kCorrupt naming the file (and
@@ -178,10 +180,20 @@ class CorruptionTest : public ScratchDirTest {
     EXPECT_TRUE(fs::exists(LocalFile(3)));
   }
 
+  MemoryKind kind_ = MemoryKind::kHost;  // of the protected regions
   Config config_;
 };
 
-TEST_F(CorruptionTest, FlippedDataBit) {
+// Damage found while restoring into host, device or managed regions
+// (testing/test_memory.hpp): the same verdicts and the same fallbacks.
+class CorruptionKindTest : public CorruptionTest, public ::testing::WithParamInterface<MemoryKind> {
+ protected:
+  CorruptionKindTest() { kind_ = GetParam(); }
+};
+INSTANTIATE_TEST_SUITE_P(Kinds, CorruptionKindTest, ::testing::ValuesIn(MemoryKindsUnderTest()),
+                         MemoryKindTestName);
+
+TEST_P(CorruptionKindTest, FlippedDataBit) {
   WriteVersions();
   if (HasFatalFailure()) return;
   const uint64_t off = BlockByte(LocalFile(3), 1, 1234);
@@ -267,7 +279,7 @@ TEST_F(CorruptionTest, MissingFile) {
 }
 
 // A damaged local copy with a good persistent copy: the persistent one is used.
-TEST_F(CorruptionTest, DamagedLocalFallsBackToPersistent) {
+TEST_P(CorruptionKindTest, DamagedLocalFallsBackToPersistent) {
   config_.persistent_dir = tmp_.path() + "/persistent";
   WriteVersions(Level::kPersistent);
   if (HasFatalFailure()) return;
@@ -289,7 +301,7 @@ TEST_F(CorruptionTest, DamagedLocalFallsBackToPersistent) {
   EXPECT_EQ(r->client->Restore(kName, 1).code(), Code::kCorrupt);
 }
 
-TEST_F(CorruptionTest, AllVersionsDamaged) {
+TEST_P(CorruptionKindTest, AllVersionsDamaged) {
   WriteVersions();
   if (HasFatalFailure()) return;
   for (int64_t v = 1; v <= 3; ++v) {
@@ -314,7 +326,7 @@ TEST_F(CorruptionTest, AllVersionsDamaged) {
 }
 
 // Reads through a file system that silently corrupts data: caught by the CRCs.
-TEST_F(CorruptionTest, SilentReadCorruptionIsCaught) {
+TEST_P(CorruptionKindTest, SilentReadCorruptionIsCaught) {
   WriteVersions();
   if (HasFatalFailure()) return;
   test::FaultFs faults;

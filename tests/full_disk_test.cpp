@@ -16,6 +16,7 @@
 #include "format/file_reader.hpp"
 #include "os/fs.hpp"
 #include "testing/fault_fs.hpp"
+#include "testing/test_memory.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {
@@ -27,16 +28,8 @@ using namespace test;
 constexpr size_t kBytes = 300 * kKiB + 11;
 const char* const kName = "disk";
 
-// This file's data pattern.
-void FillVersion(std::vector<uint8_t>& buf, int64_t v) {
-  FillLcg(buf.data(), buf.size(), static_cast<uint64_t>(v), 99);
-}
-
-std::vector<uint8_t> VersionData(int64_t v) {
-  std::vector<uint8_t> buf(kBytes);
-  FillVersion(buf, v);
-  return buf;
-}
+// This file's data pattern: the content of version v.
+std::vector<uint8_t> VersionData(int64_t v) { return LcgPattern(kBytes, static_cast<uint64_t>(v), 99); }
 
 class FullDiskTest : public ScratchDirTest {
  protected:
@@ -48,11 +41,12 @@ class FullDiskTest : public ScratchDirTest {
     config_ = MakeConfig(1 * kMiB, 64 * kKiB);
     config_.keep_versions = 10;
     config_.fs = &faults_;
+    ConfigureFor(kind_, config_);
     auto c = Client::Open(config_);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     client_ = std::move(c).value();
-    buf_.resize(kBytes);
-    ASSERT_OK(client_->Protect(7, buf_.data(), buf_.size()));
+    buf_ = std::make_unique<TestBuffer>(kind_, kBytes);
+    ASSERT_OK(client_->Protect(7, buf_->data(), buf_->size()));
   }
   void TearDown() override {
     faults_.Reset();
@@ -63,7 +57,7 @@ class FullDiskTest : public ScratchDirTest {
   std::string NameDir() const { return config_.scratch_dir + "/" + kName; }
 
   Status CheckpointAndWait(int64_t v) {
-    FillVersion(buf_, v);
+    buf_->Write(VersionData(v));
     CAIRN_RETURN_IF_ERROR(client_->Checkpoint(kName, v));
     return client_->Wait(kName, v, Level::kLocal);
   }
@@ -120,7 +114,7 @@ class FullDiskTest : public ScratchDirTest {
     plain.fs = nullptr;
     auto c = Client::Open(plain);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
-    std::vector<uint8_t> buf(kBytes);
+    TestBuffer buf(kind_, kBytes);
     ASSERT_OK((*c)->Protect(7, buf.data(), buf.size()));
     auto l = (*c)->Latest(kName);
     ASSERT_TRUE(l.ok()) << l.status().ToString();
@@ -128,23 +122,33 @@ class FullDiskTest : public ScratchDirTest {
     for (int64_t v : good) {
       Status s = (*c)->Restore(kName, v);
       ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
-      EXPECT_TRUE(buf == VersionData(v)) << "version " << v << " restored wrong data";
+      EXPECT_TRUE(buf.Read() == VersionData(v)) << "version " << v << " restored wrong data";
     }
     EXPECT_OK((*c)->Close());
   }
 
   test::FaultFs faults_;
   Config config_;
-  std::unique_ptr<Client> client_;  // after faults_: closed before it goes
-  std::vector<uint8_t> buf_;
+  MemoryKind kind_ = MemoryKind::kHost;  // of the protected region
+  std::unique_ptr<TestBuffer> buf_;     // before client_: outlives it
+  std::unique_ptr<Client> client_;      // after faults_: closed before it goes
 };
 
-TEST_F(FullDiskTest, NoSpaceDuringFlush) {
+// Storage failures while checkpointing host, device or managed regions
+// (testing/test_memory.hpp) keep the committed versions restorable.
+class FullDiskKindTest : public FullDiskTest, public ::testing::WithParamInterface<MemoryKind> {
+ protected:
+  FullDiskKindTest() { kind_ = GetParam(); }
+};
+INSTANTIATE_TEST_SUITE_P(Kinds, FullDiskKindTest, ::testing::ValuesIn(MemoryKindsUnderTest()),
+                         MemoryKindTestName);
+
+TEST_P(FullDiskKindTest, NoSpaceDuringFlush) {
   CommitTwo();
   if (HasFatalFailure()) return;
   // About a third of version 3's file fits.
   faults_.SetWriteBudget(100 * kKiB, config_.scratch_dir);
-  FillVersion(buf_, 3);
+  buf_->Write(VersionData(3));
   Status s = client_->Checkpoint(kName, 3);
   ASSERT_TRUE(s.ok()) << "Checkpoint only copies to the cache: " << s.ToString();
   s = client_->Wait(kName, 3, Level::kLocal);
@@ -161,14 +165,14 @@ TEST_F(FullDiskTest, NoSpaceDuringFlush) {
   for (int64_t v : {1, 2}) {
     s = client_->Restore(kName, v);
     ASSERT_TRUE(s.ok()) << s.ToString();
-    EXPECT_TRUE(buf_ == VersionData(v)) << "version " << v;
+    EXPECT_TRUE(buf_->Read() == VersionData(v)) << "version " << v;
   }
   EXPECT_GE(client_->GetStats().failed_flushes, 1u);
 
   // Still full: more checkpoints (more than the cache holds) return, and
   // fail at Wait.
   for (int64_t v = 10; v < 16; ++v) {
-    FillVersion(buf_, v);
+    buf_->Write(VersionData(v));
     s = client_->Checkpoint(kName, v);
     ASSERT_TRUE(s.ok()) << "version " << v << ": " << s.ToString();
   }
@@ -185,9 +189,9 @@ TEST_F(FullDiskTest, NoSpaceDuringFlush) {
   latest = client_->Latest(kName);
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   EXPECT_EQ(*latest, 4);
-  std::fill(buf_.begin(), buf_.end(), 0);
+  buf_->Fill(0);
   ASSERT_OK(client_->Restore(kName, 4));
-  EXPECT_TRUE(buf_ == VersionData(4));
+  EXPECT_TRUE(buf_->Read() == VersionData(4));
   // Every error was reported by a Wait: Close has nothing left to report.
   s = client_->Close();
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -198,13 +202,13 @@ TEST_F(FullDiskTest, NoSpaceDuringFlush) {
 }
 
 // The budget runs out on the tables/footer at commit time instead.
-TEST_F(FullDiskTest, NoSpaceAtCommit) {
+TEST_P(FullDiskKindTest, NoSpaceAtCommit) {
   CommitTwo();
   if (HasFatalFailure()) return;
   // Header + all data blocks of version 3 fit, the table area does not.
   const uint64_t data_bytes = 4096 + (kBytes + 4095) / 4096 * 4096;
   faults_.SetWriteBudget(data_bytes, config_.scratch_dir);
-  FillVersion(buf_, 3);
+  buf_->Write(VersionData(3));
   ASSERT_OK(client_->Checkpoint(kName, 3));
   Status s = client_->Wait(kName, 3, Level::kLocal);
   EXPECT_EQ(s.code(), Code::kNoSpace) << s.ToString();
@@ -220,7 +224,7 @@ TEST_F(FullDiskTest, CloseReportsUnwaitedFailure) {
   CommitTwo();
   if (HasFatalFailure()) return;
   faults_.SetWriteBudget(0, config_.scratch_dir);
-  FillVersion(buf_, 3);
+  buf_->Write(VersionData(3));
   ASSERT_OK(client_->Checkpoint(kName, 3));
   Status s = client_->Close();
   EXPECT_EQ(s.code(), Code::kNoSpace) << s.ToString();
@@ -242,7 +246,7 @@ TEST_F(FullDiskTest, FailingRename) {
   ExpectOneEioFailsVersion3(test::FaultOp::kRename);
 }
 
-TEST_F(FullDiskTest, FailingWriteEio) {
+TEST_P(FullDiskKindTest, FailingWriteEio) {
   CommitTwo();
   if (HasFatalFailure()) return;
   faults_.Inject({.op = test::FaultOp::kWrite,
@@ -270,14 +274,14 @@ TEST_F(FullDiskTest, PersistentDirectoryFull) {
   auto c = Client::Open(config_);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   client_ = std::move(c).value();
-  ASSERT_OK(client_->Protect(7, buf_.data(), buf_.size()));
+  ASSERT_OK(client_->Protect(7, buf_->data(), buf_->size()));
   const std::string pdir = config_.persistent_dir + "/" + kName;
-  FillVersion(buf_, 1);
+  buf_->Write(VersionData(1));
   ASSERT_OK(client_->Checkpoint(kName, 1));
   ASSERT_OK(client_->Wait(kName, 1, Level::kPersistent));
 
   faults_.SetWriteBudget(64 * kKiB, config_.persistent_dir);
-  FillVersion(buf_, 2);
+  buf_->Write(VersionData(2));
   ASSERT_OK(client_->Checkpoint(kName, 2));
   Status s = client_->Wait(kName, 2, Level::kLocal);
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -293,7 +297,7 @@ TEST_F(FullDiskTest, PersistentDirectoryFull) {
   EXPECT_EQ(*latest, 2);
 
   faults_.ClearWriteBudget();
-  FillVersion(buf_, 3);
+  buf_->Write(VersionData(3));
   ASSERT_OK(client_->Checkpoint(kName, 3));
   s = client_->Wait(kName, 3, Level::kPersistent);
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -306,7 +310,7 @@ TEST_F(FullDiskTest, PersistentDirectoryFull) {
 // library then decides about version 3, Latest and Restore must agree: if
 // Latest names 3, Restore(3) gives its data, also once it left the cache and
 // in a new client.
-TEST_F(FullDiskTest, FailingDirectorySyncKeepsLatestAndRestoreConsistent) {
+TEST_P(FullDiskKindTest, FailingDirectorySyncKeepsLatestAndRestoreConsistent) {
   CommitTwo();
   if (HasFatalFailure()) return;
   faults_.Inject({.op = test::FaultOp::kSyncDir,
@@ -319,7 +323,6 @@ TEST_F(FullDiskTest, FailingDirectorySyncKeepsLatestAndRestoreConsistent) {
   EXPECT_EQ(faults_.faults_fired(), 1u);
   ExpectNoTempFiles();
   // Push version 3 out of the 1 MiB cache with other names' checkpoints.
-  std::vector<uint8_t> other(kBytes);
   for (int i = 0; i < 6; ++i) {
     ASSERT_OK(client_->Checkpoint("other", i));
     ASSERT_OK(client_->Wait("other", i, Level::kLocal));
@@ -330,7 +333,7 @@ TEST_F(FullDiskTest, FailingDirectorySyncKeepsLatestAndRestoreConsistent) {
   s = client_->Restore(kName, *latest);
   EXPECT_TRUE(s.ok()) << "Latest() gives " << *latest << " but Restore fails: " << s.ToString();
   if (s.ok()) {
-    EXPECT_TRUE(buf_ == VersionData(*latest));
+    EXPECT_TRUE(buf_->Read() == VersionData(*latest));
   }
   const int64_t latest_before = *latest;
   (void)client_->Close();

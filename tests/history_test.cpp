@@ -17,6 +17,7 @@
 
 #include "cairn/cairn.hpp"
 #include "os/fs.hpp"
+#include "testing/test_memory.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {
@@ -146,6 +147,11 @@ class HistoryTest : public ScratchDirTest {
     ASSERT_TRUE(r.ok()) << "pop of step " << step << ": " << r.status().ToString();
     EXPECT_EQ(*r, size) << "step " << step;
     EXPECT_TRUE(SameBytes(buf.data(), Pattern(size, seed))) << "step " << step;
+    ExpectSlackUntouched(buf, size, step);
+  }
+
+  // Bytes from `size` on are still the 0xC3 they were before the pop.
+  static void ExpectSlackUntouched(const std::vector<uint8_t>& buf, size_t size, int64_t step) {
     for (size_t i = size; i < buf.size(); ++i) {
       if (buf[i] != 0xC3) {
         ADD_FAILURE() << "pop of step " << step << " wrote past the step's size, at byte " << i;
@@ -155,7 +161,32 @@ class HistoryTest : public ScratchDirTest {
   }
 };
 
-TEST_F(HistoryTest, ReversePopsThroughSmallCache) {
+// The data-path tests run for every memory kind (testing/test_memory.hpp):
+// steps are pushed from, and popped into, host, device or managed memory.
+class HistoryKindTest : public HistoryTest, public ::testing::WithParamInterface<MemoryKind> {
+ protected:
+  MemoryKind kind() const { return GetParam(); }
+  Config MakeConfig(uint64_t cache = 1 * kMiB, uint64_t block = 64 * kKiB) const {
+    Config c = HistoryTest::MakeConfig(cache, block);
+    ConfigureFor(kind(), c);
+    return c;
+  }
+  // HistoryTest::PopAndCheck into memory of kind().
+  void PopAndCheck(History& h, int64_t step, size_t size, uint64_t seed) {
+    TestBuffer buf(kind(), size + 4096);
+    buf.Fill(0xC3);
+    auto r = h.Pop(step, buf.data(), buf.size());
+    ASSERT_TRUE(r.ok()) << "pop of step " << step << ": " << r.status().ToString();
+    EXPECT_EQ(*r, size) << "step " << step;
+    const std::vector<uint8_t> got = buf.Read();
+    EXPECT_TRUE(SameBytes(got.data(), Pattern(size, seed))) << "step " << step;
+    ExpectSlackUntouched(got, size, step);
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Kinds, HistoryKindTest, ::testing::ValuesIn(MemoryKindsUnderTest()),
+                         MemoryKindTestName);
+
+TEST_P(HistoryKindTest, ReversePopsThroughSmallCache) {
   Config c = MakeConfig(1 * kMiB, 64 * kKiB);
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
@@ -164,7 +195,7 @@ TEST_F(HistoryTest, ReversePopsThroughSmallCache) {
   const auto sizes = StepSizes(27, 64 * kKiB);
   uint64_t total = 0;
   for (size_t s = 0; s < sizes.size(); ++s) {
-    auto data = Pattern(sizes[s], 500 + s);
+    TestBuffer data(kind(), Pattern(sizes[s], 500 + s));
     Status st = h->Push(static_cast<int64_t>(s), data.data(), data.size());
     ASSERT_TRUE(st.ok()) << "push " << s << ": " << st.ToString();
     total += sizes[s];
@@ -189,7 +220,7 @@ TEST_F(HistoryTest, ReversePopsThroughSmallCache) {
   EXPECT_TRUE(StepFiles(c.scratch_dir + "/adj").empty()) << Join(StepFiles(c.scratch_dir + "/adj"));
 }
 
-TEST_F(HistoryTest, RandomOrderPops) {
+TEST_P(HistoryKindTest, RandomOrderPops) {
   const unsigned seed = 20240607;
   SCOPED_TRACE("shuffle seed " + std::to_string(seed));
   Config c = MakeConfig(1 * kMiB, 64 * kKiB);
@@ -199,7 +230,7 @@ TEST_F(HistoryTest, RandomOrderPops) {
   ASSERT_NE(h, nullptr);
   const auto sizes = StepSizes(20, 64 * kKiB);
   for (size_t s = 0; s < sizes.size(); ++s) {
-    auto data = Pattern(sizes[s], 900 + s);
+    TestBuffer data(kind(), Pattern(sizes[s], 900 + s));
     // Non-contiguous step numbers.
     ASSERT_OK(h->Push(static_cast<int64_t>(s * 3 + 1), data.data(), data.size()));
   }
@@ -269,7 +300,7 @@ TEST_F(HistoryTest, PopErrors) {
 // Steps popped before their flush started are never written: the flusher is
 // held at the creation of step 0's file, steps 1..3 are pushed and popped
 // meanwhile, then the flusher is let go.
-TEST_F(HistoryTest, StepPoppedBeforeFlushIsNeverWritten) {
+TEST_P(HistoryKindTest, StepPoppedBeforeFlushIsNeverWritten) {
   GateFs gate(StepFile(0));
   Config c = MakeConfig(4 * kMiB, 64 * kKiB);
   c.fs = &gate;
@@ -280,7 +311,7 @@ TEST_F(HistoryTest, StepPoppedBeforeFlushIsNeverWritten) {
   ASSERT_NE(h, nullptr);
   const std::vector<size_t> sizes{100 * kKiB, 200 * kKiB + 3, 0, 64 * kKiB};
   for (size_t s = 0; s < sizes.size(); ++s) {
-    auto data = Pattern(sizes[s], 40 + s);
+    TestBuffer data(kind(), Pattern(sizes[s], 40 + s));
     ASSERT_OK(h->Push(static_cast<int64_t>(s), data.data(), data.size()));
     if (s == 0) {
       ASSERT_TRUE(gate.WaitBlocked(std::chrono::seconds(10))) << "the flusher never opened step 0";
@@ -370,7 +401,7 @@ TEST_F(HistoryTest, ClosingHistoryDoesNotBreakCheckpointOfSameName) {
 
 // Weaker property without stalling: everything pushed then popped at once
 // through a large cache leaves no file behind, and the flush accounting adds up.
-TEST_F(HistoryTest, ImmediatePopsLeaveNoFiles) {
+TEST_P(HistoryKindTest, ImmediatePopsLeaveNoFiles) {
   Config c = MakeConfig(4 * kMiB, 64 * kKiB);
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
@@ -378,7 +409,7 @@ TEST_F(HistoryTest, ImmediatePopsLeaveNoFiles) {
   ASSERT_NE(h, nullptr);
   const auto sizes = StepSizes(8, 64 * kKiB);
   for (size_t s = 0; s < sizes.size(); ++s) {
-    auto data = Pattern(sizes[s], 70 + s);
+    TestBuffer data(kind(), Pattern(sizes[s], 70 + s));
     ASSERT_OK(h->Push(static_cast<int64_t>(s), data.data(), data.size()));
     PopAndCheck(*h, static_cast<int64_t>(s), sizes[s], 70 + s);
   }
@@ -394,7 +425,7 @@ TEST_F(HistoryTest, ImmediatePopsLeaveNoFiles) {
 
 // With a cache a quarter of the data, reverse pops with some "compute" time
 // between them are served by the prefetcher.
-TEST_F(HistoryTest, PrefetchServesReversePops) {
+TEST_P(HistoryKindTest, PrefetchServesReversePops) {
   Config c = MakeConfig(1 * kMiB, 64 * kKiB);
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
@@ -403,7 +434,7 @@ TEST_F(HistoryTest, PrefetchServesReversePops) {
   constexpr int kSteps = 16;
   const size_t step_bytes = 256 * kKiB;  // 16 x 256 KiB = 4 x the cache
   for (int s = 0; s < kSteps; ++s) {
-    auto data = Pattern(step_bytes, 300 + s);
+    TestBuffer data(kind(), Pattern(step_bytes, 300 + s));
     ASSERT_OK(h->Push(s, data.data(), data.size()));
   }
   for (int s = kSteps - 1; s >= 0; --s) {
@@ -421,14 +452,14 @@ TEST_F(HistoryTest, PrefetchServesReversePops) {
 }
 
 // A step larger than the whole cache streams out and is read back from its file.
-TEST_F(HistoryTest, StepLargerThanCache) {
+TEST_P(HistoryKindTest, StepLargerThanCache) {
   Config c = MakeConfig(1 * kMiB, 64 * kKiB);
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
   auto h = OpenHistory(*client, "huge");
   ASSERT_NE(h, nullptr);
   const size_t big = 3 * kMiB + 123;
-  auto d0 = Pattern(big, 1), d1 = Pattern(1000, 2), d2 = Pattern(big, 3);
+  TestBuffer d0(kind(), Pattern(big, 1)), d1(kind(), Pattern(1000, 2)), d2(kind(), Pattern(big, 3));
   ASSERT_OK(h->Push(0, d0.data(), d0.size()));
   ASSERT_OK(h->Push(1, d1.data(), d1.size()));
   ASSERT_OK(h->Push(2, d2.data(), d2.size()));
@@ -525,7 +556,7 @@ TEST_F(HistoryTest, ClientCloseDropsOpenHistory) {
       << Join(StepFiles(c.scratch_dir + "/open"));
 }
 
-TEST_F(HistoryTest, PersistentHistorySurvivesRestart) {
+TEST_P(HistoryKindTest, PersistentHistorySurvivesRestart) {
   Config c = MakeConfig(1 * kMiB, 64 * kKiB);
   c.history_persistent = true;
   const std::string dir = c.scratch_dir + "/ph";
@@ -536,7 +567,7 @@ TEST_F(HistoryTest, PersistentHistorySurvivesRestart) {
     auto h = OpenHistory(*client, "ph");
     ASSERT_NE(h, nullptr);
     for (size_t s = 0; s < sizes.size(); ++s) {
-      auto data = Pattern(sizes[s], 800 + s);
+      TestBuffer data(kind(), Pattern(sizes[s], 800 + s));
       ASSERT_OK(h->Push(static_cast<int64_t>(s), data.data(), data.size()));
     }
     ASSERT_OK(h->Close());

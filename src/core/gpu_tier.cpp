@@ -263,26 +263,34 @@ void Pipeline::DeviceMoverLoop(std::stop_token stop) {
 // checksum and flush stages take over. Called and returns with mu_ held.
 void Pipeline::DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block) {
   BlockState& bs = e->blocks[block];
-  if (e->consumed || e->failed() || !bs.dsealed) {
-    // Popped before it was drained (the pop was served from the device), or
-    // its flush failed: the slot is evictable, nothing goes to the host.
+  // Popped before it was drained (the pop was served from the device), or
+  // its flush failed: the slot is evictable, nothing goes to the host.
+  auto nothing_to_drain = [&] {
+    if (!e->consumed && !e->failed() && bs.dsealed) return false;
     if (e->consumed) {
       if (e->pins == 0) DropSlot(*e, block);
     } else {
       MarkDeviceClean(*e, block);
     }
     cv_app_.notify_all();
-    return;
-  }
+    return true;
+  };
+  if (nothing_to_drain()) return;
   const uint32_t length = e->layout.blocks[block].length;
   const uint32_t padded = static_cast<uint32_t>(format::AlignUp(length));
-  ++e->pins;  // the slot stays while we copy out of it
+  // Room in the host cache first, with the entry not pinned: a pin would
+  // keep the entry's own flushed blocks from being evicted, and a checkpoint
+  // larger than the host cache would wait for itself. The slot cannot go
+  // meanwhile: it is neither device-clean (evictable) nor released unless
+  // the entry is consumed, which is checked again below.
   const int32_t chunk = AcquireChunk(lock, padded, nullptr, /*app=*/false);
-  bs.chunk = chunk;
-  if (e->consumed) {  // popped while we waited for room: nothing to drain
-    Unpin(e);  // releases the chunk and the slot
+  if (nothing_to_drain()) {
+    cache_->Free(static_cast<uint32_t>(chunk));
+    cv_app_.notify_all();
     return;
   }
+  bs.chunk = chunk;
+  ++e->pins;  // the slot and the chunk stay while we copy
   uint8_t* dst = cache_->data(static_cast<uint32_t>(chunk));
   const auto* src = reinterpret_cast<const void*>(dcache_->address(static_cast<uint32_t>(bs.slot)));
   const bool registered = host_registered_;
