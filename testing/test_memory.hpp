@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
+#include "testing/test_util.hpp"
 
 namespace cairn::test {
 
@@ -34,6 +35,22 @@ std::string MemoryKindTestName(const ::testing::TestParamInfo<MemoryKind>& info)
 
 // Sets the device-cache fields of c for regions of `kind` (see above).
 void ConfigureFor(MemoryKind kind, Config& c);
+
+// A ScratchDirTest-style fixture (one with MakeConfig(cache, block)) run over
+// every memory kind: kind() is the parameter, MakeConfig applies
+// ConfigureFor(kind()). Instantiate with
+//   INSTANTIATE_TEST_SUITE_P(Kinds, MyKindTest,
+//                            ::testing::ValuesIn(MemoryKindsUnderTest()), MemoryKindTestName);
+template <typename Fixture>
+class KindTest : public Fixture, public ::testing::WithParamInterface<MemoryKind> {
+ protected:
+  MemoryKind kind() const { return this->GetParam(); }
+  Config MakeConfig(uint64_t cache = 1 * kMiB, uint64_t block = 64 * kKiB) const {
+    Config c = Fixture::MakeConfig(cache, block);
+    ConfigureFor(kind(), c);
+    return c;
+  }
+};
 
 // n bytes of `kind` memory, freed on destruction. Host memory is a plain
 // heap allocation; device and managed memory come from cuMemAlloc /

@@ -38,15 +38,7 @@ class ClientTest : public ScratchDirTest {
 
 // The data-path tests run for every memory kind (testing/test_memory.hpp):
 // instances .../host, .../device (through a device cache), .../managed.
-class ClientKindTest : public ClientTest, public ::testing::WithParamInterface<MemoryKind> {
- protected:
-  MemoryKind kind() const { return GetParam(); }
-  Config MakeConfig(uint64_t cache = 1 * kMiB, uint64_t block = 64 * kKiB) const {
-    Config c = ClientTest::MakeConfig(cache, block);
-    ConfigureFor(kind(), c);
-    return c;
-  }
-};
+class ClientKindTest : public KindTest<ClientTest> {};
 INSTANTIATE_TEST_SUITE_P(Kinds, ClientKindTest, ::testing::ValuesIn(MemoryKindsUnderTest()),
                          MemoryKindTestName);
 

@@ -71,7 +71,13 @@ std::string CliPath() { return std::string(CAIRN_BIN_DIR) + "/cairn"; }
 
 CliRun RunCli(const std::string& args) {
   CliRun r;
-  std::string cmd = "'" + CliPath() + "' " + args + " 2>&1";
+  // Appended piecewise: GCC 12's -Wstringop-overflow misfires on the chained
+  // operator+ form here (GCC bug 105651).
+  std::string cmd = "'";
+  cmd += CliPath();
+  cmd += "' ";
+  cmd += args;
+  cmd += " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
   char buf[4096];

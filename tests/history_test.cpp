@@ -163,14 +163,8 @@ class HistoryTest : public ScratchDirTest {
 
 // The data-path tests run for every memory kind (testing/test_memory.hpp):
 // steps are pushed from, and popped into, host, device or managed memory.
-class HistoryKindTest : public HistoryTest, public ::testing::WithParamInterface<MemoryKind> {
+class HistoryKindTest : public KindTest<HistoryTest> {
  protected:
-  MemoryKind kind() const { return GetParam(); }
-  Config MakeConfig(uint64_t cache = 1 * kMiB, uint64_t block = 64 * kKiB) const {
-    Config c = HistoryTest::MakeConfig(cache, block);
-    ConfigureFor(kind(), c);
-    return c;
-  }
   // HistoryTest::PopAndCheck into memory of kind().
   void PopAndCheck(History& h, int64_t step, size_t size, uint64_t seed) {
     TestBuffer buf(kind(), size + 4096);

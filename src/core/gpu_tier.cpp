@@ -167,39 +167,27 @@ std::optional<int32_t> Pipeline::AcquireSlot(Lock& lock) {
 }
 
 bool Pipeline::EvictDeviceOne(uint64_t below_seq) {
-  for (auto it = dclean_.begin(); it != dclean_.end(); ++it) {
-    if (it->first.first >= below_seq) return false;
-    Entry* e = it->second;
-    if (e->pins > 0 || e->device_prefetching) continue;
-    const uint32_t b = it->first.second;
-    dclean_.erase(it);
-    BlockState& bs = e->blocks[b];
-    bs.dclean = false;
-    if (bs.slot >= 0) {
-      dcache_->Free(static_cast<uint32_t>(bs.slot));
-      bs.slot = -1;
-      bs.dsealed = false;
-      ++stats_.device.evictions;
-      tracer_.Instant("device evict", "cache", e->layout.blocks[b].length, e->name);
-    }
-    return true;
+  const auto victim = dclean_.Take(below_seq, DeviceBusy);
+  if (!victim) return false;
+  auto [e, b] = *victim;
+  BlockState& bs = e->blocks[b];
+  if (bs.slot >= 0) {
+    dcache_->Free(static_cast<uint32_t>(bs.slot));
+    bs.slot = -1;
+    bs.dsealed = false;
+    ++stats_.device.evictions;
+    tracer_.Instant("device evict", "cache", e->layout.blocks[b].length, e->name);
   }
-  return false;
+  return true;
 }
 
 void Pipeline::MarkDeviceClean(Entry& e, uint32_t block) {
-  BlockState& bs = e.blocks[block];
-  if (bs.dclean || bs.slot < 0) return;
-  bs.dclean = true;
-  dclean_.emplace(std::make_pair(e.seq, block), &e);
+  if (e.blocks[block].slot >= 0) dclean_.Add(e, block);
 }
 
 void Pipeline::DropSlot(Entry& e, uint32_t block) {
   BlockState& bs = e.blocks[block];
-  if (bs.dclean) {
-    dclean_.erase(std::make_pair(e.seq, block));
-    bs.dclean = false;
-  }
+  dclean_.Remove(e, block);
   if (bs.slot >= 0) {
     dcache_->Free(static_cast<uint32_t>(bs.slot));
     bs.slot = -1;
@@ -373,10 +361,7 @@ EntryPtr Pipeline::FindDevicePrefetchTarget() {
       size_t missing = 0;
       for (uint32_t b = 0; b < e->blocks.size(); ++b) missing += e->in_device(b) ? 0 : 1;
       size_t room = dcache_->free_mapped_count();
-      for (auto c = dclean_.begin(); c != dclean_.end() && room < missing; ++c) {
-        if (c->first.first >= e->seq) break;
-        if (c->second != e.get() && c->second->pins == 0 && !c->second->device_prefetching) ++room;
-      }
+      if (room < missing) room += dclean_.CountEvictableFor(*e, missing - room, DeviceBusy);
       if (room < missing) return nullptr;
       return e;
     }

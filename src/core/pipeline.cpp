@@ -124,8 +124,8 @@ Status Pipeline::Shutdown() {
   {
     std::lock_guard lock(mu_);
     catalog_.clear();
-    clean_.clear();
-    dclean_.clear();
+    clean_.Clear();
+    dclean_.Clear();
     if (pinned_) pinner_->Unpin(cache_->base(), cache_->mapped_bytes());
     pinned_ = false;
     cache_.reset();
@@ -188,39 +188,27 @@ int32_t Pipeline::AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touch
 }
 
 bool Pipeline::EvictOne(uint64_t below_seq) {
-  for (auto it = clean_.begin(); it != clean_.end(); ++it) {
-    if (it->first.first >= below_seq) return false;
-    Entry* e = it->second;
-    if (e->pins > 0 || e->prefetching) continue;
-    uint32_t b = it->first.second;
-    clean_.erase(it);
-    BlockState& bs = e->blocks[b];
-    bs.clean = false;
-    if (bs.chunk >= 0) {
-      cache_->Free(static_cast<uint32_t>(bs.chunk));
-      bs.chunk = -1;
-      if (bs.sealed) --e->resident_blocks;
-      ++stats_.evictions;
-      tracer_.Instant("evict", "cache", e->layout.blocks[b].length, e->name);
-    }
-    return true;
+  const auto victim = clean_.Take(below_seq, HostBusy);
+  if (!victim) return false;
+  auto [e, b] = *victim;
+  BlockState& bs = e->blocks[b];
+  if (bs.chunk >= 0) {
+    cache_->Free(static_cast<uint32_t>(bs.chunk));
+    bs.chunk = -1;
+    if (bs.sealed) --e->resident_blocks;
+    ++stats_.evictions;
+    tracer_.Instant("evict", "cache", e->layout.blocks[b].length, e->name);
   }
-  return false;
+  return true;
 }
 
 void Pipeline::MarkClean(Entry& e, uint32_t block) {
-  BlockState& bs = e.blocks[block];
-  if (bs.clean || bs.chunk < 0) return;
-  bs.clean = true;
-  clean_.emplace(std::make_pair(e.seq, block), &e);
+  if (e.blocks[block].chunk >= 0) clean_.Add(e, block);
 }
 
 void Pipeline::DropBlock(Entry& e, uint32_t block) {
   BlockState& bs = e.blocks[block];
-  if (bs.clean) {
-    clean_.erase(std::make_pair(e.seq, block));
-    bs.clean = false;
-  }
+  clean_.Remove(e, block);
   if (bs.chunk >= 0) {
     cache_->Free(static_cast<uint32_t>(bs.chunk));
     bs.chunk = -1;

@@ -55,6 +55,7 @@
 
 #include "cairn/cairn.hpp"
 #include "core/copy_engine.hpp"
+#include "core/clean_list.hpp"
 #include "core/entry.hpp"
 #include "core/host_cache.hpp"
 #include "core/touch_model.hpp"
@@ -136,6 +137,10 @@ class Pipeline {
   int32_t AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touched = nullptr, bool app = true);
   std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr);  // no waiting
   bool EvictOne(uint64_t below_seq);
+  // Entries whose blocks may not be evicted from a tier now: pinned by a
+  // reader or writer, or being prefetched into that tier.
+  static bool HostBusy(const Entry& e) { return e.pins > 0 || e.prefetching; }
+  static bool DeviceBusy(const Entry& e) { return e.pins > 0 || e.device_prefetching; }
   void MarkClean(Entry& e, uint32_t block);
   void DropBlock(Entry& e, uint32_t block);  // frees its chunk, if any
   void Unpin(const EntryPtr& e);
@@ -234,8 +239,8 @@ class Pipeline {
   std::optional<HostCache> cache_ CAIRN_GUARDED_BY(mu_);
   std::map<Key, EntryPtr> catalog_ CAIRN_GUARDED_BY(mu_);
   std::map<std::string, HistoryState> histories_ CAIRN_GUARDED_BY(mu_);
-  // Clean resident blocks by eviction rank: (entry seq, block index) -> entry.
-  std::map<std::pair<uint64_t, uint32_t>, Entry*> clean_ CAIRN_GUARDED_BY(mu_);
+  // Clean (written) resident blocks, by eviction rank.
+  CleanList clean_ CAIRN_GUARDED_BY(mu_){&BlockState::clean};
   std::deque<std::pair<EntryPtr, uint32_t>> checksum_queue_ CAIRN_GUARDED_BY(mu_);
   std::deque<EntryPtr> flush_queue_ CAIRN_GUARDED_BY(mu_);
   std::deque<std::function<void()>> mover_queue_ CAIRN_GUARDED_BY(mu_);
@@ -281,7 +286,7 @@ class Pipeline {
   std::deque<std::pair<EntryPtr, uint32_t>> drain_queue_ CAIRN_GUARDED_BY(mu_);
   bool drainer_busy_ CAIRN_GUARDED_BY(mu_) = false;
   // Device slots whose data is also in the host tier, by eviction rank.
-  std::map<std::pair<uint64_t, uint32_t>, Entry*> dclean_ CAIRN_GUARDED_BY(mu_);
+  CleanList dclean_ CAIRN_GUARDED_BY(mu_){&BlockState::dclean};
   bool host_registered_ CAIRN_GUARDED_BY(mu_) = false;  // pinned via cuMemHostRegister
 
   // Helpers for the application's blocking copies (its own threads).

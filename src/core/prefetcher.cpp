@@ -30,10 +30,7 @@ EntryPtr Pipeline::FindPrefetchTarget() {
       // resident blocks included)?
       const size_t missing = e->blocks.size() - e->resident_blocks;
       size_t room = cache_->free_count();
-      for (auto c = clean_.begin(); c != clean_.end() && room < missing; ++c) {
-        if (c->first.first >= e->seq) break;
-        if (c->second != e.get() && c->second->pins == 0 && !c->second->prefetching) ++room;
-      }
+      if (room < missing) room += clean_.CountEvictableFor(*e, missing - room, HostBusy);
       if (room < missing) return nullptr;  // wait for pops to free space
       return e;
     }

@@ -577,6 +577,8 @@ struct State {
   std::unordered_map<std::string, uint64_t> calls;        // since load / reset
   std::atomic<double> copy_gbps{0}, map_gbps{0}, create_gbps{0}, alloc_gbps{0},
       register_gbps{0};
+  // CAIRN_FAKE_CUDA_POPULATE: device memory gets its pages at allocation.
+  std::atomic<bool> populate{false};
 
   // Paused stream workers (pmu).
   std::mutex pmu;
@@ -654,6 +656,16 @@ void State::ReadEnvironment() {
     }
     r.knob->store(gbps);
   }
+  bool populate_pages = false;
+  if (const char* v = Env("CAIRN_FAKE_CUDA_POPULATE")) {
+    const std::string_view pv = v;
+    if (pv == "1" || pv == "0") {
+      populate_pages = pv == "1";
+    } else {
+      bad("CAIRN_FAKE_CUDA_POPULATE", v, "expected 0 or 1");
+    }
+  }
+  populate.store(populate_pages);
   {
     std::lock_guard lock(mu);
     config = c;
@@ -824,9 +836,12 @@ void* ReserveAddressSpace(size_t len, size_t align, void** map_base, size_t* map
   return *map_base;
 }
 
-char* MapReadWrite(size_t len) {
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
+// populate: fault every page in now (MAP_POPULATE). GPU memory is physical
+// once allocated; host pages of a fresh mapping are not, and the first write
+// into them would otherwise pay the page faults that a GPU never pays.
+char* MapReadWrite(size_t len, bool populate = false) {
+  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (populate ? MAP_POPULATE : 0);
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, flags, -1, 0);
   return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
 }
 
@@ -1866,24 +1881,35 @@ CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
     std::lock_guard lock(st.mu);
     Context* c = nullptr;
     FAKE_RETURN_IF_ERROR(RequireContext(&c));
+    // Checked again below; here so that nothing is mapped (or populated) for
+    // a request that cannot fit.
+    const Device* d = st.devices[static_cast<size_t>(c->device)].get();
+    if (bytesize > d->total - std::min(d->used, d->total)) return CUDA_ERROR_OUT_OF_MEMORY;
   }
   Throttle(bytesize, st.alloc_gbps);
-  std::lock_guard lock(st.mu);
-  Context* c = nullptr;
-  FAKE_RETURN_IF_ERROR(RequireContext(&c));
-  Device* d = st.devices[static_cast<size_t>(c->device)].get();
-  if (bytesize > d->total - std::min(d->used, d->total)) return CUDA_ERROR_OUT_OF_MEMORY;
   auto b = std::make_unique<Block>();
   b->kind = Kind::kDevice;
   b->size = bytesize;
   const size_t len = RoundUp(bytesize, PageSize());
+  b->backing_len = len;
+  // Outside mu: populating can take a while, other calls go on meanwhile.
   if (ReserveAddressSpace(len, 0, &b->map_base, &b->map_len) == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-  b->backing = MapReadWrite(len);
+  b->backing = MapReadWrite(len, st.populate.load());
   if (b->backing == nullptr) {
     FreeBlockMemory(*b);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  b->backing_len = len;
+  std::lock_guard lock(st.mu);
+  Context* c = nullptr;
+  if (CUresult r = RequireContext(&c); r != CUDA_SUCCESS) {
+    FreeBlockMemory(*b);
+    return r;
+  }
+  Device* d = st.devices[static_cast<size_t>(c->device)].get();
+  if (bytesize > d->total - std::min(d->used, d->total)) {
+    FreeBlockMemory(*b);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   b->start = reinterpret_cast<uintptr_t>(b->map_base);
   b->ctx = c;
   b->device = c->device;
@@ -2187,16 +2213,27 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CU
     // "The size of this allocation must be a multiple of the the value given
     // via cuMemGetAllocationGranularity with the CU_MEM_ALLOC_GRANULARITY_MINIMUM flag."
     if (size % st.config.granularity != 0) return CUDA_ERROR_INVALID_VALUE;
+    // Checked again below; here so that nothing is mapped for a request that
+    // cannot fit.
+    const Device* d = FindDevice(st, prop->location.id);
+    if (size > d->total - std::min(d->used, d->total)) return CUDA_ERROR_OUT_OF_MEMORY;
   }
   Throttle(size, st.create_gbps);
-  std::lock_guard lock(st.mu);
-  FAKE_RETURN_IF_ERROR(CheckProp(st, prop));
-  Device* d = FindDevice(st, prop->location.id);
-  if (size > d->total - std::min(d->used, d->total)) return CUDA_ERROR_OUT_OF_MEMORY;
   auto p = std::make_shared<Phys>();
-  p->backing = MapReadWrite(size);
+  // Outside mu: populating can take a while, other calls go on meanwhile.
+  p->backing = MapReadWrite(size, st.populate.load());
   if (p->backing == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   p->size = size;
+  std::lock_guard lock(st.mu);
+  if (CUresult r = CheckProp(st, prop); r != CUDA_SUCCESS) {
+    FreePhysMemory(*p);
+    return r;
+  }
+  Device* d = FindDevice(st, prop->location.id);
+  if (size > d->total - std::min(d->used, d->total)) {
+    FreePhysMemory(*p);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   p->device = d->ordinal;
   p->handle = st.next_handle++;
   p->buffer_id = st.next_buffer_id++;

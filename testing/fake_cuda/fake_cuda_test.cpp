@@ -143,6 +143,45 @@ TEST_F(FakeCudaNoContext, BadEnvironmentFailsCuInit) {
   EXPECT_EQ(d().cuInit(0), CUDA_SUCCESS);
 }
 
+// CAIRN_FAKE_CUDA_POPULATE=1 backs device memory at allocation; it changes
+// no result: allocations, copies and the out-of-memory check (made before
+// anything is mapped) behave as without it.
+TEST_F(FakeCudaNoContext, PopulatedDeviceMemory) {
+  {
+    ScopedEnv bad("CAIRN_FAKE_CUDA_POPULATE", "yes");
+    ctl_.reset();
+  }
+  EXPECT_EQ(d().cuInit(0), CUDA_ERROR_INVALID_VALUE);
+  {
+    ScopedEnv populate("CAIRN_FAKE_CUDA_POPULATE", "1");
+    ScopedEnv mem("CAIRN_FAKE_CUDA_MEM", "64MiB");
+    ctl_.reset();
+  }
+  ASSERT_EQ(d().cuInit(0), CUDA_SUCCESS);
+  CUcontext ctx = nullptr;
+  ASSERT_EQ(d().cuDevicePrimaryCtxRetain(&ctx, 0), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+  CUdeviceptr p = 0;
+  EXPECT_EQ(d().cuMemAlloc(&p, 1ull << 30), CUDA_ERROR_OUT_OF_MEMORY);
+  ASSERT_EQ(d().cuMemAlloc(&p, 4 << 20), CUDA_SUCCESS);
+  std::vector<char> in(4 << 20, 'q'), out(in.size());
+  ASSERT_EQ(d().cuMemcpyHtoD(p, in.data(), in.size()), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuMemcpyDtoH(out.data(), p, out.size()), CUDA_SUCCESS);
+  EXPECT_EQ(in, out);
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  CUmemGenericAllocationHandle h = 0;
+  EXPECT_EQ(d().cuMemCreate(&h, 128ull << 20, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);
+  ASSERT_EQ(d().cuMemCreate(&h, 2 << 20, &prop, 0), CUDA_SUCCESS);
+  EXPECT_EQ(d().cuMemRelease(h), CUDA_SUCCESS);
+  EXPECT_EQ(d().cuMemFree(p), CUDA_SUCCESS);
+  EXPECT_EQ(d().cuCtxSetCurrent(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(d().cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
+  ctl_.reset();  // the environment without the knobs again
+}
+
 TEST_F(FakeCudaNoContext, CallsNeedACurrentContext) {
   CUdeviceptr p = 0;
   EXPECT_EQ(d().cuMemAlloc(&p, 16), CUDA_ERROR_INVALID_CONTEXT);
