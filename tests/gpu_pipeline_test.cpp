@@ -230,6 +230,68 @@ TEST_F(GpuPipelineTest, NoDeviceEvictionBeforeTheCacheIsFullyMapped) {
   EXPECT_GT(st.device.capture_blocked_s, 0.0);  // waited for mapping at least once
 }
 
+// One checkpoint of a device region (through the device cache) and a host
+// region larger than the host cache: the host blocks take every host chunk
+// while the device blocks still wait in the device cache for one. The
+// flusher writes the blocks that are ready, in any order, so the host blocks
+// go out, their chunks are evicted, and the device blocks drain.
+TEST_F(GpuPipelineTest, MixedCheckpointLargerThanTheHostCacheStreamsThrough) {
+  config_.host_cache_bytes = 4 * kMiB;  // 4 chunks of 1 MiB
+  auto client = Open();
+  ASSERT_TRUE(client);
+  const size_t kDev = 2 * kMiB + 5, kHost = 6 * kMiB + 7;
+  void* dev = DeviceAlloc(kDev);
+  std::vector<uint8_t> host = Pattern(kHost, 31);
+  Put(dev, Pattern(kDev, 30));
+  ASSERT_OK(client->Protect(1, dev, kDev));
+  ASSERT_OK(client->Protect(2, host.data(), kHost));
+  ASSERT_OK(client->Checkpoint("mixed", 0));
+  ASSERT_OK(client->Wait("mixed", 0, Level::kLocal));
+  Put(dev, std::vector<uint8_t>(kDev, 0));
+  std::fill(host.begin(), host.end(), 0);
+  ASSERT_OK(client->Restore("mixed", 0));
+  EXPECT_TRUE(SameBytes(Get(dev, kDev), Pattern(kDev, 30)));
+  EXPECT_TRUE(SameBytes(host, Pattern(kHost, 31)));
+  EXPECT_EQ(client->GetStats().device.drain.bytes, kDev);
+  ASSERT_OK(client->Close());
+}
+
+// A device checkpoint still draining while host checkpoints larger than the
+// host cache follow at once: the flusher writes the device checkpoint first,
+// so its drains must find host room; host captures leave them the last chunk.
+TEST_F(GpuPipelineTest, HostCapturesLeaveRoomForPendingDrains) {
+  config_.host_cache_bytes = 4 * kMiB;  // 4 chunks of 1 MiB
+  config_.keep_versions = 10;
+  auto client = Open();
+  ASSERT_TRUE(client);
+  const size_t kDev = 3 * kMiB, kHost = 5 * kMiB;
+  void* dev = DeviceAlloc(kDev);
+  std::vector<uint8_t> host(kHost);
+  for (int v = 0; v < 4; ++v) {
+    Put(dev, Pattern(kDev, 40 + v));
+    const auto bytes = Pattern(kHost, 50 + v);
+    std::copy(bytes.begin(), bytes.end(), host.begin());
+    ASSERT_OK(client->Protect(1, dev, kDev));
+    ASSERT_OK(client->Checkpoint("dev", v));
+    ASSERT_OK(client->Unprotect(1));
+    ASSERT_OK(client->Protect(2, host.data(), kHost));
+    ASSERT_OK(client->Checkpoint("host", v));
+    ASSERT_OK(client->Unprotect(2));
+  }
+  ASSERT_OK(client->Wait("dev", 3, Level::kLocal));
+  ASSERT_OK(client->Wait("host", 3, Level::kLocal));
+  ASSERT_OK(client->Protect(1, dev, kDev));
+  ASSERT_OK(client->Protect(2, host.data(), kHost));
+  ASSERT_OK(client->Unprotect(2));
+  ASSERT_OK(client->Restore("dev", 2));
+  EXPECT_TRUE(SameBytes(Get(dev, kDev), Pattern(kDev, 42)));
+  ASSERT_OK(client->Unprotect(1));
+  ASSERT_OK(client->Protect(2, host.data(), kHost));
+  ASSERT_OK(client->Restore("host", 2));
+  EXPECT_TRUE(SameBytes(host, Pattern(kHost, 52)));
+  ASSERT_OK(client->Close());
+}
+
 TEST_F(GpuPipelineTest, FailedCaptureCopyLeavesCommittedVersionsAlone) {
   auto client = Open();
   ASSERT_TRUE(client);

@@ -108,16 +108,33 @@ void Pipeline::FlushEntry(Lock& lock, const EntryPtr& e) {
   };
   if (!s.ok()) return fail(s, "flush");
 
-  for (uint32_t b = 0; b < e->blocks.size(); ++b) {
-    BlockState& bs = e->blocks[b];
+  // Blocks are written as their checksums become ready, lowest first, not
+  // strictly in order: in a checkpoint that mixes regions, host blocks are in
+  // the host cache at once while device blocks arrive later through the
+  // device mover, which may need the very chunks those host blocks hold.
+  // (Each block has a fixed place in the file, so the order is free.)
+  const auto nblocks = static_cast<uint32_t>(e->blocks.size());
+  uint32_t lowest_unwritten = 0;
+  for (uint32_t left = nblocks; left > 0; --left) {
+    uint32_t b = nblocks;  // the block to write next, once one is ready
     // failed(): the device mover could not drain a block of it (gpu_tier.cpp).
-    cv_flush_.wait(lock, [&] { return bs.crc_ready || e->consumed || e->failed(); });
-    if (!e->consumed && !bs.crc_ready) {
+    cv_flush_.wait(lock, [&] {
+      if (e->consumed || e->failed()) return true;
+      for (uint32_t k = lowest_unwritten; k < nblocks; ++k) {
+        if (!e->blocks[k].written && e->blocks[k].crc_ready) {
+          b = k;
+          return true;
+        }
+      }
+      return false;
+    });
+    if (!e->consumed && b == nblocks) {  // failed
       lock.unlock();
       writer->Abort();
       lock.lock();
       return;
     }
+    BlockState& bs = e->blocks[b < nblocks ? b : 0];
     if (e->consumed) {
       lock.unlock();
       writer->Abort();  // never written to disk: consumed before its flush ended
@@ -138,6 +155,7 @@ void Pipeline::FlushEntry(Lock& lock, const EntryPtr& e) {
       bs.written = true;
       dirty_bytes_ -= e->layout.blocks[b].length;
       if (!e->consumed) MarkClean(*e, b);
+      while (lowest_unwritten < nblocks && e->blocks[lowest_unwritten].written) ++lowest_unwritten;
     }
     Unpin(e);
     if (!s.ok()) {

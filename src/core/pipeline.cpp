@@ -187,6 +187,27 @@ int32_t Pipeline::AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touch
   }
 }
 
+// While device blocks wait to be drained, a capture into the host cache may
+// not take the last chunk the device mover could get (free, or evictable
+// because written): the flusher may be waiting for those device blocks
+// before it can write, and so free, anything the capture holds.
+bool Pipeline::DrainRoomAfterTaking(const Entry& capturing) const {
+  if (drain_queue_.empty() && !drainer_busy_) return true;
+  const size_t free = cache_->free_count();
+  if (free >= 2) return true;
+  return free + clean_.CountEvictableFor(capturing, 2 - free, HostBusy) >= 2;
+}
+
+void Pipeline::WaitForDrainRoom(Lock& lock, const Entry& capturing) {
+  while (!DrainRoomAfterTaking(capturing)) {
+    const auto w0 = std::chrono::steady_clock::now();
+    cv_app_.wait(lock);
+    const auto w1 = std::chrono::steady_clock::now();
+    stats_.capture_blocked_s += std::chrono::duration<double>(w1 - w0).count();
+    tracer_.Span("blocked: host cache kept for drains", "app", w0, w1, 0);
+  }
+}
+
 bool Pipeline::EvictOne(uint64_t below_seq) {
   const auto victim = clean_.Take(below_seq, HostBusy);
   if (!victim) return false;
@@ -361,7 +382,10 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
         bool was_touched = false;
         const uint32_t write_bytes = static_cast<uint32_t>(format::AlignUp(blk.length));
         if (b == first) {
+          WaitForDrainRoom(lock, *e);
           chunk = AcquireChunk(lock, write_bytes, &was_touched);
+        } else if (!DrainRoomAfterTaking(*e)) {
+          break;
         } else if (auto c = TryAcquireChunk(write_bytes, &was_touched)) {
           chunk = static_cast<int32_t>(*c);
         } else {

@@ -137,6 +137,10 @@ class Pipeline {
   int32_t AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touched = nullptr, bool app = true);
   std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr);  // no waiting
   bool EvictOne(uint64_t below_seq);
+  // Host-cache room for the device mover while drains are pending: whether a
+  // capture of `capturing` may take a chunk now, and waiting until it may.
+  bool DrainRoomAfterTaking(const Entry& capturing) const;
+  void WaitForDrainRoom(Lock& lock, const Entry& capturing);
   // Entries whose blocks may not be evicted from a tier now: pinned by a
   // reader or writer, or being prefetched into that tier.
   static bool HostBusy(const Entry& e) { return e.pins > 0 || e.prefetching; }
