@@ -58,8 +58,9 @@ void Pipeline::NoteRead(bool hit, uint64_t bytes, std::chrono::steady_clock::tim
 // Each block comes from the device cache when the target is device or
 // managed memory and the block is there (device -> device), else from the
 // host cache; host -> host copies run on the CopyEngine, everything else on
-// the restore stream. Slot and chunk indices of a pinned, fully cached entry
-// do not change.
+// the restore stream. Called without mu_, with e pinned: its slots and chunks
+// stay where they are, but the device mover may give blocks new slots
+// (device prefetch) meanwhile, so the sources are chosen under mu_.
 Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets,
                                bool* device_hit) {
   std::vector<uint32_t> index;
@@ -67,6 +68,7 @@ Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarge
       MatchRegions(e->layout, targets, VersionLabel(e->kind, e->name, e->number), &index));
   std::vector<CopySegment> cpu, gpu;
   *device_hit = false;
+  std::unique_lock lock(mu_);
   for (size_t t = 0; t < targets.size(); ++t) {
     const auto& region = e->layout.regions[index[t]];
     auto* dst = static_cast<uint8_t*>(targets[t].data);
@@ -81,6 +83,7 @@ Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarge
           .push_back({.dst = dst + (blk.offset - region.data_offset), .src = src, .bytes = blk.length});
     }
   }
+  lock.unlock();
   if (!gpu.empty()) CAIRN_RETURN_IF_ERROR(RestoreCopy(gpu));
   CopyOut(MemoryKind::kHost, *copier_, cpu);
   return Status::Ok();
