@@ -128,13 +128,6 @@ void Pipeline::FlushEntry(Lock& lock, const EntryPtr& e) {
       }
       return false;
     });
-    if (!e->consumed && b == nblocks) {  // failed
-      lock.unlock();
-      writer->Abort();
-      lock.lock();
-      return;
-    }
-    BlockState& bs = e->blocks[b < nblocks ? b : 0];
     if (e->consumed) {
       lock.unlock();
       writer->Abort();  // never written to disk: consumed before its flush ended
@@ -142,6 +135,13 @@ void Pipeline::FlushEntry(Lock& lock, const EntryPtr& e) {
       ++stats_.flushes_skipped;
       return;
     }
+    if (b == nblocks) {  // failed
+      lock.unlock();
+      writer->Abort();
+      lock.lock();
+      return;
+    }
+    BlockState& bs = e->blocks[b];
     ++e->pins;
     const uint8_t* data = cache_->data(static_cast<uint32_t>(bs.chunk));
     UseBandwidth(+1, /*capture=*/false);

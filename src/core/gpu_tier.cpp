@@ -272,9 +272,8 @@ void Pipeline::DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block) {
   // meanwhile: it is neither device-clean (evictable) nor released unless
   // the entry is consumed, which is checked again below.
   const int32_t chunk = AcquireChunk(lock, padded, nullptr, /*app=*/false);
-  if (nothing_to_drain()) {
+  if (nothing_to_drain()) {  // it notified the waiters
     cache_->Free(static_cast<uint32_t>(chunk));
-    cv_app_.notify_all();
     return;
   }
   bs.chunk = chunk;

@@ -177,14 +177,20 @@ int32_t Pipeline::AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touch
   for (;;) {
     if (auto c = TryAcquireChunk(write_bytes, was_touched)) return static_cast<int32_t>(*c);
     // Back-pressure: every chunk holds data not yet flushed (or pinned).
-    const auto w0 = std::chrono::steady_clock::now();
-    cv_app_.wait(lock);
-    const auto w1 = std::chrono::steady_clock::now();
     if (app) {
-      stats_.capture_blocked_s += std::chrono::duration<double>(w1 - w0).count();
-      tracer_.Span("blocked: cache full", "app", w0, w1, 0);
+      WaitAsCaptureBlocked(lock, "blocked: cache full");
+    } else {
+      cv_app_.wait(lock);
     }
   }
+}
+
+void Pipeline::WaitAsCaptureBlocked(Lock& lock, const char* span) {
+  const auto w0 = std::chrono::steady_clock::now();
+  cv_app_.wait(lock);
+  const auto w1 = std::chrono::steady_clock::now();
+  stats_.capture_blocked_s += std::chrono::duration<double>(w1 - w0).count();
+  tracer_.Span(span, "app", w0, w1, 0);
 }
 
 // While device blocks wait to be drained, a capture into the host cache may
@@ -199,13 +205,7 @@ bool Pipeline::DrainRoomAfterTaking(const Entry& capturing) const {
 }
 
 void Pipeline::WaitForDrainRoom(Lock& lock, const Entry& capturing) {
-  while (!DrainRoomAfterTaking(capturing)) {
-    const auto w0 = std::chrono::steady_clock::now();
-    cv_app_.wait(lock);
-    const auto w1 = std::chrono::steady_clock::now();
-    stats_.capture_blocked_s += std::chrono::duration<double>(w1 - w0).count();
-    tracer_.Span("blocked: host cache kept for drains", "app", w0, w1, 0);
-  }
+  while (!DrainRoomAfterTaking(capturing)) WaitAsCaptureBlocked(lock, "blocked: host cache kept for drains");
 }
 
 bool Pipeline::EvictOne(uint64_t below_seq) {

@@ -135,6 +135,9 @@ class Pipeline {
   // (optional): whether the chunk's memory was fully touched before.
   // Blocks for space; app: the wait counts as the application's blocking.
   int32_t AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touched = nullptr, bool app = true);
+  // One wait on cv_app_ that the capturing application sits through: added
+  // to capture_blocked_s and traced as `span` on the app track.
+  void WaitAsCaptureBlocked(Lock& lock, const char* span);
   std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr);  // no waiting
   bool EvictOne(uint64_t below_seq);
   // Host-cache room for the device mover while drains are pending: whether a
@@ -218,9 +221,11 @@ class Pipeline {
   // Restore helpers (restore.cpp).
   Status ReadFromFiles(const EntryPtr& e, format::EntryKind kind, const std::string& name,
                        int64_t number, const std::vector<RestoreTarget>& targets);
-  // Precondition: e is pinned and fully cached; mu_ is not held. *device_hit:
-  // some block came from the device cache.
-  Status CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets, bool* device_hit);
+  // Precondition: e is pinned and fully cached. Called and returns with mu_
+  // held; drops it for the copies. *device_hit: some block came from the
+  // device cache.
+  Status CopyFromCache(Lock& lock, const EntryPtr& e, const std::vector<RestoreTarget>& targets,
+                       bool* device_hit);
 
   tiers::FileTier& tier_for(format::EntryKind kind) { return kind == format::EntryKind::kCheckpoint ? local_ : history_; }
 

@@ -58,17 +58,16 @@ void Pipeline::NoteRead(bool hit, uint64_t bytes, std::chrono::steady_clock::tim
 // Each block comes from the device cache when the target is device or
 // managed memory and the block is there (device -> device), else from the
 // host cache; host -> host copies run on the CopyEngine, everything else on
-// the restore stream. Called without mu_, with e pinned: its slots and chunks
-// stay where they are, but the device mover may give blocks new slots
-// (device prefetch) meanwhile, so the sources are chosen under mu_.
-Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets,
+// the restore stream. e is pinned: its slots and chunks stay where they are,
+// but the device mover may give blocks new slots (device prefetch) once mu_
+// is dropped, so the sources are chosen before that.
+Status Pipeline::CopyFromCache(Lock& lock, const EntryPtr& e, const std::vector<RestoreTarget>& targets,
                                bool* device_hit) {
   std::vector<uint32_t> index;
   CAIRN_RETURN_IF_ERROR(
       MatchRegions(e->layout, targets, VersionLabel(e->kind, e->name, e->number), &index));
   std::vector<CopySegment> cpu, gpu;
   *device_hit = false;
-  std::unique_lock lock(mu_);
   for (size_t t = 0; t < targets.size(); ++t) {
     const auto& region = e->layout.regions[index[t]];
     auto* dst = static_cast<uint8_t*>(targets[t].data);
@@ -84,9 +83,10 @@ Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarge
     }
   }
   lock.unlock();
-  if (!gpu.empty()) CAIRN_RETURN_IF_ERROR(RestoreCopy(gpu));
-  CopyOut(MemoryKind::kHost, *copier_, cpu);
-  return Status::Ok();
+  Status s = gpu.empty() ? Status::Ok() : RestoreCopy(gpu);
+  if (s.ok()) CopyOut(MemoryKind::kHost, *copier_, cpu);
+  lock.lock();
+  return s;
 }
 
 // Reads from the local tier, falling back to the persistent tier when the
@@ -154,9 +154,7 @@ Status Pipeline::Restore(const std::string& name, int64_t version,
   bool device_hit = false;
   if (e && e->fully_cached() && !e->consumed) {
     ++e->pins;
-    lock.unlock();
-    s = CopyFromCache(e, targets, &device_hit);
-    lock.lock();
+    s = CopyFromCache(lock, e, targets, &device_hit);
     Unpin(e);
     hit = true;
   } else {
@@ -296,16 +294,14 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   ++e->pins;  // keeps the entry from being popped twice or evicted meanwhile
   if (e->fully_cached()) {
     hit = true;
-    lock.unlock();
-    s = bytes == 0 ? Status::Ok() : CopyFromCache(e, target, &device_hit);
+    if (bytes > 0) s = CopyFromCache(lock, e, target, &device_hit);
   } else if (e->failed()) {
     s = e->local_error.WithContext(label + " was lost");
-    lock.unlock();
   } else {
     lock.unlock();
     s = ReadFromFiles(e, kind, name, step, bytes == 0 ? std::vector<RestoreTarget>{} : target);
+    lock.lock();
   }
-  lock.lock();
   if (!s.ok()) {
     Unpin(e);
     return s;

@@ -493,6 +493,9 @@ struct Device {
   uint64_t total = 0;
   uint64_t used = 0;  // cuMemAlloc + cuMemCreate bytes
   std::unique_ptr<Context> primary;
+
+  // What cuMemGetInfo calls free; what allocations must fit in.
+  uint64_t free_bytes() const { return total - std::min(used, total); }
 };
 
 // Physical memory of cuMemCreate.
@@ -1868,7 +1871,7 @@ CUresult cuMemGetInfo(size_t* free, size_t* total) {
   FAKE_RETURN_IF_ERROR(RequireContext(&c));
   Device* d = st.devices[static_cast<size_t>(c->device)].get();
   *total = d->total;
-  *free = d->total - std::min(d->used, d->total);
+  *free = d->free_bytes();
   return CUDA_SUCCESS;
 }
 
@@ -1884,7 +1887,7 @@ CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
     // Checked again below; here so that nothing is mapped (or populated) for
     // a request that cannot fit.
     const Device* d = st.devices[static_cast<size_t>(c->device)].get();
-    if (bytesize > d->total - std::min(d->used, d->total)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (bytesize > d->free_bytes()) return CUDA_ERROR_OUT_OF_MEMORY;
   }
   Throttle(bytesize, st.alloc_gbps);
   auto b = std::make_unique<Block>();
@@ -1906,7 +1909,7 @@ CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
     return r;
   }
   Device* d = st.devices[static_cast<size_t>(c->device)].get();
-  if (bytesize > d->total - std::min(d->used, d->total)) {
+  if (bytesize > d->free_bytes()) {
     FreeBlockMemory(*b);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -2216,7 +2219,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CU
     // Checked again below; here so that nothing is mapped for a request that
     // cannot fit.
     const Device* d = FindDevice(st, prop->location.id);
-    if (size > d->total - std::min(d->used, d->total)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (size > d->free_bytes()) return CUDA_ERROR_OUT_OF_MEMORY;
   }
   Throttle(size, st.create_gbps);
   auto p = std::make_shared<Phys>();
@@ -2230,7 +2233,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CU
     return r;
   }
   Device* d = FindDevice(st, prop->location.id);
-  if (size > d->total - std::min(d->used, d->total)) {
+  if (size > d->free_bytes()) {
     FreePhysMemory(*p);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
