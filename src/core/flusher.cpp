@@ -6,6 +6,7 @@
 #include "core/pipeline.hpp"
 #include "format/file_writer.hpp"
 #include "util/crc32c.hpp"
+#include "util/clock.hpp"
 
 namespace cairn::core {
 
@@ -72,7 +73,7 @@ void Pipeline::FlushEntry(Lock& lock, const EntryPtr& e) {
   auto timed = [&io_seconds](auto&& fn) {
     auto t0 = std::chrono::steady_clock::now();
     auto r = fn();
-    io_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    io_seconds += SecondsSince(t0);
     return r;
   };
 

@@ -13,16 +13,9 @@
 #include "core/pipeline.hpp"
 #include "format/layout.hpp"
 #include "gpu/cuda_driver.hpp"
+#include "util/clock.hpp"
 
 namespace cairn::core {
-
-namespace {
-
-double Seconds(std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1) {
-  return std::chrono::duration<double>(t1 - t0).count();
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------------------
 // Opening
@@ -160,7 +153,7 @@ std::optional<int32_t> Pipeline::AcquireSlot(Lock& lock) {
     const auto w0 = std::chrono::steady_clock::now();
     cv_app_.wait(lock);
     const auto w1 = std::chrono::steady_clock::now();
-    stats_.device.capture_blocked_s += Seconds(w0, w1);
+    stats_.device.capture_blocked_s += SecondsBetween(w0, w1);
     tracer_.Span(dcache_->mapping_done() ? "blocked: device cache full" : "blocked: device cache mapping",
                  "app", w0, w1, 0);
   }
@@ -318,7 +311,7 @@ void Pipeline::DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block) {
   ++e->sealed_blocks;
   ++e->resident_blocks;
   stats_.device.drain.bytes += length;
-  stats_.device.drain.seconds += Seconds(t0, t1);
+  stats_.device.drain.seconds += SecondsBetween(t0, t1);
   if (!registered) stats_.device.bounce_bytes += length;
   if (block + 1 == e->blocks.size()) stats_.device.drain.ops += 1;
   if (e->failed() || e->consumed) {
@@ -412,7 +405,7 @@ void Pipeline::DevicePrefetch(Lock& lock, const EntryPtr& e) {
   } else {
     stats_.device.prefetch.bytes += bytes;
     stats_.device.prefetch.ops += 1;
-    stats_.device.prefetch.seconds += Seconds(t0, std::chrono::steady_clock::now());
+    stats_.device.prefetch.seconds += SecondsSince(t0);
     tracer_.Span("device prefetch", "prefetch", t0, std::chrono::steady_clock::now(), bytes, e->name,
                  e->number);
   }

@@ -28,6 +28,7 @@
 
 #include "core/pipeline.hpp"
 #include "os/node_lock.hpp"
+#include "util/clock.hpp"
 
 namespace cairn::core {
 namespace {
@@ -36,10 +37,6 @@ namespace {
 // sequential touch yields within ~2 ms of a capture starting; large enough
 // that a huge page is faulted in by one slice.
 constexpr uint32_t kSliceBytes = 2u << 20;
-
-double Since(std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1) {
-  return std::chrono::duration<double>(t1 - t0).count();
-}
 
 }  // namespace
 
@@ -65,13 +62,13 @@ Status Pipeline::PrepareCache() {
       RecordPin(pinned, p0, std::chrono::steady_clock::now());
     }
   }
-  stats_.init.open_s = Since(t0, std::chrono::steady_clock::now());
+  stats_.init.open_s = SecondsSince(t0);
   return Status::Ok();
 }
 
 void Pipeline::RecordPin(const Status& s, std::chrono::steady_clock::time_point p0,
                          std::chrono::steady_clock::time_point p1) {
-  stats_.init.pin_call_s = Since(p0, p1);
+  stats_.init.pin_call_s = SecondsBetween(p0, p1);
   tracer_.Span("pin", "init", p0, p1, cache_->mapped_bytes());
   const bool registration = gpu_ && pinner_ == gpu_->host_pinner();
   // kExists from cuMemHostRegister: the application registered the range
@@ -80,7 +77,7 @@ void Pipeline::RecordPin(const Status& s, std::chrono::steady_clock::time_point 
   if (s.ok() || (registration && s.code() == Code::kExists)) {
     pinned_ = true;
     host_registered_ = registration;
-    stats_.init.pinned_s = Since(opened_at_, std::chrono::steady_clock::now());
+    stats_.init.pinned_s = SecondsSince(opened_at_);
     return;
   }
   // Reported once, here and in Stats::init.pin_error; the cache keeps working
@@ -92,7 +89,7 @@ void Pipeline::RecordPin(const Status& s, std::chrono::steady_clock::time_point 
 
 void Pipeline::NoteTouchProgress() {
   if (stats_.init.fully_touched_s < 0 && cache_->fully_touched()) {
-    stats_.init.fully_touched_s = Since(opened_at_, std::chrono::steady_clock::now());
+    stats_.init.fully_touched_s = SecondsSince(opened_at_);
     tracer_.Instant("fully touched", "init", cache_->capacity_bytes(), "host cache");
     cv_init_.notify_all();
   }
@@ -197,7 +194,7 @@ bool Pipeline::TouchNextChunk(Lock& lock, std::stop_token stop) {
       os::TouchPages(base + progress, n);
     }
     const bool capture_after = captures_now_.load(std::memory_order_relaxed) > 0;
-    samples.push_back({n, Since(s0, std::chrono::steady_clock::now()), capture_before || capture_after});
+    samples.push_back({n, SecondsSince(s0), capture_before || capture_after});
     progress += n;
     if (MustPauseTouching(mode)) break;  // yield to the capture (or flush)
   }
@@ -239,7 +236,7 @@ void Pipeline::PinCache(Lock& lock, std::stop_token stop) {
   const auto p1 = std::chrono::steady_clock::now();
   node_lock.Release();  // the next process of the node may pin now
   lock.lock();
-  stats_.init.pin_wait_s = Since(w0, p0);
+  stats_.init.pin_wait_s = SecondsBetween(w0, p0);
   if (stop.stop_requested() && !s.ok()) return;  // gave up waiting: closing, not a failure
   if (config_.pin_serialize) tracer_.Span("wait: node pin lock", "init", w0, p0, 0);
   RecordPin(s, p0, p1);

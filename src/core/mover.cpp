@@ -9,6 +9,7 @@
 #include "core/pipeline.hpp"
 #include "format/file_reader.hpp"
 #include "format/file_writer.hpp"
+#include "util/clock.hpp"
 
 namespace cairn::core {
 
@@ -66,7 +67,7 @@ void Pipeline::PersistEntry(const EntryPtr& e) {
   auto t0 = std::chrono::steady_clock::now();
   const std::string from = local_.EntryPath(e->name, e->kind, e->number);
   Status s = CopyVerified(fs_, from, *persistent_, static_cast<uint32_t>(config_.block_bytes));
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double seconds = SecondsSince(t0);
   {
     std::lock_guard lock(mu_);
     e->persist_pending = false;

@@ -9,14 +9,11 @@
 #include "format/naming.hpp"
 #include "os/fs.hpp"
 #include "os/memory.hpp"
+#include "util/clock.hpp"
 
 namespace cairn::core {
 
 namespace {
-
-double SecondsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 format::WriterOptions CheckpointWriterOptions(const Config& c) {
   return format::WriterOptions{.direct = c.direct_io, .fsync = c.fsync, .mode = c.file_mode};
@@ -189,7 +186,7 @@ void Pipeline::WaitAsCaptureBlocked(Lock& lock, const char* span) {
   const auto w0 = std::chrono::steady_clock::now();
   cv_app_.wait(lock);
   const auto w1 = std::chrono::steady_clock::now();
-  stats_.capture_blocked_s += std::chrono::duration<double>(w1 - w0).count();
+  stats_.capture_blocked_s += SecondsBetween(w0, w1);
   tracer_.Span(span, "app", w0, w1, 0);
 }
 
@@ -322,7 +319,7 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
     flush_queue_.push_back(e);
     cv_flush_.notify_one();
     // The compute interval that ended now feeds the adaptive touch model.
-    interval_s = last_capture_end_ ? std::chrono::duration<double>(t0 - *last_capture_end_).count() : -1;
+    interval_s = last_capture_end_ ? SecondsBetween(*last_capture_end_, t0) : -1;
     UseBandwidth(+1, /*capture=*/true);
   }
 
@@ -480,7 +477,8 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   std::lock_guard lock(mu_);
   e->capture_done = true;
   double elapsed = SecondsSince(t0);
-  touch_model_.OnCapture(e->layout.payload_bytes, elapsed, interval_s);
+  touch_model_.OnCapture(e->layout.payload_bytes, elapsed, interval_s,
+                         touch_mode_ == TouchModel::Mode::kConcurrent);
   last_capture_end_ = std::chrono::steady_clock::now();
   UseBandwidth(-1, /*capture=*/true);
   stats_.capture.bytes += e->layout.payload_bytes;

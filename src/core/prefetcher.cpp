@@ -6,6 +6,7 @@
 
 #include "core/pipeline.hpp"
 #include "format/file_reader.hpp"
+#include "util/clock.hpp"
 
 namespace cairn::core {
 
@@ -86,7 +87,7 @@ void Pipeline::PrefetchLoop(std::stop_token stop) {
       stats_.prefetch.bytes += e->layout.payload_bytes;
       stats_.prefetch.ops += 1;
       stats_.prefetch.seconds +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          SecondsSince(t0);
     } else {
       // The pop reads the file itself and reports the damage.
       e->prefetch_failed = true;

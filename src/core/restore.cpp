@@ -7,6 +7,7 @@
 #include "core/pipeline.hpp"
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
+#include "util/clock.hpp"
 
 namespace cairn::core {
 
@@ -51,7 +52,7 @@ void Pipeline::NoteRead(bool hit, uint64_t bytes, std::chrono::steady_clock::tim
   hit ? ++stats_.cache_hits : ++stats_.cache_misses;
   stats_.restore.bytes += bytes;
   stats_.restore.ops += 1;
-  stats_.restore.seconds += std::chrono::duration<double>(t1 - t0).count();
+  stats_.restore.seconds += SecondsBetween(t0, t1);
   tracer_.Span(span, "app", t0, t1, bytes, name, number);
 }
 

@@ -11,6 +11,7 @@ const char* ModeName(TouchModel::Mode mode) {
 void TouchModel::OnTouch(uint64_t bytes, double seconds, bool during_capture) {
   if (bytes == 0 || seconds <= 0) return;
   (during_capture ? touch_during_ : touch_between_).Add(static_cast<double>(bytes) / seconds);
+  (during_capture ? cycle_during_ : cycle_between_) += static_cast<double>(bytes);
 }
 
 void TouchModel::OnCaptureCopy(uint64_t bytes, double seconds, bool into_touched, bool touching) {
@@ -23,30 +24,44 @@ void TouchModel::OnCaptureCopy(uint64_t bytes, double seconds, bool into_touched
   }
 }
 
-void TouchModel::OnCapture(uint64_t bytes, double seconds, double interval_s) {
+void TouchModel::OnCapture(uint64_t bytes, double seconds, double interval_s, bool touching_allowed) {
   size_.Add(static_cast<double>(bytes));
   duration_.Add(seconds);
-  if (interval_s >= 0) interval_.Add(interval_s);
+  if (interval_s >= 0) {
+    interval_.Add(interval_s);
+    // Before the first capture there is no cycle: touching ran from open on.
+    yield_between_.Add(cycle_between_);
+    if (touching_allowed) yield_during_.Add(cycle_during_);
+  }
+  cycle_between_ = cycle_during_ = 0;
 }
 
 double TouchModel::PredictBlocking(Mode mode, uint64_t reserve_bytes) const {
-  if (!size_.set || !interval_.set || !write_untouched_.set) return -1;
+  if (!size_.set || !interval_.set) return -1;
   const double s = size_.value;
-  const double reserve = static_cast<double>(reserve_bytes);
   // Rates not measured yet borrow their closest neighbour: a touched write
   // never measured alone is assumed as fast as the contended one, and so on.
   const Ewma& wt = write_touched_.set ? write_touched_ : write_contended_;
   const Ewma& wc = write_contended_.set ? write_contended_ : write_touched_;
   const Ewma& ti = touch_between_.set ? touch_between_ : touch_during_;
   const Ewma& tc = touch_during_.set ? touch_during_ : touch_between_;
-  if (!wt.set || !ti.set) return -1;
-  double x = reserve + ti.value * interval_.value;
+  if (!wt.set || (!yield_between_.set && !ti.set)) return -1;
+  double x = static_cast<double>(reserve_bytes) +
+             (yield_between_.set ? yield_between_.value : ti.value * interval_.value);
   double w = wt.value;
   if (mode == Mode::kConcurrent) {
-    x += tc.value * duration_.value;
+    if (yield_during_.set) {
+      x += yield_during_.value;
+    } else if (tc.set) {
+      x += tc.value * duration_.value;
+    }
     w = wc.value;
   }
-  x = std::min(x, s);
+  if (x >= s) return s / w;  // all of it lands in touched memory
+  // Part of it lands in untouched memory: that rate is needed. It is
+  // measured only once a capture outruns the touching, which the model must
+  // not wait for when touching keeps ahead (it never would be).
+  if (!write_untouched_.set) return -1;
   return x / w + (s - x) / write_untouched_.value;
 }
 

@@ -16,16 +16,24 @@
 //
 // The model measures online and predicts the next capture's blocking time:
 //   S       bytes per capture (moving average)
-//   I       compute interval between two captures
-//   C       duration of a capture
+//   Yb      bytes touched between two captures (per compute interval)
+//   Yd      bytes touched during a capture, when touching runs then
 //   R       touched bytes free ahead of the allocation cursor (reserve)
-//   Ti, Tc  touch rates outside captures / during captures
 //   Wt, Wc  capture rates into touched memory, alone / with touching running
 //   Wu      capture rate into untouched memory
 //
-//   x_seq  = R + Ti * I              touched bytes ready for the next capture
-//   x_conc = R + Ti * I + Tc * C
+//   x_seq  = R + Yb                  touched bytes ready for the next capture
+//   x_conc = R + Yb + Yd
 //   B(x, W) = min(x, S) / W + max(0, S - x) / Wu
+//
+// Yb and Yd are what the touching thread actually delivered per cycle, not a
+// touch rate times the interval: the thread loses time waking up, claiming
+// chunks and competing with flushes, and a first version that predicted
+// Ti * I from the rate of single slices (Ti, Tc: touch rates outside /
+// during captures) believed sequential touching kept ahead at 5 ms when it
+// delivered half of that, flapped ~20 times and blocked 4x longer than
+// concurrent. Ti * I and Tc * C (C: capture duration, I: interval) remain
+// the fallback until a cycle has been seen.
 //
 // Decide() compares the steady state (R = 0): whether touching only between
 // captures produces a checkpoint's worth of touched memory per cycle, and if
@@ -35,7 +43,10 @@
 // times in a 64-checkpoint run and blocked 25% longer than concurrent). Ties
 // go to sequential (no contention); leaving sequential needs a 5% gain.
 // Until it has the rates it needs it touches concurrently, which measures
-// them.
+// them. Wu is needed only when touching falls behind (x < S): a run whose
+// touching keeps ahead never measures it, and an earlier version that waited
+// for it never left concurrent in such runs. Wt is first measured in
+// sequential mode; until then it borrows Wc, a tie, which tries sequential.
 //
 // Not thread-safe: the Pipeline calls it under its mutex.
 #pragma once
@@ -54,9 +65,11 @@ class TouchModel {
   // A capture batch entirely into touched (or untouched) chunks, and whether
   // touching ran concurrently.
   void OnCaptureCopy(uint64_t bytes, double seconds, bool into_touched, bool touching);
-  // A whole capture: its size and duration, and the compute interval before
-  // it (< 0: the first capture, no interval).
-  void OnCapture(uint64_t bytes, double seconds, double interval_s);
+  // A whole capture: its size and duration, the compute interval before it
+  // (< 0: the first capture, no interval), and whether touching was allowed
+  // to run during it (concurrent mode). Ends a cycle: the bytes touched since
+  // the previous capture become samples of Yb and (if concurrent) Yd.
+  void OnCapture(uint64_t bytes, double seconds, double interval_s, bool touching_allowed);
 
   // The mode for the next chunk, given the mode in use (for hysteresis).
   Mode Decide(Mode current) const;
@@ -78,6 +91,8 @@ class TouchModel {
   Ewma touch_between_, touch_during_;                     // bytes/s
   Ewma write_touched_, write_contended_, write_untouched_;  // bytes/s
   Ewma size_, duration_, interval_;                       // bytes, s, s
+  Ewma yield_between_, yield_during_;                     // bytes per cycle
+  double cycle_between_ = 0, cycle_during_ = 0;           // this cycle so far
 };
 
 const char* ModeName(TouchModel::Mode mode);

@@ -10,17 +10,20 @@ constexpr double kGBps = 1e9;
 
 using Mode = TouchModel::Mode;
 
-// A model fed with steady rates: captures of `size` every `interval_s`.
+// A model fed with steady rates: captures of `size` every `interval_s`,
+// lasting size / write_untouched; the touching thread touches at its rate
+// for the whole interval and (concurrent) the whole capture.
 TouchModel Steady(uint64_t size, double interval_s, double touch_between, double touch_during,
                   double write_touched, double write_contended, double write_untouched) {
   TouchModel m;
+  const double capture_s = size / write_untouched;
   for (int i = 0; i < 8; ++i) {
-    m.OnTouch(2 * kMiB, 2.0 * kMiB / touch_between, /*during_capture=*/false);
-    m.OnTouch(2 * kMiB, 2.0 * kMiB / touch_during, /*during_capture=*/true);
+    m.OnTouch(static_cast<uint64_t>(touch_between * interval_s), interval_s, /*during_capture=*/false);
+    m.OnTouch(static_cast<uint64_t>(touch_during * capture_s), capture_s, /*during_capture=*/true);
     m.OnCaptureCopy(size, size / write_touched, /*into_touched=*/true, /*touching=*/false);
     m.OnCaptureCopy(size, size / write_contended, /*into_touched=*/true, /*touching=*/true);
     m.OnCaptureCopy(size, size / write_untouched, /*into_touched=*/false, /*touching=*/true);
-    m.OnCapture(size, size / write_untouched, interval_s);
+    m.OnCapture(size, capture_s, interval_s, /*touching_allowed=*/true);
   }
   return m;
 }
@@ -29,7 +32,7 @@ TEST(TouchModel, TouchesConcurrentlyUntilItHasMeasuredTheRates) {
   TouchModel m;
   EXPECT_EQ(m.Decide(Mode::kSequential), Mode::kConcurrent);
   EXPECT_LT(m.PredictBlocking(Mode::kSequential, 0), 0);
-  m.OnCapture(64 * kMiB, 0.05, -1);  // first capture: no interval yet
+  m.OnCapture(64 * kMiB, 0.05, -1, true);  // first capture: no interval yet
   EXPECT_EQ(m.Decide(Mode::kSequential), Mode::kConcurrent);
 }
 
@@ -38,10 +41,10 @@ TEST(TouchModel, TiesGoToSequentialAndLeavingItNeedsAClearGain) {
   // contention is unmeasured (Wt borrows Wc): both predict S / Wc.
   TouchModel m;
   for (int i = 0; i < 8; ++i) {
-    m.OnTouch(2 * kMiB, 2.0 * kMiB / (2 * kGBps), false);
+    m.OnTouch(200'000'000, 0.100, false);
     m.OnCaptureCopy(64 * kMiB, 64.0 * kMiB / (4 * kGBps), true, true);
     m.OnCaptureCopy(64 * kMiB, 64.0 * kMiB / (1.3 * kGBps), false, true);
-    m.OnCapture(64 * kMiB, 0.02, 0.100);
+    m.OnCapture(64 * kMiB, 0.02, 0.100, true);
   }
   EXPECT_DOUBLE_EQ(m.PredictBlocking(Mode::kSequential, 0), m.PredictBlocking(Mode::kConcurrent, 0));
   EXPECT_EQ(m.Decide(Mode::kConcurrent), Mode::kSequential);
@@ -50,6 +53,70 @@ TEST(TouchModel, TiesGoToSequentialAndLeavingItNeedsAClearGain) {
   TouchModel n = Steady(64 * kMiB, 0.005, 1 * kGBps, 1 * kGBps, 5 * kGBps, 4.5 * kGBps, 1.3 * kGBps);
   EXPECT_EQ(n.Decide(Mode::kConcurrent), Mode::kConcurrent);
   EXPECT_EQ(n.Decide(Mode::kSequential), Mode::kConcurrent);
+}
+
+TEST(TouchModel, DecidesWithoutTheUntouchedRateWhileTouchingKeepsAhead) {
+  // 4 GB/s x 50 ms between captures touches more than a 64 MiB checkpoint:
+  // no capture ever lands in untouched memory, so Wu is never measured, and
+  // none is needed to compare the modes.
+  auto feed = [](double interval_s) {
+    TouchModel m;
+    const double capture_s = 64.0 * kMiB / (4 * kGBps);
+    for (int i = 0; i < 8; ++i) {
+      m.OnTouch(static_cast<uint64_t>(4 * kGBps * interval_s), interval_s, /*during_capture=*/false);
+      m.OnTouch(static_cast<uint64_t>(2 * kGBps * capture_s), capture_s, /*during_capture=*/true);
+      m.OnCaptureCopy(64 * kMiB, capture_s, /*into_touched=*/true, /*touching=*/true);
+      m.OnCapture(64 * kMiB, capture_s, interval_s, /*touching_allowed=*/true);
+    }
+    return m;
+  };
+  TouchModel keeps_ahead = feed(0.050);
+  EXPECT_NEAR(keeps_ahead.PredictBlocking(Mode::kSequential, 0), 64.0 * kMiB / (4 * kGBps), 1e-9);
+  EXPECT_NEAR(keeps_ahead.PredictBlocking(Mode::kConcurrent, 0), 64.0 * kMiB / (4 * kGBps), 1e-9);
+  EXPECT_EQ(keeps_ahead.Decide(Mode::kConcurrent), Mode::kSequential) << "a tie tries sequential";
+  // Once sequential has measured undisturbed captures twice as fast, it stays.
+  for (int i = 0; i < 8; ++i) {
+    keeps_ahead.OnCaptureCopy(64 * kMiB, 64.0 * kMiB / (8 * kGBps), /*into_touched=*/true, /*touching=*/false);
+  }
+  EXPECT_EQ(keeps_ahead.Decide(Mode::kSequential), Mode::kSequential);
+  EXPECT_NEAR(keeps_ahead.PredictBlocking(Mode::kSequential, 0), 64.0 * kMiB / (8 * kGBps), 1e-9);
+
+  // 5 ms between captures: neither mode keeps ahead (20 MB between
+  // captures, 34 MB more during them), and what lands untouched cannot be
+  // priced without Wu: the model touches concurrently, which measures it.
+  TouchModel falls_behind = feed(0.005);
+  EXPECT_LT(falls_behind.PredictBlocking(Mode::kSequential, 0), 0);
+  EXPECT_LT(falls_behind.PredictBlocking(Mode::kConcurrent, 0), 0);
+  EXPECT_EQ(falls_behind.Decide(Mode::kSequential), Mode::kConcurrent);
+}
+
+TEST(TouchModel, PredictsFromWhatTouchingDeliveredPerCycleNotFromTheSliceRate) {
+  // Slices touch at 16 GB/s, which over a 5 ms interval would be 80 MB, more
+  // than a checkpoint; but the thread delivers only 8 MiB between captures
+  // (it waits, claims chunks, competes): sequential cannot keep ahead, and
+  // concurrent, which adds 60 MiB during each capture, can.
+  TouchModel m;
+  const double capture_s = 64.0 * kMiB / (4 * kGBps);
+  for (int i = 0; i < 8; ++i) {
+    m.OnTouch(8 * kMiB, 8.0 * kMiB / (16 * kGBps), /*during_capture=*/false);
+    m.OnTouch(60 * kMiB, 60.0 * kMiB / (16 * kGBps), /*during_capture=*/true);
+    m.OnCaptureCopy(64 * kMiB, capture_s, /*into_touched=*/true, /*touching=*/true);
+    m.OnCaptureCopy(64 * kMiB, 64.0 * kMiB / (1 * kGBps), /*into_touched=*/false, /*touching=*/true);
+    m.OnCapture(64 * kMiB, capture_s, 0.005, /*touching_allowed=*/true);
+  }
+  const double seq = m.PredictBlocking(Mode::kSequential, 0);
+  EXPECT_NEAR(seq, 8.0 * kMiB / (4 * kGBps) + 56.0 * kMiB / (1 * kGBps), 1e-6);
+  EXPECT_NEAR(m.PredictBlocking(Mode::kConcurrent, 0), 64.0 * kMiB / (4 * kGBps), 1e-6);
+  EXPECT_EQ(m.Decide(Mode::kConcurrent), Mode::kConcurrent);
+  EXPECT_EQ(m.Decide(Mode::kSequential), Mode::kConcurrent);
+
+  // Cycles in sequential mode (touching_allowed false) tell nothing of what
+  // touching during captures delivers: Yd keeps its value.
+  for (int i = 0; i < 8; ++i) {
+    m.OnTouch(2 * kMiB, 2.0 * kMiB / (16 * kGBps), /*during_capture=*/true);  // a slice overlapping a start
+    m.OnCapture(64 * kMiB, capture_s, 0.005, /*touching_allowed=*/false);
+  }
+  EXPECT_EQ(m.Decide(Mode::kSequential), Mode::kConcurrent);
 }
 
 TEST(TouchModel, ShortIntervalsAndCheapContentionMeanConcurrent) {

@@ -11,16 +11,13 @@
 
 #include "gpu/cuda_driver.hpp"
 #include "gpu/runtime.hpp"
+#include "util/clock.hpp"
 
 namespace cairn::gpu {
 
 namespace {
 
 [[maybe_unused]] uint64_t RoundUp(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
-
-[[maybe_unused]] double SecondsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 }  // namespace
 
