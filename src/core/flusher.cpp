@@ -129,17 +129,12 @@ void Pipeline::FlushEntry(Lock& lock, const EntryPtr& e) {
       }
       return false;
     });
-    if (e->consumed) {
-      lock.unlock();
-      writer->Abort();  // never written to disk: consumed before its flush ended
-      lock.lock();
-      ++stats_.flushes_skipped;
-      return;
-    }
-    if (b == nblocks) {  // failed
+    // Consumed before its flush ended (never written to disk), or failed.
+    if (const bool skipped = e->consumed; skipped || b == nblocks) {
       lock.unlock();
       writer->Abort();
       lock.lock();
+      if (skipped) ++stats_.flushes_skipped;
       return;
     }
     BlockState& bs = e->blocks[b];
