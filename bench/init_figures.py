@@ -19,8 +19,10 @@ follows another trial of the same size, and the tables report medians.
 Usage: bench/init_figures.py [--bench build/bin/cairn-bench] [--repeat 3]
                              [--figures fig5,fig6a,fig6c] [--quick]
                              [--docs docs] [--json-dir DIR]
+                             [--huge-pages on|off] [--intervals 5,10,20,50,100]
 --quick runs a tiny version (for the smoke test): small sizes, 1 repeat, no
-docs unless --docs is given. Needs matplotlib for the plots (pip install
+docs unless --docs is given. --huge-pages off sweeps 4 KiB pages (the default,
+on, asks for transparent huge pages as cairn-bench does). Needs matplotlib for the plots (pip install
 matplotlib); without it the tables are still written. Exit: 0 ok, 1 a trial
 failed, 2 usage.
 """
@@ -173,8 +175,18 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--docs", default=None, help="docs directory (default: docs, none with --quick)")
     ap.add_argument("--json-dir", default=None)
+    ap.add_argument("--intervals", default=",".join(map(str, INTERVALS_MS)),
+                    help="fig5 compute intervals in ms (default 5,10,20,50,100)")
+    ap.add_argument("--huge-pages", choices=("on", "off"), default="on",
+                    help="transparent huge pages for the host cache (cairn-bench --huge-pages)")
     args = ap.parse_args(argv)
     figures = [f for f in args.figures.split(",") if f]
+    try:
+        args.intervals = [int(t) for t in args.intervals.split(",") if t]
+    except ValueError:
+        args.intervals = []
+    if not args.intervals or min(args.intervals) <= 0:
+        ap.error("--intervals takes positive whole milliseconds, e.g. 5,10,20")
     if any(f not in ("fig5", "fig6a", "fig6c") for f in figures) or args.repeat < 1:
         ap.error("--figures takes fig5, fig6a, fig6c; --repeat >= 1")
     if not os.access(args.bench, os.X_OK):
@@ -189,10 +201,12 @@ def main(argv: list[str]) -> int:
         cache_label, cache_count = (lambda c: f"{c}MiB"), (lambda c: c // 4)
     else:
         size, count, cache = "64MiB", 64, "4GiB"
-        intervals, procs, caches, repeat = INTERVALS_MS, PROCS, CACHE_GIB, args.repeat
+        intervals, procs, caches, repeat = args.intervals, PROCS, CACHE_GIB, args.repeat
         cache_label, cache_count = (lambda c: f"{c}GiB"), (lambda c: c * 16)
     strategies, fig6 = STRATEGIES, FIG6_STRATEGIES
-    common = ["--size", size, "--pin", "on", "--limits-size", "1MiB", "--forward-only"]
+    common = ["--size", size, "--pin", "on", "--huge-pages", args.huge_pages, "--limits-size", "1MiB",
+              "--forward-only"]
+    pages = "" if args.huge_pages == "on" else ", 4 KiB pages (--huge-pages off)"
     sections = []
     try:
         if "fig5" in figures:
@@ -203,7 +217,7 @@ def main(argv: list[str]) -> int:
                                                             "--host-cache", cache, "--init", "adaptive"])
             rows = [f"{t} ms" for t in intervals]
             sections.append(("fig5", table(
-                f"Fig. 5: {count} x {size} into a {cache} cache, pinning on; open + forward blocking (s), median of {repeat}",
+                f"Fig. 5: {count} x {size} into a {cache} cache, pinning on{pages}; open + forward blocking (s), median of {repeat}",
                 rows, strategies, med, "interval") + "\n" + detail_table(rows, strategies, med, "interval"),
                 intervals, rows, strategies, med, "compute interval (ms)"))
         if "fig6a" in figures:
@@ -217,7 +231,7 @@ def main(argv: list[str]) -> int:
                                                             "--host-cache", pcache, "--init", "adaptive"])
             rows = [f"{p} procs" for p in procs]
             sections.append(("fig6a", table(
-                f"Fig. 6a: {half} x {size} per process into a {pcache} cache each, 20 ms, pinning on; mean per process of open + forward blocking (s), median of {repeat}",
+                f"Fig. 6a: {half} x {size} per process into a {pcache} cache each, 20 ms, pinning on{pages}; mean per process of open + forward blocking (s), median of {repeat}",
                 rows, fig6, med, "processes"), procs, rows, fig6, med, "processes on the node"))
         if "fig6c" in figures:
             print("fig6c: cache size", flush=True)
@@ -229,7 +243,7 @@ def main(argv: list[str]) -> int:
                                                             "--init", "adaptive"])
             rows = [cache_label(c) for c in caches]
             sections.append(("fig6c", table(
-                f"Fig. 6c: cache size (filled by {size} checkpoints), 20 ms, pinning on; open + forward blocking (s), median of {repeat}",
+                f"Fig. 6c: cache size (filled by {size} checkpoints), 20 ms, pinning on{pages}; open + forward blocking (s), median of {repeat}",
                 rows, fig6, med, "cache") + "\n" + detail_table(rows, fig6, med, "cache"),
                 caches, rows, fig6, med, "host cache (GiB)"))
     except TrialFailed as e:

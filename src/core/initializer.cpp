@@ -8,7 +8,8 @@
 //               every chunk has been written, finishes the partly written
 //               ones and pins
 //   memset      memsets chunk after chunk, all the time
-//   concurrent  touches one byte per page, chunk after chunk, all the time
+//   concurrent  faults pages in (os::TouchPages), chunk after chunk, all the
+//               time
 //   sequential  touches only while no capture, flush write or prefetch read is
 //               moving memory
 //   adaptive    TouchModel picks, before every chunk, between concurrent and
@@ -21,7 +22,8 @@
 // untouched memory would fault it all in at once, inside the pin call (the
 // slow path the strategies exist to avoid), and pinning piecewise would need
 // one registration per piece. With pin_serialize the processes of the node
-// take turns through a lock file (os/node_lock.hpp).
+// take turns, first come first served, through a queue of lock files
+// (os/node_lock.hpp).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>

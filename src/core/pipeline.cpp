@@ -336,20 +336,26 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   // straight into a host chunk.
   constexpr uint32_t kMaxBatch = 16;
   const uint32_t nblocks = static_cast<uint32_t>(e->layout.blocks.size());
-  std::vector<CopySegment> host_batch;  // host -> host chunk (CPU copies)
+  // host -> host chunk (CPU copies), into touched and into untouched chunks:
+  // copied one after the other, so that the touch model gets both rates.
+  std::vector<CopySegment> host_batch[2];
   std::vector<CopySegment> gpu_batch;   // device/managed -> slot or host chunk
   std::vector<bool> to_slot;            // per block of the batch
   uint64_t gpu_bytes = 0;
   double gpu_seconds = 0;
   for (uint32_t b = 0; b < nblocks;) {
     const uint32_t first = b;
-    host_batch.clear();
+    host_batch[0].clear();
+    host_batch[1].clear();
     gpu_batch.clear();
     to_slot.clear();
-    uint32_t into_touched = 0;
     bool touching = false;
+    bool touching_allowed = false;
     {
       Lock lock(mu_);
+      // A sequential toucher may end the slice it is in when a capture
+      // starts (a few ms): that is not touching during captures.
+      touching_allowed = touch_mode_ == TouchModel::Mode::kConcurrent;
       do {
         const auto& blk = e->layout.blocks[b];
         const auto& region = e->layout.regions[blk.region];
@@ -390,9 +396,8 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
         }
         e->blocks[b].chunk = chunk;
         NoteCaptureChunk(was_touched, blk.length);
-        into_touched += was_touched ? 1 : 0;
         const CopySegment seg{.dst = cache_->data(static_cast<uint32_t>(chunk)), .src = src, .bytes = blk.length};
-        (gpu_source ? gpu_batch : host_batch).push_back(seg);
+        (gpu_source ? gpu_batch : host_batch[was_touched ? 1 : 0]).push_back(seg);
         to_slot.push_back(false);
         ++b;
       } while (b < nblocks && b - first < kMaxBatch);
@@ -405,9 +410,14 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
       gpu_seconds += SecondsSince(g0);
       for (const auto& seg : gpu_batch) gpu_bytes += seg.bytes;
     }
-    const auto c0 = std::chrono::steady_clock::now();
-    CopyIn(MemoryKind::kHost, *copier_, host_batch);
-    const double copy_s = SecondsSince(c0);
+    double copy_s[2] = {0, 0};  // into untouched, into touched
+    uint64_t copy_bytes[2] = {0, 0};
+    for (int touched : {1, 0}) {
+      const auto c0 = std::chrono::steady_clock::now();
+      CopyIn(MemoryKind::kHost, *copier_, host_batch[touched]);
+      copy_s[touched] = SecondsSince(c0);
+      for (const auto& seg : host_batch[touched]) copy_bytes[touched] += seg.bytes;
+    }
     touching = touching || touching_.load(std::memory_order_relaxed);
     // Direct I/O writes whole 4 KiB pages: zero the tails so no stale bytes of
     // an older entry reach the file. (Drained slots get theirs in DrainBlock.)
@@ -438,11 +448,11 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
       return copied.WithContext(std::string(kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push") +
                                 " of '" + name + "' " + std::to_string(number));
     }
-    if (!host_batch.empty() && gpu_batch.empty() &&
-        (into_touched == 0 || into_touched == host_batch.size())) {  // mixed batches tell nothing
-      uint64_t bytes = 0;
-      for (const auto& seg : host_batch) bytes += seg.bytes;
-      touch_model_.OnCaptureCopy(bytes, copy_s, into_touched > 0, touching);
+    if (gpu_batch.empty()) {  // device copies overlap: no host rate
+      for (int touched : {1, 0}) {
+        touch_model_.OnCaptureCopy(copy_bytes[touched], copy_s[touched], touched == 1,
+                                   touching && touching_allowed);
+      }
     }
     for (uint32_t k = first; k < b; ++k) {
       BlockState& bs = e->blocks[k];

@@ -17,10 +17,10 @@ void TouchModel::OnTouch(uint64_t bytes, double seconds, bool during_capture) {
 void TouchModel::OnCaptureCopy(uint64_t bytes, double seconds, bool into_touched, bool touching) {
   if (bytes == 0 || seconds <= 0) return;
   const double rate = static_cast<double>(bytes) / seconds;
-  if (!into_touched) {
-    write_untouched_.Add(rate);
-  } else {
+  if (into_touched) {
     (touching ? write_contended_ : write_touched_).Add(rate);
+  } else {
+    (touching ? write_untouched_contended_ : write_untouched_).Add(rate);
   }
 }
 
@@ -34,41 +34,66 @@ void TouchModel::OnCapture(uint64_t bytes, double seconds, double interval_s, bo
     if (touching_allowed) yield_during_.Add(cycle_during_);
   }
   cycle_between_ = cycle_during_ = 0;
+  const Ewma& untouched = touching_allowed ? write_untouched_contended_ : write_untouched_;
+  if (!untouched.set) ++untouched_tries_[touching_allowed ? 1 : 0];
 }
 
-double TouchModel::PredictBlocking(Mode mode, uint64_t reserve_bytes) const {
+double TouchModel::TouchedAhead(Mode mode, uint64_t reserve_bytes) const {
   if (!size_.set || !interval_.set) return -1;
-  const double s = size_.value;
-  // Rates not measured yet borrow their closest neighbour: a touched write
-  // never measured alone is assumed as fast as the contended one, and so on.
-  const Ewma& wt = write_touched_.set ? write_touched_ : write_contended_;
-  const Ewma& wc = write_contended_.set ? write_contended_ : write_touched_;
   const Ewma& ti = touch_between_.set ? touch_between_ : touch_during_;
   const Ewma& tc = touch_during_.set ? touch_during_ : touch_between_;
-  if (!wt.set || (!yield_between_.set && !ti.set)) return -1;
+  if (!yield_between_.set && !ti.set) return -1;
   double x = static_cast<double>(reserve_bytes) +
              (yield_between_.set ? yield_between_.value : ti.value * interval_.value);
-  double w = wt.value;
   if (mode == Mode::kConcurrent) {
     if (yield_during_.set) {
       x += yield_during_.value;
     } else if (tc.set) {
       x += tc.value * duration_.value;
     }
-    w = wc.value;
   }
-  if (x >= s) return s / w;  // all of it lands in touched memory
+  return x;
+}
+
+bool TouchModel::BorrowsUntouchedRate(Mode mode) const {
+  const bool concurrent = mode == Mode::kConcurrent;
+  const Ewma& own = concurrent ? write_untouched_contended_ : write_untouched_;
+  const Ewma& other = concurrent ? write_untouched_ : write_untouched_contended_;
+  return !own.set && other.set && untouched_tries_[concurrent ? 1 : 0] < kUntouchedTries &&
+         TouchedAhead(mode, 0) < size_.value;
+}
+
+double TouchModel::PredictBlocking(Mode mode, uint64_t reserve_bytes) const {
+  const double x = TouchedAhead(mode, reserve_bytes);
+  if (x < 0) return -1;
+  const double s = size_.value;
+  // Rates not measured yet borrow their counterpart of the other mode: a
+  // touched write never measured alone is assumed as fast as the contended
+  // one, and so on.
+  const bool concurrent = mode == Mode::kConcurrent;
+  const Ewma& wt = write_touched_.set ? write_touched_ : write_contended_;
+  const Ewma& wc = write_contended_.set ? write_contended_ : write_touched_;
+  const Ewma& wu = write_untouched_.set ? write_untouched_ : write_untouched_contended_;
+  const Ewma& wv = write_untouched_contended_.set ? write_untouched_contended_ : write_untouched_;
+  const Ewma& w = concurrent ? wc : wt;
+  if (!w.set) return -1;
+  if (x >= s) return s / w.value;  // all of it lands in touched memory
   // Part of it lands in untouched memory: that rate is needed. It is
   // measured only once a capture outruns the touching, which the model must
   // not wait for when touching keeps ahead (it never would be).
-  if (!write_untouched_.set) return -1;
-  return x / w + (s - x) / write_untouched_.value;
+  const Ewma& w_untouched = concurrent ? wv : wu;
+  if (!w_untouched.set) return -1;
+  return x / w.value + (s - x) / w_untouched.value;
 }
 
 TouchModel::Mode TouchModel::Decide(Mode current) const {
   const double seq = PredictBlocking(Mode::kSequential, 0);
   const double conc = PredictBlocking(Mode::kConcurrent, 0);
   if (seq < 0 || conc < 0) return Mode::kConcurrent;  // still measuring
+  // A mode priced with the other mode's untouched rate is tried (for up to
+  // kUntouchedTries captures): the borrowed rate may be far off.
+  if (BorrowsUntouchedRate(Mode::kSequential)) return Mode::kSequential;
+  if (BorrowsUntouchedRate(Mode::kConcurrent)) return Mode::kConcurrent;
   if (current == Mode::kConcurrent) return seq <= conc ? Mode::kSequential : Mode::kConcurrent;
   return conc < 0.95 * seq ? Mode::kConcurrent : Mode::kSequential;
 }

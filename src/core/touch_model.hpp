@@ -20,11 +20,19 @@
 //   Yd      bytes touched during a capture, when touching runs then
 //   R       touched bytes free ahead of the allocation cursor (reserve)
 //   Wt, Wc  capture rates into touched memory, alone / with touching running
-//   Wu      capture rate into untouched memory
+//   Wu, Wv  capture rates into untouched memory, alone / with touching running
 //
 //   x_seq  = R + Yb                  touched bytes ready for the next capture
 //   x_conc = R + Yb + Yd
-//   B(x, W) = min(x, S) / W + max(0, S - x) / Wu
+//   B_seq  = min(x_seq, S) / Wt + max(0, S - x_seq) / Wu
+//   B_conc = min(x_conc, S) / Wc + max(0, S - x_conc) / Wv
+//
+// Wu and Wv differ most where faulting pages is the bottleneck (4 KiB pages,
+// fresh VM memory): there a capture and the touching thread faulting at the
+// same time each ran at half speed or less, so touching during captures
+// delivered little and slowed them a lot. A model with one untouched rate,
+// measured while touching, priced sequential with concurrent's contention
+// and kept touching concurrently at 1.6-2x the blocking of pausing.
 //
 // Yb and Yd are what the touching thread actually delivered per cycle, not a
 // touch rate times the interval: the thread loses time waking up, claiming
@@ -43,10 +51,15 @@
 // times in a 64-checkpoint run and blocked 25% longer than concurrent). Ties
 // go to sequential (no contention); leaving sequential needs a 5% gain.
 // Until it has the rates it needs it touches concurrently, which measures
-// them. Wu is needed only when touching falls behind (x < S): a run whose
-// touching keeps ahead never measures it, and an earlier version that waited
-// for it never left concurrent in such runs. Wt is first measured in
-// sequential mode; until then it borrows Wc, a tie, which tries sequential.
+// them. Wu and Wv are needed only when touching falls behind (x < S): a run
+// whose touching keeps ahead never measures them, and an earlier version
+// that waited for them never left concurrent in such runs. A rate measured in
+// one mode only is borrowed by the other, and the mode that needs the
+// borrowed untouched rate is tried for one capture, which measures it (a
+// borrowed Wu is Wv, too pessimistic to ever choose sequential), for at most
+// kUntouchedTries captures (a try that touches ahead of its captures
+// measures nothing). Likewise Wt is first measured in sequential mode; until
+// then it borrows Wc, a tie, which tries sequential.
 //
 // Not thread-safe: the Pipeline calls it under its mutex.
 #pragma once
@@ -62,8 +75,10 @@ class TouchModel {
   // A touched slice: `bytes` in `seconds`; `during_capture` when a capture
   // ran during (part of) it.
   void OnTouch(uint64_t bytes, double seconds, bool during_capture);
-  // A capture batch entirely into touched (or untouched) chunks, and whether
-  // touching ran concurrently.
+  // Copies of a capture entirely into touched (or untouched) chunks, and
+  // whether touching ran concurrently. (The pipeline copies a batch's blocks
+  // into touched and into untouched chunks apart: with touching behind,
+  // nearly every batch has both.)
   void OnCaptureCopy(uint64_t bytes, double seconds, bool into_touched, bool touching);
   // A whole capture: its size and duration, the compute interval before it
   // (< 0: the first capture, no interval), and whether touching was allowed
@@ -79,6 +94,13 @@ class TouchModel {
   double PredictBlocking(Mode mode, uint64_t reserve_bytes) const;
 
  private:
+  // Touched bytes ready for the next capture in `mode` (x above), or < 0 when
+  // not known yet.
+  double TouchedAhead(Mode mode, uint64_t reserve_bytes) const;
+  // Whether the prediction for `mode` needs its untouched rate and that rate
+  // was only measured in the other mode.
+  bool BorrowsUntouchedRate(Mode mode) const;
+
   // Exponentially weighted moving average; unset until the first sample.
   struct Ewma {
     double value = 0;
@@ -89,10 +111,15 @@ class TouchModel {
     }
   };
   Ewma touch_between_, touch_during_;                     // bytes/s
-  Ewma write_touched_, write_contended_, write_untouched_;  // bytes/s
+  Ewma write_touched_, write_contended_;                    // bytes/s: Wt, Wc
+  Ewma write_untouched_, write_untouched_contended_;        // bytes/s: Wu, Wv
   Ewma size_, duration_, interval_;                       // bytes, s, s
   Ewma yield_between_, yield_during_;                     // bytes per cycle
   double cycle_between_ = 0, cycle_during_ = 0;           // this cycle so far
+  // Captures made in sequential / concurrent mode while that mode's
+  // untouched rate was unmeasured (BorrowsUntouchedRate).
+  int untouched_tries_[2] = {0, 0};
+  static constexpr int kUntouchedTries = 4;
 };
 
 const char* ModeName(TouchModel::Mode mode);

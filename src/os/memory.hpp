@@ -46,9 +46,14 @@ class Mapping {
   bool locked_ = false;
 };
 
-// Touches one byte per page in [p, p+n) so later writes do not fault.
-// Precondition: no other thread writes [p, p+n) meanwhile (see memory.cpp).
+// Faults every page of [p, p+n) in, writable, so later writes do not fault;
+// contents are preserved. madvise(MADV_POPULATE_WRITE) where the kernel has
+// it (Linux >= 5.14), else TouchPagesOneByOne (and its precondition).
 void TouchPages(void* p, size_t n);
+// Reads and writes back one byte per page. Precondition: no other thread
+// writes [p, p+n) meanwhile (a write could be lost between the read and the
+// write back). The fallback of TouchPages, exposed for tests.
+void TouchPagesOneByOne(void* p, size_t n);
 
 // mlock/munlock of [p, p+n). A failed LockRange returns kNoMemory with a
 // message naming RLIMIT_MEMLOCK (current limit, what is already locked, and

@@ -149,31 +149,53 @@ TEST(MemoryTest, LockFailureNamesRlimitMemlock) {
       << got;
 }
 
+// Both ways of touching: TouchPages (madvise(MADV_POPULATE_WRITE) on this
+// kernel, if it is >= 5.14) and its fallback.
+struct Toucher {
+  const char* name;
+  void (*touch)(void*, size_t);
+};
+const Toucher kTouchers[] = {{"TouchPages", TouchPages}, {"TouchPagesOneByOne", TouchPagesOneByOne}};
+
+size_t ResidentPages(const Mapping& m, size_t first_page, size_t pages) {
+  std::vector<unsigned char> vec(pages);
+  EXPECT_EQ(::mincore(m.data() + first_page * PageSize(), pages * PageSize(), vec.data()), 0);
+  size_t n = 0;
+  for (unsigned char v : vec) n += v & 1;
+  return n;
+}
+
 TEST(MemoryTest, TouchPagesPreservesContent) {
-  auto m = Mapping::Create(8 * PageSize(), MapOptions{});
-  ASSERT_TRUE(m.ok());
-  for (size_t i = 0; i < m->size(); ++i) m->data()[i] = static_cast<uint8_t>(i * 31 + 3);
-  TouchPages(m->data() + 1, m->size() - 1);  // unaligned start
-  for (size_t i = 0; i < m->size(); ++i) {
-    ASSERT_EQ(m->data()[i], static_cast<uint8_t>(i * 31 + 3)) << i;
+  for (const Toucher& t : kTouchers) {
+    SCOPED_TRACE(t.name);
+    // Pages 0-3 written, 4-7 never: a partly written chunk.
+    auto m = Mapping::Create(8 * PageSize(), MapOptions{});
+    ASSERT_TRUE(m.ok());
+    const size_t written = 4 * PageSize() - 100;
+    for (size_t i = 0; i < written; ++i) m->data()[i] = static_cast<uint8_t>(i * 31 + 3);
+    t.touch(m->data() + 1, m->size() - 1);  // unaligned start
+    for (size_t i = 0; i < m->size(); ++i) {
+      ASSERT_EQ(m->data()[i], i < written ? static_cast<uint8_t>(i * 31 + 3) : 0) << i;
+    }
+    t.touch(m->data(), 0);  // no-op
   }
-  TouchPages(m->data(), 0);  // no-op
 }
 
 TEST(MemoryTest, TouchPagesMakesPagesResident) {
-  const size_t pages = 16;
-  auto m = Mapping::Create(pages * PageSize(), MapOptions{});
-  ASSERT_TRUE(m.ok());
-  std::vector<unsigned char> vec(pages);
-  ASSERT_EQ(::mincore(m->data(), m->size(), vec.data()), 0);
-  size_t before = 0;
-  for (unsigned char v : vec) before += v & 1;
-  TouchPages(m->data(), m->size());
-  ASSERT_EQ(::mincore(m->data(), m->size(), vec.data()), 0);
-  size_t after = 0;
-  for (unsigned char v : vec) after += v & 1;
-  EXPECT_EQ(before, 0u);
-  EXPECT_EQ(after, pages);
+  for (const Toucher& t : kTouchers) {
+    SCOPED_TRACE(t.name);
+    const size_t pages = 16;
+    auto m = Mapping::Create(pages * PageSize(), MapOptions{});
+    ASSERT_TRUE(m.ok());
+    EXPECT_EQ(ResidentPages(*m, 0, pages), 0u);
+    // Pages 2..5 only: a range that starts and ends inside pages.
+    t.touch(m->data() + 2 * PageSize() + 7, 3 * PageSize());
+    EXPECT_EQ(ResidentPages(*m, 0, 2), 0u);
+    EXPECT_EQ(ResidentPages(*m, 2, 4), 4u);
+    EXPECT_EQ(ResidentPages(*m, 6, pages - 6), 0u);
+    t.touch(m->data(), m->size());
+    EXPECT_EQ(ResidentPages(*m, 0, pages), pages);
+  }
 }
 
 }  // namespace

@@ -5,8 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
+#include <atomic>
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,14 +27,116 @@ TEST(NodeLock, ExcludesOtherHoldersAndIsReleasedOnClose) {
   const std::string path = dir.path() + "/pin.lock";
   auto a = NodeLock::TryAcquire(path);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
-  // flock locks belong to the open file description: a second open in the
-  // same process conflicts just like another process would.
+  // Queue entries are locked with flock, which belongs to the open file
+  // description: a second Acquire in the same process queues and conflicts
+  // just like another process would.
   auto b = NodeLock::TryAcquire(path);
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), Code::kState);
   EXPECT_NE(b.status().message().find("held by another process"), std::string::npos);
   a->Release();
   EXPECT_TRUE(NodeLock::TryAcquire(path).ok());
+}
+
+// Entries in the queue directory of `path` (live or not).
+int QueuedEntries(const std::string& path) {
+  DIR* d = ::opendir(NodeLockQueueDir(path).c_str());
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (const dirent* e = ::readdir(d)) n += e->d_name[0] != '.' ? 1 : 0;
+  ::closedir(d);
+  return n;
+}
+
+// Polls `pred` for up to 10 s.
+template <typename Pred>
+bool Eventually(Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// Acquire, giving up after 20 s (a hang fails the test instead of CI).
+Result<NodeLock> AcquireWithin20s(const std::string& path) {
+  const auto t0 = std::chrono::steady_clock::now();
+  return NodeLock::Acquire(path, [&] { return std::chrono::steady_clock::now() - t0 > 20s; }, 100us);
+}
+
+TEST(NodeLock, ReleaseLeavesTheQueue) {
+  test::TempDir dir("node-lock");
+  const std::string path = dir.path() + "/pin.lock";
+  {
+    auto a = NodeLock::TryAcquire(path);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    EXPECT_EQ(QueuedEntries(path), 1);
+    auto b = NodeLock::TryAcquire(path);  // fails and leaves no entry behind
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(QueuedEntries(path), 1);
+  }
+  EXPECT_EQ(QueuedEntries(path), 0);
+}
+
+// Waiters queued one after the other get the lock in that order, whatever
+// their polling luck (a plain flock would serve them in any order).
+TEST(NodeLock, WaitersAreServedInArrivalOrder) {
+  test::TempDir dir("node-lock");
+  const std::string path = dir.path() + "/pin.lock";
+  auto holder = NodeLock::TryAcquire(path);
+  ASSERT_TRUE(holder.ok());
+  constexpr int kWaiters = 6;
+  std::mutex mu;
+  std::vector<int> order;
+  std::vector<std::jthread> waiters;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&, i] {
+      auto l = AcquireWithin20s(path);
+      if (!l.ok()) return;
+      std::lock_guard lock(mu);
+      order.push_back(i);
+    });
+    // The next waiter comes only once this one is queued.
+    ASSERT_TRUE(Eventually([&] { return QueuedEntries(path) == i + 2; })) << "waiter " << i;
+  }
+  holder->Release();
+  for (auto& t : waiters) t.join();
+  std::vector<int> expected;
+  for (int i = 0; i < kWaiters; ++i) expected.push_back(i);
+  EXPECT_EQ(order, expected);
+  EXPECT_EQ(QueuedEntries(path), 0);
+}
+
+// A waiter killed while queued leaves its entry, unlocked: the waiter after
+// it must not wait for it, and removes it.
+TEST(NodeLock, WaiterKilledBySigkillDoesNotBlockTheQueue) {
+  test::TempDir dir("node-lock");
+  const std::string path = dir.path() + "/pin.lock";
+  auto holder = NodeLock::TryAcquire(path);
+  ASSERT_TRUE(holder.ok());
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    (void)NodeLock::Acquire(path, nullptr, 200us);  // waits until killed
+    ::_exit(0);
+  }
+  ASSERT_TRUE(Eventually([&] { return QueuedEntries(path) == 2; }));
+  std::atomic<bool> got{false};
+  std::jthread after([&] { got = AcquireWithin20s(path).ok(); });
+  ASSERT_TRUE(Eventually([&] { return QueuedEntries(path) == 3; }));
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(st));
+  // The waiter behind meets the dead entry on its next poll and removes it,
+  // and keeps waiting for the live holder.
+  EXPECT_TRUE(Eventually([&] { return QueuedEntries(path) == 2; })) << "the dead waiter's entry stayed";
+  EXPECT_FALSE(got);
+  holder->Release();
+  after.join();
+  EXPECT_TRUE(got);
+  EXPECT_EQ(QueuedEntries(path), 0);
 }
 
 TEST(NodeLock, WaiterGivesUpWhenAsked) {
@@ -43,6 +149,7 @@ TEST(NodeLock, WaiterGivesUpWhenAsked) {
   ASSERT_FALSE(waiter.ok());
   EXPECT_EQ(waiter.status().code(), Code::kState);
   EXPECT_EQ(polls, 3);
+  EXPECT_EQ(QueuedEntries(path), 1) << "the waiter left the queue";
 }
 
 TEST(NodeLock, UnopenablePathNamesIt) {
@@ -50,6 +157,14 @@ TEST(NodeLock, UnopenablePathNamesIt) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kIo);
   EXPECT_NE(r.status().message().find("/nonexistent-dir-for-cairn/pin.lock"), std::string::npos);
+  // A file where the queue directory should be.
+  test::TempDir dir("node-lock");
+  const std::string path = dir.path() + "/pin.lock";
+  std::ofstream(NodeLockQueueDir(path)) << "x";
+  r = NodeLock::TryAcquire(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kIo);
+  EXPECT_NE(r.status().message().find(NodeLockQueueDir(path)), std::string::npos) << r.status().ToString();
 }
 
 // Four processes take the lock 5 times each and log enter/exit with O_APPEND
@@ -125,8 +240,7 @@ TEST(NodeLock, HolderKilledBySigkillLeavesNoStaleLock) {
   int st = 0;
   ASSERT_EQ(::waitpid(pid, &st, 0), pid);
   ASSERT_TRUE(WIFSIGNALED(st));
-  const auto t0 = std::chrono::steady_clock::now();
-  auto l = NodeLock::Acquire(path, [&] { return std::chrono::steady_clock::now() - t0 > 5s; });
+  auto l = AcquireWithin20s(path);
   EXPECT_TRUE(l.ok()) << l.status().ToString();
 }
 
