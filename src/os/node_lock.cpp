@@ -142,6 +142,9 @@ Result<QueueEntry> Enqueue(const std::string& path, const std::string& dir,
   // queued counts too, should the file have been removed and recreated.
   uint64_t last = 0;
   if (::pread(admission.get(), &last, sizeof last, 0) != static_cast<ssize_t>(sizeof last)) last = 0;
+  // No run hands out 2^63 tickets: such a value is some other file's bytes,
+  // and counting on from it could wrap around below live tickets.
+  if (last > (UINT64_MAX >> 1)) last = 0;
   CAIRN_ASSIGN_OR_RETURN(std::vector<uint64_t> queued, ListTickets(dir));
   if (!queued.empty()) last = std::max(last, queued.back());
   for (uint64_t ticket = last + 1;; ++ticket) {

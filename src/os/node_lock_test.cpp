@@ -79,6 +79,20 @@ TEST(NodeLock, ReleaseLeavesTheQueue) {
   EXPECT_EQ(QueuedEntries(path), 0);
 }
 
+// The lock file keeps the last ticket; bytes no run could have written there
+// (another program's file, say) restart the count instead of wrapping it.
+TEST(NodeLock, ForeignLockFileContentRestartsTheTickets) {
+  test::TempDir dir("node-lock");
+  const std::string path = dir.path() + "/pin.lock";
+  std::ofstream(path) << std::string(8, '\xff');
+  auto a = NodeLock::TryAcquire(path);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  std::ifstream entry(NodeLockQueueDir(path) + "/00000000000000000001");
+  EXPECT_TRUE(entry.good()) << "the first ticket is 1";
+  auto b = NodeLock::TryAcquire(path);
+  EXPECT_FALSE(b.ok()) << "and it excludes the next";
+}
+
 // Waiters queued one after the other get the lock in that order, whatever
 // their polling luck (a plain flock would serve them in any order).
 TEST(NodeLock, WaitersAreServedInArrivalOrder) {
