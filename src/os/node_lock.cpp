@@ -141,7 +141,8 @@ Result<QueueEntry> Enqueue(const std::string& path, const std::string& dir,
   // the node); a new or empty file reads as 0. The largest ticket still
   // queued counts too, should the file have been removed and recreated.
   uint64_t last = 0;
-  if (::pread(admission.get(), &last, sizeof last, 0) != static_cast<ssize_t>(sizeof last)) last = 0;
+  if (::pread(admission.get(), &last, sizeof last, 0) != static_cast<ssize_t>(sizeof last))
+    last = 0;
   // No run hands out 2^63 tickets: such a value is some other file's bytes,
   // and counting on from it could wrap around below live tickets.
   if (last > (UINT64_MAX >> 1)) last = 0;
@@ -159,7 +160,8 @@ Result<QueueEntry> Enqueue(const std::string& path, const std::string& dir,
       (void)::unlink(entry.c_str());
       return LockError("flock failed", entry, err);
     }
-    if (::pwrite(admission.get(), &ticket, sizeof ticket, 0) != static_cast<ssize_t>(sizeof ticket)) {
+    if (::pwrite(admission.get(), &ticket, sizeof ticket, 0) !=
+        static_cast<ssize_t>(sizeof ticket)) {
       const int err = errno;
       (void)::unlink(entry.c_str());
       return LockError("cannot record the last ticket", path, err);

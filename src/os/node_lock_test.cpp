@@ -1,11 +1,10 @@
 #include "os/node_lock.hpp"
 
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <dirent.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,9 +21,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(NodeLock, ExcludesOtherHoldersAndIsReleasedOnClose) {
-  test::TempDir dir("node-lock");
+// Every test gets its own lock file (and queue directory) in a temporary
+// directory.
+class NodeLockTest : public ::testing::Test {
+ protected:
+  test::TempDir dir{"node-lock"};
   const std::string path = dir.path() + "/pin.lock";
+};
+
+TEST_F(NodeLockTest, ExcludesOtherHoldersAndIsReleasedOnClose) {
   auto a = NodeLock::TryAcquire(path);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   // Queue entries are locked with flock, which belongs to the open file
@@ -62,12 +67,11 @@ bool Eventually(Pred pred) {
 // Acquire, giving up after 20 s (a hang fails the test instead of CI).
 Result<NodeLock> AcquireWithin20s(const std::string& path) {
   const auto t0 = std::chrono::steady_clock::now();
-  return NodeLock::Acquire(path, [&] { return std::chrono::steady_clock::now() - t0 > 20s; }, 100us);
+  return NodeLock::Acquire(
+      path, [&] { return std::chrono::steady_clock::now() - t0 > 20s; }, 100us);
 }
 
-TEST(NodeLock, ReleaseLeavesTheQueue) {
-  test::TempDir dir("node-lock");
-  const std::string path = dir.path() + "/pin.lock";
+TEST_F(NodeLockTest, ReleaseLeavesTheQueue) {
   {
     auto a = NodeLock::TryAcquire(path);
     ASSERT_TRUE(a.ok()) << a.status().ToString();
@@ -81,9 +85,7 @@ TEST(NodeLock, ReleaseLeavesTheQueue) {
 
 // The lock file keeps the last ticket; bytes no run could have written there
 // (another program's file, say) restart the count instead of wrapping it.
-TEST(NodeLock, ForeignLockFileContentRestartsTheTickets) {
-  test::TempDir dir("node-lock");
-  const std::string path = dir.path() + "/pin.lock";
+TEST_F(NodeLockTest, ForeignLockFileContentRestartsTheTickets) {
   std::ofstream(path) << std::string(8, '\xff');
   auto a = NodeLock::TryAcquire(path);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
@@ -95,9 +97,7 @@ TEST(NodeLock, ForeignLockFileContentRestartsTheTickets) {
 
 // Waiters queued one after the other get the lock in that order, whatever
 // their polling luck (a plain flock would serve them in any order).
-TEST(NodeLock, WaitersAreServedInArrivalOrder) {
-  test::TempDir dir("node-lock");
-  const std::string path = dir.path() + "/pin.lock";
+TEST_F(NodeLockTest, WaitersAreServedInArrivalOrder) {
   auto holder = NodeLock::TryAcquire(path);
   ASSERT_TRUE(holder.ok());
   constexpr int kWaiters = 6;
@@ -124,9 +124,7 @@ TEST(NodeLock, WaitersAreServedInArrivalOrder) {
 
 // A waiter killed while queued leaves its entry, unlocked: the waiter after
 // it must not wait for it, and removes it.
-TEST(NodeLock, WaiterKilledBySigkillDoesNotBlockTheQueue) {
-  test::TempDir dir("node-lock");
-  const std::string path = dir.path() + "/pin.lock";
+TEST_F(NodeLockTest, WaiterKilledBySigkillDoesNotBlockTheQueue) {
   auto holder = NodeLock::TryAcquire(path);
   ASSERT_TRUE(holder.ok());
   pid_t pid = ::fork();
@@ -145,7 +143,8 @@ TEST(NodeLock, WaiterKilledBySigkillDoesNotBlockTheQueue) {
   ASSERT_TRUE(WIFSIGNALED(st));
   // The waiter behind meets the dead entry on its next poll and removes it,
   // and keeps waiting for the live holder.
-  EXPECT_TRUE(Eventually([&] { return QueuedEntries(path) == 2; })) << "the dead waiter's entry stayed";
+  EXPECT_TRUE(Eventually([&] { return QueuedEntries(path) == 2; }))
+      << "the dead waiter's entry stayed";
   EXPECT_FALSE(got);
   holder->Release();
   after.join();
@@ -153,39 +152,35 @@ TEST(NodeLock, WaiterKilledBySigkillDoesNotBlockTheQueue) {
   EXPECT_EQ(QueuedEntries(path), 0);
 }
 
-TEST(NodeLock, WaiterGivesUpWhenAsked) {
-  test::TempDir dir("node-lock");
-  const std::string path = dir.path() + "/pin.lock";
+TEST_F(NodeLockTest, WaiterGivesUpWhenAsked) {
   auto holder = NodeLock::TryAcquire(path);
   ASSERT_TRUE(holder.ok());
   int polls = 0;
-  auto waiter = NodeLock::Acquire(path, [&] { return ++polls >= 3; }, 100us);
+  auto waiter = NodeLock::Acquire(
+      path, [&] { return ++polls >= 3; }, 100us);
   ASSERT_FALSE(waiter.ok());
   EXPECT_EQ(waiter.status().code(), Code::kState);
   EXPECT_EQ(polls, 3);
   EXPECT_EQ(QueuedEntries(path), 1) << "the waiter left the queue";
 }
 
-TEST(NodeLock, UnopenablePathNamesIt) {
+TEST_F(NodeLockTest, UnopenablePathNamesIt) {
   auto r = NodeLock::TryAcquire("/nonexistent-dir-for-cairn/pin.lock");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kIo);
   EXPECT_NE(r.status().message().find("/nonexistent-dir-for-cairn/pin.lock"), std::string::npos);
   // A file where the queue directory should be.
-  test::TempDir dir("node-lock");
-  const std::string path = dir.path() + "/pin.lock";
   std::ofstream(NodeLockQueueDir(path)) << "x";
   r = NodeLock::TryAcquire(path);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kIo);
-  EXPECT_NE(r.status().message().find(NodeLockQueueDir(path)), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find(NodeLockQueueDir(path)), std::string::npos)
+      << r.status().ToString();
 }
 
 // Four processes take the lock 5 times each and log enter/exit with O_APPEND
 // (atomic appends): no two critical sections may overlap.
-TEST(NodeLock, ProcessesTakeTurns) {
-  test::TempDir dir("node-lock");
-  const std::string path = dir.path() + "/pin.lock";
+TEST_F(NodeLockTest, ProcessesTakeTurns) {
   const std::string log = dir.path() + "/log";
   constexpr int kProcs = 4, kRounds = 5;
   std::vector<pid_t> pids;
@@ -231,9 +226,7 @@ TEST(NodeLock, ProcessesTakeTurns) {
 
 // A holder killed with SIGKILL cannot release anything itself: the kernel
 // must, so the next process gets the lock at once (no stale lock, no hang).
-TEST(NodeLock, HolderKilledBySigkillLeavesNoStaleLock) {
-  test::TempDir dir("node-lock");
-  const std::string path = dir.path() + "/pin.lock";
+TEST_F(NodeLockTest, HolderKilledBySigkillLeavesNoStaleLock) {
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
   pid_t pid = ::fork();
@@ -258,7 +251,7 @@ TEST(NodeLock, HolderKilledBySigkillLeavesNoStaleLock) {
   EXPECT_TRUE(l.ok()) << l.status().ToString();
 }
 
-TEST(NodeLock, DefaultPathIsPerUserAndNodeLocal) {
+TEST_F(NodeLockTest, DefaultPathIsPerUserAndNodeLocal) {
   const std::string p = DefaultPinLockPath();
   EXPECT_NE(p.find("cairn-pin-" + std::to_string(::getuid()) + ".lock"), std::string::npos);
 }
