@@ -21,10 +21,11 @@ Usage: bench/init_figures.py [--bench build/bin/cairn-bench] [--repeat 3]
                              [--docs docs] [--json-dir DIR]
                              [--huge-pages on|off] [--intervals 5,10,20,50,100]
 --quick runs a tiny version (for the smoke test): small sizes, 1 repeat, no
-docs unless --docs is given. --huge-pages off sweeps 4 KiB pages (the default,
-on, asks for transparent huge pages as cairn-bench does). Needs matplotlib for the plots (pip install
-matplotlib); without it the tables are still written. Exit: 0 ok, 1 a trial
-failed, 2 usage.
+docs unless --docs is given (and fixed intervals, whatever --intervals
+says). --huge-pages off sweeps 4 KiB pages (the default, on, asks for
+transparent huge pages as cairn-bench does). Needs matplotlib for the plots
+(pip install matplotlib); without it the tables are still written. Exit: 0
+ok, 1 a trial failed, 2 usage.
 """
 from __future__ import annotations
 

@@ -86,8 +86,7 @@ void Pipeline::PrefetchLoop(std::stop_token stop) {
       TraceCache();
       stats_.prefetch.bytes += e->layout.payload_bytes;
       stats_.prefetch.ops += 1;
-      stats_.prefetch.seconds +=
-          SecondsSince(t0);
+      stats_.prefetch.seconds += SecondsSince(t0);
     } else {
       // The pop reads the file itself and reports the damage.
       e->prefetch_failed = true;

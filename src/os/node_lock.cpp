@@ -84,14 +84,25 @@ Result<std::vector<uint64_t>> ListTickets(const std::string& dir) {
   return tickets;
 }
 
+// One non-blocking flock(`operation` | LOCK_NB) of `fd` (the file at
+// `path`): true when taken, false when another open file description holds
+// a conflicting lock.
+Result<bool> TryFlock(int fd, int operation, const std::string& path) {
+  for (;;) {
+    if (::flock(fd, operation | LOCK_NB) == 0) return true;
+    const int err = errno;
+    if (err == EINTR) continue;
+    if (err == EWOULDBLOCK) return false;
+    return LockError("flock failed", path, err);
+  }
+}
+
 // Takes `fd`'s exclusive flock, polling every `poll` until `give_up()`.
 Status PollFlock(int fd, const std::string& path, const std::function<bool()>& give_up,
                  std::chrono::microseconds poll) {
   for (;;) {
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return Status::Ok();
-    const int err = errno;
-    if (err == EINTR) continue;
-    if (err != EWOULDBLOCK) return LockError("flock failed", path, err);
+    CAIRN_ASSIGN_OR_RETURN(bool taken, TryFlock(fd, LOCK_EX, path));
+    if (taken) return Status::Ok();
     if (give_up && give_up()) return HeldElsewhere(path);
     std::this_thread::sleep_for(poll);
   }
@@ -107,13 +118,8 @@ Result<bool> EntryIsLive(const std::string& dir, uint64_t ticket) {
     if (errno == ENOENT) return false;
     return LockError("cannot open a queue entry", entry, errno);
   }
-  for (;;) {
-    if (::flock(fd.get(), LOCK_SH | LOCK_NB) == 0) break;
-    const int err = errno;
-    if (err == EINTR) continue;
-    if (err == EWOULDBLOCK) return true;
-    return LockError("flock failed", entry, err);
-  }
+  CAIRN_ASSIGN_OR_RETURN(bool owner_gone, TryFlock(fd.get(), LOCK_SH, entry));
+  if (!owner_gone) return true;
   // Tickets are never reused (the admission file keeps the last one), so
   // this name cannot belong to a newer, live entry. ENOENT: another waiter
   // removed it first.
@@ -155,10 +161,11 @@ Result<QueueEntry> Enqueue(const std::string& path, const std::string& dir,
       if (errno == EEXIST && ticket - last < 1000) continue;  // a stray file of that name
       return LockError("cannot create a queue entry", entry, errno);
     }
-    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-      const int err = errno;
+    // A new file: nobody else can hold its lock.
+    const Result<bool> locked = TryFlock(fd.get(), LOCK_EX, entry);
+    if (!locked.ok() || !locked.value()) {
       (void)::unlink(entry.c_str());
-      return LockError("flock failed", entry, err);
+      return locked.ok() ? LockError("flock failed", entry, EWOULDBLOCK) : locked.status();
     }
     if (::pwrite(admission.get(), &ticket, sizeof ticket, 0) !=
         static_cast<ssize_t>(sizeof ticket)) {
