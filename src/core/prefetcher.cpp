@@ -48,6 +48,11 @@ void Pipeline::PrefetchLoop(std::stop_token stop) {
     }
     auto t0 = std::chrono::steady_clock::now();
     e->prefetching = true;
+    // Pinned while the lock is dropped (entry.hpp): a pop that is reading
+    // this step from its file may consume it meanwhile, and must leave the
+    // chunks we are filling to our Unpin (it released them under us, and the
+    // failed read then freed chunk -1).
+    ++e->pins;
     // Only blocks without a chunk are read; resident ones stay (prefetching
     // keeps them from being evicted meanwhile).
     std::vector<uint8_t*> dst(e->blocks.size(), nullptr);
@@ -96,7 +101,7 @@ void Pipeline::PrefetchLoop(std::stop_token stop) {
         e->blocks[b].chunk = -1;
       }
     }
-    if (e->consumed && e->pins == 0) ReleaseChunks(*e);
+    Unpin(e);  // releases the chunks if the step was consumed meanwhile
     cv_app_.notify_all();
     cv_device_.notify_all();  // a device step may be ready for host -> device
   }
