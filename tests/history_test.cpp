@@ -50,11 +50,19 @@ std::string StepFile(int64_t step) {
   return buf;
 }
 
-// Forwards to the default file system; opening for writing a path that
-// contains `gated` blocks until Release(). Records every opened path.
+// Forwards to the default file system; once armed (at construction unless
+// `armed` is false, else by Arm()), opening for writing (gate_reads: for
+// reading) a path that contains `gated` blocks until Release(). Records every
+// opened path.
 class GateFs final : public os::FileSystem {
  public:
-  explicit GateFs(std::string gated) : gated_(std::move(gated)) {}
+  explicit GateFs(std::string gated, bool gate_reads = false, bool armed = true)
+      : gated_(std::move(gated)), gate_reads_(gate_reads), armed_(armed) {}
+
+  void Arm() {
+    std::lock_guard lock(mu_);
+    armed_ = true;
+  }
 
   void Release() {
     std::lock_guard lock(mu_);
@@ -80,7 +88,7 @@ class GateFs final : public os::FileSystem {
     {
       std::unique_lock lock(mu_);
       opened_.push_back(path);
-      if (o.write && path.find(gated_) != std::string::npos) {
+      if (armed_ && o.write != gate_reads_ && path.find(gated_) != std::string::npos) {
         blocked_ = true;
         cv_.notify_all();
         cv_.wait(lock, [&] { return released_; });
@@ -105,8 +113,10 @@ class GateFs final : public os::FileSystem {
  private:
   os::FileSystem* const base_ = os::FileSystem::Default();
   const std::string gated_;
+  const bool gate_reads_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  bool armed_;
   bool released_ = false;
   bool blocked_ = false;
   std::vector<std::string> opened_;
@@ -415,6 +425,66 @@ TEST_P(HistoryKindTest, ImmediatePopsLeaveNoFiles) {
   ASSERT_OK(h->Close());
   ASSERT_OK(client->Close());
   EXPECT_TRUE(StepFiles(c.scratch_dir + "/imm").empty()) << Join(StepFiles(c.scratch_dir + "/imm"));
+}
+
+// The first pop of a restarted persistent history reads its step from the
+// file; the prefetcher starts with that pop and loads the next step down,
+// never the one the pop is reading (a wasted read, and the step the pop
+// consumes under it). Deterministic: the pop is held at the open of its
+// file until the prefetcher has opened step 2's, or for 5 s.
+TEST_F(HistoryTest, PrefetcherStartsWithTheFirstPopAndSkipsTheStepItReads) {
+  Config c = MakeConfig(4 * kMiB, 64 * kKiB);
+  c.history_persistent = true;
+  const size_t step_bytes = 200 * kKiB;
+  {
+    auto client = OpenClient(c);
+    ASSERT_NE(client, nullptr);
+    auto h = OpenHistory(*client, "pr");
+    ASSERT_NE(h, nullptr);
+    for (int s = 0; s < 4; ++s) {
+      auto data = Pattern(step_bytes, 900 + s);
+      ASSERT_OK(h->Push(s, data.data(), data.size()));
+    }
+    ASSERT_OK(h->Close());
+    ASSERT_OK(client->Close());
+  }
+  // Armed after the restart's scan of the history, which may read headers.
+  GateFs gate(StepFile(3), /*gate_reads=*/true, /*armed=*/false);
+  c.fs = &gate;
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  GateRelease release{&gate};
+  auto h = OpenHistory(*client, "pr");
+  ASSERT_NE(h, nullptr);
+  const size_t opens_at_restart = gate.opened().size();
+  auto opens_of = [&](int64_t step) {  // since the restart's scan
+    const auto opened = gate.opened();
+    size_t n = 0;
+    for (size_t i = opens_at_restart; i < opened.size(); ++i) {
+      n += opened[i].find(StepFile(step)) != std::string::npos ? 1 : 0;
+    }
+    return n;
+  };
+  gate.Arm();
+  bool prefetcher_overlapped = false;
+  std::thread releaser([&] {
+    prefetcher_overlapped = PollUntil([&] { return opens_of(2) > 0; });
+    gate.Release();
+  });
+  PopAndCheck(*h, 3, step_bytes, 903);
+  releaser.join();
+  EXPECT_TRUE(prefetcher_overlapped)
+      << "the prefetcher did not start while the first pop read its file";
+  EXPECT_EQ(opens_of(3), 1u) << "step 3 was read by the pop and prefetched too";
+  for (int s = 2; s >= 0; --s) PopAndCheck(*h, s, step_bytes, 900 + s);
+  // Pops wait for a prefetch in flight and the prefetcher skips a step being
+  // popped: no step is read twice, whoever got to it first.
+  for (int s = 0; s < 3; ++s) EXPECT_EQ(opens_of(s), 1u) << "step " << s;
+  const Stats st = client->GetStats();
+  EXPECT_GE(st.prefetch.ops, 1u);
+  EXPECT_EQ(st.cache_hits + st.cache_misses, 4u);
+  ASSERT_OK(h->Close());
+  ASSERT_OK(client->Close());
 }
 
 // With a cache a quarter of the data, reverse pops with some "compute" time

@@ -74,7 +74,8 @@ struct DeviceStats {
 };
 
 struct Stats {
-  TierStats capture;           // application memory -> host cache (app thread)
+  TierStats capture;           // application memory -> host cache (app thread);
+                               // seconds: copy time, without the waits below
   TierStats flush_local;       // host cache -> local directory
   TierStats flush_persistent;  // local directory -> persistent directory
   TierStats prefetch;          // files -> host cache (background)

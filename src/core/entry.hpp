@@ -52,6 +52,7 @@ struct Entry {
 
   bool consumed = false;     // popped (history) or retired: chunks are released
   bool prefetching = false;  // the prefetcher is filling its chunks
+  bool pop_reading = false;  // a pop is reading it from its file: not worth prefetching
   bool device_prefetching = false;  // the device mover is filling its slots
   bool device_prefetch_failed = false;
   bool prefetch_failed = false;

@@ -150,12 +150,10 @@ std::optional<int32_t> Pipeline::AcquireSlot(Lock& lock) {
     if (!DeviceCacheUsable()) return std::nullopt;
     if (auto s = TryAcquireSlot()) return static_cast<int32_t>(*s);
     // Waiting for the mapping thread, or for the device mover to drain.
-    const auto w0 = std::chrono::steady_clock::now();
-    cv_app_.wait(lock);
-    const auto w1 = std::chrono::steady_clock::now();
-    stats_.device.capture_blocked_s += SecondsBetween(w0, w1);
-    tracer_.Span(dcache_->mapping_done() ? "blocked: device cache full" : "blocked: device cache mapping",
-                 "app", w0, w1, 0);
+    WaitAsCaptureBlocked(
+        lock,
+        dcache_->mapping_done() ? "blocked: device cache full" : "blocked: device cache mapping",
+        /*device=*/true);
   }
 }
 

@@ -182,11 +182,11 @@ int32_t Pipeline::AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touch
   }
 }
 
-void Pipeline::WaitAsCaptureBlocked(Lock& lock, const char* span) {
+void Pipeline::WaitAsCaptureBlocked(Lock& lock, const char* span, bool device) {
   const auto w0 = std::chrono::steady_clock::now();
   cv_app_.wait(lock);
   const auto w1 = std::chrono::steady_clock::now();
-  stats_.capture_blocked_s += SecondsBetween(w0, w1);
+  (device ? stats_.device.capture_blocked_s : stats_.capture_blocked_s) += SecondsBetween(w0, w1);
   tracer_.Span(span, "app", w0, w1, 0);
 }
 
@@ -326,7 +326,7 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   double blocked_before = 0;
   {
     std::lock_guard lock(mu_);
-    blocked_before = stats_.capture_blocked_s;
+    blocked_before = CaptureBlockedSeconds();
   }
   // Blocks are copied in batches: the first block of a batch may wait for
   // space, the others take whatever is free or evictable right now. A batch
@@ -493,8 +493,9 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   UseBandwidth(-1, /*capture=*/true);
   stats_.capture.bytes += e->layout.payload_bytes;
   stats_.capture.ops += 1;
-  // Copy time only: back-pressure waits are reported as capture_blocked_s.
-  stats_.capture.seconds += std::max(0.0, elapsed - (stats_.capture_blocked_s - blocked_before));
+  // Copy time only: back-pressure waits (host chunks or device slots) are
+  // reported as capture_blocked_s and device.capture_blocked_s.
+  stats_.capture.seconds += std::max(0.0, elapsed - (CaptureBlockedSeconds() - blocked_before));
   tracer_.Span(kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push", "app", t0,
                std::chrono::steady_clock::now(), e->layout.payload_bytes, name, number);
   TraceCache();

@@ -136,8 +136,12 @@ class Pipeline {
   // Blocks for space; app: the wait counts as the application's blocking.
   int32_t AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touched = nullptr, bool app = true);
   // One wait on cv_app_ that the capturing application sits through: added
-  // to capture_blocked_s and traced as `span` on the app track.
-  void WaitAsCaptureBlocked(Lock& lock, const char* span);
+  // to capture_blocked_s (device: to device.capture_blocked_s, a wait for a
+  // device-cache slot) and traced as `span` on the app track.
+  void WaitAsCaptureBlocked(Lock& lock, const char* span, bool device = false);
+  double CaptureBlockedSeconds() const {  // REQUIRES mu_; both kinds of wait
+    return stats_.capture_blocked_s + stats_.device.capture_blocked_s;
+  }
   std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr);  // no waiting
   bool EvictOne(uint64_t below_seq);
   // Host-cache room for the device mover while drains are pending: whether a

@@ -20,7 +20,9 @@ EntryPtr Pipeline::FindPrefetchTarget() {
     for (auto it = h.steps.rbegin(); it != h.steps.rend(); ++it) {
       EntryPtr e = Find(kind, name, *it);
       if (!e || e->consumed) continue;
-      if (e->fully_cached() || e->prefetching || !e->capture_done) {
+      // Being loaded already (by us or by a pop reading its file), or not yet
+      // captured: counts towards the depth, needs no read.
+      if (e->fully_cached() || e->prefetching || e->pop_reading || !e->capture_done) {
         if (depth > 0 && ++ahead >= depth) break;
         continue;
       }

@@ -279,7 +279,12 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
     return Status::SizeMismatch(label + " has " + std::to_string(bytes) +
                                 " bytes; the buffer holds only " + std::to_string(capacity));
   }
-  hist->second.popping = true;
+  if (!hist->second.popping) {
+    // The first pop: prefetching starts now, alongside this pop's read.
+    hist->second.popping = true;
+    cv_prefetch_.notify_all();
+    cv_device_.notify_all();
+  }
   if (e->prefetching) ++stats_.prefetch_waits;
   cv_app_.wait(lock, [&] {
     return e->consumed || (e->capture_done && !e->prefetching &&
@@ -299,9 +304,11 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   } else if (e->failed()) {
     s = e->local_error.WithContext(label + " was lost");
   } else {
+    e->pop_reading = true;  // the prefetcher leaves it to us
     lock.unlock();
     s = ReadFromFiles(e, kind, name, step, bytes == 0 ? std::vector<RestoreTarget>{} : target);
     lock.lock();
+    e->pop_reading = false;
   }
   if (!s.ok()) {
     Unpin(e);
