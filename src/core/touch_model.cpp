@@ -16,12 +16,8 @@ void TouchModel::OnTouch(uint64_t bytes, double seconds, bool during_capture) {
 
 void TouchModel::OnCaptureCopy(uint64_t bytes, double seconds, bool into_touched, bool touching) {
   if (bytes == 0 || seconds <= 0) return;
-  const double rate = static_cast<double>(bytes) / seconds;
-  if (into_touched) {
-    (touching ? write_contended_ : write_touched_).Add(rate);
-  } else {
-    (touching ? write_untouched_contended_ : write_untouched_).Add(rate);
-  }
+  (into_touched ? write_touched_ : write_untouched_)[touching ? 1 : 0].Add(
+      static_cast<double>(bytes) / seconds);
 }
 
 void TouchModel::OnCapture(uint64_t bytes, double seconds, double interval_s, bool touching_allowed) {
@@ -34,8 +30,8 @@ void TouchModel::OnCapture(uint64_t bytes, double seconds, double interval_s, bo
     if (touching_allowed) yield_during_.Add(cycle_during_);
   }
   cycle_between_ = cycle_during_ = 0;
-  const Ewma& untouched = touching_allowed ? write_untouched_contended_ : write_untouched_;
-  if (!untouched.set) ++untouched_tries_[touching_allowed ? 1 : 0];
+  const int i = Index(touching_allowed ? Mode::kConcurrent : Mode::kSequential);
+  if (!write_untouched_[i].set) ++untouched_tries_[i];
 }
 
 double TouchModel::TouchedAhead(Mode mode, uint64_t reserve_bytes) const {
@@ -56,11 +52,9 @@ double TouchModel::TouchedAhead(Mode mode, uint64_t reserve_bytes) const {
 }
 
 bool TouchModel::BorrowsUntouchedRate(Mode mode) const {
-  const bool concurrent = mode == Mode::kConcurrent;
-  const Ewma& own = concurrent ? write_untouched_contended_ : write_untouched_;
-  const Ewma& other = concurrent ? write_untouched_ : write_untouched_contended_;
-  return !own.set && other.set && untouched_tries_[concurrent ? 1 : 0] < kUntouchedTries &&
-         TouchedAhead(mode, 0) < size_.value;
+  const int i = Index(mode);
+  return !write_untouched_[i].set && write_untouched_[1 - i].set &&
+         untouched_tries_[i] < kUntouchedTries && TouchedAhead(mode, 0) < size_.value;
 }
 
 double TouchModel::PredictBlocking(Mode mode, uint64_t reserve_bytes) const {
@@ -70,18 +64,13 @@ double TouchModel::PredictBlocking(Mode mode, uint64_t reserve_bytes) const {
   // Rates not measured yet borrow their counterpart of the other mode: a
   // touched write never measured alone is assumed as fast as the contended
   // one, and so on.
-  const bool concurrent = mode == Mode::kConcurrent;
-  const Ewma& wt = write_touched_.set ? write_touched_ : write_contended_;
-  const Ewma& wc = write_contended_.set ? write_contended_ : write_touched_;
-  const Ewma& wu = write_untouched_.set ? write_untouched_ : write_untouched_contended_;
-  const Ewma& wv = write_untouched_contended_.set ? write_untouched_contended_ : write_untouched_;
-  const Ewma& w = concurrent ? wc : wt;
+  const Ewma& w = OwnOrOther(write_touched_, mode);  // Wt or Wc
   if (!w.set) return -1;
   if (x >= s) return s / w.value;  // all of it lands in touched memory
   // Part of it lands in untouched memory: that rate is needed. It is
   // measured only once a capture outruns the touching, which the model must
   // not wait for when touching keeps ahead (it never would be).
-  const Ewma& w_untouched = concurrent ? wv : wu;
+  const Ewma& w_untouched = OwnOrOther(write_untouched_, mode);  // Wu or Wv
   if (!w_untouched.set) return -1;
   return x / w.value + (s - x) / w_untouched.value;
 }

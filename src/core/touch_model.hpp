@@ -110,14 +110,22 @@ class TouchModel {
       set = true;
     }
   };
+  static int Index(Mode mode) { return mode == Mode::kConcurrent ? 1 : 0; }
+  // A rate of `mode`, or, not measured yet, its counterpart of the other mode.
+  static const Ewma& OwnOrOther(const Ewma (&rates)[2], Mode mode) {
+    const int i = Index(mode);
+    return rates[i].set ? rates[i] : rates[1 - i];
+  }
   Ewma touch_between_, touch_during_;                     // bytes/s
-  Ewma write_touched_, write_contended_;                    // bytes/s: Wt, Wc
-  Ewma write_untouched_, write_untouched_contended_;        // bytes/s: Wu, Wv
+  // Capture rates in bytes/s, indexed by Index(mode): [0] alone (sequential
+  // mode), [1] while touching runs (concurrent mode).
+  Ewma write_touched_[2];                                 // Wt, Wc
+  Ewma write_untouched_[2];                               // Wu, Wv
   Ewma size_, duration_, interval_;                       // bytes, s, s
   Ewma yield_between_, yield_during_;                     // bytes per cycle
   double cycle_between_ = 0, cycle_during_ = 0;           // this cycle so far
-  // Captures made in sequential / concurrent mode while that mode's
-  // untouched rate was unmeasured (BorrowsUntouchedRate).
+  // Captures made in each mode (Index) while that mode's untouched rate was
+  // unmeasured (BorrowsUntouchedRate).
   int untouched_tries_[2] = {0, 0};
   static constexpr int kUntouchedTries = 4;
 };
