@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 #include <string>
@@ -173,6 +175,9 @@ TEST_F(FastInitBehaviour, BackgroundStrategiesTouchTheWholeCacheWithoutCaptures)
 TEST_F(FastInitBehaviour, LazyTouchesNothingAndEagerEverythingAtOpen) {
   auto lazy = OpenClient(InitConfig(CacheInit::kLazy));
   ASSERT_NE(lazy, nullptr);
+  // Not synchronisation: lazy starts nothing to wait for. The pause only
+  // gives a wrongly started toucher the chance to show (it cannot make a
+  // correct client fail).
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   Stats st = lazy->GetStats();
   EXPECT_EQ(st.init.touched_bytes, 0u);
@@ -233,8 +238,23 @@ TEST_F(FastInitBehaviour, PinFailureFallsBackToUnpinned) {
   }
 }
 
+// Entries in the node lock's queue (os/node_lock.hpp): the holder's, then
+// one per waiter.
+size_t QueuedOnNodeLock(const std::string& lock_path) {
+  std::error_code ec;
+  size_t n = 0;
+  for (std::filesystem::directory_iterator it(os::NodeLockQueueDir(lock_path), ec), end;
+       !ec && it != end; it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
+
 // With pin_serialize, a client waits for the node lock held by another
 // process (here: another descriptor) and pins as soon as it is released.
+// Gated, not timed: the lock is released once the client's initializer is
+// queued behind the holder, and its wait covers at least the time from then
+// to the release.
 TEST_F(FastInitBehaviour, PinWaitsForTheNodeLock) {
   RecordingPinner pinner;
   Config c = InitConfig(CacheInit::kConcurrent, &pinner);
@@ -243,11 +263,16 @@ TEST_F(FastInitBehaviour, PinWaitsForTheNodeLock) {
   auto client = OpenClient(c);
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(PollUntil([&] { return client->GetStats().init.fully_touched_s >= 0; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(PollUntil([&] { return QueuedOnNodeLock(c.pin_lock_path) == 2; }))
+      << "the initializer did not queue for the node lock";
+  const auto queued = std::chrono::steady_clock::now();
   EXPECT_TRUE(pinner.calls().empty()) << "pinned while another process held the node lock";
+  const auto released = std::chrono::steady_clock::now();
   holder->Release();
   ASSERT_TRUE(PollUntil([&] { return client->GetStats().init.pinned_s >= 0; }));
-  EXPECT_GE(client->GetStats().init.pin_wait_s, 0.04);
+  EXPECT_GE(client->GetStats().init.pin_wait_s,
+            std::chrono::duration<double>(released - queued).count());
+  EXPECT_GT(client->GetStats().init.pin_wait_s, 0);
   EXPECT_EQ(pinner.calls().size(), 1u);
 }
 

@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -92,18 +90,6 @@ TEST(Crc32c, ExtendInPiecesEqualsOneShot) {
     ASSERT_EQ(whole, crc);
     ASSERT_EQ(whole, portable);
   }
-}
-
-// Not a pass/fail benchmark (machines vary, sanitizers slow it down); prints
-// the rate so that a regression to the slow path is visible in the test log.
-TEST(Crc32c, ReportsThroughput) {
-  std::vector<unsigned char> buf(8 << 20, 0x5a);
-  const auto t0 = std::chrono::steady_clock::now();
-  uint32_t c = 0;
-  for (int i = 0; i < 8; ++i) c = Extend(c, buf.data(), buf.size());
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("crc32c %s: %.1f GB/s (crc %08x)\n", IsHardwareAccelerated() ? "sse4.2" : "portable",
-              8.0 * static_cast<double>(buf.size()) / s / 1e9, c);
 }
 
 TEST(Crc32c, UsesHardwareWhenTheCpuHasIt) {
