@@ -40,6 +40,13 @@ raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"
 else
   missing+=(python3-venv python3-pip python3-dev)
 fi
+# matplotlib for tools/cairn-plot: scripts/main.sh's timeline pictures and the
+# cairn_plot test. Debian's python3-matplotlib serves /usr/bin/python3, which
+# the scripts fall back to when the python3 in PATH (pyenv's, say) lacks it.
+if ! python3 -c 'import matplotlib' >/dev/null 2>&1 &&
+   ! /usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1; then
+  missing+=(python3-matplotlib)
+fi
 
 # CMake >= 3.25 (CMakeLists.txt and CMakePresets.json version 6).
 if command -v cmake >/dev/null 2>&1; then
