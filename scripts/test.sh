@@ -7,12 +7,18 @@
 #   3. TSan build in build-tsan       + ctest   (skipped if CAIRN_TEST_QUICK=1)
 #   4. tests/install_test.sh (install into a temp prefix, find_package and
 #      pkg-config consumers)
+#   5. skips: every skipped test (ctest and pytest JUnit XML) is listed; one
+#      not on .ci/allowed-skips fails the run (scripts/skips.py)
 # Stops at the first failure (non-zero exit). The last line is always
-# "N passed, N failed", summed over the ctest runs and pytest (+1 for the
-# install test).
+# "N passed, N failed, N skipped", summed over the ctest runs and pytest (+1
+# for the install test).
 #
-# Environment:
+# Every tree is configured with CAIRN_WITH_CUDA=ON: configuring fails without
+# cuda.h instead of compiling the GPU tests away.
+#
+# Environment (.ci/run clears all of these):
 #   CAIRN_TEST_QUICK=1      skip the sanitizer builds (local iteration; CI runs them)
+#   CAIRN_TEST_CUDA=AUTO    CAIRN_WITH_CUDA for the trees (default ON; local use only)
 #   CAIRN_TEST_JOBS=N       build/test parallelism (default 2)
 #   CAIRN_TEST_EXCLUDE=RE   extra ctest -E regex for every run (local use only)
 #   CAIRN_TEST_PYTHON=0     skip the Python package's tests (local use only)
@@ -27,6 +33,9 @@ root="$PWD"
 jobs="${CAIRN_TEST_JOBS:-2}"
 passed=0
 failed=0
+skipped=0
+junits=()  # SUITE=JUNIT_XML for scripts/skips.py
+export CAIRN_TEST_CUDA="${CAIRN_TEST_CUDA:-ON}"  # tests/python/run.sh's pip build too
 logdir="$(mktemp -d "${TMPDIR:-/tmp}/cairn-test.XXXXXX")"
 
 summary() {
@@ -36,7 +45,7 @@ summary() {
     echo "test.sh: a build or setup step failed (exit $rc)" >&2
     failed=1  # counted as one failure: no test result to report
   fi
-  echo "$passed passed, $failed failed"
+  echo "$passed passed, $failed failed, $skipped skipped"
   exit "$rc"
 }
 trap summary EXIT
@@ -46,10 +55,12 @@ trap summary EXIT
 banner() { printf '\n=== %s === (t=%ds)\n' "$*" "$((SECONDS - ${start:-0}))"; }
 
 # run_ctest NAME BUILD_DIR [ctest args...]: runs ctest, adds its counts.
+# Skipped tests (GTEST_SKIP, exit 77) are counted apart, from its JUnit XML.
 run_ctest() {
-  local name="$1" dir="$2" log="$logdir/$1.log" rc=0 line total nfail
+  local name="$1" dir="$2" log="$logdir/$1.log" xml="$logdir/$1.xml" rc=0 line total nfail nskip
   shift 2
-  local -a args=(--test-dir "$dir" --output-on-failure -j"$jobs" --timeout 600 "$@")
+  local -a args=(--test-dir "$dir" --output-on-failure -j"$jobs" --timeout 600
+                 --output-junit "$xml" "$@")
   [[ -n "${CAIRN_TEST_EXCLUDE:-}" ]] && args+=(-E "$CAIRN_TEST_EXCLUDE")
   banner "ctest ($name)"
   "${wrap[@]}" ctest "${args[@]}" 2>&1 | tee "$log" || rc=$?
@@ -61,8 +72,12 @@ run_ctest() {
   fi
   nfail="$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")"
   total="$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")"
-  passed=$((passed + total - nfail))
+  nskip="$(grep -c '<skipped' "$xml" 2>/dev/null || true)"
+  nskip="${nskip:-0}"
+  junits+=("$name=$xml")
+  passed=$((passed + total - nfail - nskip))
   failed=$((failed + nfail))
+  skipped=$((skipped + nskip))
   if [[ $rc -ne 0 || $nfail -ne 0 ]]; then
     echo "test.sh: ctest ($name): $nfail of $total tests failed" >&2
     return 1
@@ -86,7 +101,8 @@ build() {
   local name="$1" dir="$2"
   shift 2
   banner "build ($name) in $dir"
-  "${wrap[@]}" cmake -S . -B "$dir" -DCAIRN_BUILD_TESTS=ON -DCAIRN_BUILD_BENCH=ON "$@"
+  "${wrap[@]}" cmake -S . -B "$dir" -DCAIRN_BUILD_TESTS=ON -DCAIRN_BUILD_BENCH=ON \
+    -DCAIRN_WITH_CUDA="$CAIRN_TEST_CUDA" "$@"
   "${wrap[@]}" cmake --build "$dir" -j"$jobs"
 }
 
@@ -111,16 +127,18 @@ if [[ "${CAIRN_TEST_PYTHON:-1}" != 0 ]]; then
     py_counts="$(python3 -c 'import sys, xml.etree.ElementTree as E
 r = E.parse(sys.argv[1]).getroot()
 t = [sum(int(s.get(k, 0)) for s in r.iter("testsuite")) for k in ("tests", "failures", "errors", "skipped")]
-print(t[0] - t[1] - t[2] - t[3], t[1] + t[2])' "$logdir/pytest.xml")"
+print(t[0] - t[1] - t[2] - t[3], t[1] + t[2], t[3])' "$logdir/pytest.xml")"
+    junits+=("python=$logdir/pytest.xml")
   fi
   if [[ -z "$py_counts" ]]; then
     echo "test.sh: the Python package did not install or pytest did not finish (exit $py_rc)" >&2
     failed=$((failed + 1))
     exit 1
   fi
-  read -r py_passed py_failed <<<"$py_counts"
+  read -r py_passed py_failed py_skipped <<<"$py_counts"
   passed=$((passed + py_passed))
   failed=$((failed + py_failed))
+  skipped=$((skipped + py_skipped))
   if [[ $py_rc -ne 0 || $py_failed -ne 0 ]]; then
     echo "test.sh: pytest: $py_failed tests failed (exit $py_rc)" >&2
     exit 1
@@ -162,6 +180,19 @@ if "$root/tests/install_test.sh" build; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1))
+  exit 1
+fi
+
+# 5. Skips ----------------------------------------------------------------------
+# A test that skips in CI tests nothing: each skip must be on the allow-list,
+# with the reason it may skip on a machine of this kind.
+banner "skips (allowed: .ci/allowed-skips)"
+skips_out="$(python3 scripts/skips.py .ci/allowed-skips "${junits[@]}")" || skips_rc=$?
+echo "$skips_out"
+if [[ ${skips_rc:-0} -ne 0 ]]; then
+  not_allowed="$(sed -nE 's/^[0-9]+ skipped, ([0-9]+) not allowed.*/\1/p' <<<"$skips_out")"
+  echo "test.sh: ${not_allowed:-some} skipped tests are not on .ci/allowed-skips" >&2
+  failed=$((failed + ${not_allowed:-1}))
   exit 1
 fi
 

@@ -14,11 +14,14 @@
 #   CAIRN_TEST_PY_ISOLATED=1    fresh venv and a plain `pip install .` (build
 #                               isolation, as a user would run it); slower
 #   PYTHON=python3.12           the interpreter to make the venv with
+#   CAIRN_TEST_CUDA=ON          CAIRN_WITH_CUDA for the package's build (default
+#                               AUTO; scripts/test.sh sets ON: no cuda.h fails)
 #   CAIRN_FAKE_CUDA_LIB=PATH    the fake CUDA driver for the GPU buffer tests
 #                               (default: build/lib/libcairn_fake_cuda.so, built by
 #                               the CMake tree when cuda.h is found); exported as
 #                               CAIRN_CUDA_DRIVER unless that is set already (a
-#                               real driver). Neither: test_gpu.py is skipped.
+#                               real driver). Neither: test_gpu.py is skipped
+#                               (which scripts/test.sh does not allow).
 # Exit status: pytest's (non-zero if the install failed).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -28,6 +31,7 @@ venv="$(realpath -m "${1:-build-py/venv}")"
 junit="${2:-}"
 build="$(dirname "$venv")/build"
 python="${PYTHON:-python3}"
+cuda="${CAIRN_TEST_CUDA:-AUTO}"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CAIRN_TEST_JOBS:-2}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
@@ -45,10 +49,11 @@ py="$venv/bin/python"
 # cannot fail CI by themselves.
 "$py" -m pip install -q numpy pytest "mypy>=1.10,<2.5"
 if [[ "${CAIRN_TEST_PY_ISOLATED:-0}" == 1 ]]; then
-  "$py" -m pip install -q "$root"
+  "$py" -m pip install -q -C "cmake.define.CAIRN_WITH_CUDA=$cuda" "$root"
 else
   "$py" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.2"
-  "$py" -m pip install -q --no-build-isolation -C "build-dir=$build" "$root"
+  "$py" -m pip install -q --no-build-isolation -C "build-dir=$build" \
+    -C "cmake.define.CAIRN_WITH_CUDA=$cuda" "$root"
 fi
 echo "run.sh: cairn installed into $venv in $((SECONDS - start))s"
 
