@@ -488,7 +488,11 @@ TEST_F(HistoryTest, PrefetcherStartsWithTheFirstPopAndSkipsTheStepItReads) {
 }
 
 // With a cache a quarter of the data, reverse pops with some "compute" time
-// between them are served by the prefetcher.
+// between them are served by the prefetcher. Gated, not timed: the pops start
+// once every step is in its file (nothing dirty: a popped step frees its
+// chunks), and each "compute" lasts until the cache holds a step's worth of
+// chunks again: below the steps still resident since their push, only the
+// prefetcher fills it (the highest missing step first).
 TEST_P(HistoryKindTest, PrefetchServesReversePops) {
   Config c = MakeConfig(1 * kMiB, 64 * kKiB);
   auto client = OpenClient(c);
@@ -501,8 +505,13 @@ TEST_P(HistoryKindTest, PrefetchServesReversePops) {
     TestBuffer data(kind(), Pattern(step_bytes, 300 + s));
     ASSERT_OK(h->Push(s, data.data(), data.size()));
   }
+  ASSERT_TRUE(PollUntil([&] {
+    const Stats st = client->GetStats();
+    return st.flush_local.ops == static_cast<uint64_t>(kSteps) && st.cache_dirty_bytes == 0;
+  })) << "not every step reached its file";
   for (int s = kSteps - 1; s >= 0; --s) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the adjoint computes
+    EXPECT_TRUE(PollUntil([&] { return client->GetStats().cache_used_bytes >= step_bytes; }))
+        << "nothing in the cache for the pop of step " << s;
     PopAndCheck(*h, s, step_bytes, 300 + s);
     if (HasFatalFailure()) return;
   }
