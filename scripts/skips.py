@@ -84,12 +84,18 @@ def main(argv: list[str]) -> int:
         print(f"skips.py: {e}", file=sys.stderr)
         return 2
     bad = 0
+    used: set[int] = set()
     for suite, name, why in found:
-        ok = next((reason for suites, pat, reason in allow
-                   if (suite in suites or "*" in suites) and fnmatch.fnmatchcase(name, pat)), None)
-        verdict = f"allowed: {ok}" if ok is not None else "NOT ALLOWED"
+        i = next((i for i, (suites, pat, _) in enumerate(allow)
+                  if (suite in suites or "*" in suites) and fnmatch.fnmatchcase(name, pat)), None)
+        verdict = f"allowed: {allow[i][2]}" if i is not None else "NOT ALLOWED"
         print(f"  {suite}: {name}: {why} [{verdict}]")
-        bad += ok is None
+        bad += i is None
+        if i is not None:
+            used.add(i)
+    for i, (suites, pat, _) in enumerate(allow):
+        if i not in used:  # a stale entry, or one for a suite that did not run
+            print(f"  (on the list, did not skip: {','.join(suites)} {pat})")
     print(f"{len(found)} skipped, {bad} not allowed ({argv[0]})")
     return 1 if bad else 0
 
