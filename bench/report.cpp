@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <string_view>
 
 #include "files.hpp"
 #include "memory.hpp"
@@ -24,6 +25,32 @@ std::optional<double> Ratio(std::optional<double> a, std::optional<double> b) {
   return *a / *b;
 }
 
+// A statistic's JSON value: enums by name, times since open null when < 0
+// ("not yet", the WHEN rows of cairn_stats.def).
+Json StatJson(uint64_t v, bool) { return Json(v); }
+Json StatJson(double v, bool when) { return when && v < 0 ? Json() : Json(v); }
+Json StatJson(bool v, bool) { return Json(v); }
+Json StatJson(const std::string& v, bool) { return Json(v); }
+Json StatJson(CacheInit v, bool) { return Json(std::string(CacheInitName(v))); }
+Json StatJson(DeviceCacheInit v, bool) { return Json(std::string(DeviceCacheInitName(v))); }
+
+// Adds every statistic of include/cairn/cairn_stats.def whose name starts with
+// `prefix` under the rest of its name: "init_pinned_s" is init.pinned_s. Two
+// keep the names docs/bench.md and the plotting scripts know them by.
+void AddStats(Json* out, const Stats& s, std::string_view prefix) {
+  auto add = [&](std::string_view name, Json value) {
+    if (name.substr(0, prefix.size()) != prefix) return;
+    if (name == "init_open_s") name = "init_cache_prepare_s";  // init.open_s is Client::Open's time
+    if (name == "device_used_bytes") name = "device_used_bytes_at_end";
+    out->Set(std::string(name.substr(prefix.size())), std::move(value));
+  };
+#define CAIRN_STAT(kind, name, expr, doc) add(#name, StatJson(expr, std::string_view(#kind) == "WHEN"));
+#define CAIRN_STAT_TEXT(name, expr, doc) add(#name, StatJson(expr, false));
+#include "cairn/cairn_stats.def"
+#undef CAIRN_STAT_TEXT
+#undef CAIRN_STAT
+}
+
 Json TrialJson(const TrialResult& t, Workload w) {
   const bool restart = w == Workload::kRestart;
   const Stats* s = t.stats ? &*t.stats : nullptr;
@@ -34,23 +61,9 @@ Json TrialJson(const TrialResult& t, Workload w) {
   init.Set("open_s", t.open_s);
   if (t.async && !restart) init.Set("history_open_s", t.history_open_s);
   init.Set("close_s", t.close_s);
-  if (s) {
-    // Fast initialization (host_cache.init): times since Open began; null =
-    // never happened during the trial.
-    auto when = [](double v) { return v < 0 ? std::nullopt : std::optional<double>(v); };
-    init.Set("strategy", std::string(CacheInitName(s->init.strategy)));
-    init.Set("cache_prepare_s", s->init.open_s);
-    init.Set("fully_touched_s", when(s->init.fully_touched_s));
-    init.Set("pinned_s", when(s->init.pinned_s));
-    init.Set("pin_wait_s", s->init.pin_wait_s);
-    init.Set("pin_call_s", s->init.pin_call_s);
-    if (!s->init.pin_error.empty()) init.Set("pin_error", s->init.pin_error);
-    init.Set("touched_bytes", s->init.touched_bytes);
-    init.Set("capture_untouched_bytes", s->init.capture_untouched_bytes);
-    init.Set("capture_touched_bytes", s->init.capture_touched_bytes);
-    init.Set("capture_pinned_bytes", s->init.capture_pinned_bytes);
-    init.Set("mode_switches", s->init.mode_switches);
-  }
+  // Fast initialization (host_cache.init): times since Open began; null =
+  // never happened during the trial.
+  if (s) AddStats(&init, *s, "init_");
   j.Set("init", std::move(init));
   // The HiPC'22 Fig. 5a/6 metric: what the application waited for before and
   // during the forward pass (opening the client included).
@@ -111,27 +124,10 @@ Json TrialJson(const TrialResult& t, Workload w) {
     // device cache were used.
     const DeviceStats& d = s->device;
     Json dev = Json::Object();
-    dev.Set("gpu", d.gpu);
-    dev.Set("init", std::string(DeviceCacheInitName(d.init)));
-    dev.Set("capacity_bytes", d.capacity_bytes);
-    dev.Set("mapped_bytes", d.mapped_bytes);
-    dev.Set("fully_mapped_s", d.fully_mapped_s < 0 ? Json() : Json(d.fully_mapped_s));
-    dev.Set("map_error", d.map_error);
-    auto tier = [&](const char* name, const TierStats& ts) {
-      const std::string n = name;
-      dev.Set(n + "_gbps", ts.gbps());
-      dev.Set(n + "_bytes", ts.bytes);
-      dev.Set(n + "_seconds", ts.seconds);
-      dev.Set(n + "_ops", ts.ops);
-    };
-    tier("capture", d.capture);
-    tier("drain", d.drain);
-    tier("prefetch", d.prefetch);
-    dev.Set("hits", d.hits);
-    dev.Set("evictions", d.evictions);
-    dev.Set("capture_blocked_s", d.capture_blocked_s);
-    dev.Set("bounce_bytes", d.bounce_bytes);
-    dev.Set("used_bytes_at_end", d.used_bytes);
+    AddStats(&dev, *s, "device_");
+    dev.Set("capture_gbps", d.capture.gbps());
+    dev.Set("drain_gbps", d.drain.gbps());
+    dev.Set("prefetch_gbps", d.prefetch.gbps());
     j.Set("device", std::move(dev));
 
     Json cache = Json::Object();

@@ -24,7 +24,7 @@ install(TARGETS cairn cairn_static
 # Public headers: include/cairn/*.h and *.hpp --------------------------------
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/cairn
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT devel
-  FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
+  FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp" PATTERN "*.def")
 
 # Tools (not exported: they are programs, not link targets) -----------------
 install(TARGETS cairn_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)

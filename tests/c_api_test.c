@@ -129,6 +129,7 @@ static void test_null_handles(void) {
   CHECK_RC(cairn_history_push(NULL, 0, buf, sizeof buf), CAIRN_ERR_INVALID_ARGUMENT);
   CHECK_RC(cairn_history_pop(NULL, 0, buf, sizeof buf, &n), CAIRN_ERR_INVALID_ARGUMENT);
   CHECK_RC(cairn_history_close(NULL), CAIRN_OK);
+  st.size = sizeof st;
   CHECK_RC(cairn_stats(NULL, &st), CAIRN_ERR_INVALID_ARGUMENT);
   CHECK(cairn_last_error() != NULL, "cairn_last_error is never NULL");
 }
@@ -195,19 +196,71 @@ done:
   free(buf);
 }
 
-/* cairn_stats_t's layout: the GPU fields were appended after the fast-init
- * ones without moving them (ABI), and every field is naturally aligned with
- * no hidden padding (the Fortran binding mirrors it; tests/fortran checks the
- * same size). */
+/* cairn_stats_t's layout: the size header, then the rows of cairn_stats.def
+ * naturally aligned with no hidden padding (the Fortran binding mirrors it;
+ * tests/fortran checks the same size). */
 static void test_stats_layout(void) {
-  CHECK(offsetof(cairn_stats_t, init_strategy) == 216, "init fields keep their offsets");
-  CHECK(offsetof(cairn_stats_t, init_pin_failed) == 220, "init fields keep their offsets");
-  CHECK(offsetof(cairn_stats_t, device_gpu) == 224, "device fields come right after the init fields");
-  CHECK(offsetof(cairn_stats_t, device_capacity_bytes) == 232, "64-bit device fields are 8-aligned");
-  CHECK(offsetof(cairn_stats_t, device_map_failed) == 344, "no hidden padding before the last fields");
-  CHECK(sizeof(cairn_stats_t) == 352, "cairn_stats_t is 352 bytes");
+  CHECK(offsetof(cairn_stats_t, size) == 0, "size comes first");
+  CHECK(offsetof(cairn_stats_t, capture_bytes) == 8, "the first row follows size");
+  CHECK(offsetof(cairn_stats_t, device_capacity_bytes) % 8 == 0, "64-bit fields are 8-aligned");
+  CHECK(offsetof(cairn_stats_t, device_used_bytes) + sizeof(uint64_t) == sizeof(cairn_stats_t),
+        "no padding at the end");
+  CHECK(sizeof(cairn_stats_t) == 456, "cairn_stats_t is 456 bytes (tests/fortran checks the same)");
   CHECK(CAIRN_DEVICE_CACHE_DIRECT == 0 && CAIRN_DEVICE_CACHE_INCREMENTAL == 1,
         "cairn_device_cache_init_t values match cairn::DeviceCacheInit");
+}
+
+/* A caller built against an older, shorter cairn_stats_t: the library fills
+ * exactly the prefix it has and writes nothing past it (guard bytes), and says
+ * how much it filled. A size too small for the header is refused. */
+#define GUARD 0xA5
+static void test_stats_sizes(cairn_client_t* c) {
+  /* Today's struct as an older caller would see it if the last rows were new. */
+  const size_t old_sizes[] = {offsetof(cairn_stats_t, device_used_bytes),
+                              offsetof(cairn_stats_t, device_gpu),
+                              offsetof(cairn_stats_t, capture_ops), sizeof(uint64_t)};
+  unsigned char buf[sizeof(cairn_stats_t) + 64];
+  cairn_stats_t full = CAIRN_STATS_INIT;
+  uint64_t size;
+  size_t i, k;
+  CHECK(full.size == sizeof(cairn_stats_t), "CAIRN_STATS_INIT sets size");
+  CHECK_RC(cairn_stats(c, &full), CAIRN_OK);
+  CHECK(full.size == sizeof(cairn_stats_t), "a current caller gets every field");
+  CHECK(full.cache_capacity_bytes > 0, "a current caller gets the cache capacity");
+  for (i = 0; i < sizeof old_sizes / sizeof old_sizes[0]; ++i) {
+    const size_t n = old_sizes[i];
+    int intact = 1;
+    memset(buf, GUARD, sizeof buf);
+    size = n;
+    memcpy(buf, &size, sizeof size);
+    CHECK_RC(cairn_stats(c, (cairn_stats_t*)(void*)buf), CAIRN_OK);
+    for (k = n; k < sizeof buf; ++k) intact = intact && buf[k] == GUARD;
+    CHECK(intact, "nothing is written past an old caller's size");
+    memcpy(&size, buf, sizeof size);
+    CHECK(size == n, "size says how many bytes were filled");
+    if (n > offsetof(cairn_stats_t, cache_capacity_bytes)) {
+      uint64_t cap;
+      memcpy(&cap, buf + offsetof(cairn_stats_t, cache_capacity_bytes), sizeof cap);
+      CHECK(cap == full.cache_capacity_bytes, "an old caller's fields are filled");
+    }
+  }
+  /* A caller that is larger (built against a newer header): only ours is filled. */
+  memset(buf, GUARD, sizeof buf);
+  size = sizeof buf;
+  memcpy(buf, &size, sizeof size);
+  CHECK_RC(cairn_stats(c, (cairn_stats_t*)(void*)buf), CAIRN_OK);
+  memcpy(&size, buf, sizeof size);
+  CHECK(size == sizeof(cairn_stats_t), "a newer caller learns how much was filled");
+  CHECK(buf[sizeof(cairn_stats_t)] == GUARD, "nothing past the library's own struct");
+  /* size not set (0) or too small for the size member itself. */
+  for (size = 0; size < sizeof(uint64_t); size += 7) {
+    memset(buf, GUARD, sizeof buf);
+    memcpy(buf, &size, sizeof size);
+    CHECK_RC(cairn_stats(c, (cairn_stats_t*)(void*)buf), CAIRN_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(cairn_last_error(), "sizeof(cairn_stats_t)") != NULL,
+          "the message says to set size");
+    CHECK(buf[sizeof size] == GUARD, "nothing is written for a bad size");
+  }
 }
 
 int main(void) {
@@ -284,7 +337,9 @@ int main(void) {
 
   test_history(c);
 
+  test_stats_sizes(c);
   memset(&st, 0, sizeof st);
+  st.size = sizeof st;
   CHECK_RC(cairn_stats(c, &st), CAIRN_OK);
   CHECK(st.capture_bytes >= 3 * (sizeof g_a + sizeof g_b), "stats count captured bytes");
   CHECK(st.flush_local_bytes >= 3 * (sizeof g_a + sizeof g_b), "stats count flushed bytes");
@@ -293,7 +348,7 @@ int main(void) {
         "cache capacity follows CAIRN_HOST_CACHE=16MiB");
   CHECK(st.cache_used_bytes <= st.cache_capacity_bytes, "cache use within capacity");
   CHECK(st.init_strategy == CAIRN_INIT_LAZY, "init strategy follows CAIRN_HOST_CACHE_INIT=lazy");
-  CHECK(st.capture_untouched_bytes + st.capture_touched_bytes + st.capture_pinned_bytes ==
+  CHECK(st.init_capture_untouched_bytes + st.init_capture_touched_bytes + st.init_capture_pinned_bytes ==
             st.capture_bytes,
         "captured bytes are booked by memory state");
   CHECK(st.init_touched_bytes == 0, "lazy touches nothing in the background");
@@ -305,15 +360,15 @@ int main(void) {
         "device_init is a cairn_device_cache_init_t");
   CHECK(st.device_capacity_bytes == 0 && st.device_mapped_bytes == 0 && st.device_used_bytes == 0,
         "no device cache without device_cache.size");
-  CHECK(st.device_fully_mapped_seconds < 0, "no device cache: never fully mapped");
+  CHECK(st.device_fully_mapped_s < 0, "no device cache: never fully mapped");
   CHECK(st.device_capture_bytes == 0 && st.device_drain_bytes == 0 && st.device_prefetch_bytes == 0,
         "host regions move nothing through the GPU tier");
   CHECK(st.device_capture_seconds == 0 && st.device_drain_seconds == 0 &&
-            st.device_prefetch_seconds == 0 && st.device_capture_blocked_seconds == 0,
+            st.device_prefetch_seconds == 0 && st.device_capture_blocked_s == 0,
         "no GPU tier time");
   CHECK(st.device_hits == 0 && st.device_evictions == 0 && st.device_bounce_bytes == 0,
         "no device cache hits, evictions or bounces");
-  CHECK(st.device_map_failed == 0 && st.device_reserved == 0, "no mapping failure; padding is 0");
+  CHECK(st.device_map_failed == 0, "no mapping failure");
   CHECK_RC(cairn_stats(c, NULL), CAIRN_ERR_INVALID_ARGUMENT);
 
   CHECK_RC(cairn_close(c), CAIRN_OK);

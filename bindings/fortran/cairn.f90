@@ -29,24 +29,13 @@
 !>    back.
 module cairn
   use, intrinsic :: iso_c_binding, only: c_associated, c_char, c_double, c_f_pointer, c_float, &
-      c_int, c_int32_t, c_int64_t, c_loc, c_null_char, c_null_ptr, c_ptr, c_size_t
+      c_int, c_int32_t, c_int64_t, c_loc, c_null_char, c_null_ptr, c_ptr, c_size_t, c_sizeof
   implicit none
   private
 
-  ! Error codes (include/cairn/cairn.h); values are stable.
-  integer(c_int), parameter, public :: CAIRN_OK = 0
-  integer(c_int), parameter, public :: CAIRN_ERR_INVALID_ARGUMENT = -1 !< bad pointer, name, size, level
-  integer(c_int), parameter, public :: CAIRN_ERR_CONFIG = -2           !< bad configuration key/value/file
-  integer(c_int), parameter, public :: CAIRN_ERR_NOT_FOUND = -3        !< no such name/version/step/region
-  integer(c_int), parameter, public :: CAIRN_ERR_CORRUPT = -4          !< a checkpoint failed verification
-  integer(c_int), parameter, public :: CAIRN_ERR_IO = -5               !< operating-system I/O error
-  integer(c_int), parameter, public :: CAIRN_ERR_NO_SPACE = -6         !< file system full or quota exceeded
-  integer(c_int), parameter, public :: CAIRN_ERR_SIZE_MISMATCH = -7    !< region/buffer size differs
-  integer(c_int), parameter, public :: CAIRN_ERR_NO_MEMORY = -8        !< memory allocation/mapping failed
-  integer(c_int), parameter, public :: CAIRN_ERR_STATE = -9            !< not valid now (closed, busy)
-  integer(c_int), parameter, public :: CAIRN_ERR_UNSUPPORTED = -10     !< not available in this build
-  integer(c_int), parameter, public :: CAIRN_ERR_EXISTS = -11          !< version/step already exists
-  integer(c_int), parameter, public :: CAIRN_ERR_INTERNAL = -12        !< a bug in Cairn
+  ! Error codes (CAIRN_OK, CAIRN_ERR_*) and type(cairn_stats_t), generated from
+  ! include/cairn/cairn_errors.def and cairn_stats.def.
+  include 'cairn_generated.inc'
 
   ! Durability levels for cairn_wait (cairn_level_t).
   integer(c_int), parameter, public :: CAIRN_LEVEL_CACHE = 0      !< captured into the host cache
@@ -75,32 +64,6 @@ module cairn
   type, public :: cairn_history
     type(c_ptr) :: ptr = c_null_ptr
   end type cairn_history
-
-  !> Pipeline statistics (cairn_stats_t). C's uint64_t fields are
-  !> integer(c_int64_t) here (Fortran has no unsigned integers).
-  type, bind(C), public :: cairn_stats_t
-    integer(c_int64_t) :: capture_bytes, flush_local_bytes, flush_persistent_bytes, &
-        prefetch_bytes, restore_bytes
-    real(c_double) :: capture_seconds, flush_local_seconds, flush_persistent_seconds, &
-        prefetch_seconds, restore_seconds
-    integer(c_int64_t) :: cache_hits, cache_misses, prefetch_waits, evictions, &
-        flushes_skipped, failed_flushes
-    real(c_double) :: capture_blocked_seconds
-    integer(c_int64_t) :: cache_capacity_bytes, cache_used_bytes, cache_dirty_bytes
-    real(c_double) :: init_fully_touched_seconds, init_pinned_seconds
-    integer(c_int64_t) :: init_touched_bytes, capture_untouched_bytes, capture_touched_bytes, &
-        capture_pinned_bytes, init_mode_switches
-    integer(c_int32_t) :: init_strategy, init_pin_failed
-    ! The GPU tier (cairn::DeviceStats), appended: same order as in cairn.h.
-    integer(c_int32_t) :: device_gpu, device_init
-    integer(c_int64_t) :: device_capacity_bytes, device_mapped_bytes, device_used_bytes
-    real(c_double) :: device_fully_mapped_seconds
-    integer(c_int64_t) :: device_capture_bytes, device_drain_bytes, device_prefetch_bytes
-    real(c_double) :: device_capture_seconds, device_drain_seconds, device_prefetch_seconds
-    integer(c_int64_t) :: device_hits, device_evictions, device_bounce_bytes
-    real(c_double) :: device_capture_blocked_seconds
-    integer(c_int32_t) :: device_map_failed, device_reserved
-  end type cairn_stats_t
 
   public :: cairn_open, cairn_close, cairn_protect, cairn_protect_ptr, cairn_unprotect
   public :: cairn_checkpoint, cairn_wait, cairn_latest, cairn_restore, cairn_stats
@@ -221,7 +184,7 @@ module cairn
     function c_cairn_stats(c, out) bind(C, name="cairn_stats") result(ierr)
       import :: c_int, c_ptr, cairn_stats_t
       type(c_ptr), value :: c
-      type(cairn_stats_t), intent(out) :: out
+      type(cairn_stats_t), intent(inout) :: out
       integer(c_int) :: ierr
     end function c_cairn_stats
 
@@ -404,6 +367,7 @@ contains
     type(cairn_client), intent(in) :: client
     type(cairn_stats_t), intent(out) :: stats
     integer(c_int) :: ierr
+    stats%size = c_sizeof(stats)
     ierr = c_cairn_stats(client%ptr, stats)
   end function cairn_stats
 

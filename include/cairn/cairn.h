@@ -27,21 +27,13 @@ typedef enum {
   CAIRN_LEVEL_PERSISTENT = 2  /* committed to the persistent directory */
 } cairn_level_t;
 
-/* Error codes (negative). Values are stable. */
+/* Error codes (negative). Values are stable. Declared in cairn/cairn_errors.def
+ * (one row per code, with its meaning; cairn_strerror() describes each). */
 enum {
   CAIRN_OK = 0,
-  CAIRN_ERR_INVALID_ARGUMENT = -1, /* bad pointer, name, size, level */
-  CAIRN_ERR_CONFIG = -2,           /* bad configuration key/value/file */
-  CAIRN_ERR_NOT_FOUND = -3,        /* no such name/version/step/region */
-  CAIRN_ERR_CORRUPT = -4,          /* a checkpoint failed verification */
-  CAIRN_ERR_IO = -5,               /* operating-system I/O error */
-  CAIRN_ERR_NO_SPACE = -6,         /* file system full or quota exceeded */
-  CAIRN_ERR_SIZE_MISMATCH = -7,    /* region/buffer size differs */
-  CAIRN_ERR_NO_MEMORY = -8,        /* memory allocation/mapping failed */
-  CAIRN_ERR_STATE = -9,            /* not valid now (closed, busy) */
-  CAIRN_ERR_UNSUPPORTED = -10,     /* not available in this build */
-  CAIRN_ERR_EXISTS = -11,          /* version/step already exists */
-  CAIRN_ERR_INTERNAL = -12         /* a bug in Cairn */
+#define CAIRN_ERROR(c, cpp, value, name, text, py) CAIRN_ERR_##c = (value),
+#include "cairn/cairn_errors.def"
+#undef CAIRN_ERROR
 };
 
 /* cairn_open - open a client.
@@ -107,44 +99,30 @@ const char *cairn_strerror(int err);
  * ("" if none). Valid until the thread's next Cairn call. */
 const char *cairn_last_error(void);
 
-/* Pipeline statistics (see cairn::Stats in cairn.hpp). */
+/* Pipeline statistics (cairn::Stats in cairn.hpp). The fields are declared once,
+ * in cairn/cairn_stats.def (listed with their meaning in docs/stats.md): each is
+ * the C++ member's path with '_' for '.', e.g. capture_bytes, init_pinned_s,
+ * device_capture_seconds. New fields are only ever appended.
+ *
+ * size: set by the caller to the size of the struct it was compiled with
+ * (sizeof(cairn_stats_t), or use CAIRN_STATS_INIT) before calling cairn_stats;
+ * the library writes at most that many bytes, so a program built against an
+ * older, shorter cairn_stats_t keeps working, and sets size to the number of
+ * bytes it filled. */
+#define CAIRN_STATS_CTYPE_U64 uint64_t
+#define CAIRN_STATS_CTYPE_F64 double
+#define CAIRN_STATS_CTYPE_WHEN double
+#define CAIRN_STATS_CTYPE_FLAG int32_t
+#define CAIRN_STATS_CTYPE_ENUM int32_t
 typedef struct {
-  uint64_t capture_bytes, flush_local_bytes, flush_persistent_bytes, prefetch_bytes,
-      restore_bytes;
-  double capture_seconds, flush_local_seconds, flush_persistent_seconds, prefetch_seconds,
-      restore_seconds;
-  uint64_t cache_hits, cache_misses, prefetch_waits, evictions, flushes_skipped,
-      failed_flushes;
-  double capture_blocked_seconds;
-  uint64_t cache_capacity_bytes, cache_used_bytes, cache_dirty_bytes;
-  /* Fast initialization (cairn::InitStats): seconds since open, < 0 = not yet. */
-  double init_fully_touched_seconds, init_pinned_seconds;
-  uint64_t init_touched_bytes, capture_untouched_bytes, capture_touched_bytes,
-      capture_pinned_bytes, init_mode_switches;
-  int32_t init_strategy;   /* a cairn_cache_init_t */
-  int32_t init_pin_failed; /* 1 if pinning was on and failed (reason on stderr) */
-  /* The GPU tier (cairn::DeviceStats; docs/gpu.md). Counters are 0 and
-   * device_fully_mapped_seconds is < 0 when no device cache and no device
-   * region were used. Appended after the fields above, whose layout does not
-   * change. */
-  int32_t device_gpu;        /* 1 if a CUDA driver and device are in use */
-  int32_t device_init;       /* a cairn_device_cache_init_t (device_cache.init) */
-  uint64_t device_capacity_bytes, /* device cache size (0 = none) */
-      device_mapped_bytes,        /* backed by device memory so far */
-      device_used_bytes;          /* device cache slots holding data now */
-  double device_fully_mapped_seconds; /* since open; < 0 = still mapping (or no cache) */
-  /* device/managed regions -> device cache (or host cache); device cache ->
-   * host cache (background); host cache -> device cache (background) */
-  uint64_t device_capture_bytes, device_drain_bytes, device_prefetch_bytes;
-  double device_capture_seconds, device_drain_seconds, device_prefetch_seconds;
-  uint64_t device_hits,      /* restores/pops served from the device cache */
-      device_evictions,      /* device cache slots evicted (data safe in the host tier) */
-      device_bounce_bytes;   /* moved through the pinned bounce buffers */
-  double device_capture_blocked_seconds; /* captures waited for mapped or free slots */
-  int32_t device_map_failed; /* 1 if mapping the device cache stopped early: it works with
-                                what was mapped (reason: cairn::DeviceStats::map_error) */
-  int32_t device_reserved;   /* padding; always 0 */
+  uint64_t size; /* in: sizeof the caller's struct; out: bytes filled */
+#define CAIRN_STAT(kind, name, expr, doc) CAIRN_STATS_CTYPE_##kind name;
+#include "cairn/cairn_stats.def"
+#undef CAIRN_STAT
 } cairn_stats_t;
+
+/* `cairn_stats_t st = CAIRN_STATS_INIT;` sets size and zeroes the rest. */
+#define CAIRN_STATS_INIT {.size = sizeof(cairn_stats_t)}
 
 /* host_cache.init strategies (cairn::CacheInit; docs/config.md). */
 typedef enum {
@@ -162,7 +140,9 @@ typedef enum {
   CAIRN_DEVICE_CACHE_INCREMENTAL = 1 /* reserve the range, map it in the background */
 } cairn_device_cache_init_t;
 
-/* cairn_stats - snapshot of the client's statistics. */
+/* cairn_stats - snapshot of the client's statistics into out, whose size the
+ * caller sets first (see cairn_stats_t). CAIRN_ERR_INVALID_ARGUMENT when
+ * out->size is smaller than the size member itself (e.g. 0: not set). */
 int cairn_stats(cairn_client_t *c, cairn_stats_t *out);
 
 #ifdef __cplusplus

@@ -14,20 +14,12 @@
 
 namespace cairn {
 
+// The codes are declared once, in cairn/cairn_errors.def, with their meaning.
 enum class Code : int {
   kOk = 0,
-  kInvalidArgument = -1,  // a bad argument: null pointer, bad name, bad size
-  kConfig = -2,           // a bad configuration key, value or file
-  kNotFound = -3,         // no such name, version, step or region
-  kCorrupt = -4,          // a checkpoint file failed verification
-  kIo = -5,               // an operating-system I/O error (message has errno)
-  kNoSpace = -6,          // ENOSPC / EDQUOT while writing
-  kSizeMismatch = -7,     // region size differs from the checkpoint's
-  kNoMemory = -8,         // allocation or mapping of memory failed
-  kState = -9,            // call not valid now (closed client, busy version)
-  kUnsupported = -10,     // feature not available in this build/at run time
-  kExists = -11,          // version or step already exists
-  kInternal = -12,        // a broken invariant inside Cairn (a bug)
+#define CAIRN_ERROR(c, cpp, value, name, text, py) k##cpp = (value),
+#include "cairn/cairn_errors.def"
+#undef CAIRN_ERROR
 };
 
 // Human-readable short name for a code ("corrupt", "no space", ...).
@@ -39,18 +31,11 @@ class [[nodiscard]] Status {
   Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() noexcept { return Status(); }
-  static Status InvalidArgument(std::string m) { return {Code::kInvalidArgument, std::move(m)}; }
-  static Status Config(std::string m) { return {Code::kConfig, std::move(m)}; }
-  static Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
-  static Status Corrupt(std::string m) { return {Code::kCorrupt, std::move(m)}; }
-  static Status Io(std::string m) { return {Code::kIo, std::move(m)}; }
-  static Status NoSpace(std::string m) { return {Code::kNoSpace, std::move(m)}; }
-  static Status SizeMismatch(std::string m) { return {Code::kSizeMismatch, std::move(m)}; }
-  static Status NoMemory(std::string m) { return {Code::kNoMemory, std::move(m)}; }
-  static Status State(std::string m) { return {Code::kState, std::move(m)}; }
-  static Status Unsupported(std::string m) { return {Code::kUnsupported, std::move(m)}; }
-  static Status Exists(std::string m) { return {Code::kExists, std::move(m)}; }
-  static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+  // Status::InvalidArgument(m), Status::Config(m), ...: one per code.
+#define CAIRN_ERROR(c, cpp, value, name, text, py) \
+  static Status cpp(std::string m) { return {Code::k##cpp, std::move(m)}; }
+#include "cairn/cairn_errors.def"
+#undef CAIRN_ERROR
 
   bool ok() const noexcept { return code_ == Code::kOk; }
   Code code() const noexcept { return code_; }

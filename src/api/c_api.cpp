@@ -3,10 +3,24 @@
 // and turns it into a negative error code plus a thread-local message.
 #include "cairn/cairn.h"
 
+#include <cstring>
 #include <new>
 #include <string>
 
 #include "cairn/cairn.hpp"
+
+// cairn_stats_t is the size header then the rows of cairn_stats.def, with no
+// padding: a new row that would need some must be paired (see the .def).
+namespace {
+constexpr size_t StatsRowBytes() {
+  size_t n = sizeof(uint64_t);
+#define CAIRN_STAT(kind, name, expr, doc) n += sizeof(cairn_stats_t::name);
+#include "cairn/cairn_stats.def"
+#undef CAIRN_STAT
+  return n;
+}
+}  // namespace
+static_assert(sizeof(cairn_stats_t) == StatsRowBytes(), "cairn_stats_t has padding: pair FLAG/ENUM rows");
 
 struct cairn_client {
   std::unique_ptr<cairn::Client> client;
@@ -154,18 +168,11 @@ int cairn_history_close(cairn_history_t* h) {
 const char* cairn_strerror(int err) {
   switch (err) {
     case CAIRN_OK: return "success";
-    case CAIRN_ERR_INVALID_ARGUMENT: return "invalid argument";
-    case CAIRN_ERR_CONFIG: return "bad configuration";
-    case CAIRN_ERR_NOT_FOUND: return "not found";
-    case CAIRN_ERR_CORRUPT: return "checkpoint data is corrupt (checksum or structure mismatch)";
-    case CAIRN_ERR_IO: return "I/O error";
-    case CAIRN_ERR_NO_SPACE: return "no space left on the storage device";
-    case CAIRN_ERR_SIZE_MISMATCH: return "region or buffer size mismatch";
-    case CAIRN_ERR_NO_MEMORY: return "out of memory";
-    case CAIRN_ERR_STATE: return "operation not valid in the current state";
-    case CAIRN_ERR_UNSUPPORTED: return "operation not supported";
-    case CAIRN_ERR_EXISTS: return "version or step already exists";
-    case CAIRN_ERR_INTERNAL: return "internal error (a bug in Cairn)";
+#define CAIRN_ERROR(c, cpp, value, name, text, py) \
+  case CAIRN_ERR_##c:                              \
+    return text;
+#include "cairn/cairn_errors.def"
+#undef CAIRN_ERROR
     default: return "unknown error code";
   }
 }
@@ -176,56 +183,23 @@ int cairn_stats(cairn_client_t* c, cairn_stats_t* out) {
   return Guard([&]() -> int {
     if (c == nullptr) return InvalidHandle("client");
     if (out == nullptr) return InvalidHandle("out");
-    cairn::Stats s = c->client->GetStats();
-    *out = cairn_stats_t{
-        .capture_bytes = s.capture.bytes,
-        .flush_local_bytes = s.flush_local.bytes,
-        .flush_persistent_bytes = s.flush_persistent.bytes,
-        .prefetch_bytes = s.prefetch.bytes,
-        .restore_bytes = s.restore.bytes,
-        .capture_seconds = s.capture.seconds,
-        .flush_local_seconds = s.flush_local.seconds,
-        .flush_persistent_seconds = s.flush_persistent.seconds,
-        .prefetch_seconds = s.prefetch.seconds,
-        .restore_seconds = s.restore.seconds,
-        .cache_hits = s.cache_hits,
-        .cache_misses = s.cache_misses,
-        .prefetch_waits = s.prefetch_waits,
-        .evictions = s.evictions,
-        .flushes_skipped = s.flushes_skipped,
-        .failed_flushes = s.failed_flushes,
-        .capture_blocked_seconds = s.capture_blocked_s,
-        .cache_capacity_bytes = s.cache_capacity_bytes,
-        .cache_used_bytes = s.cache_used_bytes,
-        .cache_dirty_bytes = s.cache_dirty_bytes,
-        .init_fully_touched_seconds = s.init.fully_touched_s,
-        .init_pinned_seconds = s.init.pinned_s,
-        .init_touched_bytes = s.init.touched_bytes,
-        .capture_untouched_bytes = s.init.capture_untouched_bytes,
-        .capture_touched_bytes = s.init.capture_touched_bytes,
-        .capture_pinned_bytes = s.init.capture_pinned_bytes,
-        .init_mode_switches = s.init.mode_switches,
-        .init_strategy = static_cast<int32_t>(s.init.strategy),
-        .init_pin_failed = s.init.pin_error.empty() ? 0 : 1,
-        .device_gpu = s.device.gpu ? 1 : 0,
-        .device_init = static_cast<int32_t>(s.device.init),
-        .device_capacity_bytes = s.device.capacity_bytes,
-        .device_mapped_bytes = s.device.mapped_bytes,
-        .device_used_bytes = s.device.used_bytes,
-        .device_fully_mapped_seconds = s.device.fully_mapped_s,
-        .device_capture_bytes = s.device.capture.bytes,
-        .device_drain_bytes = s.device.drain.bytes,
-        .device_prefetch_bytes = s.device.prefetch.bytes,
-        .device_capture_seconds = s.device.capture.seconds,
-        .device_drain_seconds = s.device.drain.seconds,
-        .device_prefetch_seconds = s.device.prefetch.seconds,
-        .device_hits = s.device.hits,
-        .device_evictions = s.device.evictions,
-        .device_bounce_bytes = s.device.bounce_bytes,
-        .device_capture_blocked_seconds = s.device.capture_blocked_s,
-        .device_map_failed = s.device.map_error.empty() ? 0 : 1,
-        .device_reserved = 0,
-    };
+    // Read size without assuming the caller's struct is any longer than it.
+    uint64_t size = 0;
+    std::memcpy(&size, out, sizeof size);
+    if (size < sizeof size) {
+      return Report(cairn::Status::InvalidArgument(
+          "cairn_stats: out->size is " + std::to_string(size) +
+          "; set it to sizeof(cairn_stats_t) (or initialize with CAIRN_STATS_INIT) before the call"));
+    }
+    const cairn::Stats s = c->client->GetStats();
+    cairn_stats_t full{};
+#define CAIRN_STAT(kind, name, expr, doc) full.name = static_cast<decltype(full.name)>(expr);
+#include "cairn/cairn_stats.def"
+#undef CAIRN_STAT
+    // An older caller's struct is a prefix of ours: fill only what it has.
+    const size_t n = size < sizeof full ? static_cast<size_t>(size) : sizeof full;
+    full.size = n;
+    std::memcpy(out, &full, n);
     return CAIRN_OK;
   });
 }

@@ -271,43 +271,21 @@ std::string ReadMode(const toml::node& n, uint32_t* out) {
   return "";
 }
 
+// One reader per member type (the table in config_keys.def picks by type).
+std::string Read(const toml::node& n, int64_t, std::string* out) { return ReadString(n, out); }
+std::string Read(const toml::node& n, int64_t, bool* out) { return ReadBool(n, out); }
+std::string Read(const toml::node& n, int64_t lo, int* out) { return ReadInt(n, lo, out); }
+std::string Read(const toml::node& n, int64_t, uint64_t* out) { return ReadSize(n, out); }
+std::string Read(const toml::node& n, int64_t, uint32_t* out) { return ReadMode(n, out); }
+std::string Read(const toml::node& n, int64_t, CacheInit* out) { return ReadInit(n, out); }
+std::string Read(const toml::node& n, int64_t, DeviceCacheInit* out) { return ReadDeviceInit(n, out); }
+
 const std::vector<KeySpec>& Schema() {
   static const std::vector<KeySpec> schema = {
-      {"storage", "scratch", [](const toml::node& n, Config* c) { return ReadString(n, &c->scratch_dir); }},
-      {"storage", "persistent",
-       [](const toml::node& n, Config* c) { return ReadString(n, &c->persistent_dir); }},
-      {"storage", "file_mode", [](const toml::node& n, Config* c) { return ReadMode(n, &c->file_mode); }},
-      {"storage", "direct_io", [](const toml::node& n, Config* c) { return ReadBool(n, &c->direct_io); }},
-      {"storage", "fsync", [](const toml::node& n, Config* c) { return ReadBool(n, &c->fsync); }},
-      {"host_cache", "size", [](const toml::node& n, Config* c) { return ReadSize(n, &c->host_cache_bytes); }},
-      {"host_cache", "block_size",
-       [](const toml::node& n, Config* c) { return ReadSize(n, &c->block_bytes); }},
-      {"host_cache", "copy_threads",
-       [](const toml::node& n, Config* c) { return ReadInt(n, -1, &c->copy_threads); }},
-      {"host_cache", "init", [](const toml::node& n, Config* c) { return ReadInit(n, &c->init); }},
-      {"host_cache", "huge_pages",
-       [](const toml::node& n, Config* c) { return ReadBool(n, &c->huge_pages); }},
-      {"host_cache", "pin", [](const toml::node& n, Config* c) { return ReadBool(n, &c->pin); }},
-      {"host_cache", "pin_serialize",
-       [](const toml::node& n, Config* c) { return ReadBool(n, &c->pin_serialize); }},
-      {"host_cache", "pin_lock",
-       [](const toml::node& n, Config* c) { return ReadString(n, &c->pin_lock_path); }},
-      {"device_cache", "size",
-       [](const toml::node& n, Config* c) { return ReadSize(n, &c->device_cache_bytes); }},
-      {"device_cache", "init",
-       [](const toml::node& n, Config* c) { return ReadDeviceInit(n, &c->device_cache_init); }},
-      {"device_cache", "map_chunk",
-       [](const toml::node& n, Config* c) { return ReadSize(n, &c->device_map_chunk_bytes); }},
-      {"device_cache", "device", [](const toml::node& n, Config* c) { return ReadInt(n, -1, &c->device); }},
-      {"device_cache", "bounce_buffers",
-       [](const toml::node& n, Config* c) { return ReadInt(n, 1, &c->bounce_buffers); }},
-      {"retention", "keep_versions",
-       [](const toml::node& n, Config* c) { return ReadInt(n, 1, &c->keep_versions); }},
-      {"history", "prefetch_depth",
-       [](const toml::node& n, Config* c) { return ReadInt(n, 0, &c->prefetch_depth); }},
-      {"trace", "path", [](const toml::node& n, Config* c) { return ReadString(n, &c->trace_path); }},
-      {"history", "persistent",
-       [](const toml::node& n, Config* c) { return ReadBool(n, &c->history_persistent); }},
+#define CAIRN_CONFIG_KEY(section, key, member, lo, env, py, type, dflt, doc) \
+  {#section, #key, [](const toml::node& n, Config* c) { return Read(n, lo, &c->member); }},
+#include "cairn/config_keys.def"
+#undef CAIRN_CONFIG_KEY
   };
   return schema;
 }
@@ -393,72 +371,66 @@ Status ApplyToml(std::string_view text, std::string_view origin, Config* config)
 // ---------------------------------------------------------------------------
 // The environment.
 
+// One parser per member type, as for the file; `name` is the variable.
+Status FromEnv(const char* name, const char* v, int64_t lo, std::string* out) {
+  if (lo > 0 && *v == '\0') return Status::Config(std::string(name) + " is set but empty");
+  *out = v;  // "" = none / off
+  return Status::Ok();
+}
+
+Status FromEnv(const char* name, const char* v, int64_t, uint64_t* out) {
+  auto r = ParseSize(v);
+  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
+  *out = r.value();
+  return Status::Ok();
+}
+
+Status FromEnv(const char* name, const char* v, int64_t lo, int* out) {
+  int64_t x;
+  if (!ParseInt(v, lo, INT_MAX, &x)) {
+    return Status::Config(std::string(name) + "='" + v + "' is not an integer >= " + std::to_string(lo));
+  }
+  *out = static_cast<int>(x);
+  return Status::Ok();
+}
+
+Status FromEnv(const char* name, const char* v, int64_t, bool* out) {
+  if (!ParseBool(v, out)) {
+    return Status::Config(std::string(name) + "='" + v +
+                          "' is not a boolean (use 1, 0, true, false, yes, no, on, off)");
+  }
+  return Status::Ok();
+}
+
+Status FromEnv(const char* name, const char* v, int64_t, uint32_t* out) {
+  auto r = ParseMode(v);
+  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
+  *out = r.value();
+  return Status::Ok();
+}
+
+Status FromEnv(const char* name, const char* v, int64_t, CacheInit* out) {
+  auto r = ParseCacheInit(v);
+  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
+  *out = r.value();
+  return Status::Ok();
+}
+
+Status FromEnv(const char* name, const char* v, int64_t, DeviceCacheInit* out) {
+  auto r = ParseDeviceCacheInit(v);
+  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
+  *out = r.value();
+  return Status::Ok();
+}
+
+// Every key with a variable in config_keys.def, in the table's order.
 Status ApplyEnvironment(Config* c) {
-  auto get = [](const char* name) -> const char* { return std::getenv(name); };
-  if (const char* v = get("CAIRN_SCRATCH")) {
-    if (*v == '\0') return Status::Config("CAIRN_SCRATCH is set but empty");
-    c->scratch_dir = v;
+#define CAIRN_CONFIG_KEY(section, key, member, lo, env, py, type, dflt, doc) \
+  if (const char* v = *(env) != '\0' ? std::getenv(env) : nullptr) {         \
+    CAIRN_RETURN_IF_ERROR(FromEnv(env, v, lo, &c->member));                   \
   }
-  if (const char* v = get("CAIRN_PERSISTENT")) c->persistent_dir = v;  // "" = none
-  if (const char* v = get("CAIRN_TRACE")) c->trace_path = v;  // "" = off
-  struct SizeVar {
-    const char* name;
-    uint64_t* field;
-  };
-  for (const SizeVar& s : {SizeVar{"CAIRN_HOST_CACHE", &c->host_cache_bytes},
-                           SizeVar{"CAIRN_BLOCK_SIZE", &c->block_bytes},
-                           SizeVar{"CAIRN_DEVICE_CACHE", &c->device_cache_bytes}}) {
-    if (const char* v = get(s.name)) {
-      auto r = ParseSize(v);
-      if (!r.ok()) return Status::Config(std::string(s.name) + ": " + r.status().message());
-      *s.field = r.value();
-    }
-  }
-  struct IntVar {
-    const char* name;
-    int64_t lo;
-    int* field;
-  };
-  for (const IntVar& s : {IntVar{"CAIRN_KEEP", 1, &c->keep_versions},
-                          IntVar{"CAIRN_COPY_THREADS", -1, &c->copy_threads},
-                          IntVar{"CAIRN_PREFETCH_DEPTH", 0, &c->prefetch_depth},
-                          IntVar{"CAIRN_DEVICE", -1, &c->device}}) {
-    if (const char* v = get(s.name)) {
-      int64_t x;
-      if (!ParseInt(v, s.lo, INT_MAX, &x)) {
-        return Status::Config(std::string(s.name) + "='" + v + "' is not an integer >= " + std::to_string(s.lo));
-      }
-      *s.field = static_cast<int>(x);
-    }
-  }
-  struct BoolVar {
-    const char* name;
-    bool* field;
-  };
-  for (const BoolVar& s : {BoolVar{"CAIRN_DIRECT_IO", &c->direct_io}, BoolVar{"CAIRN_FSYNC", &c->fsync},
-                           BoolVar{"CAIRN_HUGE_PAGES", &c->huge_pages}, BoolVar{"CAIRN_PIN", &c->pin}}) {
-    if (const char* v = get(s.name)) {
-      if (!ParseBool(v, s.field)) {
-        return Status::Config(std::string(s.name) + "='" + v +
-                              "' is not a boolean (use 1, 0, true, false, yes, no, on, off)");
-      }
-    }
-  }
-  if (const char* v = get("CAIRN_HOST_CACHE_INIT")) {
-    auto r = ParseCacheInit(v);
-    if (!r.ok()) return Status::Config("CAIRN_HOST_CACHE_INIT: " + r.status().message());
-    c->init = r.value();
-  }
-  if (const char* v = get("CAIRN_DEVICE_CACHE_INIT")) {
-    auto r = ParseDeviceCacheInit(v);
-    if (!r.ok()) return Status::Config("CAIRN_DEVICE_CACHE_INIT: " + r.status().message());
-    c->device_cache_init = r.value();
-  }
-  if (const char* v = get("CAIRN_FILE_MODE")) {
-    auto r = ParseMode(v);
-    if (!r.ok()) return Status::Config("CAIRN_FILE_MODE: " + r.status().message());
-    c->file_mode = r.value();
-  }
+#include "cairn/config_keys.def"
+#undef CAIRN_CONFIG_KEY
   return Status::Ok();
 }
 

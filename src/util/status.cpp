@@ -5,18 +5,11 @@ namespace cairn {
 const char* CodeName(Code code) noexcept {
   switch (code) {
     case Code::kOk: return "ok";
-    case Code::kInvalidArgument: return "invalid argument";
-    case Code::kConfig: return "bad configuration";
-    case Code::kNotFound: return "not found";
-    case Code::kCorrupt: return "corrupt data";
-    case Code::kIo: return "I/O error";
-    case Code::kNoSpace: return "no space left";
-    case Code::kSizeMismatch: return "size mismatch";
-    case Code::kNoMemory: return "out of memory";
-    case Code::kState: return "invalid state";
-    case Code::kUnsupported: return "unsupported";
-    case Code::kExists: return "already exists";
-    case Code::kInternal: return "internal error";
+#define CAIRN_ERROR(c, cpp, value, name, text, py) \
+  case Code::k##cpp:                               \
+    return name;
+#include "cairn/cairn_errors.def"
+#undef CAIRN_ERROR
   }
   return "unknown error";
 }
