@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import cairn
+from cairn import _cairn
 
 
 @pytest.mark.parametrize(
@@ -168,7 +169,26 @@ def test_stats(client: cairn.Client) -> None:
         init.capture_untouched_bytes + init.capture_touched_bytes + init.capture_pinned_bytes
         == st.capture.bytes
     )
-    assert init.pinned_seconds is None and init.pin_error == ""  # pin is off by default
+    assert init.pinned_s is None and init.pin_error == ""  # pin is off by default
+
+
+def test_stats_have_every_field_of_the_table_under_its_name(client: cairn.Client) -> None:
+    # include/cairn/cairn_stats.def is the one list of statistics: cairn.Stats
+    # has each of its fields, at the path its name spells (init_pinned_s is
+    # stats.init.pinned_s), and nothing else.
+    def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            out.update(flatten(v, prefix + k + "_") if isinstance(v, dict) else {prefix + k: v})
+        return out
+
+    st = client.stats()
+    flat = flatten(st.as_dict())
+    table = {name: kind for name, kind, _doc in _cairn.stats_fields()}
+    assert set(flat) == set(table)
+    assert all(isinstance(flat[n], bool) for n, k in table.items() if k == "FLAG")
+    assert all(isinstance(flat[n], str) for n, k in table.items() if k in ("TEXT", "ENUM"))
+    assert st.capture_blocked_seconds == st.capture_blocked_s  # the documented old name
 
 
 def test_device_stats_without_gpu_use(client: cairn.Client) -> None:
@@ -179,7 +199,7 @@ def test_device_stats_without_gpu_use(client: cairn.Client) -> None:
     assert isinstance(dev, cairn.DeviceStats)
     assert dev.init == "incremental"  # the default
     assert dev.capacity_bytes == dev.mapped_bytes == dev.used_bytes == 0  # no device cache
-    assert dev.fully_mapped_seconds is None and dev.map_error == ""
+    assert dev.fully_mapped_s is None and dev.map_error == ""
     assert dev.capture == dev.drain == dev.prefetch == cairn.TierStats(0, 0, 0.0)
     assert dev.hits == dev.evictions == dev.bounce_bytes == 0
     assert client.stats().as_dict()["device"]["capture"]["bytes"] == 0
@@ -234,8 +254,8 @@ def test_cache_init_keywords(tmp_path: pathlib.Path) -> None:
     ) as c:
         st = c.stats()
         assert st.init.strategy == "eager"
-        assert st.init.fully_touched_seconds is not None  # populated at open
-        assert st.init.pinned_seconds is not None or st.init.pin_error
+        assert st.init.fully_touched_s is not None  # populated at open
+        assert st.init.pinned_s is not None or st.init.pin_error
     with pytest.raises(cairn.ConfigError, match="init must be one of"):
         cairn.Client(scratch_dir=tmp_path, init="fast")  # type: ignore[arg-type]
 

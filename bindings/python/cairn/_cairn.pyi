@@ -4,7 +4,7 @@ Internal: the public API is the `cairn` package. Failed calls raise the
 cairn.Error subclass of their C error code.
 """
 
-from typing import Dict, Optional, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 def load_config(path: Optional[str]) -> Config:
     """Defaults, then the TOML file (None: $CAIRN_CONFIG or none), then CAIRN_* variables; validated."""
@@ -14,6 +14,15 @@ def parse_size(text: str) -> int:
 
 def format_size(bytes: int) -> str:
     """536870912 -> '512 MiB'."""
+
+def stats_fields() -> List[Tuple[str, str, str]]:
+    """[(name, kind, doc)] of include/cairn/cairn_stats.def."""
+
+def config_keys() -> List[Tuple[str, str, str, str, str]]:
+    """[(keyword, attribute, TOML key, environment variable, kind)] of include/cairn/config_keys.def."""
+
+def error_codes() -> List[Tuple[int, str, str]]:
+    """[(code, C name, Python class)] of include/cairn/cairn_errors.def."""
 
 class Config:
     """cairn::Config (include/cairn/config.hpp)."""

@@ -6,7 +6,7 @@ import contextlib
 import enum
 import os
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from types import TracebackType
 from typing import (
     Any,
@@ -15,6 +15,8 @@ from typing import (
     Mapping,
     NoReturn,
     Optional,
+    Set,
+    Tuple,
     Type,
     TypeVar,
     Union,
@@ -22,7 +24,13 @@ from typing import (
 )
 
 from . import _cairn, _config, _state
-from ._errors import InvalidArgumentError, NotFoundError, SizeMismatchError, StateError
+from ._errors import (
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    SizeMismatchError,
+    StateError,
+)
 from ._config import DeviceCacheInit, InitStrategy
 from ._types import ArrayLike
 
@@ -40,6 +48,7 @@ __all__ = [
 
 PathArg = Union[str, "os.PathLike[str]"]
 _A = TypeVar("_A", bound=ArrayLike)
+_T = TypeVar("_T")
 
 
 class Level(enum.IntEnum):
@@ -66,21 +75,32 @@ def _level(level: LevelArg) -> int:
     )
 
 
+# The statistics: every field of include/cairn/cairn_stats.def under its C++
+# name (the table's name is the path: init_pinned_s = Stats.init.pinned_s).
+# The extension returns them as one flat dict, which _from_dict maps onto
+# these classes by name, refusing any field a class lacks (docs/stats.md).
+
+
 @dataclass(frozen=True)
 class InitStats:
     """Fast initialization of the host cache (``cairn::InitStats``). Times are
     seconds since the client was opened; ``None`` = not (yet) happened."""
 
     strategy: str  #: host_cache.init
-    open_seconds: float  #: time the open spent preparing the cache
-    fully_touched_seconds: Optional[float]  #: every cache page touched
-    pinned_seconds: Optional[float]  #: the cache was pinned (host_cache.pin)
+    pin_failed: bool  #: pinning was on and failed
     pin_error: str  #: why pinning failed; "" if it did not
+    open_s: float  #: time the open spent preparing the cache
+    fully_touched_s: Optional[float]  #: every cache page touched
+    pinned_s: Optional[float]  #: the cache was pinned (host_cache.pin)
+    pin_wait_s: float  #: time spent waiting for the node's pin lock
+    pin_call_s: float  #: duration of the pin call itself
     touched_bytes: int  #: touched in the background by the initializer
+    touch_slices: int  #: slices the initializer touched
     capture_untouched_bytes: int  #: captured into untouched memory
     capture_touched_bytes: int  #: captured into touched, unpinned memory
     capture_pinned_bytes: int  #: captured into pinned memory
     mode_switches: int  #: adaptive: concurrent <-> sequential changes
+    concurrent_now: bool  #: adaptive: touching concurrently now
 
 
 @dataclass(frozen=True)
@@ -105,23 +125,24 @@ class DeviceStats:
 
     gpu: bool  #: a CUDA driver and device are in use
     init: str  #: device_cache.init: "direct" or "incremental"
+    map_failed: bool  #: mapping the device cache stopped early
+    map_error: str  #: why mapping stopped early; "" if it did not
     capacity_bytes: int  #: device cache size (0 = none)
     mapped_bytes: int  #: backed by device memory so far
-    fully_mapped_seconds: Optional[float]  #: since open; None = still mapping (or no cache)
-    map_error: str  #: why mapping stopped early; "" if it did not
+    fully_mapped_s: Optional[float]  #: since open; None = still mapping (or no cache)
     capture: TierStats  #: device/managed regions -> device cache (or host cache)
     drain: TierStats  #: device cache -> host cache (background)
     prefetch: TierStats  #: host cache -> device cache (background)
     hits: int  #: restores/pops served from the device cache
     evictions: int  #: device cache slots evicted (data safe in the host tier)
-    capture_blocked_seconds: float  #: captures waited for mapped or free device slots
+    capture_blocked_s: float  #: captures waited for mapped or free device slots
     bounce_bytes: int  #: moved through the pinned bounce buffers
     used_bytes: int  #: device cache slots holding data now
 
 
 @dataclass(frozen=True)
 class Stats:
-    """A snapshot of a client's statistics (``cairn::Stats``)."""
+    """A snapshot of a client's statistics (``cairn::Stats``; docs/stats.md)."""
 
     capture: TierStats  #: application memory -> host cache
     flush_local: TierStats  #: host cache -> local directory
@@ -133,13 +154,18 @@ class Stats:
     prefetch_waits: int  #: pops that waited for an in-flight prefetch
     evictions: int  #: cache blocks evicted (clean data only)
     flushes_skipped: int  #: history steps consumed before being flushed
-    failed_flushes: int  #: flushes that failed (reported by wait)
-    capture_blocked_seconds: float  #: time captures waited for cache space
+    capture_blocked_s: float  #: time captures waited for cache space
     cache_capacity_bytes: int  #: size of the host cache
     cache_used_bytes: int  #: bytes holding data (dirty + clean)
     cache_dirty_bytes: int  #: bytes not yet in the local directory
+    failed_flushes: int  #: flushes that failed (reported by wait)
     init: InitStats  #: how the host cache was prepared (host_cache.init)
     device: DeviceStats  #: the GPU tier (device_cache)
+
+    @property
+    def capture_blocked_seconds(self) -> float:
+        """The documented earlier name of :attr:`capture_blocked_s`."""
+        return self.capture_blocked_s
 
     @property
     def hit_ratio(self) -> float:
@@ -153,53 +179,46 @@ class Stats:
 
     @classmethod
     def _from_dict(cls, d: Mapping[str, Union[int, float, str]]) -> "Stats":
-        def tier(t: str) -> TierStats:
-            return TierStats(int(d[f"{t}_bytes"]), int(d[f"{t}_ops"]), float(d[f"{t}_seconds"]))
+        used: Set[str] = set()
+        stats = _build(cls, d, "", used)
+        unused = sorted(set(d) - used)
+        if unused:
+            raise InternalError(f"cairn.Stats has no attribute for the statistics {unused}")
+        return stats
 
-        tiers = {
-            t: tier(t) for t in ("capture", "flush_local", "flush_persistent", "prefetch", "restore")
-        }
-        return cls(
-            **tiers,
-            cache_hits=int(d["cache_hits"]),
-            cache_misses=int(d["cache_misses"]),
-            prefetch_waits=int(d["prefetch_waits"]),
-            evictions=int(d["evictions"]),
-            flushes_skipped=int(d["flushes_skipped"]),
-            failed_flushes=int(d["failed_flushes"]),
-            capture_blocked_seconds=float(d["capture_blocked_seconds"]),
-            cache_capacity_bytes=int(d["cache_capacity_bytes"]),
-            cache_used_bytes=int(d["cache_used_bytes"]),
-            cache_dirty_bytes=int(d["cache_dirty_bytes"]),
-            init=InitStats(
-                strategy=str(d["init_strategy"]),
-                open_seconds=float(d["init_open_seconds"]),
-                fully_touched_seconds=_when(d["init_fully_touched_seconds"]),
-                pinned_seconds=_when(d["init_pinned_seconds"]),
-                pin_error=str(d["init_pin_error"]),
-                touched_bytes=int(d["init_touched_bytes"]),
-                capture_untouched_bytes=int(d["capture_untouched_bytes"]),
-                capture_touched_bytes=int(d["capture_touched_bytes"]),
-                capture_pinned_bytes=int(d["capture_pinned_bytes"]),
-                mode_switches=int(d["init_mode_switches"]),
-            ),
-            device=DeviceStats(
-                gpu=bool(d["device_gpu"]),
-                init=str(d["device_init"]),
-                capacity_bytes=int(d["device_capacity_bytes"]),
-                mapped_bytes=int(d["device_mapped_bytes"]),
-                fully_mapped_seconds=_when(d["device_fully_mapped_seconds"]),
-                map_error=str(d["device_map_error"]),
-                capture=tier("device_capture"),
-                drain=tier("device_drain"),
-                prefetch=tier("device_prefetch"),
-                hits=int(d["device_hits"]),
-                evictions=int(d["device_evictions"]),
-                capture_blocked_seconds=float(d["device_capture_blocked_seconds"]),
-                bounce_bytes=int(d["device_bounce_bytes"]),
-                used_bytes=int(d["device_used_bytes"]),
-            ),
-        )
+
+# The classes nested in Stats, by annotation (``from __future__ import
+# annotations`` makes them strings), and the names of the enum fields' values.
+_NESTED: Dict[str, type] = {"TierStats": TierStats, "InitStats": InitStats, "DeviceStats": DeviceStats}
+_ENUM_NAMES: Dict[str, Tuple[str, ...]] = {
+    "init_strategy": _config.INIT_STRATEGIES,
+    "device_init": _config.DEVICE_CACHE_INITS,
+}
+_KINDS: Dict[str, str] = {name: kind for name, kind, _doc in _cairn.stats_fields()}
+
+
+def _build(cls: Type[_T], d: Mapping[str, Union[int, float, str]], prefix: str, used: Set[str]) -> _T:
+    """cls from the flat dict: field f of cls is d[prefix + f] (nested: a prefix)."""
+    values: Dict[str, Any] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        key = prefix + f.name
+        nested = _NESTED.get(str(f.type))
+        if nested is not None:
+            values[f.name] = _build(nested, d, key + "_", used)
+            continue
+        value, kind = d[key], _KINDS[key]
+        used.add(key)
+        if kind == "WHEN":
+            values[f.name] = _when(value)
+        elif kind == "ENUM":
+            values[f.name] = _ENUM_NAMES[key][int(value)]
+        elif kind == "F64":
+            values[f.name] = float(value)
+        elif kind == "U64":
+            values[f.name] = int(value)
+        else:  # FLAG (a bool already) or TEXT
+            values[f.name] = value
+    return cls(**values)
 
 
 def _when(seconds: Union[int, float, str]) -> Optional[float]:

@@ -32,7 +32,7 @@ class _Key(NamedTuple):
     attr: str  # cairn::Config member
     toml: str  # docs/config.md key
     convert: Callable[[str, object], object]
-    doc: str
+    env: str  # the CAIRN_* variable, "" = none
 
 
 def _type_name(value: object) -> str:
@@ -116,50 +116,20 @@ def _mode(key: str, value: object) -> object:
     return value
 
 
-#: Keyword overrides accepted by :class:`cairn.Client`, by Python name.
+_CONVERT: Dict[str, Callable[[str, object], object]] = {
+    "path": _dir,
+    "bool": _bool,
+    "int": _int,
+    "size": _size,
+    "mode": _mode,
+    "init": _init,
+    "device_init": _device_init,
+}
+
+#: Keyword overrides accepted by :class:`cairn.Client`, by Python name: the
+#: rows of include/cairn/config_keys.def (docs/config.md), the one list of keys.
 KEYS: Dict[str, _Key] = {
-    "scratch_dir": _Key("scratch_dir", "storage.scratch", _dir, "local (node-local) directory"),
-    "persistent_dir": _Key(
-        "persistent_dir", "storage.persistent", _dir, "persistent directory; '' = none"
-    ),
-    "file_mode": _Key("file_mode", "storage.file_mode", _mode, "permission bits of files"),
-    "direct_io": _Key("direct_io", "storage.direct_io", _bool, "O_DIRECT checkpoint files"),
-    "fsync": _Key("fsync", "storage.fsync", _bool, "fsync files and directories on commit"),
-    "host_cache": _Key("host_cache_bytes", "host_cache.size", _size, "host cache size"),
-    "block_size": _Key("block_bytes", "host_cache.block_size", _size, "cache/file block size"),
-    "copy_threads": _Key(
-        "copy_threads", "host_cache.copy_threads", _int, "helper copy threads; -1 = auto"
-    ),
-    "keep_versions": _Key(
-        "keep_versions", "retention.keep_versions", _int, "versions kept per name and tier"
-    ),
-    "prefetch_depth": _Key(
-        "prefetch_depth", "history.prefetch_depth", _int, "history steps read ahead; 0 = all"
-    ),
-    "history_persistent": _Key(
-        "history_persistent", "history.persistent", _bool, "keep history files after close"
-    ),
-    "trace_path": _Key("trace_path", "trace.path", _dir, "timeline trace file; '' = off"),
-    "init": _Key("init", "host_cache.init", _init, "cache init strategy (default adaptive)"),
-    "huge_pages": _Key("huge_pages", "host_cache.huge_pages", _bool, "transparent huge pages"),
-    "pin": _Key("pin", "host_cache.pin", _bool, "pin the cache once touched"),
-    "pin_serialize": _Key(
-        "pin_serialize", "host_cache.pin_serialize", _bool, "processes of a node pin in turn"
-    ),
-    "pin_lock": _Key("pin_lock_path", "host_cache.pin_lock", _dir, "node pin lock file"),
-    "device_cache": _Key(
-        "device_cache_bytes", "device_cache.size", _size, "GPU cache size; 0 = none"
-    ),
-    "device_cache_init": _Key(
-        "device_cache_init", "device_cache.init", _device_init, "direct or incremental (default)"
-    ),
-    "device_map_chunk": _Key(
-        "device_map_chunk_bytes", "device_cache.map_chunk", _size, "incremental: bytes per map"
-    ),
-    "device": _Key("device", "device_cache.device", _int, "CUDA device; -1 = current/0"),
-    "bounce_buffers": _Key(
-        "bounce_buffers", "device_cache.bounce_buffers", _int, "pinned staging buffers, 1-64"
-    ),
+    py: _Key(attr, toml, _CONVERT[kind], env) for py, attr, toml, env, kind in _cairn.config_keys()
 }
 
 

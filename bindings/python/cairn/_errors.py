@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import ClassVar, Dict, Optional, Type
 
+from . import _cairn
+
 __all__ = [
     "Error",
     "InvalidArgumentError",
@@ -54,98 +56,70 @@ class Error(Exception):
 
 class InvalidArgumentError(Error, ValueError):
     """A bad argument: name, size, level, or memory Cairn cannot use (read-only,
-    non-contiguous, not a buffer). ``CAIRN_ERR_INVALID_ARGUMENT`` (-1)."""
-
-    default_code = -1
+    non-contiguous, not a buffer). ``CAIRN_ERR_INVALID_ARGUMENT``."""
 
 
 class ConfigError(Error, ValueError):
-    """A bad configuration key, value or file. ``CAIRN_ERR_CONFIG`` (-2)."""
-
-    default_code = -2
+    """A bad configuration key, value or file. ``CAIRN_ERR_CONFIG``."""
 
 
 class NotFoundError(Error, LookupError):
-    """No such name, version, step, region or key. ``CAIRN_ERR_NOT_FOUND`` (-3)."""
-
-    default_code = -3
+    """No such name, version, step, region or key. ``CAIRN_ERR_NOT_FOUND``."""
 
 
 class CorruptError(Error):
-    """A checkpoint file failed verification. ``CAIRN_ERR_CORRUPT`` (-4)."""
-
-    default_code = -4
+    """A checkpoint file failed verification. ``CAIRN_ERR_CORRUPT``."""
 
 
 class IoError(Error):
     """An operating-system I/O error (the message has errno's text).
-    ``CAIRN_ERR_IO`` (-5)."""
-
-    default_code = -5
+    ``CAIRN_ERR_IO``."""
 
 
 class NoSpaceError(IoError):
-    """The file system is full or the quota exceeded. ``CAIRN_ERR_NO_SPACE`` (-6)."""
-
-    default_code = -6
+    """The file system is full or the quota exceeded. ``CAIRN_ERR_NO_SPACE``."""
 
 
 class SizeMismatchError(Error, ValueError):
     """A region's or buffer's size (or, for :meth:`Client.load`, shape or dtype)
-    differs from the checkpoint's. ``CAIRN_ERR_SIZE_MISMATCH`` (-7)."""
-
-    default_code = -7
+    differs from the checkpoint's. ``CAIRN_ERR_SIZE_MISMATCH``."""
 
 
 class NoMemoryError(Error):
-    """Allocating or mapping memory failed (the host cache). ``CAIRN_ERR_NO_MEMORY`` (-8)."""
-
-    default_code = -8
+    """Allocating or mapping memory failed (the host cache). ``CAIRN_ERR_NO_MEMORY``."""
 
 
 class StateError(Error):
     """The call is not valid now (closed client or history, busy version).
-    ``CAIRN_ERR_STATE`` (-9)."""
-
-    default_code = -9
+    ``CAIRN_ERR_STATE``."""
 
 
 class UnsupportedError(Error):
     """Not available in this build (for example device memory while the GPU tier
-    is missing). ``CAIRN_ERR_UNSUPPORTED`` (-10)."""
-
-    default_code = -10
+    is missing). ``CAIRN_ERR_UNSUPPORTED``."""
 
 
 class ExistsError(Error):
-    """The version or step already exists. ``CAIRN_ERR_EXISTS`` (-11)."""
-
-    default_code = -11
+    """The version or step already exists. ``CAIRN_ERR_EXISTS``."""
 
 
 class InternalError(Error):
-    """A broken invariant inside Cairn (a bug). ``CAIRN_ERR_INTERNAL`` (-12)."""
-
-    default_code = -12
+    """A broken invariant inside Cairn (a bug). ``CAIRN_ERR_INTERNAL``."""
 
 
-_BY_CODE: Dict[int, Type[Error]] = {
-    cls.default_code: cls
-    for cls in (
-        InvalidArgumentError,
-        ConfigError,
-        NotFoundError,
-        CorruptError,
-        IoError,
-        NoSpaceError,
-        SizeMismatchError,
-        NoMemoryError,
-        StateError,
-        UnsupportedError,
-        ExistsError,
-        InternalError,
-    )
-}
+def _by_code() -> Dict[int, Type[Error]]:
+    """Each class's code, from the one table of codes (include/cairn/cairn_errors.def)."""
+    by_code: Dict[int, Type[Error]] = {}
+    for code, c_name, class_name in _cairn.error_codes():
+        cls = globals().get(class_name)
+        if not (isinstance(cls, type) and issubclass(cls, Error)) or class_name not in __all__:
+            raise ImportError(f"cairn._errors has no exception class {class_name} for {c_name}")
+        cls.default_code = code
+        by_code[code] = cls
+    return by_code
+
+
+_BY_CODE: Dict[int, Type[Error]] = _by_code()
 
 
 def error_class(code: int) -> Type[Error]:

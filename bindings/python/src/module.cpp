@@ -30,6 +30,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -303,6 +304,91 @@ class Borrowed {
 };
 
 // ---------------------------------------------------------------------------
+// The tables (include/cairn/*.def), for the Python package to derive from
+
+#define CAIRN_STAT_IS_FLAG_U64 false
+#define CAIRN_STAT_IS_FLAG_F64 false
+#define CAIRN_STAT_IS_FLAG_WHEN false
+#define CAIRN_STAT_IS_FLAG_ENUM false
+#define CAIRN_STAT_IS_FLAG_FLAG true
+
+template <bool kFlag, typename T>
+nb::object StatValue(T v) {
+  if constexpr (kFlag) {
+    return nb::bool_(v != 0);
+  } else if constexpr (std::is_enum_v<T>) {
+    return nb::int_(static_cast<int>(v));  // cairn._client names it
+  } else {
+    return nb::cast(v);
+  }
+}
+
+// [(name, kind, doc)] of cairn_stats.def; kind "TEXT" for the texts.
+nb::list StatsFields() {
+  nb::list out;
+#define CAIRN_STAT(kind, name, expr, doc) out.append(nb::make_tuple(#name, #kind, doc));
+#define CAIRN_STAT_TEXT(name, expr, doc) out.append(nb::make_tuple(#name, "TEXT", doc));
+#include "cairn/cairn_stats.def"
+#undef CAIRN_STAT_TEXT
+#undef CAIRN_STAT
+  return out;
+}
+
+// The kind of value a Config member holds, by its type.
+template <typename T>
+constexpr const char* KindOf() {
+  if constexpr (std::is_same_v<T, std::string>) return "path";
+  else if constexpr (std::is_same_v<T, bool>) return "bool";
+  else if constexpr (std::is_same_v<T, int>) return "int";
+  else if constexpr (std::is_same_v<T, uint64_t>) return "size";
+  else if constexpr (std::is_same_v<T, uint32_t>) return "mode";
+  else if constexpr (std::is_same_v<T, cairn::CacheInit>) return "init";
+  else if constexpr (std::is_same_v<T, cairn::DeviceCacheInit>) return "device_init";
+  else static_assert(sizeof(T) == 0, "a Config member of a type the Python package does not know");
+}
+
+// [(keyword, Config attribute, "section.key", environment variable, kind)] of
+// config_keys.def; kind: path, bool, int, size, mode, init, device_init.
+nb::list ConfigKeys() {
+  nb::list out;
+#define CAIRN_CONFIG_KEY(section, key, member, lo, env, py, type, dflt, doc) \
+  out.append(nb::make_tuple(#py, #member, #section "." #key, env, KindOf<decltype(cairn::Config::member)>()));
+#include "cairn/config_keys.def"
+#undef CAIRN_CONFIG_KEY
+  return out;
+}
+
+// [(code, "CAIRN_ERR_...", Python class name)] of cairn_errors.def.
+nb::list ErrorCodes() {
+  nb::list out;
+#define CAIRN_ERROR(c, cpp, value, name, text, py) \
+  out.append(nb::make_tuple(value, "CAIRN_ERR_" #c, #py));
+#include "cairn/cairn_errors.def"
+#undef CAIRN_ERROR
+  return out;
+}
+
+// Config members: plain ones read and write as they are; the two enums as
+// their names ("adaptive", "incremental").
+template <typename T>
+void BindMember(nb::class_<cairn::Config>& cls, const char* name, T cairn::Config::*member) {
+  cls.def_rw(name, member);
+}
+
+void BindMember(nb::class_<cairn::Config>& cls, const char* name, cairn::CacheInit cairn::Config::*member) {
+  cls.def_prop_rw(
+      name, [member](const cairn::Config& c) { return std::string(cairn::CacheInitName(c.*member)); },
+      [member](cairn::Config& c, const std::string& v) { c.*member = Value(cairn::ParseCacheInit(v)); });
+}
+
+void BindMember(nb::class_<cairn::Config>& cls, const char* name,
+                cairn::DeviceCacheInit cairn::Config::*member) {
+  cls.def_prop_rw(
+      name, [member](const cairn::Config& c) { return std::string(cairn::DeviceCacheInitName(c.*member)); },
+      [member](cairn::Config& c, const std::string& v) { c.*member = Value(cairn::ParseDeviceCacheInit(v)); });
+}
+
+// ---------------------------------------------------------------------------
 // Client and History
 
 // At interpreter exit the GIL must not be released (other threads may be gone).
@@ -413,57 +499,15 @@ class PyClient {
     return new PyHistory(Value(WithoutGil([&] { return client_->OpenHistory(name); })));
   }
 
+  // Every row of cairn_stats.def by its name (FLAG rows as bool), and the texts.
   nb::dict Stats() const {
-    cairn::Stats st = client_->GetStats();
+    const cairn::Stats s = client_->GetStats();
     nb::dict d;
-    auto tier = [&](const char* prefix, const cairn::TierStats& t) {
-      std::string p(prefix);
-      d[(p + "_bytes").c_str()] = t.bytes;
-      d[(p + "_ops").c_str()] = t.ops;
-      d[(p + "_seconds").c_str()] = t.seconds;
-    };
-    tier("capture", st.capture);
-    tier("flush_local", st.flush_local);
-    tier("flush_persistent", st.flush_persistent);
-    tier("prefetch", st.prefetch);
-    tier("restore", st.restore);
-    d["cache_hits"] = st.cache_hits;
-    d["cache_misses"] = st.cache_misses;
-    d["prefetch_waits"] = st.prefetch_waits;
-    d["evictions"] = st.evictions;
-    d["flushes_skipped"] = st.flushes_skipped;
-    d["failed_flushes"] = st.failed_flushes;
-    d["capture_blocked_seconds"] = st.capture_blocked_s;
-    d["cache_capacity_bytes"] = st.cache_capacity_bytes;
-    d["cache_used_bytes"] = st.cache_used_bytes;
-    d["cache_dirty_bytes"] = st.cache_dirty_bytes;
-    // Fast initialization (cairn::InitStats); times < 0 = not yet.
-    d["init_strategy"] = cairn::CacheInitName(st.init.strategy);
-    d["init_open_seconds"] = st.init.open_s;
-    d["init_fully_touched_seconds"] = st.init.fully_touched_s;
-    d["init_pinned_seconds"] = st.init.pinned_s;
-    d["init_pin_error"] = st.init.pin_error;
-    d["init_touched_bytes"] = st.init.touched_bytes;
-    d["capture_untouched_bytes"] = st.init.capture_untouched_bytes;
-    d["capture_touched_bytes"] = st.init.capture_touched_bytes;
-    d["capture_pinned_bytes"] = st.init.capture_pinned_bytes;
-    d["init_mode_switches"] = st.init.mode_switches;
-    // The GPU tier (cairn::DeviceStats); times < 0 = not yet.
-    const cairn::DeviceStats& dev = st.device;
-    d["device_gpu"] = dev.gpu;
-    d["device_init"] = cairn::DeviceCacheInitName(dev.init);
-    d["device_capacity_bytes"] = dev.capacity_bytes;
-    d["device_mapped_bytes"] = dev.mapped_bytes;
-    d["device_fully_mapped_seconds"] = dev.fully_mapped_s;
-    d["device_map_error"] = dev.map_error;
-    tier("device_capture", dev.capture);
-    tier("device_drain", dev.drain);
-    tier("device_prefetch", dev.prefetch);
-    d["device_hits"] = dev.hits;
-    d["device_evictions"] = dev.evictions;
-    d["device_capture_blocked_seconds"] = dev.capture_blocked_s;
-    d["device_bounce_bytes"] = dev.bounce_bytes;
-    d["device_used_bytes"] = dev.used_bytes;
+#define CAIRN_STAT(kind, name, expr, doc) d[#name] = StatValue<CAIRN_STAT_IS_FLAG_##kind>(expr);
+#define CAIRN_STAT_TEXT(name, expr, doc) d[#name] = std::string(expr);
+#include "cairn/cairn_stats.def"
+#undef CAIRN_STAT_TEXT
+#undef CAIRN_STAT
     return d;
   }
 
@@ -508,37 +552,17 @@ NB_MODULE(_cairn, m) {
       nb::arg("text"), "'512MiB' -> 536870912 (docs/config.md, Sizes).");
   m.def("format_size", &cairn::FormatSize, nb::arg("bytes"), "536870912 -> '512 MiB'.");
 
-  nb::class_<cairn::Config>(m, "Config", "cairn::Config (include/cairn/config.hpp).")
-      .def_rw("scratch_dir", &cairn::Config::scratch_dir)
-      .def_rw("persistent_dir", &cairn::Config::persistent_dir)
-      .def_rw("file_mode", &cairn::Config::file_mode)
-      .def_rw("direct_io", &cairn::Config::direct_io)
-      .def_rw("fsync", &cairn::Config::fsync)
-      .def_rw("host_cache_bytes", &cairn::Config::host_cache_bytes)
-      .def_rw("block_bytes", &cairn::Config::block_bytes)
-      .def_rw("copy_threads", &cairn::Config::copy_threads)
-      .def_rw("keep_versions", &cairn::Config::keep_versions)
-      .def_rw("prefetch_depth", &cairn::Config::prefetch_depth)
-      .def_rw("history_persistent", &cairn::Config::history_persistent)
-      .def_rw("trace_path", &cairn::Config::trace_path)
-      .def_prop_rw(
-          "init", [](const cairn::Config& c) { return std::string(cairn::CacheInitName(c.init)); },
-          [](cairn::Config& c, const std::string& name) { c.init = Value(cairn::ParseCacheInit(name)); })
-      .def_rw("huge_pages", &cairn::Config::huge_pages)
-      .def_rw("pin", &cairn::Config::pin)
-      .def_rw("pin_serialize", &cairn::Config::pin_serialize)
-      .def_rw("pin_lock_path", &cairn::Config::pin_lock_path)
-      .def_rw("device_cache_bytes", &cairn::Config::device_cache_bytes)
-      .def_prop_rw(
-          "device_cache_init",
-          [](const cairn::Config& c) { return std::string(cairn::DeviceCacheInitName(c.device_cache_init)); },
-          [](cairn::Config& c, const std::string& name) {
-            c.device_cache_init = Value(cairn::ParseDeviceCacheInit(name));
-          })
-      .def_rw("device_map_chunk_bytes", &cairn::Config::device_map_chunk_bytes)
-      .def_rw("device", &cairn::Config::device)
-      .def_rw("bounce_buffers", &cairn::Config::bounce_buffers)
-      .def("validate", [](const cairn::Config& c) { Check(c.Validate()); });
+  m.def("stats_fields", &StatsFields, "[(name, kind, doc)] of include/cairn/cairn_stats.def.");
+  m.def("config_keys", &ConfigKeys,
+        "[(keyword, attribute, TOML key, environment variable, kind)] of include/cairn/config_keys.def.");
+  m.def("error_codes", &ErrorCodes, "[(code, C name, Python class)] of include/cairn/cairn_errors.def.");
+
+  nb::class_<cairn::Config> config(m, "Config", "cairn::Config (include/cairn/config.hpp).");
+#define CAIRN_CONFIG_KEY(section, key, member, lo, env, py, type, dflt, doc) \
+  BindMember(config, #member, &cairn::Config::member);
+#include "cairn/config_keys.def"
+#undef CAIRN_CONFIG_KEY
+  config.def("validate", [](const cairn::Config& c) { Check(c.Validate()); });
 
   nb::class_<PyHistory>(m, "History")
       .def("push", &PyHistory::Push, nb::arg("step"), nb::arg("data"))
