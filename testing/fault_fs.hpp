@@ -108,7 +108,8 @@ class FaultFs final : public os::FileSystem {
   // --- Power loss -----------------------------------------------------------
   // Starts tracking the tree under `root` (an existing directory; everything
   // in it now counts as durable). Only calls through this FaultFs are seen:
-  // the tree must not change behind its back until PowerLoss().
+  // the tree must not change behind its back until PowerLoss(). fsyncs of
+  // tracked files and directories are recorded, not passed to the disk.
   Status TrackPowerLoss(const std::string& root) CAIRN_EXCLUDES(model_mu_);
   // The nth mutating call on a tracked path from now (1 = the next one)
   // finds the power gone: it and every later call on a tracked path, reads
