@@ -36,15 +36,22 @@ const char* FaultOpName(FaultOp op) {
 // FaultFs outlives it (documented precondition).
 class FaultFs::FaultFile final : public os::File {
  public:
-  FaultFile(FaultFs* fs, std::unique_ptr<os::File> base) : fs_(fs), base_(std::move(base)) {}
+  // inode: the file's identity in the power-loss model; 0 = not tracked.
+  FaultFile(FaultFs* fs, std::unique_ptr<os::File> base, uint64_t inode)
+      : fs_(fs), base_(std::move(base)), inode_(inode) {}
 
   Status WriteAt(const void* buf, size_t n, uint64_t offset) override {
+    MutexLock m(&fs_->model_mu_);
+    if (int err = fs_->PowerGateLocked(true, path()); err != 0) {
+      return os::ErrnoStatus(err, "write", path());
+    }
     int err = 0;
     size_t allowed = fs_->AdmitWrite(path(), n, direct(), &err);
     if (err != 0) return os::ErrnoStatus(err, "write", path());
     if (allowed > 0) {
       Status s = base_->WriteAt(buf, allowed, offset);
       if (!s.ok()) return s;
+      if (inode_ != 0) fs_->model_.OnWrite(inode_, buf, allowed, offset);
       MutexLock l(&fs_->mu_);
       fs_->bytes_written_ += allowed;
     }
@@ -53,6 +60,12 @@ class FaultFs::FaultFile final : public os::File {
   }
 
   Status ReadAt(void* buf, size_t n, uint64_t offset) override {
+    {
+      MutexLock m(&fs_->model_mu_);
+      if (int err = fs_->PowerGateLocked(false, path()); err != 0) {
+        return os::ErrnoStatus(err, "read", path());
+      }
+    }
     if (int err = fs_->Check(FaultOp::kRead, path()); err != 0) {
       return os::ErrnoStatus(err, "read", path());
     }
@@ -65,13 +78,29 @@ class FaultFs::FaultFile final : public os::File {
   }
 
   Status Sync() override {
+    MutexLock m(&fs_->model_mu_);
+    if (int err = fs_->PowerGateLocked(true, path()); err != 0) {
+      return os::ErrnoStatus(err, "fdatasync", path());
+    }
     if (int err = fs_->Check(FaultOp::kSync, path()); err != 0) {
       return os::ErrnoStatus(err, "fdatasync", path());
+    }
+    // A tracked file's durability is the model's business: the disk's fsync
+    // would only make the tests slow.
+    if (fs_->model_.Tracks(path())) {
+      if (inode_ != 0) fs_->model_.OnSync(inode_);
+      return Status::Ok();
     }
     return base_->Sync();
   }
 
   Result<uint64_t> Size() override {
+    {
+      MutexLock m(&fs_->model_mu_);
+      if (int err = fs_->PowerGateLocked(false, path()); err != 0) {
+        return os::ErrnoStatus(err, "fstat", path());
+      }
+    }
     if (int err = fs_->Check(FaultOp::kSize, path()); err != 0) {
       return os::ErrnoStatus(err, "fstat", path());
     }
@@ -79,10 +108,16 @@ class FaultFs::FaultFile final : public os::File {
   }
 
   Status Truncate(uint64_t size) override {
+    MutexLock m(&fs_->model_mu_);
+    if (int err = fs_->PowerGateLocked(true, path()); err != 0) {
+      return os::ErrnoStatus(err, "ftruncate", path());
+    }
     if (int err = fs_->Check(FaultOp::kTruncate, path()); err != 0) {
       return os::ErrnoStatus(err, "ftruncate", path());
     }
-    return base_->Truncate(size);
+    Status s = base_->Truncate(size);
+    if (s.ok() && inode_ != 0) fs_->model_.OnTruncate(inode_, size);
+    return s;
   }
 
   // Closing is never failed: callers cannot do anything useful about it, and
@@ -94,6 +129,7 @@ class FaultFs::FaultFile final : public os::File {
  private:
   FaultFs* const fs_;
   std::unique_ptr<os::File> base_;
+  const uint64_t inode_;
 };
 
 FaultFs::FaultFs(os::FileSystem* base) : base_(base != nullptr ? base : os::FileSystem::Default()) {}
@@ -203,48 +239,150 @@ bool FaultFs::ShouldCorruptRead(const std::string& path, size_t n) {
   return corrupt_reads_ && n > 0 && Matches(corrupt_filter_, path);
 }
 
+int FaultFs::PowerGateLocked(bool mutating, const std::string& path, const std::string& path2) {
+  if (!model_.Tracks(path) && (path2.empty() || !model_.Tracks(path2))) return 0;
+  if (power_out_) return EIO;
+  if (!mutating) return 0;
+  ++mutations_;
+  if (cut_at_ != 0 && mutations_ >= cut_at_) {
+    power_out_ = true;
+    return EIO;
+  }
+  return 0;
+}
+
+Status FaultFs::TrackPowerLoss(const std::string& root) {
+  MutexLock m(&model_mu_);
+  mutations_ = cut_at_ = 0;
+  power_out_ = false;
+  return model_.Start(base_, root);
+}
+
+void FaultFs::ArmPowerCut(uint64_t nth) {
+  MutexLock m(&model_mu_);
+  cut_at_ = mutations_ + std::max<uint64_t>(nth, 1);
+}
+
+bool FaultFs::power_cut() const {
+  MutexLock m(&model_mu_);
+  return power_out_;
+}
+
+uint64_t FaultFs::tracked_mutations() const {
+  MutexLock m(&model_mu_);
+  return mutations_;
+}
+
+size_t FaultFs::unsynced_changes() const {
+  MutexLock m(&model_mu_);
+  return model_.pending();
+}
+
+Status FaultFs::PowerLoss(Unsynced unsynced) {
+  MutexLock m(&model_mu_);
+  power_out_ = true;
+  Status s = model_.PowerLoss(base_, unsynced);
+  mutations_ = cut_at_ = 0;
+  power_out_ = false;
+  return s;
+}
+
 Result<std::unique_ptr<os::File>> FaultFs::Open(const std::string& path, const os::OpenOptions& options) {
+  MutexLock m(&model_mu_);
+  if (int err = PowerGateLocked(options.write, path); err != 0) {
+    return os::ErrnoStatus(err, "open", path);
+  }
   if (int err = Check(FaultOp::kOpen, path); err != 0) return os::ErrnoStatus(err, "open", path);
   auto file = base_->Open(path, options);
   if (!file.ok()) return file.status();
-  return std::unique_ptr<os::File>(new FaultFile(this, std::move(file).value()));
+  const uint64_t inode = options.write && model_.Tracks(path) ? model_.OnOpenWrite(path) : 0;
+  return std::unique_ptr<os::File>(new FaultFile(this, std::move(file).value(), inode));
 }
 
 Status FaultFs::Rename(const std::string& from, const std::string& to) {
-  if (int err = Check(FaultOp::kRename, from, to); err != 0) {
-    return os::ErrnoStatus(err, "rename", from + " -> " + to);
+  MutexLock m(&model_mu_);
+  const std::string both = from + " -> " + to;
+  if (int err = PowerGateLocked(true, from, to); err != 0) {
+    return os::ErrnoStatus(err, "rename", both);
   }
-  return base_->Rename(from, to);
+  if (int err = Check(FaultOp::kRename, from, to); err != 0) {
+    return os::ErrnoStatus(err, "rename", both);
+  }
+  Status s = base_->Rename(from, to);
+  if (s.ok() && model_.Tracks(to)) {
+    model_.OnRename(from, to);
+  } else if (s.ok() && model_.Tracks(from)) {
+    model_.OnRemove(from);  // moved out of the tracked tree
+  }
+  return s;
 }
 
 Status FaultFs::Remove(const std::string& path) {
-  if (int err = Check(FaultOp::kRemove, path); err != 0) return os::ErrnoStatus(err, "unlink", path);
-  return base_->Remove(path);
+  MutexLock m(&model_mu_);
+  if (int err = PowerGateLocked(true, path); err != 0) return os::ErrnoStatus(err, "unlink", path);
+  if (int err = Check(FaultOp::kRemove, path); err != 0) {
+    return os::ErrnoStatus(err, "unlink", path);
+  }
+  Status s = base_->Remove(path);
+  if (s.ok() && model_.Tracks(path)) model_.OnRemove(path);
+  return s;
 }
 
 Status FaultFs::CreateDirs(const std::string& path, uint32_t mode) {
-  if (int err = Check(FaultOp::kCreateDirs, path); err != 0) return os::ErrnoStatus(err, "mkdir", path);
-  return base_->CreateDirs(path, mode);
+  MutexLock m(&model_mu_);
+  if (int err = PowerGateLocked(true, path); err != 0) return os::ErrnoStatus(err, "mkdir", path);
+  if (int err = Check(FaultOp::kCreateDirs, path); err != 0) {
+    return os::ErrnoStatus(err, "mkdir", path);
+  }
+  Status s = base_->CreateDirs(path, mode);
+  if (s.ok() && model_.Tracks(path)) model_.OnCreateDirs(path);
+  return s;
 }
 
 Status FaultFs::RemoveDir(const std::string& path) {
-  if (int err = Check(FaultOp::kRemoveDir, path); err != 0) return os::ErrnoStatus(err, "rmdir", path);
-  return base_->RemoveDir(path);
+  MutexLock m(&model_mu_);
+  if (int err = PowerGateLocked(true, path); err != 0) return os::ErrnoStatus(err, "rmdir", path);
+  if (int err = Check(FaultOp::kRemoveDir, path); err != 0) {
+    return os::ErrnoStatus(err, "rmdir", path);
+  }
+  Status s = base_->RemoveDir(path);
+  if (s.ok() && model_.Tracks(path)) model_.OnRemoveDir(path);
+  return s;
 }
 
 Status FaultFs::SyncDir(const std::string& path) {
+  MutexLock m(&model_mu_);
+  // The tracked root itself may be fsynced too (its entries are tracked).
+  const std::string child = path + "/.";
+  if (int err = PowerGateLocked(true, child); err != 0) {
+    return os::ErrnoStatus(err, "fsync directory", path);
+  }
   if (int err = Check(FaultOp::kSyncDir, path); err != 0) {
     return os::ErrnoStatus(err, "fsync directory", path);
+  }
+  if (model_.Tracks(child)) {  // as for files: the model decides, not the disk
+    model_.OnSyncDir(path);
+    return Status::Ok();
   }
   return base_->SyncDir(path);
 }
 
 Result<std::vector<os::DirEntry>> FaultFs::List(const std::string& path) {
+  {
+    MutexLock m(&model_mu_);
+    if (int err = PowerGateLocked(false, path + "/."); err != 0) {
+      return os::ErrnoStatus(err, "opendir", path);
+    }
+  }
   if (int err = Check(FaultOp::kList, path); err != 0) return os::ErrnoStatus(err, "opendir", path);
   return base_->List(path);
 }
 
 Result<os::FileInfo> FaultFs::Stat(const std::string& path) {
+  {
+    MutexLock m(&model_mu_);
+    if (int err = PowerGateLocked(false, path); err != 0) return os::ErrnoStatus(err, "stat", path);
+  }
   if (int err = Check(FaultOp::kStat, path); err != 0) return os::ErrnoStatus(err, "stat", path);
   return base_->Stat(path);
 }

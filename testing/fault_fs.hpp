@@ -4,6 +4,16 @@
 // an open refused. Faults can be restricted to paths containing a substring
 // (e.g. only the persistent directory).
 //
+// It also models a power loss (testing/power_loss.hpp): TrackPowerLoss(root)
+// records which writes and directory changes under root were made durable
+// by an fsync; ArmPowerCut(k) makes the kth mutating call from then on find
+// the power gone; PowerLoss() rewrites the tree to what survived.
+//
+//   fs.TrackPowerLoss(dir);
+//   fs.ArmPowerCut(k);        // the kth mutating call and all later ones fail (EIO)
+//   ... run the library ...   // its calls fail from the cut on
+//   fs.PowerLoss();           // unsynced data and entries are gone; power is back
+//
 //   test::FaultFs fs;                               // wraps FileSystem::Default()
 //   fs.SetWriteBudget(1 << 20, "/persistent/");     // a 1 MiB disk there
 //   fs.Inject({.op = test::FaultOp::kSync, .err = EIO, .nth = 2});
@@ -23,6 +33,7 @@
 #include <vector>
 
 #include "os/fs.hpp"
+#include "testing/power_loss.hpp"
 #include "util/mutex.hpp"
 #include "util/thread_annotations.hpp"
 
@@ -91,7 +102,32 @@ class FaultFs final : public os::FileSystem {
   uint64_t faults_fired() const CAIRN_EXCLUDES(mu_);
 
   // Disarms every fault, the budget and read corruption; zeroes the counters.
+  // Power-loss tracking is not affected.
   void Reset() CAIRN_EXCLUDES(mu_);
+
+  // --- Power loss -----------------------------------------------------------
+  // Starts tracking the tree under `root` (an existing directory; everything
+  // in it now counts as durable). Only calls through this FaultFs are seen:
+  // the tree must not change behind its back until PowerLoss(). fsyncs of
+  // tracked files and directories are recorded, not passed to the disk.
+  Status TrackPowerLoss(const std::string& root) CAIRN_EXCLUDES(model_mu_);
+  // The nth mutating call on a tracked path from now (1 = the next one)
+  // finds the power gone: it and every later call on a tracked path, reads
+  // included, fail with EIO and change nothing, until PowerLoss(). Mutating
+  // calls: open for writing, write, fsync, truncate, rename, unlink, mkdir,
+  // rmdir, directory fsync.
+  void ArmPowerCut(uint64_t nth) CAIRN_EXCLUDES(model_mu_);
+  bool power_cut() const CAIRN_EXCLUDES(model_mu_);
+  // Mutating calls on tracked paths since TrackPowerLoss() or PowerLoss(),
+  // up to and including the one that found the power cut.
+  uint64_t tracked_mutations() const CAIRN_EXCLUDES(model_mu_);
+  // Unsynced changes under the root (see PowerLossModel::pending()).
+  size_t unsynced_changes() const CAIRN_EXCLUDES(model_mu_);
+  // Cuts the power (if ArmPowerCut has not), rewrites the tree to what
+  // survives under `unsynced`, and powers on: calls succeed again, tracking
+  // goes on with the survivors as durable state, the counter restarts.
+  // Files still open through this FaultFs must not be used afterwards.
+  Status PowerLoss(Unsynced unsynced = Unsynced::kDrop) CAIRN_EXCLUDES(model_mu_);
 
   os::FileSystem* base() const { return base_; }
 
@@ -122,9 +158,21 @@ class FaultFs final : public os::FileSystem {
   // allowed bytes against the budget.
   size_t AdmitWrite(const std::string& path, size_t n, bool direct, int* err) CAIRN_EXCLUDES(mu_);
   bool ShouldCorruptRead(const std::string& path, size_t n) CAIRN_EXCLUDES(mu_);
+  // The power-loss gate for a call on `path` (and `path2`): EIO when the
+  // power is out or is cut by this (mutating) call, 0 otherwise.
+  int PowerGateLocked(bool mutating, const std::string& path, const std::string& path2 = "")
+      CAIRN_REQUIRES(model_mu_);
   int CheckLocked(FaultOp op, const std::string& path, const std::string& path2) CAIRN_REQUIRES(mu_);
 
   os::FileSystem* const base_;
+  // Held across every mutating call and its model update, so that the model
+  // sees changes in the order the base file system applied them. Taken
+  // before mu_.
+  mutable Mutex model_mu_;
+  PowerLossModel model_ CAIRN_GUARDED_BY(model_mu_);
+  uint64_t mutations_ CAIRN_GUARDED_BY(model_mu_) = 0;
+  uint64_t cut_at_ CAIRN_GUARDED_BY(model_mu_) = 0;  // 0 = not armed
+  bool power_out_ CAIRN_GUARDED_BY(model_mu_) = false;
   mutable Mutex mu_;
   std::vector<ArmedFault> faults_ CAIRN_GUARDED_BY(mu_);
   std::array<uint64_t, static_cast<size_t>(FaultOp::kCount_)> calls_ CAIRN_GUARDED_BY(mu_){};

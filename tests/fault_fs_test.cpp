@@ -255,5 +255,163 @@ TEST_F(FaultFsTest, BudgetIsExactUnderConcurrency) {
   EXPECT_EQ(fs_.calls(FaultOp::kWrite), uint64_t{kThreads} * kWrites);
 }
 
+// --- Power loss (testing/power_loss.hpp) ------------------------------------
+
+class PowerLossTest : public FaultFsTest {
+ protected:
+  void SetUp() override {
+    FaultFsTest::SetUp();
+    ASSERT_TRUE(fs_.TrackPowerLoss(dir_).ok());
+  }
+  // The file's content on disk, or "<absent>".
+  std::string Content(const std::string& name) {
+    std::error_code ec;
+    if (!std::filesystem::exists(Path(name), ec)) return "<absent>";
+    auto f = os::FileSystem::Default()->Open(Path(name), os::OpenOptions{});
+    if (!f.ok()) return "<" + f.status().ToString() + ">";
+    auto size = (*f)->Size();
+    std::string s(size.ok() ? *size : 0, '\0');
+    if (!s.empty() && !(*f)->ReadAt(s.data(), s.size(), 0).ok()) return "<read failed>";
+    return s;
+  }
+  // Creates `name` with `data`, fsynced, and its directory entry fsynced.
+  void MakeDurable(const std::string& name, const std::string& data) {
+    auto f = OpenWrite(name);
+    ASSERT_NE(f, nullptr);
+    ASSERT_TRUE(f->WriteAt(data.data(), data.size(), 0).ok());
+    ASSERT_TRUE(f->Sync().ok());
+    ASSERT_TRUE(f->Close().ok());
+    ASSERT_TRUE(fs_.SyncDir(Path("local")).ok());
+  }
+};
+
+TEST_F(PowerLossTest, WhatExistedWhenTrackingStartedIsDurable) {
+  // SetUp made local/ and persistent/ before tracking started.
+  Status s = fs_.PowerLoss();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(std::filesystem::is_directory(Path("local")));
+  EXPECT_TRUE(std::filesystem::is_directory(Path("persistent")));
+}
+
+TEST_F(PowerLossTest, DataWithoutFsyncIsLost) {
+  auto f = OpenWrite("local/a");
+  ASSERT_TRUE(fs_.SyncDir(Path("local")).ok());  // the name is durable, the data not
+  ASSERT_TRUE(f->WriteAt("hello", 5, 0).ok());
+  EXPECT_EQ(Content("local/a"), "hello");  // in the "page cache"
+  ASSERT_TRUE(fs_.PowerLoss().ok());
+  EXPECT_EQ(Content("local/a"), "");
+
+  MakeDurable("local/a", "hello");
+  f = OpenWrite("local/a");  // O_TRUNC, not synced: the old content survives
+  ASSERT_TRUE(f->WriteAt("bye", 3, 0).ok());
+  ASSERT_TRUE(fs_.PowerLoss().ok());
+  EXPECT_EQ(Content("local/a"), "hello");
+}
+
+TEST_F(PowerLossTest, FsyncOfAFileDoesNotPersistItsName) {
+  auto f = OpenWrite("local/a");
+  ASSERT_TRUE(f->WriteAt("hello", 5, 0).ok());
+  ASSERT_TRUE(f->Sync().ok());
+  EXPECT_GT(fs_.unsynced_changes(), 0u);
+  ASSERT_TRUE(fs_.PowerLoss().ok());
+  EXPECT_EQ(Content("local/a"), "<absent>");
+}
+
+TEST_F(PowerLossTest, RenameAndUnlinkNeedADirectoryFsync) {
+  MakeDurable("local/tmp", "data");
+  EXPECT_EQ(fs_.unsynced_changes(), 0u);
+  ASSERT_TRUE(fs_.Rename(Path("local/tmp"), Path("local/final")).ok());
+  ASSERT_TRUE(fs_.PowerLoss().ok());
+  EXPECT_EQ(Content("local/final"), "<absent>");  // the rename is undone,
+  EXPECT_EQ(Content("local/tmp"), "data");        // the data stays with the file
+
+  ASSERT_TRUE(fs_.Rename(Path("local/tmp"), Path("local/final")).ok());
+  ASSERT_TRUE(fs_.SyncDir(Path("local")).ok());
+  ASSERT_TRUE(fs_.Remove(Path("local/final")).ok());
+  ASSERT_TRUE(fs_.PowerLoss().ok());
+  EXPECT_EQ(Content("local/tmp"), "<absent>");
+  EXPECT_EQ(Content("local/final"), "data");  // the unlink is undone
+
+  // A directory fsync covers only its own entries.
+  ASSERT_TRUE(fs_.Rename(Path("local/final"), Path("persistent/final")).ok());
+  ASSERT_TRUE(fs_.SyncDir(Path("persistent")).ok());
+  ASSERT_TRUE(fs_.PowerLoss().ok());
+  EXPECT_EQ(Content("persistent/final"), "data");
+  EXPECT_EQ(Content("local/final"), "data");  // its removal from local/ was not synced
+}
+
+TEST_F(PowerLossTest, ANewDirectoryNeedsItsParentFsynced) {
+  ASSERT_TRUE(fs_.CreateDirs(Path("local/a/b"), 0700).ok());
+  auto f = OpenWrite("local/a/b/x");
+  ASSERT_TRUE(f->WriteAt("x", 1, 0).ok());
+  ASSERT_TRUE(f->Sync().ok());
+  ASSERT_TRUE(fs_.SyncDir(Path("local/a/b")).ok());
+  ASSERT_TRUE(fs_.SyncDir(Path("local/a")).ok());
+  ASSERT_TRUE(fs_.PowerLoss().ok());  // local/ was not synced: a/ is gone, with all below
+  EXPECT_FALSE(std::filesystem::exists(Path("local/a")));
+
+  ASSERT_TRUE(fs_.CreateDirs(Path("local/a/b"), 0700).ok());
+  f = OpenWrite("local/a/b/x");
+  ASSERT_TRUE(f->WriteAt("x", 1, 0).ok());
+  ASSERT_TRUE(f->Sync().ok());
+  for (const char* d : {"local/a/b", "local/a", "local"}) ASSERT_TRUE(fs_.SyncDir(Path(d)).ok());
+  ASSERT_TRUE(fs_.PowerLoss().ok());
+  EXPECT_EQ(Content("local/a/b/x"), "x");
+}
+
+TEST_F(PowerLossTest, TearKeepsAnOlderPartAndKeepKeepsAll) {
+  MakeDurable("local/a", "");
+  auto f = OpenWrite("local/a");
+  ASSERT_TRUE(f->WriteAt("aaaa", 4, 0).ok());
+  ASSERT_TRUE(f->WriteAt("bbbb", 4, 4).ok());
+  ASSERT_TRUE(f->WriteAt("cccc", 4, 8).ok());
+  ASSERT_TRUE(fs_.Rename(Path("local/a"), Path("local/b")).ok());
+  ASSERT_TRUE(fs_.Rename(Path("local/b"), Path("local/c")).ok());
+  // Half the unsynced changes, the last of them torn: the truncation by
+  // O_TRUNC and the first write cut in half; one of two renames.
+  ASSERT_TRUE(fs_.PowerLoss(Unsynced::kTear).ok());
+  EXPECT_EQ(Content("local/a"), "<absent>");
+  EXPECT_EQ(Content("local/b"), "aa");
+  EXPECT_EQ(Content("local/c"), "<absent>");
+
+  f = OpenWrite("local/b");
+  ASSERT_TRUE(f->WriteAt("xyz", 3, 0).ok());
+  ASSERT_TRUE(fs_.Rename(Path("local/b"), Path("local/c")).ok());
+  ASSERT_TRUE(fs_.PowerLoss(Unsynced::kKeep).ok());  // like SIGKILL: nothing lost
+  EXPECT_EQ(Content("local/b"), "<absent>");
+  EXPECT_EQ(Content("local/c"), "xyz");
+}
+
+TEST_F(PowerLossTest, ArmedCutFailsTheNthMutationAndAllLaterCalls) {
+  fs_.ArmPowerCut(3);
+  auto f = OpenWrite("local/a");                 // 1
+  ASSERT_NE(f, nullptr);
+  ASSERT_TRUE(f->WriteAt("hello", 5, 0).ok());   // 2
+  EXPECT_FALSE(fs_.power_cut());
+  Status s = f->Sync();                          // 3: the power is gone
+  EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
+  EXPECT_TRUE(fs_.power_cut());
+  EXPECT_FALSE(f->WriteAt("x", 1, 0).ok());
+  char c;
+  EXPECT_FALSE(f->ReadAt(&c, 1, 0).ok());
+  EXPECT_FALSE(fs_.Stat(Path("local/a")).ok());
+  EXPECT_FALSE(fs_.List(Path("local")).ok());
+  EXPECT_FALSE(fs_.SyncDir(Path("local")).ok());
+  EXPECT_FALSE(fs_.SyncDir(dir_).ok());
+  EXPECT_EQ(Content("local/a"), "hello");  // nothing reached the disk after the cut
+  EXPECT_EQ(fs_.tracked_mutations(), 3u);  // calls after the cut are not counted
+  // Paths outside the tracked tree are another disk.
+  EXPECT_TRUE(fs_.Stat(::testing::TempDir()).ok());
+
+  ASSERT_TRUE(fs_.PowerLoss().ok());
+  EXPECT_FALSE(fs_.power_cut());
+  EXPECT_EQ(fs_.tracked_mutations(), 0u);
+  EXPECT_EQ(Content("local/a"), "<absent>");
+  f = OpenWrite("local/a");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->WriteAt("x", 1, 0).ok());
+  EXPECT_EQ(fs_.tracked_mutations(), 2u);
+}
+
 }  // namespace
 }  // namespace cairn::test

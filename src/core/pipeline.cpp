@@ -49,11 +49,10 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Start(const Config& config) {
 }
 
 Status Pipeline::Init() {
-  CAIRN_RETURN_IF_ERROR(fs_->CreateDirs(config_.scratch_dir, 0700).WithContext("storage.scratch"));
-  if (persistent_) {
-    CAIRN_RETURN_IF_ERROR(
-        fs_->CreateDirs(config_.persistent_dir, 0700).WithContext("storage.persistent"));
-  }
+  // Created durably (file_tier.hpp): a directory entry lost in a power loss
+  // would take every version committed below it.
+  CAIRN_RETURN_IF_ERROR(local_.EnsureDir().WithContext("storage.scratch"));
+  if (persistent_) CAIRN_RETURN_IF_ERROR(persistent_->EnsureDir().WithContext("storage.persistent"));
   CAIRN_RETURN_IF_ERROR(OpenGpu());
   // With a GPU in use the host cache is pinned by registering it with the
   // driver (page-locked and DMA-mapped at once); mlock otherwise.

@@ -5,6 +5,17 @@
 #include "format/naming.hpp"
 
 namespace cairn::tiers {
+namespace {
+
+// "/a/b" -> "/a"; "b" -> "."; "/b" -> "/".
+std::string Parent(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
 
 std::string FileTier::NameDir(std::string_view name) const {
   return os::JoinPath(dir_, std::string(name));
@@ -14,8 +25,21 @@ std::string FileTier::EntryPath(std::string_view name, format::EntryKind kind, i
   return format::EntryPath(dir_, name, kind, number);
 }
 
+Status FileTier::EnsureDir() const {
+  // The directories mkdir -p is about to create: dir_ and missing ancestors.
+  std::vector<std::string> to_sync{Parent(dir_)};
+  for (std::string p = dir_; p != "." && p != "/" && !fs_->Stat(p).ok(); p = Parent(p)) {
+    if (Parent(p) != to_sync.front()) to_sync.push_back(Parent(p));
+  }
+  CAIRN_RETURN_IF_ERROR(fs_->CreateDirs(dir_, 0700));
+  if (!options_.fsync) return Status::Ok();
+  for (const std::string& d : to_sync) CAIRN_RETURN_IF_ERROR(fs_->SyncDir(d));
+  return Status::Ok();
+}
+
 Status FileTier::EnsureNameDir(std::string_view name) const {
-  return fs_->CreateDirs(NameDir(name), 0700);
+  CAIRN_RETURN_IF_ERROR(fs_->CreateDirs(NameDir(name), 0700));
+  return options_.fsync ? fs_->SyncDir(dir_) : Status::Ok();
 }
 
 Result<std::vector<int64_t>> FileTier::ListCommitted(std::string_view name,

@@ -31,7 +31,13 @@ class FileTier {
 
   std::string NameDir(std::string_view name) const;
   std::string EntryPath(std::string_view name, format::EntryKind kind, int64_t number) const;
-  // mkdir -p <dir>/<name> (mode 0700).
+  // mkdir -p <dir> (mode 0700). With fsync on, the parent of every directory
+  // it created, and the parent of <dir>, are fsynced: a new directory's
+  // entry survives a power loss only once its parent is synced.
+  Status EnsureDir() const;
+  // mkdir -p <dir>/<name> (mode 0700), then (fsync on) fsyncs <dir>: the
+  // files committed into <name> are lost with it if its entry is. Synced
+  // also when <name> existed: a crash may have come between mkdir and fsync.
   Status EnsureNameDir(std::string_view name) const;
   // Committed entries of `kind` under <dir>/<name>, ascending. Missing
   // directory = empty list.
