@@ -297,6 +297,11 @@ TEST_F(GpuPipelineTest, HostCapturesLeaveRoomForPendingDrains) {
   ASSERT_OK(client->Close());
 }
 
+// CUDA_ERROR_LAUNCH_FAILED is sticky ("any further CUDA work will return the
+// same error", cuda.h): the failed capture is reported with the CUDA error;
+// the committed version is untouched but, on this context, can no longer be
+// restored into device memory, nor can a new checkpoint be taken. After a
+// "relaunch" (the fake's reset), a new client restores it from its file.
 TEST_F(GpuPipelineTest, FailedCaptureCopyLeavesCommittedVersionsAlone) {
   auto client = Open();
   ASSERT_TRUE(client);
@@ -307,9 +312,9 @@ TEST_F(GpuPipelineTest, FailedCaptureCopyLeavesCommittedVersionsAlone) {
   ASSERT_OK(client->Checkpoint("f", 0));
   ASSERT_OK(client->Wait("f", 0, Level::kLocal));
   ASSERT_EQ(ctl_.set_fail("cuMemcpyAsync:1+:CUDA_ERROR_LAUNCH_FAILED:deferred"), 0);
-  Put(dev, Pattern(n, 7));
   Status s = client->Checkpoint("f", 1);
   ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
   EXPECT_NE(s.message().find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("checkpoint of 'f' 1"), std::string::npos) << s.ToString();
   ASSERT_EQ(ctl_.set_fail(""), 0);
@@ -317,14 +322,27 @@ TEST_F(GpuPipelineTest, FailedCaptureCopyLeavesCommittedVersionsAlone) {
   ASSERT_TRUE(latest.ok());
   EXPECT_EQ(*latest, 0);
   EXPECT_EQ(client->Wait("f", 1, Level::kLocal).code(), Code::kNotFound);
-  Put(dev, std::vector<uint8_t>(n, 0));
-  ASSERT_OK(client->Restore("f", 0));
-  EXPECT_TRUE(SameBytes(Get(dev, n), Pattern(n, 6)));
-  // Not sticky: the same version can be taken again.
-  Put(dev, Pattern(n, 8));
-  ASSERT_OK(client->Checkpoint("f", 1));
-  ASSERT_OK(client->Wait("f", 1, Level::kLocal));
+  // Sticky: device work on this context fails, naming the first error.
+  for (const Status& again : {client->Restore("f", 0), client->Checkpoint("f", 1)}) {
+    EXPECT_FALSE(again.ok());
+    EXPECT_NE(again.message().find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos) << again.ToString();
+  }
+  EXPECT_EQ(d().cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(dev), &n, 1), CUDA_ERROR_LAUNCH_FAILED);
   ASSERT_OK(client->Close());
+
+  // The relaunch: a fresh driver state, new device memory, a new client.
+  device_.clear();  // gone with the reset
+  ResetFake();
+  ASSERT_EQ(d().cuInit(0), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuDevicePrimaryCtxRetain(&ctx_, 0), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+  void* fresh = DeviceAlloc(n);
+  auto relaunched = Open();
+  ASSERT_TRUE(relaunched);
+  ASSERT_OK(relaunched->Protect(1, fresh, n));
+  ASSERT_OK(relaunched->Restore("f", 0));
+  EXPECT_TRUE(SameBytes(Get(fresh, n), Pattern(n, 6)));
+  ASSERT_OK(relaunched->Close());
 }
 
 TEST_F(GpuPipelineTest, FailedDrainFailsThatVersionOnly) {
@@ -336,7 +354,11 @@ TEST_F(GpuPipelineTest, FailedDrainFailsThatVersionOnly) {
   ASSERT_OK(client->Checkpoint("d", 0));
   ASSERT_OK(client->Wait("d", 0, Level::kLocal));
   // The capture of version 1 is the next cuMemcpyAsync, its drain the one after.
+  // CUDA_ERROR_ECC_UNCORRECTABLE: cuda.h documents no stickiness ("an
+  // uncorrectable ECC error was detected during execution"), so the context
+  // stays usable and the committed version is restored from the device.
   ASSERT_EQ(ctl_.set_fail("cuMemcpyAsync:2:CUDA_ERROR_ECC_UNCORRECTABLE:deferred"), 0);
+
   Put(dev, Pattern(kMiB, 10));
   ASSERT_OK(client->Checkpoint("d", 1));
   Status s = client->Wait("d", 1, Level::kLocal);
