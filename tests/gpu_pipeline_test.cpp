@@ -297,6 +297,11 @@ TEST_F(GpuPipelineTest, HostCapturesLeaveRoomForPendingDrains) {
   ASSERT_OK(client->Close());
 }
 
+// CUDA_ERROR_LAUNCH_FAILED is sticky ("any further CUDA work will return the
+// same error", cuda.h): the failed capture is reported with the CUDA error;
+// the committed version is untouched but, on this context, can no longer be
+// restored into device memory, nor can a new checkpoint be taken. After a
+// "relaunch" (the fake's reset), a new client restores it from its file.
 TEST_F(GpuPipelineTest, FailedCaptureCopyLeavesCommittedVersionsAlone) {
   auto client = Open();
   ASSERT_TRUE(client);
@@ -307,9 +312,9 @@ TEST_F(GpuPipelineTest, FailedCaptureCopyLeavesCommittedVersionsAlone) {
   ASSERT_OK(client->Checkpoint("f", 0));
   ASSERT_OK(client->Wait("f", 0, Level::kLocal));
   ASSERT_EQ(ctl_.set_fail("cuMemcpyAsync:1+:CUDA_ERROR_LAUNCH_FAILED:deferred"), 0);
-  Put(dev, Pattern(n, 7));
   Status s = client->Checkpoint("f", 1);
   ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
   EXPECT_NE(s.message().find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("checkpoint of 'f' 1"), std::string::npos) << s.ToString();
   ASSERT_EQ(ctl_.set_fail(""), 0);
@@ -317,14 +322,27 @@ TEST_F(GpuPipelineTest, FailedCaptureCopyLeavesCommittedVersionsAlone) {
   ASSERT_TRUE(latest.ok());
   EXPECT_EQ(*latest, 0);
   EXPECT_EQ(client->Wait("f", 1, Level::kLocal).code(), Code::kNotFound);
-  Put(dev, std::vector<uint8_t>(n, 0));
-  ASSERT_OK(client->Restore("f", 0));
-  EXPECT_TRUE(SameBytes(Get(dev, n), Pattern(n, 6)));
-  // Not sticky: the same version can be taken again.
-  Put(dev, Pattern(n, 8));
-  ASSERT_OK(client->Checkpoint("f", 1));
-  ASSERT_OK(client->Wait("f", 1, Level::kLocal));
+  // Sticky: device work on this context fails, naming the first error.
+  for (const Status& again : {client->Restore("f", 0), client->Checkpoint("f", 1)}) {
+    EXPECT_EQ(again.code(), Code::kUnsupported) << again.ToString();
+    EXPECT_NE(again.message().find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos) << again.ToString();
+  }
+  EXPECT_EQ(d().cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(dev), &n, 1), CUDA_ERROR_LAUNCH_FAILED);
   ASSERT_OK(client->Close());
+
+  // The relaunch: a fresh driver state, new device memory, a new client.
+  device_.clear();  // gone with the reset
+  ResetFake();
+  ASSERT_EQ(d().cuInit(0), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuDevicePrimaryCtxRetain(&ctx_, 0), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+  void* fresh = DeviceAlloc(n);
+  auto relaunched = Open();
+  ASSERT_TRUE(relaunched);
+  ASSERT_OK(relaunched->Protect(1, fresh, n));
+  ASSERT_OK(relaunched->Restore("f", 0));
+  EXPECT_TRUE(SameBytes(Get(fresh, n), Pattern(n, 6)));
+  ASSERT_OK(relaunched->Close());
 }
 
 TEST_F(GpuPipelineTest, FailedDrainFailsThatVersionOnly) {
@@ -336,6 +354,9 @@ TEST_F(GpuPipelineTest, FailedDrainFailsThatVersionOnly) {
   ASSERT_OK(client->Checkpoint("d", 0));
   ASSERT_OK(client->Wait("d", 0, Level::kLocal));
   // The capture of version 1 is the next cuMemcpyAsync, its drain the one after.
+  // CUDA_ERROR_ECC_UNCORRECTABLE: cuda.h documents no stickiness ("an
+  // uncorrectable ECC error was detected during execution"), so the context
+  // stays usable and the committed version is restored from the device.
   ASSERT_EQ(ctl_.set_fail("cuMemcpyAsync:2:CUDA_ERROR_ECC_UNCORRECTABLE:deferred"), 0);
   Put(dev, Pattern(kMiB, 10));
   ASSERT_OK(client->Checkpoint("d", 1));
@@ -352,6 +373,83 @@ TEST_F(GpuPipelineTest, FailedDrainFailsThatVersionOnly) {
   EXPECT_TRUE(SameBytes(Get(dev, kMiB), Pattern(kMiB, 9)));
   EXPECT_EQ(client->GetStats().failed_flushes, 1u);
   EXPECT_OK(client->Close());  // the failure was reported by Wait
+}
+
+// A sticky error met by the background drain (CUDA_ERROR_ILLEGAL_ADDRESS)
+// loses the GPU for the client: the version being drained fails with the
+// CUDA error (reported once, by Wait); every later device operation fails at
+// once with "lost" naming it, without calling the driver; host checkpoints
+// and restores work as before; Close does not hang and leaves nothing of
+// Cairn's on the device.
+TEST_F(GpuPipelineTest, AfterAStickyErrorHostCheckpointsWorkAndDeviceOnesFailFast) {
+  config_.pin = true;
+  config_.init = CacheInit::kEager;  // the host cache is registered: drains DMA into it
+  auto client = Open();
+  ASSERT_TRUE(client);
+  const size_t kDev = 2 * kMiB, kHost = 3 * kMiB + 11;
+  void* dev = DeviceAlloc(kDev);
+  std::vector<uint8_t> host = Pattern(kHost, 60);
+  Put(dev, Pattern(kDev, 61));
+  ASSERT_OK(client->Protect(1, dev, kDev));
+  ASSERT_OK(client->Protect(2, host.data(), kHost));
+  ASSERT_OK(client->Checkpoint("mix", 0));
+  ASSERT_OK(client->Wait("mix", 0, Level::kLocal));
+  // Version 1: two device blocks captured (2 cuMemcpyAsync), the first drain fails.
+  ASSERT_EQ(ctl_.set_fail("cuMemcpyAsync:3:CUDA_ERROR_ILLEGAL_ADDRESS:deferred"), 0);
+  ASSERT_OK(client->Checkpoint("mix", 1));
+  Status drained = client->Wait("mix", 1, Level::kLocal);
+  EXPECT_EQ(drained.code(), Code::kIo) << drained.ToString();
+  EXPECT_NE(drained.message().find("device -> host"), std::string::npos) << drained.ToString();
+  EXPECT_NE(drained.message().find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << drained.ToString();
+  ASSERT_EQ(ctl_.set_fail(""), 0);
+
+  // Device work: fails fast, naming the first error; the driver is not asked.
+  const auto copies = ctl_.call_count("cuMemcpyAsync");
+  const auto syncs = ctl_.call_count("cuStreamSynchronize");
+  auto expect_lost = [&](const Status& s, const char* what) {
+    EXPECT_EQ(s.code(), Code::kUnsupported) << what << ": " << s.ToString();
+    EXPECT_NE(s.message().find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << what << ": " << s.ToString();
+    EXPECT_NE(s.message().find("lost"), std::string::npos) << what << ": " << s.ToString();
+  };
+  expect_lost(client->Checkpoint("mix", 2), "checkpoint with a device region");
+  expect_lost(client->Restore("mix", 0), "restore with a device region");
+  auto history = client->OpenHistory("h");
+  ASSERT_TRUE(history.ok());
+  expect_lost((*history)->Push(0, dev, kMiB), "history push of device memory");
+  EXPECT_EQ(ctl_.call_count("cuMemcpyAsync"), copies);
+  EXPECT_EQ(ctl_.call_count("cuStreamSynchronize"), syncs);
+  auto latest = client->Latest("mix");
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(*latest, 0);  // version 1 failed, version 2 never existed
+
+  // Host work goes on: checkpoints, restores, history steps of host memory.
+  ASSERT_OK(client->Unprotect(1));
+  for (int v = 3; v < 5; ++v) {
+    const auto bytes = Pattern(kHost, 70 + v);
+    std::copy(bytes.begin(), bytes.end(), host.begin());
+    ASSERT_OK(client->Checkpoint("mix", v));
+  }
+  ASSERT_OK(client->Wait("mix", 4, Level::kLocal));
+  std::fill(host.begin(), host.end(), 0);
+  ASSERT_OK(client->Restore("mix", 3));
+  EXPECT_TRUE(SameBytes(host, Pattern(kHost, 73)));
+  const auto step = Pattern(kMiB, 80);
+  ASSERT_OK((*history)->Push(0, step.data(), step.size()));
+  std::vector<uint8_t> popped(kMiB);
+  auto got = (*history)->Pop(0, popped.data(), popped.size());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(SameBytes(popped, step));
+  // Protecting device memory again: refused, naming the error.
+  expect_lost(client->Protect(1, dev, kDev), "protect device memory");
+
+  history->reset();
+  ASSERT_OK(client->Close());  // does not hang; version 1's failure was reported by Wait
+  EXPECT_EQ(ctl_.live("streams"), 0u);
+  EXPECT_EQ(ctl_.live("host_allocs"), 0u);
+  EXPECT_EQ(ctl_.live("registrations"), 0u);
+  EXPECT_EQ(ctl_.live("mappings"), 0u);
+  EXPECT_EQ(ctl_.live("handles"), 0u);
+  EXPECT_EQ(ctl_.live("reservations"), 0u);
 }
 
 TEST_F(GpuPipelineTest, OutOfMemoryWhileMappingKeepsASmallerCache) {

@@ -101,13 +101,14 @@ Result<std::unique_ptr<DeviceCache>> DeviceCache::Create(const Runtime& runtime,
   for (uint32_t i = 0; i < c->slot_count_; ++i) c->free_.insert(c->free_.end(), i);
   const uint64_t capacity = c->capacity_bytes();
   const Driver& d = runtime.driver();
+  CAIRN_RETURN_IF_ERROR(runtime.Usable());
   Runtime::Scope scope(runtime);
 
   if (options.init == DeviceCacheInit::kDirect) {
     CUdeviceptr p = 0;
     const CUresult r = d.cuMemAlloc(&p, static_cast<size_t>(capacity));
     if (r != CUDA_SUCCESS) {
-      const Status s = d.Check(r, "cuMemAlloc");
+      const Status s = runtime.Check(r, "cuMemAlloc");
       std::string m = "device cache (device_cache.size = " + std::to_string(capacity) +
                       " bytes, device " + std::to_string(runtime.device()) + "): " + s.message();
       if (s.code() == Code::kNoMemory) m += "; lower device_cache.size or free device memory";
@@ -126,8 +127,9 @@ Result<std::unique_ptr<DeviceCache>> DeviceCache::Create(const Runtime& runtime,
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = runtime.device();
   size_t granularity = 0;
-  CAIRN_RETURN_IF_ERROR(CAIRN_CU(d, cuMemGetAllocationGranularity, &granularity, &prop,
-                                 CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+  CAIRN_RETURN_IF_ERROR(runtime.Check(
+      d.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+      "cuMemGetAllocationGranularity"));
   const uint64_t g = std::max<uint64_t>(granularity, 1);
   c->reserved_bytes_ = RoundUp(capacity, g);
   uint64_t chunk = RoundUp(std::max<uint64_t>(options.map_chunk_bytes, 1), g);
@@ -141,7 +143,7 @@ Result<std::unique_ptr<DeviceCache>> DeviceCache::Create(const Runtime& runtime,
   CUdeviceptr base = 0;
   const CUresult r = d.cuMemAddressReserve(&base, static_cast<size_t>(c->reserved_bytes_), 0, 0, 0);
   if (r != CUDA_SUCCESS) {
-    const Status s = d.Check(r, "cuMemAddressReserve");
+    const Status s = runtime.Check(r, "cuMemAddressReserve");
     return Status(s.code(), "device cache (device_cache.size = " + std::to_string(capacity) +
                                 " bytes, reserving " + std::to_string(c->reserved_bytes_) +
                                 "): " + s.message());
@@ -153,7 +155,8 @@ Result<std::unique_ptr<DeviceCache>> DeviceCache::Create(const Runtime& runtime,
 }
 
 void DeviceCache::MapLoop(std::stop_token stop) {
-  const Driver& d = runtime_->driver();
+  const Runtime& rt = *runtime_;
+  const Driver& d = rt.driver();
   // The VMM calls need no current context; the scope is for drivers that
   // disagree, and costs two calls per thread.
   Runtime::Scope scope(*runtime_);
@@ -177,15 +180,17 @@ void DeviceCache::MapLoop(std::stop_token stop) {
     const CUdeviceptr at = static_cast<CUdeviceptr>(base_ + mapped);
     CUmemGenericAllocationHandle handle = 0;
     // Each step's failure names its call; the chunk is undone completely.
-    Status s = CAIRN_CU(d, cuMemCreate, &handle, static_cast<size_t>(size), &prop, 0);
+    // A context lost meanwhile (by a copy's sticky error) stops the mapping.
+    Status s = runtime_->Usable();
+    if (s.ok()) s = rt.Check(d.cuMemCreate(&handle, static_cast<size_t>(size), &prop, 0), "cuMemCreate");
     if (s.ok()) {
-      s = CAIRN_CU(d, cuMemMap, at, static_cast<size_t>(size), 0, handle, 0);
+      s = rt.Check(d.cuMemMap(at, static_cast<size_t>(size), 0, handle, 0), "cuMemMap");
       if (s.ok()) {
         // "calling cuMemMap does not make the address accessible".
-        s = CAIRN_CU(d, cuMemSetAccess, at, static_cast<size_t>(size), &access, 1);
-        if (!s.ok()) (void)d.cuMemUnmap(at, static_cast<size_t>(size));
+        s = rt.Check(d.cuMemSetAccess(at, static_cast<size_t>(size), &access, 1), "cuMemSetAccess");
+        if (!s.ok()) (void)rt.Check(d.cuMemUnmap(at, static_cast<size_t>(size)), "cuMemUnmap");
       }
-      if (!s.ok()) (void)d.cuMemRelease(handle);
+      if (!s.ok()) (void)rt.Check(d.cuMemRelease(handle), "cuMemRelease");
     }
     if (!s.ok()) {
       const uint64_t kept = mapped_bytes();
@@ -217,10 +222,13 @@ DeviceCache::~DeviceCache() {
     mapper_.join();  // at most one chunk in flight
   }
   if (runtime_ == nullptr || base_ == 0) return;
-  const Driver& d = runtime_->driver();
-  Runtime::Scope scope(*runtime_);
+  // Every release is made on a lost context too: CUDA returns the sticky
+  // error (Check ignores it) and releases all the same.
+  const Runtime& rt = *runtime_;
+  const Driver& d = rt.driver();
+  Runtime::Scope scope(rt);
   if (init_ == DeviceCacheInit::kDirect) {
-    (void)d.cuMemFree(static_cast<CUdeviceptr>(base_));
+    (void)rt.Check(d.cuMemFree(static_cast<CUdeviceptr>(base_)), "cuMemFree");
     return;
   }
   std::vector<MappedChunk> chunks;
@@ -229,10 +237,12 @@ DeviceCache::~DeviceCache() {
     chunks.swap(chunks_);
   }
   for (const MappedChunk& ch : chunks) {
-    (void)d.cuMemUnmap(static_cast<CUdeviceptr>(base_ + ch.offset), static_cast<size_t>(ch.size));
-    (void)d.cuMemRelease(static_cast<CUmemGenericAllocationHandle>(ch.handle));
+    (void)rt.Check(d.cuMemUnmap(static_cast<CUdeviceptr>(base_ + ch.offset), static_cast<size_t>(ch.size)),
+                   "cuMemUnmap");
+    (void)rt.Check(d.cuMemRelease(static_cast<CUmemGenericAllocationHandle>(ch.handle)), "cuMemRelease");
   }
-  (void)d.cuMemAddressFree(static_cast<CUdeviceptr>(base_), static_cast<size_t>(reserved_bytes_));
+  (void)rt.Check(d.cuMemAddressFree(static_cast<CUdeviceptr>(base_), static_cast<size_t>(reserved_bytes_)),
+                 "cuMemAddressFree");
 }
 
 #endif  // CAIRN_GPU_HAVE_CUDA

@@ -17,6 +17,11 @@
 // error: the pipeline works with the smaller cache (or none: device regions
 // then go straight to the host cache).
 //
+// A lost context (gpu/runtime.hpp: a sticky CUDA error, seen here or by any
+// other user of the Runtime) stops the mapping the same way, with that error
+// in map_error(); Create on a lost context returns Runtime::Usable()'s error.
+// The destructor releases everything on a lost context too.
+//
 // Slot bookkeeping (Allocate/Free) is not thread-safe: the pipeline calls it
 // under its mutex. mapped_slots()/mapping_done() are atomics, safe anywhere.
 // on_progress is called by the mapping thread, with no lock of the cache held,

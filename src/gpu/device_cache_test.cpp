@@ -387,6 +387,50 @@ TEST_F(DeviceCacheTest, ReserveFailureIsAnErrorOfCreate) {
   ExpectNoDeviceMemoryLeft();
 }
 
+// A copy's sticky error loses the context while the cache is still being
+// mapped: mapping stops at the next chunk with the runtime's error, nothing
+// more is asked of the driver, and the destructor releases everything.
+TEST_F(DeviceCacheTest, LostContextStopsTheMappingAndTheCacheStillReleasesEverything) {
+  ASSERT_EQ(ctl_.set_gbps("map", SlowMapGbps()), 0);
+  auto c = Create(Options(16 * kMiB, kMiB, DeviceCacheInit::kIncremental, kGranularity));
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(progress_.WaitFor([&] { return c->mapped_slots() > 0; }));
+  ASSERT_EQ(ctl_.set_fail("cuMemcpyAsync:1:CUDA_ERROR_ILLEGAL_ADDRESS:deferred"), 0);
+  Status s = RoundTrip(*c, 0, 1);
+  EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
+  EXPECT_TRUE(Contains(s.message(), "CUDA_ERROR_ILLEGAL_ADDRESS")) << s.ToString();
+  ASSERT_TRUE(rt_->lost());
+  ASSERT_EQ(ctl_.set_gbps("map", 0), 0);
+  WaitMapped(*c);
+  EXPECT_FALSE(c->fully_mapped());
+  const std::string e = c->map_error();
+  EXPECT_TRUE(Contains(e, "CUDA_ERROR_ILLEGAL_ADDRESS")) << e;
+  EXPECT_TRUE(Contains(e, "lost")) << e;
+  // At most the chunk in flight when the context was lost was asked for.
+  EXPECT_LE(ctl_.call_count("cuMemCreate"), c->map_calls() + 1);
+  // A new cache on the lost runtime: the runtime's error, no driver call.
+  const auto reserves = ctl_.call_count("cuMemAddressReserve");
+  auto again = DeviceCache::Create(*rt_, Options(4 * kMiB, kMiB, DeviceCacheInit::kIncremental));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), Code::kUnsupported);
+  EXPECT_TRUE(Contains(again.status().message(), "CUDA_ERROR_ILLEGAL_ADDRESS")) << again.status().ToString();
+  EXPECT_EQ(ctl_.call_count("cuMemAddressReserve"), reserves);
+  c.reset();
+  ExpectNoDeviceMemoryLeft();
+}
+
+// The same for a direct cache (one cuMemAlloc, freed on a lost context too).
+TEST_F(DeviceCacheTest, DirectCacheOnALostContextIsFreed) {
+  auto c = Create(Options(4 * kMiB, kMiB, DeviceCacheInit::kDirect));
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(ctl_.set_fail("cuMemcpyAsync:1:CUDA_ERROR_LAUNCH_FAILED:deferred"), 0);
+  EXPECT_FALSE(RoundTrip(*c, 1, 2).ok());
+  ASSERT_TRUE(rt_->lost());
+  EXPECT_EQ(ctl_.live("device_allocs"), 1u);
+  c.reset();
+  ExpectNoDeviceMemoryLeft();
+}
+
 #endif  // CAIRN_TEST_FAKE_CUDA
 
 }  // namespace

@@ -39,8 +39,23 @@ Result<std::unique_ptr<Runtime>> Runtime::Open(int device) {
 }
 
 Result<PointerInfo> Runtime::Classify(const void* p, size_t bytes) const {
-  Scope scope(*this);
-  return ClassifyRegion(driver_, p, bytes);
+  Result<PointerInfo> info = [&] {
+    Scope scope(*this);
+    return ClassifyRegion(driver_, p, bytes);
+  }();
+  if (!info.ok() || info->kind == PointerKind::kHost) return info;
+  // Device or managed memory of a lost context: nothing can copy it any more.
+  CAIRN_RETURN_IF_ERROR(Usable());
+  return info;
+}
+
+Status Runtime::Usable() const {
+  if (!lost()) return Status::Ok();
+  MutexLock lock(&lost_mu_);
+  return Status::Unsupported(
+      "the GPU is unusable: its CUDA context was lost to an earlier error (" + lost_error_.message() +
+      "), and CUDA documents that the process must be restarted to use it again; device and "
+      "managed regions can no longer be checkpointed or restored, host regions can");
 }
 
 #if !CAIRN_GPU_HAVE_CUDA
@@ -48,6 +63,7 @@ Result<PointerInfo> Runtime::Classify(const void* p, size_t bytes) const {
 Result<std::unique_ptr<Runtime>> Runtime::Open(const Driver& /*driver*/, int /*device*/) {
   return NoCuda();
 }
+Status Runtime::Check(int /*cu_result*/, std::string_view /*call*/) const { return NoCuda(); }
 Runtime::~Runtime() = default;
 Runtime::Scope::Scope(const Runtime& rt) : rt_(rt) {}
 Runtime::Scope::~Scope() = default;
@@ -69,6 +85,34 @@ PinnedBuffer::~PinnedBuffer() = default;
 
 namespace {
 
+// The errors cuda.h documents as losing the context: "This leaves the process
+// in an inconsistent state and any further CUDA work will return the same
+// error. To continue using CUDA, the process must be terminated and
+// relaunched." And CUDA_ERROR_ASSERT: "The context cannot be used anymore,
+// and must be destroyed" (Cairn never destroys the context it uses). Kept
+// apart from the fake driver's own list (testing/fake_cuda): each is read
+// from cuda.h, so that one can catch a mistake in the other.
+bool IsSticky(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_EXTERNAL_DEVICE:
+    // By number: older cuda.h editions lack the names.
+    case static_cast<CUresult>(226):  // CUDA_ERROR_CONTAINED
+    case static_cast<CUresult>(721):  // CUDA_ERROR_TENSOR_MEMORY_LEAK
+      return true;
+    default:
+      return false;
+  }
+}
+
 // The host-cache pin seam over cuMemHostRegister. One registration per Pin
 // (the whole cache as one range: one DMA mapping, one call). The set of
 // ranges registered here is what Unpin may undo: a range the application had
@@ -80,6 +124,7 @@ class HostRegisterPinner final : public os::MemoryPinner {
   const char* name() const override { return "cuMemHostRegister"; }
 
   Status Pin(void* p, size_t n) override {
+    CAIRN_RETURN_IF_ERROR(rt_.Usable());
     const Driver& d = rt_.driver();
     const std::string what = std::to_string(n) + " bytes at " + Hex(reinterpret_cast<uintptr_t>(p));
     CUresult r;
@@ -101,7 +146,7 @@ class HostRegisterPinner final : public os::MemoryPinner {
                             "; the range was already registered (e.g. by the application), "
                             "so Cairn uses that registration and will not unregister it");
     }
-    Status s = d.Check(r, "cuMemHostRegister");
+    Status s = rt_.Check(r, "cuMemHostRegister");
     std::string m = s.message() + " (registering " + what + ")";
     if (r == CUDA_ERROR_NOT_PERMITTED || r == CUDA_ERROR_NOT_SUPPORTED) {
       m += "; this system does not let the driver page-lock host memory: the host cache stays "
@@ -116,7 +161,9 @@ class HostRegisterPinner final : public os::MemoryPinner {
       if (mine_.erase(p) == 0) return;  // not registered by this pinner
     }
     Runtime::Scope scope(rt_);
-    (void)rt_.driver().cuMemHostUnregister(p);  // errors ignored: the memory goes away next
+    // Errors ignored (the memory goes away next); on a lost context too: CUDA
+    // returns the sticky error, the registration is undone all the same.
+    (void)rt_.Check(rt_.driver().cuMemHostUnregister(p), "cuMemHostUnregister");
   }
 
  private:
@@ -157,6 +204,25 @@ Result<std::unique_ptr<Runtime>> Runtime::Open(const Driver& driver, int device)
   return rt;
 }
 
+Status Runtime::Check(int cu_result, std::string_view call) const {
+  const auto r = static_cast<CUresult>(cu_result);
+  if (r == CUDA_SUCCESS) return Status::Ok();
+  Status s = driver_->Check(r, call);
+  if (!IsSticky(r)) return s;
+  {
+    MutexLock lock(&lost_mu_);
+    if (!lost_.load(std::memory_order_relaxed)) {
+      // The first report: the CUDA error itself, and what it means.
+      lost_error_ = s;
+      lost_.store(true, std::memory_order_release);
+      return Status(s.code(), s.message() +
+                                  "; CUDA documents this error as sticky: the GPU context is lost, "
+                                  "and Cairn makes no more device copies in this process");
+    }
+  }
+  return Usable();  // reported already (by another thread's call, say)
+}
+
 Runtime::~Runtime() {
   pinner_.reset();
   if (retained_primary_) (void)driver_->cuDevicePrimaryCtxRelease(static_cast<CUdevice>(device_));
@@ -181,7 +247,8 @@ Result<std::unique_ptr<Stream>> Stream::Create(const Runtime& rt, Synchronizatio
   Runtime::Scope scope(rt);
   CUstream h = nullptr;
   const unsigned flags = sync == Synchronization::kWithLegacyStream ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING;
-  CAIRN_RETURN_IF_ERROR(CAIRN_CU(rt.driver(), cuStreamCreate, &h, flags));
+  CAIRN_RETURN_IF_ERROR(rt.Usable());
+  CAIRN_RETURN_IF_ERROR(rt.Check(rt.driver().cuStreamCreate(&h, flags), "cuStreamCreate"));
   s->stream_ = h;
   return s;
 }
@@ -190,34 +257,41 @@ Stream::~Stream() {
   if (stream_ == nullptr) return;
   Runtime::Scope scope(rt_);
   auto h = static_cast<CUstream>(stream_);
-  (void)rt_.driver().cuStreamSynchronize(h);
-  (void)rt_.driver().cuStreamDestroy(h);
+  // A lost context's work is abandoned: nothing to wait for. Destroyed all
+  // the same (CUDA returns the sticky error and releases the stream).
+  if (!rt_.lost()) (void)rt_.Check(rt_.driver().cuStreamSynchronize(h), "cuStreamSynchronize");
+  (void)rt_.Check(rt_.driver().cuStreamDestroy(h), "cuStreamDestroy");
 }
 
 Status Stream::Copy(void* dst, const void* src, size_t n) {
   if (n == 0) return Status::Ok();
+  CAIRN_RETURN_IF_ERROR(rt_.Usable());
   Runtime::Scope scope(rt_);
   const Driver& d = rt_.driver();
   const CUresult r = d.cuMemcpyAsync(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(dst)),
                                      static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(src)), n,
                                      static_cast<CUstream>(stream_));
   if (r == CUDA_SUCCESS) return Status::Ok();
-  Status s = d.Check(r, "cuMemcpyAsync");
+  Status s = rt_.Check(r, "cuMemcpyAsync");
+  if (rt_.lost() && s.code() == Code::kUnsupported) return s;  // reported already
   return Status(s.code(), s.message() + " (copying " + std::to_string(n) + " bytes from " +
                               Hex(reinterpret_cast<uintptr_t>(src)) + " to " +
                               Hex(reinterpret_cast<uintptr_t>(dst)) + ")");
 }
 
 Status Stream::Synchronize() {
+  CAIRN_RETURN_IF_ERROR(rt_.Usable());
   Runtime::Scope scope(rt_);
-  return CAIRN_CU(rt_.driver(), cuStreamSynchronize, static_cast<CUstream>(stream_));
+  return rt_.Check(rt_.driver().cuStreamSynchronize(static_cast<CUstream>(stream_)),
+                   "cuStreamSynchronize");
 }
 
 Result<std::unique_ptr<PinnedBuffer>> PinnedBuffer::Allocate(const Runtime& rt, size_t bytes) {
   if (bytes == 0) return Status::InvalidArgument("pinned buffer of 0 bytes");
+  CAIRN_RETURN_IF_ERROR(rt.Usable());
   Runtime::Scope scope(rt);
   void* p = nullptr;
-  Status s = CAIRN_CU(rt.driver(), cuMemAllocHost, &p, bytes);
+  Status s = rt.Check(rt.driver().cuMemAllocHost(&p, bytes), "cuMemAllocHost");
   if (!s.ok()) {
     return Status(s.code(), s.message() + " (a pinned buffer of " + std::to_string(bytes) +
                                 " bytes)");
@@ -228,7 +302,7 @@ Result<std::unique_ptr<PinnedBuffer>> PinnedBuffer::Allocate(const Runtime& rt, 
 PinnedBuffer::~PinnedBuffer() {
   if (data_ == nullptr) return;
   Runtime::Scope scope(rt_);
-  (void)rt_.driver().cuMemFreeHost(data_);
+  (void)rt_.Check(rt_.driver().cuMemFreeHost(data_), "cuMemFreeHost");  // freed on a lost context too
 }
 
 #endif  // CAIRN_GPU_HAVE_CUDA

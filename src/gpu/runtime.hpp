@@ -10,15 +10,32 @@
 // copies for it) make the Runtime's context current for each driver call
 // through Scope, which restores whatever was current before, so the
 // application's own context handling is never disturbed.
+//
+// A lost context (docs/gpu.md, "Sticky errors"): CUDA documents some errors
+// (CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_ILLEGAL_ADDRESS, ...) as leaving "the
+// process in an inconsistent state": "any further CUDA work will return the
+// same error". The first driver call that returns one reports it as usual
+// (its Status names the call and the CUDA error, code kIo); the Runtime
+// remembers it, and from then on every device operation here (stream
+// creation, copies, synchronization, pinned buffers, registration, the device
+// cache's mapping, classifying a device pointer) fails at once, without
+// calling the driver, with Usable()'s kUnsupported naming that first error.
+// Releases (destructors, Unpin) still call the driver, so that nothing made
+// here outlives the Runtime, and never wait for the device. Host memory is
+// unaffected: Classify still answers for host pointers.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "cairn/status.hpp"
 #include "gpu/pointer_kind.hpp"
 #include "os/memory.hpp"
+#include "util/mutex.hpp"
+#include "util/thread_annotations.hpp"
 
 namespace cairn::gpu {
 
@@ -58,8 +75,19 @@ class Runtime {
     bool switched_ = false;
   };
 
-  // ClassifyRegion with this runtime's driver.
+  // ClassifyRegion with this runtime's driver. Device and managed memory
+  // of a lost context: Usable()'s error.
   Result<PointerInfo> Classify(const void* p, size_t bytes) const;
+
+  // OK while the context is usable; after a sticky error, kUnsupported
+  // naming the first one (see the top of this file). Thread-safe.
+  Status Usable() const;
+  bool lost() const { return lost_.load(std::memory_order_acquire); }
+  // The Status of a driver call's result (a CUresult; CUDA_SUCCESS: OK),
+  // naming `call`, as Driver::Check; a sticky error also loses the context
+  // (the first one is remembered, and its message says so). Every driver
+  // call made for this Runtime's context goes through here. Thread-safe.
+  Status Check(int cu_result, std::string_view call) const;
 
   // Registers host memory with cuMemHostRegister (PORTABLE) as one range and
   // unregisters it: the fast-init pin seam when a GPU is in use. A range
@@ -76,6 +104,11 @@ class Runtime {
   void* context_ = nullptr;
   bool retained_primary_ = false;
   std::unique_ptr<os::MemoryPinner> pinner_;
+  // The loss (Check records it; const methods see it): lost_ is the fast
+  // path, lost_error_ the first sticky error's Status, set once.
+  mutable std::atomic<bool> lost_{false};
+  mutable Mutex lost_mu_;
+  mutable Status lost_error_ CAIRN_GUARDED_BY(lost_mu_);
 };
 
 // A stream of Cairn's own on the Runtime's context. Copies are enqueued with
@@ -96,14 +129,15 @@ class Stream {
   enum class Synchronization { kIndependent, kWithLegacyStream };
   static Result<std::unique_ptr<Stream>> Create(const Runtime& rt,
                                                 Synchronization sync = Synchronization::kIndependent);
-  ~Stream();  // synchronizes (errors ignored), then destroys the stream
+  ~Stream();  // synchronizes (errors ignored; not on a lost context), then destroys the stream
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
   // Enqueues a copy of n bytes. Errors of the call itself are returned;
-  // errors of the copy come from Synchronize.
+  // errors of the copy come from Synchronize. On a lost context: Usable().
   Status Copy(void* dst, const void* src, size_t n);
-  // Waits for every enqueued copy; returns the first error among them.
+  // Waits for every enqueued copy; returns the first error among them. On a
+  // lost context: Usable(), without waiting (CUDA abandons the work).
   Status Synchronize();
 
  private:

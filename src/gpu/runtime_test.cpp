@@ -251,6 +251,8 @@ TEST_F(RuntimeTest, StreamWorksFromAThreadWithoutAContext) {
   ASSERT_EQ(d().cuMemFree(a), CUDA_SUCCESS);
 }
 
+// CUDA_ERROR_ECC_UNCORRECTABLE is not documented as sticky: reported by the
+// stream's Synchronize, once, and the runtime works on.
 TEST_F(RuntimeTest, DeferredCopyFailureIsReportedBySynchronize) {
   auto rt = OpenRuntime();
   ASSERT_NE(rt, nullptr);
@@ -259,7 +261,7 @@ TEST_F(RuntimeTest, DeferredCopyFailureIsReportedBySynchronize) {
   ASSERT_EQ(d().cuMemAlloc(&b, 4096), CUDA_SUCCESS);
   auto stream = Stream::Create(*rt);
   ASSERT_TRUE(stream.ok());
-  ASSERT_EQ(ctl_.set_fail("cuMemcpyAsync:1:CUDA_ERROR_LAUNCH_FAILED:deferred"), 0);
+  ASSERT_EQ(ctl_.set_fail("cuMemcpyAsync:1:CUDA_ERROR_ECC_UNCORRECTABLE:deferred"), 0);
   // The call succeeds (device -> device is asynchronous); the copy fails.
   Status copy = (*stream)->Copy(reinterpret_cast<void*>(b), reinterpret_cast<void*>(a), 4096);
   ASSERT_TRUE(copy.ok()) << copy.ToString();
@@ -267,12 +269,120 @@ TEST_F(RuntimeTest, DeferredCopyFailureIsReportedBySynchronize) {
   ASSERT_FALSE(sync.ok());
   EXPECT_EQ(sync.code(), Code::kIo);
   EXPECT_TRUE(Contains(sync.message(), "cuStreamSynchronize")) << sync.ToString();
-  EXPECT_TRUE(Contains(sync.message(), "CUDA_ERROR_LAUNCH_FAILED")) << sync.ToString();
-  // Reported once (CUDA errors of this kind are not sticky in the fake).
+  EXPECT_TRUE(Contains(sync.message(), "CUDA_ERROR_ECC_UNCORRECTABLE")) << sync.ToString();
+  EXPECT_FALSE(Contains(sync.message(), "sticky")) << sync.ToString();
+  // Reported once; not sticky.
+  EXPECT_TRUE((*stream)->Synchronize().ok());
+  EXPECT_FALSE(rt->lost());
+  EXPECT_TRUE(rt->Usable().ok());
+  EXPECT_TRUE((*stream)->Copy(reinterpret_cast<void*>(b), reinterpret_cast<void*>(a), 4096).ok());
   EXPECT_TRUE((*stream)->Synchronize().ok());
   stream->reset();
   ASSERT_EQ(d().cuMemFree(a), CUDA_SUCCESS);
   ASSERT_EQ(d().cuMemFree(b), CUDA_SUCCESS);
+}
+
+// CUDA_ERROR_LAUNCH_FAILED: "any further CUDA work will return the same
+// error". The call that meets it reports it (kIo, naming the call and the
+// error); from then on every device operation fails fast with kUnsupported
+// naming that first error and never reaches the driver; host memory is still
+// classified; releases still release.
+TEST_F(RuntimeTest, StickyErrorLosesTheRuntimeAndIsReportedOnce) {
+  auto rt = OpenRuntime();
+  ASSERT_NE(rt, nullptr);
+  CUdeviceptr a = 0, b = 0;
+  ASSERT_EQ(d().cuMemAlloc(&a, 4096), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuMemAlloc(&b, 4096), CUDA_SUCCESS);
+  const auto streams = ctl_.live("streams");
+  const auto host_allocs = ctl_.live("host_allocs");
+  auto stream = Stream::Create(*rt);
+  ASSERT_TRUE(stream.ok());
+  auto other = Stream::Create(*rt);
+  ASSERT_TRUE(other.ok());
+  auto buf = PinnedBuffer::Allocate(*rt, 4096);
+  ASSERT_TRUE(buf.ok());
+  ASSERT_EQ(ctl_.set_fail("cuMemcpyAsync:1:CUDA_ERROR_LAUNCH_FAILED:deferred"), 0);
+  ASSERT_TRUE((*stream)->Copy(reinterpret_cast<void*>(b), reinterpret_cast<void*>(a), 4096).ok());
+  Status first = (*stream)->Synchronize();
+  EXPECT_EQ(first.code(), Code::kIo) << first.ToString();
+  EXPECT_TRUE(Contains(first.message(), "cuStreamSynchronize: CUDA_ERROR_LAUNCH_FAILED")) << first.ToString();
+  EXPECT_TRUE(Contains(first.message(), "sticky")) << first.ToString();
+  ASSERT_EQ(ctl_.set_fail(""), 0);
+  EXPECT_TRUE(rt->lost());
+
+  // Every later device operation: kUnsupported naming the first error.
+  const uint64_t driver_calls = ctl_.call_count("cuMemcpyAsync") + ctl_.call_count("cuStreamSynchronize") +
+                                ctl_.call_count("cuStreamCreate") + ctl_.call_count("cuMemAllocHost") +
+                                ctl_.call_count("cuMemHostRegister");
+  auto expect_lost = [&](const Status& s, const char* what) {
+    EXPECT_EQ(s.code(), Code::kUnsupported) << what << ": " << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), "cuStreamSynchronize: CUDA_ERROR_LAUNCH_FAILED")) << what << ": " << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), "lost")) << what << ": " << s.ToString();
+  };
+  expect_lost(rt->Usable(), "Usable");
+  expect_lost((*stream)->Synchronize(), "Synchronize again");
+  expect_lost((*other)->Synchronize(), "another stream's Synchronize");
+  std::vector<uint8_t> host(4096, 1);
+  expect_lost((*other)->Copy(reinterpret_cast<void*>(a), host.data(), host.size()), "Copy");
+  expect_lost(Stream::Create(*rt).status(), "Stream::Create");
+  expect_lost(PinnedBuffer::Allocate(*rt, 4096).status(), "PinnedBuffer::Allocate");
+  HostPages pages(1 << 20);
+  expect_lost(rt->host_pinner()->Pin(pages.data(), pages.size()), "Pin");
+  expect_lost(rt->Classify(reinterpret_cast<void*>(a), 4096).status(), "Classify(device)");
+  EXPECT_EQ(ctl_.call_count("cuMemcpyAsync") + ctl_.call_count("cuStreamSynchronize") +
+                ctl_.call_count("cuStreamCreate") + ctl_.call_count("cuMemAllocHost") +
+                ctl_.call_count("cuMemHostRegister"),
+            driver_calls);  // failed fast
+  // Host memory is still host memory.
+  auto info = rt->Classify(host.data(), host.size());
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->kind, PointerKind::kHost);
+
+  // Releases still release (CUDA returns the error and frees).
+  stream->reset();
+  other->reset();
+  buf->reset();
+  EXPECT_EQ(ctl_.live("streams"), streams);
+  EXPECT_EQ(ctl_.live("host_allocs"), host_allocs);
+  EXPECT_EQ(d().cuMemFree(a), CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_EQ(d().cuMemFree(b), CUDA_ERROR_LAUNCH_FAILED);
+}
+
+// Which results lose the runtime, and "once" under concurrency: of many
+// threads whose driver calls return a sticky error at the same time, exactly
+// one gets the CUDA error itself (kIo), the others the "lost" error.
+TEST_F(RuntimeTest, CheckLosesTheRuntimeOnStickyErrorsOnlyAndReportsOnce) {
+  auto rt = OpenRuntime();
+  ASSERT_NE(rt, nullptr);
+  EXPECT_TRUE(rt->Check(CUDA_SUCCESS, "cuMemAlloc").ok());
+  for (CUresult r : {CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_ECC_UNCORRECTABLE, CUDA_ERROR_NOT_PERMITTED,
+                     CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_READY, CUDA_ERROR_UNKNOWN}) {
+    Status s = rt->Check(r, "cuMemAlloc");
+    EXPECT_FALSE(s.ok());
+    EXPECT_FALSE(rt->lost()) << s.ToString();
+  }
+  constexpr int kThreads = 8;
+  std::vector<Status> got(kThreads);
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&, i] { got[i] = rt->Check(CUDA_ERROR_ILLEGAL_ADDRESS, "cuStreamSynchronize"); });
+    }
+  }
+  int io = 0;
+  for (const Status& s : got) {
+    EXPECT_TRUE(Contains(s.message(), "cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS")) << s.ToString();
+    io += s.code() == Code::kIo ? 1 : 0;
+    if (s.code() != Code::kIo) {
+      EXPECT_EQ(s.code(), Code::kUnsupported) << s.ToString();
+    }
+  }
+  EXPECT_EQ(io, 1);
+  EXPECT_TRUE(rt->lost());
+  // The first error is kept: a later, different sticky error is not news.
+  Status later = rt->Check(CUDA_ERROR_LAUNCH_FAILED, "cuMemcpyAsync");
+  EXPECT_EQ(later.code(), Code::kUnsupported);
+  EXPECT_TRUE(Contains(later.message(), "CUDA_ERROR_ILLEGAL_ADDRESS")) << later.ToString();
 }
 
 TEST_F(RuntimeTest, CopyCallErrorsNameTheCall) {

@@ -193,6 +193,48 @@ const ErrorText* FindError(CUresult code) {
 }
 
 // ---------------------------------------------------------------------------
+// Sticky errors (README.md, "Sticky errors")
+//
+// cuda.h documents these as fatal: "This leaves the process in an
+// inconsistent state and any further CUDA work will return the same error.
+// To continue using CUDA, the process must be terminated and relaunched."
+// CUDA_ERROR_ASSERT is worded differently: "The context cannot be used
+// anymore, and must be destroyed": the context's reset (the last
+// cuDevicePrimaryCtxRelease) clears it; only cairn_fake_cuda_reset (the
+// fake's "relaunch") clears the others. Every other code, e.g.
+// CUDA_ERROR_OUT_OF_MEMORY or CUDA_ERROR_ECC_UNCORRECTABLE ("an
+// uncorrectable ECC error was detected during execution": nothing more is
+// documented), is not sticky.
+struct StickyError {
+  CUresult code;
+  bool cleared_by_context_reset;
+};
+
+constexpr StickyError kStickyErrors[] = {
+    {CUDA_ERROR_ILLEGAL_ADDRESS, false},
+    {CUDA_ERROR_LAUNCH_TIMEOUT, false},
+    {CUDA_ERROR_ASSERT, true},
+    {CUDA_ERROR_HARDWARE_STACK_ERROR, false},
+    {CUDA_ERROR_ILLEGAL_INSTRUCTION, false},
+    {CUDA_ERROR_MISALIGNED_ADDRESS, false},
+    {CUDA_ERROR_INVALID_ADDRESS_SPACE, false},
+    {CUDA_ERROR_INVALID_PC, false},
+    {CUDA_ERROR_LAUNCH_FAILED, false},
+    {CUDA_ERROR_EXTERNAL_DEVICE, false},
+#if CUDA_VERSION >= 13000
+    {CUDA_ERROR_CONTAINED, false},
+    {CUDA_ERROR_TENSOR_MEMORY_LEAK, false},
+#endif
+};
+
+const StickyError* FindSticky(CUresult code) {
+  for (const StickyError& e : kStickyErrors) {
+    if (e.code == code) return &e;
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------
 // Configuration from the environment, and the injected faults
 
 struct Fault {
@@ -357,6 +399,11 @@ struct Op {
 };
 
 void WaitWhilePaused();
+// A context's sticky error (CUDA_SUCCESS while it has none), and recording
+// one: the first sticky code wins; other codes are ignored. Lock-free: the
+// stream workers call them and never take the State's mutex.
+CUresult LostError(const Context* c);
+void LoseContext(Context* c, CUresult r);
 
 // One in-order queue of operations executed by its own worker thread.
 class Stream {
@@ -445,7 +492,11 @@ class Stream {
       }
       WaitWhilePaused();
       for (const Dep& d : op.deps) d.stream->WaitFor(d.seq);
-      const CUresult r = op.run ? op.run() : CUDA_SUCCESS;
+      // The work of a lost context is abandoned, not run: it completes at
+      // once (nothing waiting for it hangs) and writes nothing.
+      const bool lost = LostError(ctx) != CUDA_SUCCESS;
+      const CUresult r = op.run && !lost ? op.run() : CUDA_SUCCESS;
+      if (r != CUDA_SUCCESS) LoseContext(ctx, r);
       {
         std::lock_guard lock(mu_);
         queue_.pop_front();
@@ -476,6 +527,10 @@ struct Context {
   const int device;
   int refs = 0;         // cuDevicePrimaryCtxRetain count
   bool active = false;  // retained at least once since the last reset
+  // The sticky error that lost this context (README.md, "Sticky errors"):
+  // every later call that does work in it returns this. Atomic: set by the
+  // stream workers, read without mu.
+  std::atomic<CUresult> lost{CUDA_SUCCESS};
   std::shared_ptr<Stream> legacy;                 // the NULL stream
   std::vector<std::shared_ptr<Stream>> streams;   // created, not destroyed
   std::vector<std::shared_ptr<Stream>> retired;   // destroyed, maybe draining
@@ -487,6 +542,16 @@ struct Context {
     return all;
   }
 };
+
+CUresult LostError(const Context* c) {
+  return c != nullptr ? c->lost.load(std::memory_order_acquire) : CUDA_SUCCESS;
+}
+
+void LoseContext(Context* c, CUresult r) {
+  if (c == nullptr || FindSticky(r) == nullptr) return;
+  CUresult none = CUDA_SUCCESS;
+  c->lost.compare_exchange_strong(none, r, std::memory_order_acq_rel);
+}
 
 struct Device {
   int ordinal = 0;
@@ -764,8 +829,16 @@ Context* CurrentContext() {
   return t_current.generation == S().generation.load() ? t_current.ctx : nullptr;
 }
 
-// Under mu: the current context, which must exist and be active.
-CUresult RequireContext(Context** out) {
+#define FAKE_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    const CUresult fake_r_ = (expr);             \
+    if (fake_r_ != CUDA_SUCCESS) return fake_r_; \
+  } while (0)
+
+// Under mu: the current context, which must exist and be active. For the
+// calls that release or only name something (frees, destroys,
+// cuCtxGetDevice): a lost context is still theirs to use.
+CUresult RequireLiveContext(Context** out) {
   Context* c = CurrentContext();
   if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   if (!c->active) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
@@ -773,16 +846,32 @@ CUresult RequireContext(Context** out) {
   return CUDA_SUCCESS;
 }
 
-#define FAKE_RETURN_IF_ERROR(expr)               \
-  do {                                           \
-    const CUresult fake_r_ = (expr);             \
-    if (fake_r_ != CUDA_SUCCESS) return fake_r_; \
-  } while (0)
+// Under mu: as above, and not lost: the calls that do work in the context
+// (allocate, register, copy, set, create, record, wait, synchronize) return
+// its sticky error.
+CUresult RequireContext(Context** out) {
+  Context* c = nullptr;
+  FAKE_RETURN_IF_ERROR(RequireLiveContext(&c));
+  FAKE_RETURN_IF_ERROR(LostError(c));
+  *out = c;
+  return CUDA_SUCCESS;
+}
+
+// A call failed with an injected fault: a sticky code loses the calling
+// thread's current context, as if the call had reported a device fault.
+CUresult FailNow(CUresult r) {
+  LoseContext(CurrentContext(), r);
+  return r;
+}
+
+// The sticky error of the calling thread's current context, if any: what the
+// VMM calls (which need no context) return once it is lost.
+CUresult CurrentLostError() { return LostError(CurrentContext()); }
 
 // Counts the call, applies injected faults and requires cuInit.
 #define FAKE_ENTER(api)                                    \
   [[maybe_unused]] const Gate gate = Enter(api);           \
-  if (gate.now != CUDA_SUCCESS) return gate.now;           \
+  if (gate.now != CUDA_SUCCESS) return FailNow(gate.now);  \
   if (!S().initialized.load()) return CUDA_ERROR_NOT_INITIALIZED
 
 Device* FindDevice(State& st, CUdevice dev) {
@@ -992,7 +1081,9 @@ CUresult Submit(const std::shared_ptr<Stream>& s, std::vector<Dep> deps,
   if (seq_out != nullptr) *seq_out = seq;
   if (!wait) return CUDA_SUCCESS;
   s->WaitFor(seq);
-  return s->TakeError();
+  const CUresult e = s->TakeError();
+  const CUresult lost = LostError(s->ctx);
+  return lost != CUDA_SUCCESS ? lost : e;
 }
 
 // Waits for all work queued so far in `streams`; returns the first pending error.
@@ -1046,6 +1137,12 @@ void ReleasePhysIfUnused(State& st, const std::shared_ptr<Phys>& p) {
 // and events and frees the memory allocated or registered in it.
 void ResetContext(State& st, Context* ctx) {
   ctx->active = false;
+  // "The context cannot be used anymore, and must be destroyed"
+  // (CUDA_ERROR_ASSERT): the reset is that destruction. The other sticky
+  // errors outlive it (the process must be relaunched).
+  if (const StickyError* e = FindSticky(LostError(ctx)); e != nullptr && e->cleared_by_context_reset) {
+    ctx->lost.store(CUDA_SUCCESS, std::memory_order_release);
+  }
   std::vector<std::shared_ptr<Stream>> streams = ctx->AllStreams();
   for (auto it = st.streams.begin(); it != st.streams.end();) {
     it = it->second->ctx == ctx ? st.streams.erase(it) : std::next(it);
@@ -1377,12 +1474,15 @@ CUresult AddHostBlock(State& st, Context* ctx, Kind kind, size_t bytesize, uintp
 // synchronization the free calls "may perform": work still queued may read or
 // write the memory. Needs a current context. CUDA_ERROR_INVALID_VALUE when
 // `base` is not such a block's start.
+//
+// On a lost context the block is freed all the same and the sticky error
+// returned (README.md, "Sticky errors": releases).
 template <typename Freeable>
 CUresult FreeBlockAfterSync(uintptr_t base, Freeable freeable) {
   State& st = S();
   std::unique_lock lock(st.mu);
   Context* c = nullptr;
-  FAKE_RETURN_IF_ERROR(RequireContext(&c));
+  FAKE_RETURN_IF_ERROR(RequireLiveContext(&c));
   auto find = [&] {
     auto it = st.blocks.find(base);
     return it != st.blocks.end() && freeable(it->second->kind) ? it : st.blocks.end();
@@ -1398,7 +1498,7 @@ CUresult FreeBlockAfterSync(uintptr_t base, Freeable freeable) {
   if (b.kind == Kind::kDevice) st.devices[static_cast<size_t>(b.device)]->used -= b.size;
   FreeBlockMemory(b);
   st.blocks.erase(it);
-  return CUDA_SUCCESS;
+  return LostError(c);
 }
 
 // ---------------------------------------------------------------------------
@@ -1630,7 +1730,7 @@ CUresult cuCtxGetDevice(CUdevice* device) {
   State& st = S();
   std::lock_guard lock(st.mu);
   Context* c = nullptr;
-  FAKE_RETURN_IF_ERROR(RequireContext(&c));
+  FAKE_RETURN_IF_ERROR(RequireLiveContext(&c));  // names the device: works on a lost context
   *device = c->device;
   return CUDA_SUCCESS;
 }
@@ -1644,7 +1744,9 @@ CUresult cuCtxSynchronize(void) {
   auto streams = c->AllStreams();
   lock.unlock();
   // "cuCtxSynchronize() returns an error if one of the preceding tasks failed."
-  return DrainStreams(streams, /*take_errors=*/true);
+  const CUresult first = DrainStreams(streams, /*take_errors=*/true);
+  const CUresult lost = LostError(c);
+  return lost != CUDA_SUCCESS ? lost : first;
 }
 
 // --- Streams ----------------------------------------------------------------
@@ -1684,7 +1786,7 @@ CUresult cuStreamDestroy(CUstream hStream) {
   s->BeginStop();
   c->retired.push_back(std::move(s));
   ReapRetired(c);
-  return CUDA_SUCCESS;
+  return LostError(c);  // destroyed all the same on a lost context
 }
 
 namespace {
@@ -1715,6 +1817,7 @@ CUresult cuStreamSynchronize(CUstream hStream) {
   std::shared_ptr<Stream> s;
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(FindStreamForSync(st, hStream, &s, &c));
+  FAKE_RETURN_IF_ERROR(LostError(c));
   std::vector<Dep> deps;
   if (s->legacy) {
     // The legacy stream also waits for the blocking streams' earlier work.
@@ -1724,7 +1827,9 @@ CUresult cuStreamSynchronize(CUstream hStream) {
   }
   lock.unlock();
   s->Drain();
-  return s->TakeError();
+  const CUresult e = s->TakeError();
+  const CUresult lost = LostError(c);  // lost by this stream's work, or another's
+  return lost != CUDA_SUCCESS ? lost : e;
 }
 
 CUresult cuStreamQuery(CUstream hStream) {
@@ -1735,7 +1840,9 @@ CUresult cuStreamQuery(CUstream hStream) {
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(FindStreamForSync(st, hStream, &s, &c));
   lock.unlock();
+  FAKE_RETURN_IF_ERROR(LostError(c));
   if (!s->Done(s->Tail())) return CUDA_ERROR_NOT_READY;
+  FAKE_RETURN_IF_ERROR(LostError(c));  // lost meanwhile
   return s->TakeError();
 }
 
@@ -1755,6 +1862,7 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
     if (it == st.streams.end()) return CUDA_ERROR_INVALID_HANDLE;
     c = it->second->ctx;
   }
+  FAKE_RETURN_IF_ERROR(LostError(c));
   std::vector<Dep> deps;
   FAKE_RETURN_IF_ERROR(PrepareStream(st, c, hStream, &s, &deps));
   // Waits on the work captured by the most recent cuEventRecord (none: no-op).
@@ -1800,6 +1908,7 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
     if (cur != c) return CUDA_ERROR_INVALID_HANDLE;  // event and stream of different contexts
   }
   if (!c->active) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  FAKE_RETURN_IF_ERROR(LostError(c));
   std::shared_ptr<Stream> s;
   std::vector<Dep> deps;
   FAKE_RETURN_IF_ERROR(PrepareStream(st, c, hStream, &s, &deps));
@@ -1817,13 +1926,14 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
 
 namespace {
 
-CUresult EventTarget(CUevent hEvent, std::shared_ptr<Stream>* s, uint64_t* seq) {
+CUresult EventTarget(CUevent hEvent, std::shared_ptr<Stream>* s, uint64_t* seq, Context** ctx) {
   State& st = S();
   std::lock_guard lock(st.mu);
   auto ev = st.events.find(reinterpret_cast<Event*>(hEvent));
   if (ev == st.events.end()) return CUDA_ERROR_INVALID_HANDLE;
   *s = ev->second->stream;
   *seq = ev->second->seq;
+  *ctx = ev->second->ctx;
   return CUDA_SUCCESS;
 }
 
@@ -1833,11 +1943,14 @@ CUresult cuEventQuery(CUevent hEvent) {
   FAKE_ENTER("cuEventQuery");
   std::shared_ptr<Stream> s;
   uint64_t seq = 0;
-  FAKE_RETURN_IF_ERROR(EventTarget(hEvent, &s, &seq));
+  Context* c = nullptr;
+  FAKE_RETURN_IF_ERROR(EventTarget(hEvent, &s, &seq, &c));
+  FAKE_RETURN_IF_ERROR(LostError(c));
   // "Before the first call to cuEventRecord(), an event represents an empty
   // set of work, so for example cuEventQuery() would return CUDA_SUCCESS."
   if (!s) return CUDA_SUCCESS;
   if (!s->Done(seq)) return CUDA_ERROR_NOT_READY;
+  FAKE_RETURN_IF_ERROR(LostError(c));
   return s->PeekError();
 }
 
@@ -1845,9 +1958,12 @@ CUresult cuEventSynchronize(CUevent hEvent) {
   FAKE_ENTER("cuEventSynchronize");
   std::shared_ptr<Stream> s;
   uint64_t seq = 0;
-  FAKE_RETURN_IF_ERROR(EventTarget(hEvent, &s, &seq));
+  Context* c = nullptr;
+  FAKE_RETURN_IF_ERROR(EventTarget(hEvent, &s, &seq, &c));
+  FAKE_RETURN_IF_ERROR(LostError(c));
   if (!s) return CUDA_SUCCESS;
   s->WaitFor(seq);
+  FAKE_RETURN_IF_ERROR(LostError(c));
   return s->PeekError();
 }
 
@@ -1856,8 +1972,11 @@ CUresult cuEventDestroy(CUevent hEvent) {
   State& st = S();
   std::lock_guard lock(st.mu);
   // "An event may be destroyed before it is complete": nothing waits for it.
-  return st.events.erase(reinterpret_cast<Event*>(hEvent)) == 1 ? CUDA_SUCCESS
-                                                                 : CUDA_ERROR_INVALID_HANDLE;
+  auto ev = st.events.find(reinterpret_cast<Event*>(hEvent));
+  if (ev == st.events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  Context* c = ev->second->ctx;
+  st.events.erase(ev);
+  return LostError(c);  // destroyed all the same on a lost context
 }
 
 // --- Memory -----------------------------------------------------------------
@@ -2054,12 +2173,12 @@ CUresult cuMemHostUnregister(void* p) {
   State& st = S();
   std::lock_guard lock(st.mu);
   Context* c = nullptr;
-  FAKE_RETURN_IF_ERROR(RequireContext(&c));
+  FAKE_RETURN_IF_ERROR(RequireLiveContext(&c));
   // "The base address must be the same one specified to cuMemHostRegister()."
   auto it = st.regs.find(reinterpret_cast<uintptr_t>(p));
   if (it == st.regs.end()) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
   st.regs.erase(it);
-  return CUDA_SUCCESS;
+  return LostError(c);  // unregistered all the same on a lost context
 }
 
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
@@ -2164,6 +2283,7 @@ CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocatio
 CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
                              unsigned long long flags) {
   FAKE_ENTER("cuMemAddressReserve");
+  FAKE_RETURN_IF_ERROR(CurrentLostError());
   if (ptr == nullptr || flags != 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   // "the alignment must be a power of two or zero for default alignment"
   if ((alignment & (alignment - 1)) != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -2202,12 +2322,13 @@ CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   if (!it->second->maps.empty()) return CUDA_ERROR_INVALID_VALUE;
   FreeBlockMemory(*it->second);
   st.blocks.erase(it);
-  return CUDA_SUCCESS;
+  return CurrentLostError();  // freed all the same on a lost context
 }
 
 CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
                      unsigned long long flags) {
   FAKE_ENTER("cuMemCreate");
+  FAKE_RETURN_IF_ERROR(CurrentLostError());
   if (handle == nullptr || flags != 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
   {
@@ -2263,12 +2384,13 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   } else {
     ReleasePhysIfUnused(st, p);
   }
-  return CUDA_SUCCESS;
+  return CurrentLostError();  // released all the same on a lost context
 }
 
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                   unsigned long long flags) {
   FAKE_ENTER("cuMemMap");
+  FAKE_RETURN_IF_ERROR(CurrentLostError());
   // "offset ... Note: currently must be zero"; "flags for future use, must be zero now"
   if (flags != 0 || offset != 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   const auto a = static_cast<uintptr_t>(ptr);
@@ -2343,11 +2465,12 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
     // mappings and there are no unreleased memory handles."
     ReleasePhysIfUnused(st, p);
   }
-  return CUDA_SUCCESS;
+  return CurrentLostError();  // unmapped all the same on a lost context
 }
 
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
   FAKE_ENTER("cuMemSetAccess");
+  FAKE_RETURN_IF_ERROR(CurrentLostError());
   if (desc == nullptr || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   const auto a = static_cast<uintptr_t>(ptr);
   State& st = S();

@@ -8,10 +8,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -560,21 +562,273 @@ TEST_F(FakeCuda, StreamHandles) {
   d().cuMemFree(p);
 }
 
+// CUDA_ERROR_ECC_UNCORRECTABLE: cuda.h documents no stickiness for it, so it
+// is an asynchronous error like any other: reported by the stream that ran
+// the operation (or cuCtxSynchronize), once.
 TEST_F(FakeCuda, DeferredFaultSurfacesAtSynchronizationOnce) {
   CUdeviceptr p = Alloc(4096);
   void* out = nullptr;
   ASSERT_EQ(d().cuMemAllocHost(&out, 4096), CUDA_SUCCESS);
   CUstream s = nullptr;
   ASSERT_EQ(d().cuStreamCreate(&s, 0), CUDA_SUCCESS);
-  ASSERT_EQ(ctl_.set_fail("cuMemcpyDtoHAsync:1:CUDA_ERROR_LAUNCH_FAILED:deferred"), 0);
+  ASSERT_EQ(ctl_.set_fail("cuMemcpyDtoHAsync:1:CUDA_ERROR_ECC_UNCORRECTABLE:deferred"), 0);
   ASSERT_EQ(d().cuMemcpyDtoHAsync(out, p, 4096, s), CUDA_SUCCESS);  // enqueued fine
-  EXPECT_EQ(d().cuStreamSynchronize(s), CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_EQ(d().cuStreamSynchronize(s), CUDA_ERROR_ECC_UNCORRECTABLE);
   EXPECT_EQ(d().cuStreamSynchronize(s), CUDA_SUCCESS);  // reported once
   ASSERT_EQ(d().cuMemcpyDtoHAsync(out, p, 4096, s), CUDA_SUCCESS);
   EXPECT_EQ(d().cuStreamSynchronize(s), CUDA_SUCCESS);
-  d().cuStreamDestroy(s);
-  d().cuMemFreeHost(out);
-  d().cuMemFree(p);
+  EXPECT_EQ(d().cuStreamDestroy(s), CUDA_SUCCESS);
+  EXPECT_EQ(d().cuMemFreeHost(out), CUDA_SUCCESS);
+  EXPECT_EQ(d().cuMemFree(p), CUDA_SUCCESS);
+}
+
+// A non-sticky asynchronous error belongs to the stream that ran the failed
+// operation: other streams' syncs do not see it; events recorded after it
+// see it without clearing it; cuCtxSynchronize reports and clears it.
+TEST_F(FakeCuda, NonStickyAsyncErrorIsReportedByItsStreamAndTheContextSync) {
+  CUdeviceptr a = Alloc(4096), b = Alloc(4096);
+  CUstream s1 = nullptr, s2 = nullptr;
+  ASSERT_EQ(d().cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUevent e = nullptr;
+  ASSERT_EQ(d().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  ASSERT_EQ(ctl_.set_fail("cuMemcpyDtoDAsync:1:CUDA_ERROR_ECC_UNCORRECTABLE:deferred"), 0);
+  ASSERT_EQ(d().cuMemcpyDtoDAsync(b, a, 4096, s1), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuEventRecord(e, s1), CUDA_SUCCESS);
+  EXPECT_EQ(d().cuEventSynchronize(e), CUDA_ERROR_ECC_UNCORRECTABLE);  // the copy ran
+  EXPECT_EQ(d().cuEventQuery(e), CUDA_ERROR_ECC_UNCORRECTABLE);        // not cleared
+  EXPECT_EQ(d().cuStreamSynchronize(s2), CUDA_SUCCESS);                // another stream
+  EXPECT_EQ(d().cuStreamQuery(s2), CUDA_SUCCESS);
+  CUdeviceptr c = Alloc(4096);  // not CUDA work that waits for s1
+  EXPECT_EQ(d().cuCtxSynchronize(), CUDA_ERROR_ECC_UNCORRECTABLE);
+  EXPECT_EQ(d().cuStreamSynchronize(s1), CUDA_SUCCESS);  // cleared by cuCtxSynchronize
+  EXPECT_EQ(d().cuCtxSynchronize(), CUDA_SUCCESS);
+  // The context works on.
+  ASSERT_EQ(d().cuMemsetD8Async(c, 3, 4096, s1), CUDA_SUCCESS);
+  EXPECT_EQ(d().cuStreamSynchronize(s1), CUDA_SUCCESS);
+  EXPECT_EQ(ReadBack(c + 4000, 4), std::vector<unsigned char>(4, 3));
+  EXPECT_EQ(d().cuEventDestroy(e), CUDA_SUCCESS);
+  EXPECT_EQ(d().cuStreamDestroy(s1), CUDA_SUCCESS);
+  EXPECT_EQ(d().cuStreamDestroy(s2), CUDA_SUCCESS);
+  for (CUdeviceptr p : {a, b, c}) EXPECT_EQ(d().cuMemFree(p), CUDA_SUCCESS);
+}
+
+// cuda.h, CUDA_ERROR_LAUNCH_FAILED: "This leaves the process in an
+// inconsistent state and any further CUDA work will return the same error."
+// Once the failed operation has run, every call that does work in the
+// context returns it, on every stream, for good; releases release; queries of
+// the device, the binding and the address table still answer.
+TEST_F(FakeCuda, StickyErrorLosesTheContextForEveryLaterCall) {
+  CUdeviceptr a = Alloc(4096), b = Alloc(4096);
+  void* pinned = nullptr;
+  ASSERT_EQ(d().cuMemAllocHost(&pinned, 4096), CUDA_SUCCESS);
+  CUstream s1 = nullptr, s2 = nullptr;
+  ASSERT_EQ(d().cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUevent e = nullptr;
+  ASSERT_EQ(d().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  ASSERT_EQ(ctl_.set_fail("cuMemcpyDtoDAsync:1:CUDA_ERROR_LAUNCH_FAILED:deferred"), 0);
+  ASSERT_EQ(d().cuMemcpyDtoDAsync(b, a, 4096, s1), CUDA_SUCCESS);  // not failed yet
+  EXPECT_EQ(d().cuStreamSynchronize(s1), CUDA_ERROR_LAUNCH_FAILED);
+  ASSERT_EQ(ctl_.set_fail(""), 0);
+  constexpr CUresult kLost = CUDA_ERROR_LAUNCH_FAILED;
+  // Reading it does not clear it; other streams and the context report it.
+  EXPECT_EQ(d().cuStreamSynchronize(s1), kLost);
+  EXPECT_EQ(d().cuStreamSynchronize(s2), kLost);
+  EXPECT_EQ(d().cuStreamQuery(s2), kLost);
+  EXPECT_EQ(d().cuStreamSynchronize(CU_STREAM_LEGACY), kLost);
+  EXPECT_EQ(d().cuCtxSynchronize(), kLost);
+  EXPECT_EQ(d().cuEventRecord(e, s2), kLost);
+  EXPECT_EQ(d().cuEventQuery(e), kLost);
+  EXPECT_EQ(d().cuEventSynchronize(e), kLost);
+  EXPECT_EQ(d().cuStreamWaitEvent(s2, e, 0), kLost);
+  // Any further work.
+  std::vector<unsigned char> host(4096);
+  CUdeviceptr c = 0;
+  CUstream s3 = nullptr;
+  CUevent e2 = nullptr;
+  void* p = nullptr;
+  size_t free = 0, total = 0;
+  EXPECT_EQ(d().cuMemAlloc(&c, 4096), kLost);
+  EXPECT_EQ(d().cuMemAllocManaged(&c, 4096, CU_MEM_ATTACH_GLOBAL), kLost);
+  EXPECT_EQ(d().cuMemAllocHost(&p, 4096), kLost);
+  EXPECT_EQ(d().cuMemHostRegister(host.data(), host.size(), 0), kLost);
+  EXPECT_EQ(d().cuMemcpyHtoD(a, host.data(), 16), kLost);
+  EXPECT_EQ(d().cuMemcpyDtoH(host.data(), a, 16), kLost);
+  EXPECT_EQ(d().cuMemcpyAsync(b, a, 16, s2), kLost);
+  EXPECT_EQ(d().cuMemsetD8(a, 1, 16), kLost);
+  EXPECT_EQ(d().cuMemsetD8Async(a, 1, 16, s2), kLost);
+  EXPECT_EQ(d().cuMemGetInfo(&free, &total), kLost);
+  EXPECT_EQ(d().cuStreamCreate(&s3, 0), kLost);
+  EXPECT_EQ(d().cuEventCreate(&e2, 0), kLost);
+  CUmemAllocationProp prop = DeviceProp();
+  CUmemGenericAllocationHandle h = 0;
+  CUdeviceptr va = 0;
+  EXPECT_EQ(d().cuMemCreate(&h, Granularity(), &prop, 0), kLost);
+  EXPECT_EQ(d().cuMemAddressReserve(&va, Granularity(), 0, 0, 0), kLost);
+  // Not CUDA work: the device, the thread's binding, the address table.
+  int n = 0;
+  EXPECT_EQ(d().cuDeviceGetCount(&n), CUDA_SUCCESS);
+  EXPECT_EQ(d().cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 0), CUDA_SUCCESS);
+  CUcontext cur = nullptr;
+  EXPECT_EQ(d().cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+  EXPECT_EQ(cur, ctx_);
+  CUdevice dev = -1;
+  EXPECT_EQ(d().cuCtxGetDevice(&dev), CUDA_SUCCESS);
+  unsigned type = 0;
+  EXPECT_EQ(d().cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a), CUDA_SUCCESS);
+  EXPECT_EQ(type, static_cast<unsigned>(CU_MEMORYTYPE_DEVICE));
+  // Releases return the error and release all the same.
+  EXPECT_EQ(d().cuEventDestroy(e), kLost);
+  EXPECT_EQ(d().cuStreamDestroy(s1), kLost);
+  EXPECT_EQ(d().cuStreamDestroy(s2), kLost);
+  EXPECT_EQ(d().cuMemFreeHost(pinned), kLost);
+  EXPECT_EQ(d().cuMemFree(a), kLost);
+  EXPECT_EQ(d().cuMemFree(b), kLost);
+  EXPECT_EQ(ctl_.live("streams"), 0u);
+  EXPECT_EQ(ctl_.live("events"), 0u);
+  EXPECT_EQ(ctl_.live("host_allocs"), 0u);
+  EXPECT_EQ(ctl_.live("device_allocs"), 0u);
+  EXPECT_EQ(d().cuMemFree(a), CUDA_ERROR_INVALID_VALUE);  // really gone
+}
+
+// Work queued behind the failed operation, on its stream or on others, never
+// runs (it writes nothing), and waiting for it does not hang.
+TEST_F(FakeCuda, WorkQueuedOnALostContextIsAbandoned) {
+  CUdeviceptr a = Alloc(4096), b = Alloc(4096);
+  CUdeviceptr m = 0;
+  ASSERT_EQ(d().cuMemAllocManaged(&m, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  auto* managed = reinterpret_cast<unsigned char*>(m);
+  std::memset(managed, 0, 4096);
+  CUstream s1 = nullptr, s2 = nullptr;
+  ASSERT_EQ(d().cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUevent e = nullptr;
+  ASSERT_EQ(d().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  ctl_.pause_streams(1);  // nothing runs until everything is queued
+  ASSERT_EQ(ctl_.set_fail("cuMemcpyDtoDAsync:1:CUDA_ERROR_ILLEGAL_ADDRESS:deferred"), 0);
+  ASSERT_EQ(d().cuMemcpyDtoDAsync(b, a, 4096, s1), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuEventRecord(e, s1), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuMemsetD8Async(m, 7, 4096, s1), CUDA_SUCCESS);  // behind the failure
+  ASSERT_EQ(d().cuStreamWaitEvent(s2, e, 0), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuMemsetD8Async(m, 9, 16, s2), CUDA_SUCCESS);  // waits for the failure
+  ctl_.pause_streams(0);
+  EXPECT_EQ(d().cuStreamSynchronize(s2), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(d().cuStreamSynchronize(s1), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(std::count(managed, managed + 4096, 0), 4096);  // neither memset ran
+  EXPECT_EQ(d().cuEventDestroy(e), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(d().cuStreamDestroy(s1), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(d().cuStreamDestroy(s2), CUDA_ERROR_ILLEGAL_ADDRESS);
+  for (CUdeviceptr p : {a, b, m}) EXPECT_EQ(d().cuMemFree(p), CUDA_ERROR_ILLEGAL_ADDRESS);
+}
+
+// A sticky code returned by a call itself (here injected into cuMemAlloc)
+// loses the calling thread's context too; VMM calls, which need no context,
+// see the loss through the thread's current context, and release all the
+// same.
+TEST_F(FakeCuda, StickyErrorReturnedByACallLosesTheCurrentContext) {
+  const size_t g = Granularity();
+  CUmemAllocationProp prop = DeviceProp();
+  CUdeviceptr va = 0;
+  ASSERT_EQ(d().cuMemAddressReserve(&va, g, 0, 0, 0), CUDA_SUCCESS);
+  CUmemGenericAllocationHandle h = 0;
+  ASSERT_EQ(d().cuMemCreate(&h, g, &prop, 0), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuMemMap(va, g, 0, h, 0), CUDA_SUCCESS);
+  ASSERT_EQ(ctl_.set_fail("cuMemAlloc:1:CUDA_ERROR_MISALIGNED_ADDRESS"), 0);
+  CUdeviceptr p = 0;
+  EXPECT_EQ(d().cuMemAlloc(&p, 4096), CUDA_ERROR_MISALIGNED_ADDRESS);
+  ASSERT_EQ(ctl_.set_fail(""), 0);
+  EXPECT_EQ(d().cuMemAlloc(&p, 4096), CUDA_ERROR_MISALIGNED_ADDRESS);
+  CUmemAccessDesc rw = Access(CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  EXPECT_EQ(d().cuMemSetAccess(va, g, &rw, 1), CUDA_ERROR_MISALIGNED_ADDRESS);
+  EXPECT_EQ(d().cuMemUnmap(va, g), CUDA_ERROR_MISALIGNED_ADDRESS);
+  EXPECT_EQ(d().cuMemRelease(h), CUDA_ERROR_MISALIGNED_ADDRESS);
+  EXPECT_EQ(d().cuMemAddressFree(va, g), CUDA_ERROR_MISALIGNED_ADDRESS);
+  EXPECT_EQ(ctl_.live("mappings"), 0u);
+  EXPECT_EQ(ctl_.live("handles"), 0u);
+  EXPECT_EQ(ctl_.live("reservations"), 0u);
+  EXPECT_EQ(ctl_.live("device_bytes"), 0u);
+  // A thread without a current context is not the lost context's.
+  std::thread([&] {
+    EXPECT_EQ(d().cuMemAddressReserve(&va, g, 0, 0, 0), CUDA_SUCCESS);
+    EXPECT_EQ(d().cuMemAddressFree(va, g), CUDA_SUCCESS);
+  }).join();
+}
+
+// Which codes are sticky: each one cuda.h documents so, injected as an
+// asynchronous failure, loses the context; the codes it documents nothing of
+// the kind for are reported once. Each code gets a fresh fake (a "relaunch").
+TEST_F(FakeCuda, ExactlyTheDocumentedCodesAreSticky) {
+  const CUresult sticky[] = {
+      CUDA_ERROR_ILLEGAL_ADDRESS,    CUDA_ERROR_LAUNCH_TIMEOUT,       CUDA_ERROR_ASSERT,
+      CUDA_ERROR_HARDWARE_STACK_ERROR, CUDA_ERROR_ILLEGAL_INSTRUCTION, CUDA_ERROR_MISALIGNED_ADDRESS,
+      CUDA_ERROR_INVALID_ADDRESS_SPACE, CUDA_ERROR_INVALID_PC,        CUDA_ERROR_LAUNCH_FAILED,
+      CUDA_ERROR_EXTERNAL_DEVICE,
+#if CUDA_VERSION >= 13000
+      CUDA_ERROR_CONTAINED,          CUDA_ERROR_TENSOR_MEMORY_LEAK,
+#endif
+  };
+  const CUresult not_sticky[] = {CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_ECC_UNCORRECTABLE,
+                                 CUDA_ERROR_NOT_PERMITTED, CUDA_ERROR_INVALID_VALUE,
+                                 CUDA_ERROR_NVLINK_UNCORRECTABLE, CUDA_ERROR_UNKNOWN};
+  auto fails_twice = [&](CUresult code) {
+    ResetFake();
+    EXPECT_EQ(d().cuInit(0), CUDA_SUCCESS);
+    EXPECT_EQ(d().cuDevicePrimaryCtxRetain(&ctx_, 0), CUDA_SUCCESS);
+    EXPECT_EQ(d().cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+    CUdeviceptr p = Alloc(64);
+    const std::string spec = "cuMemsetD8Async:1:" + std::to_string(static_cast<int>(code)) + ":deferred";
+    EXPECT_EQ(ctl_.set_fail(spec.c_str()), 0);
+    EXPECT_EQ(d().cuMemsetD8Async(p, 1, 64, nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(d().cuCtxSynchronize(), code);
+    const bool again = d().cuCtxSynchronize() == code;
+    d().cuMemFree(p);
+    return again;
+  };
+  for (CUresult code : sticky) EXPECT_TRUE(fails_twice(code)) << "CUresult " << code;
+  for (CUresult code : not_sticky) EXPECT_FALSE(fails_twice(code)) << "CUresult " << code;
+}
+
+// "To continue using CUDA, the process must be terminated and relaunched":
+// the primary context's reset does not revive it (only the fake's reset, its
+// relaunch, does). CUDA_ERROR_ASSERT: "The context cannot be used anymore,
+// and must be destroyed": the reset does.
+TEST_F(FakeCudaNoContext, OnlyAnAssertIsClearedByTheContextReset) {
+  for (CUresult code : {CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_ASSERT}) {
+    ctl_.reset();
+    ASSERT_EQ(d().cuInit(0), CUDA_SUCCESS);
+    CUcontext c = nullptr;
+    ASSERT_EQ(d().cuDevicePrimaryCtxRetain(&c, 0), CUDA_SUCCESS);
+    ASSERT_EQ(d().cuCtxSetCurrent(c), CUDA_SUCCESS);
+    const std::string spec = "cuMemsetD8:1:" + std::to_string(static_cast<int>(code));
+    ASSERT_EQ(ctl_.set_fail(spec.c_str()), 0);
+    CUdeviceptr p = 0;
+    ASSERT_EQ(d().cuMemAlloc(&p, 64), CUDA_SUCCESS);
+    EXPECT_EQ(d().cuMemsetD8(p, 0, 64), code);
+    EXPECT_EQ(d().cuMemAlloc(&p, 64), code);
+    EXPECT_EQ(d().cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);  // the last reference: reset
+    EXPECT_EQ(ctl_.live("device_allocs"), 0u);
+    ASSERT_EQ(d().cuDevicePrimaryCtxRetain(&c, 0), CUDA_SUCCESS);
+    ASSERT_EQ(d().cuCtxSetCurrent(c), CUDA_SUCCESS);
+    const CUresult after = d().cuMemAlloc(&p, 64);
+    EXPECT_EQ(after, code == CUDA_ERROR_ASSERT ? CUDA_SUCCESS : code) << "CUresult " << code;
+    if (after == CUDA_SUCCESS) {
+      EXPECT_EQ(d().cuMemFree(p), CUDA_SUCCESS);
+    }
+    EXPECT_EQ(d().cuCtxSetCurrent(nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(d().cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
+  }
+  // The fake's reset is the relaunch.
+  ctl_.reset();
+  ASSERT_EQ(d().cuInit(0), CUDA_SUCCESS);
+  CUcontext c = nullptr;
+  ASSERT_EQ(d().cuDevicePrimaryCtxRetain(&c, 0), CUDA_SUCCESS);
+  ASSERT_EQ(d().cuCtxSetCurrent(c), CUDA_SUCCESS);
+  CUdeviceptr p = 0;
+  EXPECT_EQ(d().cuMemAlloc(&p, 64), CUDA_SUCCESS);
+  EXPECT_EQ(d().cuMemFree(p), CUDA_SUCCESS);
+  EXPECT_EQ(d().cuCtxSetCurrent(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(d().cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
 }
 
 // --- Host registration ---------------------------------------------------------
