@@ -11,7 +11,9 @@
 //   pattern.cpp       checkpoint content: fill, stamp per step, verify
 //   limits.cpp        memcpy / write / O_DIRECT write / read bandwidth
 //   sync_baseline.cpp the naive synchronous library the paper compares against
-//   workloads.cpp     adjoint (uniform, trace) and restart trials
+//   workloads.cpp     adjoint (uniform, trace) trials
+//   restart.cpp       restart trials
+//   restart_child.cpp the restart in a new process (cold page cache)
 //   json.cpp          a small JSON value with a strict writer
 //   report.cpp        medians, stdout table, JSON document
 //   main.cpp          dispatch: limits, warm-up, interleaved trials, exit code

@@ -74,7 +74,8 @@ Workloads (HiPC'22 evaluation, see docs/bench.md):
                  them in reverse order (adjoint pattern; the default)
   trace FILE     same, sizes (and optional per-step compute ms) from FILE
   restart        checkpoint --count versions of one --size region, wait,
-                 Latest, Restore and verify (fault-tolerance pattern)
+                 Latest, Restore and verify (fault-tolerance pattern), then
+                 restart in a new process from cold files and verify
 
 Options:
   --count N          checkpoints (uniform 64, restart 4; trace: first N steps)
