@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <barrier>
 #include <thread>
@@ -117,7 +118,7 @@ double TimedCopy(uint8_t* dst, const uint8_t* src, size_t n, int threads) {
     std::memcpy(dst + a, src + a, b - a);
   };
   std::barrier sync(threads);
-  bool done = false;  // written by the caller between two barrier phases
+  std::atomic<bool> done{false};  // set by the caller between two barrier phases
   std::vector<std::jthread> helpers;
   for (int i = 1; i < threads; ++i) {
     helpers.emplace_back([&, i] {

@@ -64,8 +64,10 @@ void ListFiles(const std::string& dir, std::vector<std::string>& out) {
     const std::string path = dir + "/" + n;
     struct stat sb {};
     if (::lstat(path.c_str(), &sb) != 0) continue;
-    if (S_ISDIR(sb.st_mode)) ListFiles(path, out);
-    else if (S_ISREG(sb.st_mode)) out.push_back(path);
+    if (S_ISDIR(sb.st_mode))
+      ListFiles(path, out);
+    else if (S_ISREG(sb.st_mode))
+      out.push_back(path);
   }
   ::closedir(d);
 }
@@ -154,24 +156,52 @@ std::optional<double> RawColdRead(const std::string& path, bool direct, uint8_t*
   return ok ? std::optional<double>(s) : std::nullopt;
 }
 
+// The raw cold read of `file` (the one the child restored from), the limit a
+// restore from disk has: O_DIRECT, and buffered after dropping its pages; the
+// faster goes into cold.raw_read_*.
+void MeasureRawColdRead(const std::string& file, ColdRestart& cold) {
+  struct stat sb {};
+  if (file.empty() || ::stat(file.c_str(), &sb) != 0) return;
+  cold.file_bytes = static_cast<uint64_t>(sb.st_size);
+  Result<Buffer> buf = AllocateBuffer(kReadChunk);
+  if (!buf.ok()) return;
+  for (bool direct : {true, false}) {
+    std::optional<double> s = RawColdRead(file, direct, buf->get());
+    if (!s || *s <= 0) continue;
+    const double gbps = static_cast<double>(cold.file_bytes) / *s / 1e9;
+    if (gbps > cold.raw_read_gbps) {
+      cold.raw_read_gbps = gbps;
+      cold.raw_read_method = direct ? "direct" : "buffered";
+    }
+  }
+}
+
 // The child's command line: the trial's options that shape the library and
 // the buffer, plus the --child-* ones.
 std::vector<std::string> ChildArgs(const Options& o, bool async, const std::string& lib_dir,
                                    int64_t version, uint64_t salt, const std::string& report) {
   auto on = [](bool b) { return std::string(b ? "on" : "off"); };
-  std::vector<std::string> a = {
-      "cairn-bench", "restart-child", "--child-lib", async ? "cairn" : "sync",
-      "--child-salt", std::to_string(salt), "--child-version", std::to_string(version),
-      "--child-dir", lib_dir, "--child-report", report, "--size", std::to_string(o.size),
-      "--host-cache", std::to_string(o.host_cache), "--init", std::string(CacheInitName(o.init)),
-      "--pin", on(o.pin), "--huge-pages", on(o.huge_pages), "--memory", std::string(MemoryKindName(o.memory)),
-      "--device-cache", std::to_string(o.device_cache), "--device-cache-init",
-      std::string(DeviceCacheInitName(o.device_cache_init)), "--quiet"};
-  if (o.block_size) a.insert(a.end(), {"--block-size", std::to_string(*o.block_size)});
-  if (o.device_map_chunk) {
-    a.insert(a.end(), {"--device-map-chunk", std::to_string(*o.device_map_chunk)});
-  }
-  if (!o.persistent_dir.empty()) a.insert(a.end(), {"--persistent", o.persistent_dir});
+  std::vector<std::string> a = {"cairn-bench", "restart-child", "--quiet"};
+  auto add = [&](const char* name, std::string value) {
+    a.emplace_back(name);
+    a.push_back(std::move(value));
+  };
+  add("--child-lib", async ? "cairn" : "sync");
+  add("--child-salt", std::to_string(salt));
+  add("--child-version", std::to_string(version));
+  add("--child-dir", lib_dir);
+  add("--child-report", report);
+  add("--size", std::to_string(o.size));
+  add("--host-cache", std::to_string(o.host_cache));
+  add("--init", CacheInitName(o.init));
+  add("--pin", on(o.pin));
+  add("--huge-pages", on(o.huge_pages));
+  add("--memory", MemoryKindName(o.memory));
+  add("--device-cache", std::to_string(o.device_cache));
+  add("--device-cache-init", DeviceCacheInitName(o.device_cache_init));
+  if (o.block_size) add("--block-size", std::to_string(*o.block_size));
+  if (o.device_map_chunk) add("--device-map-chunk", std::to_string(*o.device_map_chunk));
+  if (!o.persistent_dir.empty()) add("--persistent", o.persistent_dir);
   return a;
 }
 
@@ -220,10 +250,11 @@ void ColdRestartTrial(const Options& o, bool async, const std::string& lib_dir,
   const std::string who = std::string("cold restart (") + (async ? "cairn" : "sync") + ")";
   if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
     auto e = kv.find("error");
-    r.status = Status::Internal(who + ": the new process " +
-                                (WIFEXITED(wstatus) ? "exited " + std::to_string(WEXITSTATUS(wstatus))
-                                                    : std::string("was killed")) +
-                                (e == kv.end() ? std::string() : ": " + e->second));
+    r.status =
+        Status::Internal(who + ": the new process " +
+                         (WIFEXITED(wstatus) ? "exited " + std::to_string(WEXITSTATUS(wstatus))
+                                             : std::string("was killed")) +
+                         (e == kv.end() ? std::string() : ": " + e->second));
     auto w = kv.find("wrong");
     if (w != kv.end()) r.verify.Fail(who + ": " + w->second);
     return;
@@ -238,24 +269,7 @@ void ColdRestartTrial(const Options& o, bool async, const std::string& lib_dir,
   r.verify.checks += 1;
   r.verify.bytes_compared += static_cast<uint64_t>(at("bytes_compared"));
 
-  // The raw cold read of the same file: the limit a restore from disk has.
-  const std::string file = DataFile(async, lib_dir, version);
-  struct stat sb {};
-  if (!file.empty() && ::stat(file.c_str(), &sb) == 0) {
-    cold.file_bytes = static_cast<uint64_t>(sb.st_size);
-    Result<Buffer> buf = AllocateBuffer(kReadChunk);
-    if (buf.ok()) {
-      for (bool direct : {true, false}) {
-        std::optional<double> s = RawColdRead(file, direct, buf->get());
-        if (!s || *s <= 0) continue;
-        const double gbps = static_cast<double>(cold.file_bytes) / *s / 1e9;
-        if (gbps > cold.raw_read_gbps) {
-          cold.raw_read_gbps = gbps;
-          cold.raw_read_method = direct ? "direct" : "buffered";
-        }
-      }
-    }
-  }
+  MeasureRawColdRead(DataFile(async, lib_dir, version), cold);
   r.cold = std::move(cold);
 }
 
@@ -267,8 +281,10 @@ Status ChildRestore(const Options& o, std::ofstream& rep, VerifyStats& verify) {
   rep << "started " << Now() << "\n";
   int64_t version = -1;
   if (o.child_async) {
-    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<Client> client,
-                           Client::Open(MakeConfig(o, o.child_lib_dir)));
+    Config config = MakeConfig(o, o.child_lib_dir);
+    // CAIRN_TRACE holds the trials' timeline; the new process's goes next to it.
+    if (!config.trace_path.empty()) config.trace_path += ".cold-restart";
+    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Open(config));
     rep << "opened " << Now() << "\n";
     CAIRN_ASSIGN_OR_RETURN(version, client->Latest(kRestartName));
     rep << "found " << Now() << "\n";
@@ -277,9 +293,9 @@ Status ChildRestore(const Options& o, std::ofstream& rep, VerifyStats& verify) {
     rep << "restored " << Now() << "\n";
     CAIRN_RETURN_IF_ERROR(client->Close());
   } else {
-    CAIRN_ASSIGN_OR_RETURN(SyncStore store,
-                           SyncStore::Open(o.child_lib_dir, false,
-                                           o.memory == MemoryKind::kHost ? 0 : o.size));
+    CAIRN_ASSIGN_OR_RETURN(
+        SyncStore store,
+        SyncStore::Open(o.child_lib_dir, false, o.memory == MemoryKind::kHost ? 0 : o.size));
     rep << "opened " << Now() << "\n";
     CAIRN_ASSIGN_OR_RETURN(version, SyncLatest(store));
     rep << "found " << Now() << "\n";
