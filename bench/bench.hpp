@@ -11,7 +11,9 @@
 //   pattern.cpp       checkpoint content: fill, stamp per step, verify
 //   limits.cpp        memcpy / write / O_DIRECT write / read bandwidth
 //   sync_baseline.cpp the naive synchronous library the paper compares against
-//   workloads.cpp     adjoint (uniform, trace) and restart trials
+//   workloads.cpp     adjoint (uniform, trace) trials
+//   restart.cpp       restart trials
+//   restart_child.cpp the restart in a new process (cold page cache)
 //   json.cpp          a small JSON value with a strict writer
 //   report.cpp        medians, stdout table, JSON document
 //   main.cpp          dispatch: limits, warm-up, interleaved trials, exit code
@@ -61,10 +63,26 @@ struct Options {
   std::string json_path;            // "" = no JSON file
   bool keep_files = false;
   bool quiet = false;
-  bool sync_fsync = true;
+  // The baseline's fsync after each write. Resolved by ParseOptions: --sync-fsync
+  // if given, else what a careful naive user does for the workload's data:
+  // off for scratch data (uniform/trace: history steps), on for checkpoints
+  // (restart). See SyncFsyncDefault().
+  bool sync_fsync = false;
+  bool sync_other = true;           // --sync-other: also run the other fsync variant
+  std::string persistent_dir;       // restart --persistent: Cairn's persistent tier (and
+                                    // the baseline's copy), "" = none
+  bool cold_restart = true;         // restart --cold-restart: the new-process restart
   bool verify_full = false;         // compare every restored page in full
   std::optional<uint64_t> limits_bytes;  // unset: derived from the workload
   bool help = false;                // --help was given: print usage, exit 0
+  // The hidden sub-command "restart-child" (spawned by ColdRestartTrial):
+  // --child-lib cairn|sync, --child-salt, --child-version, --child-report.
+  bool restart_child = false;
+  bool child_async = true;
+  uint64_t child_salt = 0;
+  int64_t child_version = -1;
+  std::string child_lib_dir;        // the library's directory (DIR/cairn or DIR/sync)
+  std::string child_report;         // where the child writes its timings
 };
 
 // Why parsing stopped; main() prints the message and exits 2.
@@ -72,6 +90,9 @@ struct Options {
 Result<Options> ParseOptions(int argc, char** argv);
 const char* UsageText();
 const char* WorkloadName(Workload w);
+// The fair default of --sync-fsync for a workload: false for scratch data
+// (uniform, trace), true for checkpoints (restart).
+bool SyncFsyncDefault(Workload w);
 
 // One step of an adjoint run: checkpoint size and the compute time before it
 // (and before the matching restore in the backward pass).
@@ -90,13 +111,22 @@ uint64_t TotalBytes(const std::vector<Step>& plan);
 
 // Machine limits measured in the same run, before the trials.
 struct Limits {
+  // memcpy like a capture: `memcpy_threads` threads (the application's and
+  // Cairn's copy helpers) into pages of the cache's kind (huge or 4 KiB).
   double memcpy_gbps = 0;
+  int memcpy_threads = 1;
+  bool memcpy_huge_pages = false;
+  double memcpy_single_thread_gbps = 0;     // one thread, same page kind
+  double memcpy_single_thread_4k_gbps = 0;  // one thread into 4 KiB pages
   uint64_t memcpy_bytes = 0;
   double write_gbps = 0;            // buffered write + fsync
   double write_nofsync_gbps = 0;    // buffered write, before the fsync
   std::optional<double> direct_write_gbps;  // O_DIRECT write + fsync; unset: unsupported
   double read_gbps = 0;
   std::string read_method;          // "direct" or "buffered"
+  // restart with the cold restart: the fastest raw read (O_DIRECT or
+  // buffered after dropping its pages) of the files the new processes read.
+  std::optional<double> cold_read_gbps;
   uint64_t file_bytes = 0;          // size of the probe file
   int samples = 0;                  // median of this many runs each
   // --memory device|managed only: cuMemcpy bandwidths (memory.hpp).
@@ -105,9 +135,14 @@ struct Limits {
 };
 
 // The probe files go in `dir` and are deleted. `app` is an already-touched
-// buffer of at least `copy_bytes` used as memcpy source.
+// buffer of at least `copy_bytes` used as memcpy source; `threads` and
+// `huge_pages` are those of Cairn's captures (CaptureThreads, --huge-pages).
 Result<Limits> MeasureLimits(const std::string& dir, uint64_t file_bytes,
-                             const uint8_t* app, uint64_t copy_bytes, bool quiet);
+                             const uint8_t* app, uint64_t copy_bytes, int threads,
+                             bool huge_pages, bool quiet);
+// Threads that copy in a capture: the application's plus Cairn's helpers
+// (host_cache.copy_threads; -1 = min(cores - 1, 3), as the pipeline does).
+int CaptureThreads(const Config& config);
 
 // What content verification found. A trial with mismatches is a failure.
 struct VerifyStats {
@@ -128,8 +163,28 @@ struct PhaseResult {
   uint64_t compute_overruns = 0;  // steps whose stamping/verification outlasted the interval
 };
 
+// The new-process restart of a restart trial (restart_child.cpp): times are
+// seconds from the spawn of the child (restored_s: until Restore returned),
+// or of the step inside the child.
+struct ColdRestart {
+  double start_s = 0;      // spawn -> the child's main() began its work
+  double open_s = 0;       // Client::Open / nothing much (baseline)
+  double latest_s = 0;     // Latest / list the directory
+  double restore_s = 0;    // Restore / open + read() the file
+  double verify_s = 0;     // full comparison of the restored region
+  double restored_s = 0;   // spawn -> restore returned: the restart as a user sees it
+  double process_s = 0;    // spawn -> exit (verification, Close, exit included)
+  int64_t version = -1;    // what the child's Latest found
+  std::string cache_drop;  // how the files' pages were dropped before the spawn
+  uint64_t resident_bytes = 0;  // of the files, still in the page cache after the drop
+  uint64_t file_bytes = 0;      // the data file read (the newest version's)
+  double raw_read_gbps = 0;     // the fastest raw cold read of that file
+  std::string raw_read_method;  // "direct" or "buffered"
+};
+
 struct TrialResult {
   bool async = true;
+  bool sync_fsync = false;   // sync: the baseline fsynced its writes
   Status status;             // first failing call; ok() when none failed
   double open_s = 0;         // Client::Open / baseline directory creation
   double history_open_s = 0; // Client::OpenHistory (adjoint, async)
@@ -142,6 +197,8 @@ struct TrialResult {
   std::vector<double> checkpoint_s;  // blocking time of each Checkpoint call
   double wait_s = 0, latest_s = 0, restore_s = 0;
   int64_t latest_version = -1;
+  std::optional<double> persistent_durable_s;  // --persistent: last Checkpoint -> durable there
+  std::optional<ColdRestart> cold;             // --cold-restart on
   VerifyStats verify;
 };
 
@@ -160,6 +217,17 @@ TrialResult RunAdjointTrial(const Options& options, const std::vector<Step>& pla
                             const std::string& dir, BenchBuffer& app);
 TrialResult RunRestartTrial(const Options& options, bool async, const std::string& dir,
                             BenchBuffer& app);
+
+// The restart's new process (restart_child.cpp). ColdRestartTrial drops the
+// page cache of the files under `lib_dirs`, spawns this binary as
+// "cairn-bench restart-child ..." to open `lib_dir`, find the newest version,
+// restore it into fresh memory and verify it (pattern.hpp: MakeTag(salt, version)), and reads its
+// report; errors (a failed or wrong restore) go to r.status / r.verify.
+void ColdRestartTrial(const Options& options, bool async, const std::string& lib_dir,
+                      const std::vector<std::string>& lib_dirs, int64_t version, uint64_t salt,
+                      TrialResult& r);
+// The hidden sub-command: the child's side. Returns the exit code.
+int RunRestartChild(const Options& options);
 
 // --procs (procs.cpp): runs options.procs children and merges their reports.
 int RunProcesses(const Options& options, int argc, char** argv);

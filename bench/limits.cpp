@@ -1,7 +1,12 @@
 // Machine limits, measured in the same run as the trials so that the ratios
 // (Cairn vs. raw hardware) compare numbers taken under the same conditions.
 //
-//   memcpy        S bytes (capped at 256 MiB) between two touched buffers
+//   memcpy        S bytes (capped at 256 MiB) from the application buffer into
+//                 a touched buffer, as a capture copies: split over the same
+//                 number of threads (the application thread + Cairn's copy
+//                 helpers) into pages of the cache's kind (MADV_HUGEPAGE with
+//                 --huge-pages on); also one thread into the same pages, and
+//                 one thread into 4 KiB pages (the plain memcpy limit)
 //   write         buffered write of the probe file in 4 MiB pieces + fsync;
 //                 write_nofsync is the same run timed before the fsync (the
 //                 page-cache absorb rate, what an unsynced write sees)
@@ -12,9 +17,14 @@
 //                 POSIX_FADV_DONTNEED (cold-ish)
 // Each is the median of kSamples runs. Probe files are deleted.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <barrier>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -73,27 +83,95 @@ Result<double> TimedRead(const std::string& path, uint64_t bytes, uint8_t* chunk
 
 double Gbps(uint64_t bytes, double s) { return s > 0 ? static_cast<double>(bytes) / s / 1e9 : 0; }
 
+// Anonymous memory with the page kind of Cairn's cache, touched.
+struct Pages {
+  uint8_t* p = nullptr;
+  size_t n = 0;
+  Pages() = default;
+  Pages(const Pages&) = delete;
+  Pages& operator=(const Pages&) = delete;
+  ~Pages() {
+    if (p != nullptr) ::munmap(p, n);
+  }
+};
+Status MapPages(size_t bytes, bool huge, Pages& out) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return ErrnoStatus(errno, "mmap", "memcpy limit buffer");
+  out.p = static_cast<uint8_t*>(p);
+  out.n = bytes;
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+  (void)::madvise(p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);  // best effort, as Cairn
+#endif
+  TouchPages(out.p, bytes);
+  return Status::Ok();
+}
+
+// Median seconds of copying n bytes src -> dst split over `threads` threads
+// (page-aligned slices; the calling thread copies one), after a warm-up copy.
+// The helpers live across the samples, like Cairn's copy engine.
+double TimedCopy(uint8_t* dst, const uint8_t* src, size_t n, int threads) {
+  threads = std::max(threads, 1);
+  const size_t pages = (n + 4095) / 4096;
+  auto slice = [&](int i) {
+    const size_t a = std::min(n, pages * i / threads * 4096);
+    const size_t b = std::min(n, pages * (i + 1) / threads * 4096);
+    std::memcpy(dst + a, src + a, b - a);
+  };
+  std::barrier sync(threads);
+  std::atomic<bool> done{false};  // set by the caller between two barrier phases
+  std::vector<std::jthread> helpers;
+  for (int i = 1; i < threads; ++i) {
+    helpers.emplace_back([&, i] {
+      for (;;) {
+        sync.arrive_and_wait();  // start (or stop)
+        if (done) return;
+        slice(i);
+        sync.arrive_and_wait();  // finished
+      }
+    });
+  }
+  std::vector<double> t;
+  for (int k = 0; k <= 2 * kSamples; ++k) {
+    const Clock::time_point t0 = Clock::now();
+    sync.arrive_and_wait();
+    slice(0);
+    sync.arrive_and_wait();
+    asm volatile("" : : "r"(dst) : "memory");  // keep the copy
+    if (k > 0) t.push_back(Seconds(t0, Clock::now()));
+  }
+  done = true;
+  sync.arrive_and_wait();
+  return Median(t);
+}
+
 }  // namespace
 
+int CaptureThreads(const Config& config) {
+  if (config.copy_threads >= 0) return 1 + config.copy_threads;
+  const unsigned cores = std::thread::hardware_concurrency();
+  return 1 + (cores > 1 ? static_cast<int>(std::min(cores - 1, 3u)) : 0);
+}
+
 Result<Limits> MeasureLimits(const std::string& dir, uint64_t file_bytes, const uint8_t* app,
-                             uint64_t copy_bytes, bool quiet) {
+                             uint64_t copy_bytes, int threads, bool huge_pages, bool quiet) {
   Limits lim;
   lim.samples = kSamples;
 
-  // memcpy between two touched buffers; the first copy is a warm-up.
+  // memcpy as a capture copies, then single-threaded (same pages, 4 KiB pages).
   lim.memcpy_bytes = std::min<uint64_t>(copy_bytes, kMaxCopy);
+  lim.memcpy_threads = std::max(threads, 1);
+  lim.memcpy_huge_pages = huge_pages;
   {
-    CAIRN_ASSIGN_OR_RETURN(Buffer dst, AllocateBuffer(lim.memcpy_bytes));
-    TouchPages(dst.get(), lim.memcpy_bytes);
-    std::vector<double> t;
-    for (int i = 0; i <= 2 * kSamples; ++i) {
-      const Clock::time_point t0 = Clock::now();
-      std::memcpy(dst.get(), app, lim.memcpy_bytes);
-      asm volatile("" : : "r"(dst.get()) : "memory");  // keep the copy
-      const Clock::time_point t1 = Clock::now();
-      if (i > 0) t.push_back(Seconds(t0, t1));
-    }
-    lim.memcpy_gbps = Gbps(lim.memcpy_bytes, Median(t));
+    Pages dst;
+    CAIRN_RETURN_IF_ERROR(MapPages(lim.memcpy_bytes, huge_pages, dst));
+    lim.memcpy_gbps = Gbps(lim.memcpy_bytes, TimedCopy(dst.p, app, lim.memcpy_bytes, threads));
+    lim.memcpy_single_thread_gbps = Gbps(lim.memcpy_bytes, TimedCopy(dst.p, app, lim.memcpy_bytes, 1));
+  }
+  {
+    Pages dst;
+    CAIRN_RETURN_IF_ERROR(MapPages(lim.memcpy_bytes, false, dst));
+    lim.memcpy_single_thread_4k_gbps =
+        Gbps(lim.memcpy_bytes, TimedCopy(dst.p, app, lim.memcpy_bytes, 1));
   }
 
   lim.file_bytes = (file_bytes + kChunk - 1) / kChunk * kChunk;
@@ -137,9 +215,11 @@ Result<Limits> MeasureLimits(const std::string& dir, uint64_t file_bytes, const 
     char dwrite[32] = "unsupported";
     if (direct) std::snprintf(dwrite, sizeof dwrite, "%.2f GB/s", *lim.direct_write_gbps);
     std::fprintf(stderr,
-                 "limits: memcpy %.2f GB/s, write+fsync %.2f GB/s (page cache %.2f), "
+                 "limits: memcpy %.2f GB/s (%d threads, %s pages; 1 thread %.2f, 4 KiB %.2f), "
+                 "write+fsync %.2f GB/s (page cache %.2f), "
                  "O_DIRECT write %s, read (%s) %.2f GB/s [%llu MiB probe]\n",
-                 lim.memcpy_gbps, lim.write_gbps, lim.write_nofsync_gbps, dwrite,
+                 lim.memcpy_gbps, lim.memcpy_threads, huge_pages ? "huge" : "4 KiB",
+                 lim.memcpy_single_thread_gbps, lim.memcpy_single_thread_4k_gbps, lim.write_gbps, lim.write_nofsync_gbps, dwrite,
                  lim.read_method.c_str(), lim.read_gbps,
                  static_cast<unsigned long long>(lim.file_bytes >> 20));
   }

@@ -10,6 +10,7 @@
 // async, sync, ...), and the report uses medians.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -30,10 +31,14 @@ constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
 // user's --dir is never removed).
 class DirCleanup {
  public:
-  DirCleanup(std::string dir, bool created, bool keep)
-      : dir_(std::move(dir)), created_(created), keep_(keep) {}
+  DirCleanup(std::string dir, bool created, bool keep, std::string persistent)
+      : dir_(std::move(dir)), created_(created), keep_(keep), persistent_(std::move(persistent)) {}
   ~DirCleanup() {
     if (keep_) return;
+    if (!persistent_.empty()) {  // a user's directory: only what the bench put there
+      (void)RemoveTree(persistent_ + "/cairn");
+      (void)RemoveTree(persistent_ + "/sync");
+    }
     if (created_) {
       (void)RemoveTree(dir_);
     } else {
@@ -47,17 +52,30 @@ class DirCleanup {
  private:
   std::string dir_;
   bool created_, keep_;
+  std::string persistent_;
 };
 
-void Progress(const Options& o, const char* label, int index, const TrialResult& r) {
+// The libraries a run compares: Cairn, the naive baseline with the fair
+// --sync-fsync value, and the baseline with the other one (--sync-other).
+enum Variant { kAsync = 0, kSync = 1, kSyncOther = 2 };
+const char* VariantName(Variant v) {
+  return v == kAsync ? "async" : v == kSync ? "sync" : "sync_other";
+}
+
+void Progress(const Options& o, const char* label, int index, Variant v, const TrialResult& r) {
   if (o.quiet) return;
-  const char* mode = r.async ? "async" : "sync";
-  if (index < 0) std::fprintf(stderr, "[warm-up %s] ", mode);
-  else std::fprintf(stderr, "[%s %d/%d] ", mode, index + 1, o.repeat);
+  const std::string mode = std::string(VariantName(v)) +
+                           (v == kAsync ? "" : r.sync_fsync ? " fsync" : " no-fsync");
+  if (index < 0) std::fprintf(stderr, "[warm-up %s] ", mode.c_str());
+  else std::fprintf(stderr, "[%s %d/%d] ", mode.c_str(), index + 1, o.repeat);
   if (o.workload == Workload::kRestart) {
     std::fprintf(stderr, "%s: open %.3f s, checkpoints %.3f s (max %.3f), wait %.3f s, "
                  "restore %.3f s", label, r.open_s, r.forward.blocking_s, r.forward.max_op_s,
                  r.wait_s, r.restore_s);
+    if (r.cold) {
+      std::fprintf(stderr, ", cold restart %.3f s (open %.3f, latest %.4f, restore %.3f)",
+                   r.cold->restored_s, r.cold->open_s, r.cold->latest_s, r.cold->restore_s);
+    }
   } else {
     std::fprintf(stderr, "%s: open %.3f s, forward %.3f s blocking (%.2f s wall), "
                  "backward %.3f s blocking (%.2f s wall)", label, r.open_s,
@@ -73,8 +91,9 @@ void Progress(const Options& o, const char* label, int index, const TrialResult&
 }
 
 // Appends a trial's failures to `errors`; returns false when its status failed.
-bool Collect(const TrialResult& r, const char* phase, std::vector<std::string>& errors) {
-  const std::string who = std::string(phase) + " " + (r.async ? "async" : "sync");
+bool Collect(const TrialResult& r, const char* phase, Variant v,
+             std::vector<std::string>& errors) {
+  const std::string who = std::string(phase) + " " + VariantName(v);
   for (const std::string& e : r.verify.errors) errors.push_back(who + ": wrong data: " + e);
   if (r.verify.mismatches > r.verify.errors.size()) {
     errors.push_back(who + ": " + std::to_string(r.verify.mismatches - r.verify.errors.size()) +
@@ -110,7 +129,13 @@ int Run(const Options& o) {
       return kExitUsage;
     }
   }
-  DirCleanup cleanup(dir, created, o.keep_files);
+  DirCleanup cleanup(dir, created, o.keep_files, o.persistent_dir);
+  if (!o.persistent_dir.empty()) {
+    if (Status st = MakeDirs(o.persistent_dir); !st.ok()) {
+      std::fprintf(stderr, "cairn-bench: --persistent: %s\n", st.ToString().c_str());
+      return kExitUsage;
+    }
+  }
 
   if (o.run_async) {
     if (Status st = MakeConfig(o, dir + "/cairn").Validate(); !st.ok()) {
@@ -141,7 +166,8 @@ int Run(const Options& o) {
   const uint64_t moved = restart ? o.size * o.count : TotalBytes(*plan);
   const uint64_t probe =
       o.limits_bytes ? *o.limits_bytes : std::min<uint64_t>(std::max<uint64_t>(moved, 16ull << 20), 1ull << 30);
-  Result<Limits> limits = MeasureLimits(dir, probe, app->host(), app_bytes, o.quiet);
+  Result<Limits> limits = MeasureLimits(dir, probe, app->host(), app_bytes,
+                                        CaptureThreads(MakeConfig(o, dir)), o.huge_pages, o.quiet);
   if (!limits.ok()) {
     std::fprintf(stderr, "cairn-bench: %s\n", limits.status().ToString().c_str());
     return kExitFailure;
@@ -160,31 +186,41 @@ int Run(const Options& o) {
   }
 
   WaitAtBarrier();  // --procs: start the trials together
-  auto trial = [&](bool async) {
-    return restart ? RunRestartTrial(o, async, dir, *app)
-                   : RunAdjointTrial(o, *plan, async, dir, *app);
+  Options other = o;  // the baseline with the other fsync choice
+  other.sync_fsync = !o.sync_fsync;
+  auto trial = [&](Variant v) {
+    const Options& opt = v == kSyncOther ? other : o;
+    const bool async = v == kAsync;
+    return restart ? RunRestartTrial(opt, async, dir, *app)
+                   : RunAdjointTrial(opt, *plan, async, dir, *app);
   };
-  std::vector<bool> modes;
-  if (o.run_async) modes.push_back(true);
-  if (o.run_sync) modes.push_back(false);
-  bool failed[2] = {false, false};  // indexed by `async`: a mode stops at its first failed call
+  std::vector<Variant> variants;
+  if (o.run_async) variants.push_back(kAsync);
+  if (o.run_sync) variants.push_back(kSync);
+  if (o.run_sync && o.sync_other) variants.push_back(kSyncOther);
+  bool failed[3] = {false, false, false};  // a variant stops at its first failed call
+  std::vector<TrialResult>* trials[3] = {&run.async_trials, &run.sync_trials,
+                                         &run.sync_other_trials};
+  bool* mode_failed[3] = {&run.async_failed, &run.sync_failed, &run.sync_other_failed};
   const char* label = WorkloadName(o.workload);
   if (o.warmup) {
-    for (bool async : modes) {
-      TrialResult r = trial(async);
-      Progress(o, label, -1, r);
-      failed[async] = !Collect(r, "warm-up", run.errors);
-      (async ? run.async_failed : run.sync_failed) |= !r.status.ok() || r.verify.mismatches > 0;
+    for (Variant v : variants) {
+      TrialResult r = trial(v);
+      Progress(o, label, -1, v, r);
+      failed[v] = !Collect(r, "warm-up", v, run.errors);
+      *mode_failed[v] |= !r.status.ok() || r.verify.mismatches > 0;
     }
   }
   for (int i = 0; i < o.repeat; ++i) {
-    for (bool async : modes) {
-      if (failed[async]) continue;
-      TrialResult r = trial(async);
-      Progress(o, label, i, r);
-      failed[async] = !Collect(r, ("trial " + std::to_string(i + 1)).c_str(), run.errors);
-      (async ? run.async_failed : run.sync_failed) |= !r.status.ok() || r.verify.mismatches > 0;
-      (async ? run.async_trials : run.sync_trials).push_back(std::move(r));
+    for (Variant v : variants) {
+      if (failed[v]) continue;
+      TrialResult r = trial(v);
+      Progress(o, label, i, v, r);
+      failed[v] = !Collect(r, ("trial " + std::to_string(i + 1)).c_str(), v, run.errors);
+      *mode_failed[v] |= !r.status.ok() || r.verify.mismatches > 0;
+      if (r.cold) run.limits.cold_read_gbps = std::max(run.limits.cold_read_gbps.value_or(0),
+                                                       r.cold->raw_read_gbps);
+      trials[v]->push_back(std::move(r));
     }
   }
 
@@ -217,5 +253,6 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (parsed->procs > 1) return RunProcesses(*parsed, argc, argv);
+  if (parsed->restart_child) return RunRestartChild(*parsed);
   return Run(*parsed);
 }

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +64,8 @@ const char* WorkloadName(Workload w) {
   return "?";
 }
 
+bool SyncFsyncDefault(Workload w) { return w == Workload::kRestart; }
+
 const char* UsageText() {
   return R"(usage: cairn-bench [WORKLOAD] [options]
 
@@ -71,7 +74,8 @@ Workloads (HiPC'22 evaluation, see docs/bench.md):
                  them in reverse order (adjoint pattern; the default)
   trace FILE     same, sizes (and optional per-step compute ms) from FILE
   restart        checkpoint --count versions of one --size region, wait,
-                 Latest, Restore and verify (fault-tolerance pattern)
+                 Latest, Restore and verify (fault-tolerance pattern), then
+                 restart in a new process from cold files and verify
 
 Options:
   --count N          checkpoints (uniform 64, restart 4; trace: first N steps)
@@ -106,7 +110,16 @@ Options:
   --mode M           async (Cairn), sync (naive baseline) or both (default)
   --repeat R         measured trials per mode (default 1), interleaved
   --no-warmup        skip the untimed warm-up round
-  --sync-fsync on|off  fsync each baseline checkpoint (default on)
+  --sync-fsync on|off  fsync each baseline write (default: what a careful
+                     naive user does: off for scratch data (uniform, trace),
+                     on for checkpoints (restart))
+  --sync-other on|off  also run the baseline with the other --sync-fsync
+                     value, reported as "sync_other" (default on)
+  --persistent DIR   restart: Cairn's persistent tier is DIR/cairn (the
+                     baseline copies each version to DIR/sync too); reports
+                     the time until the last version is durable there
+  --cold-restart on|off  restart: restore each trial's newest version in a
+                     new process from cold files (default on)
   --verify V         sample (default: stamps of every page, a sample of
                      pages in full) or full (every page in full; slower, it
                      eats into the compute interval)
@@ -126,6 +139,8 @@ Result<Options> ParseOptions(int argc, char** argv) {
   Options o;
   std::vector<std::string> positional;
   bool count_given = false, size_given = false, interval_given = false;
+  std::optional<bool> fsync_given;
+  bool child_given = false;
 
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -164,7 +179,9 @@ Result<Options> ParseOptions(int argc, char** argv) {
         "--count", "--size", "--interval-ms", "--compute", "--host-cache", "--block-size", "--dir",
         "--mode", "--repeat", "--json", "--sync-fsync", "--limits-size", "--verify",
         "--init", "--pin", "--huge-pages", "--procs", "--memory", "--device-cache",
-        "--device-cache-init", "--device-map-chunk"};
+        "--device-cache-init", "--device-map-chunk", "--sync-other", "--persistent",
+        "--cold-restart", "--child-lib", "--child-salt", "--child-version", "--child-dir",
+        "--child-report"};
     bool known = false;
     for (const char* k : kWithValue) known = known || name == k;
     if (!known) return Bad(name, "unknown option (see --help)");
@@ -207,10 +224,31 @@ Result<Options> ParseOptions(int argc, char** argv) {
     } else if (name == "--json") {
       if (value.empty()) return Bad(name, "must not be empty");
       o.json_path = value;
-    } else if (name == "--sync-fsync") {
-      if (value == "on") o.sync_fsync = true;
-      else if (value == "off") o.sync_fsync = false;
-      else return Bad(name, "expected on or off, got '" + value + "'");
+    } else if (name == "--sync-fsync" || name == "--sync-other" || name == "--cold-restart") {
+      bool on = false;
+      if (value == "on") on = true;
+      else if (value != "off") return Bad(name, "expected on or off, got '" + value + "'");
+      if (name == "--sync-fsync") fsync_given = on;
+      else if (name == "--sync-other") o.sync_other = on;
+      else o.cold_restart = on;
+    } else if (name == "--child-lib") {  // hidden: restart-child only
+      if (value != "cairn" && value != "sync") return Bad(name, "expected cairn or sync");
+      o.child_async = value == "cairn";
+      child_given = true;
+    } else if (name == "--child-salt") {
+      CAIRN_ASSIGN_OR_RETURN(o.child_salt, ParseCount(name, value, 0));
+      child_given = true;
+    } else if (name == "--child-version") {
+      CAIRN_ASSIGN_OR_RETURN(uint64_t v, ParseCount(name, value, 0));
+      o.child_version = static_cast<int64_t>(v);
+      child_given = true;
+    } else if (name == "--child-dir" || name == "--child-report") {
+      if (value.empty()) return Bad(name, "must not be empty");
+      (name == "--child-dir" ? o.child_lib_dir : o.child_report) = value;
+      child_given = true;
+    } else if (name == "--persistent") {
+      if (value.empty()) return Bad(name, "must not be empty");
+      o.persistent_dir = value;
     } else if (name == "--verify") {
       if (value == "sample") o.verify_full = false;
       else if (value == "full") o.verify_full = true;
@@ -255,6 +293,10 @@ Result<Options> ParseOptions(int argc, char** argv) {
     if (w == "uniform") o.workload = Workload::kUniform;
     else if (w == "trace") o.workload = Workload::kTrace;
     else if (w == "restart") o.workload = Workload::kRestart;
+    else if (w == "restart-child") {  // hidden: spawned by the restart workload
+      o.workload = Workload::kRestart;
+      o.restart_child = true;
+    }
     else return Bad(w, "unknown workload (expected uniform, trace or restart)");
   }
   if (o.workload == Workload::kTrace) {
@@ -267,6 +309,14 @@ Result<Options> ParseOptions(int argc, char** argv) {
   if (o.forward_only && o.workload == Workload::kRestart) {
     return Bad("--forward-only", "applies to uniform and trace only");
   }
+  if (child_given != o.restart_child ||
+      (o.restart_child && (o.child_lib_dir.empty() || o.child_report.empty()))) {
+    return Bad("restart-child", "is spawned by the restart workload, with all its --child-* options");
+  }
+  if (!o.persistent_dir.empty() && o.workload != Workload::kRestart) {
+    return Bad("--persistent", "applies to restart only");
+  }
+  o.sync_fsync = fsync_given.value_or(SyncFsyncDefault(o.workload));
   if (o.workload == Workload::kRestart) {
     if (!count_given) o.count = 4;
     if (!size_given) o.size = 1ull << 30;

@@ -17,9 +17,11 @@ struct RunResults {
   std::string dir;
   Limits limits;
   std::vector<TrialResult> async_trials;  // measured trials only (no warm-up)
-  std::vector<TrialResult> sync_trials;
+  std::vector<TrialResult> sync_trials;   // the baseline with --sync-fsync (the fair default)
+  std::vector<TrialResult> sync_other_trials;  // ... with the other value (--sync-other)
   bool async_failed = false;              // a call failed or data was wrong,
   bool sync_failed = false;               // warm-up included
+  bool sync_other_failed = false;
   std::vector<std::string> errors;        // failures and wrong data, for the report
 };
 

@@ -6,6 +6,7 @@
 // The timing contract is in trial.hpp.
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "bench.hpp"
@@ -13,21 +14,17 @@
 #include "files.hpp"
 #include "memory.hpp"
 #include "pattern.hpp"
+#include "restart.hpp"
 #include "sync_baseline.hpp"
 #include "trial.hpp"
 
 namespace cairn::bench {
-namespace {
 
-constexpr const char* kName = "restart";
-constexpr int kKeepVersions = 2;  // Cairn's default retention, mirrored by the baseline
+std::string VersionFile(int64_t v) { return std::string(kRestartName) + ".v" + std::to_string(v); }
 
-std::string VersionFile(int64_t v) { return std::string(kName) + ".v" + std::to_string(v); }
-
-// The baseline's Latest: the highest "restart.vN" in the directory.
 Result<int64_t> SyncLatest(const SyncStore& store) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> names, store.List());
-  const std::string prefix = std::string(kName) + ".v";
+  const std::string prefix = std::string(kRestartName) + ".v";
   int64_t best = -1;
   for (const std::string& n : names) {
     if (n.compare(0, prefix.size(), prefix) != 0 || n.size() == prefix.size()) continue;
@@ -35,17 +32,24 @@ Result<int64_t> SyncLatest(const SyncStore& store) {
     const long long v = std::strtoll(n.c_str() + prefix.size(), &end, 10);
     if (*end == '\0' && v > best) best = v;
   }
-  if (best < 0) return Status::NotFound("no version of " + std::string(kName));
+  if (best < 0) return Status::NotFound("no version of " + std::string(kRestartName));
   return best;
 }
+
+namespace {
+
+constexpr const char* kName = kRestartName;
+constexpr int kKeepVersions = 2;  // Cairn's default retention, mirrored by the baseline
 
 // What both modes do, parameterized by the library's calls. Content is
 // stamped into app's host view and uploaded inside the compute interval
 // (no-op for host memory); the restored region is downloaded, then verified.
-template <typename CkptFn, typename WaitFn, typename LatestFn, typename RestoreFn>
-void RunRestart(const Options& o, BenchBuffer& app, CkptFn checkpoint, WaitFn wait,
-                LatestFn latest, RestoreFn restore, TrialResult& r) {
-  const uint64_t salt = NextTrialSalt();
+// `durable(v)` waits until version v is durable at the persistent tier
+// (--persistent only; the baseline's returns at once).
+template <typename CkptFn, typename WaitFn, typename DurableFn, typename LatestFn,
+          typename RestoreFn>
+void RunRestart(const Options& o, uint64_t salt, BenchBuffer& app, CkptFn checkpoint, WaitFn wait,
+                DurableFn durable, LatestFn latest, RestoreFn restore, TrialResult& r) {
   const size_t size = o.size;
   const int64_t k = static_cast<int64_t>(o.count);
   uint8_t* host = app.host();
@@ -56,6 +60,7 @@ void RunRestart(const Options& o, BenchBuffer& app, CkptFn checkpoint, WaitFn wa
   }
 
   const Clock::time_point phase = Clock::now();
+  Clock::time_point last_checkpoint;
   for (int64_t v = 0; v < k; ++v) {
     const Clock::time_point deadline = DeadlineAfter(o.interval_ms);
     Stamp(host, size, MakeTag(salt, v));
@@ -65,6 +70,7 @@ void RunRestart(const Options& o, BenchBuffer& app, CkptFn checkpoint, WaitFn wa
     }
     r.forward.compute_overruns += ComputeUntil(deadline, o.compute, host, size) ? 1 : 0;
     const Clock::time_point t0 = Clock::now();
+    last_checkpoint = t0;
     Status st = checkpoint(v);
     const double dt = Seconds(t0, Clock::now());
     Account(r.forward, dt, size);
@@ -82,6 +88,13 @@ void RunRestart(const Options& o, BenchBuffer& app, CkptFn checkpoint, WaitFn wa
   if (!st.ok()) {
     r.status = st.WithContext("wait for version " + std::to_string(k - 1));
     return;
+  }
+  if (!o.persistent_dir.empty()) {
+    if (st = durable(k - 1); !st.ok()) {
+      r.status = st.WithContext("wait for version " + std::to_string(k - 1) + " (persistent)");
+      return;
+    }
+    r.persistent_durable_s = Seconds(last_checkpoint, Clock::now());
   }
   t0 = Clock::now();
   Result<int64_t> newest = latest();
@@ -126,17 +139,37 @@ TrialResult RunRestartTrial(const Options& o, bool async, const std::string& dir
                             BenchBuffer& app) {
   TrialResult r;
   r.async = async;
+  r.sync_fsync = !async && o.sync_fsync;
+  const uint64_t salt = NextTrialSalt();
+  const std::string lib_dir = dir + (async ? "/cairn" : "/sync");
+  const std::string persistent =
+      o.persistent_dir.empty() ? "" : o.persistent_dir + (async ? "/cairn" : "/sync");
   if (!async) {
-    Result<SyncStore> store = OpenTrialStore(o, dir + "/sync", o.size, r);
+    Result<SyncStore> store = OpenTrialStore(o, lib_dir, o.size, r);
     if (!store.ok()) return r;
+    // --persistent: the naive library writes each version there too, the same way.
+    std::optional<SyncStore> copy;
+    if (!persistent.empty()) {
+      if (r.status = RemoveTree(persistent); !r.status.ok()) return r;
+      Result<SyncStore> c = SyncStore::Open(persistent, o.sync_fsync, 0);
+      if (!c.ok()) {
+        r.status = c.status().WithContext("sync open " + persistent);
+        return r;
+      }
+      copy.emplace(std::move(*c));
+    }
     RunRestart(
-        o, app,
+        o, salt, app,
         [&](int64_t v) -> Status {
-          CAIRN_RETURN_IF_ERROR(store->Write(VersionFile(v), app, o.size));
-          if (v >= kKeepVersions) return store->Remove(VersionFile(v - kKeepVersions));
+          for (SyncStore* s : {&*store, copy ? &*copy : nullptr}) {
+            if (s == nullptr) continue;
+            CAIRN_RETURN_IF_ERROR(s->Write(VersionFile(v), app, o.size));
+            if (v >= kKeepVersions) CAIRN_RETURN_IF_ERROR(s->Remove(VersionFile(v - kKeepVersions)));
+          }
           return Status::Ok();
         },
-        [](int64_t) { return Status::Ok(); },  // every write was already durable
+        [](int64_t) { return Status::Ok(); },  // every write has returned
+        [](int64_t) { return Status::Ok(); },  // likewise at the persistent copy
         [&]() { return SyncLatest(*store); },
         [&](int64_t v) -> Status {
           CAIRN_ASSIGN_OR_RETURN(size_t got, store->Read(VersionFile(v), app, o.size, false));
@@ -146,26 +179,35 @@ TrialResult RunRestartTrial(const Options& o, bool async, const std::string& dir
           return Status::Ok();
         },
         r);
-    r.sync_write_s = store->write_seconds();
-    return r;
+    r.sync_write_s = store->write_seconds() + (copy ? copy->write_seconds() : 0);
+  } else {
+    if (!persistent.empty()) {
+      if (r.status = EmptyDir(persistent); !r.status.ok()) return r;
+    }
+    std::unique_ptr<Client> client = OpenTrialClient(o, lib_dir, r);
+    if (client == nullptr) return r;
+    Client& c = *client;
+    if (Status st = c.Protect(0, app.app(), o.size); !st.ok()) {
+      r.status = st.WithContext("Protect");
+      return r;
+    }
+    RunRestart(
+        o, salt, app, [&](int64_t v) { return c.Checkpoint(kName, v); },
+        [&](int64_t v) { return c.Wait(kName, v, Level::kLocal); },
+        [&](int64_t v) { return c.Wait(kName, v, Level::kPersistent); },
+        [&]() { return c.Latest(kName); }, [&](int64_t v) { return c.Restore(kName, v); }, r);
+    r.stats = c.GetStats();
+    const Clock::time_point t0 = Clock::now();
+    Status cs = c.Close();
+    r.close_s = Seconds(t0, Clock::now());
+    if (r.status.ok() && !cs.ok()) r.status = cs.WithContext("Client::Close");
   }
-
-  std::unique_ptr<Client> client = OpenTrialClient(o, dir + "/cairn", r);
-  if (client == nullptr) return r;
-  Client& c = *client;
-  if (Status st = c.Protect(0, app.app(), o.size); !st.ok()) {
-    r.status = st.WithContext("Protect");
-    return r;
+  // The restart as users know it: a new process restores from cold files.
+  if (o.cold_restart && r.status.ok() && r.verify.mismatches == 0) {
+    std::vector<std::string> dirs = {lib_dir};
+    if (!persistent.empty()) dirs.push_back(persistent);
+    ColdRestartTrial(o, async, lib_dir, dirs, static_cast<int64_t>(o.count) - 1, salt, r);
   }
-  RunRestart(
-      o, app, [&](int64_t v) { return c.Checkpoint(kName, v); },
-      [&](int64_t v) { return c.Wait(kName, v, Level::kLocal); },
-      [&]() { return c.Latest(kName); }, [&](int64_t v) { return c.Restore(kName, v); }, r);
-  r.stats = c.GetStats();
-  const Clock::time_point t0 = Clock::now();
-  Status cs = c.Close();
-  r.close_s = Seconds(t0, Clock::now());
-  if (r.status.ok() && !cs.ok()) r.status = cs.WithContext("Client::Close");
   return r;
 }
 

@@ -72,14 +72,15 @@ inline void Account(PhaseResult& ph, double dt, uint64_t bytes) {
 
 // The Cairn configuration of a trial: defaults (no environment, no file, so
 // runs are reproducible) with the bench's directory and cache options, and no
-// persistent tier (the paper's evaluation stops at the node-local tiers).
+// persistent tier (the paper's evaluation stops at the node-local tiers)
+// unless restart --persistent DIR gives one (DIR/cairn).
 // The one variable honoured is CAIRN_TRACE: each trial writes its timeline
 // there at close, so the file holds the last async trial's.
 inline Config MakeConfig(const Options& o, const std::string& scratch_dir) {
   Config c = DefaultConfig();
   if (const char* trace = std::getenv("CAIRN_TRACE")) c.trace_path = trace;
   c.scratch_dir = scratch_dir;
-  c.persistent_dir.clear();
+  c.persistent_dir = o.persistent_dir.empty() ? std::string() : o.persistent_dir + "/cairn";
   c.host_cache_bytes = o.host_cache;
   c.init = o.init;
   c.pin = o.pin;

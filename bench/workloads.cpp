@@ -95,6 +95,7 @@ TrialResult RunAdjointTrial(const Options& o, const std::vector<Step>& plan, boo
                             const std::string& dir, BenchBuffer& app) {
   TrialResult r;
   r.async = async;
+  r.sync_fsync = !async && o.sync_fsync;
   if (!async) {
     Result<SyncStore> store = OpenTrialStore(o, dir + "/sync", MaxBytes(plan), r);
     if (!store.ok()) return r;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -80,23 +81,34 @@ class BenchSmokeTest : public ::testing::Test {
     return ss.str();
   }
 
-  // The document is pretty-printed with two spaces per level, so a member
-  // `key` of a top-level object reads "\n    \"key\": " and a top-level
-  // member "\n  \"key\": ". Checks "a.b" (or "a") exists and is not null.
-  static void ExpectPath(const std::string& json, const std::string& path) {
-    const size_t dot = path.find('.');
-    const std::string top = path.substr(0, dot);
-    const size_t at = json.find("\n  \"" + top + "\": ");
-    ASSERT_NE(at, std::string::npos) << "missing " << top;
-    if (dot == std::string::npos) {
-      EXPECT_NE(json.compare(at + top.size() + 7, 4, "null"), 0) << path << " is null";
-      return;
+  // The document is pretty-printed with two spaces per level, so member `k`
+  // of an object at depth d reads "\n" + 2(d+1) spaces + "\"k\": " and the
+  // object ends at "\n" + 2d spaces + "}". The text of the value at "a.b.c"
+  // (each segment inside the previous object) up to the end of its line, no
+  // trailing comma; "" when absent.
+  static std::string ValueAt(const std::string& json, const std::string& path) {
+    size_t at = 0, end = json.size(), from = 0;
+    for (int depth = 0;; ++depth) {
+      const size_t dot = path.find('.', from);
+      const std::string seg = path.substr(from, dot == std::string::npos ? dot : dot - from);
+      const std::string key = "\n" + std::string(2 * (depth + 1), ' ') + "\"" + seg + "\": ";
+      at = json.find(key, at);
+      if (at == std::string::npos || at >= end) return "";
+      at += key.size();
+      if (dot == std::string::npos) {
+        std::string v = json.substr(at, json.find('\n', at) - at);
+        if (!v.empty() && v.back() == ',') v.pop_back();
+        return v;
+      }
+      end = std::min(end, json.find("\n" + std::string(2 * (depth + 1), ' ') + "}", at));
+      from = dot + 1;
     }
-    const std::string leaf = "\n    \"" + path.substr(dot + 1) + "\": ";
-    const size_t end = json.find("\n  }", at);  // the top-level object's end
-    const size_t k = json.find(leaf, at);
-    ASSERT_TRUE(k != std::string::npos && k < end) << "missing " << path;
-    EXPECT_NE(json.compare(k + leaf.size(), 4, "null"), 0) << path << " is null";
+  }
+  // Checks that `path` exists and is not null.
+  static void ExpectPath(const std::string& json, const std::string& path) {
+    const std::string v = ValueAt(json, path);
+    EXPECT_NE(v, "") << "missing " << path;
+    EXPECT_NE(v, "null") << path << " is null";
   }
 
   // The unsigned integer member `key` of the top-level object `top`
@@ -130,9 +142,21 @@ TEST_F(BenchSmokeTest, UniformBothModes) {
        {"limits.memcpy_gbps", "limits.write_gbps", "limits.read_gbps", "init.open_s",
         "forward.blocking_s", "forward.capture_gbps", "flush.gbps", "backward.blocking_s",
         "backward.cache_hit_ratio", "total_blocking_s", "ratios.capture_to_memcpy",
-        "ratios.flush_to_buffered_write", "ratios.sync_to_async_total_blocking"}) {
+        "ratios.flush_to_buffered_write", "ratios.sync_to_async_total_blocking",
+        // the capture-like memcpy limit and the single-thread ones
+        "limits.memcpy_threads", "limits.memcpy_huge_pages", "limits.memcpy_single_thread_gbps",
+        "limits.memcpy_single_thread_4k_gbps", "forward.capture_with_waits_gbps",
+        "ratios.capture_with_waits_to_memcpy",
+        // both baseline variants: scratch data without fsync by default
+        "sync.total_blocking_s", "sync_other.total_blocking_s",
+        "ratios.sync_other_to_async_total_blocking", "params.sync_fsync_is_default"}) {
     ExpectPath(doc, p);
   }
+  EXPECT_EQ(ValueAt(doc, "params.sync_fsync"), "false");  // scratch data: no fsync
+  EXPECT_EQ(TopMember(doc, "sync", "n_trials"), 1);
+  EXPECT_EQ(TopMember(doc, "sync_other", "n_trials"), 1);
+  EXPECT_EQ(ValueAt(doc, "sync.fsync"), "false");
+  EXPECT_EQ(ValueAt(doc, "sync_other.fsync"), "true");
   // May be null where the file system refuses O_DIRECT, but must be there.
   EXPECT_NE(doc.find("\"direct_write_gbps\": "), std::string::npos);
   EXPECT_NE(doc.find("\"flush_to_direct_write\": "), std::string::npos);
@@ -142,19 +166,66 @@ TEST_F(BenchSmokeTest, UniformBothModes) {
   EXPECT_EQ(doc.find("\"mismatches\": 1"), std::string::npos);
 }
 
+// The restart, with the new-process restart of both libraries from dropped
+// page caches and a persistent tier.
 TEST_F(BenchSmokeTest, Restart) {
   const std::string json = dir_ + "/out.json";
   ASSERT_EQ(Run({"restart", "--size", "8MiB", "--count", "2", "--interval-ms", "1",
-                 "--host-cache", "32MiB", "--json", json, "--dir", dir_ + "/work"}),
+                 "--host-cache", "32MiB", "--json", json, "--dir", dir_ + "/work",
+                 "--persistent", dir_ + "/persistent"}),
             0)
       << log_;
   const std::string doc = ReadFile(json);
-  for (const char* p : {"limits.memcpy_gbps", "restart.checkpoint_blocking_s",
-                        "restart.checkpoint_blocking_max_s", "restart.wait_s",
-                        "restart.latest_s", "restart.restore_s", "total_blocking_s"}) {
+  for (const char* p :
+       {"limits.memcpy_gbps", "restart.checkpoint_blocking_s", "restart.checkpoint_blocking_max_s",
+        "restart.wait_s", "restart.latest_s", "restart.restore_s", "total_blocking_s",
+        "limits.cold_read_gbps",
+        "async.restart.cold_restore_s", "sync.restart.cold_restore_s",
+        "sync_other.restart.cold_restore_s", "async.restart.cold_open_s",
+        "async.restart.cold_latest_s", "async.restart.cold_restore_call_s",
+        "async.restart.cold_process_s", "async.restart.cold_cache_drop",
+        "async.restart.cold_resident_bytes", "async.restart.persistent_durable_s",
+        "sync.restart.persistent_durable_s", "ratios.sync_to_async_cold_restore",
+        "params.persistent_dir"}) {
     ExpectPath(doc, p);
   }
   EXPECT_NE(doc.find("\"latest_version\": 1"), std::string::npos);
+  // Each new process found and verified the newest version.
+  for (const char* mode : {"async", "sync", "sync_other"}) {
+    EXPECT_EQ(ValueAt(doc, std::string(mode) + ".restart.cold_version"), "1") << mode;
+    const std::string drop = ValueAt(doc, std::string(mode) + ".restart.cold_cache_drop");
+    EXPECT_TRUE(drop == "\"fadvise\"" || drop == "\"drop_caches\"") << drop;
+  }
+  EXPECT_EQ(ValueAt(doc, "sync.fsync"), "true");  // checkpoints: fsync
+  EXPECT_EQ(ValueAt(doc, "sync_other.fsync"), "false");
+  EXPECT_NE(doc.find("\"status\": \"ok\""), std::string::npos);
+  EXPECT_EQ(doc.find("\"mismatches\": 1"), std::string::npos);
+  // The bench's own files are gone from the persistent directory it was given.
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/persistent/cairn"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/persistent/sync"));
+}
+
+// The new process's verification catches wrong data: restart-child on the
+// files a sync trial left, with the trial's salt (the first trial of the
+// process: 1) and with another.
+TEST_F(BenchSmokeTest, RestartChildVerifies) {
+  ASSERT_EQ(Run({"restart", "--mode", "sync", "--sync-other", "off", "--no-warmup",
+                 "--cold-restart", "off", "--size", "2MiB", "--count", "2", "--interval-ms", "1",
+                 "--dir", dir_ + "/work", "--keep-files"}),
+            0)
+      << log_;
+  const std::string report = dir_ + "/report.txt";
+  auto child = [&](const char* salt, const char* version) {
+    return Run({"restart-child", "--child-lib", "sync", "--child-salt", salt, "--child-version",
+                version, "--child-dir", dir_ + "/work/sync", "--child-report", report, "--size",
+                "2MiB"});
+  };
+  EXPECT_EQ(child("1", "1"), 0) << log_;
+  EXPECT_NE(ReadFile(report).find("\nversion 1\n"), std::string::npos) << ReadFile(report);
+  EXPECT_EQ(child("2", "1"), 1) << log_;  // another trial's content
+  EXPECT_NE(ReadFile(report).find("\nwrong "), std::string::npos) << ReadFile(report);
+  EXPECT_EQ(child("1", "0"), 1) << log_;  // Latest must find the newest version
+  EXPECT_NE(ReadFile(report).find("\nwrong "), std::string::npos) << ReadFile(report);
 }
 
 // --- GPU tier (--memory device|managed) against the fake CUDA driver -------
@@ -238,6 +309,9 @@ TEST_F(BenchSmokeTest, UsageErrorsExitTwo) {
   EXPECT_EQ(Run({"uniform", "--mode", "fast"}), 2) << log_;
   EXPECT_EQ(Run({"trace"}), 2) << log_;
   EXPECT_EQ(Run({"uniform", "--count"}), 2) << log_;
+  EXPECT_EQ(Run({"uniform", "--sync-fsync", "maybe"}), 2) << log_;
+  EXPECT_EQ(Run({"uniform", "--persistent", dir_ + "/p"}), 2) << log_;  // restart only
+  EXPECT_EQ(Run({"restart-child", "--size", "1MiB"}), 2) << log_;     // needs its --child-*
   EXPECT_EQ(Run({"--help"}), 0) << log_;
 }
 

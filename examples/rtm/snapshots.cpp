@@ -63,11 +63,11 @@ cairn::Status Errno(const std::string& what, const std::string& path) {
 }
 }  // namespace
 
-cairn::Result<std::unique_ptr<SyncStore>> SyncStore::Open(const std::string& dir) {
+cairn::Result<std::unique_ptr<SyncStore>> SyncStore::Open(const std::string& dir, bool fsync) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return cairn::Status::Io("create " + dir + ": " + ec.message());
-  return std::unique_ptr<SyncStore>(new SyncStore(dir));
+  return std::unique_ptr<SyncStore>(new SyncStore(dir, fsync));
 }
 
 SyncStore::~SyncStore() { (void)Close(); }
@@ -93,7 +93,7 @@ cairn::Status SyncStore::Push(int64_t step, const void* data, size_t bytes) {
     p += n;
     left -= static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) {
+  if (fsync_ && ::fsync(fd) != 0) {
     cairn::Status s = Errno("fsync", path);
     ::close(fd);
     return s;

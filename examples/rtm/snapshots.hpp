@@ -1,6 +1,7 @@
 // Where the forward pass keeps its source-wavefield snapshots until the
 // backward pass needs them (in reverse order): a Cairn history, or the naive
-// baseline of one file per snapshot written and fsynced on the caller's thread.
+// baseline of one file per snapshot written (and, if asked, fsynced) on the
+// caller's thread.
 #pragma once
 
 #include <cstddef>
@@ -48,12 +49,15 @@ class CairnStore final : public SnapshotStore {
 };
 
 // The baseline: snapshot `step` is the file <dir>/snap-<step>.bin, written
-// with write() + fsync() and read back (then unlinked) on the calling thread.
+// with write() (+ fsync() when `fsync`) and read back (then unlinked) on the
+// calling thread. Snapshots are scratch data, which a careful naive code
+// writes without fsync (as Cairn writes history steps); with fsync it pays
+// what a checkpoint would.
 class SyncStore final : public SnapshotStore {
  public:
-  static cairn::Result<std::unique_ptr<SyncStore>> Open(const std::string& dir);
+  static cairn::Result<std::unique_ptr<SyncStore>> Open(const std::string& dir, bool fsync);
   ~SyncStore() override;
-  const char* name() const override { return "sync"; }
+  const char* name() const override { return fsync_ ? "sync+fsync" : "sync"; }
   cairn::Status Push(int64_t step, const void* data, size_t bytes) override;
   cairn::Status Pop(int64_t step, void* dst, size_t bytes) override;
   cairn::Status Close() override;
@@ -61,9 +65,10 @@ class SyncStore final : public SnapshotStore {
   uint64_t bytes_read() const { return read_; }
 
  private:
-  explicit SyncStore(std::string dir) : dir_(std::move(dir)) {}
+  SyncStore(std::string dir, bool fsync) : dir_(std::move(dir)), fsync_(fsync) {}
   std::string Path(int64_t step) const;
   std::string dir_;
+  bool fsync_;
   uint64_t written_ = 0, read_ = 0;
 };
 
