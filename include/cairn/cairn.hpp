@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "cairn/config.hpp"
+#include "cairn/export.h"
 #include "cairn/status.hpp"
 
 namespace cairn {
@@ -96,7 +97,7 @@ struct Stats {
 
 class History;
 
-class Client {
+class CAIRN_EXPORT Client {
  public:
   // Opens a client. Creates the directories it needs (mode 0700), allocates the
   // host cache (never grows afterwards) and starts the background threads.
@@ -164,7 +165,7 @@ class Client {
 // its cache blocks are freed and its file is deleted; a step consumed before its
 // flush began is never written. Pops trigger prefetching of the next lower
 // steps into the cache. Ephemeral unless history_persistent is set.
-class History {
+class CAIRN_EXPORT History {
  public:
   ~History();  // Close(), ignoring its Status.
   History(const History&) = delete;
