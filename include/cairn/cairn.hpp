@@ -121,6 +121,8 @@ class CAIRN_EXPORT Client {
   // Device captures start after the work on the legacy default stream;
   // synchronize other streams that write the region before Checkpoint.
   Status Protect(int id, void* ptr, size_t bytes);
+  // Forgets region `id`; later checkpoints leave it out. kNotFound if it is
+  // not protected, kState once the client is closed.
   Status Unprotect(int id);
 
   // Captures every protected region into version `version` (>= 0) of `name`.
@@ -149,7 +151,9 @@ class CAIRN_EXPORT Client {
   // Opens the adjoint history `name` (see History).
   Result<std::unique_ptr<History>> OpenHistory(std::string_view name);
 
+  // A snapshot of the pipeline's counters; all zero once the client is closed.
   Stats GetStats() const;
+  // The configuration the client was opened with.
   const Config& config() const;
 
   struct Impl;

@@ -40,6 +40,7 @@ enum class DeviceCacheInit : int {
   kIncremental = 1,  // reserve the range, map it chunk by chunk in the background
 };
 CAIRN_EXPORT const char* DeviceCacheInitName(DeviceCacheInit init);  // "direct", "incremental"
+// "direct" or "incremental"; kConfig on anything else.
 CAIRN_EXPORT Result<DeviceCacheInit> ParseDeviceCacheInit(std::string_view text);
 
 struct CAIRN_EXPORT Config {
