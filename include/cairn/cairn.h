@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cairn/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -39,11 +41,11 @@ enum {
 /* cairn_open - open a client.
  * config_path: a TOML file, or NULL for defaults; CAIRN_* environment
  * variables override both (docs/config.md). On success *out is a new client. */
-int cairn_open(const char *config_path, cairn_client_t **out);
+CAIRN_EXPORT int cairn_open(const char *config_path, cairn_client_t **out);
 
 /* cairn_close - drain pending flushes, join background threads, free c.
  * Returns the first unreported flush error. c is freed even on error. NULL ok. */
-int cairn_close(cairn_client_t *c);
+CAIRN_EXPORT int cairn_close(cairn_client_t *c);
 
 /* cairn_protect - register region id at [ptr, ptr+bytes); re-registering an
  * id replaces it. The memory must stay valid until unprotect/close. ptr may be
@@ -53,51 +55,53 @@ int cairn_close(cairn_client_t *c);
  * GPU (the message says why). Checkpoints of device memory start after the
  * work queued on the legacy default stream; synchronize other streams that
  * write it first. */
-int cairn_protect(cairn_client_t *c, int id, void *ptr, size_t bytes);
+CAIRN_EXPORT int cairn_protect(cairn_client_t *c, int id, void *ptr, size_t bytes);
 
 /* cairn_unprotect - forget region id. CAIRN_ERR_NOT_FOUND if unknown. */
-int cairn_unprotect(cairn_client_t *c, int id);
+CAIRN_EXPORT int cairn_unprotect(cairn_client_t *c, int id);
 
 /* cairn_checkpoint - capture all protected regions as version (>= 0) of name.
  * Returns once the data is in the host cache (device regions: in the device
  * cache, when device_cache.size is set); flushing continues in the
  * background. Names: 1-128 chars, no '/', no "..", no control characters. */
-int cairn_checkpoint(cairn_client_t *c, const char *name, int64_t version);
+CAIRN_EXPORT int cairn_checkpoint(cairn_client_t *c, const char *name, int64_t version);
 
 /* cairn_wait - block until version is durable at level; reports a failed
  * flush as its error code. */
-int cairn_wait(cairn_client_t *c, const char *name, int64_t version, cairn_level_t level);
+CAIRN_EXPORT int cairn_wait(cairn_client_t *c, const char *name, int64_t version,
+                            cairn_level_t level);
 
 /* cairn_latest - newest committed version of name whose data verifies (damaged
  * versions are skipped). CAIRN_ERR_NOT_FOUND if none. */
-int cairn_latest(cairn_client_t *c, const char *name, int64_t *version_out);
+CAIRN_EXPORT int cairn_latest(cairn_client_t *c, const char *name, int64_t *version_out);
 
 /* cairn_restore - copy version into the protected regions, verifying
  * checksums. CAIRN_ERR_CORRUPT if damaged (use cairn_latest to fall back),
  * CAIRN_ERR_SIZE_MISMATCH if a region's size differs. */
-int cairn_restore(cairn_client_t *c, const char *name, int64_t version);
+CAIRN_EXPORT int cairn_restore(cairn_client_t *c, const char *name, int64_t version);
 
 /* cairn_history_open - open the adjoint history name (ephemeral by default). */
-int cairn_history_open(cairn_client_t *c, const char *name, cairn_history_t **out);
+CAIRN_EXPORT int cairn_history_open(cairn_client_t *c, const char *name, cairn_history_t **out);
 
 /* cairn_history_push - copy bytes at data as step (>= 0); returns once copied. */
-int cairn_history_push(cairn_history_t *h, int64_t step, const void *data, size_t bytes);
+CAIRN_EXPORT int cairn_history_push(cairn_history_t *h, int64_t step, const void *data,
+                                    size_t bytes);
 
 /* cairn_history_pop - copy step into dst (capacity bytes), consume it, and
  * store its size in *bytes_out (may be NULL). Prefetches the next lower steps.
  * CAIRN_ERR_SIZE_MISMATCH if capacity is too small (step not consumed). */
-int cairn_history_pop(cairn_history_t *h, int64_t step, void *dst, size_t capacity,
-                      size_t *bytes_out);
+CAIRN_EXPORT int cairn_history_pop(cairn_history_t *h, int64_t step, void *dst, size_t capacity,
+                                   size_t *bytes_out);
 
 /* cairn_history_close - drop remaining steps and free h. NULL ok. */
-int cairn_history_close(cairn_history_t *h);
+CAIRN_EXPORT int cairn_history_close(cairn_history_t *h);
 
 /* cairn_strerror - static description of an error code; never NULL. */
-const char *cairn_strerror(int err);
+CAIRN_EXPORT const char *cairn_strerror(int err);
 
 /* cairn_last_error - detailed message of this thread's last failed Cairn call
  * ("" if none). Valid until the thread's next Cairn call. */
-const char *cairn_last_error(void);
+CAIRN_EXPORT const char *cairn_last_error(void);
 
 /* Pipeline statistics (cairn::Stats in cairn.hpp). The fields are declared once,
  * in cairn/cairn_stats.def (listed with their meaning in docs/stats.md): each is
@@ -143,7 +147,7 @@ typedef enum {
 /* cairn_stats - snapshot of the client's statistics into out, whose size the
  * caller sets first (see cairn_stats_t). CAIRN_ERR_INVALID_ARGUMENT when
  * out->size is smaller than the size member itself (e.g. 0: not set). */
-int cairn_stats(cairn_client_t *c, cairn_stats_t *out);
+CAIRN_EXPORT int cairn_stats(cairn_client_t *c, cairn_stats_t *out);
 
 #ifdef __cplusplus
 }

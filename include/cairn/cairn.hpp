@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "cairn/config.hpp"
+#include "cairn/export.h"
 #include "cairn/status.hpp"
 
 namespace cairn {
@@ -96,7 +97,7 @@ struct Stats {
 
 class History;
 
-class Client {
+class CAIRN_EXPORT Client {
  public:
   // Opens a client. Creates the directories it needs (mode 0700), allocates the
   // host cache (never grows afterwards) and starts the background threads.
@@ -120,6 +121,8 @@ class Client {
   // Device captures start after the work on the legacy default stream;
   // synchronize other streams that write the region before Checkpoint.
   Status Protect(int id, void* ptr, size_t bytes);
+  // Forgets region `id`; later checkpoints leave it out. kNotFound if it is
+  // not protected, kState once the client is closed.
   Status Unprotect(int id);
 
   // Captures every protected region into version `version` (>= 0) of `name`.
@@ -148,7 +151,9 @@ class Client {
   // Opens the adjoint history `name` (see History).
   Result<std::unique_ptr<History>> OpenHistory(std::string_view name);
 
+  // A snapshot of the pipeline's counters; all zero once the client is closed.
   Stats GetStats() const;
+  // The configuration the client was opened with.
   const Config& config() const;
 
   struct Impl;
@@ -164,7 +169,7 @@ class Client {
 // its cache blocks are freed and its file is deleted; a step consumed before its
 // flush began is never written. Pops trigger prefetching of the next lower
 // steps into the cache. Ephemeral unless history_persistent is set.
-class History {
+class CAIRN_EXPORT History {
  public:
   ~History();  // Close(), ignoring its Status.
   History(const History&) = delete;

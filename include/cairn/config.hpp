@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "cairn/export.h"
 #include "cairn/status.hpp"
 
 namespace cairn {
@@ -28,9 +29,9 @@ enum class CacheInit : int {
   kSequential = 4,  // touch only while no capture or flush moves memory
   kAdaptive = 5,    // a model picks concurrent or sequential, online
 };
-const char* CacheInitName(CacheInit init);  // "eager", ...
+CAIRN_EXPORT const char* CacheInitName(CacheInit init);  // "eager", ...
 // "eager", "memset", "lazy", "concurrent", "sequential", "adaptive".
-Result<CacheInit> ParseCacheInit(std::string_view text);
+CAIRN_EXPORT Result<CacheInit> ParseCacheInit(std::string_view text);
 
 // How the device cache gets its GPU memory (docs/gpu.md, "Device cache").
 // Numeric values match cairn_device_cache_init_t.
@@ -38,10 +39,11 @@ enum class DeviceCacheInit : int {
   kDirect = 0,       // one cuMemAlloc of the whole cache at open: the baseline
   kIncremental = 1,  // reserve the range, map it chunk by chunk in the background
 };
-const char* DeviceCacheInitName(DeviceCacheInit init);  // "direct", "incremental"
-Result<DeviceCacheInit> ParseDeviceCacheInit(std::string_view text);
+CAIRN_EXPORT const char* DeviceCacheInitName(DeviceCacheInit init);  // "direct", "incremental"
+// "direct" or "incremental"; kConfig on anything else.
+CAIRN_EXPORT Result<DeviceCacheInit> ParseDeviceCacheInit(std::string_view text);
 
-struct Config {
+struct CAIRN_EXPORT Config {
   // [storage]
   std::string scratch_dir;     // local (node-local) directory; CAIRN_SCRATCH
   std::string persistent_dir;  // shared/persistent directory, "" = none; CAIRN_PERSISTENT
@@ -104,20 +106,20 @@ struct Config {
 };
 
 // Built-in defaults: scratch_dir = $TMPDIR/cairn-$USER/scratch (or /tmp/...).
-Config DefaultConfig();
+CAIRN_EXPORT Config DefaultConfig();
 
 // Defaults, then the TOML file at `path` (nullptr or "" = no file), then the
 // CAIRN_* environment variables, then Validate(). Unknown keys, bad types and
 // bad values give kConfig with the key's name and the file's line.
-Result<Config> LoadConfig(const char* path);
+CAIRN_EXPORT Result<Config> LoadConfig(const char* path);
 
 // Same, from TOML text (for tests and embedding); `origin` names it in errors.
-Result<Config> LoadConfigFromString(std::string_view toml, std::string_view origin,
-                                   bool apply_environment);
+CAIRN_EXPORT Result<Config> LoadConfigFromString(std::string_view toml, std::string_view origin,
+                                                bool apply_environment);
 
 // "512MiB", "4 GiB", "100MB", "4096" -> bytes. kConfig on anything else.
-Result<uint64_t> ParseSize(std::string_view text);
+CAIRN_EXPORT Result<uint64_t> ParseSize(std::string_view text);
 // 536870912 -> "512 MiB" (binary units, up to 3 significant digits).
-std::string FormatSize(uint64_t bytes);
+CAIRN_EXPORT std::string FormatSize(uint64_t bytes);
 
 }  // namespace cairn

@@ -12,6 +12,8 @@
 #include <utility>
 #include <variant>
 
+#include "cairn/export.h"
+
 namespace cairn {
 
 // The codes are declared once, in cairn/cairn_errors.def, with their meaning.
@@ -23,9 +25,9 @@ enum class Code : int {
 };
 
 // Human-readable short name for a code ("corrupt", "no space", ...).
-const char* CodeName(Code code) noexcept;
+CAIRN_EXPORT const char* CodeName(Code code) noexcept;
 
-class [[nodiscard]] Status {
+class [[nodiscard]] CAIRN_EXPORT Status {
  public:
   Status() noexcept = default;  // OK
   Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
