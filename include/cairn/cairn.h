@@ -43,8 +43,11 @@ enum {
  * variables override both (docs/config.md). On success *out is a new client. */
 CAIRN_EXPORT int cairn_open(const char *config_path, cairn_client_t **out);
 
-/* cairn_close - drain pending flushes, join background threads, free c.
- * Returns the first unreported flush error. c is freed even on error. NULL ok. */
+/* cairn_close - drain pending flushes, persistent copies and retention
+ * deletes, join background threads, free c. A run that waited only at
+ * CAIRN_LEVEL_LOCAL pays its pending persistent copies here (docs/design.md,
+ * "What Close waits for"). Returns the first unreported flush error. c is
+ * freed even on error. NULL ok. */
 CAIRN_EXPORT int cairn_close(cairn_client_t *c);
 
 /* cairn_protect - register region id at [ptr, ptr+bytes); re-registering an

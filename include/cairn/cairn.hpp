@@ -109,8 +109,10 @@ class CAIRN_EXPORT Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // Drains pending flushes, joins all threads, releases the cache. Returns the
-  // first flush error not yet reported by Wait(). Idempotent.
+  // Drains pending flushes, persistent copies and retention deletes (a run
+  // that waited only at kLocal pays its pending persistent copies here), joins
+  // all threads, releases the cache. Returns the first flush error not yet
+  // reported by Wait(). Idempotent.
   Status Close();
 
   // Registers (or re-registers) region `id` (any int) at [ptr, ptr+bytes).
