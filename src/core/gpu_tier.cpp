@@ -30,14 +30,14 @@ Status Pipeline::OpenGpu() {
     // Host-only from here on: device pointers are rejected with this reason.
     gpu_unavailable_ = rt.status();
     if (config_.device_cache_bytes > 0) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       stats_.device.map_error = "device_cache.size is set but no GPU is usable: " + rt.status().ToString();
     }
     return Status::Ok();
   }
   gpu_ = std::move(rt).value();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stats_.device.gpu = true;
     stats_.device.init = config_.device_cache_init;
   }
@@ -51,14 +51,14 @@ Status Pipeline::OpenGpu() {
       // mu_ orders the wake-up after any waiter's predicate check.
       .on_progress =
           [this] {
-            std::lock_guard l(mu_);
+            MutexLock l(&mu_);
             cv_app_.notify_all();
             cv_device_.notify_all();
           },
   };
   const auto t0 = std::chrono::steady_clock::now();
   auto cache = gpu::DeviceCache::Create(*gpu_, options);
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (!cache.ok()) {
     // The cache is an accelerator, not a requirement: captures of device
     // regions then go straight to the host cache.
@@ -74,7 +74,7 @@ Status Pipeline::OpenGpu() {
 }
 
 Status Pipeline::EnsureGpuIo() {
-  std::lock_guard lock(gpu_io_mu_);
+  MutexLock lock(&gpu_io_mu_);
   if (gpu_io_ready_) return Status::Ok();
   if (!gpu_) return gpu_unavailable_;
   // The application's blocking copies order after its work on the legacy
@@ -84,7 +84,7 @@ Status Pipeline::EnsureGpuIo() {
   CAIRN_ASSIGN_OR_RETURN(capture_stream_, gpu::Stream::Create(*gpu_, Sync::kWithLegacyStream));
   CAIRN_ASSIGN_OR_RETURN(drain_stream_, gpu::Stream::Create(*gpu_, Sync::kIndependent));
   {
-    std::lock_guard rs(restore_stream_mu_);
+    MutexLock rs(&restore_stream_mu_);
     CAIRN_ASSIGN_OR_RETURN(restore_stream_, gpu::Stream::Create(*gpu_, Sync::kWithLegacyStream));
   }
   for (int i = 0; i < config_.bounce_buffers; ++i) {
@@ -145,13 +145,12 @@ std::optional<uint32_t> Pipeline::TryAcquireSlot() {
   }
 }
 
-std::optional<int32_t> Pipeline::AcquireSlot(Lock& lock) {
+std::optional<int32_t> Pipeline::AcquireSlot() {
   for (;;) {
     if (!DeviceCacheUsable()) return std::nullopt;
     if (auto s = TryAcquireSlot()) return static_cast<int32_t>(*s);
     // Waiting for the mapping thread, or for the device mover to drain.
     WaitAsCaptureBlocked(
-        lock,
         dcache_->mapping_done() ? "blocked: device cache full" : "blocked: device cache mapping",
         /*device=*/true);
   }
@@ -208,7 +207,7 @@ Status Pipeline::GpuCopy(gpu::Stream& stream, std::span<const CopySegment> segme
 
 Status Pipeline::RestoreCopy(std::span<const CopySegment> segments) {
   CAIRN_RETURN_IF_ERROR(EnsureGpuIo());
-  std::lock_guard lock(restore_stream_mu_);
+  MutexLock lock(&restore_stream_mu_);
   return GpuCopy(*restore_stream_, segments);
 }
 
@@ -216,10 +215,10 @@ Status Pipeline::RestoreCopy(std::span<const CopySegment> segments) {
 // The device mover
 
 void Pipeline::DeviceMoverLoop(std::stop_token stop) {
-  Lock lock(mu_);
+  MutexLock lock(&mu_);
   while (true) {
     EntryPtr prefetch;
-    if (!cv_device_.wait(lock, stop, [&] {
+    if (!cv_device_.wait(lock, stop, [&]() CAIRN_REQUIRES(mu_) {
           return !drain_queue_.empty() || (prefetch = FindDevicePrefetchTarget()) != nullptr;
         })) {
       return;  // stop requested; Shutdown drained the queue before
@@ -228,23 +227,23 @@ void Pipeline::DeviceMoverLoop(std::stop_token stop) {
       auto [e, b] = drain_queue_.front();
       drain_queue_.pop_front();
       drainer_busy_ = true;
-      DrainBlock(lock, e, b);
+      DrainBlock(e, b);
       drainer_busy_ = false;
       cv_app_.notify_all();
       continue;
     }
-    DevicePrefetch(lock, prefetch);
+    DevicePrefetch(prefetch);
     cv_app_.notify_all();
   }
 }
 
 // Copies one captured block from its device slot into a host chunk, where the
-// checksum and flush stages take over. Called and returns with mu_ held.
-void Pipeline::DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block) {
+// checksum and flush stages take over. Drops mu_ for the copy.
+void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
   BlockState& bs = e->blocks[block];
   // Popped before it was drained (the pop was served from the device), or
   // its flush failed: the slot is evictable, nothing goes to the host.
-  auto nothing_to_drain = [&] {
+  auto nothing_to_drain = [&]() CAIRN_REQUIRES(mu_) {
     if (!e->consumed && !e->failed() && bs.dsealed) return false;
     if (e->consumed) {
       if (e->pins == 0) DropSlot(*e, block);
@@ -262,7 +261,7 @@ void Pipeline::DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block) {
   // larger than the host cache would wait for itself. The slot cannot go
   // meanwhile: it is neither device-clean (evictable) nor released unless
   // the entry is consumed, which is checked again below.
-  const int32_t chunk = AcquireChunk(lock, padded, nullptr, /*app=*/false);
+  const int32_t chunk = AcquireChunk(padded, nullptr, /*app=*/false);
   if (nothing_to_drain()) {  // it notified the waiters
     cache_->Free(static_cast<uint32_t>(chunk));
     return;
@@ -273,9 +272,9 @@ void Pipeline::DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block) {
   const auto* src = reinterpret_cast<const void*>(dcache_->address(static_cast<uint32_t>(bs.slot)));
   const bool registered = host_registered_;
   UseBandwidth(+1, /*capture=*/false);
-  lock.unlock();
   const auto t0 = std::chrono::steady_clock::now();
   Status s;
+  mu_.Unlock();  // the device -> host copy (and the memcpy out of the bounce buffer)
   if (registered) {
     // DMA straight into the page-locked cache.
     const CopySegment seg{.dst = dst, .src = src, .bytes = length};
@@ -290,7 +289,7 @@ void Pipeline::DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block) {
   }
   if (s.ok() && padded > length) std::memset(dst + length, 0, padded - length);
   const auto t1 = std::chrono::steady_clock::now();
-  lock.lock();
+  mu_.Lock();
   UseBandwidth(-1, /*capture=*/false);
   if (!s.ok()) {
     cache_->Free(static_cast<uint32_t>(chunk));
@@ -325,7 +324,7 @@ void Pipeline::DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block) {
   TraceCache();
 }
 
-// REQUIRES mu_. The next history step worth copying host -> device, or
+// The next history step worth copying host -> device, or
 // nullptr: the same order as the host prefetcher (highest step first, within
 // history.prefetch_depth), for device/managed steps whose blocks are all in
 // the host cache but not all in the device cache, when room can be made
@@ -359,9 +358,8 @@ EntryPtr Pipeline::FindDevicePrefetchTarget() {
   return nullptr;
 }
 
-// Copies a host-resident step into device slots. Called and returns with mu_
-// held.
-void Pipeline::DevicePrefetch(Lock& lock, const EntryPtr& e) {
+// Copies a host-resident step into device slots. Drops mu_ for the copies.
+void Pipeline::DevicePrefetch(const EntryPtr& e) {
   const auto t0 = std::chrono::steady_clock::now();
   e->device_prefetching = true;
   ++e->pins;  // its host chunks stay while we read them
@@ -380,9 +378,11 @@ void Pipeline::DevicePrefetch(Lock& lock, const EntryPtr& e) {
                         .src = cache_->data(static_cast<uint32_t>(bs.chunk)),
                         .bytes = e->layout.blocks[b].length});
   }
-  lock.unlock();
-  Status s = GpuCopy(*drain_stream_, segments);
-  lock.lock();
+  Status s;
+  {
+    MutexUnlock unlocked(&mu_);  // host -> device copies
+    s = GpuCopy(*drain_stream_, segments);
+  }
   e->device_prefetching = false;
   uint64_t bytes = 0;
   for (uint32_t b : filled) {

@@ -19,16 +19,16 @@ void Pipeline::EnqueueMover(std::function<void()> task) {
 }
 
 void Pipeline::MoverLoop(std::stop_token stop) {
-  Lock lock(mu_);
+  MutexLock lock(&mu_);
   while (true) {
-    cv_mover_.wait(lock, stop, [&] { return !mover_queue_.empty(); });
+    cv_mover_.wait(lock, stop, [&]() CAIRN_REQUIRES(mu_) { return !mover_queue_.empty(); });
     if (mover_queue_.empty()) return;
     auto task = std::move(mover_queue_.front());
     mover_queue_.pop_front();
     mover_busy_ = true;
-    lock.unlock();
+    lock.Unlock();
     task();
-    lock.lock();
+    lock.Lock();
     mover_busy_ = false;
     cv_app_.notify_all();
   }
@@ -69,7 +69,7 @@ void Pipeline::PersistEntry(const EntryPtr& e) {
   Status s = CopyVerified(fs_, from, *persistent_, static_cast<uint32_t>(config_.block_bytes));
   double seconds = SecondsSince(t0);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     e->persist_pending = false;
     if (s.ok()) {
       tracer_.Span("persist", "persistent", t0, std::chrono::steady_clock::now(),
@@ -103,7 +103,7 @@ void Pipeline::ApplyRetention(const std::string& name) {
     std::vector<int64_t> doomed(versions->begin(), versions->end() - static_cast<ptrdiff_t>(keep));
     for (int64_t v : doomed) {
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(&mu_);
         EntryPtr e = Find(kind, name, v);
         if (e && (e->persist_pending || !e->local_committed)) continue;
         // Older than the newest `keep` committed ones: forget it everywhere.

@@ -91,23 +91,20 @@ Status Pipeline::Init() {
 Pipeline::~Pipeline() { (void)Shutdown(); }
 
 Status Pipeline::Shutdown() {
-  {
-    Lock lock(mu_);
-    if (shut_down_) return Status::Ok();
-    closing_ = true;
-  }
   // Histories first: their unflushed steps are consumed, not written.
   std::vector<std::string> open_histories;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
+    if (shut_down_) return Status::Ok();
+    closing_ = true;
     for (const auto& [name, h] : histories_) open_histories.push_back(name);
   }
   for (const auto& name : open_histories) (void)CloseHistory(name);
 
   Status first_error;
   {
-    Lock lock(mu_);
-    cv_app_.wait(lock, [&] {
+    MutexLock lock(&mu_);
+    cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
       return flush_queue_.empty() && checksum_queue_.empty() && mover_queue_.empty() &&
              drain_queue_.empty() && !mover_busy_ && !flusher_busy_ && !drainer_busy_;
     });
@@ -118,19 +115,28 @@ Status Pipeline::Shutdown() {
   NotifyAll();
   threads_.clear();  // joins
   copier_.reset();
+  std::optional<HostCache> cache;
+  bool pinned = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     catalog_.clear();
     clean_.Clear();
     dclean_.Clear();
-    if (pinned_) pinner_->Unpin(cache_->base(), cache_->mapped_bytes());
-    pinned_ = false;
+    pinned = std::exchange(pinned_, false);
+    cache = std::move(cache_);
     cache_.reset();
   }
+  // Every thread is joined: the cache is ours alone, unpinned and unmapped
+  // without the lock (munlock/unregister are system calls).
+  if (pinned) pinner_->Unpin(cache->base(), cache->mapped_bytes());
+  cache.reset();
   // GPU objects last, the runtime (context) after everything made on it.
   capture_stream_.reset();
   drain_stream_.reset();
-  restore_stream_.reset();
+  {
+    MutexLock lock(&restore_stream_mu_);
+    restore_stream_.reset();
+  }
   bounce_.clear();
   dcache_.reset();
   gpu_.reset();
@@ -170,21 +176,21 @@ std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* wa
   }
 }
 
-int32_t Pipeline::AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touched, bool app) {
+int32_t Pipeline::AcquireChunk(uint32_t write_bytes, bool* was_touched, bool app) {
   for (;;) {
     if (auto c = TryAcquireChunk(write_bytes, was_touched)) return static_cast<int32_t>(*c);
     // Back-pressure: every chunk holds data not yet flushed (or pinned).
     if (app) {
-      WaitAsCaptureBlocked(lock, "blocked: cache full");
+      WaitAsCaptureBlocked("blocked: cache full");
     } else {
-      cv_app_.wait(lock);
+      cv_app_.wait(mu_);
     }
   }
 }
 
-void Pipeline::WaitAsCaptureBlocked(Lock& lock, const char* span, bool device) {
+void Pipeline::WaitAsCaptureBlocked(const char* span, bool device) {
   const auto w0 = std::chrono::steady_clock::now();
-  cv_app_.wait(lock);
+  cv_app_.wait(mu_);
   const auto w1 = std::chrono::steady_clock::now();
   (device ? stats_.device.capture_blocked_s : stats_.capture_blocked_s) += SecondsBetween(w0, w1);
   tracer_.Span(span, "app", w0, w1, 0);
@@ -201,8 +207,8 @@ bool Pipeline::DrainRoomAfterTaking(const Entry& capturing) const {
   return free + clean_.CountEvictableFor(capturing, 2 - free, HostBusy) >= 2;
 }
 
-void Pipeline::WaitForDrainRoom(Lock& lock, const Entry& capturing) {
-  while (!DrainRoomAfterTaking(capturing)) WaitAsCaptureBlocked(lock, "blocked: host cache kept for drains");
+void Pipeline::WaitForDrainRoom(const Entry& capturing) {
+  while (!DrainRoomAfterTaking(capturing)) WaitAsCaptureBlocked("blocked: host cache kept for drains");
 }
 
 bool Pipeline::EvictOne(uint64_t below_seq) {
@@ -277,10 +283,7 @@ void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
 // ---------------------------------------------------------------------------
 // Capture
 
-Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_t number,
-                         const std::vector<CaptureSource>& sources) {
-  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
-  if (number < 0) return Status::InvalidArgument("version/step must be >= 0, got " + std::to_string(number));
+Status Pipeline::CheckSources(const std::vector<CaptureSource>& sources) {
   for (const auto& s : sources) {
     if (s.spec.memory != MemoryKind::kHost && s.spec.bytes > 0) {
       if (!gpu_) {
@@ -291,200 +294,170 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
       CAIRN_RETURN_IF_ERROR(EnsureGpuIo());
     }
   }
-  std::lock_guard capture_lock(capture_mu_);
-  const auto t0 = std::chrono::steady_clock::now();
-  double interval_s = -1;
-  EntryPtr e = std::make_shared<Entry>();
-  {
-    Lock lock(mu_);
-    if (closing_) return Status::State("client is closing");
-    if (kind == format::EntryKind::kHistoryStep && !histories_.contains(name)) {
-      return Status::State("history '" + name + "' is not open");
-    }
-    if (Find(kind, name, number)) {
-      return Status::Exists(std::string(kind == format::EntryKind::kCheckpoint ? "version " : "step ") +
-                            std::to_string(number) + " of '" + name + "' is still in the pipeline");
-    }
-    std::vector<format::RegionSpec> specs;
-    specs.reserve(sources.size());
-    for (const auto& s : sources) specs.push_back(s.spec);
-    e->seq = next_seq_++;
-    e->kind = kind;
-    e->name = name;
-    e->number = number;
-    e->layout = format::Layout::Make(specs, static_cast<uint32_t>(config_.block_bytes));
-    e->blocks.resize(e->layout.blocks.size());
-    catalog_.emplace(Key{kind, name, number}, e);
-    if (kind == format::EntryKind::kHistoryStep) histories_[name].steps.insert(number);
-    flush_queue_.push_back(e);
-    cv_flush_.notify_one();
-    // The compute interval that ended now feeds the adaptive touch model.
-    interval_s = last_capture_end_ ? SecondsBetween(*last_capture_end_, t0) : -1;
-    UseBandwidth(+1, /*capture=*/true);
-  }
+  return Status::Ok();
+}
 
-  double blocked_before = 0;
-  {
-    std::lock_guard lock(mu_);
-    blocked_before = CaptureBlockedSeconds();
+Status Pipeline::BeginCapture(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                              std::chrono::steady_clock::time_point t0, double* interval_s) {
+  const auto kind = e->kind;
+  const std::string& name = e->name;
+  if (closing_) return Status::State("client is closing");
+  if (kind == format::EntryKind::kHistoryStep && !histories_.contains(name)) {
+    return Status::State("history '" + name + "' is not open");
   }
-  // Blocks are copied in batches: the first block of a batch may wait for
-  // space, the others take whatever is free or evictable right now. A batch
-  // is copied in parallel (CopyEngine; device and managed sources through the
-  // capture stream) and then sealed at once. A block of a device or managed
-  // region goes to a device-cache slot when there is a device cache, else
-  // straight into a host chunk.
+  if (Find(kind, name, e->number)) {
+    return Status::Exists(std::string(kind == format::EntryKind::kCheckpoint ? "version " : "step ") +
+                          std::to_string(e->number) + " of '" + name + "' is still in the pipeline");
+  }
+  std::vector<format::RegionSpec> specs;
+  specs.reserve(sources.size());
+  for (const auto& s : sources) specs.push_back(s.spec);
+  e->seq = next_seq_++;
+  e->layout = format::Layout::Make(specs, static_cast<uint32_t>(config_.block_bytes));
+  e->blocks.resize(e->layout.blocks.size());
+  catalog_.emplace(Key{kind, name, e->number}, e);
+  if (kind == format::EntryKind::kHistoryStep) histories_[name].steps.insert(e->number);
+  flush_queue_.push_back(e);
+  cv_flush_.notify_one();
+  // The compute interval that ended at t0 feeds the adaptive touch model.
+  *interval_s = last_capture_end_ ? SecondsBetween(*last_capture_end_, t0) : -1;
+  UseBandwidth(+1, /*capture=*/true);
+  return Status::Ok();
+}
+
+// The first block of a batch may wait for space, the others take whatever is
+// free or evictable right now. A block of a device or managed region goes to
+// a device-cache slot when there is a device cache, else straight into a
+// host chunk.
+void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources, uint32_t b,
+                         CaptureBatch* batch) {
   constexpr uint32_t kMaxBatch = 16;
   const uint32_t nblocks = static_cast<uint32_t>(e->layout.blocks.size());
-  // host -> host chunk (CPU copies), into touched and into untouched chunks:
-  // copied one after the other, so that the touch model gets both rates.
-  std::vector<CopySegment> host_batch[2];
-  std::vector<CopySegment> gpu_batch;   // device/managed -> slot or host chunk
-  std::vector<bool> to_slot;            // per block of the batch
-  uint64_t gpu_bytes = 0;
-  double gpu_seconds = 0;
-  for (uint32_t b = 0; b < nblocks;) {
-    const uint32_t first = b;
-    host_batch[0].clear();
-    host_batch[1].clear();
-    gpu_batch.clear();
-    to_slot.clear();
-    bool touching = false;
-    bool touching_allowed = false;
-    {
-      Lock lock(mu_);
-      // A sequential toucher may end the slice it is in when a capture
-      // starts (a few ms): that is not touching during captures.
-      touching_allowed = touch_mode_ == TouchModel::Mode::kConcurrent;
-      do {
-        const auto& blk = e->layout.blocks[b];
-        const auto& region = e->layout.regions[blk.region];
-        const bool gpu_source = region.spec.memory != MemoryKind::kHost;
-        const auto* src = static_cast<const uint8_t*>(sources[blk.region].data) + (blk.offset - region.data_offset);
-        if (gpu_source && DeviceCacheUsable()) {
-          std::optional<int32_t> slot;
-          if (b == first) {
-            slot = AcquireSlot(lock);
-          } else if (auto sl = TryAcquireSlot()) {
-            slot = static_cast<int32_t>(*sl);
-          } else {
-            break;
-          }
-          if (slot) {
-            e->blocks[b].slot = *slot;
-            gpu_batch.push_back({.dst = reinterpret_cast<void*>(dcache_->address(static_cast<uint32_t>(*slot))),
-                                 .src = src, .bytes = blk.length});
-            to_slot.push_back(true);
-            ++b;
-            continue;
-          }
-          // The device cache has no slot at all (mapping failed at once):
-          // this block goes to the host cache.
-        }
-        int32_t chunk;
-        bool was_touched = false;
-        const uint32_t write_bytes = static_cast<uint32_t>(format::AlignUp(blk.length));
-        if (b == first) {
-          WaitForDrainRoom(lock, *e);
-          chunk = AcquireChunk(lock, write_bytes, &was_touched);
-        } else if (!DrainRoomAfterTaking(*e)) {
-          break;
-        } else if (auto c = TryAcquireChunk(write_bytes, &was_touched)) {
-          chunk = static_cast<int32_t>(*c);
-        } else {
-          break;
-        }
-        e->blocks[b].chunk = chunk;
-        NoteCaptureChunk(was_touched, blk.length);
-        const CopySegment seg{.dst = cache_->data(static_cast<uint32_t>(chunk)), .src = src, .bytes = blk.length};
-        (gpu_source ? gpu_batch : host_batch[was_touched ? 1 : 0]).push_back(seg);
-        to_slot.push_back(false);
-        ++b;
-      } while (b < nblocks && b - first < kMaxBatch);
-    }
-    touching = touching_.load(std::memory_order_relaxed);
-    Status copied;
-    if (!gpu_batch.empty()) {
-      const auto g0 = std::chrono::steady_clock::now();
-      copied = GpuCopy(*capture_stream_, gpu_batch);
-      gpu_seconds += SecondsSince(g0);
-      for (const auto& seg : gpu_batch) gpu_bytes += seg.bytes;
-    }
-    double copy_s[2] = {0, 0};  // into untouched, into touched
-    uint64_t copy_bytes[2] = {0, 0};
-    for (int touched : {1, 0}) {
-      const auto c0 = std::chrono::steady_clock::now();
-      CopyIn(MemoryKind::kHost, *copier_, host_batch[touched]);
-      copy_s[touched] = SecondsSince(c0);
-      for (const auto& seg : host_batch[touched]) copy_bytes[touched] += seg.bytes;
-    }
-    touching = touching || touching_.load(std::memory_order_relaxed);
-    // Direct I/O writes whole 4 KiB pages: zero the tails so no stale bytes of
-    // an older entry reach the file. (Drained slots get theirs in DrainBlock.)
-    for (uint32_t k = first; k < b; ++k) {
-      if (to_slot[k - first]) continue;
-      const uint32_t length = e->layout.blocks[k].length;
-      const size_t padded = format::AlignUp(length);
-      uint8_t* dst = cache_->data(static_cast<uint32_t>(e->blocks[k].chunk));
-      if (padded > length) std::memset(dst + length, 0, padded - length);
-    }
-    std::lock_guard lock(mu_);
-    if (!copied.ok()) {
-      // A device copy failed: this version never existed. Its blocks are
-      // released and the flusher skips it; committed versions are untouched.
-      for (uint32_t k = first; k < b; ++k) {
-        BlockState& bs = e->blocks[k];
-        if (bs.chunk >= 0) cache_->Free(static_cast<uint32_t>(bs.chunk));
-        if (bs.slot >= 0) dcache_->Free(static_cast<uint32_t>(bs.slot));
-        bs.chunk = bs.slot = -1;
+  *batch = CaptureBatch{.first = b};
+  // A sequential toucher may end the slice it is in when a capture starts (a
+  // few ms): that is not touching during captures.
+  batch->touching_allowed = touch_mode_ == TouchModel::Mode::kConcurrent;
+  for (; b < nblocks && b - batch->first < kMaxBatch; ++b) {
+    const bool first = b == batch->first;
+    const auto& blk = e->layout.blocks[b];
+    const auto& region = e->layout.regions[blk.region];
+    const bool gpu_source = region.spec.memory != MemoryKind::kHost;
+    const auto* src = static_cast<const uint8_t*>(sources[blk.region].data) + (blk.offset - region.data_offset);
+    if (gpu_source && DeviceCacheUsable()) {
+      std::optional<int32_t> slot;
+      if (first) {
+        slot = AcquireSlot();
+      } else if (auto sl = TryAcquireSlot()) {
+        slot = static_cast<int32_t>(*sl);
+      } else {
+        break;
       }
-      if (kind == format::EntryKind::kHistoryStep) {
-        if (auto h = histories_.find(name); h != histories_.end()) h->second.steps.erase(number);
-      }
-      e->capture_done = true;
-      Consume(e);
-      UseBandwidth(-1, /*capture=*/true);
-      cv_app_.notify_all();
-      return copied.WithContext(std::string(kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push") +
-                                " of '" + name + "' " + std::to_string(number));
-    }
-    if (gpu_batch.empty()) {  // device copies overlap: no host rate
-      for (int touched : {1, 0}) {
-        touch_model_.OnCaptureCopy(copy_bytes[touched], copy_s[touched], touched == 1,
-                                   touching && touching_allowed);
-      }
-    }
-    for (uint32_t k = first; k < b; ++k) {
-      BlockState& bs = e->blocks[k];
-      if (to_slot[k - first]) {
-        bs.dsealed = true;
-        if (e->failed() || e->consumed) {
-          MarkDeviceClean(*e, k);
-        } else {
-          drain_queue_.emplace_back(e, k);
-        }
+      if (slot) {
+        e->blocks[b].slot = *slot;
+        batch->gpu.push_back({.dst = reinterpret_cast<void*>(dcache_->address(static_cast<uint32_t>(*slot))),
+                              .src = src, .bytes = blk.length});
+        batch->to_slot.push_back(true);
         continue;
       }
-      bs.sealed = true;
-      ++e->sealed_blocks;
-      ++e->resident_blocks;
-      if (e->failed() || e->consumed) {
-        MarkClean(*e, k);
-      } else {
-        dirty_bytes_ += e->layout.blocks[k].length;
-        checksum_queue_.emplace_back(e, k);
-      }
+      // The device cache has no slot at all (mapping failed at once): this
+      // block goes to the host cache.
     }
-    cv_checksum_.notify_one();
-    cv_device_.notify_one();
+    int32_t chunk;
+    bool was_touched = false;
+    const uint32_t write_bytes = static_cast<uint32_t>(format::AlignUp(blk.length));
+    if (first) {
+      WaitForDrainRoom(*e);
+      chunk = AcquireChunk(write_bytes, &was_touched);
+    } else if (!DrainRoomAfterTaking(*e)) {
+      break;
+    } else if (auto c = TryAcquireChunk(write_bytes, &was_touched)) {
+      chunk = static_cast<int32_t>(*c);
+    } else {
+      break;
+    }
+    e->blocks[b].chunk = chunk;
+    NoteCaptureChunk(was_touched, blk.length);
+    uint8_t* dst = cache_->data(static_cast<uint32_t>(chunk));
+    const CopySegment seg{.dst = dst, .src = src, .bytes = blk.length};
+    (gpu_source ? batch->gpu : batch->host[was_touched ? 1 : 0]).push_back(seg);
+    batch->to_slot.push_back(false);
+    // Direct I/O writes whole 4 KiB pages: the tail is zeroed so no stale
+    // bytes of an older entry reach the file. (Drained slots get theirs in
+    // DrainBlock.)
+    if (write_bytes > blk.length) batch->tails.emplace_back(dst + blk.length, write_bytes - blk.length);
   }
-  if (gpu_bytes > 0) {
-    std::lock_guard lock(mu_);
-    stats_.device.capture.bytes += gpu_bytes;
-    stats_.device.capture.ops += 1;
-    stats_.device.capture.seconds += gpu_seconds;
+  batch->end = b;
+}
+
+Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_bytes[2], bool* touching,
+                           uint64_t* gpu_bytes, double* gpu_seconds) {
+  *touching = touching_.load(std::memory_order_relaxed);
+  Status copied;
+  if (!batch.gpu.empty()) {
+    const auto g0 = std::chrono::steady_clock::now();
+    copied = GpuCopy(*capture_stream_, batch.gpu);
+    *gpu_seconds += SecondsSince(g0);
+    for (const auto& seg : batch.gpu) *gpu_bytes += seg.bytes;
   }
-  std::lock_guard lock(mu_);
+  for (int touched : {1, 0}) {
+    const auto c0 = std::chrono::steady_clock::now();
+    CopyIn(MemoryKind::kHost, *copier_, batch.host[touched]);
+    copy_s[touched] = SecondsSince(c0);
+    for (const auto& seg : batch.host[touched]) copy_bytes[touched] += seg.bytes;
+  }
+  *touching = *touching || touching_.load(std::memory_order_relaxed);
+  for (const auto& [tail, n] : batch.tails) std::memset(tail, 0, n);
+  return copied;
+}
+
+Status Pipeline::RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, const Status& copied) {
+  // Its blocks are released and the flusher skips it; committed versions are
+  // untouched.
+  for (uint32_t k = batch.first; k < batch.end; ++k) {
+    BlockState& bs = e->blocks[k];
+    if (bs.chunk >= 0) cache_->Free(static_cast<uint32_t>(bs.chunk));
+    if (bs.slot >= 0) dcache_->Free(static_cast<uint32_t>(bs.slot));
+    bs.chunk = bs.slot = -1;
+  }
+  if (e->kind == format::EntryKind::kHistoryStep) {
+    if (auto h = histories_.find(e->name); h != histories_.end()) h->second.steps.erase(e->number);
+  }
+  e->capture_done = true;
+  Consume(e);
+  UseBandwidth(-1, /*capture=*/true);
+  cv_app_.notify_all();
+  return copied.WithContext(std::string(e->kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push") +
+                            " of '" + e->name + "' " + std::to_string(e->number));
+}
+
+void Pipeline::SealBatch(const EntryPtr& e, const CaptureBatch& batch) {
+  for (uint32_t k = batch.first; k < batch.end; ++k) {
+    BlockState& bs = e->blocks[k];
+    if (batch.to_slot[k - batch.first]) {
+      bs.dsealed = true;
+      if (e->failed() || e->consumed) {
+        MarkDeviceClean(*e, k);
+      } else {
+        drain_queue_.emplace_back(e, k);
+      }
+      continue;
+    }
+    bs.sealed = true;
+    ++e->sealed_blocks;
+    ++e->resident_blocks;
+    if (e->failed() || e->consumed) {
+      MarkClean(*e, k);
+    } else {
+      dirty_bytes_ += e->layout.blocks[k].length;
+      checksum_queue_.emplace_back(e, k);
+    }
+  }
+  cv_checksum_.notify_one();
+  cv_device_.notify_one();
+}
+
+void Pipeline::EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double interval_s,
+                          double blocked_before) {
   e->capture_done = true;
   double elapsed = SecondsSince(t0);
   touch_model_.OnCapture(e->layout.payload_bytes, elapsed, interval_s,
@@ -496,11 +469,58 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   // Copy time only: back-pressure waits (host chunks or device slots) are
   // reported as capture_blocked_s and device.capture_blocked_s.
   stats_.capture.seconds += std::max(0.0, elapsed - (CaptureBlockedSeconds() - blocked_before));
-  tracer_.Span(kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push", "app", t0,
-               std::chrono::steady_clock::now(), e->layout.payload_bytes, name, number);
+  tracer_.Span(e->kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push", "app", t0,
+               std::chrono::steady_clock::now(), e->layout.payload_bytes, e->name, e->number);
   TraceCache();
   cv_app_.notify_all();
   cv_flush_.notify_all();
+}
+
+// Blocks are copied in batches (PlanBatch under mu_, CopyBatch without it: in
+// parallel on the CopyEngine, device and managed sources through the capture
+// stream) and then sealed at once (SealBatch).
+Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_t number,
+                         const std::vector<CaptureSource>& sources) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  if (number < 0) return Status::InvalidArgument("version/step must be >= 0, got " + std::to_string(number));
+  CAIRN_RETURN_IF_ERROR(CheckSources(sources));
+  MutexLock capture_lock(&capture_mu_);
+  const auto t0 = std::chrono::steady_clock::now();
+  double interval_s = -1;
+  double blocked_before = 0;
+  EntryPtr e = std::make_shared<Entry>();
+  e->kind = kind;
+  e->name = name;
+  e->number = number;
+  MutexLock lock(&mu_);
+  CAIRN_RETURN_IF_ERROR(BeginCapture(e, sources, t0, &interval_s));
+  blocked_before = CaptureBlockedSeconds();
+  uint64_t gpu_bytes = 0;
+  double gpu_seconds = 0;
+  CaptureBatch batch;
+  for (uint32_t b = 0; b < e->blocks.size(); b = batch.end) {
+    PlanBatch(e, sources, b, &batch);
+    double copy_s[2] = {0, 0};  // into untouched, into touched
+    uint64_t copy_bytes[2] = {0, 0};
+    bool touching = false;
+    lock.Unlock();
+    const Status copied = CopyBatch(batch, copy_s, copy_bytes, &touching, &gpu_bytes, &gpu_seconds);
+    lock.Lock();
+    if (!copied.ok()) return RollBackCapture(e, batch, copied);
+    if (batch.gpu.empty()) {  // device copies overlap: no host rate
+      for (int touched : {1, 0}) {
+        touch_model_.OnCaptureCopy(copy_bytes[touched], copy_s[touched], touched == 1,
+                                   touching && batch.touching_allowed);
+      }
+    }
+    SealBatch(e, batch);
+  }
+  if (gpu_bytes > 0) {
+    stats_.device.capture.bytes += gpu_bytes;
+    stats_.device.capture.ops += 1;
+    stats_.device.capture.seconds += gpu_seconds;
+  }
+  EndCapture(e, t0, interval_s, blocked_before);
   return Status::Ok();
 }
 
@@ -512,18 +532,13 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
   if (level == Level::kPersistent && !persistent_) {
     return Status::InvalidArgument("wait for the persistent level, but storage.persistent is not set");
   }
-  Lock lock(mu_);
+  MutexLock lock(&mu_);
   EntryPtr e = Find(kind, name, number);
   if (!e) {
-    // Not in this pipeline (retired, or written by an earlier run): committed
-    // files answer.
-    const tiers::FileTier& tier = level == Level::kPersistent ? *persistent_ : local_;
-    if (level != Level::kCache && tier.Exists(name, kind, number)) return Status::Ok();
-    if (level == Level::kCache && (local_.Exists(name, kind, number))) return Status::Ok();
-    return Status::NotFound("version " + std::to_string(number) + " of '" + name + "' is unknown at " +
-                            (level == Level::kPersistent ? "the persistent level" : "this level"));
+    lock.Unlock();
+    return WaitForFiles(kind, name, number, level);
   }
-  cv_app_.wait(lock, [&] {
+  cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
     switch (level) {
       case Level::kCache: return e->capture_done;
       case Level::kLocal: return e->local_committed || e->failed() || e->consumed;
@@ -540,8 +555,18 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
   return s;
 }
 
+// Not in this pipeline (retired, or written by an earlier run): committed
+// files answer. An entry retired meanwhile had its file committed before it
+// left the catalog, so asking without the lock answers the same.
+Status Pipeline::WaitForFiles(format::EntryKind kind, const std::string& name, int64_t number, Level level) {
+  const tiers::FileTier& tier = level == Level::kPersistent ? *persistent_ : local_;
+  if (tier.Exists(name, kind, number)) return Status::Ok();
+  return Status::NotFound("version " + std::to_string(number) + " of '" + name + "' is unknown at " +
+                          (level == Level::kPersistent ? "the persistent level" : "this level"));
+}
+
 Stats Pipeline::GetStats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   Stats s = stats_;
   if (cache_) s.cache_used_bytes = cache_->used_bytes();
   if (dcache_) {

@@ -10,7 +10,7 @@
 
 namespace cairn::core {
 
-// REQUIRES mu_. The next step worth loading, or nullptr.
+// The next step worth loading, or nullptr.
 EntryPtr Pipeline::FindPrefetchTarget() {
   const auto kind = format::EntryKind::kHistoryStep;
   const int depth = config_.prefetch_depth;
@@ -42,10 +42,11 @@ EntryPtr Pipeline::FindPrefetchTarget() {
 }
 
 void Pipeline::PrefetchLoop(std::stop_token stop) {
-  Lock lock(mu_);
+  MutexLock lock(&mu_);
   while (true) {
     EntryPtr e;
-    if (!cv_prefetch_.wait(lock, stop, [&] { return (e = FindPrefetchTarget()) != nullptr; })) {
+    if (!cv_prefetch_.wait(lock, stop,
+                           [&]() CAIRN_REQUIRES(mu_) { return (e = FindPrefetchTarget()) != nullptr; })) {
       return;  // stop requested
     }
     auto t0 = std::chrono::steady_clock::now();
@@ -69,14 +70,14 @@ void Pipeline::PrefetchLoop(std::stop_token stop) {
     }
     NoteTouchProgress();
     UseBandwidth(+1, /*capture=*/false);
-    lock.unlock();
+    lock.Unlock();
     Status s;
     auto reader = format::FileReader::Open(fs_, history_.EntryPath(e->name, e->kind, e->number));
     s = reader.status();
     for (uint32_t b = 0; s.ok() && b < e->blocks.size(); ++b) {
       if (dst[b]) s = (*reader)->ReadBlock(b, dst[b], /*verify=*/true);
     }
-    lock.lock();
+    lock.Lock();
     UseBandwidth(-1, /*capture=*/false);
     e->prefetching = false;
     if (s.ok()) {

@@ -62,7 +62,7 @@ void Pipeline::NoteRead(bool hit, uint64_t bytes, std::chrono::steady_clock::tim
 // the restore stream. e is pinned: its slots and chunks stay where they are,
 // but the device mover may give blocks new slots (device prefetch) once mu_
 // is dropped, so the sources are chosen before that.
-Status Pipeline::CopyFromCache(Lock& lock, const EntryPtr& e, const std::vector<RestoreTarget>& targets,
+Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets,
                                bool* device_hit) {
   std::vector<uint32_t> index;
   CAIRN_RETURN_IF_ERROR(
@@ -83,10 +83,9 @@ Status Pipeline::CopyFromCache(Lock& lock, const EntryPtr& e, const std::vector<
           .push_back({.dst = dst + (blk.offset - region.data_offset), .src = src, .bytes = blk.length});
     }
   }
-  lock.unlock();
+  MutexUnlock unlocked(&mu_);  // the copies out of the cache
   Status s = gpu.empty() ? Status::Ok() : RestoreCopy(gpu);
   if (s.ok()) CopyOut(MemoryKind::kHost, *copier_, cpu);
-  lock.lock();
   return s;
 }
 
@@ -141,12 +140,12 @@ Status Pipeline::Restore(const std::string& name, int64_t version,
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
   const auto kind = format::EntryKind::kCheckpoint;
   auto t0 = std::chrono::steady_clock::now();
-  Lock lock(mu_);
+  MutexLock lock(&mu_);
   EntryPtr e = Find(kind, name, version);
   if (e) {
     // Evicted blocks imply the flush wrote them; wait for the commit so the
     // file is complete.
-    cv_app_.wait(lock, [&] {
+    cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
       return e->fully_cached() || e->local_committed || e->failed() || e->consumed;
     });
   }
@@ -155,16 +154,16 @@ Status Pipeline::Restore(const std::string& name, int64_t version,
   bool device_hit = false;
   if (e && e->fully_cached() && !e->consumed) {
     ++e->pins;
-    s = CopyFromCache(lock, e, targets, &device_hit);
+    s = CopyFromCache(e, targets, &device_hit);
     Unpin(e);
     hit = true;
   } else {
     if (e && e->failed() && !e->local_committed) {
       return e->local_error.WithContext(VersionLabel(kind, name, version) + " was lost");
     }
-    lock.unlock();
+    lock.Unlock();
     s = ReadFromFiles(e, kind, name, version, targets);
-    lock.lock();
+    lock.Lock();
   }
   if (s.ok()) {
     uint64_t bytes = 0;
@@ -190,7 +189,7 @@ Result<int64_t> Pipeline::Latest(const std::string& name) {
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
     {
       // A committed version still fully in the cache verifies by construction.
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       EntryPtr e = Find(kind, name, *it);
       if (e && e->local_committed && e->fully_cached()) return *it;
     }
@@ -215,7 +214,7 @@ Result<int64_t> Pipeline::Latest(const std::string& name) {
 Status Pipeline::OpenHistory(const std::string& name) {
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (closing_) return Status::State("client is closing");
     if (histories_.contains(name)) return Status::State("history '" + name + "' is already open");
   }
@@ -246,7 +245,7 @@ Status Pipeline::OpenHistory(const std::string& name) {
     e->local_committed = true;
     adopted.push_back(std::move(e));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (histories_.contains(name)) return Status::State("history '" + name + "' is already open");
   HistoryState& h = histories_[name];
   for (auto& e : adopted) {
@@ -258,7 +257,7 @@ Status Pipeline::OpenHistory(const std::string& name) {
 }
 
 Result<size_t> Pipeline::StepSize(const std::string& name, int64_t step) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   EntryPtr e = Find(format::EntryKind::kHistoryStep, name, step);
   if (!e) return Status::NotFound(VersionLabel(format::EntryKind::kHistoryStep, name, step) + " is not there");
   return static_cast<size_t>(e->layout.payload_bytes);
@@ -269,7 +268,7 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   const auto kind = format::EntryKind::kHistoryStep;
   const std::string label = VersionLabel(kind, name, step);
   auto t0 = std::chrono::steady_clock::now();
-  Lock lock(mu_);
+  MutexLock lock(&mu_);
   auto hist = histories_.find(name);
   if (hist == histories_.end()) return Status::State("history '" + name + "' is not open");
   EntryPtr e = Find(kind, name, step);
@@ -300,14 +299,14 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   ++e->pins;  // keeps the entry from being popped twice or evicted meanwhile
   if (e->fully_cached()) {
     hit = true;
-    if (bytes > 0) s = CopyFromCache(lock, e, target, &device_hit);
+    if (bytes > 0) s = CopyFromCache(e, target, &device_hit);
   } else if (e->failed()) {
     s = e->local_error.WithContext(label + " was lost");
   } else {
     e->pop_reading = true;  // the prefetcher leaves it to us
-    lock.unlock();
+    lock.Unlock();
     s = ReadFromFiles(e, kind, name, step, bytes == 0 ? std::vector<RestoreTarget>{} : target);
-    lock.lock();
+    lock.Lock();
     e->pop_reading = false;
   }
   if (!s.ok()) {
@@ -322,7 +321,7 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   Unpin(e);
   if (delete_file) {
     tiers::FileTier* t = &history_;
-    EnqueueMover([t, name, kind, step] { (void)t->RemoveEntry(name, kind, step); });
+    EnqueueMover([t, name, step] { (void)t->RemoveEntry(name, format::EntryKind::kHistoryStep, step); });
   }
   TraceCache();
   cv_prefetch_.notify_all();
@@ -332,7 +331,7 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
 
 Status Pipeline::CloseHistory(const std::string& name) {
   const auto kind = format::EntryKind::kHistoryStep;
-  Lock lock(mu_);
+  MutexLock lock(&mu_);
   auto it = histories_.find(name);
   if (it == histories_.end()) return Status::Ok();
   std::vector<EntryPtr> entries;
@@ -362,7 +361,7 @@ Status Pipeline::CloseHistory(const std::string& name) {
     if (delete_file) {
       tiers::FileTier* t = &history_;
       int64_t step = e->number;
-      EnqueueMover([t, name, kind, step] { (void)t->RemoveEntry(name, kind, step); });
+      EnqueueMover([t, name, step] { (void)t->RemoveEntry(name, format::EntryKind::kHistoryStep, step); });
     }
   }
   if (!config_.history_persistent) {
@@ -373,10 +372,12 @@ Status Pipeline::CloseHistory(const std::string& name) {
 
 // Runs on the mover, after the history's file deletions queued before it.
 // Best effort: rmdir fails harmlessly when checkpoint versions live there too.
-// Holding mu_ across the rmdir keeps the flusher from creating a file in the
-// directory meanwhile: an entry being flushed is still in flush_queue_.
+// THE EXCEPTION to "no file I/O under mu_" (pipeline.hpp): holding mu_ across
+// the rmdir keeps the flusher from creating a file in the directory meanwhile
+// (an entry being flushed is still in flush_queue_). One rmdir of an empty
+// directory, on the mover thread, after a history is closed.
 void Pipeline::RemoveNameDirIfUnused(const std::string& name) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (histories_.contains(name)) return;  // reopened
   for (const auto& e : flush_queue_) {
     if (e->name == name) return;
