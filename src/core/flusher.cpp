@@ -10,52 +10,34 @@
 
 namespace cairn::core {
 
-void Pipeline::ChecksumLoop(std::stop_token stop) {
-  MutexLock lock(&mu_);
-  while (true) {
-    cv_checksum_.wait(lock, stop, [&]() CAIRN_REQUIRES(mu_) { return !checksum_queue_.empty(); });
-    if (checksum_queue_.empty()) return;  // stop requested and nothing left
-    auto [e, b] = checksum_queue_.front();
-    checksum_queue_.pop_front();
-    BlockState& bs = e->blocks[b];
-    if (e->consumed || bs.chunk < 0) {
-      cv_app_.notify_all();
-      continue;
-    }
-    ++e->pins;
-    const uint8_t* data = cache_->data(static_cast<uint32_t>(bs.chunk));
-    uint32_t length = e->layout.blocks[b].length;
-    lock.Unlock();
-    uint32_t crc = crc32c::Value(data, length);
-    lock.Lock();
-    bs.crc = crc;
-    bs.crc_ready = true;
-    Unpin(e);
-    cv_flush_.notify_all();
-    cv_app_.notify_all();
+void Pipeline::ChecksumBlock(const EntryPtr& e, uint32_t block) {
+  BlockState& bs = e->blocks[block];
+  if (e->consumed || bs.chunk < 0) return;
+  ++e->pins;
+  const uint8_t* data = cache_->data(static_cast<uint32_t>(bs.chunk));
+  const uint32_t length = e->layout.blocks[block].length;
+  uint32_t crc = 0;
+  {
+    MutexUnlock unlocked(&mu_);  // the CRC32C of the pinned chunk
+    crc = crc32c::Value(data, length);
   }
+  bs.crc = crc;
+  bs.crc_ready = true;
+  Unpin(e);
+  flusher_.Wake();
 }
 
-void Pipeline::FlushLoop(std::stop_token stop) {
-  MutexLock lock(&mu_);
-  while (true) {
-    cv_flush_.wait(lock, stop, [&]() CAIRN_REQUIRES(mu_) { return !flush_queue_.empty(); });
-    if (flush_queue_.empty()) return;
-    EntryPtr e = flush_queue_.front();
-    flusher_busy_ = true;
-    FlushEntry(e);
-    flush_queue_.pop_front();
-    if (e->kind == format::EntryKind::kHistoryStep && !config_.history_persistent &&
-        !histories_.contains(e->name)) {
-      // Its history was closed while this step was in flight: the directory
-      // removal skipped then can happen now.
-      const std::string name = e->name;
-      EnqueueMover([this, name] { RemoveNameDirIfUnused(name); });
-    }
-    flusher_busy_ = false;
-    cv_app_.notify_all();
-    cv_prefetch_.notify_all();
+// Flushes the oldest entry (the flusher's queue is in capture order).
+void Pipeline::FlushNext(const EntryPtr& e) {
+  FlushEntry(e);
+  if (e->kind == format::EntryKind::kHistoryStep && !config_.history_persistent &&
+      !histories_.contains(e->name)) {
+    // Its history was closed while this step was in flight: the directory
+    // removal skipped then can happen now.
+    const std::string name = e->name;
+    EnqueueMover([this, name] { RemoveNameDirIfUnused(name); });
   }
+  prefetcher_.Wake();
 }
 
 void Pipeline::AbortWriter(format::FileWriter& writer) {
@@ -124,7 +106,7 @@ bool Pipeline::WriteBlocks(const EntryPtr& e, format::FileWriter& writer, double
   for (uint32_t left = nblocks; left > 0; --left) {
     uint32_t b = nblocks;  // the block to write next, once one is ready
     // failed(): the device mover could not drain a block of it (gpu_tier.cpp).
-    cv_flush_.wait(mu_, [&]() CAIRN_REQUIRES(mu_) {
+    flusher_.cv().wait(mu_, [&]() CAIRN_REQUIRES(mu_) {
       if (e->consumed || e->failed()) return true;
       for (uint32_t k = lowest_unwritten; k < nblocks; ++k) {
         if (!e->blocks[k].written && e->blocks[k].crc_ready) {

@@ -53,7 +53,7 @@ Status Pipeline::OpenGpu() {
           [this] {
             MutexLock l(&mu_);
             cv_app_.notify_all();
-            cv_device_.notify_all();
+            device_mover_.Wake();
           },
   };
   const auto t0 = std::chrono::steady_clock::now();
@@ -214,27 +214,9 @@ Status Pipeline::RestoreCopy(std::span<const CopySegment> segments) {
 // ---------------------------------------------------------------------------
 // The device mover
 
-void Pipeline::DeviceMoverLoop(std::stop_token stop) {
-  MutexLock lock(&mu_);
-  while (true) {
-    EntryPtr prefetch;
-    if (!cv_device_.wait(lock, stop, [&]() CAIRN_REQUIRES(mu_) {
-          return !drain_queue_.empty() || (prefetch = FindDevicePrefetchTarget()) != nullptr;
-        })) {
-      return;  // stop requested; Shutdown drained the queue before
-    }
-    if (!drain_queue_.empty()) {
-      auto [e, b] = drain_queue_.front();
-      drain_queue_.pop_front();
-      drainer_busy_ = true;
-      DrainBlock(e, b);
-      drainer_busy_ = false;
-      cv_app_.notify_all();
-      continue;
-    }
-    DevicePrefetch(prefetch);
-    cv_app_.notify_all();
-  }
+bool Pipeline::DrainsPending() const {
+  const auto& in_hand = device_mover_.in_hand();
+  return !device_mover_.queue().empty() || (in_hand && in_hand->drain);
 }
 
 // Copies one captured block from its device slot into a host chunk, where the
@@ -315,8 +297,7 @@ void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
     MarkClean(*e, block);
   } else {
     dirty_bytes_ += length;
-    checksum_queue_.emplace_back(e, block);
-    cv_checksum_.notify_one();
+    checksummer_.Push(BlockJob{.e = e, .block = block});
   }
   MarkDeviceClean(*e, block);  // the host tier has it now
   tracer_.Span("drain", "device", t0, t1, length, e->name, e->number);

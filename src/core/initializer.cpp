@@ -220,7 +220,7 @@ bool Pipeline::TouchNextChunk(std::stop_token stop) {
   tracer_.Span(use_memset ? "memset" : "touch", "init", t0, std::chrono::steady_clock::now(), touched);
   NoteTouchProgress();
   cv_app_.notify_all();  // a capture waiting for space may take this chunk now
-  cv_prefetch_.notify_all();
+  prefetcher_.Wake();
   return true;
 }
 

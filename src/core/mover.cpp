@@ -13,26 +13,7 @@
 
 namespace cairn::core {
 
-void Pipeline::EnqueueMover(std::function<void()> task) {
-  mover_queue_.push_back(std::move(task));
-  cv_mover_.notify_one();
-}
-
-void Pipeline::MoverLoop(std::stop_token stop) {
-  MutexLock lock(&mu_);
-  while (true) {
-    cv_mover_.wait(lock, stop, [&]() CAIRN_REQUIRES(mu_) { return !mover_queue_.empty(); });
-    if (mover_queue_.empty()) return;
-    auto task = std::move(mover_queue_.front());
-    mover_queue_.pop_front();
-    mover_busy_ = true;
-    lock.Unlock();
-    task();
-    lock.Lock();
-    mover_busy_ = false;
-    cv_app_.notify_all();
-  }
-}
+void Pipeline::EnqueueMover(std::function<void()> task) { mover_.Push(std::move(task)); }
 
 namespace {
 

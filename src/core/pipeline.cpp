@@ -35,7 +35,30 @@ Pipeline::Pipeline(const Config& config)
       local_(Level::kLocal, config.scratch_dir, fs_, CheckpointWriterOptions(config)),
       history_(Level::kLocal, config.scratch_dir, fs_, HistoryWriterOptions(config)),
       tracer_(config.trace_path, fs_),
-      pinner_(config.pinner ? config.pinner : os::MemoryPinner::Mlock()) {
+      pinner_(config.pinner ? config.pinner : os::MemoryPinner::Mlock()),
+      checksummer_(&mu_, &cv_app_,
+                   {.run = [this](BlockJob& j) CAIRN_REQUIRES(mu_) { ChecksumBlock(j.e, j.block); }}),
+      flusher_(&mu_, &cv_app_, {.run = [this](EntryPtr& e) CAIRN_REQUIRES(mu_) { FlushNext(e); }}),
+      mover_(&mu_, &cv_app_, {.run = [this](MoverTask& task) CAIRN_REQUIRES(mu_) {
+               MutexUnlock unlocked(&mu_);  // the task does its own I/O and locking
+               task();
+             }}),
+      prefetcher_(&mu_, &cv_app_,
+                  {.take = [this](Worker<EntryPtr>&) CAIRN_REQUIRES(mu_) -> std::optional<EntryPtr> {
+                     if (EntryPtr e = FindPrefetchTarget()) return e;
+                     return std::nullopt;
+                   },
+                   .run = [this](EntryPtr& e) CAIRN_REQUIRES(mu_) { PrefetchStep(e); }}),
+      device_mover_(&mu_, &cv_app_,
+                    {.take = [this](Worker<DeviceJob>& w) CAIRN_REQUIRES(mu_) -> std::optional<DeviceJob> {
+                       // Drains first (FIFO), then prefetches.
+                       if (auto job = w.PopFront()) return job;
+                       if (EntryPtr e = FindDevicePrefetchTarget()) return DeviceJob{.e = e, .drain = false};
+                       return std::nullopt;
+                     },
+                     .run = [this](DeviceJob& j) CAIRN_REQUIRES(mu_) {
+                       j.drain ? DrainBlock(j.e, j.block) : DevicePrefetch(j.e);
+                     }}) {
   if (!config.persistent_dir.empty()) {
     persistent_.emplace(Level::kPersistent, config.persistent_dir, fs_, CheckpointWriterOptions(config));
   }
@@ -65,26 +88,16 @@ Status Pipeline::Init() {
     helpers = cores > 1 ? static_cast<int>(std::min(cores - 1, 3u)) : 0;
   }
   copier_ = std::make_unique<CopyEngine>(helpers);
-  using Loop = void (Pipeline::*)(std::stop_token);
-  const std::pair<const char*, Loop> loops[] = {
-      {"cairn checksummer", &Pipeline::ChecksumLoop},
-      {"cairn flusher (cache -> local)", &Pipeline::FlushLoop},
-      {"cairn mover (local -> persistent)", &Pipeline::MoverLoop},
-      {"cairn prefetcher (files -> cache)", &Pipeline::PrefetchLoop},
-      {"cairn initializer (touch, pin)", &Pipeline::InitLoop},
-  };
-  if (gpu_) {
-    threads_.emplace_back([this](std::stop_token st) {
-      tracer_.NameThread("cairn device mover (device <-> host)");
-      DeviceMoverLoop(st);
-    });
-  }
-  for (const auto& [name, loop] : loops) {
-    threads_.emplace_back([this, name = name, loop = loop](std::stop_token st) {
-      tracer_.NameThread(name);
-      (this->*loop)(st);
-    });
-  }
+  auto named = [this](const char* name) { return [this, name] { tracer_.NameThread(name); }; };
+  if (gpu_) device_mover_.Start(named("cairn device mover (device <-> host)"));
+  checksummer_.Start(named("cairn checksummer"));
+  flusher_.Start(named("cairn flusher (cache -> local)"));
+  mover_.Start(named("cairn mover (local -> persistent)"));
+  prefetcher_.Start(named("cairn prefetcher (files -> cache)"));
+  initializer_ = std::jthread([this](std::stop_token st) {
+    tracer_.NameThread("cairn initializer (touch, pin)");
+    InitLoop(st);
+  });
   return Status::Ok();
 }
 
@@ -105,15 +118,24 @@ Status Pipeline::Shutdown() {
   {
     MutexLock lock(&mu_);
     cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
-      return flush_queue_.empty() && checksum_queue_.empty() && mover_queue_.empty() &&
-             drain_queue_.empty() && !mover_busy_ && !flusher_busy_ && !drainer_busy_;
+      return flusher_.Idle() && checksummer_.Idle() && mover_.Idle() && !DrainsPending();
     });
     shut_down_ = true;
     first_error = unreported_error_;
   }
-  for (auto& t : threads_) t.request_stop();
+  device_mover_.RequestStop();
+  checksummer_.RequestStop();
+  flusher_.RequestStop();
+  mover_.RequestStop();
+  prefetcher_.RequestStop();
+  initializer_.request_stop();
   NotifyAll();
-  threads_.clear();  // joins
+  device_mover_.Stop();  // joins
+  checksummer_.Stop();
+  flusher_.Stop();
+  mover_.Stop();
+  prefetcher_.Stop();
+  if (initializer_.joinable()) initializer_.join();
   copier_.reset();
   std::optional<HostCache> cache;
   bool pinned = false;
@@ -146,11 +168,11 @@ Status Pipeline::Shutdown() {
 
 void Pipeline::NotifyAll() {
   cv_app_.notify_all();
-  cv_device_.notify_all();
-  cv_checksum_.notify_all();
-  cv_flush_.notify_all();
-  cv_mover_.notify_all();
-  cv_prefetch_.notify_all();
+  device_mover_.Wake();
+  checksummer_.Wake();
+  flusher_.Wake();
+  mover_.Wake();
+  prefetcher_.Wake();
 }
 
 void Pipeline::TraceCache() {
@@ -201,7 +223,7 @@ void Pipeline::WaitAsCaptureBlocked(const char* span, bool device) {
 // because written): the flusher may be waiting for those device blocks
 // before it can write, and so free, anything the capture holds.
 bool Pipeline::DrainRoomAfterTaking(const Entry& capturing) const {
-  if (drain_queue_.empty() && !drainer_busy_) return true;
+  if (!DrainsPending()) return true;
   const size_t free = cache_->free_count();
   if (free >= 2) return true;
   return free + clean_.CountEvictableFor(capturing, 2 - free, HostBusy) >= 2;
@@ -248,9 +270,9 @@ void Pipeline::ReleaseChunks(Entry& e) {
     DropBlock(e, b);
     if (dcache_) DropSlot(e, b);
   }
-  cv_device_.notify_all();
+  device_mover_.Wake();
   cv_app_.notify_all();
-  cv_prefetch_.notify_all();
+  prefetcher_.Wake();
 }
 
 void Pipeline::Unpin(const EntryPtr& e) {
@@ -262,7 +284,7 @@ void Pipeline::Consume(const EntryPtr& e) {
   e->consumed = true;
   catalog_.erase(Key{e->kind, e->name, e->number});
   if (e->pins == 0) ReleaseChunks(*e);
-  cv_flush_.notify_all();
+  flusher_.Wake();
 }
 
 void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
@@ -277,7 +299,7 @@ void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
     if (bs.sealed) MarkClean(*e, b);
   }
   cv_app_.notify_all();
-  cv_flush_.notify_all();
+  flusher_.Wake();
 }
 
 // ---------------------------------------------------------------------------
@@ -317,8 +339,7 @@ Status Pipeline::BeginCapture(const EntryPtr& e, const std::vector<CaptureSource
   e->blocks.resize(e->layout.blocks.size());
   catalog_.emplace(Key{kind, name, e->number}, e);
   if (kind == format::EntryKind::kHistoryStep) histories_[name].steps.insert(e->number);
-  flush_queue_.push_back(e);
-  cv_flush_.notify_one();
+  flusher_.Push(e);
   // The compute interval that ended at t0 feeds the adaptive touch model.
   *interval_s = last_capture_end_ ? SecondsBetween(*last_capture_end_, t0) : -1;
   UseBandwidth(+1, /*capture=*/true);
@@ -438,7 +459,7 @@ void Pipeline::SealBatch(const EntryPtr& e, const CaptureBatch& batch) {
       if (e->failed() || e->consumed) {
         MarkDeviceClean(*e, k);
       } else {
-        drain_queue_.emplace_back(e, k);
+        device_mover_.Push(DeviceJob{.e = e, .block = k});
       }
       continue;
     }
@@ -449,11 +470,9 @@ void Pipeline::SealBatch(const EntryPtr& e, const CaptureBatch& batch) {
       MarkClean(*e, k);
     } else {
       dirty_bytes_ += e->layout.blocks[k].length;
-      checksum_queue_.emplace_back(e, k);
+      checksummer_.Push(BlockJob{.e = e, .block = k});
     }
   }
-  cv_checksum_.notify_one();
-  cv_device_.notify_one();
 }
 
 void Pipeline::EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double interval_s,
@@ -473,7 +492,7 @@ void Pipeline::EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_poi
                std::chrono::steady_clock::now(), e->layout.payload_bytes, e->name, e->number);
   TraceCache();
   cv_app_.notify_all();
-  cv_flush_.notify_all();
+  flusher_.Wake();
 }
 
 // Blocks are copied in batches (PlanBatch under mu_, CopyBatch without it: in

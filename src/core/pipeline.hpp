@@ -1,10 +1,11 @@
 // The pipeline: the engine behind cairn::Client. It owns the host cache, the
-// file tiers and the four background threads, and moves entries through
+// file tiers and the background threads (docs/design.md has the picture), and moves entries through
 //
 //   capture (app thread) -> checksum -> flush to local -> copy to persistent
 //                                          \-> evict (clean blocks) -> prefetch
 //
-// Threads (all std::jthread, owned here, stopped and joined by Shutdown()):
+// Threads (each owned here, stopped and joined by Shutdown(); the five stages
+// are Workers, worker.hpp, the initializer a plain std::jthread):
 //   checksummer  CRC32C of sealed blocks, ahead of the flusher (so checksums
 //                cost no flush bandwidth)
 //   flusher      FIFO: writes entries block by block to the local tier and
@@ -67,6 +68,7 @@
 #include "core/host_cache.hpp"
 #include "core/touch_model.hpp"
 #include "core/trace.hpp"
+#include "core/worker.hpp"
 #include "format/file_writer.hpp"
 #include "gpu/device_cache.hpp"
 #include "gpu/runtime.hpp"
@@ -131,6 +133,18 @@ class Pipeline {
 
  private:
   using Key = std::tuple<format::EntryKind, std::string, int64_t>;
+
+  // Jobs of the stages.
+  struct BlockJob {  // checksum one sealed block
+    EntryPtr e;
+    uint32_t block = 0;
+  };
+  struct DeviceJob {  // drain one block device -> host, or prefetch a step host -> device
+    EntryPtr e;
+    uint32_t block = 0;
+    bool drain = true;
+  };
+  using MoverTask = std::function<void()>;
 
   struct HistoryState {
     bool popping = false;  // a pop happened: the prefetcher serves this history
@@ -214,9 +228,10 @@ class Pipeline {
   void EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double interval_s,
                   double blocked_before) CAIRN_REQUIRES(mu_);
 
-  // Threads (flusher.cpp, mover.cpp, prefetcher.cpp).
-  void ChecksumLoop(std::stop_token stop) CAIRN_EXCLUDES(mu_);
-  void FlushLoop(std::stop_token stop) CAIRN_EXCLUDES(mu_);
+  // Stages (flusher.cpp, mover.cpp, prefetcher.cpp): the jobs their
+  // workers run, with mu_ held (each drops it for its I/O or copy).
+  void ChecksumBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(mu_);
+  void FlushNext(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   void FlushEntry(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   // Opens the entry's file writer with the lock dropped (and its directory).
   Status OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter>* writer,
@@ -231,11 +246,10 @@ class Pipeline {
   void FailFlush(const EntryPtr& e, const Status& s, const char* what) CAIRN_REQUIRES(mu_);
   void CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
                      double io_seconds) CAIRN_REQUIRES(mu_);
-  void MoverLoop(std::stop_token stop) CAIRN_EXCLUDES(mu_);
   void PersistEntry(const EntryPtr& e) CAIRN_EXCLUDES(mu_);
   void ApplyRetention(const std::string& name) CAIRN_EXCLUDES(mu_);
   void RemoveNameDirIfUnused(const std::string& name) CAIRN_EXCLUDES(mu_);
-  void PrefetchLoop(std::stop_token stop) CAIRN_EXCLUDES(mu_);
+  void PrefetchStep(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   // Fast initialization (initializer.cpp).
   Status PrepareCache() CAIRN_EXCLUDES(mu_);  // maps the cache; eager: populates and pins it
   void InitLoop(std::stop_token stop) CAIRN_EXCLUDES(mu_);
@@ -274,7 +288,8 @@ class Pipeline {
   bool EvictDeviceOne(uint64_t below_seq) CAIRN_REQUIRES(mu_);
   void MarkDeviceClean(Entry& e, uint32_t block) CAIRN_REQUIRES(mu_);
   void DropSlot(Entry& e, uint32_t block) CAIRN_REQUIRES(mu_);
-  void DeviceMoverLoop(std::stop_token stop) CAIRN_EXCLUDES(mu_);
+  // Blocks wait to be drained, or one is being drained.
+  bool DrainsPending() const CAIRN_REQUIRES(mu_);
   void DrainBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(mu_);
   EntryPtr FindDevicePrefetchTarget() CAIRN_REQUIRES(mu_);
   void DevicePrefetch(const EntryPtr& e) CAIRN_REQUIRES(mu_);
@@ -308,23 +323,16 @@ class Pipeline {
 
   Mutex capture_mu_;  // serializes captures (see above); before mu_
   mutable Mutex mu_ CAIRN_ACQUIRED_AFTER(capture_mu_);
-  std::condition_variable_any cv_app_;       // space freed, entry state changed
-  std::condition_variable_any cv_checksum_;  // blocks sealed
-  std::condition_variable_any cv_flush_;     // entries queued, checksums ready
-  std::condition_variable_any cv_mover_;     // mover tasks queued
-  std::condition_variable_any cv_prefetch_;  // pops, frees, commits
-  std::condition_variable_any cv_init_;      // memory went idle, cache fully touched
+  // Space freed, entry state changed, a stage's job done. Each stage has its
+  // own wake-up condition (Worker::Wake).
+  std::condition_variable_any cv_app_;
+  std::condition_variable_any cv_init_;  // memory went idle, cache fully touched
 
   std::optional<HostCache> cache_ CAIRN_GUARDED_BY(mu_);
   std::map<Key, EntryPtr> catalog_ CAIRN_GUARDED_BY(mu_);
   std::map<std::string, HistoryState> histories_ CAIRN_GUARDED_BY(mu_);
   // Clean (written) resident blocks, by eviction rank.
   CleanList clean_ CAIRN_GUARDED_BY(mu_){&BlockState::clean};
-  std::deque<std::pair<EntryPtr, uint32_t>> checksum_queue_ CAIRN_GUARDED_BY(mu_);
-  std::deque<EntryPtr> flush_queue_ CAIRN_GUARDED_BY(mu_);
-  std::deque<std::function<void()>> mover_queue_ CAIRN_GUARDED_BY(mu_);
-  bool mover_busy_ CAIRN_GUARDED_BY(mu_) = false;
-  bool flusher_busy_ CAIRN_GUARDED_BY(mu_) = false;
   std::set<std::string> known_dirs_ CAIRN_GUARDED_BY(mu_);
   uint64_t next_seq_ CAIRN_GUARDED_BY(mu_) = 0;
   uint64_t dirty_bytes_ CAIRN_GUARDED_BY(mu_) = 0;
@@ -363,17 +371,27 @@ class Pipeline {
   Mutex restore_stream_mu_ CAIRN_ACQUIRED_AFTER(gpu_io_mu_);
   std::unique_ptr<gpu::Stream> restore_stream_ CAIRN_GUARDED_BY(restore_stream_mu_);
   std::vector<std::unique_ptr<gpu::PinnedBuffer>> bounce_;  // the device mover's
-  std::condition_variable_any cv_device_;  // blocks to drain, pops, slots freed
-  std::deque<std::pair<EntryPtr, uint32_t>> drain_queue_ CAIRN_GUARDED_BY(mu_);
-  bool drainer_busy_ CAIRN_GUARDED_BY(mu_) = false;
   // Device slots whose data is also in the host tier, by eviction rank.
   CleanList dclean_ CAIRN_GUARDED_BY(mu_){&BlockState::dclean};
   bool host_registered_ CAIRN_GUARDED_BY(mu_) = false;  // pinned via cuMemHostRegister
 
   // Helpers for the application's blocking copies (its own threads).
   std::unique_ptr<CopyEngine> copier_;
-  // Declared last: started after everything above exists, joined first.
-  std::vector<std::jthread> threads_;
+
+  // The stages (worker.hpp), over mu_. Declared after everything they use:
+  // started by Init, stopped and joined by Shutdown (and their destructors).
+  //   checksummer   CRC32C of sealed blocks (queue: captures, drains)
+  //   flusher       writes and commits entries (queue: captures, FIFO)
+  //   mover         persistent copies, retention, deletions (queue: tasks)
+  //   prefetcher    history steps back into the host cache (polls)
+  //   device_mover  drains device slots to host chunks (queue), else
+  //                 prefetches steps host -> device (polls); GPU tier only
+  Worker<BlockJob> checksummer_;
+  Worker<EntryPtr> flusher_;
+  Worker<MoverTask> mover_;
+  Worker<EntryPtr> prefetcher_;
+  Worker<DeviceJob> device_mover_;
+  std::jthread initializer_;  // last: joined first
 };
 
 }  // namespace cairn::core

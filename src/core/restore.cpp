@@ -281,8 +281,8 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   if (!hist->second.popping) {
     // The first pop: prefetching starts now, alongside this pop's read.
     hist->second.popping = true;
-    cv_prefetch_.notify_all();
-    cv_device_.notify_all();
+    prefetcher_.Wake();
+    device_mover_.Wake();
   }
   if (e->prefetching) ++stats_.prefetch_waits;
   cv_app_.wait(lock, [&] {
@@ -324,8 +324,8 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
     EnqueueMover([t, name, step] { (void)t->RemoveEntry(name, format::EntryKind::kHistoryStep, step); });
   }
   TraceCache();
-  cv_prefetch_.notify_all();
-  cv_device_.notify_all();
+  prefetcher_.Wake();
+  device_mover_.Wake();
   return bytes;
 }
 
@@ -374,14 +374,16 @@ Status Pipeline::CloseHistory(const std::string& name) {
 // Best effort: rmdir fails harmlessly when checkpoint versions live there too.
 // THE EXCEPTION to "no file I/O under mu_" (pipeline.hpp): holding mu_ across
 // the rmdir keeps the flusher from creating a file in the directory meanwhile
-// (an entry being flushed is still in flush_queue_). One rmdir of an empty
+// (an entry queued or being flushed is the flusher's). One rmdir of an empty
 // directory, on the mover thread, after a history is closed.
 void Pipeline::RemoveNameDirIfUnused(const std::string& name) {
   MutexLock lock(&mu_);
   if (histories_.contains(name)) return;  // reopened
-  for (const auto& e : flush_queue_) {
+  // Queued for the flusher, or being flushed.
+  for (const auto& e : flusher_.queue()) {
     if (e->name == name) return;
   }
+  if (const auto& e = flusher_.in_hand(); e && (*e)->name == name) return;
   const std::string dir = history_.NameDir(name);
   if (fs_->RemoveDir(dir).ok()) known_dirs_.erase(dir);
 }
