@@ -137,7 +137,7 @@ bool Pipeline::WriteBlocks(const EntryPtr& e, format::FileWriter& writer, double
       // releases the chunks and must see this block as written (not dirty).
       bs.written = true;
       dirty_bytes_ -= e->layout.blocks[b].length;
-      if (!e->consumed) MarkClean(*e, b);
+      if (!e->consumed) host_tier_.MarkClean(*e, b);
       while (lowest_unwritten < nblocks && e->blocks[lowest_unwritten].written) ++lowest_unwritten;
     }
     Unpin(e);

@@ -67,6 +67,7 @@ Status Pipeline::OpenGpu() {
     return Status::Ok();
   }
   dcache_ = std::move(cache).value();
+  device_tier_.Attach(dcache_.get());
   stats_.device.capacity_bytes = dcache_->capacity_bytes();
   tracer_.Span("device cache create", "init", t0, std::chrono::steady_clock::now(),
                dcache_->capacity_bytes());
@@ -137,12 +138,7 @@ bool Pipeline::DeviceCacheUsable() const {
 }
 
 std::optional<uint32_t> Pipeline::TryAcquireSlot() {
-  for (;;) {
-    if (auto s = dcache_->Allocate()) return s;
-    // Constraint 1 of the paper: no eviction while the cache is still being
-    // mapped; the unmapped part will be free room soon.
-    if (!dcache_->mapping_done() || !EvictDeviceOne(UINT64_MAX)) return std::nullopt;
-  }
+  return device_tier_.TryAcquire([](gpu::DeviceCache& cache) { return cache.Allocate(); });
 }
 
 std::optional<int32_t> Pipeline::AcquireSlot() {
@@ -156,34 +152,8 @@ std::optional<int32_t> Pipeline::AcquireSlot() {
   }
 }
 
-bool Pipeline::EvictDeviceOne(uint64_t below_seq) {
-  const auto victim = dclean_.Take(below_seq, DeviceBusy);
-  if (!victim) return false;
-  auto [e, b] = *victim;
-  BlockState& bs = e->blocks[b];
-  if (bs.slot >= 0) {
-    dcache_->Free(static_cast<uint32_t>(bs.slot));
-    bs.slot = -1;
-    bs.dsealed = false;
-    ++stats_.device.evictions;
-    tracer_.Instant("device evict", "cache", e->layout.blocks[b].length, e->name);
-  }
-  return true;
-}
-
-void Pipeline::MarkDeviceClean(Entry& e, uint32_t block) {
-  if (e.blocks[block].slot >= 0) dclean_.Add(e, block);
-}
-
 void Pipeline::DropSlot(Entry& e, uint32_t block) {
-  BlockState& bs = e.blocks[block];
-  dclean_.Remove(e, block);
-  if (bs.slot >= 0) {
-    dcache_->Free(static_cast<uint32_t>(bs.slot));
-    bs.slot = -1;
-    bs.dsealed = false;
-    cv_app_.notify_all();
-  }
+  if (device_tier_.Drop(e, block)) cv_app_.notify_all();  // a capture may take the slot
 }
 
 // ---------------------------------------------------------------------------
@@ -230,7 +200,7 @@ void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
     if (e->consumed) {
       if (e->pins == 0) DropSlot(*e, block);
     } else {
-      MarkDeviceClean(*e, block);
+      device_tier_.MarkClean(*e, block);
     }
     cv_app_.notify_all();
     return true;
@@ -282,7 +252,7 @@ void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
       // version can never be flushed.
       FailEntry(e, s.WithContext("device -> host copy of '" + e->name + "' " + std::to_string(e->number) +
                                  " block " + std::to_string(block)));
-      MarkDeviceClean(*e, block);
+      device_tier_.MarkClean(*e, block);
     }
     return;
   }
@@ -294,12 +264,12 @@ void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
   if (!registered) stats_.device.bounce_bytes += length;
   if (block + 1 == e->blocks.size()) stats_.device.drain.ops += 1;
   if (e->failed() || e->consumed) {
-    MarkClean(*e, block);
+    host_tier_.MarkClean(*e, block);
   } else {
     dirty_bytes_ += length;
     checksummer_.Push(BlockJob{.e = e, .block = block});
   }
-  MarkDeviceClean(*e, block);  // the host tier has it now
+  device_tier_.MarkClean(*e, block);  // the host tier has it now
   tracer_.Span("drain", "device", t0, t1, length, e->name, e->number);
   Unpin(e);
   TraceCache();
@@ -312,31 +282,18 @@ void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
 // without evicting anything needed sooner.
 EntryPtr Pipeline::FindDevicePrefetchTarget() {
   if (!dcache_ || !dcache_->mapping_done() || dcache_->mapped_slots() == 0) return nullptr;
-  const auto kind = format::EntryKind::kHistoryStep;
-  const int depth = config_.prefetch_depth;
-  for (auto& [name, h] : histories_) {
-    if (!h.popping) continue;
-    int ahead = 0;
-    for (auto it = h.steps.rbegin(); it != h.steps.rend(); ++it) {
-      EntryPtr e = Find(kind, name, *it);
-      if (!e || e->consumed || e->layout.regions.empty()) continue;
-      if (e->layout.regions[0].spec.memory == MemoryKind::kHost) break;  // not a device history
-      if (e->fully_in_device() || e->device_prefetching || !e->capture_done) {
-        if (depth > 0 && ++ahead >= depth) break;
-        continue;
-      }
-      if (e->device_prefetch_failed || e->failed()) continue;
-      if (!e->fully_resident()) break;  // the host prefetcher brings it first
-      if (e->blocks.size() > dcache_->mapped_slots()) continue;
-      size_t missing = 0;
-      for (uint32_t b = 0; b < e->blocks.size(); ++b) missing += e->in_device(b) ? 0 : 1;
-      size_t room = dcache_->free_mapped_count();
-      if (room < missing) room += dclean_.CountEvictableFor(*e, missing - room, DeviceBusy);
-      if (room < missing) return nullptr;
-      return e;
-    }
-  }
-  return nullptr;
+  return WalkPoppedSteps([this](const Entry& e) CAIRN_REQUIRES(mu_) {
+    if (e.layout.regions.empty()) return StepVerdict::kSkip;
+    if (e.layout.regions[0].spec.memory == MemoryKind::kHost) return StepVerdict::kNextHistory;  // not a device history
+    if (e.fully_in_device() || e.device_prefetching || !e.capture_done) return StepVerdict::kAhead;
+    if (e.device_prefetch_failed || e.failed()) return StepVerdict::kSkip;
+    if (!e.fully_resident()) return StepVerdict::kNextHistory;  // the host prefetcher brings it first
+    if (e.blocks.size() > dcache_->mapped_slots()) return StepVerdict::kSkip;
+    size_t missing = 0;
+    for (uint32_t b = 0; b < e.blocks.size(); ++b) missing += e.in_device(b) ? 0 : 1;
+    return device_tier_.HasRoomFor(e, dcache_->free_mapped_count(), missing) ? StepVerdict::kTake
+                                                                              : StepVerdict::kWait;
+  });
 }
 
 // Copies a host-resident step into device slots. Drops mu_ for the copies.
@@ -349,8 +306,7 @@ void Pipeline::DevicePrefetch(const EntryPtr& e) {
   for (uint32_t b = 0; b < e->blocks.size(); ++b) {
     if (e->in_device(b)) continue;
     BlockState& bs = e->blocks[b];
-    auto slot = dcache_->Allocate();
-    while (!slot && EvictDeviceOne(e->seq)) slot = dcache_->Allocate();
+    auto slot = device_tier_.TryAcquire([](gpu::DeviceCache& d) { return d.Allocate(); }, e->seq);
     // FindDevicePrefetchTarget counted the room under this same lock.
     if (!slot) break;
     bs.slot = static_cast<int32_t>(*slot);
@@ -370,7 +326,7 @@ void Pipeline::DevicePrefetch(const EntryPtr& e) {
     BlockState& bs = e->blocks[b];
     if (s.ok()) {
       bs.dsealed = true;
-      MarkDeviceClean(*e, b);  // still in the host tier too
+      device_tier_.MarkClean(*e, b);  // still in the host tier too
       bytes += e->layout.blocks[b].length;
     } else {
       DropSlot(*e, b);

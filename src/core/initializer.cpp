@@ -50,6 +50,7 @@ Status Pipeline::PrepareCache() {
   if (!cache.ok()) return cache.status().WithContext("host cache");
   MutexLock lock(&mu_);
   cache_.emplace(std::move(cache).value());
+  host_tier_.Attach(&*cache_);
   stats_.cache_capacity_bytes = cache_->capacity_bytes();
   stats_.init.strategy = config_.init;
   if (eager) {

@@ -142,8 +142,8 @@ Status Pipeline::Shutdown() {
   {
     MutexLock lock(&mu_);
     catalog_.clear();
-    clean_.Clear();
-    dclean_.Clear();
+    host_tier_.Clear();
+    device_tier_.Clear();
     pinned = std::exchange(pinned_, false);
     cache = std::move(cache_);
     cache_.reset();
@@ -189,13 +189,9 @@ EntryPtr Pipeline::Find(format::EntryKind kind, const std::string& name, int64_t
 // Chunks
 
 std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* was_touched) {
-  for (;;) {
-    if (auto c = cache_->Allocate(was_touched, write_bytes)) {
-      NoteTouchProgress();  // the writer touches it: the cache may be fully touched now
-      return c;
-    }
-    if (!EvictOne(UINT64_MAX)) return std::nullopt;
-  }
+  auto c = host_tier_.TryAcquire([&](HostCache& cache) { return cache.Allocate(was_touched, write_bytes); });
+  if (c) NoteTouchProgress();  // the writer touches it: the cache may be fully touched now
+  return c;
 }
 
 int32_t Pipeline::AcquireChunk(uint32_t write_bytes, bool* was_touched, bool app) {
@@ -224,42 +220,11 @@ void Pipeline::WaitAsCaptureBlocked(const char* span, bool device) {
 // before it can write, and so free, anything the capture holds.
 bool Pipeline::DrainRoomAfterTaking(const Entry& capturing) const {
   if (!DrainsPending()) return true;
-  const size_t free = cache_->free_count();
-  if (free >= 2) return true;
-  return free + clean_.CountEvictableFor(capturing, 2 - free, HostBusy) >= 2;
+  return host_tier_.HasRoomFor(capturing, cache_->free_count(), 2);
 }
 
 void Pipeline::WaitForDrainRoom(const Entry& capturing) {
   while (!DrainRoomAfterTaking(capturing)) WaitAsCaptureBlocked("blocked: host cache kept for drains");
-}
-
-bool Pipeline::EvictOne(uint64_t below_seq) {
-  const auto victim = clean_.Take(below_seq, HostBusy);
-  if (!victim) return false;
-  auto [e, b] = *victim;
-  BlockState& bs = e->blocks[b];
-  if (bs.chunk >= 0) {
-    cache_->Free(static_cast<uint32_t>(bs.chunk));
-    bs.chunk = -1;
-    if (bs.sealed) --e->resident_blocks;
-    ++stats_.evictions;
-    tracer_.Instant("evict", "cache", e->layout.blocks[b].length, e->name);
-  }
-  return true;
-}
-
-void Pipeline::MarkClean(Entry& e, uint32_t block) {
-  if (e.blocks[block].chunk >= 0) clean_.Add(e, block);
-}
-
-void Pipeline::DropBlock(Entry& e, uint32_t block) {
-  BlockState& bs = e.blocks[block];
-  clean_.Remove(e, block);
-  if (bs.chunk >= 0) {
-    cache_->Free(static_cast<uint32_t>(bs.chunk));
-    bs.chunk = -1;
-    if (bs.sealed) --e.resident_blocks;
-  }
 }
 
 void Pipeline::ReleaseChunks(Entry& e) {
@@ -267,7 +232,7 @@ void Pipeline::ReleaseChunks(Entry& e) {
     if (!e.blocks[b].written && e.blocks[b].sealed && e.blocks[b].chunk >= 0 && !e.failed()) {
       dirty_bytes_ -= e.layout.blocks[b].length;
     }
-    DropBlock(e, b);
+    host_tier_.Drop(e, b);
     if (dcache_) DropSlot(e, b);
   }
   device_mover_.Wake();
@@ -296,7 +261,7 @@ void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
   for (uint32_t b = 0; b < e->blocks.size(); ++b) {
     BlockState& bs = e->blocks[b];
     if (bs.sealed && bs.chunk >= 0 && !bs.written) dirty_bytes_ -= e->layout.blocks[b].length;
-    if (bs.sealed) MarkClean(*e, b);
+    if (bs.sealed) host_tier_.MarkClean(*e, b);
   }
   cv_app_.notify_all();
   flusher_.Wake();
@@ -457,7 +422,7 @@ void Pipeline::SealBatch(const EntryPtr& e, const CaptureBatch& batch) {
     if (batch.to_slot[k - batch.first]) {
       bs.dsealed = true;
       if (e->failed() || e->consumed) {
-        MarkDeviceClean(*e, k);
+        device_tier_.MarkClean(*e, k);
       } else {
         device_mover_.Push(DeviceJob{.e = e, .block = k});
       }
@@ -467,7 +432,7 @@ void Pipeline::SealBatch(const EntryPtr& e, const CaptureBatch& batch) {
     ++e->sealed_blocks;
     ++e->resident_blocks;
     if (e->failed() || e->consumed) {
-      MarkClean(*e, k);
+      host_tier_.MarkClean(*e, k);
     } else {
       dirty_bytes_ += e->layout.blocks[k].length;
       checksummer_.Push(BlockJob{.e = e, .block = k});

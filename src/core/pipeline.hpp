@@ -63,7 +63,7 @@
 
 #include "cairn/cairn.hpp"
 #include "core/copy_engine.hpp"
-#include "core/clean_list.hpp"
+#include "core/tier_cache.hpp"
 #include "core/entry.hpp"
 #include "core/host_cache.hpp"
 #include "core/touch_model.hpp"
@@ -183,17 +183,10 @@ class Pipeline {
   }
   std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr)
       CAIRN_REQUIRES(mu_);  // no waiting
-  bool EvictOne(uint64_t below_seq) CAIRN_REQUIRES(mu_);
   // Host-cache room for the device mover while drains are pending: whether a
   // capture of `capturing` may take a chunk now, and waiting until it may.
   bool DrainRoomAfterTaking(const Entry& capturing) const CAIRN_REQUIRES(mu_);
   void WaitForDrainRoom(const Entry& capturing) CAIRN_REQUIRES(mu_);
-  // Entries whose blocks may not be evicted from a tier now: pinned by a
-  // reader or writer, or being prefetched into that tier.
-  static bool HostBusy(const Entry& e) { return e.pins > 0 || e.prefetching; }
-  static bool DeviceBusy(const Entry& e) { return e.pins > 0 || e.device_prefetching; }
-  void MarkClean(Entry& e, uint32_t block) CAIRN_REQUIRES(mu_);
-  void DropBlock(Entry& e, uint32_t block) CAIRN_REQUIRES(mu_);  // frees its chunk, if any
   void Unpin(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   // Marks consumed, releases chunks, forgets it.
   void Consume(const EntryPtr& e) CAIRN_REQUIRES(mu_);
@@ -271,6 +264,16 @@ class Pipeline {
   bool MustPauseTouching(TouchModel::Mode mode) const;
   // Books a captured block's bytes by the state of its chunk.
   void NoteCaptureChunk(bool was_touched, uint64_t bytes) CAIRN_REQUIRES(mu_);
+  // What a prefetcher makes of one step of a popped history (WalkPoppedSteps).
+  enum class StepVerdict {
+    kSkip,         // not for this prefetcher; look at the next lower step
+    kAhead,        // loaded or being loaded: counts towards the depth
+    kNextHistory,  // nothing lower in this history is due yet
+    kWait,         // due, but no room now: nothing to do until space frees
+    kTake,         // load this one
+  };
+  using StepJudge = std::function<StepVerdict(const Entry&)>;
+  EntryPtr WalkPoppedSteps(const StepJudge& judge) CAIRN_REQUIRES(mu_);
   EntryPtr FindPrefetchTarget() CAIRN_REQUIRES(mu_);
   void EnqueueMover(std::function<void()> task) CAIRN_REQUIRES(mu_);
 
@@ -285,9 +288,7 @@ class Pipeline {
   // (mapping failed before the first chunk).
   std::optional<int32_t> AcquireSlot() CAIRN_REQUIRES(mu_);
   std::optional<uint32_t> TryAcquireSlot() CAIRN_REQUIRES(mu_);  // no waiting
-  bool EvictDeviceOne(uint64_t below_seq) CAIRN_REQUIRES(mu_);
-  void MarkDeviceClean(Entry& e, uint32_t block) CAIRN_REQUIRES(mu_);
-  void DropSlot(Entry& e, uint32_t block) CAIRN_REQUIRES(mu_);
+  void DropSlot(Entry& e, uint32_t block) CAIRN_REQUIRES(mu_);  // frees it, wakes captures
   // Blocks wait to be drained, or one is being drained.
   bool DrainsPending() const CAIRN_REQUIRES(mu_);
   void DrainBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(mu_);
@@ -331,8 +332,6 @@ class Pipeline {
   std::optional<HostCache> cache_ CAIRN_GUARDED_BY(mu_);
   std::map<Key, EntryPtr> catalog_ CAIRN_GUARDED_BY(mu_);
   std::map<std::string, HistoryState> histories_ CAIRN_GUARDED_BY(mu_);
-  // Clean (written) resident blocks, by eviction rank.
-  CleanList clean_ CAIRN_GUARDED_BY(mu_){&BlockState::clean};
   std::set<std::string> known_dirs_ CAIRN_GUARDED_BY(mu_);
   uint64_t next_seq_ CAIRN_GUARDED_BY(mu_) = 0;
   uint64_t dirty_bytes_ CAIRN_GUARDED_BY(mu_) = 0;
@@ -340,6 +339,11 @@ class Pipeline {
   bool shut_down_ CAIRN_GUARDED_BY(mu_) = false;
   Status unreported_error_ CAIRN_GUARDED_BY(mu_);
   Stats stats_ CAIRN_GUARDED_BY(mu_);
+  // The two cache tiers' block bookkeeping (tier_cache.hpp): host chunks
+  // whose blocks are written (evictable), device slots whose blocks are also
+  // in the host tier.
+  TierCache<HostTier> host_tier_ CAIRN_GUARDED_BY(mu_){&stats_.evictions, &tracer_};
+  TierCache<DeviceTier> device_tier_ CAIRN_GUARDED_BY(mu_){&stats_.device.evictions, &tracer_};
 
   // Fast initialization state.
   const std::chrono::steady_clock::time_point opened_at_ = std::chrono::steady_clock::now();
@@ -371,8 +375,6 @@ class Pipeline {
   Mutex restore_stream_mu_ CAIRN_ACQUIRED_AFTER(gpu_io_mu_);
   std::unique_ptr<gpu::Stream> restore_stream_ CAIRN_GUARDED_BY(restore_stream_mu_);
   std::vector<std::unique_ptr<gpu::PinnedBuffer>> bounce_;  // the device mover's
-  // Device slots whose data is also in the host tier, by eviction rank.
-  CleanList dclean_ CAIRN_GUARDED_BY(mu_){&BlockState::dclean};
   bool host_registered_ CAIRN_GUARDED_BY(mu_) = false;  // pinned via cuMemHostRegister
 
   // Helpers for the application's blocking copies (its own threads).

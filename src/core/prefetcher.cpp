@@ -10,35 +10,42 @@
 
 namespace cairn::core {
 
-// The next step worth loading, or nullptr.
-EntryPtr Pipeline::FindPrefetchTarget() {
-  const auto kind = format::EntryKind::kHistoryStep;
+// Both prefetchers (host: this file; device: gpu_tier.cpp) walk the steps
+// of the histories being popped the same way: highest step first, at most
+// history.prefetch_depth steps ahead of the pops; `judge` says what a step is
+// to the prefetcher asking.
+EntryPtr Pipeline::WalkPoppedSteps(const StepJudge& judge) {
   const int depth = config_.prefetch_depth;
   for (auto& [name, h] : histories_) {
     if (!h.popping) continue;
     int ahead = 0;
     for (auto it = h.steps.rbegin(); it != h.steps.rend(); ++it) {
-      EntryPtr e = Find(kind, name, *it);
-      if (!e || e->consumed) continue;
-      // Being loaded already (by us or by a pop reading its file), or not yet
-      // captured: counts towards the depth, needs no read.
-      if (e->fully_cached() || e->prefetching || e->pop_reading || !e->capture_done) {
-        if (depth > 0 && ++ahead >= depth) break;
-        continue;
-      }
-      if (e->prefetch_failed || e->failed()) continue;
-      if (!e->local_committed) break;  // still being written: the pop will wait for it
-      if (e->blocks.size() > cache_->chunk_count()) continue;  // larger than the cache
-      // Enough room without evicting anything needed sooner (this entry's own
-      // resident blocks included)?
-      const size_t missing = e->blocks.size() - e->resident_blocks;
-      size_t room = cache_->free_count();
-      if (room < missing) room += clean_.CountEvictableFor(*e, missing - room, HostBusy);
-      if (room < missing) return nullptr;  // wait for pops to free space
-      return e;
+      EntryPtr e = Find(format::EntryKind::kHistoryStep, name, *it);
+      const StepVerdict verdict = e && !e->consumed ? judge(*e) : StepVerdict::kSkip;
+      if (verdict == StepVerdict::kTake) return e;
+      if (verdict == StepVerdict::kWait) return nullptr;
+      if (verdict == StepVerdict::kNextHistory) break;
+      if (verdict == StepVerdict::kAhead && depth > 0 && ++ahead >= depth) break;
     }
   }
   return nullptr;
+}
+
+// The next step worth loading into the host cache, or nullptr.
+EntryPtr Pipeline::FindPrefetchTarget() {
+  return WalkPoppedSteps([this](const Entry& e) CAIRN_REQUIRES(mu_) {
+    // Being loaded already (by us or by a pop reading its file), or not yet
+    // captured: counts towards the depth, needs no read.
+    if (e.fully_cached() || e.prefetching || e.pop_reading || !e.capture_done) return StepVerdict::kAhead;
+    if (e.prefetch_failed || e.failed()) return StepVerdict::kSkip;
+    // Still being written: the pop will wait for it.
+    if (!e.local_committed) return StepVerdict::kNextHistory;
+    if (e.blocks.size() > cache_->chunk_count()) return StepVerdict::kSkip;  // larger than the cache
+    // Enough room without evicting anything needed sooner (this entry's own
+    // resident blocks included)? Else wait for pops to free space.
+    const size_t missing = e.blocks.size() - e.resident_blocks;
+    return host_tier_.HasRoomFor(e, cache_->free_count(), missing) ? StepVerdict::kTake : StepVerdict::kWait;
+  });
 }
 
 // Loads one step found by FindPrefetchTarget. Drops mu_ for the file read.
@@ -56,8 +63,7 @@ void Pipeline::PrefetchStep(const EntryPtr& e) {
   for (uint32_t b = 0; b < e->blocks.size(); ++b) {
     if (e->blocks[b].chunk >= 0 && e->blocks[b].sealed) continue;
     const uint32_t write_bytes = e->layout.blocks[b].length;
-    auto chunk = cache_->Allocate(nullptr, write_bytes);
-    while (!chunk && EvictOne(e->seq)) chunk = cache_->Allocate(nullptr, write_bytes);
+    auto chunk = host_tier_.TryAcquire([&](HostCache& c) { return c.Allocate(nullptr, write_bytes); }, e->seq);
     // FindPrefetchTarget counted the room under this same lock.
     e->blocks[b].chunk = static_cast<int32_t>(*chunk);
     dst[b] = cache_->data(*chunk);
@@ -80,7 +86,7 @@ void Pipeline::PrefetchStep(const EntryPtr& e) {
       if (!dst[b]) continue;
       bs.sealed = bs.written = bs.crc_ready = true;
       bs.crc = (*reader)->block_crc(b);
-      MarkClean(*e, b);
+      host_tier_.MarkClean(*e, b);
     }
     e->resident_blocks = static_cast<uint32_t>(e->blocks.size());
     tracer_.Span("prefetch", "prefetch", t0, std::chrono::steady_clock::now(), e->layout.payload_bytes,
