@@ -193,8 +193,8 @@ bool Pipeline::DrainsPending() const {
 // checksum and flush stages take over. Drops mu_ for the copy.
 void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
   BlockState& bs = e->blocks[block];
-  // Popped before it was drained (the pop was served from the device), or
-  // its flush failed: the slot is evictable, nothing goes to the host.
+  // Popped before it was drained (served from the device), or its flush
+  // failed: the slot is evictable, nothing goes to the host.
   auto nothing_to_drain = [&]() CAIRN_REQUIRES(mu_) {
     if (!e->consumed && !e->failed() && bs.dsealed) return false;
     if (e->consumed) {
@@ -225,23 +225,13 @@ void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
   const bool registered = host_registered_;
   UseBandwidth(+1, /*capture=*/false);
   const auto t0 = std::chrono::steady_clock::now();
+  auto t1 = t0;
   Status s;
-  mu_.Unlock();  // the device -> host copy (and the memcpy out of the bounce buffer)
-  if (registered) {
-    // DMA straight into the page-locked cache.
-    const CopySegment seg{.dst = dst, .src = src, .bytes = length};
-    s = GpuCopy(*drain_stream_, {&seg, 1});
-  } else {
-    // Through a page-locked bounce buffer, one block at a time (a block is
-    // the bounce buffer's size). A pageable destination would make the
-    // driver stage the copy itself, synchronously and slower.
-    const CopySegment seg{.dst = bounce_[0]->data(), .src = src, .bytes = length};
-    s = GpuCopy(*drain_stream_, {&seg, 1});
-    if (s.ok()) std::memcpy(dst, bounce_[0]->data(), length);
+  {
+    MutexUnlock unlocked(&mu_);  // the device -> host copy
+    s = CopyDrained(dst, src, length, padded, registered);
+    t1 = std::chrono::steady_clock::now();
   }
-  if (s.ok() && padded > length) std::memset(dst + length, 0, padded - length);
-  const auto t1 = std::chrono::steady_clock::now();
-  mu_.Lock();
   UseBandwidth(-1, /*capture=*/false);
   if (!s.ok()) {
     cache_->Free(static_cast<uint32_t>(chunk));
@@ -273,6 +263,25 @@ void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
   tracer_.Span("drain", "device", t0, t1, length, e->name, e->number);
   Unpin(e);
   TraceCache();
+}
+
+Status Pipeline::CopyDrained(uint8_t* dst, const void* src, uint32_t length, uint32_t padded,
+                             bool registered) {
+  Status s;
+  if (registered) {
+    // DMA straight into the page-locked cache.
+    const CopySegment seg{.dst = dst, .src = src, .bytes = length};
+    s = GpuCopy(*drain_stream_, {&seg, 1});
+  } else {
+    // Through a page-locked bounce buffer, one block at a time (a block is
+    // the bounce buffer's size). A pageable destination would make the
+    // driver stage the copy itself, synchronously and slower.
+    const CopySegment seg{.dst = bounce_[0]->data(), .src = src, .bytes = length};
+    s = GpuCopy(*drain_stream_, {&seg, 1});
+    if (s.ok()) std::memcpy(dst, bounce_[0]->data(), length);
+  }
+  if (s.ok() && padded > length) std::memset(dst + length, 0, padded - length);
+  return s;
 }
 
 // The next history step worth copying host -> device, or

@@ -1,5 +1,6 @@
 // The pipeline: the engine behind cairn::Client. It owns the host cache, the
-// file tiers and the background threads (docs/design.md has the picture), and moves entries through
+// file tiers and the background threads (docs/design.md has the picture),
+// and moves entries through
 //
 //   capture (app thread) -> checksum -> flush to local -> copy to persistent
 //                                          \-> evict (clean blocks) -> prefetch
@@ -292,6 +293,10 @@ class Pipeline {
   // Blocks wait to be drained, or one is being drained.
   bool DrainsPending() const CAIRN_REQUIRES(mu_);
   void DrainBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(mu_);
+  // The device -> host copy of one block into a pinned chunk (no lock held),
+  // tail zeroed to `padded`; registered: the host cache is page-locked.
+  Status CopyDrained(uint8_t* dst, const void* src, uint32_t length, uint32_t padded, bool registered)
+      CAIRN_EXCLUDES(mu_);
   EntryPtr FindDevicePrefetchTarget() CAIRN_REQUIRES(mu_);
   void DevicePrefetch(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   // Copies between any memory kinds through `stream` (host -> host included),
