@@ -34,21 +34,19 @@ Status Pipeline::BeginCapture(const EntryPtr& e, const std::vector<CaptureSource
   const auto kind = e->kind;
   const std::string& name = e->name;
   if (closing_) return Status::State("client is closing");
-  if (kind == format::EntryKind::kHistoryStep && !histories_.contains(name)) {
+  if (kind == format::EntryKind::kHistoryStep && !catalog_.HasHistory(name)) {
     return Status::State("history '" + name + "' is not open");
   }
-  if (Find(kind, name, e->number)) {
+  if (catalog_.Find(kind, name, e->number)) {
     return Status::Exists(std::string(kind == format::EntryKind::kCheckpoint ? "version " : "step ") +
                           std::to_string(e->number) + " of '" + name + "' is still in the pipeline");
   }
   std::vector<format::RegionSpec> specs;
   specs.reserve(sources.size());
   for (const auto& s : sources) specs.push_back(s.spec);
-  e->seq = next_seq_++;
   e->layout = format::Layout::Make(specs, static_cast<uint32_t>(config_.block_bytes));
   e->blocks.resize(e->layout.blocks.size());
-  catalog_.emplace(Key{kind, name, e->number}, e);
-  if (kind == format::EntryKind::kHistoryStep) histories_[name].steps.insert(e->number);
+  catalog_.Add(e);
   flusher_.Push(e);
   // The compute interval that ended at t0 feeds the adaptive touch model.
   *interval_s = last_capture_end_ ? SecondsBetween(*last_capture_end_, t0) : -1;
@@ -151,7 +149,7 @@ Status Pipeline::RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, c
     bs.chunk = bs.slot = -1;
   }
   if (e->kind == format::EntryKind::kHistoryStep) {
-    if (auto h = histories_.find(e->name); h != histories_.end()) h->second.steps.erase(e->number);
+    catalog_.DropStep(e->name, e->number);
   }
   e->capture_done = true;
   Consume(e);

@@ -31,7 +31,7 @@ void Pipeline::ChecksumBlock(const EntryPtr& e, uint32_t block) {
 void Pipeline::FlushNext(const EntryPtr& e) {
   FlushEntry(e);
   if (e->kind == format::EntryKind::kHistoryStep && !config_.history_persistent &&
-      !histories_.contains(e->name)) {
+      !catalog_.HasHistory(e->name)) {
     // Its history was closed while this step was in flight: the directory
     // removal skipped then can happen now.
     const std::string name = e->name;

@@ -85,7 +85,7 @@ void Pipeline::ApplyRetention(const std::string& name) {
     for (int64_t v : doomed) {
       {
         MutexLock lock(&mu_);
-        EntryPtr e = Find(kind, name, v);
+        EntryPtr e = catalog_.Find(kind, name, v);
         if (e && (e->persist_pending || !e->local_committed)) continue;
         // Older than the newest `keep` committed ones: forget it everywhere.
         if (e && tier == &local_) Consume(e);

@@ -110,7 +110,7 @@ Status Pipeline::Shutdown() {
     MutexLock lock(&mu_);
     if (shut_down_) return Status::Ok();
     closing_ = true;
-    for (const auto& [name, h] : histories_) open_histories.push_back(name);
+    for (const auto& [name, h] : catalog_.histories()) open_histories.push_back(name);
   }
   for (const auto& name : open_histories) (void)CloseHistory(name);
 
@@ -141,7 +141,7 @@ Status Pipeline::Shutdown() {
   bool pinned = false;
   {
     MutexLock lock(&mu_);
-    catalog_.clear();
+    catalog_.ClearEntries();
     host_tier_.Clear();
     device_tier_.Clear();
     pinned = std::exchange(pinned_, false);
@@ -178,11 +178,6 @@ void Pipeline::NotifyAll() {
 void Pipeline::TraceCache() {
   if (!tracer_.enabled() || !cache_) return;
   tracer_.Counter("host cache", cache_->used_bytes(), dirty_bytes_);
-}
-
-EntryPtr Pipeline::Find(format::EntryKind kind, const std::string& name, int64_t number) const {
-  auto it = catalog_.find(Key{kind, name, number});
-  return it == catalog_.end() ? nullptr : it->second;
 }
 
 // ---------------------------------------------------------------------------
@@ -247,7 +242,7 @@ void Pipeline::Unpin(const EntryPtr& e) {
 void Pipeline::Consume(const EntryPtr& e) {
   if (e->consumed) return;
   e->consumed = true;
-  catalog_.erase(Key{e->kind, e->name, e->number});
+  catalog_.Remove(*e);
   if (e->pins == 0) ReleaseChunks(*e);
   flusher_.Wake();
 }
@@ -276,7 +271,7 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
     return Status::InvalidArgument("wait for the persistent level, but storage.persistent is not set");
   }
   MutexLock lock(&mu_);
-  EntryPtr e = Find(kind, name, number);
+  EntryPtr e = catalog_.Find(kind, name, number);
   if (!e) {
     lock.Unlock();
     return WaitForFiles(kind, name, number, level);

@@ -59,10 +59,10 @@
 #include <span>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "cairn/cairn.hpp"
+#include "core/catalog.hpp"
 #include "core/copy_engine.hpp"
 #include "core/tier_cache.hpp"
 #include "core/entry.hpp"
@@ -133,8 +133,6 @@ class Pipeline {
   Result<MemoryKind> ClassifyRegion(const void* p, size_t bytes);
 
  private:
-  using Key = std::tuple<format::EntryKind, std::string, int64_t>;
-
   // Jobs of the stages.
   struct BlockJob {  // checksum one sealed block
     EntryPtr e;
@@ -146,11 +144,6 @@ class Pipeline {
     bool drain = true;
   };
   using MoverTask = std::function<void()>;
-
-  struct HistoryState {
-    bool popping = false;  // a pop happened: the prefetcher serves this history
-    std::set<int64_t> steps;  // pushed and not consumed
-  };
 
   // One batch of a capture (pipeline.cpp): the blocks [first, end) and where
   // their bytes go.
@@ -193,8 +186,6 @@ class Pipeline {
   void Consume(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   void ReleaseChunks(Entry& e) CAIRN_REQUIRES(mu_);
   void FailEntry(const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_);
-  EntryPtr Find(format::EntryKind kind, const std::string& name, int64_t number) const
-      CAIRN_REQUIRES(mu_);
   void NotifyAll();
   void TraceCache() CAIRN_REQUIRES(mu_);  // a cache-occupancy counter sample
   // Counts a served restore or pop in the stats and the trace.
@@ -335,10 +326,8 @@ class Pipeline {
   std::condition_variable_any cv_init_;  // memory went idle, cache fully touched
 
   std::optional<HostCache> cache_ CAIRN_GUARDED_BY(mu_);
-  std::map<Key, EntryPtr> catalog_ CAIRN_GUARDED_BY(mu_);
-  std::map<std::string, HistoryState> histories_ CAIRN_GUARDED_BY(mu_);
+  Catalog catalog_ CAIRN_GUARDED_BY(mu_);  // entries and open histories
   std::set<std::string> known_dirs_ CAIRN_GUARDED_BY(mu_);
-  uint64_t next_seq_ CAIRN_GUARDED_BY(mu_) = 0;
   uint64_t dirty_bytes_ CAIRN_GUARDED_BY(mu_) = 0;
   bool closing_ CAIRN_GUARDED_BY(mu_) = false;
   bool shut_down_ CAIRN_GUARDED_BY(mu_) = false;

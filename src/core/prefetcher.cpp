@@ -16,11 +16,11 @@ namespace cairn::core {
 // to the prefetcher asking.
 EntryPtr Pipeline::WalkPoppedSteps(const StepJudge& judge) {
   const int depth = config_.prefetch_depth;
-  for (auto& [name, h] : histories_) {
+  for (auto& [name, h] : catalog_.histories()) {
     if (!h.popping) continue;
     int ahead = 0;
     for (auto it = h.steps.rbegin(); it != h.steps.rend(); ++it) {
-      EntryPtr e = Find(format::EntryKind::kHistoryStep, name, *it);
+      EntryPtr e = catalog_.Find(format::EntryKind::kHistoryStep, name, *it);
       const StepVerdict verdict = e && !e->consumed ? judge(*e) : StepVerdict::kSkip;
       if (verdict == StepVerdict::kTake) return e;
       if (verdict == StepVerdict::kWait) return nullptr;

@@ -141,7 +141,7 @@ Status Pipeline::Restore(const std::string& name, int64_t version,
   const auto kind = format::EntryKind::kCheckpoint;
   auto t0 = std::chrono::steady_clock::now();
   MutexLock lock(&mu_);
-  EntryPtr e = Find(kind, name, version);
+  EntryPtr e = catalog_.Find(kind, name, version);
   if (e) {
     // Evicted blocks imply the flush wrote them; wait for the commit so the
     // file is complete.
@@ -190,7 +190,7 @@ Result<int64_t> Pipeline::Latest(const std::string& name) {
     {
       // A committed version still fully in the cache verifies by construction.
       MutexLock lock(&mu_);
-      EntryPtr e = Find(kind, name, *it);
+      EntryPtr e = catalog_.Find(kind, name, *it);
       if (e && e->local_committed && e->fully_cached()) return *it;
     }
     for (const tiers::FileTier* tier : tiers) {
@@ -216,7 +216,7 @@ Status Pipeline::OpenHistory(const std::string& name) {
   {
     MutexLock lock(&mu_);
     if (closing_) return Status::State("client is closing");
-    if (histories_.contains(name)) return Status::State("history '" + name + "' is already open");
+    if (catalog_.HasHistory(name)) return Status::State("history '" + name + "' is already open");
   }
   const auto kind = format::EntryKind::kHistoryStep;
   CAIRN_ASSIGN_OR_RETURN(auto existing, history_.ListCommitted(name, kind));
@@ -246,19 +246,15 @@ Status Pipeline::OpenHistory(const std::string& name) {
     adopted.push_back(std::move(e));
   }
   MutexLock lock(&mu_);
-  if (histories_.contains(name)) return Status::State("history '" + name + "' is already open");
-  HistoryState& h = histories_[name];
-  for (auto& e : adopted) {
-    e->seq = next_seq_++;
-    h.steps.insert(e->number);
-    catalog_.emplace(Key{kind, name, e->number}, e);
-  }
+  if (catalog_.HasHistory(name)) return Status::State("history '" + name + "' is already open");
+  catalog_.OpenHistory(name);
+  for (auto& e : adopted) catalog_.Add(e);
   return Status::Ok();
 }
 
 Result<size_t> Pipeline::StepSize(const std::string& name, int64_t step) {
   MutexLock lock(&mu_);
-  EntryPtr e = Find(format::EntryKind::kHistoryStep, name, step);
+  EntryPtr e = catalog_.Find(format::EntryKind::kHistoryStep, name, step);
   if (!e) return Status::NotFound(VersionLabel(format::EntryKind::kHistoryStep, name, step) + " is not there");
   return static_cast<size_t>(e->layout.payload_bytes);
 }
@@ -269,18 +265,18 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   const std::string label = VersionLabel(kind, name, step);
   auto t0 = std::chrono::steady_clock::now();
   MutexLock lock(&mu_);
-  auto hist = histories_.find(name);
-  if (hist == histories_.end()) return Status::State("history '" + name + "' is not open");
-  EntryPtr e = Find(kind, name, step);
+  Catalog::History* hist = catalog_.FindHistory(name);
+  if (!hist) return Status::State("history '" + name + "' is not open");
+  EntryPtr e = catalog_.Find(kind, name, step);
   if (!e) return Status::NotFound(label + " is not there (never pushed, or already popped)");
   const size_t bytes = static_cast<size_t>(e->layout.payload_bytes);
   if (capacity < bytes) {
     return Status::SizeMismatch(label + " has " + std::to_string(bytes) +
                                 " bytes; the buffer holds only " + std::to_string(capacity));
   }
-  if (!hist->second.popping) {
+  if (!hist->popping) {
     // The first pop: prefetching starts now, alongside this pop's read.
-    hist->second.popping = true;
+    hist->popping = true;
     prefetcher_.Wake();
     device_mover_.Wake();
   }
@@ -315,7 +311,7 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   }
   if (device_hit) ++stats_.device.hits;
   NoteRead(hit, bytes, t0, hit ? "pop (cache hit)" : "pop (from file)", name, step);
-  if (auto h = histories_.find(name); h != histories_.end()) h->second.steps.erase(step);
+  catalog_.DropStep(name, step);
   const bool delete_file = e->local_committed;
   Consume(e);
   Unpin(e);
@@ -332,11 +328,11 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
 Status Pipeline::CloseHistory(const std::string& name) {
   const auto kind = format::EntryKind::kHistoryStep;
   MutexLock lock(&mu_);
-  auto it = histories_.find(name);
-  if (it == histories_.end()) return Status::Ok();
+  Catalog::History* hist = catalog_.FindHistory(name);
+  if (!hist) return Status::Ok();
   std::vector<EntryPtr> entries;
-  for (int64_t step : it->second.steps) {
-    if (EntryPtr e = Find(kind, name, step)) entries.push_back(e);
+  for (int64_t step : hist->steps) {
+    if (EntryPtr e = catalog_.Find(kind, name, step)) entries.push_back(e);
   }
   if (config_.history_persistent) {
     // Steps stay on disk for a later run: let their flushes finish.
@@ -354,7 +350,7 @@ Status Pipeline::CloseHistory(const std::string& name) {
     }
     return true;
   });
-  histories_.erase(it);
+  catalog_.CloseHistory(name);
   for (const auto& e : entries) {
     const bool delete_file = e->local_committed && !config_.history_persistent;
     Consume(e);
@@ -378,7 +374,7 @@ Status Pipeline::CloseHistory(const std::string& name) {
 // directory, on the mover thread, after a history is closed.
 void Pipeline::RemoveNameDirIfUnused(const std::string& name) {
   MutexLock lock(&mu_);
-  if (histories_.contains(name)) return;  // reopened
+  if (catalog_.HasHistory(name)) return;  // reopened
   // Queued for the flusher, or being flushed.
   for (const auto& e : flusher_.queue()) {
     if (e->name == name) return;
