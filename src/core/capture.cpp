@@ -23,7 +23,7 @@ Status Pipeline::CheckSources(const std::vector<CaptureSource>& sources) {
                                    " is not host memory and the GPU tier is unavailable: " +
                                    gpu_unavailable_.ToString());
       }
-      CAIRN_RETURN_IF_ERROR(EnsureGpuIo());
+      CAIRN_RETURN_IF_ERROR(dio_->Ensure());
     }
   }
   return Status::Ok();
@@ -124,7 +124,7 @@ Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_
   Status copied;
   if (!batch.gpu.empty()) {
     const auto g0 = std::chrono::steady_clock::now();
-    copied = GpuCopy(*capture_stream_, batch.gpu);
+    copied = dio_->CaptureCopy(batch.gpu);
     *gpu_seconds += SecondsSince(g0);
     for (const auto& seg : batch.gpu) *gpu_bytes += seg.bytes;
   }

@@ -74,33 +74,6 @@ Status Pipeline::OpenGpu() {
   return Status::Ok();
 }
 
-Status Pipeline::EnsureGpuIo() {
-  MutexLock lock(&gpu_io_mu_);
-  if (gpu_io_ready_) return Status::Ok();
-  if (!gpu_) return gpu_unavailable_;
-  // The application's blocking copies order after its work on the legacy
-  // default stream (a checkpoint sees the kernels launched before it; a
-  // restore does not race them); the background copies never wait for it.
-  using Sync = gpu::Stream::Synchronization;
-  CAIRN_ASSIGN_OR_RETURN(capture_stream_, gpu::Stream::Create(*gpu_, Sync::kWithLegacyStream));
-  CAIRN_ASSIGN_OR_RETURN(drain_stream_, gpu::Stream::Create(*gpu_, Sync::kIndependent));
-  {
-    MutexLock rs(&restore_stream_mu_);
-    CAIRN_ASSIGN_OR_RETURN(restore_stream_, gpu::Stream::Create(*gpu_, Sync::kWithLegacyStream));
-  }
-  for (int i = 0; i < config_.bounce_buffers; ++i) {
-    auto b = gpu::PinnedBuffer::Allocate(*gpu_, config_.block_bytes);
-    if (!b.ok()) {
-      // Fewer staging buffers only costs overlap; none at all is an error.
-      if (bounce_.empty()) return b.status().WithContext("device_cache.bounce_buffers");
-      break;
-    }
-    bounce_.push_back(std::move(b).value());
-  }
-  gpu_io_ready_ = true;
-  return Status::Ok();
-}
-
 Result<MemoryKind> Pipeline::ClassifyRegion(const void* p, size_t bytes) {
   if (bytes == 0 || p == nullptr) return MemoryKind::kHost;
   gpu::PointerInfo info;
@@ -123,7 +96,7 @@ Result<MemoryKind> Pipeline::ClassifyRegion(const void* p, size_t bytes) {
                                    " memory, but the GPU tier is unavailable: " +
                                    gpu_unavailable_.ToString());
       }
-      CAIRN_RETURN_IF_ERROR(EnsureGpuIo());
+      CAIRN_RETURN_IF_ERROR(dio_->Ensure());
       return kind;
     }
   }
@@ -154,31 +127,6 @@ std::optional<int32_t> Pipeline::AcquireSlot() {
 
 void Pipeline::DropSlot(Entry& e, uint32_t block) {
   if (device_tier_.Drop(e, block)) cv_app_.notify_all();  // a capture may take the slot
-}
-
-// ---------------------------------------------------------------------------
-// Copies
-
-Status Pipeline::GpuCopy(gpu::Stream& stream, std::span<const CopySegment> segments) {
-  Status first;
-  for (const auto& seg : segments) {
-    if (seg.bytes == 0) continue;
-    Status s = stream.Copy(seg.dst, seg.src, seg.bytes);
-    if (!s.ok()) {
-      first = s;
-      break;
-    }
-  }
-  // Always synchronize: nothing may still be writing into a buffer once we
-  // return, even after an enqueue error.
-  Status sync = stream.Synchronize();
-  return first.ok() ? sync : first;
-}
-
-Status Pipeline::RestoreCopy(std::span<const CopySegment> segments) {
-  CAIRN_RETURN_IF_ERROR(EnsureGpuIo());
-  MutexLock lock(&restore_stream_mu_);
-  return GpuCopy(*restore_stream_, segments);
 }
 
 // ---------------------------------------------------------------------------
@@ -229,7 +177,7 @@ void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
   Status s;
   {
     MutexUnlock unlocked(&mu_);  // the device -> host copy
-    s = CopyDrained(dst, src, length, padded, registered);
+    s = dio_->Drain(dst, src, length, padded, registered);
     t1 = std::chrono::steady_clock::now();
   }
   UseBandwidth(-1, /*capture=*/false);
@@ -265,24 +213,6 @@ void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
   TraceCache();
 }
 
-Status Pipeline::CopyDrained(uint8_t* dst, const void* src, uint32_t length, uint32_t padded,
-                             bool registered) {
-  Status s;
-  if (registered) {
-    // DMA straight into the page-locked cache.
-    const CopySegment seg{.dst = dst, .src = src, .bytes = length};
-    s = GpuCopy(*drain_stream_, {&seg, 1});
-  } else {
-    // Through a page-locked bounce buffer, one block at a time (a block is
-    // the bounce buffer's size). A pageable destination would make the
-    // driver stage the copy itself, synchronously and slower.
-    const CopySegment seg{.dst = bounce_[0]->data(), .src = src, .bytes = length};
-    s = GpuCopy(*drain_stream_, {&seg, 1});
-    if (s.ok()) std::memcpy(dst, bounce_[0]->data(), length);
-  }
-  if (s.ok() && padded > length) std::memset(dst + length, 0, padded - length);
-  return s;
-}
 
 // The next history step worth copying host -> device, or
 // nullptr: the same order as the host prefetcher (highest step first, within
@@ -327,7 +257,7 @@ void Pipeline::DevicePrefetch(const EntryPtr& e) {
   Status s;
   {
     MutexUnlock unlocked(&mu_);  // host -> device copies
-    s = GpuCopy(*drain_stream_, segments);
+    s = dio_->BackgroundCopy(segments);
   }
   e->device_prefetching = false;
   uint64_t bytes = 0;

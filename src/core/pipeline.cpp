@@ -78,6 +78,7 @@ Status Pipeline::Init() {
         fs_->CreateDirs(config_.persistent_dir, 0700).WithContext("storage.persistent"));
   }
   CAIRN_RETURN_IF_ERROR(OpenGpu());
+  dio_.emplace(gpu_.get(), gpu_unavailable_, config_.block_bytes, config_.bounce_buffers);
   // With a GPU in use the host cache is pinned by registering it with the
   // driver (page-locked and DMA-mapped at once); mlock otherwise.
   if (config_.pinner == nullptr && gpu_) pinner_ = gpu_->host_pinner();
@@ -153,13 +154,7 @@ Status Pipeline::Shutdown() {
   if (pinned) pinner_->Unpin(cache->base(), cache->mapped_bytes());
   cache.reset();
   // GPU objects last, the runtime (context) after everything made on it.
-  capture_stream_.reset();
-  drain_stream_.reset();
-  {
-    MutexLock lock(&restore_stream_mu_);
-    restore_stream_.reset();
-  }
-  bounce_.clear();
+  dio_.reset();  // streams and bounce buffers
   dcache_.reset();
   gpu_.reset();
   Status trace = tracer_.Write();

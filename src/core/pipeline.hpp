@@ -64,6 +64,7 @@
 #include "cairn/cairn.hpp"
 #include "core/catalog.hpp"
 #include "core/copy_engine.hpp"
+#include "core/device_io.hpp"
 #include "core/tier_cache.hpp"
 #include "core/entry.hpp"
 #include "core/host_cache.hpp"
@@ -271,8 +272,6 @@ class Pipeline {
 
   // GPU tier (gpu_tier.cpp).
   Status OpenGpu() CAIRN_EXCLUDES(mu_);  // at Init: runtime, device cache (best effort)
-  // Streams and bounce buffers, on first device use.
-  Status EnsureGpuIo() CAIRN_EXCLUDES(gpu_io_mu_, restore_stream_mu_);
   bool DeviceCacheUsable() const CAIRN_REQUIRES(mu_);  // slots exist or are coming
   // A mapped free slot, evicting drained slots of older entries once the
   // cache is fully mapped; waits for mapping or draining (the wait is the
@@ -284,18 +283,8 @@ class Pipeline {
   // Blocks wait to be drained, or one is being drained.
   bool DrainsPending() const CAIRN_REQUIRES(mu_);
   void DrainBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(mu_);
-  // The device -> host copy of one block into a pinned chunk (no lock held),
-  // tail zeroed to `padded`; registered: the host cache is page-locked.
-  Status CopyDrained(uint8_t* dst, const void* src, uint32_t length, uint32_t padded, bool registered)
-      CAIRN_EXCLUDES(mu_);
   EntryPtr FindDevicePrefetchTarget() CAIRN_REQUIRES(mu_);
   void DevicePrefetch(const EntryPtr& e) CAIRN_REQUIRES(mu_);
-  // Copies between any memory kinds through `stream` (host -> host included),
-  // then synchronizes. Precondition: EnsureGpuIo() succeeded.
-  Status GpuCopy(gpu::Stream& stream, std::span<const CopySegment> segments);
-  // A restore or pop's copies out of the cache or from a staging buffer into
-  // device/managed targets (the restore stream, one caller at a time).
-  Status RestoreCopy(std::span<const CopySegment> segments) CAIRN_EXCLUDES(restore_stream_mu_);
 
   // Restore helpers (restore.cpp).
   Status ReadFromFiles(const EntryPtr& e, format::EntryKind kind, const std::string& name,
@@ -355,20 +344,12 @@ class Pipeline {
   // GPU tier. gpu_ is null without a usable driver (gpu_unavailable_ says
   // why); dcache_ is null with device_cache.size = 0 or when it could not be
   // created; both are set by Init before any thread starts, then constant
-  // (the device cache locks itself). Streams and bounce buffers are made on
-  // first device use (gpu_io_mu_) and constant after; the capture stream is
-  // used under capture_mu_, the restore stream under restore_stream_mu_, the
-  // drain stream and bounce buffers by the device mover alone.
+  // (the device cache locks itself). dio_: the streams and bounce buffers
+  // (device_io.hpp, its own locks), made by Init, after OpenGpu.
   std::unique_ptr<gpu::Runtime> gpu_;
   Status gpu_unavailable_;
   std::unique_ptr<gpu::DeviceCache> dcache_;
-  Mutex gpu_io_mu_;
-  bool gpu_io_ready_ CAIRN_GUARDED_BY(gpu_io_mu_) = false;  // written once
-  std::unique_ptr<gpu::Stream> capture_stream_;
-  std::unique_ptr<gpu::Stream> drain_stream_;
-  Mutex restore_stream_mu_ CAIRN_ACQUIRED_AFTER(gpu_io_mu_);
-  std::unique_ptr<gpu::Stream> restore_stream_ CAIRN_GUARDED_BY(restore_stream_mu_);
-  std::vector<std::unique_ptr<gpu::PinnedBuffer>> bounce_;  // the device mover's
+  std::optional<DeviceIo> dio_;
   bool host_registered_ CAIRN_GUARDED_BY(mu_) = false;  // pinned via cuMemHostRegister
 
   // Helpers for the application's blocking copies (its own threads).

@@ -84,7 +84,7 @@ Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarge
     }
   }
   MutexUnlock unlocked(&mu_);  // the copies out of the cache
-  Status s = gpu.empty() ? Status::Ok() : RestoreCopy(gpu);
+  Status s = gpu.empty() ? Status::Ok() : dio_->RestoreCopy(gpu);
   if (s.ok()) CopyOut(MemoryKind::kHost, *copier_, cpu);
   return s;
 }
@@ -121,7 +121,7 @@ Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, co
         s = (*reader)->ReadBlock(b, staging.data(), /*verify=*/true);
         const CopySegment seg{.dst = static_cast<uint8_t*>(targets[t].data) + (blk.offset - region.data_offset),
                               .src = staging.data(), .bytes = blk.length};
-        if (s.ok()) s = RestoreCopy({&seg, 1});
+        if (s.ok()) s = dio_->RestoreCopy({&seg, 1});
       }
     }
     if (s.ok()) return s;
