@@ -9,6 +9,19 @@ target_compile_options(cairn_options INTERFACE
 if(CAIRN_WERROR)
   target_compile_options(cairn_options INTERFACE -Werror)
 endif()
+# Clang's thread-safety analysis (util/thread_annotations.hpp): GUARDED_BY,
+# REQUIRES and EXCLUDES are checked, and a violation fails the build. The
+# "tsa" preset and scripts/test.sh ("thread-safety (clang)") turn it on in a
+# clang++-14 tree, build-tsa/, that is compiled but not run.
+option(CAIRN_THREAD_SAFETY "Compile with clang -Wthread-safety -Werror=thread-safety" OFF)
+if(CAIRN_THREAD_SAFETY)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "CAIRN_THREAD_SAFETY=ON needs clang (CMAKE_CXX_COMPILER=clang++-14); "
+                        "got ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  target_compile_options(cairn_options INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wthread-safety -Werror=thread-safety>)
+endif()
 if(CAIRN_SANITIZE)
   # Line tables for symbolized reports. Builds with debug info (Debug,
   # RelWithDebInfo) keep what their flags give: a full -g here would double the

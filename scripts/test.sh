@@ -5,6 +5,10 @@
 #      pip install ., pytest; counted from its JUnit XML)
 #   2. ASan/UBSan build in build-asan + ctest   (skipped if CAIRN_TEST_QUICK=1)
 #   3. TSan build in build-tsan       + ctest   (skipped if CAIRN_TEST_QUICK=1)
+#   1c. thread-safety (clang): clang++-14 tree in build-tsa/ with
+#      -Wthread-safety -Werror=thread-safety (CAIRN_THREAD_SAFETY); compiles
+#      the library and the test sources, runs nothing; a violation of a
+#      CAIRN_GUARDED_BY / CAIRN_REQUIRES / CAIRN_EXCLUDES fails it
 #   4. tests/install_test.sh (install into a temp prefix, find_package and
 #      pkg-config consumers)
 #   5. skips: every skipped test (ctest and pytest JUnit XML) is listed; one
@@ -146,6 +150,22 @@ print(t[0] - t[1] - t[2] - t[3], t[1] + t[2], t[3])' "$logdir/pytest.xml")"
     echo "test.sh: pytest: $py_failed tests failed (exit $py_rc)" >&2
     exit 1
   fi
+fi
+
+# 1c. Thread-safety analysis: compile only --------------------------------------
+# Checked locking (docs/design.md, "Locking"): GCC ignores the annotations, so
+# one clang tree compiles everything with the analysis as errors. -O0 and no
+# debug info: nothing here runs. Counted as one test.
+banner "thread-safety (clang) in build-tsa"
+cmake -S . -B build-tsa -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 \
+  -DCAIRN_THREAD_SAFETY=ON -DCAIRN_BUILD_TESTS=ON -DCAIRN_BUILD_BENCH=OFF -DCAIRN_BUILD_EXAMPLES=OFF \
+  -DCAIRN_BUILD_FORTRAN=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCMAKE_C_FLAGS_DEBUG=-O0
+if cmake --build build-tsa -j"$jobs" --target cairn_objects cairn_test_objects; then
+  passed=$((passed + 1))
+else
+  echo "test.sh: thread-safety (clang): the analysis found a violation (or clang failed)" >&2
+  failed=$((failed + 1))
+  exit 1
 fi
 
 if [[ "${CAIRN_TEST_QUICK:-0}" != 1 ]]; then

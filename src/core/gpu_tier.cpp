@@ -30,14 +30,14 @@ Status Pipeline::OpenGpu() {
     // Host-only from here on: device pointers are rejected with this reason.
     gpu_unavailable_ = rt.status();
     if (config_.device_cache_bytes > 0) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       stats_.device.map_error = "device_cache.size is set but no GPU is usable: " + rt.status().ToString();
     }
     return Status::Ok();
   }
   gpu_ = std::move(rt).value();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stats_.device.gpu = true;
     stats_.device.init = config_.device_cache_init;
   }
@@ -51,14 +51,14 @@ Status Pipeline::OpenGpu() {
       // mu_ orders the wake-up after any waiter's predicate check.
       .on_progress =
           [this] {
-            std::lock_guard l(mu_);
+            MutexLock l(&mu_);
             cv_app_.notify_all();
-            cv_device_.notify_all();
+            device_mover_.Wake();
           },
   };
   const auto t0 = std::chrono::steady_clock::now();
   auto cache = gpu::DeviceCache::Create(*gpu_, options);
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (!cache.ok()) {
     // The cache is an accelerator, not a requirement: captures of device
     // regions then go straight to the host cache.
@@ -67,36 +67,10 @@ Status Pipeline::OpenGpu() {
     return Status::Ok();
   }
   dcache_ = std::move(cache).value();
+  device_tier_.Attach(dcache_.get());
   stats_.device.capacity_bytes = dcache_->capacity_bytes();
   tracer_.Span("device cache create", "init", t0, std::chrono::steady_clock::now(),
                dcache_->capacity_bytes());
-  return Status::Ok();
-}
-
-Status Pipeline::EnsureGpuIo() {
-  std::lock_guard lock(gpu_io_mu_);
-  if (gpu_io_ready_) return Status::Ok();
-  if (!gpu_) return gpu_unavailable_;
-  // The application's blocking copies order after its work on the legacy
-  // default stream (a checkpoint sees the kernels launched before it; a
-  // restore does not race them); the background copies never wait for it.
-  using Sync = gpu::Stream::Synchronization;
-  CAIRN_ASSIGN_OR_RETURN(capture_stream_, gpu::Stream::Create(*gpu_, Sync::kWithLegacyStream));
-  CAIRN_ASSIGN_OR_RETURN(drain_stream_, gpu::Stream::Create(*gpu_, Sync::kIndependent));
-  {
-    std::lock_guard rs(restore_stream_mu_);
-    CAIRN_ASSIGN_OR_RETURN(restore_stream_, gpu::Stream::Create(*gpu_, Sync::kWithLegacyStream));
-  }
-  for (int i = 0; i < config_.bounce_buffers; ++i) {
-    auto b = gpu::PinnedBuffer::Allocate(*gpu_, config_.block_bytes);
-    if (!b.ok()) {
-      // Fewer staging buffers only costs overlap; none at all is an error.
-      if (bounce_.empty()) return b.status().WithContext("device_cache.bounce_buffers");
-      break;
-    }
-    bounce_.push_back(std::move(b).value());
-  }
-  gpu_io_ready_ = true;
   return Status::Ok();
 }
 
@@ -122,7 +96,7 @@ Result<MemoryKind> Pipeline::ClassifyRegion(const void* p, size_t bytes) {
                                    " memory, but the GPU tier is unavailable: " +
                                    gpu_unavailable_.ToString());
       }
-      CAIRN_RETURN_IF_ERROR(EnsureGpuIo());
+      CAIRN_RETURN_IF_ERROR(dio_->Ensure());
       return kind;
     }
   }
@@ -137,119 +111,44 @@ bool Pipeline::DeviceCacheUsable() const {
 }
 
 std::optional<uint32_t> Pipeline::TryAcquireSlot() {
-  for (;;) {
-    if (auto s = dcache_->Allocate()) return s;
-    // Constraint 1 of the paper: no eviction while the cache is still being
-    // mapped; the unmapped part will be free room soon.
-    if (!dcache_->mapping_done() || !EvictDeviceOne(UINT64_MAX)) return std::nullopt;
-  }
+  return device_tier_.TryAcquire([](gpu::DeviceCache& cache) { return cache.Allocate(); });
 }
 
-std::optional<int32_t> Pipeline::AcquireSlot(Lock& lock) {
+std::optional<int32_t> Pipeline::AcquireSlot() {
   for (;;) {
     if (!DeviceCacheUsable()) return std::nullopt;
     if (auto s = TryAcquireSlot()) return static_cast<int32_t>(*s);
     // Waiting for the mapping thread, or for the device mover to drain.
     WaitAsCaptureBlocked(
-        lock,
         dcache_->mapping_done() ? "blocked: device cache full" : "blocked: device cache mapping",
         /*device=*/true);
   }
 }
 
-bool Pipeline::EvictDeviceOne(uint64_t below_seq) {
-  const auto victim = dclean_.Take(below_seq, DeviceBusy);
-  if (!victim) return false;
-  auto [e, b] = *victim;
-  BlockState& bs = e->blocks[b];
-  if (bs.slot >= 0) {
-    dcache_->Free(static_cast<uint32_t>(bs.slot));
-    bs.slot = -1;
-    bs.dsealed = false;
-    ++stats_.device.evictions;
-    tracer_.Instant("device evict", "cache", e->layout.blocks[b].length, e->name);
-  }
-  return true;
-}
-
-void Pipeline::MarkDeviceClean(Entry& e, uint32_t block) {
-  if (e.blocks[block].slot >= 0) dclean_.Add(e, block);
-}
-
 void Pipeline::DropSlot(Entry& e, uint32_t block) {
-  BlockState& bs = e.blocks[block];
-  dclean_.Remove(e, block);
-  if (bs.slot >= 0) {
-    dcache_->Free(static_cast<uint32_t>(bs.slot));
-    bs.slot = -1;
-    bs.dsealed = false;
-    cv_app_.notify_all();
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Copies
-
-Status Pipeline::GpuCopy(gpu::Stream& stream, std::span<const CopySegment> segments) {
-  Status first;
-  for (const auto& seg : segments) {
-    if (seg.bytes == 0) continue;
-    Status s = stream.Copy(seg.dst, seg.src, seg.bytes);
-    if (!s.ok()) {
-      first = s;
-      break;
-    }
-  }
-  // Always synchronize: nothing may still be writing into a buffer once we
-  // return, even after an enqueue error.
-  Status sync = stream.Synchronize();
-  return first.ok() ? sync : first;
-}
-
-Status Pipeline::RestoreCopy(std::span<const CopySegment> segments) {
-  CAIRN_RETURN_IF_ERROR(EnsureGpuIo());
-  std::lock_guard lock(restore_stream_mu_);
-  return GpuCopy(*restore_stream_, segments);
+  if (device_tier_.Drop(e, block)) cv_app_.notify_all();  // a capture may take the slot
 }
 
 // ---------------------------------------------------------------------------
 // The device mover
 
-void Pipeline::DeviceMoverLoop(std::stop_token stop) {
-  Lock lock(mu_);
-  while (true) {
-    EntryPtr prefetch;
-    if (!cv_device_.wait(lock, stop, [&] {
-          return !drain_queue_.empty() || (prefetch = FindDevicePrefetchTarget()) != nullptr;
-        })) {
-      return;  // stop requested; Shutdown drained the queue before
-    }
-    if (!drain_queue_.empty()) {
-      auto [e, b] = drain_queue_.front();
-      drain_queue_.pop_front();
-      drainer_busy_ = true;
-      DrainBlock(lock, e, b);
-      drainer_busy_ = false;
-      cv_app_.notify_all();
-      continue;
-    }
-    DevicePrefetch(lock, prefetch);
-    cv_app_.notify_all();
-  }
+bool Pipeline::DrainsPending() const {
+  const auto& in_hand = device_mover_.in_hand();
+  return !device_mover_.queue().empty() || (in_hand && in_hand->drain);
 }
 
 // Copies one captured block from its device slot into a host chunk, where the
-// checksum and flush stages take over. Called and returns with mu_ held.
-void Pipeline::DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block) {
+// checksum and flush stages take over. Drops mu_ for the copy.
+void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
   BlockState& bs = e->blocks[block];
-  // Popped before it was drained (the pop was served from the device), or
-  // its flush failed: the slot is evictable, nothing goes to the host.
-  auto nothing_to_drain = [&] {
+  // Popped before it was drained (served from the device), or its flush
+  // failed: the slot is evictable, nothing goes to the host.
+  auto nothing_to_drain = [&]() CAIRN_REQUIRES(mu_) {
     if (!e->consumed && !e->failed() && bs.dsealed) return false;
     if (e->consumed) {
       if (e->pins == 0) DropSlot(*e, block);
     } else {
-      MarkDeviceClean(*e, block);
+      device_tier_.MarkClean(*e, block);
     }
     cv_app_.notify_all();
     return true;
@@ -262,7 +161,7 @@ void Pipeline::DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block) {
   // larger than the host cache would wait for itself. The slot cannot go
   // meanwhile: it is neither device-clean (evictable) nor released unless
   // the entry is consumed, which is checked again below.
-  const int32_t chunk = AcquireChunk(lock, padded, nullptr, /*app=*/false);
+  const int32_t chunk = AcquireChunk(padded, nullptr, /*app=*/false);
   if (nothing_to_drain()) {  // it notified the waiters
     cache_->Free(static_cast<uint32_t>(chunk));
     return;
@@ -273,24 +172,14 @@ void Pipeline::DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block) {
   const auto* src = reinterpret_cast<const void*>(dcache_->address(static_cast<uint32_t>(bs.slot)));
   const bool registered = host_registered_;
   UseBandwidth(+1, /*capture=*/false);
-  lock.unlock();
   const auto t0 = std::chrono::steady_clock::now();
+  auto t1 = t0;
   Status s;
-  if (registered) {
-    // DMA straight into the page-locked cache.
-    const CopySegment seg{.dst = dst, .src = src, .bytes = length};
-    s = GpuCopy(*drain_stream_, {&seg, 1});
-  } else {
-    // Through a page-locked bounce buffer, one block at a time (a block is
-    // the bounce buffer's size). A pageable destination would make the
-    // driver stage the copy itself, synchronously and slower.
-    const CopySegment seg{.dst = bounce_[0]->data(), .src = src, .bytes = length};
-    s = GpuCopy(*drain_stream_, {&seg, 1});
-    if (s.ok()) std::memcpy(dst, bounce_[0]->data(), length);
+  {
+    MutexUnlock unlocked(&mu_);  // the device -> host copy
+    s = dio_->Drain(dst, src, length, padded, registered);
+    t1 = std::chrono::steady_clock::now();
   }
-  if (s.ok() && padded > length) std::memset(dst + length, 0, padded - length);
-  const auto t1 = std::chrono::steady_clock::now();
-  lock.lock();
   UseBandwidth(-1, /*capture=*/false);
   if (!s.ok()) {
     cache_->Free(static_cast<uint32_t>(chunk));
@@ -301,7 +190,7 @@ void Pipeline::DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block) {
       // version can never be flushed.
       FailEntry(e, s.WithContext("device -> host copy of '" + e->name + "' " + std::to_string(e->number) +
                                  " block " + std::to_string(block)));
-      MarkDeviceClean(*e, block);
+      device_tier_.MarkClean(*e, block);
     }
     return;
   }
@@ -313,55 +202,41 @@ void Pipeline::DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block) {
   if (!registered) stats_.device.bounce_bytes += length;
   if (block + 1 == e->blocks.size()) stats_.device.drain.ops += 1;
   if (e->failed() || e->consumed) {
-    MarkClean(*e, block);
+    host_tier_.MarkClean(*e, block);
   } else {
     dirty_bytes_ += length;
-    checksum_queue_.emplace_back(e, block);
-    cv_checksum_.notify_one();
+    checksummer_.Push(BlockJob{.e = e, .block = block});
   }
-  MarkDeviceClean(*e, block);  // the host tier has it now
+  device_tier_.MarkClean(*e, block);  // the host tier has it now
   tracer_.Span("drain", "device", t0, t1, length, e->name, e->number);
   Unpin(e);
   TraceCache();
 }
 
-// REQUIRES mu_. The next history step worth copying host -> device, or
+
+// The next history step worth copying host -> device, or
 // nullptr: the same order as the host prefetcher (highest step first, within
 // history.prefetch_depth), for device/managed steps whose blocks are all in
 // the host cache but not all in the device cache, when room can be made
 // without evicting anything needed sooner.
 EntryPtr Pipeline::FindDevicePrefetchTarget() {
   if (!dcache_ || !dcache_->mapping_done() || dcache_->mapped_slots() == 0) return nullptr;
-  const auto kind = format::EntryKind::kHistoryStep;
-  const int depth = config_.prefetch_depth;
-  for (auto& [name, h] : histories_) {
-    if (!h.popping) continue;
-    int ahead = 0;
-    for (auto it = h.steps.rbegin(); it != h.steps.rend(); ++it) {
-      EntryPtr e = Find(kind, name, *it);
-      if (!e || e->consumed || e->layout.regions.empty()) continue;
-      if (e->layout.regions[0].spec.memory == MemoryKind::kHost) break;  // not a device history
-      if (e->fully_in_device() || e->device_prefetching || !e->capture_done) {
-        if (depth > 0 && ++ahead >= depth) break;
-        continue;
-      }
-      if (e->device_prefetch_failed || e->failed()) continue;
-      if (!e->fully_resident()) break;  // the host prefetcher brings it first
-      if (e->blocks.size() > dcache_->mapped_slots()) continue;
-      size_t missing = 0;
-      for (uint32_t b = 0; b < e->blocks.size(); ++b) missing += e->in_device(b) ? 0 : 1;
-      size_t room = dcache_->free_mapped_count();
-      if (room < missing) room += dclean_.CountEvictableFor(*e, missing - room, DeviceBusy);
-      if (room < missing) return nullptr;
-      return e;
-    }
-  }
-  return nullptr;
+  return WalkPoppedSteps([this](const Entry& e) CAIRN_REQUIRES(mu_) {
+    if (e.layout.regions.empty()) return StepVerdict::kSkip;
+    if (e.layout.regions[0].spec.memory == MemoryKind::kHost) return StepVerdict::kNextHistory;  // not a device history
+    if (e.fully_in_device() || e.device_prefetching || !e.capture_done) return StepVerdict::kAhead;
+    if (e.device_prefetch_failed || e.failed()) return StepVerdict::kSkip;
+    if (!e.fully_resident()) return StepVerdict::kNextHistory;  // the host prefetcher brings it first
+    if (e.blocks.size() > dcache_->mapped_slots()) return StepVerdict::kSkip;
+    size_t missing = 0;
+    for (uint32_t b = 0; b < e.blocks.size(); ++b) missing += e.in_device(b) ? 0 : 1;
+    return device_tier_.HasRoomFor(e, dcache_->free_mapped_count(), missing) ? StepVerdict::kTake
+                                                                              : StepVerdict::kWait;
+  });
 }
 
-// Copies a host-resident step into device slots. Called and returns with mu_
-// held.
-void Pipeline::DevicePrefetch(Lock& lock, const EntryPtr& e) {
+// Copies a host-resident step into device slots. Drops mu_ for the copies.
+void Pipeline::DevicePrefetch(const EntryPtr& e) {
   const auto t0 = std::chrono::steady_clock::now();
   e->device_prefetching = true;
   ++e->pins;  // its host chunks stay while we read them
@@ -370,8 +245,7 @@ void Pipeline::DevicePrefetch(Lock& lock, const EntryPtr& e) {
   for (uint32_t b = 0; b < e->blocks.size(); ++b) {
     if (e->in_device(b)) continue;
     BlockState& bs = e->blocks[b];
-    auto slot = dcache_->Allocate();
-    while (!slot && EvictDeviceOne(e->seq)) slot = dcache_->Allocate();
+    auto slot = device_tier_.TryAcquire([](gpu::DeviceCache& d) { return d.Allocate(); }, e->seq);
     // FindDevicePrefetchTarget counted the room under this same lock.
     if (!slot) break;
     bs.slot = static_cast<int32_t>(*slot);
@@ -380,16 +254,18 @@ void Pipeline::DevicePrefetch(Lock& lock, const EntryPtr& e) {
                         .src = cache_->data(static_cast<uint32_t>(bs.chunk)),
                         .bytes = e->layout.blocks[b].length});
   }
-  lock.unlock();
-  Status s = GpuCopy(*drain_stream_, segments);
-  lock.lock();
+  Status s;
+  {
+    MutexUnlock unlocked(&mu_);  // host -> device copies
+    s = dio_->BackgroundCopy(segments);
+  }
   e->device_prefetching = false;
   uint64_t bytes = 0;
   for (uint32_t b : filled) {
     BlockState& bs = e->blocks[b];
     if (s.ok()) {
       bs.dsealed = true;
-      MarkDeviceClean(*e, b);  // still in the host tier too
+      device_tier_.MarkClean(*e, b);  // still in the host tier too
       bytes += e->layout.blocks[b].length;
     } else {
       DropSlot(*e, b);

@@ -48,8 +48,9 @@ Status Pipeline::PrepareCache() {
   auto cache = HostCache::Create(config_.host_cache_bytes, static_cast<uint32_t>(config_.block_bytes),
                                  os::MapOptions{.populate = eager, .huge_pages = config_.huge_pages});
   if (!cache.ok()) return cache.status().WithContext("host cache");
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   cache_.emplace(std::move(cache).value());
+  host_tier_.Attach(&*cache_);
   stats_.cache_capacity_bytes = cache_->capacity_bytes();
   stats_.init.strategy = config_.init;
   if (eager) {
@@ -59,8 +60,14 @@ Status Pipeline::PrepareCache() {
     tracer_.Span("populate", "init", t0, std::chrono::steady_clock::now(), cache_->capacity_bytes());
     NoteTouchProgress();
     if (config_.pin) {
+      uint8_t* const base = cache_->base();
+      const size_t bytes = cache_->mapped_bytes();
       const auto p0 = std::chrono::steady_clock::now();
-      const Status pinned = pinner_->Pin(cache_->base(), cache_->mapped_bytes());
+      Status pinned;
+      {
+        MutexUnlock unlocked(&mu_);  // the pin call (no thread runs yet)
+        pinned = pinner_->Pin(base, bytes);
+      }
       RecordPin(pinned, p0, std::chrono::steady_clock::now());
     }
   }
@@ -142,34 +149,35 @@ TouchModel::Mode Pipeline::TouchMode() {
 }
 
 void Pipeline::InitLoop(std::stop_token stop) {
-  Lock lock(mu_);
+  MutexLock lock(&mu_);
   if (config_.init == CacheInit::kEager) return;
   if (config_.init == CacheInit::kLazy) {
     // Lazy touches nothing ahead of the writers. Once every chunk has been
     // written at least once, what blocks shorter than a chunk left untouched
     // is finished below, so that the cache can be pinned.
     if (!config_.pin) return;
-    cv_init_.wait(lock, stop, [&] { return cache_->all_visited(); });
+    cv_init_.wait(lock, stop, [&]() CAIRN_REQUIRES(mu_) { return cache_->all_visited(); });
   }
-  while (!stop.stop_requested() && TouchNextChunk(lock, stop)) {
+  while (!stop.stop_requested() && TouchNextChunk(stop)) {
   }
-  if (!stop.stop_requested() && config_.pin && cache_->fully_touched()) PinCache(lock, stop);
+  if (!stop.stop_requested() && config_.pin && cache_->fully_touched()) PinCache(stop);
 }
 
-bool Pipeline::TouchNextChunk(Lock& lock, std::stop_token stop) {
+bool Pipeline::TouchNextChunk(std::stop_token stop) {
   if (cache_->fully_touched()) return false;
   const TouchModel::Mode mode = TouchMode();
   if (MustPauseTouching(mode)) {
     // Wait for the memory movers to end (re-deciding every few ms: the model
     // may change its mind meanwhile).
-    cv_init_.wait_for(lock, stop, std::chrono::milliseconds(5), [&] { return !MustPauseTouching(mode); });
+    cv_init_.wait_for(mu_, stop, std::chrono::milliseconds(5), [&] { return !MustPauseTouching(mode); });
     return true;
   }
   const std::optional<uint32_t> chunk = cache_->ClaimForTouch();
   if (!chunk) {
     // What is left untouched is the tail of chunks in use (a block shorter
     // than a chunk): wait for one to be freed.
-    cv_init_.wait_for(lock, stop, std::chrono::milliseconds(5), [&] { return cache_->fully_touched(); });
+    cv_init_.wait_for(mu_, stop, std::chrono::milliseconds(5),
+                      [&]() CAIRN_REQUIRES(mu_) { return cache_->fully_touched(); });
     return true;
   }
   const uint32_t chunk_bytes = cache_->chunk_bytes();
@@ -184,7 +192,7 @@ bool Pipeline::TouchNextChunk(Lock& lock, std::stop_token stop) {
   };
   std::vector<Sample> samples;
   const auto t0 = std::chrono::steady_clock::now();
-  lock.unlock();
+  mu_.Unlock();  // the touching (memset or page faults)
   touching_.store(true, std::memory_order_relaxed);
   while (progress < chunk_bytes && !stop.stop_requested()) {
     const uint32_t n = std::min(kSliceBytes, chunk_bytes - progress);
@@ -201,7 +209,7 @@ bool Pipeline::TouchNextChunk(Lock& lock, std::stop_token stop) {
     if (MustPauseTouching(mode)) break;  // yield to the capture (or flush)
   }
   touching_.store(false, std::memory_order_relaxed);
-  lock.lock();
+  mu_.Lock();
   cache_->ReleaseClaim(*chunk, progress);
   uint64_t touched = 0;
   for (const Sample& s : samples) {
@@ -213,14 +221,14 @@ bool Pipeline::TouchNextChunk(Lock& lock, std::stop_token stop) {
   tracer_.Span(use_memset ? "memset" : "touch", "init", t0, std::chrono::steady_clock::now(), touched);
   NoteTouchProgress();
   cv_app_.notify_all();  // a capture waiting for space may take this chunk now
-  cv_prefetch_.notify_all();
+  prefetcher_.Wake();
   return true;
 }
 
-void Pipeline::PinCache(Lock& lock, std::stop_token stop) {
+void Pipeline::PinCache(std::stop_token stop) {
   uint8_t* const base = cache_->base();
   const size_t bytes = cache_->mapped_bytes();
-  lock.unlock();
+  mu_.Unlock();  // the node lock and the pin call
   const auto w0 = std::chrono::steady_clock::now();
   os::NodeLock node_lock;
   Status s;
@@ -237,7 +245,7 @@ void Pipeline::PinCache(Lock& lock, std::stop_token stop) {
   if (s.ok()) s = pinner_->Pin(base, bytes);
   const auto p1 = std::chrono::steady_clock::now();
   node_lock.Release();  // the next process of the node may pin now
-  lock.lock();
+  mu_.Lock();
   stats_.init.pin_wait_s = SecondsBetween(w0, p0);
   if (stop.stop_requested() && !s.ok()) return;  // gave up waiting: closing, not a failure
   if (config_.pin_serialize) tracer_.Span("wait: node pin lock", "init", w0, p0, 0);

@@ -13,26 +13,7 @@
 
 namespace cairn::core {
 
-void Pipeline::EnqueueMover(std::function<void()> task) {
-  mover_queue_.push_back(std::move(task));
-  cv_mover_.notify_one();
-}
-
-void Pipeline::MoverLoop(std::stop_token stop) {
-  Lock lock(mu_);
-  while (true) {
-    cv_mover_.wait(lock, stop, [&] { return !mover_queue_.empty(); });
-    if (mover_queue_.empty()) return;
-    auto task = std::move(mover_queue_.front());
-    mover_queue_.pop_front();
-    mover_busy_ = true;
-    lock.unlock();
-    task();
-    lock.lock();
-    mover_busy_ = false;
-    cv_app_.notify_all();
-  }
-}
+void Pipeline::EnqueueMover(std::function<void()> task) { mover_.Push(std::move(task)); }
 
 namespace {
 
@@ -69,7 +50,7 @@ void Pipeline::PersistEntry(const EntryPtr& e) {
   Status s = CopyVerified(fs_, from, *persistent_, static_cast<uint32_t>(config_.block_bytes));
   double seconds = SecondsSince(t0);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     e->persist_pending = false;
     if (s.ok()) {
       tracer_.Span("persist", "persistent", t0, std::chrono::steady_clock::now(),
@@ -103,8 +84,8 @@ void Pipeline::ApplyRetention(const std::string& name) {
     std::vector<int64_t> doomed(versions->begin(), versions->end() - static_cast<ptrdiff_t>(keep));
     for (int64_t v : doomed) {
       {
-        std::lock_guard lock(mu_);
-        EntryPtr e = Find(kind, name, v);
+        MutexLock lock(&mu_);
+        EntryPtr e = catalog_.Find(kind, name, v);
         if (e && (e->persist_pending || !e->local_committed)) continue;
         // Older than the newest `keep` committed ones: forget it everywhere.
         if (e && tier == &local_) Consume(e);

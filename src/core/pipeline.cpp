@@ -1,11 +1,11 @@
-// Pipeline lifecycle, capture, waiting and cache-chunk bookkeeping.
+// Pipeline lifecycle, waiting, statistics and cache-chunk bookkeeping
+// (the capture path is capture.cpp).
 #include "core/pipeline.hpp"
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
+#include <utility>
 
-#include "core/memory_copy.hpp"
 #include "format/naming.hpp"
 #include "os/fs.hpp"
 #include "os/memory.hpp"
@@ -35,7 +35,30 @@ Pipeline::Pipeline(const Config& config)
       local_(Level::kLocal, config.scratch_dir, fs_, CheckpointWriterOptions(config)),
       history_(Level::kLocal, config.scratch_dir, fs_, HistoryWriterOptions(config)),
       tracer_(config.trace_path, fs_),
-      pinner_(config.pinner ? config.pinner : os::MemoryPinner::Mlock()) {
+      pinner_(config.pinner ? config.pinner : os::MemoryPinner::Mlock()),
+      checksummer_(&mu_, &cv_app_,
+                   {.run = [this](BlockJob& j) CAIRN_REQUIRES(mu_) { ChecksumBlock(j.e, j.block); }}),
+      flusher_(&mu_, &cv_app_, {.run = [this](EntryPtr& e) CAIRN_REQUIRES(mu_) { FlushNext(e); }}),
+      mover_(&mu_, &cv_app_, {.run = [this](MoverTask& task) CAIRN_REQUIRES(mu_) {
+               MutexUnlock unlocked(&mu_);  // the task does its own I/O and locking
+               task();
+             }}),
+      prefetcher_(&mu_, &cv_app_,
+                  {.take = [this](Worker<EntryPtr>&) CAIRN_REQUIRES(mu_) -> std::optional<EntryPtr> {
+                     if (EntryPtr e = FindPrefetchTarget()) return e;
+                     return std::nullopt;
+                   },
+                   .run = [this](EntryPtr& e) CAIRN_REQUIRES(mu_) { PrefetchStep(e); }}),
+      device_mover_(&mu_, &cv_app_,
+                    {.take = [this](Worker<DeviceJob>& w) CAIRN_REQUIRES(mu_) -> std::optional<DeviceJob> {
+                       // Drains first (FIFO), then prefetches.
+                       if (auto job = w.PopFront()) return job;
+                       if (EntryPtr e = FindDevicePrefetchTarget()) return DeviceJob{.e = e, .drain = false};
+                       return std::nullopt;
+                     },
+                     .run = [this](DeviceJob& j) CAIRN_REQUIRES(mu_) {
+                       j.drain ? DrainBlock(j.e, j.block) : DevicePrefetch(j.e);
+                     }}) {
   if (!config.persistent_dir.empty()) {
     persistent_.emplace(Level::kPersistent, config.persistent_dir, fs_, CheckpointWriterOptions(config));
   }
@@ -54,6 +77,7 @@ Status Pipeline::Init() {
   CAIRN_RETURN_IF_ERROR(local_.EnsureDir().WithContext("storage.scratch"));
   if (persistent_) CAIRN_RETURN_IF_ERROR(persistent_->EnsureDir().WithContext("storage.persistent"));
   CAIRN_RETURN_IF_ERROR(OpenGpu());
+  dio_.emplace(gpu_.get(), gpu_unavailable_, config_.block_bytes, config_.bounce_buffers);
   // With a GPU in use the host cache is pinned by registering it with the
   // driver (page-locked and DMA-mapped at once); mlock otherwise.
   if (config_.pinner == nullptr && gpu_) pinner_ = gpu_->host_pinner();
@@ -64,73 +88,72 @@ Status Pipeline::Init() {
     helpers = cores > 1 ? static_cast<int>(std::min(cores - 1, 3u)) : 0;
   }
   copier_ = std::make_unique<CopyEngine>(helpers);
-  using Loop = void (Pipeline::*)(std::stop_token);
-  const std::pair<const char*, Loop> loops[] = {
-      {"cairn checksummer", &Pipeline::ChecksumLoop},
-      {"cairn flusher (cache -> local)", &Pipeline::FlushLoop},
-      {"cairn mover (local -> persistent)", &Pipeline::MoverLoop},
-      {"cairn prefetcher (files -> cache)", &Pipeline::PrefetchLoop},
-      {"cairn initializer (touch, pin)", &Pipeline::InitLoop},
-  };
-  if (gpu_) {
-    threads_.emplace_back([this](std::stop_token st) {
-      tracer_.NameThread("cairn device mover (device <-> host)");
-      DeviceMoverLoop(st);
-    });
-  }
-  for (const auto& [name, loop] : loops) {
-    threads_.emplace_back([this, name = name, loop = loop](std::stop_token st) {
-      tracer_.NameThread(name);
-      (this->*loop)(st);
-    });
-  }
+  auto named = [this](const char* name) { return [this, name] { tracer_.NameThread(name); }; };
+  if (gpu_) device_mover_.Start(named("cairn device mover (device <-> host)"));
+  checksummer_.Start(named("cairn checksummer"));
+  flusher_.Start(named("cairn flusher (cache -> local)"));
+  mover_.Start(named("cairn mover (local -> persistent)"));
+  prefetcher_.Start(named("cairn prefetcher (files -> cache)"));
+  initializer_ = std::jthread([this](std::stop_token st) {
+    tracer_.NameThread("cairn initializer (touch, pin)");
+    InitLoop(st);
+  });
   return Status::Ok();
 }
 
 Pipeline::~Pipeline() { (void)Shutdown(); }
 
 Status Pipeline::Shutdown() {
-  {
-    Lock lock(mu_);
-    if (shut_down_) return Status::Ok();
-    closing_ = true;
-  }
   // Histories first: their unflushed steps are consumed, not written.
   std::vector<std::string> open_histories;
   {
-    std::lock_guard lock(mu_);
-    for (const auto& [name, h] : histories_) open_histories.push_back(name);
+    MutexLock lock(&mu_);
+    if (shut_down_) return Status::Ok();
+    closing_ = true;
+    for (const auto& [name, h] : catalog_.histories()) open_histories.push_back(name);
   }
   for (const auto& name : open_histories) (void)CloseHistory(name);
 
   Status first_error;
   {
-    Lock lock(mu_);
-    cv_app_.wait(lock, [&] {
-      return flush_queue_.empty() && checksum_queue_.empty() && mover_queue_.empty() &&
-             drain_queue_.empty() && !mover_busy_ && !flusher_busy_ && !drainer_busy_;
+    MutexLock lock(&mu_);
+    cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
+      return flusher_.Idle() && checksummer_.Idle() && mover_.Idle() && !DrainsPending();
     });
     shut_down_ = true;
     first_error = unreported_error_;
   }
-  for (auto& t : threads_) t.request_stop();
+  device_mover_.RequestStop();
+  checksummer_.RequestStop();
+  flusher_.RequestStop();
+  mover_.RequestStop();
+  prefetcher_.RequestStop();
+  initializer_.request_stop();
   NotifyAll();
-  threads_.clear();  // joins
+  device_mover_.Stop();  // joins
+  checksummer_.Stop();
+  flusher_.Stop();
+  mover_.Stop();
+  prefetcher_.Stop();
+  if (initializer_.joinable()) initializer_.join();
   copier_.reset();
+  std::optional<HostCache> cache;
+  bool pinned = false;
   {
-    std::lock_guard lock(mu_);
-    catalog_.clear();
-    clean_.Clear();
-    dclean_.Clear();
-    if (pinned_) pinner_->Unpin(cache_->base(), cache_->mapped_bytes());
-    pinned_ = false;
+    MutexLock lock(&mu_);
+    catalog_.ClearEntries();
+    host_tier_.Clear();
+    device_tier_.Clear();
+    pinned = std::exchange(pinned_, false);
+    cache = std::move(cache_);
     cache_.reset();
   }
+  // Every thread is joined: the cache is ours alone, unpinned and unmapped
+  // without the lock (munlock/unregister are system calls).
+  if (pinned) pinner_->Unpin(cache->base(), cache->mapped_bytes());
+  cache.reset();
   // GPU objects last, the runtime (context) after everything made on it.
-  capture_stream_.reset();
-  drain_stream_.reset();
-  restore_stream_.reset();
-  bounce_.clear();
+  dio_.reset();  // streams and bounce buffers
   dcache_.reset();
   gpu_.reset();
   Status trace = tracer_.Write();
@@ -139,11 +162,11 @@ Status Pipeline::Shutdown() {
 
 void Pipeline::NotifyAll() {
   cv_app_.notify_all();
-  cv_device_.notify_all();
-  cv_checksum_.notify_all();
-  cv_flush_.notify_all();
-  cv_mover_.notify_all();
-  cv_prefetch_.notify_all();
+  device_mover_.Wake();
+  checksummer_.Wake();
+  flusher_.Wake();
+  mover_.Wake();
+  prefetcher_.Wake();
 }
 
 void Pipeline::TraceCache() {
@@ -151,39 +174,30 @@ void Pipeline::TraceCache() {
   tracer_.Counter("host cache", cache_->used_bytes(), dirty_bytes_);
 }
 
-EntryPtr Pipeline::Find(format::EntryKind kind, const std::string& name, int64_t number) const {
-  auto it = catalog_.find(Key{kind, name, number});
-  return it == catalog_.end() ? nullptr : it->second;
-}
-
 // ---------------------------------------------------------------------------
 // Chunks
 
 std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* was_touched) {
-  for (;;) {
-    if (auto c = cache_->Allocate(was_touched, write_bytes)) {
-      NoteTouchProgress();  // the writer touches it: the cache may be fully touched now
-      return c;
-    }
-    if (!EvictOne(UINT64_MAX)) return std::nullopt;
-  }
+  auto c = host_tier_.TryAcquire([&](HostCache& cache) { return cache.Allocate(was_touched, write_bytes); });
+  if (c) NoteTouchProgress();  // the writer touches it: the cache may be fully touched now
+  return c;
 }
 
-int32_t Pipeline::AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touched, bool app) {
+int32_t Pipeline::AcquireChunk(uint32_t write_bytes, bool* was_touched, bool app) {
   for (;;) {
     if (auto c = TryAcquireChunk(write_bytes, was_touched)) return static_cast<int32_t>(*c);
     // Back-pressure: every chunk holds data not yet flushed (or pinned).
     if (app) {
-      WaitAsCaptureBlocked(lock, "blocked: cache full");
+      WaitAsCaptureBlocked("blocked: cache full");
     } else {
-      cv_app_.wait(lock);
+      cv_app_.wait(mu_);
     }
   }
 }
 
-void Pipeline::WaitAsCaptureBlocked(Lock& lock, const char* span, bool device) {
+void Pipeline::WaitAsCaptureBlocked(const char* span, bool device) {
   const auto w0 = std::chrono::steady_clock::now();
-  cv_app_.wait(lock);
+  cv_app_.wait(mu_);
   const auto w1 = std::chrono::steady_clock::now();
   (device ? stats_.device.capture_blocked_s : stats_.capture_blocked_s) += SecondsBetween(w0, w1);
   tracer_.Span(span, "app", w0, w1, 0);
@@ -194,43 +208,12 @@ void Pipeline::WaitAsCaptureBlocked(Lock& lock, const char* span, bool device) {
 // because written): the flusher may be waiting for those device blocks
 // before it can write, and so free, anything the capture holds.
 bool Pipeline::DrainRoomAfterTaking(const Entry& capturing) const {
-  if (drain_queue_.empty() && !drainer_busy_) return true;
-  const size_t free = cache_->free_count();
-  if (free >= 2) return true;
-  return free + clean_.CountEvictableFor(capturing, 2 - free, HostBusy) >= 2;
+  if (!DrainsPending()) return true;
+  return host_tier_.HasRoomFor(capturing, cache_->free_count(), 2);
 }
 
-void Pipeline::WaitForDrainRoom(Lock& lock, const Entry& capturing) {
-  while (!DrainRoomAfterTaking(capturing)) WaitAsCaptureBlocked(lock, "blocked: host cache kept for drains");
-}
-
-bool Pipeline::EvictOne(uint64_t below_seq) {
-  const auto victim = clean_.Take(below_seq, HostBusy);
-  if (!victim) return false;
-  auto [e, b] = *victim;
-  BlockState& bs = e->blocks[b];
-  if (bs.chunk >= 0) {
-    cache_->Free(static_cast<uint32_t>(bs.chunk));
-    bs.chunk = -1;
-    if (bs.sealed) --e->resident_blocks;
-    ++stats_.evictions;
-    tracer_.Instant("evict", "cache", e->layout.blocks[b].length, e->name);
-  }
-  return true;
-}
-
-void Pipeline::MarkClean(Entry& e, uint32_t block) {
-  if (e.blocks[block].chunk >= 0) clean_.Add(e, block);
-}
-
-void Pipeline::DropBlock(Entry& e, uint32_t block) {
-  BlockState& bs = e.blocks[block];
-  clean_.Remove(e, block);
-  if (bs.chunk >= 0) {
-    cache_->Free(static_cast<uint32_t>(bs.chunk));
-    bs.chunk = -1;
-    if (bs.sealed) --e.resident_blocks;
-  }
+void Pipeline::WaitForDrainRoom(const Entry& capturing) {
+  while (!DrainRoomAfterTaking(capturing)) WaitAsCaptureBlocked("blocked: host cache kept for drains");
 }
 
 void Pipeline::ReleaseChunks(Entry& e) {
@@ -238,12 +221,12 @@ void Pipeline::ReleaseChunks(Entry& e) {
     if (!e.blocks[b].written && e.blocks[b].sealed && e.blocks[b].chunk >= 0 && !e.failed()) {
       dirty_bytes_ -= e.layout.blocks[b].length;
     }
-    DropBlock(e, b);
+    host_tier_.Drop(e, b);
     if (dcache_) DropSlot(e, b);
   }
-  cv_device_.notify_all();
+  device_mover_.Wake();
   cv_app_.notify_all();
-  cv_prefetch_.notify_all();
+  prefetcher_.Wake();
 }
 
 void Pipeline::Unpin(const EntryPtr& e) {
@@ -253,9 +236,9 @@ void Pipeline::Unpin(const EntryPtr& e) {
 void Pipeline::Consume(const EntryPtr& e) {
   if (e->consumed) return;
   e->consumed = true;
-  catalog_.erase(Key{e->kind, e->name, e->number});
+  catalog_.Remove(*e);
   if (e->pins == 0) ReleaseChunks(*e);
-  cv_flush_.notify_all();
+  flusher_.Wake();
 }
 
 void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
@@ -267,240 +250,10 @@ void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
   for (uint32_t b = 0; b < e->blocks.size(); ++b) {
     BlockState& bs = e->blocks[b];
     if (bs.sealed && bs.chunk >= 0 && !bs.written) dirty_bytes_ -= e->layout.blocks[b].length;
-    if (bs.sealed) MarkClean(*e, b);
+    if (bs.sealed) host_tier_.MarkClean(*e, b);
   }
   cv_app_.notify_all();
-  cv_flush_.notify_all();
-}
-
-// ---------------------------------------------------------------------------
-// Capture
-
-Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_t number,
-                         const std::vector<CaptureSource>& sources) {
-  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
-  if (number < 0) return Status::InvalidArgument("version/step must be >= 0, got " + std::to_string(number));
-  for (const auto& s : sources) {
-    if (s.spec.memory != MemoryKind::kHost && s.spec.bytes > 0) {
-      if (!gpu_) {
-        return Status::Unsupported("region " + std::to_string(s.spec.id) +
-                                   " is not host memory and the GPU tier is unavailable: " +
-                                   gpu_unavailable_.ToString());
-      }
-      CAIRN_RETURN_IF_ERROR(EnsureGpuIo());
-    }
-  }
-  std::lock_guard capture_lock(capture_mu_);
-  const auto t0 = std::chrono::steady_clock::now();
-  double interval_s = -1;
-  EntryPtr e = std::make_shared<Entry>();
-  {
-    Lock lock(mu_);
-    if (closing_) return Status::State("client is closing");
-    if (kind == format::EntryKind::kHistoryStep && !histories_.contains(name)) {
-      return Status::State("history '" + name + "' is not open");
-    }
-    if (Find(kind, name, number)) {
-      return Status::Exists(std::string(kind == format::EntryKind::kCheckpoint ? "version " : "step ") +
-                            std::to_string(number) + " of '" + name + "' is still in the pipeline");
-    }
-    std::vector<format::RegionSpec> specs;
-    specs.reserve(sources.size());
-    for (const auto& s : sources) specs.push_back(s.spec);
-    e->seq = next_seq_++;
-    e->kind = kind;
-    e->name = name;
-    e->number = number;
-    e->layout = format::Layout::Make(specs, static_cast<uint32_t>(config_.block_bytes));
-    e->blocks.resize(e->layout.blocks.size());
-    catalog_.emplace(Key{kind, name, number}, e);
-    if (kind == format::EntryKind::kHistoryStep) histories_[name].steps.insert(number);
-    flush_queue_.push_back(e);
-    cv_flush_.notify_one();
-    // The compute interval that ended now feeds the adaptive touch model.
-    interval_s = last_capture_end_ ? SecondsBetween(*last_capture_end_, t0) : -1;
-    UseBandwidth(+1, /*capture=*/true);
-  }
-
-  double blocked_before = 0;
-  {
-    std::lock_guard lock(mu_);
-    blocked_before = CaptureBlockedSeconds();
-  }
-  // Blocks are copied in batches: the first block of a batch may wait for
-  // space, the others take whatever is free or evictable right now. A batch
-  // is copied in parallel (CopyEngine; device and managed sources through the
-  // capture stream) and then sealed at once. A block of a device or managed
-  // region goes to a device-cache slot when there is a device cache, else
-  // straight into a host chunk.
-  constexpr uint32_t kMaxBatch = 16;
-  const uint32_t nblocks = static_cast<uint32_t>(e->layout.blocks.size());
-  // host -> host chunk (CPU copies), into touched and into untouched chunks:
-  // copied one after the other, so that the touch model gets both rates.
-  std::vector<CopySegment> host_batch[2];
-  std::vector<CopySegment> gpu_batch;   // device/managed -> slot or host chunk
-  std::vector<bool> to_slot;            // per block of the batch
-  uint64_t gpu_bytes = 0;
-  double gpu_seconds = 0;
-  for (uint32_t b = 0; b < nblocks;) {
-    const uint32_t first = b;
-    host_batch[0].clear();
-    host_batch[1].clear();
-    gpu_batch.clear();
-    to_slot.clear();
-    bool touching = false;
-    bool touching_allowed = false;
-    {
-      Lock lock(mu_);
-      // A sequential toucher may end the slice it is in when a capture
-      // starts (a few ms): that is not touching during captures.
-      touching_allowed = touch_mode_ == TouchModel::Mode::kConcurrent;
-      do {
-        const auto& blk = e->layout.blocks[b];
-        const auto& region = e->layout.regions[blk.region];
-        const bool gpu_source = region.spec.memory != MemoryKind::kHost;
-        const auto* src = static_cast<const uint8_t*>(sources[blk.region].data) + (blk.offset - region.data_offset);
-        if (gpu_source && DeviceCacheUsable()) {
-          std::optional<int32_t> slot;
-          if (b == first) {
-            slot = AcquireSlot(lock);
-          } else if (auto sl = TryAcquireSlot()) {
-            slot = static_cast<int32_t>(*sl);
-          } else {
-            break;
-          }
-          if (slot) {
-            e->blocks[b].slot = *slot;
-            gpu_batch.push_back({.dst = reinterpret_cast<void*>(dcache_->address(static_cast<uint32_t>(*slot))),
-                                 .src = src, .bytes = blk.length});
-            to_slot.push_back(true);
-            ++b;
-            continue;
-          }
-          // The device cache has no slot at all (mapping failed at once):
-          // this block goes to the host cache.
-        }
-        int32_t chunk;
-        bool was_touched = false;
-        const uint32_t write_bytes = static_cast<uint32_t>(format::AlignUp(blk.length));
-        if (b == first) {
-          WaitForDrainRoom(lock, *e);
-          chunk = AcquireChunk(lock, write_bytes, &was_touched);
-        } else if (!DrainRoomAfterTaking(*e)) {
-          break;
-        } else if (auto c = TryAcquireChunk(write_bytes, &was_touched)) {
-          chunk = static_cast<int32_t>(*c);
-        } else {
-          break;
-        }
-        e->blocks[b].chunk = chunk;
-        NoteCaptureChunk(was_touched, blk.length);
-        const CopySegment seg{.dst = cache_->data(static_cast<uint32_t>(chunk)), .src = src, .bytes = blk.length};
-        (gpu_source ? gpu_batch : host_batch[was_touched ? 1 : 0]).push_back(seg);
-        to_slot.push_back(false);
-        ++b;
-      } while (b < nblocks && b - first < kMaxBatch);
-    }
-    touching = touching_.load(std::memory_order_relaxed);
-    Status copied;
-    if (!gpu_batch.empty()) {
-      const auto g0 = std::chrono::steady_clock::now();
-      copied = GpuCopy(*capture_stream_, gpu_batch);
-      gpu_seconds += SecondsSince(g0);
-      for (const auto& seg : gpu_batch) gpu_bytes += seg.bytes;
-    }
-    double copy_s[2] = {0, 0};  // into untouched, into touched
-    uint64_t copy_bytes[2] = {0, 0};
-    for (int touched : {1, 0}) {
-      const auto c0 = std::chrono::steady_clock::now();
-      CopyIn(MemoryKind::kHost, *copier_, host_batch[touched]);
-      copy_s[touched] = SecondsSince(c0);
-      for (const auto& seg : host_batch[touched]) copy_bytes[touched] += seg.bytes;
-    }
-    touching = touching || touching_.load(std::memory_order_relaxed);
-    // Direct I/O writes whole 4 KiB pages: zero the tails so no stale bytes of
-    // an older entry reach the file. (Drained slots get theirs in DrainBlock.)
-    for (uint32_t k = first; k < b; ++k) {
-      if (to_slot[k - first]) continue;
-      const uint32_t length = e->layout.blocks[k].length;
-      const size_t padded = format::AlignUp(length);
-      uint8_t* dst = cache_->data(static_cast<uint32_t>(e->blocks[k].chunk));
-      if (padded > length) std::memset(dst + length, 0, padded - length);
-    }
-    std::lock_guard lock(mu_);
-    if (!copied.ok()) {
-      // A device copy failed: this version never existed. Its blocks are
-      // released and the flusher skips it; committed versions are untouched.
-      for (uint32_t k = first; k < b; ++k) {
-        BlockState& bs = e->blocks[k];
-        if (bs.chunk >= 0) cache_->Free(static_cast<uint32_t>(bs.chunk));
-        if (bs.slot >= 0) dcache_->Free(static_cast<uint32_t>(bs.slot));
-        bs.chunk = bs.slot = -1;
-      }
-      if (kind == format::EntryKind::kHistoryStep) {
-        if (auto h = histories_.find(name); h != histories_.end()) h->second.steps.erase(number);
-      }
-      e->capture_done = true;
-      Consume(e);
-      UseBandwidth(-1, /*capture=*/true);
-      cv_app_.notify_all();
-      return copied.WithContext(std::string(kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push") +
-                                " of '" + name + "' " + std::to_string(number));
-    }
-    if (gpu_batch.empty()) {  // device copies overlap: no host rate
-      for (int touched : {1, 0}) {
-        touch_model_.OnCaptureCopy(copy_bytes[touched], copy_s[touched], touched == 1,
-                                   touching && touching_allowed);
-      }
-    }
-    for (uint32_t k = first; k < b; ++k) {
-      BlockState& bs = e->blocks[k];
-      if (to_slot[k - first]) {
-        bs.dsealed = true;
-        if (e->failed() || e->consumed) {
-          MarkDeviceClean(*e, k);
-        } else {
-          drain_queue_.emplace_back(e, k);
-        }
-        continue;
-      }
-      bs.sealed = true;
-      ++e->sealed_blocks;
-      ++e->resident_blocks;
-      if (e->failed() || e->consumed) {
-        MarkClean(*e, k);
-      } else {
-        dirty_bytes_ += e->layout.blocks[k].length;
-        checksum_queue_.emplace_back(e, k);
-      }
-    }
-    cv_checksum_.notify_one();
-    cv_device_.notify_one();
-  }
-  if (gpu_bytes > 0) {
-    std::lock_guard lock(mu_);
-    stats_.device.capture.bytes += gpu_bytes;
-    stats_.device.capture.ops += 1;
-    stats_.device.capture.seconds += gpu_seconds;
-  }
-  std::lock_guard lock(mu_);
-  e->capture_done = true;
-  double elapsed = SecondsSince(t0);
-  touch_model_.OnCapture(e->layout.payload_bytes, elapsed, interval_s,
-                         touch_mode_ == TouchModel::Mode::kConcurrent);
-  last_capture_end_ = std::chrono::steady_clock::now();
-  UseBandwidth(-1, /*capture=*/true);
-  stats_.capture.bytes += e->layout.payload_bytes;
-  stats_.capture.ops += 1;
-  // Copy time only: back-pressure waits (host chunks or device slots) are
-  // reported as capture_blocked_s and device.capture_blocked_s.
-  stats_.capture.seconds += std::max(0.0, elapsed - (CaptureBlockedSeconds() - blocked_before));
-  tracer_.Span(kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push", "app", t0,
-               std::chrono::steady_clock::now(), e->layout.payload_bytes, name, number);
-  TraceCache();
-  cv_app_.notify_all();
-  cv_flush_.notify_all();
-  return Status::Ok();
+  flusher_.Wake();
 }
 
 // ---------------------------------------------------------------------------
@@ -511,18 +264,13 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
   if (level == Level::kPersistent && !persistent_) {
     return Status::InvalidArgument("wait for the persistent level, but storage.persistent is not set");
   }
-  Lock lock(mu_);
-  EntryPtr e = Find(kind, name, number);
+  MutexLock lock(&mu_);
+  EntryPtr e = catalog_.Find(kind, name, number);
   if (!e) {
-    // Not in this pipeline (retired, or written by an earlier run): committed
-    // files answer.
-    const tiers::FileTier& tier = level == Level::kPersistent ? *persistent_ : local_;
-    if (level != Level::kCache && tier.Exists(name, kind, number)) return Status::Ok();
-    if (level == Level::kCache && (local_.Exists(name, kind, number))) return Status::Ok();
-    return Status::NotFound("version " + std::to_string(number) + " of '" + name + "' is unknown at " +
-                            (level == Level::kPersistent ? "the persistent level" : "this level"));
+    lock.Unlock();
+    return WaitForFiles(kind, name, number, level);
   }
-  cv_app_.wait(lock, [&] {
+  cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
     switch (level) {
       case Level::kCache: return e->capture_done;
       case Level::kLocal: return e->local_committed || e->failed() || e->consumed;
@@ -539,8 +287,18 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
   return s;
 }
 
+// Not in this pipeline (retired, or written by an earlier run): committed
+// files answer. An entry retired meanwhile had its file committed before it
+// left the catalog, so asking without the lock answers the same.
+Status Pipeline::WaitForFiles(format::EntryKind kind, const std::string& name, int64_t number, Level level) {
+  const tiers::FileTier& tier = level == Level::kPersistent ? *persistent_ : local_;
+  if (tier.Exists(name, kind, number)) return Status::Ok();
+  return Status::NotFound("version " + std::to_string(number) + " of '" + name + "' is unknown at " +
+                          (level == Level::kPersistent ? "the persistent level" : "this level"));
+}
+
 Stats Pipeline::GetStats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   Stats s = stats_;
   if (cache_) s.cache_used_bytes = cache_->used_bytes();
   if (dcache_) {

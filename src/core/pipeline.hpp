@@ -1,10 +1,12 @@
 // The pipeline: the engine behind cairn::Client. It owns the host cache, the
-// file tiers and the four background threads, and moves entries through
+// file tiers and the background threads (docs/design.md has the picture),
+// and moves entries through
 //
 //   capture (app thread) -> checksum -> flush to local -> copy to persistent
 //                                          \-> evict (clean blocks) -> prefetch
 //
-// Threads (all std::jthread, owned here, stopped and joined by Shutdown()):
+// Threads (each owned here, stopped and joined by Shutdown(); the five stages
+// are Workers, worker.hpp, the initializer a plain std::jthread):
 //   checksummer  CRC32C of sealed blocks, ahead of the flusher (so checksums
 //                cost no flush bandwidth)
 //   flusher      FIFO: writes entries block by block to the local tier and
@@ -29,11 +31,19 @@
 // evicted only once their data is in the host tier, and only after the
 // device cache is fully mapped (HiPC'22, constraint 1).
 //
-// Locking: one mutex (mu_) guards every piece of state below. It is never held
-// across memcpy, file I/O or checksums; those run on pinned entries. Captures
-// are serialized by capture_mu_ (taken before mu_), which guarantees progress:
+// Locking: one mutex (mu_, a cairn::Mutex) guards every piece of state below,
+// and the fields of every Entry (entry.hpp). It is never held across memcpy,
+// file I/O or checksums; those run on pinned entries, with the lock dropped
+// by a MutexUnlock (util/mutex.hpp) that names the step. The one exception is
+// RemoveNameDirIfUnused's rmdir (restore.cpp says why). Captures are
+// serialized by capture_mu_ (taken before mu_), which guarantees progress:
 // the flusher always works on the oldest entry, and the only entry that can be
 // waiting for chunks is the one being captured.
+//
+// The annotations are checked: the clang build (CMakePresets.json "tsa",
+// scripts/test.sh step "thread-safety (clang)") compiles with
+// -Wthread-safety -Werror=thread-safety. A helper that needs mu_ says
+// CAIRN_REQUIRES(mu_); a public entry point says CAIRN_EXCLUDES(mu_).
 #pragma once
 
 #include <atomic>
@@ -44,25 +54,28 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <span>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "cairn/cairn.hpp"
+#include "core/catalog.hpp"
 #include "core/copy_engine.hpp"
-#include "core/clean_list.hpp"
+#include "core/device_io.hpp"
+#include "core/tier_cache.hpp"
 #include "core/entry.hpp"
 #include "core/host_cache.hpp"
 #include "core/touch_model.hpp"
 #include "core/trace.hpp"
+#include "core/worker.hpp"
+#include "format/file_writer.hpp"
 #include "gpu/device_cache.hpp"
 #include "gpu/runtime.hpp"
 #include "tiers/file_tier.hpp"
+#include "util/mutex.hpp"
 #include "util/thread_annotations.hpp"
 
 namespace cairn::core {
@@ -90,26 +103,28 @@ class Pipeline {
 
   // Drains the flush and mover queues, stops and joins the threads. Returns
   // the first local flush error that no Wait() reported. Idempotent.
-  Status Shutdown();
+  Status Shutdown() CAIRN_EXCLUDES(mu_);
 
   // Checkpoint versions -------------------------------------------------------
   Status Capture(format::EntryKind kind, const std::string& name, int64_t number,
-                 const std::vector<CaptureSource>& sources);
-  Status Wait(format::EntryKind kind, const std::string& name, int64_t number, Level level);
-  Result<int64_t> Latest(const std::string& name);
-  Status Restore(const std::string& name, int64_t version, const std::vector<RestoreTarget>& targets);
+                 const std::vector<CaptureSource>& sources) CAIRN_EXCLUDES(mu_, capture_mu_);
+  Status Wait(format::EntryKind kind, const std::string& name, int64_t number, Level level)
+      CAIRN_EXCLUDES(mu_);
+  Result<int64_t> Latest(const std::string& name) CAIRN_EXCLUDES(mu_);
+  Status Restore(const std::string& name, int64_t version, const std::vector<RestoreTarget>& targets)
+      CAIRN_EXCLUDES(mu_);
 
   // Histories -----------------------------------------------------------------
   // Registers `name`; kState if already open. Ephemeral histories remove stale
   // step files of an earlier run; persistent ones adopt them as poppable steps.
-  Status OpenHistory(const std::string& name);
+  Status OpenHistory(const std::string& name) CAIRN_EXCLUDES(mu_);
   // dst_kind: what dst is (ClassifyRegion).
   Result<size_t> Pop(const std::string& name, int64_t step, void* dst, size_t capacity,
-                     MemoryKind dst_kind = MemoryKind::kHost);
-  Result<size_t> StepSize(const std::string& name, int64_t step);
-  Status CloseHistory(const std::string& name);
+                     MemoryKind dst_kind = MemoryKind::kHost) CAIRN_EXCLUDES(mu_);
+  Result<size_t> StepSize(const std::string& name, int64_t step) CAIRN_EXCLUDES(mu_);
+  Status CloseHistory(const std::string& name) CAIRN_EXCLUDES(mu_);
 
-  Stats GetStats() const;
+  Stats GetStats() const CAIRN_EXCLUDES(mu_);
   const Config& config() const { return config_; }
 
   // The memory kind of [p, p + bytes), asked of the CUDA driver (host when
@@ -119,117 +134,169 @@ class Pipeline {
   Result<MemoryKind> ClassifyRegion(const void* p, size_t bytes);
 
  private:
-  using Key = std::tuple<format::EntryKind, std::string, int64_t>;
-  using Lock = std::unique_lock<std::mutex>;
+  // Jobs of the stages.
+  struct BlockJob {  // checksum one sealed block
+    EntryPtr e;
+    uint32_t block = 0;
+  };
+  struct DeviceJob {  // drain one block device -> host, or prefetch a step host -> device
+    EntryPtr e;
+    uint32_t block = 0;
+    bool drain = true;
+  };
+  using MoverTask = std::function<void()>;
 
-  struct HistoryState {
-    bool popping = false;  // a pop happened: the prefetcher serves this history
-    std::set<int64_t> steps;  // pushed and not consumed
+  // One batch of a capture (pipeline.cpp): the blocks [first, end) and where
+  // their bytes go.
+  struct CaptureBatch {
+    uint32_t first = 0, end = 0;
+    // host -> host chunk (CPU copies), into untouched [0] and touched [1]
+    // chunks: copied one after the other, so that the touch model gets both
+    // rates.
+    std::vector<CopySegment> host[2];
+    std::vector<CopySegment> gpu;  // device/managed -> slot or host chunk
+    std::vector<bool> to_slot;     // per block of the batch
+    std::vector<std::pair<uint8_t*, size_t>> tails;  // chunk tails to zero
+    bool touching_allowed = false;  // the touch mode allowed touching meanwhile
   };
 
   explicit Pipeline(const Config& config);
   Status Init();
 
-  // Chunks (pipeline.cpp). All REQUIRE mu_.
+  // Chunks (pipeline.cpp).
   // The caller writes the chunk's first write_bytes bytes. was_touched
   // (optional): whether the chunk's memory was fully touched before.
   // Blocks for space; app: the wait counts as the application's blocking.
-  int32_t AcquireChunk(Lock& lock, uint32_t write_bytes, bool* was_touched = nullptr, bool app = true);
+  int32_t AcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr, bool app = true)
+      CAIRN_REQUIRES(mu_);
   // One wait on cv_app_ that the capturing application sits through: added
   // to capture_blocked_s (device: to device.capture_blocked_s, a wait for a
   // device-cache slot) and traced as `span` on the app track.
-  void WaitAsCaptureBlocked(Lock& lock, const char* span, bool device = false);
-  double CaptureBlockedSeconds() const {  // REQUIRES mu_; both kinds of wait
+  void WaitAsCaptureBlocked(const char* span, bool device = false) CAIRN_REQUIRES(mu_);
+  double CaptureBlockedSeconds() const CAIRN_REQUIRES(mu_) {  // both kinds of wait
     return stats_.capture_blocked_s + stats_.device.capture_blocked_s;
   }
-  std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr);  // no waiting
-  bool EvictOne(uint64_t below_seq);
+  std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr)
+      CAIRN_REQUIRES(mu_);  // no waiting
   // Host-cache room for the device mover while drains are pending: whether a
   // capture of `capturing` may take a chunk now, and waiting until it may.
-  bool DrainRoomAfterTaking(const Entry& capturing) const;
-  void WaitForDrainRoom(Lock& lock, const Entry& capturing);
-  // Entries whose blocks may not be evicted from a tier now: pinned by a
-  // reader or writer, or being prefetched into that tier.
-  static bool HostBusy(const Entry& e) { return e.pins > 0 || e.prefetching; }
-  static bool DeviceBusy(const Entry& e) { return e.pins > 0 || e.device_prefetching; }
-  void MarkClean(Entry& e, uint32_t block);
-  void DropBlock(Entry& e, uint32_t block);  // frees its chunk, if any
-  void Unpin(const EntryPtr& e);
-  void Consume(const EntryPtr& e);  // marks consumed, releases chunks, forgets it
-  void ReleaseChunks(Entry& e);
-  void FailEntry(const EntryPtr& e, const Status& s);
-  EntryPtr Find(format::EntryKind kind, const std::string& name, int64_t number) const;
+  bool DrainRoomAfterTaking(const Entry& capturing) const CAIRN_REQUIRES(mu_);
+  void WaitForDrainRoom(const Entry& capturing) CAIRN_REQUIRES(mu_);
+  void Unpin(const EntryPtr& e) CAIRN_REQUIRES(mu_);
+  // Marks consumed, releases chunks, forgets it.
+  void Consume(const EntryPtr& e) CAIRN_REQUIRES(mu_);
+  void ReleaseChunks(Entry& e) CAIRN_REQUIRES(mu_);
+  void FailEntry(const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_);
   void NotifyAll();
-  void TraceCache();  // REQUIRES mu_: a cache-occupancy counter sample
-  // REQUIRES mu_: counts a served restore or pop in the stats and the trace.
+  void TraceCache() CAIRN_REQUIRES(mu_);  // a cache-occupancy counter sample
+  // Counts a served restore or pop in the stats and the trace.
   void NoteRead(bool hit, uint64_t bytes, std::chrono::steady_clock::time_point t0, const char* span,
-                const std::string& name, int64_t number);
+                const std::string& name, int64_t number) CAIRN_REQUIRES(mu_);
 
-  // Threads (flusher.cpp, mover.cpp, prefetcher.cpp).
-  void ChecksumLoop(std::stop_token stop);
-  void FlushLoop(std::stop_token stop);
-  void FlushEntry(Lock& lock, const EntryPtr& e);
-  void MoverLoop(std::stop_token stop);
-  void PersistEntry(const EntryPtr& e);
-  void ApplyRetention(const std::string& name);
-  void RemoveNameDirIfUnused(const std::string& name);
-  void PrefetchLoop(std::stop_token stop);
+  // Capture steps (pipeline.cpp).
+  Status CheckSources(const std::vector<CaptureSource>& sources);
+  // Registers the entry (catalog, history, flush queue); kExists/kState.
+  Status BeginCapture(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                      std::chrono::steady_clock::time_point t0, double* interval_s) CAIRN_REQUIRES(mu_);
+  // Plans blocks [b, ...) into `batch`: slots and chunks taken, the first
+  // block waiting for room, the others taking what is free right now.
+  void PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources, uint32_t b,
+                 CaptureBatch* batch) CAIRN_REQUIRES(mu_);
+  // Copies a planned batch (no lock): device copies, then host copies, then
+  // the chunk tails. Adds the device bytes and seconds to the totals.
+  Status CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_bytes[2], bool* touching,
+                   uint64_t* gpu_bytes, double* gpu_seconds) CAIRN_EXCLUDES(mu_);
+  // A device copy failed: this version never existed.
+  Status RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, const Status& copied)
+      CAIRN_REQUIRES(mu_);
+  // Seals a copied batch and queues its blocks for checksum or drain.
+  void SealBatch(const EntryPtr& e, const CaptureBatch& batch) CAIRN_REQUIRES(mu_);
+  void EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double interval_s,
+                  double blocked_before) CAIRN_REQUIRES(mu_);
+
+  // Stages (flusher.cpp, mover.cpp, prefetcher.cpp): the jobs their
+  // workers run, with mu_ held (each drops it for its I/O or copy).
+  void ChecksumBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(mu_);
+  void FlushNext(const EntryPtr& e) CAIRN_REQUIRES(mu_);
+  void FlushEntry(const EntryPtr& e) CAIRN_REQUIRES(mu_);
+  // Opens the entry's file writer with the lock dropped (and its directory).
+  Status OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter>* writer,
+                    double* io_seconds) CAIRN_REQUIRES(mu_);
+  // Writes the entry's blocks as their checksums become ready; false when
+  // the flush ended early (skipped or failed, booked).
+  bool WriteBlocks(const EntryPtr& e, format::FileWriter& writer, double* io_seconds)
+      CAIRN_REQUIRES(mu_);
+  void AbortWriter(format::FileWriter& writer) CAIRN_REQUIRES(mu_);
+  // A flush failure is the application's problem only while someone still
+  // needs the entry; for a consumed one it is just a skipped flush.
+  void FailFlush(const EntryPtr& e, const Status& s, const char* what) CAIRN_REQUIRES(mu_);
+  void CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
+                     double io_seconds) CAIRN_REQUIRES(mu_);
+  void PersistEntry(const EntryPtr& e) CAIRN_EXCLUDES(mu_);
+  void ApplyRetention(const std::string& name) CAIRN_EXCLUDES(mu_);
+  void RemoveNameDirIfUnused(const std::string& name) CAIRN_EXCLUDES(mu_);
+  void PrefetchStep(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   // Fast initialization (initializer.cpp).
-  Status PrepareCache();  // maps the cache; eager: populates and pins it
-  void InitLoop(std::stop_token stop);
-  // REQUIRES mu_. Touches (part of) one claimed chunk with the lock dropped;
-  // false when nothing is left to touch.
-  bool TouchNextChunk(Lock& lock, std::stop_token stop);
-  void PinCache(Lock& lock, std::stop_token stop);  // REQUIRES mu_
-  // REQUIRES mu_. Books a pin call that ran from p0 to p1 (stats, trace) and
-  // its result: pinned, or the error reported once.
+  Status PrepareCache() CAIRN_EXCLUDES(mu_);  // maps the cache; eager: populates and pins it
+  void InitLoop(std::stop_token stop) CAIRN_EXCLUDES(mu_);
+  // Touches (part of) one claimed chunk with the lock dropped; false when
+  // nothing is left to touch.
+  bool TouchNextChunk(std::stop_token stop) CAIRN_REQUIRES(mu_);
+  void PinCache(std::stop_token stop) CAIRN_REQUIRES(mu_);
+  // Books a pin call that ran from p0 to p1 (stats, trace) and its result:
+  // pinned, or the error reported once.
   void RecordPin(const Status& s, std::chrono::steady_clock::time_point p0,
-                 std::chrono::steady_clock::time_point p1);
-  void NoteTouchProgress();                         // REQUIRES mu_
-  TouchModel::Mode TouchMode();                     // REQUIRES mu_
+                 std::chrono::steady_clock::time_point p1) CAIRN_REQUIRES(mu_);
+  void NoteTouchProgress() CAIRN_REQUIRES(mu_);
+  TouchModel::Mode TouchMode() CAIRN_REQUIRES(mu_);
   // A capture (capture = true), flush write or prefetch read starts (+1) or
   // ends (-1) moving memory; sequential touching pauses. Atomic counters: no
   // lock needed (the callers happen to hold mu_).
   void UseBandwidth(int delta, bool capture);
   // Whether touching in `mode` must pause now (reads the atomic mirrors).
   bool MustPauseTouching(TouchModel::Mode mode) const;
-  // REQUIRES mu_: books a captured block's bytes by the state of its chunk.
-  void NoteCaptureChunk(bool was_touched, uint64_t bytes);
-  EntryPtr FindPrefetchTarget();
-  void EnqueueMover(std::function<void()> task);
+  // Books a captured block's bytes by the state of its chunk.
+  void NoteCaptureChunk(bool was_touched, uint64_t bytes) CAIRN_REQUIRES(mu_);
+  // What a prefetcher makes of one step of a popped history (WalkPoppedSteps).
+  enum class StepVerdict {
+    kSkip,         // not for this prefetcher; look at the next lower step
+    kAhead,        // loaded or being loaded: counts towards the depth
+    kNextHistory,  // nothing lower in this history is due yet
+    kWait,         // due, but no room now: nothing to do until space frees
+    kTake,         // load this one
+  };
+  using StepJudge = std::function<StepVerdict(const Entry&)>;
+  EntryPtr WalkPoppedSteps(const StepJudge& judge) CAIRN_REQUIRES(mu_);
+  EntryPtr FindPrefetchTarget() CAIRN_REQUIRES(mu_);
+  void EnqueueMover(std::function<void()> task) CAIRN_REQUIRES(mu_);
 
   // GPU tier (gpu_tier.cpp).
-  Status OpenGpu();         // at Init: runtime, device cache (best effort)
-  Status EnsureGpuIo();     // streams and bounce buffers, on first device use
-  bool DeviceCacheUsable() const;  // REQUIRES mu_: slots exist or are coming
-  // REQUIRES mu_. A mapped free slot, evicting drained slots of older entries
-  // once the cache is fully mapped; waits for mapping or draining (the wait
-  // is the application's blocking). nullopt when the cache has no slot at
-  // all (mapping failed before the first chunk).
-  std::optional<int32_t> AcquireSlot(Lock& lock);
-  std::optional<uint32_t> TryAcquireSlot();  // REQUIRES mu_, no waiting
-  bool EvictDeviceOne(uint64_t below_seq);   // REQUIRES mu_
-  void MarkDeviceClean(Entry& e, uint32_t block);  // REQUIRES mu_
-  void DropSlot(Entry& e, uint32_t block);          // REQUIRES mu_
-  void DeviceMoverLoop(std::stop_token stop);
-  void DrainBlock(Lock& lock, const EntryPtr& e, uint32_t block);  // REQUIRES mu_
-  EntryPtr FindDevicePrefetchTarget();                              // REQUIRES mu_
-  void DevicePrefetch(Lock& lock, const EntryPtr& e);               // REQUIRES mu_
-  // Copies between any memory kinds through `stream` (host -> host included),
-  // then synchronizes. Precondition: EnsureGpuIo() succeeded.
-  Status GpuCopy(gpu::Stream& stream, std::span<const CopySegment> segments);
-  // A restore or pop's copies out of the cache or from a staging buffer into
-  // device/managed targets (the restore stream, one caller at a time).
-  Status RestoreCopy(std::span<const CopySegment> segments);
+  Status OpenGpu() CAIRN_EXCLUDES(mu_);  // at Init: runtime, device cache (best effort)
+  bool DeviceCacheUsable() const CAIRN_REQUIRES(mu_);  // slots exist or are coming
+  // A mapped free slot, evicting drained slots of older entries once the
+  // cache is fully mapped; waits for mapping or draining (the wait is the
+  // application's blocking). nullopt when the cache has no slot at all
+  // (mapping failed before the first chunk).
+  std::optional<int32_t> AcquireSlot() CAIRN_REQUIRES(mu_);
+  std::optional<uint32_t> TryAcquireSlot() CAIRN_REQUIRES(mu_);  // no waiting
+  void DropSlot(Entry& e, uint32_t block) CAIRN_REQUIRES(mu_);  // frees it, wakes captures
+  // Blocks wait to be drained, or one is being drained.
+  bool DrainsPending() const CAIRN_REQUIRES(mu_);
+  void DrainBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(mu_);
+  EntryPtr FindDevicePrefetchTarget() CAIRN_REQUIRES(mu_);
+  void DevicePrefetch(const EntryPtr& e) CAIRN_REQUIRES(mu_);
 
   // Restore helpers (restore.cpp).
   Status ReadFromFiles(const EntryPtr& e, format::EntryKind kind, const std::string& name,
-                       int64_t number, const std::vector<RestoreTarget>& targets);
-  // Precondition: e is pinned and fully cached. Called and returns with mu_
-  // held; drops it for the copies. *device_hit: some block came from the
-  // device cache.
-  Status CopyFromCache(Lock& lock, const EntryPtr& e, const std::vector<RestoreTarget>& targets,
-                       bool* device_hit);
+                       int64_t number, const std::vector<RestoreTarget>& targets) CAIRN_EXCLUDES(mu_);
+  // Precondition: e is pinned and fully cached. Drops mu_ for the copies.
+  // *device_hit: some block came from the device cache.
+  Status CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets, bool* device_hit)
+      CAIRN_REQUIRES(mu_);
+  // Wait() for an entry no longer (or never) in this pipeline: the committed
+  // files answer (no lock held: it stats files).
+  Status WaitForFiles(format::EntryKind kind, const std::string& name, int64_t number, Level level)
+      CAIRN_EXCLUDES(mu_);
 
   tiers::FileTier& tier_for(format::EntryKind kind) { return kind == format::EntryKind::kCheckpoint ? local_ : history_; }
 
@@ -240,32 +307,26 @@ class Pipeline {
   std::optional<tiers::FileTier> persistent_;
   Tracer tracer_;  // thread-safe on its own; no-op unless trace.path is set
 
-  std::mutex capture_mu_;  // serializes captures (see above); before mu_
-  mutable std::mutex mu_;
-  std::condition_variable_any cv_app_;       // space freed, entry state changed
-  std::condition_variable_any cv_checksum_;  // blocks sealed
-  std::condition_variable_any cv_flush_;     // entries queued, checksums ready
-  std::condition_variable_any cv_mover_;     // mover tasks queued
-  std::condition_variable_any cv_prefetch_;  // pops, frees, commits
-  std::condition_variable_any cv_init_;      // memory went idle, cache fully touched
+  Mutex capture_mu_;  // serializes captures (see above); before mu_
+  mutable Mutex mu_ CAIRN_ACQUIRED_AFTER(capture_mu_);
+  // Space freed, entry state changed, a stage's job done. Each stage has its
+  // own wake-up condition (Worker::Wake).
+  std::condition_variable_any cv_app_;
+  std::condition_variable_any cv_init_;  // memory went idle, cache fully touched
 
   std::optional<HostCache> cache_ CAIRN_GUARDED_BY(mu_);
-  std::map<Key, EntryPtr> catalog_ CAIRN_GUARDED_BY(mu_);
-  std::map<std::string, HistoryState> histories_ CAIRN_GUARDED_BY(mu_);
-  // Clean (written) resident blocks, by eviction rank.
-  CleanList clean_ CAIRN_GUARDED_BY(mu_){&BlockState::clean};
-  std::deque<std::pair<EntryPtr, uint32_t>> checksum_queue_ CAIRN_GUARDED_BY(mu_);
-  std::deque<EntryPtr> flush_queue_ CAIRN_GUARDED_BY(mu_);
-  std::deque<std::function<void()>> mover_queue_ CAIRN_GUARDED_BY(mu_);
-  bool mover_busy_ CAIRN_GUARDED_BY(mu_) = false;
-  bool flusher_busy_ CAIRN_GUARDED_BY(mu_) = false;
+  Catalog catalog_ CAIRN_GUARDED_BY(mu_);  // entries and open histories
   std::set<std::string> known_dirs_ CAIRN_GUARDED_BY(mu_);
-  uint64_t next_seq_ CAIRN_GUARDED_BY(mu_) = 0;
   uint64_t dirty_bytes_ CAIRN_GUARDED_BY(mu_) = 0;
   bool closing_ CAIRN_GUARDED_BY(mu_) = false;
   bool shut_down_ CAIRN_GUARDED_BY(mu_) = false;
   Status unreported_error_ CAIRN_GUARDED_BY(mu_);
   Stats stats_ CAIRN_GUARDED_BY(mu_);
+  // The two cache tiers' block bookkeeping (tier_cache.hpp): host chunks
+  // whose blocks are written (evictable), device slots whose blocks are also
+  // in the host tier.
+  TierCache<HostTier> host_tier_ CAIRN_GUARDED_BY(mu_){&stats_.evictions, &tracer_};
+  TierCache<DeviceTier> device_tier_ CAIRN_GUARDED_BY(mu_){&stats_.device.evictions, &tracer_};
 
   // Fast initialization state.
   const std::chrono::steady_clock::time_point opened_at_ = std::chrono::steady_clock::now();
@@ -282,30 +343,32 @@ class Pipeline {
 
   // GPU tier. gpu_ is null without a usable driver (gpu_unavailable_ says
   // why); dcache_ is null with device_cache.size = 0 or when it could not be
-  // created. Streams and bounce buffers are made on first device use
-  // (gpu_io_mu_); the capture stream is used under capture_mu_, the restore
-  // stream under restore_stream_mu_, the drain stream by the device mover.
+  // created; both are set by Init before any thread starts, then constant
+  // (the device cache locks itself). dio_: the streams and bounce buffers
+  // (device_io.hpp, its own locks), made by Init, after OpenGpu.
   std::unique_ptr<gpu::Runtime> gpu_;
   Status gpu_unavailable_;
   std::unique_ptr<gpu::DeviceCache> dcache_;
-  std::mutex gpu_io_mu_;
-  bool gpu_io_ready_ = false;  // guarded by gpu_io_mu_ (written once)
-  std::unique_ptr<gpu::Stream> capture_stream_;
-  std::unique_ptr<gpu::Stream> drain_stream_;
-  std::mutex restore_stream_mu_;
-  std::unique_ptr<gpu::Stream> restore_stream_;
-  std::vector<std::unique_ptr<gpu::PinnedBuffer>> bounce_;  // the device mover's
-  std::condition_variable_any cv_device_;  // blocks to drain, pops, slots freed
-  std::deque<std::pair<EntryPtr, uint32_t>> drain_queue_ CAIRN_GUARDED_BY(mu_);
-  bool drainer_busy_ CAIRN_GUARDED_BY(mu_) = false;
-  // Device slots whose data is also in the host tier, by eviction rank.
-  CleanList dclean_ CAIRN_GUARDED_BY(mu_){&BlockState::dclean};
+  std::optional<DeviceIo> dio_;
   bool host_registered_ CAIRN_GUARDED_BY(mu_) = false;  // pinned via cuMemHostRegister
 
   // Helpers for the application's blocking copies (its own threads).
   std::unique_ptr<CopyEngine> copier_;
-  // Declared last: started after everything above exists, joined first.
-  std::vector<std::jthread> threads_;
+
+  // The stages (worker.hpp), over mu_. Declared after everything they use:
+  // started by Init, stopped and joined by Shutdown (and their destructors).
+  //   checksummer   CRC32C of sealed blocks (queue: captures, drains)
+  //   flusher       writes and commits entries (queue: captures, FIFO)
+  //   mover         persistent copies, retention, deletions (queue: tasks)
+  //   prefetcher    history steps back into the host cache (polls)
+  //   device_mover  drains device slots to host chunks (queue), else
+  //                 prefetches steps host -> device (polls); GPU tier only
+  Worker<BlockJob> checksummer_;
+  Worker<EntryPtr> flusher_;
+  Worker<MoverTask> mover_;
+  Worker<EntryPtr> prefetcher_;
+  Worker<DeviceJob> device_mover_;
+  std::jthread initializer_;  // last: joined first
 };
 
 }  // namespace cairn::core

@@ -62,7 +62,7 @@ void Pipeline::NoteRead(bool hit, uint64_t bytes, std::chrono::steady_clock::tim
 // the restore stream. e is pinned: its slots and chunks stay where they are,
 // but the device mover may give blocks new slots (device prefetch) once mu_
 // is dropped, so the sources are chosen before that.
-Status Pipeline::CopyFromCache(Lock& lock, const EntryPtr& e, const std::vector<RestoreTarget>& targets,
+Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets,
                                bool* device_hit) {
   std::vector<uint32_t> index;
   CAIRN_RETURN_IF_ERROR(
@@ -83,10 +83,9 @@ Status Pipeline::CopyFromCache(Lock& lock, const EntryPtr& e, const std::vector<
           .push_back({.dst = dst + (blk.offset - region.data_offset), .src = src, .bytes = blk.length});
     }
   }
-  lock.unlock();
-  Status s = gpu.empty() ? Status::Ok() : RestoreCopy(gpu);
+  MutexUnlock unlocked(&mu_);  // the copies out of the cache
+  Status s = gpu.empty() ? Status::Ok() : dio_->RestoreCopy(gpu);
   if (s.ok()) CopyOut(MemoryKind::kHost, *copier_, cpu);
-  lock.lock();
   return s;
 }
 
@@ -122,7 +121,7 @@ Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, co
         s = (*reader)->ReadBlock(b, staging.data(), /*verify=*/true);
         const CopySegment seg{.dst = static_cast<uint8_t*>(targets[t].data) + (blk.offset - region.data_offset),
                               .src = staging.data(), .bytes = blk.length};
-        if (s.ok()) s = RestoreCopy({&seg, 1});
+        if (s.ok()) s = dio_->RestoreCopy({&seg, 1});
       }
     }
     if (s.ok()) return s;
@@ -141,12 +140,12 @@ Status Pipeline::Restore(const std::string& name, int64_t version,
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
   const auto kind = format::EntryKind::kCheckpoint;
   auto t0 = std::chrono::steady_clock::now();
-  Lock lock(mu_);
-  EntryPtr e = Find(kind, name, version);
+  MutexLock lock(&mu_);
+  EntryPtr e = catalog_.Find(kind, name, version);
   if (e) {
     // Evicted blocks imply the flush wrote them; wait for the commit so the
     // file is complete.
-    cv_app_.wait(lock, [&] {
+    cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
       return e->fully_cached() || e->local_committed || e->failed() || e->consumed;
     });
   }
@@ -155,16 +154,16 @@ Status Pipeline::Restore(const std::string& name, int64_t version,
   bool device_hit = false;
   if (e && e->fully_cached() && !e->consumed) {
     ++e->pins;
-    s = CopyFromCache(lock, e, targets, &device_hit);
+    s = CopyFromCache(e, targets, &device_hit);
     Unpin(e);
     hit = true;
   } else {
     if (e && e->failed() && !e->local_committed) {
       return e->local_error.WithContext(VersionLabel(kind, name, version) + " was lost");
     }
-    lock.unlock();
+    lock.Unlock();
     s = ReadFromFiles(e, kind, name, version, targets);
-    lock.lock();
+    lock.Lock();
   }
   if (s.ok()) {
     uint64_t bytes = 0;
@@ -190,8 +189,8 @@ Result<int64_t> Pipeline::Latest(const std::string& name) {
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
     {
       // A committed version still fully in the cache verifies by construction.
-      std::lock_guard lock(mu_);
-      EntryPtr e = Find(kind, name, *it);
+      MutexLock lock(&mu_);
+      EntryPtr e = catalog_.Find(kind, name, *it);
       if (e && e->local_committed && e->fully_cached()) return *it;
     }
     for (const tiers::FileTier* tier : tiers) {
@@ -215,9 +214,9 @@ Result<int64_t> Pipeline::Latest(const std::string& name) {
 Status Pipeline::OpenHistory(const std::string& name) {
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (closing_) return Status::State("client is closing");
-    if (histories_.contains(name)) return Status::State("history '" + name + "' is already open");
+    if (catalog_.HasHistory(name)) return Status::State("history '" + name + "' is already open");
   }
   const auto kind = format::EntryKind::kHistoryStep;
   CAIRN_ASSIGN_OR_RETURN(auto existing, history_.ListCommitted(name, kind));
@@ -246,20 +245,16 @@ Status Pipeline::OpenHistory(const std::string& name) {
     e->local_committed = true;
     adopted.push_back(std::move(e));
   }
-  std::lock_guard lock(mu_);
-  if (histories_.contains(name)) return Status::State("history '" + name + "' is already open");
-  HistoryState& h = histories_[name];
-  for (auto& e : adopted) {
-    e->seq = next_seq_++;
-    h.steps.insert(e->number);
-    catalog_.emplace(Key{kind, name, e->number}, e);
-  }
+  MutexLock lock(&mu_);
+  if (catalog_.HasHistory(name)) return Status::State("history '" + name + "' is already open");
+  catalog_.OpenHistory(name);
+  for (auto& e : adopted) catalog_.Add(e);
   return Status::Ok();
 }
 
 Result<size_t> Pipeline::StepSize(const std::string& name, int64_t step) {
-  std::lock_guard lock(mu_);
-  EntryPtr e = Find(format::EntryKind::kHistoryStep, name, step);
+  MutexLock lock(&mu_);
+  EntryPtr e = catalog_.Find(format::EntryKind::kHistoryStep, name, step);
   if (!e) return Status::NotFound(VersionLabel(format::EntryKind::kHistoryStep, name, step) + " is not there");
   return static_cast<size_t>(e->layout.payload_bytes);
 }
@@ -269,21 +264,21 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   const auto kind = format::EntryKind::kHistoryStep;
   const std::string label = VersionLabel(kind, name, step);
   auto t0 = std::chrono::steady_clock::now();
-  Lock lock(mu_);
-  auto hist = histories_.find(name);
-  if (hist == histories_.end()) return Status::State("history '" + name + "' is not open");
-  EntryPtr e = Find(kind, name, step);
+  MutexLock lock(&mu_);
+  Catalog::History* hist = catalog_.FindHistory(name);
+  if (!hist) return Status::State("history '" + name + "' is not open");
+  EntryPtr e = catalog_.Find(kind, name, step);
   if (!e) return Status::NotFound(label + " is not there (never pushed, or already popped)");
   const size_t bytes = static_cast<size_t>(e->layout.payload_bytes);
   if (capacity < bytes) {
     return Status::SizeMismatch(label + " has " + std::to_string(bytes) +
                                 " bytes; the buffer holds only " + std::to_string(capacity));
   }
-  if (!hist->second.popping) {
+  if (!hist->popping) {
     // The first pop: prefetching starts now, alongside this pop's read.
-    hist->second.popping = true;
-    cv_prefetch_.notify_all();
-    cv_device_.notify_all();
+    hist->popping = true;
+    prefetcher_.Wake();
+    device_mover_.Wake();
   }
   if (e->prefetching) ++stats_.prefetch_waits;
   cv_app_.wait(lock, [&] {
@@ -300,14 +295,14 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   ++e->pins;  // keeps the entry from being popped twice or evicted meanwhile
   if (e->fully_cached()) {
     hit = true;
-    if (bytes > 0) s = CopyFromCache(lock, e, target, &device_hit);
+    if (bytes > 0) s = CopyFromCache(e, target, &device_hit);
   } else if (e->failed()) {
     s = e->local_error.WithContext(label + " was lost");
   } else {
     e->pop_reading = true;  // the prefetcher leaves it to us
-    lock.unlock();
+    lock.Unlock();
     s = ReadFromFiles(e, kind, name, step, bytes == 0 ? std::vector<RestoreTarget>{} : target);
-    lock.lock();
+    lock.Lock();
     e->pop_reading = false;
   }
   if (!s.ok()) {
@@ -316,28 +311,28 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   }
   if (device_hit) ++stats_.device.hits;
   NoteRead(hit, bytes, t0, hit ? "pop (cache hit)" : "pop (from file)", name, step);
-  if (auto h = histories_.find(name); h != histories_.end()) h->second.steps.erase(step);
+  catalog_.DropStep(name, step);
   const bool delete_file = e->local_committed;
   Consume(e);
   Unpin(e);
   if (delete_file) {
     tiers::FileTier* t = &history_;
-    EnqueueMover([t, name, kind, step] { (void)t->RemoveEntry(name, kind, step); });
+    EnqueueMover([t, name, step] { (void)t->RemoveEntry(name, format::EntryKind::kHistoryStep, step); });
   }
   TraceCache();
-  cv_prefetch_.notify_all();
-  cv_device_.notify_all();
+  prefetcher_.Wake();
+  device_mover_.Wake();
   return bytes;
 }
 
 Status Pipeline::CloseHistory(const std::string& name) {
   const auto kind = format::EntryKind::kHistoryStep;
-  Lock lock(mu_);
-  auto it = histories_.find(name);
-  if (it == histories_.end()) return Status::Ok();
+  MutexLock lock(&mu_);
+  Catalog::History* hist = catalog_.FindHistory(name);
+  if (!hist) return Status::Ok();
   std::vector<EntryPtr> entries;
-  for (int64_t step : it->second.steps) {
-    if (EntryPtr e = Find(kind, name, step)) entries.push_back(e);
+  for (int64_t step : hist->steps) {
+    if (EntryPtr e = catalog_.Find(kind, name, step)) entries.push_back(e);
   }
   if (config_.history_persistent) {
     // Steps stay on disk for a later run: let their flushes finish.
@@ -355,14 +350,14 @@ Status Pipeline::CloseHistory(const std::string& name) {
     }
     return true;
   });
-  histories_.erase(it);
+  catalog_.CloseHistory(name);
   for (const auto& e : entries) {
     const bool delete_file = e->local_committed && !config_.history_persistent;
     Consume(e);
     if (delete_file) {
       tiers::FileTier* t = &history_;
       int64_t step = e->number;
-      EnqueueMover([t, name, kind, step] { (void)t->RemoveEntry(name, kind, step); });
+      EnqueueMover([t, name, step] { (void)t->RemoveEntry(name, format::EntryKind::kHistoryStep, step); });
     }
   }
   if (!config_.history_persistent) {
@@ -373,14 +368,18 @@ Status Pipeline::CloseHistory(const std::string& name) {
 
 // Runs on the mover, after the history's file deletions queued before it.
 // Best effort: rmdir fails harmlessly when checkpoint versions live there too.
-// Holding mu_ across the rmdir keeps the flusher from creating a file in the
-// directory meanwhile: an entry being flushed is still in flush_queue_.
+// THE EXCEPTION to "no file I/O under mu_" (pipeline.hpp): holding mu_ across
+// the rmdir keeps the flusher from creating a file in the directory meanwhile
+// (an entry queued or being flushed is the flusher's). One rmdir of an empty
+// directory, on the mover thread, after a history is closed.
 void Pipeline::RemoveNameDirIfUnused(const std::string& name) {
-  std::lock_guard lock(mu_);
-  if (histories_.contains(name)) return;  // reopened
-  for (const auto& e : flush_queue_) {
+  MutexLock lock(&mu_);
+  if (catalog_.HasHistory(name)) return;  // reopened
+  // Queued for the flusher, or being flushed.
+  for (const auto& e : flusher_.queue()) {
     if (e->name == name) return;
   }
+  if (const auto& e = flusher_.in_hand(); e && (*e)->name == name) return;
   const std::string dir = history_.NameDir(name);
   if (fs_->RemoveDir(dir).ok()) known_dirs_.erase(dir);
 }

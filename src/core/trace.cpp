@@ -48,7 +48,7 @@ bool Tracer::Admit() {
 
 void Tracer::NameThread(const std::string& name) {
   if (!enabled()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (!Admit()) return;
   events_.push_back({'M', "thread_name", "", Tid(), 0, 0, 0, 0, -1, name});
 }
@@ -57,7 +57,7 @@ void Tracer::Span(const char* name, const char* category, Clock::time_point star
                   Clock::time_point end, uint64_t bytes, const std::string& entry, int64_t number) {
   if (!enabled()) return;
   const int tid = Tid();
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (!Admit()) return;
   events_.push_back({'X', name, category, tid, Micros(start), Micros(end) - Micros(start), bytes, 0,
                      number, entry});
@@ -67,7 +67,7 @@ void Tracer::Instant(const char* name, const char* category, uint64_t bytes, con
   if (!enabled()) return;
   const int tid = Tid();
   const double now = Micros(Clock::now());
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (!Admit()) return;
   events_.push_back({'i', name, category, tid, now, 0, bytes, 0, -1, entry});
 }
@@ -75,20 +75,20 @@ void Tracer::Instant(const char* name, const char* category, uint64_t bytes, con
 void Tracer::Counter(const char* name, uint64_t used_bytes, uint64_t dirty_bytes) {
   if (!enabled()) return;
   const double now = Micros(Clock::now());
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (!Admit()) return;
   events_.push_back({'C', name, "cache", 0, now, 0, used_bytes, dirty_bytes, -1, {}});
 }
 
 uint64_t Tracer::dropped() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return dropped_;
 }
 
 Status Tracer::Write() {
   std::string out;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!enabled() || written_) return Status::Ok();
     written_ = true;
     const int pid = static_cast<int>(::getpid());

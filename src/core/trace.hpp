@@ -11,12 +11,12 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cairn/status.hpp"
 #include "os/fs.hpp"
+#include "util/mutex.hpp"
 
 namespace cairn::core {
 
@@ -59,7 +59,7 @@ class Tracer {
     int64_t number;
     std::string entry;  // entry name, or the thread name for 'M'
   };
-  bool Admit();  // REQUIRES mu_
+  bool Admit() CAIRN_REQUIRES(mu_);
   int Tid();
   double Micros(Clock::time_point t) const;
 
@@ -67,10 +67,10 @@ class Tracer {
   os::FileSystem* const fs_;
   const size_t max_events_;
   const Clock::time_point origin_ = Clock::now();
-  mutable std::mutex mu_;
-  std::vector<Event> events_;  // guarded by mu_
-  uint64_t dropped_ = 0;       // guarded by mu_
-  bool written_ = false;       // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<Event> events_ CAIRN_GUARDED_BY(mu_);
+  uint64_t dropped_ CAIRN_GUARDED_BY(mu_) = 0;
+  bool written_ CAIRN_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace cairn::core

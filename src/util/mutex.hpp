@@ -46,20 +46,57 @@ class CAIRN_CAPABILITY("mutex") Mutex {
   std::mutex mu_;
 };
 
-// Holds `mu` from construction to destruction. lock()/unlock() let a
-// std::condition_variable_any release and re-acquire it during a wait; the
-// mutex is held again whenever the wait returns, so the guard's invariant
-// (held while in scope) is what the analysis assumes.
+// Holds `mu` from construction to destruction, except between Unlock() and
+// Lock() (annotated: the analysis follows a relock inside one function).
+// lock()/unlock() let a std::condition_variable_any release and re-acquire it
+// during a wait; the mutex is held again whenever the wait returns, so the
+// guard's invariant (held while in scope) is what the analysis assumes.
 class CAIRN_SCOPED_CAPABILITY MutexLock {
  public:
   explicit MutexLock(Mutex* mu) CAIRN_ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
-  ~MutexLock() CAIRN_RELEASE() { mu_->Unlock(); }
+  ~MutexLock() CAIRN_RELEASE() {
+    if (locked_) mu_->Unlock();
+  }
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
+
+  // Drops the mutex early / takes it again (say, around I/O).
+  void Unlock() CAIRN_RELEASE() {
+    mu_->Unlock();
+    locked_ = false;
+  }
+  void Lock() CAIRN_ACQUIRE() {
+    mu_->Lock();
+    locked_ = true;
+  }
 
   // For std::condition_variable_any only; do not call directly.
   void lock() CAIRN_NO_THREAD_SAFETY_ANALYSIS { mu_->Lock(); }
   void unlock() CAIRN_NO_THREAD_SAFETY_ANALYSIS { mu_->Unlock(); }
+
+ private:
+  Mutex* const mu_;
+  bool locked_ = true;
+};
+
+// The reverse guard: releases `mu`, which the caller holds, for its scope and
+// takes it again at the end. A function annotated CAIRN_REQUIRES(mu) that
+// drops the lock for I/O or a copy says so with one of these:
+//
+//   void Flusher::WriteOne() CAIRN_REQUIRES(mu_) {
+//     ...                                   // guarded state
+//     { MutexUnlock unlocked(&mu_); io(); } // no guarded state in here
+//     ...                                   // guarded state again
+//   }
+//
+// (Clang models a scoped capability whose constructor releases: its
+// destructor, annotated RELEASE, undoes that, i.e. re-acquires.)
+class CAIRN_SCOPED_CAPABILITY MutexUnlock {
+ public:
+  explicit MutexUnlock(Mutex* mu) CAIRN_RELEASE(mu) : mu_(mu) { mu_->Unlock(); }
+  ~MutexUnlock() CAIRN_RELEASE() { mu_->Lock(); }
+  MutexUnlock(const MutexUnlock&) = delete;
+  MutexUnlock& operator=(const MutexUnlock&) = delete;
 
  private:
   Mutex* const mu_;

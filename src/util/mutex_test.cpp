@@ -87,5 +87,57 @@ TEST(MutexTest, NativeWorksWithStdConditionVariable) {
   t.join();
 }
 
+TEST(MutexTest, MutexLockRelocks) {
+  Counter c;
+  MutexLock l(&c.mu);
+  c.value = 1;
+  l.Unlock();
+  // Another thread can take the mutex while this guard has dropped it.
+  std::thread([&c] {
+    MutexLock other(&c.mu);
+    c.value = 2;
+  }).join();
+  l.Lock();
+  EXPECT_EQ(c.value, 2);
+}
+
+TEST(MutexTest, MutexLockDestroyedWhileUnlockedDoesNotUnlockTwice) {
+  Mutex mu;
+  {
+    MutexLock l(&mu);
+    l.Unlock();
+  }
+  // Free, and not corrupted by a second unlock.
+  if (mu.TryLock()) {
+    mu.Unlock();
+  } else {
+    ADD_FAILURE() << "the mutex is still held after its guard went away";
+  }
+}
+
+void BumpUnlocked(Counter& c, int* seen) CAIRN_REQUIRES(c.mu) {
+  c.value = 1;
+  {
+    MutexUnlock unlocked(&c.mu);
+    std::thread([&c, seen] {
+      MutexLock other(&c.mu);
+      *seen = c.value;
+      c.value = 2;
+    }).join();
+  }
+  c.value += 1;  // held again
+}
+
+TEST(MutexTest, MutexUnlockReleasesForItsScope) {
+  Counter c;
+  int seen = 0;
+  {
+    MutexLock l(&c.mu);
+    BumpUnlocked(c, &seen);
+    EXPECT_EQ(c.value, 3);
+  }
+  EXPECT_EQ(seen, 1);
+}
+
 }  // namespace
 }  // namespace cairn

@@ -1,0 +1,254 @@
+// The capture path (application thread): a checkpoint or push is registered
+// (BeginCapture), then copied batch by batch: each batch is planned under mu_
+// (PlanBatch: chunks and slots taken, the first block waiting for room),
+// copied without it (CopyBatch) and sealed under it (SealBatch: queued for
+// the checksummer or the device mover); EndCapture books it. A failed device
+// copy rolls the version back (RollBackCapture).
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "core/memory_copy.hpp"
+#include "core/pipeline.hpp"
+#include "format/naming.hpp"
+#include "util/clock.hpp"
+
+namespace cairn::core {
+
+Status Pipeline::CheckSources(const std::vector<CaptureSource>& sources) {
+  for (const auto& s : sources) {
+    if (s.spec.memory != MemoryKind::kHost && s.spec.bytes > 0) {
+      if (!gpu_) {
+        return Status::Unsupported("region " + std::to_string(s.spec.id) +
+                                   " is not host memory and the GPU tier is unavailable: " +
+                                   gpu_unavailable_.ToString());
+      }
+      CAIRN_RETURN_IF_ERROR(dio_->Ensure());
+    }
+  }
+  return Status::Ok();
+}
+
+Status Pipeline::BeginCapture(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                              std::chrono::steady_clock::time_point t0, double* interval_s) {
+  const auto kind = e->kind;
+  const std::string& name = e->name;
+  if (closing_) return Status::State("client is closing");
+  if (kind == format::EntryKind::kHistoryStep && !catalog_.HasHistory(name)) {
+    return Status::State("history '" + name + "' is not open");
+  }
+  if (catalog_.Find(kind, name, e->number)) {
+    return Status::Exists(std::string(kind == format::EntryKind::kCheckpoint ? "version " : "step ") +
+                          std::to_string(e->number) + " of '" + name + "' is still in the pipeline");
+  }
+  std::vector<format::RegionSpec> specs;
+  specs.reserve(sources.size());
+  for (const auto& s : sources) specs.push_back(s.spec);
+  e->layout = format::Layout::Make(specs, static_cast<uint32_t>(config_.block_bytes));
+  e->blocks.resize(e->layout.blocks.size());
+  catalog_.Add(e);
+  flusher_.Push(e);
+  // The compute interval that ended at t0 feeds the adaptive touch model.
+  *interval_s = last_capture_end_ ? SecondsBetween(*last_capture_end_, t0) : -1;
+  UseBandwidth(+1, /*capture=*/true);
+  return Status::Ok();
+}
+
+// The first block of a batch may wait for space, the others take whatever is
+// free or evictable right now. A block of a device or managed region goes to
+// a device-cache slot when there is a device cache, else straight into a
+// host chunk.
+void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources, uint32_t b,
+                         CaptureBatch* batch) {
+  constexpr uint32_t kMaxBatch = 16;
+  const uint32_t nblocks = static_cast<uint32_t>(e->layout.blocks.size());
+  *batch = CaptureBatch{.first = b};
+  // A sequential toucher may end the slice it is in when a capture starts (a
+  // few ms): that is not touching during captures.
+  batch->touching_allowed = touch_mode_ == TouchModel::Mode::kConcurrent;
+  for (; b < nblocks && b - batch->first < kMaxBatch; ++b) {
+    const bool first = b == batch->first;
+    const auto& blk = e->layout.blocks[b];
+    const auto& region = e->layout.regions[blk.region];
+    const bool gpu_source = region.spec.memory != MemoryKind::kHost;
+    const auto* src = static_cast<const uint8_t*>(sources[blk.region].data) + (blk.offset - region.data_offset);
+    if (gpu_source && DeviceCacheUsable()) {
+      std::optional<int32_t> slot;
+      if (first) {
+        slot = AcquireSlot();
+      } else if (auto sl = TryAcquireSlot()) {
+        slot = static_cast<int32_t>(*sl);
+      } else {
+        break;
+      }
+      if (slot) {
+        e->blocks[b].slot = *slot;
+        batch->gpu.push_back({.dst = reinterpret_cast<void*>(dcache_->address(static_cast<uint32_t>(*slot))),
+                              .src = src, .bytes = blk.length});
+        batch->to_slot.push_back(true);
+        continue;
+      }
+      // The device cache has no slot at all (mapping failed at once): this
+      // block goes to the host cache.
+    }
+    int32_t chunk;
+    bool was_touched = false;
+    const uint32_t write_bytes = static_cast<uint32_t>(format::AlignUp(blk.length));
+    if (first) {
+      WaitForDrainRoom(*e);
+      chunk = AcquireChunk(write_bytes, &was_touched);
+    } else if (!DrainRoomAfterTaking(*e)) {
+      break;
+    } else if (auto c = TryAcquireChunk(write_bytes, &was_touched)) {
+      chunk = static_cast<int32_t>(*c);
+    } else {
+      break;
+    }
+    e->blocks[b].chunk = chunk;
+    NoteCaptureChunk(was_touched, blk.length);
+    uint8_t* dst = cache_->data(static_cast<uint32_t>(chunk));
+    const CopySegment seg{.dst = dst, .src = src, .bytes = blk.length};
+    (gpu_source ? batch->gpu : batch->host[was_touched ? 1 : 0]).push_back(seg);
+    batch->to_slot.push_back(false);
+    // Direct I/O writes whole 4 KiB pages: the tail is zeroed so no stale
+    // bytes of an older entry reach the file. (Drained slots get theirs in
+    // DrainBlock.)
+    if (write_bytes > blk.length) batch->tails.emplace_back(dst + blk.length, write_bytes - blk.length);
+  }
+  batch->end = b;
+}
+
+Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_bytes[2], bool* touching,
+                           uint64_t* gpu_bytes, double* gpu_seconds) {
+  *touching = touching_.load(std::memory_order_relaxed);
+  Status copied;
+  if (!batch.gpu.empty()) {
+    const auto g0 = std::chrono::steady_clock::now();
+    copied = dio_->CaptureCopy(batch.gpu);
+    *gpu_seconds += SecondsSince(g0);
+    for (const auto& seg : batch.gpu) *gpu_bytes += seg.bytes;
+  }
+  for (int touched : {1, 0}) {
+    const auto c0 = std::chrono::steady_clock::now();
+    CopyIn(MemoryKind::kHost, *copier_, batch.host[touched]);
+    copy_s[touched] = SecondsSince(c0);
+    for (const auto& seg : batch.host[touched]) copy_bytes[touched] += seg.bytes;
+  }
+  *touching = *touching || touching_.load(std::memory_order_relaxed);
+  for (const auto& [tail, n] : batch.tails) std::memset(tail, 0, n);
+  return copied;
+}
+
+Status Pipeline::RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, const Status& copied) {
+  // Its blocks are released and the flusher skips it; committed versions are
+  // untouched.
+  for (uint32_t k = batch.first; k < batch.end; ++k) {
+    BlockState& bs = e->blocks[k];
+    if (bs.chunk >= 0) cache_->Free(static_cast<uint32_t>(bs.chunk));
+    if (bs.slot >= 0) dcache_->Free(static_cast<uint32_t>(bs.slot));
+    bs.chunk = bs.slot = -1;
+  }
+  if (e->kind == format::EntryKind::kHistoryStep) {
+    catalog_.DropStep(e->name, e->number);
+  }
+  e->capture_done = true;
+  Consume(e);
+  UseBandwidth(-1, /*capture=*/true);
+  cv_app_.notify_all();
+  return copied.WithContext(std::string(e->kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push") +
+                            " of '" + e->name + "' " + std::to_string(e->number));
+}
+
+void Pipeline::SealBatch(const EntryPtr& e, const CaptureBatch& batch) {
+  for (uint32_t k = batch.first; k < batch.end; ++k) {
+    BlockState& bs = e->blocks[k];
+    if (batch.to_slot[k - batch.first]) {
+      bs.dsealed = true;
+      if (e->failed() || e->consumed) {
+        device_tier_.MarkClean(*e, k);
+      } else {
+        device_mover_.Push(DeviceJob{.e = e, .block = k});
+      }
+      continue;
+    }
+    bs.sealed = true;
+    ++e->sealed_blocks;
+    ++e->resident_blocks;
+    if (e->failed() || e->consumed) {
+      host_tier_.MarkClean(*e, k);
+    } else {
+      dirty_bytes_ += e->layout.blocks[k].length;
+      checksummer_.Push(BlockJob{.e = e, .block = k});
+    }
+  }
+}
+
+void Pipeline::EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double interval_s,
+                          double blocked_before) {
+  e->capture_done = true;
+  double elapsed = SecondsSince(t0);
+  touch_model_.OnCapture(e->layout.payload_bytes, elapsed, interval_s,
+                         touch_mode_ == TouchModel::Mode::kConcurrent);
+  last_capture_end_ = std::chrono::steady_clock::now();
+  UseBandwidth(-1, /*capture=*/true);
+  stats_.capture.bytes += e->layout.payload_bytes;
+  stats_.capture.ops += 1;
+  // Copy time only: back-pressure waits (host chunks or device slots) are
+  // reported as capture_blocked_s and device.capture_blocked_s.
+  stats_.capture.seconds += std::max(0.0, elapsed - (CaptureBlockedSeconds() - blocked_before));
+  tracer_.Span(e->kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push", "app", t0,
+               std::chrono::steady_clock::now(), e->layout.payload_bytes, e->name, e->number);
+  TraceCache();
+  cv_app_.notify_all();
+  flusher_.Wake();
+}
+
+// Blocks are copied in batches (PlanBatch under mu_, CopyBatch without it: in
+// parallel on the CopyEngine, device and managed sources through the capture
+// stream) and then sealed at once (SealBatch).
+Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_t number,
+                         const std::vector<CaptureSource>& sources) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  if (number < 0) return Status::InvalidArgument("version/step must be >= 0, got " + std::to_string(number));
+  CAIRN_RETURN_IF_ERROR(CheckSources(sources));
+  MutexLock capture_lock(&capture_mu_);
+  const auto t0 = std::chrono::steady_clock::now();
+  double interval_s = -1;
+  double blocked_before = 0;
+  EntryPtr e = std::make_shared<Entry>();
+  e->kind = kind;
+  e->name = name;
+  e->number = number;
+  MutexLock lock(&mu_);
+  CAIRN_RETURN_IF_ERROR(BeginCapture(e, sources, t0, &interval_s));
+  blocked_before = CaptureBlockedSeconds();
+  uint64_t gpu_bytes = 0;
+  double gpu_seconds = 0;
+  CaptureBatch batch;
+  for (uint32_t b = 0; b < e->blocks.size(); b = batch.end) {
+    PlanBatch(e, sources, b, &batch);
+    double copy_s[2] = {0, 0};  // into untouched, into touched
+    uint64_t copy_bytes[2] = {0, 0};
+    bool touching = false;
+    lock.Unlock();
+    const Status copied = CopyBatch(batch, copy_s, copy_bytes, &touching, &gpu_bytes, &gpu_seconds);
+    lock.Lock();
+    if (!copied.ok()) return RollBackCapture(e, batch, copied);
+    if (batch.gpu.empty()) {  // device copies overlap: no host rate
+      for (int touched : {1, 0}) {
+        touch_model_.OnCaptureCopy(copy_bytes[touched], copy_s[touched], touched == 1,
+                                   touching && batch.touching_allowed);
+      }
+    }
+    SealBatch(e, batch);
+  }
+  if (gpu_bytes > 0) {
+    stats_.device.capture.bytes += gpu_bytes;
+    stats_.device.capture.ops += 1;
+    stats_.device.capture.seconds += gpu_seconds;
+  }
+  EndCapture(e, t0, interval_s, blocked_before);
+  return Status::Ok();
+}
+
+}  // namespace cairn::core
