@@ -1,7 +1,9 @@
 // Damaged checkpoint files: flipped bits in the data, the tables, the footer
 // and the header, truncation, a missing file. A damaged version is never
-// restored (kCorrupt naming the file and the block), Latest() skips it, a
-// good persistent copy is used instead, and `cairn verify` reports it.
+// restored (kCorrupt naming the file and the block), Latest() skips a version
+// whose structure is damaged (it reads no data), RestoreLatest() falls back to
+// the newest version that verifies, a good persistent copy is used instead,
+// and `cairn verify` reports it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdio.h>
@@ -163,9 +165,20 @@ class CorruptionTest : public ScratchDirTest {
     EXPECT_TRUE(r.b.Read() == Pattern(kRegionB, 10 * v + 1)) << "version " << v << " region 2";
   }
 
+  // RestoreLatest gives `v`, whose content is then in the regions.
+  void ExpectRestoreLatest(Restarted& r, int64_t v) {
+    r.a.Write(Pattern(kRegionA, 999));  // scribbled over, as after a crash
+    auto got = r.client->RestoreLatest(kName);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, v);
+    EXPECT_TRUE(r.a.Read() == Pattern(kRegionA, 10 * v)) << "version " << v << " region 1";
+    EXPECT_TRUE(r.b.Read() == Pattern(kRegionB, 10 * v + 1)) << "version " << v << " region 2";
+  }
+
   // The common verdict on a damaged v3: kCorrupt naming the file (and
-  // `detail`), Latest falls back to 2, which restores.
-  void ExpectV3Damaged(const std::string& detail) {
+  // `detail`), RestoreLatest falls back to 2. Latest names 3 when only its
+  // data is damaged (Latest reads no data), else 2.
+  void ExpectV3Damaged(const std::string& detail, bool data_only = false) {
     auto r = Restart();
     ASSERT_NE(r, nullptr);
     Status s = r->client->Restore(kName, 3);
@@ -176,9 +189,12 @@ class CorruptionTest : public ScratchDirTest {
       EXPECT_NE(s.message().find(detail), std::string::npos)
           << "does not say '" << detail << "': " << s.message();
     }
+    EXPECT_NE(s.message().find("version 3 of 'cor' is damaged"), std::string::npos)
+        << s.message();
     auto latest = r->client->Latest(kName);
     ASSERT_TRUE(latest.ok()) << latest.status().ToString();
-    EXPECT_EQ(*latest, 2);
+    EXPECT_EQ(*latest, data_only ? 3 : 2);
+    ExpectRestoreLatest(*r, 2);
     ExpectRestores(*r, 2);
     ExpectRestores(*r, 1);
     // Damage is never repaired or removed behind the user's back.
@@ -205,7 +221,7 @@ TEST_P(CorruptionKindTest, FlippedDataBit) {
   const uint64_t off = BlockByte(LocalFile(3), 1, 1234);
   ASSERT_GT(off, 4096u);
   ASSERT_TRUE(FlipBit(LocalFile(3), off));
-  ExpectV3Damaged("block 1");
+  ExpectV3Damaged("block 1", /*data_only=*/true);
 }
 
 TEST_F(CorruptionTest, FlippedBitInLastShortBlock) {
@@ -215,7 +231,7 @@ TEST_F(CorruptionTest, FlippedBitInLastShortBlock) {
   const uint32_t last = BlockCount(LocalFile(3)) - 1;
   ASSERT_EQ(last, 4u);  // 4 blocks for region 1, 1 for region 2
   ASSERT_TRUE(FlipBit(LocalFile(3), BlockByte(LocalFile(3), last, kLastByte), 0));
-  ExpectV3Damaged("block 4");
+  ExpectV3Damaged("block 4", /*data_only=*/true);
 }
 
 TEST_F(CorruptionTest, Truncated) {
@@ -315,12 +331,18 @@ TEST_P(CorruptionKindTest, AllVersionsDamaged) {
   }
   auto r = Restart();
   ASSERT_NE(r, nullptr);
+  // The structure is fine everywhere: Latest names 3 without reading data.
   auto latest = r->client->Latest(kName);
-  ASSERT_FALSE(latest.ok()) << "Latest gave " << *latest;
-  EXPECT_EQ(latest.status().code(), Code::kNotFound) << latest.status().ToString();
-  EXPECT_FALSE(latest.status().message().empty());
-  EXPECT_NE(latest.status().message().find(kName), std::string::npos) << latest.status().message();
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 3);
+  auto restored = r->client->RestoreLatest(kName);
+  ASSERT_FALSE(restored.ok()) << "RestoreLatest gave " << *restored;
+  EXPECT_EQ(restored.status().code(), Code::kNotFound) << restored.status().ToString();
+  const std::string& m = restored.status().message();
+  EXPECT_NE(m.find(kName), std::string::npos) << m;
+  EXPECT_NE(m.find("all 3 committed versions are damaged"), std::string::npos) << m;
   for (int64_t v = 1; v <= 3; ++v) {
+    EXPECT_NE(m.find(LocalFile(v)), std::string::npos) << m;  // each damage is listed
     EXPECT_EQ(r->client->Restore(kName, v).code(), Code::kCorrupt) << "version " << v;
   }
   // A new version still commits and is found.
@@ -346,8 +368,69 @@ TEST_P(CorruptionKindTest, SilentReadCorruptionIsCaught) {
   auto latest = r->client->Latest(kName);
   ASSERT_TRUE(latest.ok()) << latest.status().ToString();
   EXPECT_EQ(*latest, 2);
+  ExpectRestoreLatest(*r, 2);
   ExpectRestores(*r, 2);
   ASSERT_OK(r->client->Close());
+}
+
+// Damaged data in the local copy, a good persistent copy: RestoreLatest
+// restores the newest version from the persistent tier.
+TEST_P(CorruptionKindTest, RestoreLatestUsesTheGoodPersistentCopy) {
+  config_.persistent_dir = tmp_.path() + "/persistent";
+  WriteVersions(Level::kPersistent);
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(FlipBit(LocalFile(3), BlockByte(LocalFile(3), 3, 11)));
+  auto r = Restart();
+  ASSERT_NE(r, nullptr);
+  ExpectRestoreLatest(*r, 3);
+}
+
+// The restart reads each byte once: Latest reads no data, RestoreLatest reads
+// the newest file once (structure, then every block, verified as it lands).
+TEST_P(CorruptionKindTest, RestoreLatestReadsEachByteOnce) {
+  WriteVersions();
+  if (HasFatalFailure()) return;
+  const uint64_t file_bytes = fs::file_size(LocalFile(3));
+  const uint64_t payload = kRegionA + kRegionB;
+  test::FaultFs counting;
+  config_.fs = &counting;
+  auto r = Restart();
+  ASSERT_NE(r, nullptr);
+  counting.Reset();
+  auto latest = r->client->Latest(kName);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(*latest, 3);
+  // Header, footer and tables only: less than one 64 KiB block.
+  EXPECT_LT(counting.bytes_read(), 64 * kKiB) << "Latest read data";
+  counting.Reset();
+  ExpectRestoreLatest(*r, 3);
+  EXPECT_GE(counting.bytes_read(), payload);
+  EXPECT_LE(counting.bytes_read(), file_bytes) << "some bytes were read twice";
+  ASSERT_OK(r->client->Close());
+}
+
+// No version at all: kNotFound, regions untouched.
+TEST_F(CorruptionTest, RestoreLatestWithoutVersions) {
+  auto r = Restart();
+  ASSERT_NE(r, nullptr);
+  r->a.Write(Pattern(kRegionA, 5));
+  auto got = r->client->RestoreLatest(kName);
+  EXPECT_EQ(got.status().code(), Code::kNotFound) << got.status().ToString();
+  EXPECT_TRUE(r->a.Read() == Pattern(kRegionA, 5));
+  EXPECT_EQ(r->client->RestoreLatest("bad/name").status().code(), Code::kInvalidArgument);
+}
+
+// A region of another size is the caller's problem: no fallback.
+TEST_F(CorruptionTest, RestoreLatestSizeMismatchStops) {
+  WriteVersions();
+  if (HasFatalFailure()) return;
+  TestBuffer small(kind_, 100);
+  auto client = Client::Open(config_);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  ASSERT_OK((*client)->Protect(1, small.data(), small.size()));
+  auto got = (*client)->RestoreLatest(kName);
+  EXPECT_EQ(got.status().code(), Code::kSizeMismatch) << got.status().ToString();
+  ASSERT_OK((*client)->Close());
 }
 
 TEST_F(CorruptionTest, CliVerifyNamesTheDamagedBlock) {

@@ -110,8 +110,13 @@ class Pipeline {
                  const std::vector<CaptureSource>& sources) CAIRN_EXCLUDES(mu_, capture_mu_);
   Status Wait(format::EntryKind kind, const std::string& name, int64_t number, Level level)
       CAIRN_EXCLUDES(mu_);
+  // Newest committed version whose file's structure checks out (no data read).
   Result<int64_t> Latest(const std::string& name) CAIRN_EXCLUDES(mu_);
   Status Restore(const std::string& name, int64_t version, const std::vector<RestoreTarget>& targets)
+      CAIRN_EXCLUDES(mu_);
+  // Restores the newest committed version that verifies, trying older ones
+  // into the same targets on damage (kCorrupt, kIo); returns its number.
+  Result<int64_t> RestoreLatest(const std::string& name, const std::vector<RestoreTarget>& targets)
       CAIRN_EXCLUDES(mu_);
 
   // Histories -----------------------------------------------------------------
@@ -287,6 +292,8 @@ class Pipeline {
   void DevicePrefetch(const EntryPtr& e) CAIRN_REQUIRES(mu_);
 
   // Restore helpers (restore.cpp).
+  // Committed checkpoint versions of `name` in the local and persistent tiers.
+  Result<std::set<int64_t>> CommittedVersions(const std::string& name);
   Status ReadFromFiles(const EntryPtr& e, format::EntryKind kind, const std::string& name,
                        int64_t number, const std::vector<RestoreTarget>& targets) CAIRN_EXCLUDES(mu_);
   // Precondition: e is pinned and fully cached. Drops mu_ for the copies.

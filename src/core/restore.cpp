@@ -5,6 +5,7 @@
 
 #include "core/memory_copy.hpp"
 #include "core/pipeline.hpp"
+#include "format/block_reader.hpp"
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
 #include "util/clock.hpp"
@@ -42,6 +43,24 @@ Status MatchRegions(const format::Layout& layout, const std::vector<RestoreTarge
     }
   }
   return Status::Ok();
+}
+
+// Where each block of the matched regions goes: the plan of one pass over the
+// file (format::ReadBlocks).
+std::vector<format::BlockRead> ReadPlan(const format::Layout& layout,
+                                        const std::vector<RestoreTarget>& targets,
+                                        const std::vector<uint32_t>& index) {
+  std::vector<format::BlockRead> plan;
+  for (size_t t = 0; t < targets.size(); ++t) {
+    const auto& region = layout.regions[index[t]];
+    for (uint32_t b = region.first_block; b < region.first_block + region.block_count; ++b) {
+      plan.push_back({.block = b,
+                      .dst = static_cast<uint8_t*>(targets[t].data) +
+                             (layout.blocks[b].offset - region.data_offset),
+                      .host = targets[t].memory == MemoryKind::kHost});
+    }
+  }
+  return plan;
 }
 
 }  // namespace
@@ -108,22 +127,19 @@ Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, co
     if (s.ok()) s = MatchRegions((*reader)->layout(), targets, label, &index);
     // Layout mismatches are the caller's problem, not the file's: no fallback.
     if (s.code() == Code::kSizeMismatch || (s.code() == Code::kNotFound)) return s;
-    for (size_t t = 0; s.ok() && t < targets.size(); ++t) {
-      if (targets[t].memory == MemoryKind::kHost) {
-        s = (*reader)->ReadRegion(index[t], targets[t].data);
-        continue;
-      }
-      // Device or managed target: block by block through a staging buffer.
-      const auto& region = (*reader)->layout().regions[index[t]];
-      std::vector<uint8_t> staging(region.block_count > 0 ? config_.block_bytes : 0);
-      for (uint32_t b = region.first_block; s.ok() && b < region.first_block + region.block_count; ++b) {
-        const auto& blk = (*reader)->layout().blocks[b];
-        s = (*reader)->ReadBlock(b, staging.data(), /*verify=*/true);
-        const CopySegment seg{.dst = static_cast<uint8_t*>(targets[t].data) + (blk.offset - region.data_offset),
-                              .src = staging.data(), .bytes = blk.length};
-        if (s.ok()) s = dio_->RestoreCopy({&seg, 1});
-      }
+    // One pass: every block is read once, several at a time, and verified as
+    // it lands; device and managed targets go through the restore stream.
+    if (s.ok()) {
+      const auto plan = ReadPlan((*reader)->layout(), targets, index);
+      s = format::ReadBlocks(
+          fs_, **reader, plan,
+          [this](void* dst, const void* src, size_t n) {
+            const CopySegment seg{.dst = dst, .src = src, .bytes = n};
+            return dio_->RestoreCopy({&seg, 1});
+          },
+          {.direct = config_.direct_io});
     }
+    if (s.code() == Code::kCorrupt) s = s.WithContext(label + " is damaged");
     if (s.ok()) return s;
     if (first.ok()) first = s;
   }
@@ -174,21 +190,31 @@ Status Pipeline::Restore(const std::string& name, int64_t version,
   return s;
 }
 
-Result<int64_t> Pipeline::Latest(const std::string& name) {
-  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
-  const auto kind = format::EntryKind::kCheckpoint;
+Result<std::set<int64_t>> Pipeline::CommittedVersions(const std::string& name) {
   std::set<int64_t> candidates;
   std::vector<const tiers::FileTier*> tiers{&local_};
   if (persistent_) tiers.push_back(&*persistent_);
   for (const tiers::FileTier* tier : tiers) {
-    auto versions = tier->ListCommitted(name, kind);
+    auto versions = tier->ListCommitted(name, format::EntryKind::kCheckpoint);
     if (!versions.ok()) return versions.status();
     candidates.insert(versions->begin(), versions->end());
   }
+  return candidates;
+}
+
+// Checks the structure only (header, footer, tables and their CRCs): reading
+// the data here would read it twice, since a restore verifies every block as
+// it reads it. Damaged data is found by Restore / RestoreLatest.
+Result<int64_t> Pipeline::Latest(const std::string& name) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  const auto kind = format::EntryKind::kCheckpoint;
+  CAIRN_ASSIGN_OR_RETURN(const std::set<int64_t> candidates, CommittedVersions(name));
+  std::vector<const tiers::FileTier*> tiers{&local_};
+  if (persistent_) tiers.push_back(&*persistent_);
   std::string damaged;
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
     {
-      // A committed version still fully in the cache verifies by construction.
+      // A committed version still fully in the cache needs no file.
       MutexLock lock(&mu_);
       EntryPtr e = catalog_.Find(kind, name, *it);
       if (e && e->local_committed && e->fully_cached()) return *it;
@@ -197,7 +223,6 @@ Result<int64_t> Pipeline::Latest(const std::string& name) {
       auto reader = format::FileReader::Open(fs_, tier->EntryPath(name, kind, *it));
       Status s = reader.status();
       if (s.code() == Code::kNotFound) continue;
-      if (s.ok()) s = (*reader)->VerifyAll();
       if (s.ok()) return *it;
       if (damaged.size() < 2000) damaged += "; " + s.message();
     }
@@ -205,6 +230,30 @@ Result<int64_t> Pipeline::Latest(const std::string& name) {
   if (candidates.empty()) return Status::NotFound("no committed version of '" + name + "'");
   return Status::NotFound("no valid version of '" + name + "': all " +
                           std::to_string(candidates.size()) + " committed versions are damaged" +
+                          damaged);
+}
+
+// Newest first, each through Restore (the cache, else one verifying pass over
+// the local file, else the persistent one). A version that fails part-way has
+// already written some of the targets; the next older one is restored into
+// the same targets, so on success they hold exactly the version returned.
+Result<int64_t> Pipeline::RestoreLatest(const std::string& name,
+                                        const std::vector<RestoreTarget>& targets) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  CAIRN_ASSIGN_OR_RETURN(const std::set<int64_t> candidates, CommittedVersions(name));
+  if (candidates.empty()) return Status::NotFound("no committed version of '" + name + "'");
+  std::string damaged;
+  for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
+    Status s = Restore(name, *it, targets);
+    if (s.ok()) return *it;
+    // Damage or an unreadable file: try the next older version. Anything
+    // else (a region of another size, no memory, ...) is not the file's fault.
+    if (s.code() != Code::kCorrupt && s.code() != Code::kIo) return s;
+    if (damaged.size() < 2000) damaged += "; " + s.message();
+  }
+  return Status::NotFound("no valid version of '" + name + "': all " +
+                          std::to_string(candidates.size()) +
+                          " committed versions are damaged (the protected regions hold partial data)" +
                           damaged);
 }
 

@@ -78,15 +78,17 @@ Status FileReader::ReadBlock(uint32_t index, void* dst, bool verify) {
   const Layout::Block& b = layout_.blocks[index];
   CAIRN_RETURN_IF_ERROR(file_->ReadAt(dst, b.length, b.offset));
   if (!verify) return Status::Ok();
-  const uint32_t computed = crc32c::Value(dst, b.length);
-  if (computed != crcs_[index]) {
-    return Status::Corrupt(path_ + ": block " + std::to_string(index) + " (region id " +
-                           std::to_string(layout_.regions[b.region].spec.id) + ", file offset " +
-                           std::to_string(b.offset) + ", " + std::to_string(b.length) +
-                           " bytes): checksum mismatch (stored " + Hex32(crcs_[index]) +
-                           ", computed " + Hex32(computed) + ")");
-  }
-  return Status::Ok();
+  return CheckBlockCrc(index, crc32c::Value(dst, b.length));
+}
+
+Status FileReader::CheckBlockCrc(uint32_t index, uint32_t computed) const {
+  if (computed == crcs_[index]) return Status::Ok();
+  const Layout::Block& b = layout_.blocks[index];
+  return Status::Corrupt(path_ + ": block " + std::to_string(index) + " (region id " +
+                         std::to_string(layout_.regions[b.region].spec.id) + ", file offset " +
+                         std::to_string(b.offset) + ", " + std::to_string(b.length) +
+                         " bytes): checksum mismatch (stored " + Hex32(crcs_[index]) +
+                         ", computed " + Hex32(computed) + ")");
 }
 
 Status FileReader::ReadRegion(uint32_t r, void* dst) {

@@ -26,6 +26,9 @@ class FileReader {
   // Reads block `index` (layout().blocks[index].length bytes) into dst and
   // verifies its CRC32C when `verify`.
   Status ReadBlock(uint32_t index, void* dst, bool verify = true);
+  // kCorrupt naming the file, block, region id and offset when `computed`
+  // (the CRC32C of the block's payload as read) differs from the table's.
+  Status CheckBlockCrc(uint32_t index, uint32_t computed) const;
   // Reads all of region r into dst (layout().regions[r].spec.bytes bytes).
   Status ReadRegion(uint32_t r, void* dst);
   // Index of the region with this id, or -1.

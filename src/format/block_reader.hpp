@@ -1,0 +1,58 @@
+// ReadBlocks: reads a set of blocks of a data file at the device's speed and
+// verifies each one as it lands (docs/design.md, "Restore from files").
+//
+// `queue_depth` reads are in flight at once: one on the calling thread and
+// one on each of queue_depth - 1 helper std::jthreads, each with its own
+// os::File (File is not thread-safe). Workers take the blocks in plan order
+// from a shared counter, so the device sees a few large, nearly sequential
+// requests. Each worker computes the CRC32C of what it read right away, while
+// the other reads are still in flight: checksums overlap with I/O and every
+// byte is read once.
+//
+// With `direct` the file is opened with O_DIRECT (bypassing the page cache:
+// a cold restart does not pay a second copy), falling back to buffered reads
+// when the file system refuses it. A block whose destination is 4 KiB-aligned
+// host memory with a multiple of 4 KiB bytes is read straight into it; any
+// other block is read, in pieces of at most kStagingBytes, into the worker's
+// aligned staging buffer and copied out (memcpy for host memory, `copy_out`
+// for device or managed memory; copy_out calls are serialized).
+//
+// The first damaged block (in plan order among those read) stops the others
+// and is returned as the same kCorrupt that FileReader::ReadBlock gives,
+// naming the file, the block, its region id and offset. On error the
+// destinations hold partial data.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "format/file_reader.hpp"
+#include "os/fs.hpp"
+
+namespace cairn::format {
+
+struct BlockRead {
+  uint32_t block = 0;   // index into the file's block table
+  void* dst = nullptr;  // where the block's payload (length bytes) goes
+  bool host = true;     // false: dst is device/managed memory, written through copy_out
+};
+
+// Copies n bytes from host memory src to a non-host destination.
+using CopyOutFn = std::function<Status(void* dst, const void* src, size_t n)>;
+
+struct ReadBlocksOptions {
+  unsigned queue_depth = 4;  // reads in flight; 4 large reads keep an NVMe or RAID busy
+  bool direct = true;        // try O_DIRECT
+};
+
+// Largest single read and the size of each worker's staging buffer.
+inline constexpr size_t kStagingBytes = 4u << 20;
+
+// Reads and verifies every block of `plan` (opened again through `fs` by
+// each worker). `copy_out` may be empty when every entry is host memory.
+Status ReadBlocks(os::FileSystem* fs, const FileReader& file, std::span<const BlockRead> plan,
+                  const CopyOutFn& copy_out, const ReadBlocksOptions& options = {});
+
+}  // namespace cairn::format
