@@ -4,7 +4,10 @@
  * and a 16 MiB host cache. Every failed check prints file:line, the expression,
  * the error code's name and cairn_last_error(); the program then returns 1.
  */
-#define _XOPEN_SOURCE 700 /* setenv, unsetenv, mkdtemp, nftw */
+#define _XOPEN_SOURCE 700 /* setenv, unsetenv, mkdtemp, nftw, pread, pwrite */
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <ftw.h>
 #include <stddef.h>
@@ -52,6 +55,19 @@ enum { kNumA = 100000, kNumB = 3001, kSteps = 10 };
 
 static double g_a[kNumA];
 static int32_t g_b[kNumB];
+
+/* Flips one bit of the byte at `offset` of `path`; 0 on success. */
+static int flip_bit(const char* path, long offset) {
+  unsigned char byte = 0;
+  int ok;
+  int fd = open(path, O_RDWR);
+  if (fd < 0) return -1;
+  ok = pread(fd, &byte, 1, (off_t)offset) == 1;
+  byte ^= 0x10;
+  ok = ok && pwrite(fd, &byte, 1, (off_t)offset) == 1;
+  close(fd);
+  return ok ? 0 : -1;
+}
 
 static void fill(int version) {
   size_t i;
@@ -124,6 +140,9 @@ static void test_null_handles(void) {
   CHECK_RC(cairn_wait(NULL, "x", 0, CAIRN_LEVEL_LOCAL), CAIRN_ERR_INVALID_ARGUMENT);
   CHECK_RC(cairn_latest(NULL, "x", &v), CAIRN_ERR_INVALID_ARGUMENT);
   CHECK_RC(cairn_restore(NULL, "x", 0), CAIRN_ERR_INVALID_ARGUMENT);
+  v = 7;
+  CHECK_RC(cairn_restore_latest(NULL, "x", &v), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK(v == -1, "restore_latest on a NULL client sets *version_out to -1");
   CHECK_RC(cairn_history_open(NULL, "h", &h), CAIRN_ERR_INVALID_ARGUMENT);
   CHECK(h == NULL, "history_open on a NULL client leaves *out NULL");
   CHECK_RC(cairn_history_push(NULL, 0, buf, sizeof buf), CAIRN_ERR_INVALID_ARGUMENT);
@@ -383,6 +402,40 @@ int main(void) {
   scribble();
   CHECK_RC(cairn_restore(c, "sim", 3), CAIRN_OK);
   CHECK(holds(3), "a new client restores version 3 from its file");
+  CHECK_RC(cairn_close(c), CAIRN_OK);
+  c = NULL;
+
+  /* The restart in one call, then with version 3's data damaged (the first
+   * data byte, right after the 4096-byte header): version 2 is restored. */
+  REQUIRE_RC(cairn_open(NULL, &c), CAIRN_OK);
+  REQUIRE_RC(cairn_protect(c, 0, g_a, sizeof g_a), CAIRN_OK);
+  REQUIRE_RC(cairn_protect(c, 7, g_b, sizeof g_b), CAIRN_OK);
+  scribble();
+  latest = -1;
+  CHECK_RC(cairn_restore_latest(c, "sim", &latest), CAIRN_OK);
+  CHECK(latest == 3, "restore_latest restores version 3");
+  CHECK(holds(3), "restore_latest brings back version 3's content");
+  CHECK_RC(cairn_restore_latest(c, "no_such_name", &latest), CAIRN_ERR_NOT_FOUND);
+  CHECK(latest == -1, "restore_latest sets *version_out to -1 on error");
+  CHECK_RC(cairn_restore_latest(c, "sim", NULL), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_restore_latest(c, "a/b", &latest), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_close(c), CAIRN_OK);
+  c = NULL;
+  {
+    char file[4400];
+    snprintf(file, sizeof file, "%s/sim/v00000000000000000003.cairn", scratch);
+    CHECK(flip_bit(file, 4096) == 0, "damage version 3's first data block");
+  }
+  REQUIRE_RC(cairn_open(NULL, &c), CAIRN_OK);
+  REQUIRE_RC(cairn_protect(c, 0, g_a, sizeof g_a), CAIRN_OK);
+  REQUIRE_RC(cairn_protect(c, 7, g_b, sizeof g_b), CAIRN_OK);
+  CHECK_RC(cairn_restore(c, "sim", 3), CAIRN_ERR_CORRUPT);
+  CHECK(strstr(cairn_last_error(), "v00000000000000000003.cairn: block 0") != NULL,
+        "the error names the damaged file and block");
+  scribble();
+  CHECK_RC(cairn_restore_latest(c, "sim", &latest), CAIRN_OK);
+  CHECK(latest == 2, "restore_latest falls back to version 2 when 3 is damaged");
+  CHECK(holds(2), "restore_latest brings back version 2's content");
   CHECK_RC(cairn_close(c), CAIRN_OK);
   c = NULL;
 

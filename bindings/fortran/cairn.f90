@@ -67,6 +67,7 @@ module cairn
 
   public :: cairn_open, cairn_close, cairn_protect, cairn_protect_ptr, cairn_unprotect
   public :: cairn_checkpoint, cairn_wait, cairn_latest, cairn_restore, cairn_stats
+  public :: cairn_restore_latest
   public :: cairn_history_open, cairn_history_push, cairn_history_push_ptr
   public :: cairn_history_pop, cairn_history_pop_ptr, cairn_history_close
   public :: cairn_strerror, cairn_last_error
@@ -127,6 +128,15 @@ module cairn
       integer(c_int64_t), intent(out) :: version_out
       integer(c_int) :: ierr
     end function c_cairn_latest
+
+    function c_cairn_restore_latest(c, name, version_out) bind(C, name="cairn_restore_latest") &
+        result(ierr)
+      import :: c_char, c_int, c_int64_t, c_ptr
+      type(c_ptr), value :: c
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_int64_t), intent(out) :: version_out
+      integer(c_int) :: ierr
+    end function c_cairn_restore_latest
 
     function c_cairn_restore(c, name, version) bind(C, name="cairn_restore") result(ierr)
       import :: c_char, c_int, c_int64_t, c_ptr
@@ -336,9 +346,10 @@ contains
     ierr = c_cairn_wait(client%ptr, to_c(name), version, level)
   end function cairn_wait
 
-  !> cairn_latest - newest committed version of name whose data verifies
-  !> (damaged versions are skipped). CAIRN_ERR_NOT_FOUND if none; version is
-  !> then -1.
+  !> cairn_latest - newest committed version of name whose file's structure
+  !> checks out (header, footer, tables and their CRCs; such damage is
+  !> skipped). The data is not read: the restore verifies it.
+  !> CAIRN_ERR_NOT_FOUND if none; version is then -1.
   function cairn_latest(client, name, version) result(ierr)
     type(cairn_client), intent(in) :: client
     character(len=*), intent(in) :: name
@@ -361,6 +372,25 @@ contains
     integer(c_int) :: ierr
     ierr = c_cairn_restore(client%ptr, to_c(name), version)
   end function cairn_restore
+
+  !> cairn_restore_latest - the restart in one pass: restore the newest
+  !> committed version of name that verifies into the protected regions and
+  !> return its number in version (-1 on error), reading each byte once. A
+  !> version found damaged part-way has already overwritten part of the
+  !> regions: the next older one is restored into them, and so on; on success
+  !> they hold exactly that version. CAIRN_ERR_NOT_FOUND when there is no
+  !> committed version or none verifies (regions then hold partial data).
+  function cairn_restore_latest(client, name, version) result(ierr)
+    type(cairn_client), intent(in) :: client
+    character(len=*), intent(in) :: name
+    integer(c_int64_t), intent(out) :: version
+    integer(c_int) :: ierr
+    integer(c_int64_t) :: v
+    v = -1
+    ierr = c_cairn_restore_latest(client%ptr, to_c(name), v)
+    version = -1
+    if (ierr == CAIRN_OK) version = v
+  end function cairn_restore_latest
 
   !> cairn_stats - snapshot of the client's pipeline statistics.
   function cairn_stats(client, stats) result(ierr)

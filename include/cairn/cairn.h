@@ -74,14 +74,27 @@ CAIRN_EXPORT int cairn_checkpoint(cairn_client_t *c, const char *name, int64_t v
 CAIRN_EXPORT int cairn_wait(cairn_client_t *c, const char *name, int64_t version,
                             cairn_level_t level);
 
-/* cairn_latest - newest committed version of name whose data verifies (damaged
- * versions are skipped). CAIRN_ERR_NOT_FOUND if none. */
+/* cairn_latest - newest committed version of name whose file's structure
+ * checks out (header, footer, tables and their CRCs; such damage is skipped).
+ * The data is not read: the restore verifies it (cairn_restore_latest falls
+ * back on its own). CAIRN_ERR_NOT_FOUND if none. */
 CAIRN_EXPORT int cairn_latest(cairn_client_t *c, const char *name, int64_t *version_out);
 
 /* cairn_restore - copy version into the protected regions, verifying
  * checksums. CAIRN_ERR_CORRUPT if damaged (use cairn_latest to fall back),
  * CAIRN_ERR_SIZE_MISMATCH if a region's size differs. */
 CAIRN_EXPORT int cairn_restore(cairn_client_t *c, const char *name, int64_t version);
+
+/* cairn_restore_latest - the restart in one pass: restore the newest committed
+ * version of name that verifies into the protected regions and store its
+ * number in *version_out (-1 on error). Each byte is read once. When a version
+ * turns out damaged or unreadable part-way, the regions are already partly
+ * overwritten: the next older version is restored into them, and so on; on
+ * success they hold exactly *version_out. CAIRN_ERR_NOT_FOUND when there is no
+ * committed version or every one is damaged (regions then hold partial data);
+ * CAIRN_ERR_SIZE_MISMATCH if a region's size differs. */
+CAIRN_EXPORT int cairn_restore_latest(cairn_client_t *c, const char *name,
+                                      int64_t *version_out);
 
 /* cairn_history_open - open the adjoint history name (ephemeral by default). */
 CAIRN_EXPORT int cairn_history_open(cairn_client_t *c, const char *name, cairn_history_t **out);

@@ -140,7 +140,10 @@ class CAIRN_EXPORT Client {
   Status Wait(std::string_view name, int64_t version, Level level);
 
   // Newest version of `name` committed to a file tier (local or persistent)
-  // whose data verifies; damaged versions are skipped. kNotFound if none.
+  // whose file's structure checks out (header, footer, tables and their
+  // CRCs); versions with such damage are skipped. The data is not read here:
+  // damaged data is found by the restore, which verifies every block as it
+  // reads it (RestoreLatest falls back on its own). kNotFound if none.
   Result<int64_t> Latest(std::string_view name);
 
   // Copies version `version` into the protected regions (same ids and sizes).
@@ -149,6 +152,18 @@ class CAIRN_EXPORT Client {
   // regions' content is then unspecified. kSizeMismatch if a region's size
   // differs; kNotFound if a protected id is missing from the version.
   Status Restore(std::string_view name, int64_t version);
+
+  // The restart in one pass: restores the newest committed version of `name`
+  // that verifies into the protected regions and returns its number. Each
+  // byte is read once (the blocks are verified as they are read). When a
+  // version turns out damaged (kCorrupt) or unreadable (kIo) part-way, the
+  // regions have already been partly overwritten: the next older committed
+  // version is restored into the same regions, and so on; on success the
+  // regions hold exactly the returned version. kNotFound when there is no
+  // committed version, or when every one is damaged (the regions then hold
+  // partial data; the message lists the damage). kSizeMismatch / kNotFound
+  // for a region that does not match the newest version stop at once.
+  Result<int64_t> RestoreLatest(std::string_view name);
 
   // Opens the adjoint history `name` (see History).
   Result<std::unique_ptr<History>> OpenHistory(std::string_view name);

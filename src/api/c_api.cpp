@@ -128,6 +128,19 @@ int cairn_restore(cairn_client_t* c, const char* name, int64_t version) {
   });
 }
 
+int cairn_restore_latest(cairn_client_t* c, const char* name, int64_t* version_out) {
+  return Guard([&]() -> int {
+    if (version_out != nullptr) *version_out = -1;
+    if (c == nullptr) return InvalidHandle("client");
+    if (name == nullptr) return InvalidHandle("name");
+    if (version_out == nullptr) return InvalidHandle("version_out");
+    auto v = c->client->RestoreLatest(name);
+    if (!v.ok()) return Report(v.status());
+    *version_out = *v;
+    return CAIRN_OK;
+  });
+}
+
 int cairn_history_open(cairn_client_t* c, const char* name, cairn_history_t** out) {
   return Guard([&]() -> int {
     if (c == nullptr) return InvalidHandle("client");

@@ -137,6 +137,19 @@ Status Client::Restore(std::string_view name, int64_t version) {
   return impl_->core->pipeline->Restore(std::string(name), version, targets);
 }
 
+Result<int64_t> Client::RestoreLatest(std::string_view name) {
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  std::vector<core::RestoreTarget> targets;
+  {
+    std::lock_guard regions_lock(impl_->core->regions_mu);
+    for (const auto& [id, r] : impl_->core->regions) {
+      targets.push_back({.id = id, .memory = r.memory, .data = r.ptr, .bytes = r.bytes});
+    }
+  }
+  return impl_->core->pipeline->RestoreLatest(std::string(name), targets);
+}
+
 Result<std::unique_ptr<History>> Client::OpenHistory(std::string_view name) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();

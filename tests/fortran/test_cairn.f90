@@ -83,6 +83,16 @@ program test_cairn
   call check(matches(3), __LINE__, "restored contents == version 3")
   call check_rc(cairn_restore(client, "fsim", 42_c_int64_t), CAIRN_ERR_NOT_FOUND, __LINE__, &
                 "restore missing version")
+  ! The restart in one call: the newest version, into the protected arrays.
+  a = -1.0_c_double
+  b = -1
+  v = 0
+  call check_rc(cairn_restore_latest(client, "fsim", v), CAIRN_OK, __LINE__, "restore_latest")
+  call check(v == 3, __LINE__, "restore_latest gives 3")
+  call check(matches(3), __LINE__, "restore_latest contents == version 3")
+  call check_rc(cairn_restore_latest(client, "nothing-here", v), CAIRN_ERR_NOT_FOUND, __LINE__, &
+                "restore_latest unknown")
+  call check(v == -1, __LINE__, "restore_latest unknown gives -1")
 
   ! Errors -------------------------------------------------------------------
   call check_rc(cairn_checkpoint(client, "bad/name", 4_c_int64_t), CAIRN_ERR_INVALID_ARGUMENT, &

@@ -500,11 +500,13 @@ class Client(_Closable):
         self._impl.wait(name, version, _level(level))
 
     def latest(self, name: str) -> Optional[int]:
-        """The newest committed version of ``name`` whose data verifies
-        (damaged versions are skipped), or ``None`` if there is none.
+        """The newest committed version of ``name`` whose file's structure
+        checks out (header, footer, tables and their checksums; such damage
+        is skipped), or ``None`` if there is none.
 
         Reads the local and persistent directories, so it also finds versions
-        written by an earlier process.
+        written by an earlier process. The data is not read here: the restore
+        verifies it (:meth:`restore_latest` falls back on its own).
         """
         return self._impl.latest(name)
 
@@ -520,6 +522,23 @@ class Client(_Closable):
         """
         with self._lock:
             self._impl.restore(name, version)
+
+    def restore_latest(self, name: str) -> Optional[int]:
+        """The restart in one pass: restores the newest committed version of
+        ``name`` that verifies into the protected regions and returns its
+        number, reading each byte once; ``None`` if there is no committed
+        version, or none that verifies.
+
+        A version found damaged part-way has already overwritten part of the
+        regions: the next older version is restored into the same regions,
+        and so on. On success they hold exactly the returned version; on
+        ``None`` after damage they hold partial data.
+
+        Raises:
+            SizeMismatchError: a region's size differs from the newest version.
+        """
+        with self._lock:
+            return self._impl.restore_latest(name)
 
     def history(self, name: str) -> History:
         """Opens the adjoint history ``name`` (see :class:`History`).

@@ -495,6 +495,15 @@ class PyClient {
     }));
   }
 
+  std::optional<int64_t> RestoreLatest(const std::string& name) {
+    cairn::Result<int64_t> r = WithoutGil([&] {
+      std::shared_lock guard(regions_guard_);
+      return client_->RestoreLatest(name);
+    });
+    if (!r.ok() && r.status().code() == cairn::Code::kNotFound) return std::nullopt;
+    return Value(std::move(r));
+  }
+
   PyHistory* OpenHistory(const std::string& name) {
     return new PyHistory(Value(WithoutGil([&] { return client_->OpenHistory(name); })));
   }
@@ -577,6 +586,7 @@ NB_MODULE(_cairn, m) {
       .def("checkpoint", &PyClient::Checkpoint, nb::arg("name"), nb::arg("version"))
       .def("wait", &PyClient::Wait, nb::arg("name"), nb::arg("version"), nb::arg("level"))
       .def("latest", &PyClient::Latest, nb::arg("name"))
+      .def("restore_latest", &PyClient::RestoreLatest, nb::arg("name"))
       .def("restore", &PyClient::Restore, nb::arg("name"), nb::arg("version"))
       .def("open_history", &PyClient::OpenHistory, nb::arg("name"), nb::rv_policy::take_ownership)
       .def("stats", &PyClient::Stats)
