@@ -17,8 +17,11 @@
 //      faster: the cold-read limit of the same file.
 // Child (RunRestartChild): allocates and touches its application buffer,
 // opens (Client::Open with the trial's configuration, or the baseline's
-// directory), Latest, Restore (Protect first), downloads and verifies every
-// byte, writes "key value" lines to --child-report, exits 0 (ok) or 1.
+// directory), RestoreLatest (Protect first: finding the newest version and
+// restoring it are one pass over its file, so "found" is stamped right after
+// the open and cold_latest_s is ~0; the baseline still lists, then reads),
+// downloads and verifies every byte, writes "key value" lines to
+// --child-report, exits 0 (ok) or 1.
 #include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -286,10 +289,9 @@ Status ChildRestore(const Options& o, std::ofstream& rep, VerifyStats& verify) {
     if (!config.trace_path.empty()) config.trace_path += ".cold-restart";
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Open(config));
     rep << "opened " << Now() << "\n";
-    CAIRN_ASSIGN_OR_RETURN(version, client->Latest(kRestartName));
     rep << "found " << Now() << "\n";
     CAIRN_RETURN_IF_ERROR(client->Protect(0, app.app(), o.size));
-    CAIRN_RETURN_IF_ERROR(client->Restore(kRestartName, version));
+    CAIRN_ASSIGN_OR_RETURN(version, client->RestoreLatest(kRestartName));
     rep << "restored " << Now() << "\n";
     CAIRN_RETURN_IF_ERROR(client->Close());
   } else {
