@@ -137,7 +137,9 @@ Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, co
             const CopySegment seg{.dst = dst, .src = src, .bytes = n};
             return dio_->RestoreCopy({&seg, 1});
           },
-          {.direct = config_.direct_io});
+          // Buffered: on the project's virtio disk 4 buffered reads in flight
+          // measured 1.9-2.9 GB/s cold, O_DIRECT 1.0-1.3 GB/s at any depth.
+          {.direct = false});
     }
     if (s.code() == Code::kCorrupt) s = s.WithContext(label + " is damaged");
     if (s.ok()) return s;
