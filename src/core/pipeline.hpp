@@ -35,7 +35,7 @@
 // and the fields of every Entry (entry.hpp). It is never held across memcpy,
 // file I/O or checksums; those run on pinned entries, with the lock dropped
 // by a MutexUnlock (util/mutex.hpp) that names the step. The one exception is
-// RemoveNameDirIfUnused's rmdir (restore.cpp says why). Captures are
+// RemoveNameDirIfUnused's rmdir (history.cpp says why). Captures are
 // serialized by capture_mu_ (taken before mu_), which guarantees progress:
 // the flusher always works on the oldest entry, and the only entry that can be
 // waiting for chunks is the one being captured.

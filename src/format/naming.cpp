@@ -108,4 +108,9 @@ bool IsTempFileName(std::string_view file_name, long* pid) {
   return true;
 }
 
+std::string EntryLabel(EntryKind kind, std::string_view name, int64_t number) {
+  return std::string(kind == EntryKind::kCheckpoint ? "version " : "step ") + std::to_string(number) +
+         " of '" + std::string(name) + "'";
+}
+
 }  // namespace cairn::format

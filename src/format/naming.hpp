@@ -20,6 +20,8 @@ namespace cairn::format {
 Status ValidateName(std::string_view name);
 
 std::string EntryFileName(EntryKind kind, int64_t number);  // "v000...0042.cairn"
+// "version 42 of 'sim'" or "step 42 of 'adjoint'": how messages name an entry.
+std::string EntryLabel(EntryKind kind, std::string_view name, int64_t number);
 std::string EntryPath(const std::string& dir, std::string_view name, EntryKind kind, int64_t number);
 
 struct ParsedFileName {
