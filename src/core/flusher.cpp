@@ -1,31 +1,12 @@
-// The checksum and flush stages: sealed blocks get their CRC32C on the
-// checksum thread, then the flusher writes entries in FIFO order to the local
-// tier and commits them.
+// The flush stage: the flusher writes entries in FIFO order to the local tier
+// as their blocks' checksums become ready (checksummer.hpp), and commits them.
 #include <chrono>
 
 #include "core/pipeline.hpp"
 #include "format/file_writer.hpp"
-#include "util/crc32c.hpp"
 #include "util/clock.hpp"
 
 namespace cairn::core {
-
-void Pipeline::ChecksumBlock(const EntryPtr& e, uint32_t block) {
-  BlockState& bs = e->blocks[block];
-  if (e->consumed || bs.chunk < 0) return;
-  ++e->pins;
-  const uint8_t* data = cache_->data(static_cast<uint32_t>(bs.chunk));
-  const uint32_t length = e->layout.blocks[block].length;
-  uint32_t crc = 0;
-  {
-    MutexUnlock unlocked(&mu_);  // the CRC32C of the pinned chunk
-    crc = crc32c::Value(data, length);
-  }
-  bs.crc = crc;
-  bs.crc_ready = true;
-  Unpin(e);
-  flusher_.Wake();
-}
 
 // Flushes the oldest entry (the flusher's queue is in capture order).
 void Pipeline::FlushNext(const EntryPtr& e) {

@@ -37,7 +37,11 @@ Pipeline::Pipeline(const Config& config)
       tracer_(config.trace_path, fs_),
       pinner_(config.pinner ? config.pinner : os::MemoryPinner::Mlock()),
       checksummer_(&mu_, &cv_app_,
-                   {.run = [this](BlockJob& j) CAIRN_REQUIRES(mu_) { ChecksumBlock(j.e, j.block); }}),
+                   {.chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) -> const uint8_t* {
+                      return cache_->data(chunk);
+                    },
+                    .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
+                    .checksummed = [this] { flusher_.Wake(); }}),
       flusher_(&mu_, &cv_app_, {.run = [this](EntryPtr& e) CAIRN_REQUIRES(mu_) { FlushNext(e); }}),
       mover_(&mu_, &cv_app_, {.run = [this](MoverTask& task) CAIRN_REQUIRES(mu_) {
                MutexUnlock unlocked(&mu_);  // the task does its own I/O and locking

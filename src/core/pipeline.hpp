@@ -63,6 +63,7 @@
 
 #include "cairn/cairn.hpp"
 #include "core/catalog.hpp"
+#include "core/checksummer.hpp"
 #include "core/copy_engine.hpp"
 #include "core/device_io.hpp"
 #include "core/tier_cache.hpp"
@@ -135,10 +136,6 @@ class Pipeline {
 
  private:
   // Jobs of the stages.
-  struct BlockJob {  // checksum one sealed block
-    EntryPtr e;
-    uint32_t block = 0;
-  };
   struct DeviceJob {  // drain one block device -> host, or prefetch a step host -> device
     EntryPtr e;
     uint32_t block = 0;
@@ -216,7 +213,6 @@ class Pipeline {
 
   // Stages (flusher.cpp, mover.cpp, prefetcher.cpp): the jobs their
   // workers run, with mu_ held (each drops it for its I/O or copy).
-  void ChecksumBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(mu_);
   void FlushNext(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   void FlushEntry(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   // Opens the entry's file writer with the lock dropped (and its directory).
@@ -357,13 +353,14 @@ class Pipeline {
 
   // The stages (worker.hpp), over mu_. Declared after everything they use:
   // started by Init, stopped and joined by Shutdown (and their destructors).
-  //   checksummer   CRC32C of sealed blocks (queue: captures, drains)
+  //   checksummer   CRC32C of sealed blocks (queue: captures, drains);
+  //                 its own class (checksummer.hpp)
   //   flusher       writes and commits entries (queue: captures, FIFO)
   //   mover         persistent copies, retention, deletions (queue: tasks)
   //   prefetcher    history steps back into the host cache (polls)
   //   device_mover  drains device slots to host chunks (queue), else
   //                 prefetches steps host -> device (polls); GPU tier only
-  Worker<BlockJob> checksummer_;
+  Checksummer checksummer_;
   Worker<EntryPtr> flusher_;
   Worker<MoverTask> mover_;
   Worker<EntryPtr> prefetcher_;
