@@ -6,7 +6,9 @@
 //                                          \-> evict (clean blocks) -> prefetch
 //
 // Threads (each owned here, stopped and joined by Shutdown(); the five stages
-// are Workers, worker.hpp, the initializer a plain std::jthread):
+// run on Workers, worker.hpp, the checksummer and flusher inside their own
+// classes, checksummer.hpp and flusher.hpp; the initializer is a plain
+// std::jthread):
 //   checksummer  CRC32C of sealed blocks, ahead of the flusher (so checksums
 //                cost no flush bandwidth)
 //   flusher      FIFO: writes entries block by block to the local tier and
@@ -66,6 +68,7 @@
 #include "core/checksummer.hpp"
 #include "core/copy_engine.hpp"
 #include "core/device_io.hpp"
+#include "core/flusher.hpp"
 #include "core/tier_cache.hpp"
 #include "core/entry.hpp"
 #include "core/host_cache.hpp"
@@ -211,21 +214,12 @@ class Pipeline {
   void EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double interval_s,
                   double blocked_before) CAIRN_REQUIRES(mu_);
 
-  // Stages (flusher.cpp, mover.cpp, prefetcher.cpp): the jobs their
-  // workers run, with mu_ held (each drops it for its I/O or copy).
-  void FlushNext(const EntryPtr& e) CAIRN_REQUIRES(mu_);
-  void FlushEntry(const EntryPtr& e) CAIRN_REQUIRES(mu_);
-  // Opens the entry's file writer with the lock dropped (and its directory).
-  Status OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter>* writer,
-                    double* io_seconds) CAIRN_REQUIRES(mu_);
-  // Writes the entry's blocks as their checksums become ready; false when
-  // the flush ended early (skipped or failed, booked).
-  bool WriteBlocks(const EntryPtr& e, format::FileWriter& writer, double* io_seconds)
-      CAIRN_REQUIRES(mu_);
-  void AbortWriter(format::FileWriter& writer) CAIRN_REQUIRES(mu_);
-  // A flush failure is the application's problem only while someone still
-  // needs the entry; for a consumed one it is just a skipped flush.
-  void FailFlush(const EntryPtr& e, const Status& s, const char* what) CAIRN_REQUIRES(mu_);
+  // Stages (mover.cpp, prefetcher.cpp): the jobs their workers run, with
+  // mu_ held (each drops it for its I/O or copy).
+  // The flusher's view of the pipeline (pipeline.cpp); its callbacks below.
+  Flusher::Owner FlusherOwner();
+  // After every flush: a history closed meanwhile gets its directory removed.
+  void FlushDone(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   void CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
                      double io_seconds) CAIRN_REQUIRES(mu_);
   void PersistEntry(const EntryPtr& e) CAIRN_EXCLUDES(mu_);
@@ -355,13 +349,14 @@ class Pipeline {
   // started by Init, stopped and joined by Shutdown (and their destructors).
   //   checksummer   CRC32C of sealed blocks (queue: captures, drains);
   //                 its own class (checksummer.hpp)
-  //   flusher       writes and commits entries (queue: captures, FIFO)
+  //   flusher       writes and commits entries (queue: captures, FIFO);
+  //                 its own class (flusher.hpp)
   //   mover         persistent copies, retention, deletions (queue: tasks)
   //   prefetcher    history steps back into the host cache (polls)
   //   device_mover  drains device slots to host chunks (queue), else
   //                 prefetches steps host -> device (polls); GPU tier only
   Checksummer checksummer_;
-  Worker<EntryPtr> flusher_;
+  Flusher flusher_;
   Worker<MoverTask> mover_;
   Worker<EntryPtr> prefetcher_;
   Worker<DeviceJob> device_mover_;
