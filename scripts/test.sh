@@ -182,7 +182,13 @@ if [[ "${CAIRN_TEST_QUICK:-0}" != 1 ]]; then
   unset ASAN_OPTIONS UBSAN_OPTIONS
 
   # 3. TSan -------------------------------------------------------------------
-  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+  # intercept_tls_get_addr=0: the same runtime bug as LSan's above, in TSan:
+  # when a new thread first touches the dlopen()ed fake CUDA driver's
+  # thread_local state, GCC 12's __tls_get_addr interceptor can misread
+  # glibc 2.36's dynamic-TLS block and reset the shadow of a garbage range
+  # ("ThreadSanitizer failed to allocate 0x1555556f15000 bytes at address
+  # 10000005b000 (errno: 12)"), depending only on the binary's layout.
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 intercept_tls_get_addr=0"
   # GCC 12's TSan fails on kernels with high mmap randomization ("unexpected
   # memory mapping"); running without ASLR avoids that. The build is wrapped
   # too because gtest_discover_tests runs the test binary at build time.

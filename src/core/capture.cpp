@@ -178,7 +178,7 @@ void Pipeline::SealBatch(const EntryPtr& e, const CaptureBatch& batch) {
       host_tier_.MarkClean(*e, k);
     } else {
       dirty_bytes_ += e->layout.blocks[k].length;
-      checksummer_.Push(BlockJob{.e = e, .block = k});
+      checksummer_.Push(e, k);
     }
   }
 }

@@ -1,57 +1,10 @@
-// The checksum and flush stages: sealed blocks get their CRC32C on the
-// checksum thread, then the flusher writes entries in FIFO order to the local
-// tier and commits them.
-#include <chrono>
+#include "core/flusher.hpp"
 
-#include "core/pipeline.hpp"
-#include "format/file_writer.hpp"
-#include "util/crc32c.hpp"
+#include <utility>
+
 #include "util/clock.hpp"
 
 namespace cairn::core {
-
-void Pipeline::ChecksumBlock(const EntryPtr& e, uint32_t block) {
-  BlockState& bs = e->blocks[block];
-  if (e->consumed || bs.chunk < 0) return;
-  ++e->pins;
-  const uint8_t* data = cache_->data(static_cast<uint32_t>(bs.chunk));
-  const uint32_t length = e->layout.blocks[block].length;
-  uint32_t crc = 0;
-  {
-    MutexUnlock unlocked(&mu_);  // the CRC32C of the pinned chunk
-    crc = crc32c::Value(data, length);
-  }
-  bs.crc = crc;
-  bs.crc_ready = true;
-  Unpin(e);
-  flusher_.Wake();
-}
-
-// Flushes the oldest entry (the flusher's queue is in capture order).
-void Pipeline::FlushNext(const EntryPtr& e) {
-  FlushEntry(e);
-  if (e->kind == format::EntryKind::kHistoryStep && !config_.history_persistent &&
-      !catalog_.HasHistory(e->name)) {
-    // Its history was closed while this step was in flight: the directory
-    // removal skipped then can happen now.
-    const std::string name = e->name;
-    EnqueueMover([this, name] { RemoveNameDirIfUnused(name); });
-  }
-  prefetcher_.Wake();
-}
-
-void Pipeline::AbortWriter(format::FileWriter& writer) {
-  MutexUnlock unlocked(&mu_);
-  writer.Abort();
-}
-
-void Pipeline::FailFlush(const EntryPtr& e, const Status& s, const char* what) {
-  if (e->consumed) {
-    ++stats_.flushes_skipped;
-    return;
-  }
-  FailEntry(e, s.WithContext(std::string(what) + " of '" + e->name + "' " + std::to_string(e->number)));
-}
 
 namespace {
 
@@ -66,14 +19,37 @@ auto Timed(double* io_seconds, Fn&& fn) {
 
 }  // namespace
 
-Status Pipeline::OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter>* writer,
-                            double* io_seconds) {
-  tiers::FileTier& tier = tier_for(e->kind);
+Flusher::Flusher(Mutex* mu, std::condition_variable_any* done, Owner owner)
+    : mu_(mu),
+      done_(done),
+      owner_(std::move(owner)),
+      worker_(mu, done, {.run = [this](EntryPtr& e) {
+                mu_->AssertHeld();  // the Worker runs jobs with *mu held
+                FlushEntry(e);
+                owner_.flushed(e);
+              }}) {}
+
+void Flusher::AbortWriter(format::FileWriter& writer) {
+  MutexUnlock unlocked(mu_);
+  writer.Abort();
+}
+
+void Flusher::FailFlush(const EntryPtr& e, const Status& s, const char* what) {
+  if (e->consumed) {
+    owner_.skipped();
+    return;
+  }
+  owner_.fail(e, s.WithContext(std::string(what) + " of '" + e->name + "' " + std::to_string(e->number)));
+}
+
+Status Flusher::OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter>* writer,
+                           double* io_seconds) {
+  tiers::FileTier& tier = owner_.tier(e->kind);
   const std::string dir = tier.NameDir(e->name);
-  const bool need_dir = !known_dirs_.contains(dir);
+  const bool need_dir = !owner_.dir_known(dir);
   Status s;
   {
-    MutexUnlock unlocked(&mu_);  // directory and file creation
+    MutexUnlock unlocked(mu_);  // directory and file creation
     if (need_dir) s = tier.EnsureNameDir(e->name);
     if (s.ok()) {
       format::FileInfo info{.kind = e->kind, .name = e->name, .number = e->number,
@@ -81,7 +57,7 @@ Status Pipeline::OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWrite
                                                    std::chrono::system_clock::now().time_since_epoch())
                                                    .count()};
       auto w = Timed(io_seconds, [&] {
-        return format::FileWriter::Create(fs_, tier.EntryPath(e->name, e->kind, e->number), info,
+        return format::FileWriter::Create(tier.fs(), tier.EntryPath(e->name, e->kind, e->number), info,
                                           e->layout, tier.writer_options());
       });
       if (w.ok()) {
@@ -91,7 +67,48 @@ Status Pipeline::OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWrite
       }
     }
   }
-  if (s.ok() && need_dir) known_dirs_.insert(dir);
+  if (s.ok() && need_dir) owner_.dir_made(dir);
+  return s;
+}
+
+std::optional<uint32_t> Flusher::WaitForReadyBlock(const Entry& e, uint32_t lowest) {
+  const auto nblocks = static_cast<uint32_t>(e.blocks.size());
+  std::optional<uint32_t> b;
+  // failed(): the device mover could not drain a block of it (gpu_tier.cpp).
+  worker_.cv().wait(*mu_, [&]() CAIRN_REQUIRES(*mu_) {
+    if (e.consumed || e.failed()) return true;
+    for (uint32_t k = lowest; k < nblocks; ++k) {
+      if (!e.blocks[k].written && e.blocks[k].crc_ready) {
+        b = k;
+        return true;
+      }
+    }
+    return false;
+  });
+  if (e.consumed) return std::nullopt;
+  return b;
+}
+
+Status Flusher::WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& writer, double* io_seconds) {
+  BlockState& bs = e->blocks[b];
+  ++e->pins;
+  const uint8_t* data = owner_.chunk_data(static_cast<uint32_t>(bs.chunk));
+  const uint32_t crc = bs.crc;
+  owner_.use_bandwidth(+1);
+  Status s;
+  {
+    MutexUnlock unlocked(mu_);  // the block write
+    s = Timed(io_seconds, [&] { return writer.WriteBlock(b, data, crc); });
+  }
+  owner_.use_bandwidth(-1);
+  if (s.ok()) {
+    // Before the unpin: if a pop consumed the entry meanwhile, the last
+    // unpin releases the chunks and must see this block as written (not
+    // dirty).
+    bs.written = true;
+    owner_.block_written(e, b);
+  }
+  owner_.unpin(e);
   return s;
 }
 
@@ -100,61 +117,37 @@ Status Pipeline::OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWrite
 // the host cache at once while device blocks arrive later through the device
 // mover, which may need the very chunks those host blocks hold. (Each block
 // has a fixed place in the file, so the order is free.)
-bool Pipeline::WriteBlocks(const EntryPtr& e, format::FileWriter& writer, double* io_seconds) {
+bool Flusher::WriteBlocks(const EntryPtr& e, format::FileWriter& writer, double* io_seconds) {
   const auto nblocks = static_cast<uint32_t>(e->blocks.size());
   uint32_t lowest_unwritten = 0;
   for (uint32_t left = nblocks; left > 0; --left) {
-    uint32_t b = nblocks;  // the block to write next, once one is ready
-    // failed(): the device mover could not drain a block of it (gpu_tier.cpp).
-    flusher_.cv().wait(mu_, [&]() CAIRN_REQUIRES(mu_) {
-      if (e->consumed || e->failed()) return true;
-      for (uint32_t k = lowest_unwritten; k < nblocks; ++k) {
-        if (!e->blocks[k].written && e->blocks[k].crc_ready) {
-          b = k;
-          return true;
-        }
-      }
-      return false;
-    });
+    const std::optional<uint32_t> b = WaitForReadyBlock(*e, lowest_unwritten);
     // Consumed before its flush ended (never written to disk), or failed.
-    if (const bool skipped = e->consumed; skipped || b == nblocks) {
+    if (!b) {
+      const bool skipped = e->consumed;
       AbortWriter(writer);
-      if (skipped) ++stats_.flushes_skipped;
+      if (skipped) owner_.skipped();
       return false;
     }
-    BlockState& bs = e->blocks[b];
-    ++e->pins;
-    const uint8_t* data = cache_->data(static_cast<uint32_t>(bs.chunk));
-    UseBandwidth(+1, /*capture=*/false);
-    Status s;
-    {
-      MutexUnlock unlocked(&mu_);  // the block write
-      s = Timed(io_seconds, [&] { return writer.WriteBlock(b, data, bs.crc); });
-    }
-    UseBandwidth(-1, /*capture=*/false);
-    if (s.ok()) {
-      // Before Unpin: if a pop consumed the entry meanwhile, the last Unpin
-      // releases the chunks and must see this block as written (not dirty).
-      bs.written = true;
-      dirty_bytes_ -= e->layout.blocks[b].length;
-      if (!e->consumed) host_tier_.MarkClean(*e, b);
-      while (lowest_unwritten < nblocks && e->blocks[lowest_unwritten].written) ++lowest_unwritten;
-    }
-    Unpin(e);
-    if (!s.ok()) {
+    if (Status s = WriteBlock(e, *b, writer, io_seconds); !s.ok()) {
       AbortWriter(writer);
       FailFlush(e, s, "flush");
       return false;
     }
-    cv_app_.notify_all();
+    while (lowest_unwritten < nblocks && e->blocks[lowest_unwritten].written) ++lowest_unwritten;
+    done_->notify_all();
   }
   return true;
 }
 
-// Writes one entry; drops mu_ for I/O.
-void Pipeline::FlushEntry(const EntryPtr& e) {
+Status Flusher::Commit(format::FileWriter& writer, double* io_seconds) {
+  MutexUnlock unlocked(mu_);  // temp + fsync + rename + dir fsync
+  return Timed(io_seconds, [&] { return writer.Commit(); });
+}
+
+void Flusher::FlushEntry(const EntryPtr& e) {
   if (e->consumed && !e->flush_started) {
-    ++stats_.flushes_skipped;  // a history step popped before it was flushed
+    owner_.skipped();  // a history step popped before it was flushed
     return;
   }
   e->flush_started = true;
@@ -165,45 +158,11 @@ void Pipeline::FlushEntry(const EntryPtr& e) {
   if (!WriteBlocks(e, *writer, &io_seconds)) return;
   if (e->consumed) {
     AbortWriter(*writer);
-    ++stats_.flushes_skipped;
+    owner_.skipped();
     return;
   }
-  Status s;
-  {
-    MutexUnlock unlocked(&mu_);  // temp + fsync + rename + dir fsync
-    s = Timed(&io_seconds, [&] { return writer->Commit(); });
-  }
-  if (!s.ok()) return FailFlush(e, s, "commit");
-  CommitFlushed(e, flush_start, io_seconds);
-}
-
-// The entry's file is committed: stats, and what the mover does next.
-void Pipeline::CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
-                             double io_seconds) {
-  e->local_committed = true;
-  tracer_.Span("flush", "local", flush_start, std::chrono::steady_clock::now(), e->layout.payload_bytes,
-               e->name, e->number);
-  TraceCache();
-  stats_.flush_local.bytes += e->layout.payload_bytes;
-  stats_.flush_local.ops += 1;
-  stats_.flush_local.seconds += io_seconds;
-  if (e->consumed) {
-    // Popped while its commit was running: the file must go.
-    tiers::FileTier* t = &tier_for(e->kind);
-    std::string name = e->name;
-    auto kind = e->kind;
-    auto number = e->number;
-    EnqueueMover([t, name, kind, number] { (void)t->RemoveEntry(name, kind, number); });
-  } else if (e->kind == format::EntryKind::kCheckpoint) {
-    if (persistent_) {
-      e->persist_pending = true;
-      EnqueueMover([this, e] { PersistEntry(e); });
-    } else {
-      std::string name = e->name;
-      EnqueueMover([this, name] { ApplyRetention(name); });
-    }
-  }
-  cv_app_.notify_all();
+  if (Status s = Commit(*writer, &io_seconds); !s.ok()) return FailFlush(e, s, "commit");
+  owner_.committed(e, flush_start, io_seconds);
 }
 
 }  // namespace cairn::core

@@ -205,7 +205,7 @@ void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
     host_tier_.MarkClean(*e, block);
   } else {
     dirty_bytes_ += length;
-    checksummer_.Push(BlockJob{.e = e, .block = block});
+    checksummer_.Push(e, block);
   }
   device_tier_.MarkClean(*e, block);  // the host tier has it now
   tracer_.Span("drain", "device", t0, t1, length, e->name, e->number);

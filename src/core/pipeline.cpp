@@ -37,8 +37,12 @@ Pipeline::Pipeline(const Config& config)
       tracer_(config.trace_path, fs_),
       pinner_(config.pinner ? config.pinner : os::MemoryPinner::Mlock()),
       checksummer_(&mu_, &cv_app_,
-                   {.run = [this](BlockJob& j) CAIRN_REQUIRES(mu_) { ChecksumBlock(j.e, j.block); }}),
-      flusher_(&mu_, &cv_app_, {.run = [this](EntryPtr& e) CAIRN_REQUIRES(mu_) { FlushNext(e); }}),
+                   {.chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) -> const uint8_t* {
+                      return cache_->data(chunk);
+                    },
+                    .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
+                    .checksummed = [this] { flusher_.Wake(); }}),
+      flusher_(&mu_, &cv_app_, FlusherOwner()),
       mover_(&mu_, &cv_app_, {.run = [this](MoverTask& task) CAIRN_REQUIRES(mu_) {
                MutexUnlock unlocked(&mu_);  // the task does its own I/O and locking
                task();
@@ -167,6 +171,66 @@ void Pipeline::NotifyAll() {
   flusher_.Wake();
   mover_.Wake();
   prefetcher_.Wake();
+}
+
+Flusher::Owner Pipeline::FlusherOwner() {
+  return {
+      .tier = [this](format::EntryKind kind) -> tiers::FileTier& { return tier_for(kind); },
+      .dir_known = [this](const std::string& dir) CAIRN_REQUIRES(mu_) { return known_dirs_.contains(dir); },
+      .dir_made = [this](const std::string& dir) CAIRN_REQUIRES(mu_) { known_dirs_.insert(dir); },
+      .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) -> const uint8_t* { return cache_->data(chunk); },
+      .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
+      .use_bandwidth = [this](int delta) { UseBandwidth(delta, /*capture=*/false); },
+      .block_written = [this](const EntryPtr& e, uint32_t b) CAIRN_REQUIRES(mu_) {
+        dirty_bytes_ -= e->layout.blocks[b].length;
+        if (!e->consumed) host_tier_.MarkClean(*e, b);
+      },
+      .fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) { FailEntry(e, s); },
+      .skipped = [this]() CAIRN_REQUIRES(mu_) { ++stats_.flushes_skipped; },
+      .committed = [this](const EntryPtr& e, std::chrono::steady_clock::time_point t0, double io_s)
+          CAIRN_REQUIRES(mu_) { CommitFlushed(e, t0, io_s); },
+      .flushed = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { FlushDone(e); },
+  };
+}
+
+void Pipeline::FlushDone(const EntryPtr& e) {
+  if (e->kind == format::EntryKind::kHistoryStep && !config_.history_persistent &&
+      !catalog_.HasHistory(e->name)) {
+    // Its history was closed while this step was in flight: the directory
+    // removal skipped then can happen now.
+    const std::string name = e->name;
+    EnqueueMover([this, name] { RemoveNameDirIfUnused(name); });
+  }
+  prefetcher_.Wake();
+}
+
+// The entry's file is committed: stats, and what the mover does next.
+void Pipeline::CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
+                             double io_seconds) {
+  e->local_committed = true;
+  tracer_.Span("flush", "local", flush_start, std::chrono::steady_clock::now(), e->layout.payload_bytes,
+               e->name, e->number);
+  TraceCache();
+  stats_.flush_local.bytes += e->layout.payload_bytes;
+  stats_.flush_local.ops += 1;
+  stats_.flush_local.seconds += io_seconds;
+  if (e->consumed) {
+    // Popped while its commit was running: the file must go.
+    tiers::FileTier* t = &tier_for(e->kind);
+    std::string name = e->name;
+    auto kind = e->kind;
+    auto number = e->number;
+    EnqueueMover([t, name, kind, number] { (void)t->RemoveEntry(name, kind, number); });
+  } else if (e->kind == format::EntryKind::kCheckpoint) {
+    if (persistent_) {
+      e->persist_pending = true;
+      EnqueueMover([this, e] { PersistEntry(e); });
+    } else {
+      std::string name = e->name;
+      EnqueueMover([this, name] { ApplyRetention(name); });
+    }
+  }
+  cv_app_.notify_all();
 }
 
 void Pipeline::TraceCache() {

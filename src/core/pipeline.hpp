@@ -6,7 +6,9 @@
 //                                          \-> evict (clean blocks) -> prefetch
 //
 // Threads (each owned here, stopped and joined by Shutdown(); the five stages
-// are Workers, worker.hpp, the initializer a plain std::jthread):
+// run on Workers, worker.hpp, the checksummer and flusher inside their own
+// classes, checksummer.hpp and flusher.hpp; the initializer is a plain
+// std::jthread):
 //   checksummer  CRC32C of sealed blocks, ahead of the flusher (so checksums
 //                cost no flush bandwidth)
 //   flusher      FIFO: writes entries block by block to the local tier and
@@ -63,8 +65,10 @@
 
 #include "cairn/cairn.hpp"
 #include "core/catalog.hpp"
+#include "core/checksummer.hpp"
 #include "core/copy_engine.hpp"
 #include "core/device_io.hpp"
+#include "core/flusher.hpp"
 #include "core/tier_cache.hpp"
 #include "core/entry.hpp"
 #include "core/host_cache.hpp"
@@ -140,10 +144,6 @@ class Pipeline {
 
  private:
   // Jobs of the stages.
-  struct BlockJob {  // checksum one sealed block
-    EntryPtr e;
-    uint32_t block = 0;
-  };
   struct DeviceJob {  // drain one block device -> host, or prefetch a step host -> device
     EntryPtr e;
     uint32_t block = 0;
@@ -219,22 +219,12 @@ class Pipeline {
   void EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double interval_s,
                   double blocked_before) CAIRN_REQUIRES(mu_);
 
-  // Stages (flusher.cpp, mover.cpp, prefetcher.cpp): the jobs their
-  // workers run, with mu_ held (each drops it for its I/O or copy).
-  void ChecksumBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(mu_);
-  void FlushNext(const EntryPtr& e) CAIRN_REQUIRES(mu_);
-  void FlushEntry(const EntryPtr& e) CAIRN_REQUIRES(mu_);
-  // Opens the entry's file writer with the lock dropped (and its directory).
-  Status OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter>* writer,
-                    double* io_seconds) CAIRN_REQUIRES(mu_);
-  // Writes the entry's blocks as their checksums become ready; false when
-  // the flush ended early (skipped or failed, booked).
-  bool WriteBlocks(const EntryPtr& e, format::FileWriter& writer, double* io_seconds)
-      CAIRN_REQUIRES(mu_);
-  void AbortWriter(format::FileWriter& writer) CAIRN_REQUIRES(mu_);
-  // A flush failure is the application's problem only while someone still
-  // needs the entry; for a consumed one it is just a skipped flush.
-  void FailFlush(const EntryPtr& e, const Status& s, const char* what) CAIRN_REQUIRES(mu_);
+  // Stages (mover.cpp, prefetcher.cpp): the jobs their workers run, with
+  // mu_ held (each drops it for its I/O or copy).
+  // The flusher's view of the pipeline (pipeline.cpp); its callbacks below.
+  Flusher::Owner FlusherOwner();
+  // After every flush: a history closed meanwhile gets its directory removed.
+  void FlushDone(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   void CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
                      double io_seconds) CAIRN_REQUIRES(mu_);
   void PersistEntry(const EntryPtr& e) CAIRN_EXCLUDES(mu_);
@@ -364,14 +354,16 @@ class Pipeline {
 
   // The stages (worker.hpp), over mu_. Declared after everything they use:
   // started by Init, stopped and joined by Shutdown (and their destructors).
-  //   checksummer   CRC32C of sealed blocks (queue: captures, drains)
-  //   flusher       writes and commits entries (queue: captures, FIFO)
+  //   checksummer   CRC32C of sealed blocks (queue: captures, drains);
+  //                 its own class (checksummer.hpp)
+  //   flusher       writes and commits entries (queue: captures, FIFO);
+  //                 its own class (flusher.hpp)
   //   mover         persistent copies, retention, deletions (queue: tasks)
   //   prefetcher    history steps back into the host cache (polls)
   //   device_mover  drains device slots to host chunks (queue), else
   //                 prefetches steps host -> device (polls); GPU tier only
-  Worker<BlockJob> checksummer_;
-  Worker<EntryPtr> flusher_;
+  Checksummer checksummer_;
+  Flusher flusher_;
   Worker<MoverTask> mover_;
   Worker<EntryPtr> prefetcher_;
   Worker<DeviceJob> device_mover_;
