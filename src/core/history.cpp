@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/pipeline.hpp"
+#include "format/file_reader.hpp"
 #include "format/naming.hpp"
 #include "util/clock.hpp"
 
