@@ -5,6 +5,7 @@
 
 #include "cairn/cairn.hpp"
 #include "core/pipeline.hpp"
+#include "util/mutex.hpp"
 
 namespace cairn {
 
@@ -25,8 +26,18 @@ struct ClientCore {
   // in-flight calls and no call starts on a closed pipeline.
   std::shared_mutex lifecycle;
   std::unique_ptr<core::Pipeline> pipeline;  // null once closed
-  std::mutex regions_mu;
-  std::map<int, Region> regions;  // guarded by regions_mu
+  Mutex regions_mu;
+  std::map<int, Region> regions CAIRN_GUARDED_BY(regions_mu);
+
+  // Where a restore of the protected regions copies to.
+  std::vector<core::RestoreTarget> RestoreTargets() CAIRN_EXCLUDES(regions_mu) {
+    MutexLock regions_lock(&regions_mu);
+    std::vector<core::RestoreTarget> targets;
+    for (const auto& [id, r] : regions) {
+      targets.push_back({.id = id, .memory = r.memory, .data = r.ptr, .bytes = r.bytes});
+    }
+    return targets;
+  }
 };
 
 struct Client::Impl {
@@ -80,7 +91,7 @@ Status Client::Protect(int id, void* ptr, size_t bytes) {
   // One call for host, device and managed pointers: the driver says which.
   auto kind = impl_->core->pipeline->ClassifyRegion(ptr, bytes);
   if (!kind.ok()) return kind.status().WithContext("protect region " + std::to_string(id));
-  std::lock_guard regions_lock(impl_->core->regions_mu);
+  MutexLock regions_lock(&impl_->core->regions_mu);
   impl_->core->regions[id] = Region{ptr, bytes, *kind};
   return Status::Ok();
 }
@@ -88,7 +99,7 @@ Status Client::Protect(int id, void* ptr, size_t bytes) {
 Status Client::Unprotect(int id) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
-  std::lock_guard regions_lock(impl_->core->regions_mu);
+  MutexLock regions_lock(&impl_->core->regions_mu);
   if (impl_->core->regions.erase(id) == 0) {
     return Status::NotFound("region " + std::to_string(id) + " is not protected");
   }
@@ -100,7 +111,7 @@ Status Client::Checkpoint(std::string_view name, int64_t version) {
   if (!impl_->core->pipeline) return Closed();
   std::vector<core::CaptureSource> sources;
   {
-    std::lock_guard regions_lock(impl_->core->regions_mu);
+    MutexLock regions_lock(&impl_->core->regions_mu);
     for (const auto& [id, r] : impl_->core->regions) {
       sources.push_back({.spec = {.id = id, .memory = r.memory, .bytes = r.bytes}, .data = r.ptr});
     }
@@ -127,27 +138,13 @@ Result<int64_t> Client::Latest(std::string_view name) {
 Status Client::Restore(std::string_view name, int64_t version) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
-  std::vector<core::RestoreTarget> targets;
-  {
-    std::lock_guard regions_lock(impl_->core->regions_mu);
-    for (const auto& [id, r] : impl_->core->regions) {
-      targets.push_back({.id = id, .memory = r.memory, .data = r.ptr, .bytes = r.bytes});
-    }
-  }
-  return impl_->core->pipeline->Restore(std::string(name), version, targets);
+  return impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
 }
 
 Result<int64_t> Client::RestoreLatest(std::string_view name) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
-  std::vector<core::RestoreTarget> targets;
-  {
-    std::lock_guard regions_lock(impl_->core->regions_mu);
-    for (const auto& [id, r] : impl_->core->regions) {
-      targets.push_back({.id = id, .memory = r.memory, .data = r.ptr, .bytes = r.bytes});
-    }
-  }
-  return impl_->core->pipeline->RestoreLatest(std::string(name), targets);
+  return impl_->core->pipeline->RestoreLatest(std::string(name), impl_->core->RestoreTargets());
 }
 
 Result<std::unique_ptr<History>> Client::OpenHistory(std::string_view name) {
