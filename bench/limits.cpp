@@ -2,7 +2,7 @@
 // (Cairn vs. raw hardware) compare numbers taken under the same conditions.
 //
 //   memcpy        S bytes (capped at 256 MiB) from the application buffer into
-//                 a touched buffer, as a capture copies: split over the same
+//                 a touched buffer, as a capture copies: with core::CopyEngine and the same
 //                 number of threads (the application thread + Cairn's copy
 //                 helpers) into pages of the cache's kind (MADV_HUGEPAGE with
 //                 --huge-pages on); also one thread into the same pages, and
@@ -21,15 +21,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <barrier>
-#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include "bench.hpp"
+#include "core/copy_engine.hpp"
 #include "files.hpp"
 #include "pattern.hpp"
 
@@ -106,50 +104,26 @@ Status MapPages(size_t bytes, bool huge, Pages& out) {
   return Status::Ok();
 }
 
-// Median seconds of copying n bytes src -> dst split over `threads` threads
-// (page-aligned slices; the calling thread copies one), after a warm-up copy.
-// The helpers live across the samples, like Cairn's copy engine.
+// Median seconds of copying n bytes src -> dst with Cairn's own copy engine
+// (core::CopyEngine: the calling thread plus threads - 1 helpers, which live
+// across the samples as in a client), after a warm-up copy.
 double TimedCopy(uint8_t* dst, const uint8_t* src, size_t n, int threads) {
-  threads = std::max(threads, 1);
-  const size_t pages = (n + 4095) / 4096;
-  auto slice = [&](int i) {
-    const size_t a = std::min(n, pages * i / threads * 4096);
-    const size_t b = std::min(n, pages * (i + 1) / threads * 4096);
-    std::memcpy(dst + a, src + a, b - a);
-  };
-  std::barrier sync(threads);
-  std::atomic<bool> done{false};  // set by the caller between two barrier phases
-  std::vector<std::jthread> helpers;
-  for (int i = 1; i < threads; ++i) {
-    helpers.emplace_back([&, i] {
-      for (;;) {
-        sync.arrive_and_wait();  // start (or stop)
-        if (done) return;
-        slice(i);
-        sync.arrive_and_wait();  // finished
-      }
-    });
-  }
+  core::CopyEngine engine(std::max(threads, 1) - 1);
+  const core::CopySegment segment{.dst = dst, .src = src, .bytes = n};
   std::vector<double> t;
   for (int k = 0; k <= 2 * kSamples; ++k) {
     const Clock::time_point t0 = Clock::now();
-    sync.arrive_and_wait();
-    slice(0);
-    sync.arrive_and_wait();
+    engine.Copy({&segment, 1});
     asm volatile("" : : "r"(dst) : "memory");  // keep the copy
     if (k > 0) t.push_back(Seconds(t0, Clock::now()));
   }
-  done = true;
-  sync.arrive_and_wait();
   return Median(t);
 }
 
 }  // namespace
 
 int CaptureThreads(const Config& config) {
-  if (config.copy_threads >= 0) return 1 + config.copy_threads;
-  const unsigned cores = std::thread::hardware_concurrency();
-  return 1 + (cores > 1 ? static_cast<int>(std::min(cores - 1, 3u)) : 0);
+  return 1 + core::CopyEngine::DefaultHelpers(config.copy_threads);
 }
 
 Result<Limits> MeasureLimits(const std::string& dir, uint64_t file_bytes, const uint8_t* app,

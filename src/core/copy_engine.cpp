@@ -4,6 +4,12 @@
 
 namespace cairn::core {
 
+int CopyEngine::DefaultHelpers(int configured) {
+  if (configured >= 0) return configured;
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores > 1 ? static_cast<int>(std::min(cores - 1, 3u)) : 0;
+}
+
 CopyEngine::CopyEngine(int helpers) {
   for (int i = 0; i < helpers; ++i) {
     threads_.emplace_back([this, part = static_cast<size_t>(i) + 1](std::stop_token st) {

@@ -29,6 +29,10 @@ class CopyEngine {
   // Below this many bytes a copy is not split (the wake-up would cost more).
   static constexpr size_t kMinParallelBytes = 1 << 20;
 
+  // The helper count for host_cache.copy_threads = `configured`: itself when
+  // >= 0; otherwise one per further core, at most 3 (none on one core).
+  static int DefaultHelpers(int configured);
+
   // helpers >= 0 threads in addition to the calling thread.
   explicit CopyEngine(int helpers);
   ~CopyEngine();

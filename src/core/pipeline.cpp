@@ -86,12 +86,7 @@ Status Pipeline::Init() {
   // driver (page-locked and DMA-mapped at once); mlock otherwise.
   if (config_.pinner == nullptr && gpu_) pinner_ = gpu_->host_pinner();
   CAIRN_RETURN_IF_ERROR(PrepareCache());
-  int helpers = config_.copy_threads;
-  if (helpers < 0) {
-    unsigned cores = std::thread::hardware_concurrency();
-    helpers = cores > 1 ? static_cast<int>(std::min(cores - 1, 3u)) : 0;
-  }
-  copier_ = std::make_unique<CopyEngine>(helpers);
+  copier_ = std::make_unique<CopyEngine>(CopyEngine::DefaultHelpers(config_.copy_threads));
   auto named = [this](const char* name) { return [this, name] { tracer_.NameThread(name); }; };
   if (gpu_) device_mover_.Start(named("cairn device mover (device <-> host)"));
   checksummer_.Start(named("cairn checksummer"));
