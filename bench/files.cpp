@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -111,6 +112,29 @@ Result<size_t> ReadAll(int fd, void* data, size_t n, uint64_t offset, const std:
     done += static_cast<size_t>(r);
   }
   return done;
+}
+
+Result<ReadTiming> TimedColdRead(const std::string& path, uint8_t* chunk, size_t chunk_bytes,
+                                 bool direct, uint64_t limit) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+  if (fd < 0) return ErrnoStatus(errno, "open", path);
+  if (!direct) {
+    (void)::fdatasync(fd);  // DONTNEED leaves dirty pages in place
+    (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  ReadTiming t;
+  Status st;
+  while (t.bytes < limit) {
+    Result<size_t> got = ReadAll(fd, chunk, chunk_bytes, t.bytes, path);
+    if (!got.ok()) { st = got.status(); break; }
+    t.bytes += *got;
+    if (*got < chunk_bytes) break;  // end of file
+  }
+  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::close(fd);
+  if (!st.ok()) return st;
+  return t;
 }
 
 }  // namespace cairn::bench

@@ -46,4 +46,16 @@ Status WriteAll(int fd, const void* data, size_t n, uint64_t offset, const std::
 // Returns the bytes read; fewer than n only at end of file.
 Result<size_t> ReadAll(int fd, void* data, size_t n, uint64_t offset, const std::string& path);
 
+// A cold sequential read of `path` from offset 0: up to `limit` bytes (to the
+// end of the file when smaller) in `chunk_bytes` pieces into `chunk`, with
+// O_DIRECT when `direct` (chunk aligned, chunk_bytes a multiple of 4 KiB);
+// buffered reads first write back and drop the file's pages (best effort).
+// The clock runs from the first read to the last.
+struct ReadTiming {
+  double seconds = 0;
+  uint64_t bytes = 0;
+};
+Result<ReadTiming> TimedColdRead(const std::string& path, uint8_t* chunk, size_t chunk_bytes,
+                                 bool direct, uint64_t limit = UINT64_MAX);
+
 }  // namespace cairn::bench

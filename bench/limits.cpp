@@ -63,20 +63,9 @@ Result<WriteTiming> TimedWrite(const std::string& path, uint64_t bytes, const ui
 }
 
 Result<double> TimedRead(const std::string& path, uint64_t bytes, uint8_t* chunk, bool direct) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
-  if (fd < 0) return ErrnoStatus(errno, "open", path);
-  if (!direct) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // best effort
-  const Clock::time_point t0 = Clock::now();
-  Status st;
-  for (uint64_t off = 0; off < bytes && st.ok(); off += kChunk) {
-    Result<size_t> r = ReadAll(fd, chunk, kChunk, off, path);
-    if (!r.ok()) st = r.status();
-    else if (*r != kChunk) st = Status::Io("read " + path + ": unexpected end of file");
-  }
-  const Clock::time_point t1 = Clock::now();
-  ::close(fd);
-  if (!st.ok()) return st;
-  return Seconds(t0, t1);
+  CAIRN_ASSIGN_OR_RETURN(ReadTiming t, TimedColdRead(path, chunk, kChunk, direct, bytes));
+  if (t.bytes < bytes) return Status::Io("read " + path + ": unexpected end of file");
+  return t.seconds;
 }
 
 double Gbps(uint64_t bytes, double s) { return s > 0 ? static_cast<double>(bytes) / s / 1e9 : 0; }

@@ -144,19 +144,8 @@ std::string DataFile(bool async, const std::string& lib_dir, int64_t version) {
 // Seconds to read `path` whole from a cold page cache; nullopt when it cannot
 // (O_DIRECT refused, I/O error).
 std::optional<double> RawColdRead(const std::string& path, bool direct, uint8_t* buf) {
-  if (!direct) DropFile(path);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
-  if (fd < 0) return std::nullopt;
-  const Clock::time_point t0 = Clock::now();
-  bool ok = true;
-  for (uint64_t off = 0;; off += kReadChunk) {
-    Result<size_t> got = ReadAll(fd, buf, kReadChunk, off, path);
-    if (!got.ok()) ok = false;
-    if (!got.ok() || *got < kReadChunk) break;
-  }
-  const double s = Seconds(t0, Clock::now());
-  ::close(fd);
-  return ok ? std::optional<double>(s) : std::nullopt;
+  Result<ReadTiming> t = TimedColdRead(path, buf, kReadChunk, direct);
+  return t.ok() ? std::optional<double>(t->seconds) : std::nullopt;
 }
 
 // The raw cold read of `file` (the one the child restored from), the limit a
