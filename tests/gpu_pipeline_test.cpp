@@ -554,6 +554,14 @@ TEST_F(GpuPipelineTest, HistoryLargerThanTheDeviceCacheIsPrefetchedBackToTheDevi
     auto n = (*history)->Pop(s, dev, kMiB);
     ASSERT_TRUE(n.ok()) << n.status().ToString();
     EXPECT_TRUE(SameBytes(Get(dev, kMiB), Pattern(kMiB, 300 + s))) << "step " << s;
+    if (s == kSteps - 4) {
+      // Four pops freed the slots of the newest steps: the device mover now
+      // loads the next steps down into them. A gate, not a race with the
+      // pops: however slow the mover, the remaining pops wait for it here.
+      EXPECT_TRUE(PollUntil([&] { return client->GetStats().device.prefetch.bytes > 0; },
+                            std::chrono::seconds(60)))
+          << "no step was prefetched host -> device after " << kSteps - s << " pops";
+    }
   }
   const Stats st = client->GetStats();
   EXPECT_EQ(st.cache_hits, static_cast<uint64_t>(kSteps));

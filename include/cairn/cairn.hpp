@@ -78,7 +78,8 @@ struct Stats {
   TierStats capture;           // application memory -> host cache (app thread);
                                // seconds: copy time, without the waits below
   TierStats flush_local;       // host cache -> local directory
-  TierStats flush_persistent;  // local directory -> persistent directory
+  TierStats flush_persistent;  // -> persistent directory (from the host cache,
+                               // or copied from the local file)
   TierStats prefetch;          // files -> host cache (background)
   TierStats restore;           // cache or file -> application memory
   uint64_t cache_hits = 0;     // restores/pops served entirely from the cache
@@ -91,6 +92,11 @@ struct Stats {
   uint64_t cache_used_bytes = 0;   // currently holding data (dirty + clean)
   uint64_t cache_dirty_bytes = 0;  // not yet in the local directory
   uint64_t failed_flushes = 0;
+  // Checkpoints copied local file -> persistent directory because the
+  // persister could not write them from the host cache (a block it needed
+  // was evicted first), and the holds released for the cache's room.
+  uint64_t persist_file_copies = 0;
+  uint64_t persist_holds_released = 0;
   InitStats init;
   DeviceStats device;
 };

@@ -48,6 +48,7 @@ Status Pipeline::BeginCapture(const EntryPtr& e, const std::vector<CaptureSource
   e->blocks.resize(e->layout.blocks.size());
   catalog_.Add(e);
   flusher_.Push(e);
+  if (persistent_ && kind == format::EntryKind::kCheckpoint) BeginPersist(e);
   // The compute interval that ended at t0 feeds the adaptive touch model.
   *interval_s = last_capture_end_ ? SecondsBetween(*last_capture_end_, t0) : -1;
   UseBandwidth(+1, /*capture=*/true);

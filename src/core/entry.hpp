@@ -28,6 +28,7 @@ struct BlockState {
   bool crc_ready = false;  // `crc` holds the payload's CRC32C
   uint32_t crc = 0;
   bool written = false;    // the payload is in the local file (temp or final)
+  bool persisted = false;  // the payload is in the persistent file (temp or final)
   bool clean = false;      // listed in Pipeline::clean_ (evictable)
 };
 
@@ -45,7 +46,15 @@ struct Entry {
 
   bool flush_started = false;
   bool local_committed = false;       // final file exists in the local tier
-  bool persist_pending = false;       // queued for the persistent tier
+  // The persistent tier (checkpoints, with storage.persistent set; see
+  // "Persistence" in docs/design.md):
+  bool persist_pending = false;       // bound for it: not there yet, no error yet
+  bool persist_started = false;       // the persister opened its file
+  bool persist_from_cache = false;    // queued for, or held by, the persister
+  // Its written blocks stay in the host cache (not evictable) until the
+  // persister wrote them too; cleared when a capture needs the room (the
+  // file copy takes over) or when the persister is done with it.
+  bool persist_hold = false;
   bool persistent_committed = false;
   Status local_error;       // why the local flush failed (sticky)
   Status persistent_error;  // why the persistent copy failed (sticky)

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "util/clock.hpp"
+#include "util/crc32c.hpp"
 
 namespace cairn::core {
 
@@ -19,10 +20,12 @@ auto Timed(double* io_seconds, Fn&& fn) {
 
 }  // namespace
 
-Flusher::Flusher(Mutex* mu, std::condition_variable_any* done, Owner owner)
+Flusher::Flusher(Mutex* mu, std::condition_variable_any* done, Owner owner, Marks marks, bool verify)
     : mu_(mu),
       done_(done),
       owner_(std::move(owner)),
+      marks_(marks),
+      verify_(verify),
       worker_(mu, done, {.run = [this](EntryPtr& e) {
                 mu_->AssertHeld();  // the Worker runs jobs with *mu held
                 FlushEntry(e);
@@ -78,7 +81,7 @@ std::optional<uint32_t> Flusher::WaitForReadyBlock(const Entry& e, uint32_t lowe
   worker_.cv().wait(*mu_, [&]() CAIRN_REQUIRES(*mu_) {
     if (e.consumed || e.failed()) return true;
     for (uint32_t k = lowest; k < nblocks; ++k) {
-      if (!e.blocks[k].written && e.blocks[k].crc_ready) {
+      if (!Written(e, k) && e.blocks[k].crc_ready) {
         b = k;
         return true;
       }
@@ -86,6 +89,7 @@ std::optional<uint32_t> Flusher::WaitForReadyBlock(const Entry& e, uint32_t lowe
     return false;
   });
   if (e.consumed) return std::nullopt;
+  if (b && e.blocks[*b].chunk < 0) return std::nullopt;  // evicted: given up
   return b;
 }
 
@@ -95,17 +99,23 @@ Status Flusher::WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& wr
   const uint8_t* data = owner_.chunk_data(static_cast<uint32_t>(bs.chunk));
   const uint32_t crc = bs.crc;
   owner_.use_bandwidth(+1);
+  const uint32_t length = e->layout.blocks[b].length;
   Status s;
   {
-    MutexUnlock unlocked(mu_);  // the block write
-    s = Timed(io_seconds, [&] { return writer.WriteBlock(b, data, crc); });
+    MutexUnlock unlocked(mu_);  // the block write (and its check)
+    if (verify_ && crc32c::Value(data, length) != crc) {
+      s = Status::Corrupt("block " + std::to_string(b) +
+                          " changed in the host cache after its checksum was taken");
+    } else {
+      s = Timed(io_seconds, [&] { return writer.WriteBlock(b, data, crc); });
+    }
   }
   owner_.use_bandwidth(-1);
   if (s.ok()) {
     // Before the unpin: if a pop consumed the entry meanwhile, the last
     // unpin releases the chunks and must see this block as written (not
     // dirty).
-    bs.written = true;
+    Written(*e, b) = true;
     owner_.block_written(e, b);
   }
   owner_.unpin(e);
@@ -122,7 +132,8 @@ bool Flusher::WriteBlocks(const EntryPtr& e, format::FileWriter& writer, double*
   uint32_t lowest_unwritten = 0;
   for (uint32_t left = nblocks; left > 0; --left) {
     const std::optional<uint32_t> b = WaitForReadyBlock(*e, lowest_unwritten);
-    // Consumed before its flush ended (never written to disk), or failed.
+    // Consumed before its flush ended (never written to disk), failed, or a
+    // block evicted before this flusher wrote it (given up).
     if (!b) {
       const bool skipped = e->consumed;
       AbortWriter(writer);
@@ -134,7 +145,7 @@ bool Flusher::WriteBlocks(const EntryPtr& e, format::FileWriter& writer, double*
       FailFlush(e, s, "flush");
       return false;
     }
-    while (lowest_unwritten < nblocks && e->blocks[lowest_unwritten].written) ++lowest_unwritten;
+    while (lowest_unwritten < nblocks && Written(*e, lowest_unwritten)) ++lowest_unwritten;
     done_->notify_all();
   }
   return true;
@@ -146,11 +157,11 @@ Status Flusher::Commit(format::FileWriter& writer, double* io_seconds) {
 }
 
 void Flusher::FlushEntry(const EntryPtr& e) {
-  if (e->consumed && !e->flush_started) {
+  if (e->consumed && !(e.get()->*marks_.started)) {
     owner_.skipped();  // a history step popped before it was flushed
     return;
   }
-  e->flush_started = true;
+  e.get()->*marks_.started = true;
   const auto flush_start = std::chrono::steady_clock::now();
   double io_seconds = 0;
   std::unique_ptr<format::FileWriter> writer;

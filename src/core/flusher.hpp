@@ -1,8 +1,16 @@
 // The flush stage: writes entries in FIFO order (the order captures queue
-// them) to their local file tier, block by block as the blocks' checksums
-// become ready (checksummer.hpp), then commits the file (temp + fsync +
-// rename + dir fsync, format::FileWriter). It streams an entry that is still
-// being captured, which is how a checkpoint larger than the cache passes.
+// them) to a file tier, block by block as the blocks' checksums become ready
+// (checksummer.hpp), then commits the file (temp + fsync + rename + dir
+// fsync, format::FileWriter). It streams an entry that is still being
+// captured, which is how a checkpoint larger than the cache passes.
+//
+// Two run in a pipeline, each with its Marks: the flusher (host cache ->
+// local tier, every entry) and the persister (host cache -> persistent tier,
+// checkpoints, concurrently with the flusher). A block must be in the host
+// cache to be written: the flusher's blocks always are (dirty blocks are
+// never evicted), the persister's may have been evicted once written locally,
+// and then it gives the entry up (nothing booked) and its owner copies the
+// local file instead.
 //
 // It owns its Worker (queue, thread) and its writer; the entries, the chunk
 // memory, the cache bookkeeping, the stats and what follows a commit belong
@@ -34,9 +42,17 @@
 
 namespace cairn::core {
 
+// Which of an entry's flags a flusher keeps: a block is in its file, the
+// entry's file was opened. The defaults are the local tier's.
+struct FlushMarks {
+  bool BlockState::*written = &BlockState::written;
+  bool Entry::*started = &Entry::flush_started;
+};
+
 class Flusher {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
+  using Marks = FlushMarks;
 
   // What it needs of its owner; each is called with *mu held.
   struct Owner {
@@ -65,7 +81,12 @@ class Flusher {
   };
 
   // done: notified (under *mu) after every block written and every entry.
-  Flusher(Mutex* mu, std::condition_variable_any* done, Owner owner);
+  // verify: recompute each block's CRC32C from its chunk before writing it,
+  // and fail the write (kCorrupt) if the chunk no longer matches the CRC
+  // taken at capture (the persister: what reaches the persistent tier
+  // matches what the application handed over).
+  Flusher(Mutex* mu, std::condition_variable_any* done, Owner owner, Marks marks = {},
+          bool verify = false);
 
   void Start(std::function<void()> on_start) { worker_.Start(std::move(on_start)); }
   void RequestStop() { worker_.RequestStop(); }
@@ -91,7 +112,8 @@ class Flusher {
   bool WriteBlocks(const EntryPtr& e, format::FileWriter& writer, double* io_seconds)
       CAIRN_REQUIRES(*mu_);
   // Waits until some block at or above `lowest` is ready and unwritten; its
-  // index, or nullopt when the entry was consumed or failed meanwhile.
+  // index, or nullopt when the entry was consumed or failed meanwhile, or
+  // when that block is no longer in the host cache (given up).
   std::optional<uint32_t> WaitForReadyBlock(const Entry& e, uint32_t lowest) CAIRN_REQUIRES(*mu_);
   // Writes block b of the pinned entry with *mu dropped.
   Status WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& writer, double* io_seconds)
@@ -101,10 +123,14 @@ class Flusher {
   // A flush failure is the application's problem only while someone still
   // needs the entry; for a consumed one it is just a skipped flush.
   void FailFlush(const EntryPtr& e, const Status& s, const char* what) CAIRN_REQUIRES(*mu_);
+  bool& Written(Entry& e, uint32_t b) const { return e.blocks[b].*marks_.written; }
+  bool Written(const Entry& e, uint32_t b) const { return e.blocks[b].*marks_.written; }
 
   Mutex* const mu_;
   std::condition_variable_any* const done_;
   const Owner owner_;
+  const Marks marks_;
+  const bool verify_;
   Worker<EntryPtr> worker_;  // last: its thread is joined before the rest goes
 };
 

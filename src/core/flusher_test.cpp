@@ -248,5 +248,75 @@ TEST_F(FlusherTest, ACommitErrorFailsTheEntryAndLeavesNoFile) {
   EXPECT_FALSE(std::filesystem::exists(o.Path(e)));
 }
 
+// The persister: a Flusher with the persistent tier's marks, verifying each
+// chunk against the CRC taken at capture.
+class PersisterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(o.tmp.path().empty());
+    f.Start(nullptr);
+  }
+  FakeOwner o;
+  Flusher f{&o.mu, &o.done, o.Interface(),
+            FlushMarks{.written = &BlockState::persisted, .started = &Entry::persist_started},
+            /*verify=*/true};
+};
+
+TEST_F(PersisterTest, KeepsItsOwnMarksApartFromTheLocalFlushers) {
+  EntryPtr e = o.MakeEntry("ckpt", 1, 2 * kBlock);
+  {
+    MutexLock l(&o.mu);
+    e->blocks[0].written = true;  // the local flusher wrote block 0 already
+    f.Push(e);
+    o.Ready(f, e, 0);
+    o.Ready(f, e, 1);
+  }
+  o.WaitIdle(f);
+  MutexLock l(&o.mu);
+  EXPECT_EQ(o.written, (std::vector<uint32_t>{0, 1}));  // block 0 too: its own mark
+  EXPECT_TRUE(e->blocks[0].persisted && e->blocks[1].persisted);
+  EXPECT_FALSE(e->blocks[1].written);
+  EXPECT_TRUE(e->persist_started);
+  EXPECT_FALSE(e->flush_started);
+  EXPECT_EQ(o.committed, 1);
+}
+
+TEST_F(PersisterTest, GivesAnEntryUpAtABlockThatLeftTheCache) {
+  EntryPtr e = o.MakeEntry("ckpt", 2, 3 * kBlock);
+  {
+    MutexLock l(&o.mu);
+    e->blocks[1].chunk = -1;  // written locally and evicted before the persister came
+    f.Push(e);
+    for (uint32_t b = 0; b < 3; ++b) o.Ready(f, e, b);
+  }
+  o.WaitIdle(f);
+  MutexLock l(&o.mu);
+  EXPECT_EQ(o.written, (std::vector<uint32_t>{0}));
+  EXPECT_EQ(o.committed, 0);
+  EXPECT_TRUE(o.fails.empty());  // nothing booked: its owner copies the file
+  EXPECT_EQ(o.skipped, 0);
+  EXPECT_EQ(o.flushed, 1);
+  EXPECT_EQ(e->pins, 0);
+  EXPECT_EQ(o.FilesIn(e), 0u);  // the temp file was removed
+}
+
+TEST_F(PersisterTest, AChunkChangedAfterItsChecksumFailsTheWrite) {
+  EntryPtr e = o.MakeEntry("ckpt", 3, 2 * kBlock);
+  {
+    MutexLock l(&o.mu);
+    o.chunks[static_cast<size_t>(e->blocks[1].chunk)][17] ^= 0x40;
+    f.Push(e);
+    o.Ready(f, e, 0);
+    o.Ready(f, e, 1);
+  }
+  o.WaitIdle(f);
+  MutexLock l(&o.mu);
+  ASSERT_EQ(o.fails.size(), 1u);
+  EXPECT_EQ(o.fails[0].code(), Code::kCorrupt) << o.fails[0].ToString();
+  EXPECT_NE(o.fails[0].message().find("block 1"), std::string::npos) << o.fails[0].ToString();
+  EXPECT_EQ(o.committed, 0);
+  EXPECT_EQ(o.FilesIn(e), 0u);
+}
+
 }  // namespace
 }  // namespace cairn::core

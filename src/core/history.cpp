@@ -116,7 +116,7 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   Unpin(e);
   if (delete_file) {
     tiers::FileTier* t = &history_;
-    EnqueueMover([t, name, step] { (void)t->RemoveEntry(name, format::EntryKind::kHistoryStep, step); });
+    mover_.Remove(t, name, format::EntryKind::kHistoryStep, step);
   }
   TraceCache();
   prefetcher_.Wake();
@@ -156,11 +156,11 @@ Status Pipeline::CloseHistory(const std::string& name) {
     if (delete_file) {
       tiers::FileTier* t = &history_;
       int64_t step = e->number;
-      EnqueueMover([t, name, step] { (void)t->RemoveEntry(name, format::EntryKind::kHistoryStep, step); });
+      mover_.Remove(t, name, format::EntryKind::kHistoryStep, step);
     }
   }
   if (!config_.history_persistent) {
-    EnqueueMover([this, name] { RemoveNameDirIfUnused(name); });
+    mover_.Run([this, name] { RemoveNameDirIfUnused(name); });
   }
   return Status::Ok();
 }

@@ -1,19 +1,16 @@
-// The mover: copies committed checkpoints from the local to the persistent
-// tier (verifying every block on the way, so a damaged local file is never
-// propagated), deletes files of consumed steps, and applies retention.
-#include <chrono>
+#include "core/mover.hpp"
+
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
+#include <vector>
 
-#include "core/pipeline.hpp"
 #include "format/file_reader.hpp"
 #include "format/file_writer.hpp"
 #include "util/clock.hpp"
 
 namespace cairn::core {
-
-void Pipeline::EnqueueMover(std::function<void()> task) { mover_.Push(std::move(task)); }
 
 namespace {
 
@@ -44,51 +41,66 @@ Status CopyVerified(os::FileSystem* fs, const std::string& from, const tiers::Fi
 
 }  // namespace
 
-void Pipeline::PersistEntry(const EntryPtr& e) {
-  auto t0 = std::chrono::steady_clock::now();
-  const std::string from = local_.EntryPath(e->name, e->kind, e->number);
-  Status s = CopyVerified(fs_, from, *persistent_, static_cast<uint32_t>(config_.block_bytes));
-  double seconds = SecondsSince(t0);
-  {
-    MutexLock lock(&mu_);
-    e->persist_pending = false;
-    if (s.ok()) {
-      tracer_.Span("persist", "persistent", t0, std::chrono::steady_clock::now(),
-                   e->layout.payload_bytes, e->name, e->number);
-      e->persistent_committed = true;
-      stats_.flush_persistent.bytes += e->layout.payload_bytes;
-      stats_.flush_persistent.ops += 1;
-      stats_.flush_persistent.seconds += seconds;
-    } else {
-      e->persistent_error = s.WithContext("copy of '" + e->name + "' " + std::to_string(e->number) +
-                                          " to the persistent tier");
-      ++stats_.failed_flushes;
-      if (unreported_error_.ok()) unreported_error_ = e->persistent_error;
-    }
-    cv_app_.notify_all();
-  }
-  ApplyRetention(e->name);
+Mover::Mover(Mutex* mu, std::condition_variable_any* done, const tiers::FileTier* local,
+             const tiers::FileTier* persistent, uint32_t block_bytes, size_t keep, Owner owner)
+    : mu_(mu),
+      local_(local),
+      persistent_(persistent),
+      block_bytes_(block_bytes),
+      keep_(keep),
+      owner_(std::move(owner)),
+      worker_(mu, done, {.run = [this](Chore& chore) {
+                mu_->AssertHeld();  // the Worker runs jobs with *mu held
+                MutexUnlock unlocked(mu_);  // every chore does its own I/O and locking
+                chore();
+              }}) {}
+
+void Mover::Copy(const EntryPtr& e) {
+  worker_.Push([this, e] {
+    CopyEntry(e);
+    ApplyRetention(e->name);
+  });
 }
 
-// Keeps the newest keep_versions committed versions of `name` in each tier.
-// Runs on the mover thread. A local file still waiting for its persistent
-// copy is kept; the next retention pass removes it.
-void Pipeline::ApplyRetention(const std::string& name) {
+void Mover::Retain(const std::string& name) {
+  worker_.Push([this, name] { ApplyRetention(name); });
+}
+
+void Mover::Remove(const tiers::FileTier* tier, const std::string& name, format::EntryKind kind,
+                   int64_t number) {
+  worker_.Push([tier, name, kind, number] { (void)tier->RemoveEntry(name, kind, number); });
+}
+
+void Mover::Run(std::function<void()> chore) { worker_.Push(std::move(chore)); }
+
+// name, kind and number of an entry never change once it is captured: read
+// without the lock.
+void Mover::CopyEntry(const EntryPtr& e) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = CopyVerified(local_->fs(), local_->EntryPath(e->name, e->kind, e->number), *persistent_,
+                          block_bytes_);
+  const double seconds = SecondsSince(t0);
+  if (!s.ok()) {
+    s = s.WithContext("copy of '" + e->name + "' " + std::to_string(e->number) + " to the persistent tier");
+  }
+  MutexLock lock(mu_);
+  owner_.copied(e, s, t0, seconds);
+}
+
+// A local file still needed (not yet persisted) is kept; a later pass
+// removes it.
+void Mover::ApplyRetention(const std::string& name) {
   const auto kind = format::EntryKind::kCheckpoint;
-  const size_t keep = static_cast<size_t>(config_.keep_versions);
-  std::vector<const tiers::FileTier*> tiers{&local_};
-  if (persistent_) tiers.push_back(&*persistent_);
+  std::vector<const tiers::FileTier*> tiers{local_};
+  if (persistent_) tiers.push_back(persistent_);
   for (const tiers::FileTier* tier : tiers) {
     auto versions = tier->ListCommitted(name, kind);
-    if (!versions.ok() || versions->size() <= keep) continue;
-    std::vector<int64_t> doomed(versions->begin(), versions->end() - static_cast<ptrdiff_t>(keep));
+    if (!versions.ok() || versions->size() <= keep_) continue;
+    std::vector<int64_t> doomed(versions->begin(), versions->end() - static_cast<ptrdiff_t>(keep_));
     for (int64_t v : doomed) {
       {
-        MutexLock lock(&mu_);
-        EntryPtr e = catalog_.Find(kind, name, v);
-        if (e && (e->persist_pending || !e->local_committed)) continue;
-        // Older than the newest `keep` committed ones: forget it everywhere.
-        if (e && tier == &local_) Consume(e);
+        MutexLock lock(mu_);
+        if (!owner_.may_retire(name, v, tier == local_)) continue;
       }
       (void)tier->RemoveEntry(name, kind, v);
     }

@@ -27,6 +27,11 @@ format::WriterOptions HistoryWriterOptions(const Config& c) {
   return format::WriterOptions{.direct = false, .fsync = false, .mode = c.file_mode};
 }
 
+std::optional<tiers::FileTier> PersistentTier(const Config& c, os::FileSystem* fs) {
+  if (c.persistent_dir.empty()) return std::nullopt;
+  return tiers::FileTier(Level::kPersistent, c.persistent_dir, fs, CheckpointWriterOptions(c));
+}
+
 }  // namespace
 
 Pipeline::Pipeline(const Config& config)
@@ -34,6 +39,7 @@ Pipeline::Pipeline(const Config& config)
       fs_(config.fs ? config.fs : os::FileSystem::Default()),
       local_(Level::kLocal, config.scratch_dir, fs_, CheckpointWriterOptions(config)),
       history_(Level::kLocal, config.scratch_dir, fs_, HistoryWriterOptions(config)),
+      persistent_(PersistentTier(config, fs_)),
       tracer_(config.trace_path, fs_),
       pinner_(config.pinner ? config.pinner : os::MemoryPinner::Mlock()),
       checksummer_(&mu_, &cv_app_,
@@ -41,12 +47,17 @@ Pipeline::Pipeline(const Config& config)
                       return cache_->data(chunk);
                     },
                     .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
-                    .checksummed = [this] { flusher_.Wake(); }}),
+                    .checksummed =
+                        [this] {
+                          flusher_.Wake();
+                          persister_.Wake();
+                        }}),
       flusher_(&mu_, &cv_app_, FlusherOwner()),
-      mover_(&mu_, &cv_app_, {.run = [this](MoverTask& task) CAIRN_REQUIRES(mu_) {
-               MutexUnlock unlocked(&mu_);  // the task does its own I/O and locking
-               task();
-             }}),
+      persister_(&mu_, &cv_app_, PersisterOwner(),
+                 {.written = &BlockState::persisted, .started = &Entry::persist_started}, /*verify=*/true),
+      mover_(&mu_, &cv_app_, &local_, persistent_ ? &*persistent_ : nullptr,
+             static_cast<uint32_t>(config.block_bytes), static_cast<size_t>(config.keep_versions),
+             MoverOwner()),
       prefetcher_(&mu_, &cv_app_,
                   {.take = [this](Worker<EntryPtr>&) CAIRN_REQUIRES(mu_) -> std::optional<EntryPtr> {
                      if (EntryPtr e = FindPrefetchTarget()) return e;
@@ -62,11 +73,7 @@ Pipeline::Pipeline(const Config& config)
                      },
                      .run = [this](DeviceJob& j) CAIRN_REQUIRES(mu_) {
                        j.drain ? DrainBlock(j.e, j.block) : DevicePrefetch(j.e);
-                     }}) {
-  if (!config.persistent_dir.empty()) {
-    persistent_.emplace(Level::kPersistent, config.persistent_dir, fs_, CheckpointWriterOptions(config));
-  }
-}
+                     }}) {}
 
 Result<std::unique_ptr<Pipeline>> Pipeline::Start(const Config& config) {
   CAIRN_RETURN_IF_ERROR(config.Validate());
@@ -91,7 +98,8 @@ Status Pipeline::Init() {
   if (gpu_) device_mover_.Start(named("cairn device mover (device <-> host)"));
   checksummer_.Start(named("cairn checksummer"));
   flusher_.Start(named("cairn flusher (cache -> local)"));
-  mover_.Start(named("cairn mover (local -> persistent)"));
+  if (persistent_) persister_.Start(named("cairn persister (cache -> persistent)"));
+  mover_.Start(named("cairn mover (local -> persistent, retention)"));
   prefetcher_.Start(named("cairn prefetcher (files -> cache)"));
   initializer_ = std::jthread([this](std::stop_token st) {
     tracer_.NameThread("cairn initializer (touch, pin)");
@@ -117,7 +125,8 @@ Status Pipeline::Shutdown() {
   {
     MutexLock lock(&mu_);
     cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
-      return flusher_.Idle() && checksummer_.Idle() && mover_.Idle() && !DrainsPending();
+      return flusher_.Idle() && persister_.Idle() && checksummer_.Idle() && mover_.Idle() &&
+             !DrainsPending();
     });
     shut_down_ = true;
     first_error = unreported_error_;
@@ -125,6 +134,7 @@ Status Pipeline::Shutdown() {
   device_mover_.RequestStop();
   checksummer_.RequestStop();
   flusher_.RequestStop();
+  persister_.RequestStop();
   mover_.RequestStop();
   prefetcher_.RequestStop();
   initializer_.request_stop();
@@ -132,6 +142,7 @@ Status Pipeline::Shutdown() {
   device_mover_.Stop();  // joins
   checksummer_.Stop();
   flusher_.Stop();
+  persister_.Stop();
   mover_.Stop();
   prefetcher_.Stop();
   if (initializer_.joinable()) initializer_.join();
@@ -141,6 +152,7 @@ Status Pipeline::Shutdown() {
   {
     MutexLock lock(&mu_);
     catalog_.ClearEntries();
+    persist_holds_.clear();
     host_tier_.Clear();
     device_tier_.Clear();
     pinned = std::exchange(pinned_, false);
@@ -164,6 +176,7 @@ void Pipeline::NotifyAll() {
   device_mover_.Wake();
   checksummer_.Wake();
   flusher_.Wake();
+  persister_.Wake();
   mover_.Wake();
   prefetcher_.Wake();
 }
@@ -178,7 +191,7 @@ Flusher::Owner Pipeline::FlusherOwner() {
       .use_bandwidth = [this](int delta) { UseBandwidth(delta, /*capture=*/false); },
       .block_written = [this](const EntryPtr& e, uint32_t b) CAIRN_REQUIRES(mu_) {
         dirty_bytes_ -= e->layout.blocks[b].length;
-        if (!e->consumed) host_tier_.MarkClean(*e, b);
+        if (!e->consumed && !HeldForPersister(*e, b)) host_tier_.MarkClean(*e, b);
       },
       .fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) { FailEntry(e, s); },
       .skipped = [this]() CAIRN_REQUIRES(mu_) { ++stats_.flushes_skipped; },
@@ -194,7 +207,7 @@ void Pipeline::FlushDone(const EntryPtr& e) {
     // Its history was closed while this step was in flight: the directory
     // removal skipped then can happen now.
     const std::string name = e->name;
-    EnqueueMover([this, name] { RemoveNameDirIfUnused(name); });
+    mover_.Run([this, name] { RemoveNameDirIfUnused(name); });
   }
   prefetcher_.Wake();
 }
@@ -211,19 +224,13 @@ void Pipeline::CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_
   stats_.flush_local.seconds += io_seconds;
   if (e->consumed) {
     // Popped while its commit was running: the file must go.
-    tiers::FileTier* t = &tier_for(e->kind);
-    std::string name = e->name;
-    auto kind = e->kind;
-    auto number = e->number;
-    EnqueueMover([t, name, kind, number] { (void)t->RemoveEntry(name, kind, number); });
+    mover_.Remove(&tier_for(e->kind), e->name, e->kind, e->number);
   } else if (e->kind == format::EntryKind::kCheckpoint) {
-    if (persistent_) {
-      e->persist_pending = true;
-      EnqueueMover([this, e] { PersistEntry(e); });
-    } else {
-      std::string name = e->name;
-      EnqueueMover([this, name] { ApplyRetention(name); });
-    }
+    if (e->persist_pending && !e->persist_from_cache) {
+      mover_.Copy(e);  // the persister gave it up before this commit
+    } else if (!e->persist_pending) {
+      mover_.Retain(e->name);  // persisted already, or no persistent tier
+    }  // else the persister is on it and queues retention when done
   }
   cv_app_.notify_all();
 }
@@ -245,6 +252,7 @@ std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* wa
 int32_t Pipeline::AcquireChunk(uint32_t write_bytes, bool* was_touched, bool app) {
   for (;;) {
     if (auto c = TryAcquireChunk(write_bytes, was_touched)) return static_cast<int32_t>(*c);
+    if (ReleasePersistHold()) continue;
     // Back-pressure: every chunk holds data not yet flushed (or pinned).
     if (app) {
       WaitAsCaptureBlocked("blocked: cache full");
@@ -272,7 +280,9 @@ bool Pipeline::DrainRoomAfterTaking(const Entry& capturing) const {
 }
 
 void Pipeline::WaitForDrainRoom(const Entry& capturing) {
-  while (!DrainRoomAfterTaking(capturing)) WaitAsCaptureBlocked("blocked: host cache kept for drains");
+  while (!DrainRoomAfterTaking(capturing)) {
+    if (!ReleasePersistHold()) WaitAsCaptureBlocked("blocked: host cache kept for drains");
+  }
 }
 
 void Pipeline::ReleaseChunks(Entry& e) {
@@ -298,6 +308,7 @@ void Pipeline::Consume(const EntryPtr& e) {
   catalog_.Remove(*e);
   if (e->pins == 0) ReleaseChunks(*e);
   flusher_.Wake();
+  persister_.Wake();
 }
 
 void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
@@ -313,6 +324,7 @@ void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
   }
   cv_app_.notify_all();
   flusher_.Wake();
+  persister_.Wake();
 }
 
 // ---------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 // file tiers and the background threads (docs/design.md has the picture),
 // and moves entries through
 //
-//   capture (app thread) -> checksum -> flush to local -> copy to persistent
-//                                          \-> evict (clean blocks) -> prefetch
+//   capture (app thread) -> checksum -> flush to local   -> evict (clean) -> prefetch
+//                                    \-> persist (checkpoints, concurrently:
+//                                        cache -> persistent tier; the mover
+//                                        copies the local file if evicted first)
 //
 // Threads (each owned here, stopped and joined by Shutdown(); the five stages
 // run on Workers, worker.hpp, the checksummer and flusher inside their own
@@ -15,8 +17,12 @@
 //                commits them (temp + fsync + rename + dir fsync); it streams a
 //                checkpoint that is still being captured, which is how a
 //                checkpoint larger than the cache passes through it
-//   mover        copies committed checkpoints to the persistent tier, deletes
-//                consumed/retired files, applies retention
+//   persister    the same component as the flusher (flusher.hpp), for the
+//                persistent tier: writes checkpoints from the host cache
+//                while the flusher writes them locally (persistence.cpp)
+//   mover        copies committed checkpoints to the persistent tier when the
+//                persister had to give them up, deletes consumed/retired
+//                files, applies retention (mover.hpp)
 //   prefetcher   reads history steps back into free chunks ahead of the pops,
 //                highest step first (reverse order is the adjoint pattern)
 //   initializer  touches the host cache ahead of the captures, then pins it
@@ -69,6 +75,7 @@
 #include "core/copy_engine.hpp"
 #include "core/device_io.hpp"
 #include "core/flusher.hpp"
+#include "core/mover.hpp"
 #include "core/tier_cache.hpp"
 #include "core/entry.hpp"
 #include "core/host_cache.hpp"
@@ -149,7 +156,6 @@ class Pipeline {
     uint32_t block = 0;
     bool drain = true;
   };
-  using MoverTask = std::function<void()>;
 
   // One batch of a capture (pipeline.cpp): the blocks [first, end) and where
   // their bytes go.
@@ -172,6 +178,8 @@ class Pipeline {
   // The caller writes the chunk's first write_bytes bytes. was_touched
   // (optional): whether the chunk's memory was fully touched before.
   // Blocks for space; app: the wait counts as the application's blocking.
+  // Before waiting it takes back the room held for the persister
+  // (ReleasePersistHold).
   int32_t AcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr, bool app = true)
       CAIRN_REQUIRES(mu_);
   // One wait on cv_app_ that the capturing application sits through: added
@@ -227,9 +235,27 @@ class Pipeline {
   void FlushDone(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   void CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
                      double io_seconds) CAIRN_REQUIRES(mu_);
-  void PersistEntry(const EntryPtr& e) CAIRN_EXCLUDES(mu_);
-  void ApplyRetention(const std::string& name) CAIRN_EXCLUDES(mu_);
   void RemoveNameDirIfUnused(const std::string& name) CAIRN_EXCLUDES(mu_);
+  // Persistence (persistence.cpp): the persister's and the mover's views of
+  // the pipeline, and the hold that keeps a checkpoint's written blocks in
+  // the host cache until the persister wrote them too.
+  Flusher::Owner PersisterOwner();
+  Mover::Owner MoverOwner();
+  // A checkpoint starts its capture: bound for the persistent tier.
+  void BeginPersist(const EntryPtr& e) CAIRN_REQUIRES(mu_);
+  // Whether block b of e must stay in the host cache for the persister.
+  static bool HeldForPersister(const Entry& e, uint32_t b) {
+    return e.persist_hold && !e.blocks[b].persisted;
+  }
+  // Lets the oldest held entry's written blocks go (evictable); false when
+  // nothing is held. The application's room comes first: the persister gives
+  // the entry up if it meets an evicted block, and the mover copies its file.
+  bool ReleasePersistHold() CAIRN_REQUIRES(mu_);
+  void DropHold(const EntryPtr& e) CAIRN_REQUIRES(mu_);
+  void PersisterDone(const EntryPtr& e) CAIRN_REQUIRES(mu_);
+  void NotePersisted(const EntryPtr& e, const Status& s, std::chrono::steady_clock::time_point t0,
+                     double seconds, const char* span) CAIRN_REQUIRES(mu_);
+  bool MayRetire(const std::string& name, int64_t v, bool local) CAIRN_REQUIRES(mu_);
   void PrefetchStep(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   // Fast initialization (initializer.cpp).
   Status PrepareCache() CAIRN_EXCLUDES(mu_);  // maps the cache; eager: populates and pins it
@@ -263,7 +289,6 @@ class Pipeline {
   using StepJudge = std::function<StepVerdict(const Entry&)>;
   EntryPtr WalkPoppedSteps(const StepJudge& judge) CAIRN_REQUIRES(mu_);
   EntryPtr FindPrefetchTarget() CAIRN_REQUIRES(mu_);
-  void EnqueueMover(std::function<void()> task) CAIRN_REQUIRES(mu_);
 
   // GPU tier (gpu_tier.cpp).
   Status OpenGpu() CAIRN_EXCLUDES(mu_);  // at Init: runtime, device cache (best effort)
@@ -314,6 +339,7 @@ class Pipeline {
   std::optional<HostCache> cache_ CAIRN_GUARDED_BY(mu_);
   Catalog catalog_ CAIRN_GUARDED_BY(mu_);  // entries and open histories
   std::set<std::string> known_dirs_ CAIRN_GUARDED_BY(mu_);
+  std::deque<EntryPtr> persist_holds_ CAIRN_GUARDED_BY(mu_);  // persist_hold set, oldest first
   uint64_t dirty_bytes_ CAIRN_GUARDED_BY(mu_) = 0;
   bool closing_ CAIRN_GUARDED_BY(mu_) = false;
   bool shut_down_ CAIRN_GUARDED_BY(mu_) = false;
@@ -358,13 +384,17 @@ class Pipeline {
   //                 its own class (checksummer.hpp)
   //   flusher       writes and commits entries (queue: captures, FIFO);
   //                 its own class (flusher.hpp)
-  //   mover         persistent copies, retention, deletions (queue: tasks)
+  //   persister     writes checkpoints to the persistent tier from the
+  //                 cache (queue: captures, FIFO); a Flusher
+  //   mover         file copies to the persistent tier, retention,
+  //                 deletions (queue: chores); its own class (mover.hpp)
   //   prefetcher    history steps back into the host cache (polls)
   //   device_mover  drains device slots to host chunks (queue), else
   //                 prefetches steps host -> device (polls); GPU tier only
   Checksummer checksummer_;
   Flusher flusher_;
-  Worker<MoverTask> mover_;
+  Flusher persister_;
+  Mover mover_;
   Worker<EntryPtr> prefetcher_;
   Worker<DeviceJob> device_mover_;
   std::jthread initializer_;  // last: joined first

@@ -1,0 +1,159 @@
+// The Mover driven without a pipeline: committed files are made with the
+// format's writer in a temp dir; a fake owner books copies and answers
+// retention.
+#include "core/mover.hpp"
+
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "format/file_reader.hpp"
+#include "format/file_writer.hpp"
+#include "testing/fault_fs.hpp"
+#include "testing/test_util.hpp"
+#include "util/crc32c.hpp"
+
+namespace cairn::core {
+namespace {
+
+constexpr uint32_t kBlock = 4096;
+constexpr auto kCkpt = format::EntryKind::kCheckpoint;
+
+class MoverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(tmp.path().empty());
+    mover.Start(nullptr);
+  }
+
+  Mover::Owner Interface() {
+    return {
+        .copied = [this](const EntryPtr& e, const Status& s, Mover::TimePoint, double seconds)
+            CAIRN_REQUIRES(mu) {
+          EXPECT_GE(seconds, 0.0);
+          copies.push_back(s);
+          if (s.ok()) e->persistent_committed = true;
+        },
+        .may_retire = [this](const std::string&, int64_t v, bool in_local) CAIRN_REQUIRES(mu) {
+          asked.insert({v, in_local});
+          return !keep_anyway.contains(v);
+        },
+    };
+  }
+
+  // A committed local file of version v (bytes of a pattern), and its entry.
+  EntryPtr Commit(int64_t v, uint64_t bytes) {
+    auto e = std::make_shared<Entry>();
+    e->kind = kCkpt;
+    e->name = "ckpt";
+    e->number = v;
+    e->layout = format::Layout::Make({{.id = 1, .memory = MemoryKind::kHost, .bytes = bytes}}, kBlock);
+    EXPECT_OK(local.EnsureNameDir(e->name));
+    auto w = format::FileWriter::Create(&fs, local.EntryPath(e->name, kCkpt, v),
+                                        {.kind = kCkpt, .name = e->name, .number = v}, e->layout,
+                                        local.writer_options());
+    EXPECT_TRUE(w.ok()) << w.status().ToString();
+    for (uint32_t b = 0; b < e->layout.blocks.size(); ++b) {
+      const auto data = test::SplitMixPattern(format::AlignUp(kBlock), static_cast<uint64_t>(v), b);
+      EXPECT_OK((*w)->WriteBlock(b, data.data(), crc32c::Value(data.data(), e->layout.blocks[b].length)));
+    }
+    EXPECT_OK((*w)->Commit());
+    return e;
+  }
+
+  void WaitIdle() {
+    MutexLock l(&mu);
+    done.wait(l, [&]() CAIRN_REQUIRES(mu) { return mover.Idle(); });
+  }
+  std::vector<int64_t> Committed(const tiers::FileTier& t) {
+    auto r = t.ListCommitted("ckpt", kCkpt);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::vector<int64_t>(r->begin(), r->end()) : std::vector<int64_t>{};
+  }
+
+  test::TempDir tmp{"mover"};
+  test::FaultFs fs;
+  const format::WriterOptions opts{.direct = false, .fsync = false, .mode = 0600};
+  tiers::FileTier local{Level::kLocal, tmp.path() + "/local", &fs, opts};
+  tiers::FileTier persistent{Level::kPersistent, tmp.path() + "/persistent", &fs, opts};
+  Mutex mu;
+  std::condition_variable_any done;
+  std::vector<Status> copies CAIRN_GUARDED_BY(mu);
+  std::set<std::pair<int64_t, bool>> asked CAIRN_GUARDED_BY(mu);
+  std::set<int64_t> keep_anyway CAIRN_GUARDED_BY(mu);
+  Mover mover{&mu, &done, &local, &persistent, kBlock, /*keep=*/2, Interface()};
+};
+
+TEST_F(MoverTest, CopiesACommittedFileVerifiedAndBooksIt) {
+  EntryPtr e = Commit(1, 3 * kBlock - 10);
+  {
+    MutexLock l(&mu);
+    mover.Copy(e);
+  }
+  WaitIdle();
+  {
+    MutexLock l(&mu);
+    ASSERT_EQ(copies.size(), 1u);
+    EXPECT_OK(copies[0]);
+    EXPECT_TRUE(e->persistent_committed);
+  }
+  auto r = format::FileReader::Open(&fs, persistent.EntryPath("ckpt", kCkpt, 1));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_OK((*r)->VerifyAll());
+  EXPECT_EQ((*r)->layout().payload_bytes, 3 * kBlock - 10);
+}
+
+TEST_F(MoverTest, ADamagedLocalFileIsNotPropagated) {
+  EntryPtr e = Commit(4, 2 * kBlock);
+  fs.CorruptReads("/local/");
+  {
+    MutexLock l(&mu);
+    mover.Copy(e);
+  }
+  WaitIdle();
+  MutexLock l(&mu);
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].code(), Code::kCorrupt) << copies[0].ToString();
+  EXPECT_NE(copies[0].message().find("copy of 'ckpt' 4 to the persistent tier"), std::string::npos)
+      << copies[0].ToString();
+  EXPECT_FALSE(std::filesystem::exists(persistent.EntryPath("ckpt", kCkpt, 4)));
+}
+
+TEST_F(MoverTest, RetentionKeepsTheNewestAndWhatItsOwnerStillNeeds) {
+  for (int64_t v = 1; v <= 5; ++v) Commit(v, kBlock);
+  {
+    MutexLock l(&mu);
+    keep_anyway.insert(2);  // say, not yet persisted
+    mover.Retain("ckpt");
+  }
+  WaitIdle();
+  EXPECT_EQ(Committed(local), (std::vector<int64_t>{2, 4, 5}));
+  MutexLock l(&mu);
+  EXPECT_TRUE(asked.contains({1, true}) && asked.contains({3, true}));
+  EXPECT_FALSE(asked.contains({4, true}) || asked.contains({5, true}));  // the newest two
+}
+
+TEST_F(MoverTest, RemovesAnEntrysFileAndRunsChoresInOrder) {
+  Commit(7, kBlock);
+  std::vector<int> order;
+  {
+    MutexLock l(&mu);
+    mover.Run([&] { order.push_back(1); });
+    mover.Remove(&local, "ckpt", kCkpt, 7);
+    mover.Run([&] {
+      order.push_back(2);
+      EXPECT_FALSE(std::filesystem::exists(local.EntryPath("ckpt", kCkpt, 7)));
+    });
+  }
+  WaitIdle();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+}  // namespace
+}  // namespace cairn::core
