@@ -47,6 +47,9 @@ struct CAIRN_EXPORT Config {
   // [storage]
   std::string scratch_dir;     // local (node-local) directory; CAIRN_SCRATCH
   std::string persistent_dir;  // shared/persistent directory, "" = none; CAIRN_PERSISTENT
+  // Write checkpoints to it from the host cache, beside the local write
+  // (false: copy each committed local file). CAIRN_PERSIST_FROM_CACHE
+  bool persist_from_cache = true;
   uint32_t file_mode = 0600;   // permission bits of created files
   bool direct_io = true;       // O_DIRECT for durable checkpoint files when the
                                // file system supports it (falls back silently)

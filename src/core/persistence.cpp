@@ -46,6 +46,7 @@ Mover::Owner Pipeline::MoverOwner() {
 
 void Pipeline::BeginPersist(const EntryPtr& e) {
   e->persist_pending = true;
+  if (!config_.persist_from_cache) return;  // CommitFlushed queues the file copy
   e->persist_from_cache = true;
   e->persist_hold = true;
   persist_holds_.push_back(e);

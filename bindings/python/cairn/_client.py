@@ -146,7 +146,7 @@ class Stats:
 
     capture: TierStats  #: application memory -> host cache
     flush_local: TierStats  #: host cache -> local directory
-    flush_persistent: TierStats  #: local -> persistent directory
+    flush_persistent: TierStats  #: -> persistent directory (from the cache or the local file)
     prefetch: TierStats  #: files -> host cache (history pops)
     restore: TierStats  #: cache or files -> application memory
     cache_hits: int  #: restores/pops served entirely from the cache
@@ -159,6 +159,8 @@ class Stats:
     cache_used_bytes: int  #: bytes holding data (dirty + clean)
     cache_dirty_bytes: int  #: bytes not yet in the local directory
     failed_flushes: int  #: flushes that failed (reported by wait)
+    persist_file_copies: int  #: checkpoints copied local file -> persistent (not from the cache)
+    persist_holds_released: int  #: checkpoints whose cache blocks a capture took back from the persister
     init: InitStats  #: how the host cache was prepared (host_cache.init)
     device: DeviceStats  #: the GPU tier (device_cache)
 
