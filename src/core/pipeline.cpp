@@ -345,8 +345,9 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
     switch (level) {
       case Level::kCache: return e->capture_done;
       case Level::kLocal: return e->local_committed || e->failed() || e->consumed;
-      case Level::kPersistent:
-        return e->persistent_committed || e->failed() || !e->persistent_error.ok() || e->consumed;
+      case Level::kPersistent:  // levels are cumulative: the persister may commit first
+        return (e->persistent_committed && e->local_committed) || e->failed() ||
+               !e->persistent_error.ok() || e->consumed;
     }
     return true;
   });
