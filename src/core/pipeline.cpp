@@ -47,12 +47,7 @@ Pipeline::Pipeline(const Config& config)
                MutexUnlock unlocked(&mu_);  // the task does its own I/O and locking
                task();
              }}),
-      prefetcher_(&mu_, &cv_app_,
-                  {.take = [this](Worker<EntryPtr>&) CAIRN_REQUIRES(mu_) -> std::optional<EntryPtr> {
-                     if (EntryPtr e = FindPrefetchTarget()) return e;
-                     return std::nullopt;
-                   },
-                   .run = [this](EntryPtr& e) CAIRN_REQUIRES(mu_) { PrefetchStep(e); }}),
+      prefetcher_(&mu_, &cv_app_, config_.prefetch_depth, PrefetcherOwner()),
       device_mover_(&mu_, &cv_app_,
                     {.take = [this](Worker<DeviceJob>& w) CAIRN_REQUIRES(mu_) -> std::optional<DeviceJob> {
                        // Drains first (FIFO), then prefetches.

@@ -6,9 +6,9 @@
 //                                          \-> evict (clean blocks) -> prefetch
 //
 // Threads (each owned here, stopped and joined by Shutdown(); the five stages
-// run on Workers, worker.hpp, the checksummer and flusher inside their own
-// classes, checksummer.hpp and flusher.hpp; the initializer is a plain
-// std::jthread):
+// run on Workers, worker.hpp, the checksummer, flusher and prefetcher inside
+// their own classes, checksummer.hpp, flusher.hpp and prefetcher.hpp; the
+// initializer is a plain std::jthread):
 //   checksummer  CRC32C of sealed blocks, ahead of the flusher (so checksums
 //                cost no flush bandwidth)
 //   flusher      FIFO: writes entries block by block to the local tier and
@@ -69,6 +69,7 @@
 #include "core/copy_engine.hpp"
 #include "core/device_io.hpp"
 #include "core/flusher.hpp"
+#include "core/prefetcher.hpp"
 #include "core/tier_cache.hpp"
 #include "core/entry.hpp"
 #include "core/host_cache.hpp"
@@ -219,7 +220,7 @@ class Pipeline {
   void EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double interval_s,
                   double blocked_before) CAIRN_REQUIRES(mu_);
 
-  // Stages (mover.cpp, prefetcher.cpp): the jobs their workers run, with
+  // Stages (mover.cpp): the jobs their workers run, with
   // mu_ held (each drops it for its I/O or copy).
   // The flusher's view of the pipeline (pipeline.cpp); its callbacks below.
   Flusher::Owner FlusherOwner();
@@ -230,7 +231,8 @@ class Pipeline {
   void PersistEntry(const EntryPtr& e) CAIRN_EXCLUDES(mu_);
   void ApplyRetention(const std::string& name) CAIRN_EXCLUDES(mu_);
   void RemoveNameDirIfUnused(const std::string& name) CAIRN_EXCLUDES(mu_);
-  void PrefetchStep(const EntryPtr& e) CAIRN_REQUIRES(mu_);
+  // The prefetcher's view of the pipeline (history.cpp).
+  Prefetcher::Owner PrefetcherOwner();
   // Fast initialization (initializer.cpp).
   Status PrepareCache() CAIRN_EXCLUDES(mu_);  // maps the cache; eager: populates and pins it
   void InitLoop(std::stop_token stop) CAIRN_EXCLUDES(mu_);
@@ -252,17 +254,6 @@ class Pipeline {
   bool MustPauseTouching(TouchModel::Mode mode) const;
   // Books a captured block's bytes by the state of its chunk.
   void NoteCaptureChunk(bool was_touched, uint64_t bytes) CAIRN_REQUIRES(mu_);
-  // What a prefetcher makes of one step of a popped history (WalkPoppedSteps).
-  enum class StepVerdict {
-    kSkip,         // not for this prefetcher; look at the next lower step
-    kAhead,        // loaded or being loaded: counts towards the depth
-    kNextHistory,  // nothing lower in this history is due yet
-    kWait,         // due, but no room now: nothing to do until space frees
-    kTake,         // load this one
-  };
-  using StepJudge = std::function<StepVerdict(const Entry&)>;
-  EntryPtr WalkPoppedSteps(const StepJudge& judge) CAIRN_REQUIRES(mu_);
-  EntryPtr FindPrefetchTarget() CAIRN_REQUIRES(mu_);
   void EnqueueMover(std::function<void()> task) CAIRN_REQUIRES(mu_);
 
   // GPU tier (gpu_tier.cpp).
@@ -359,13 +350,14 @@ class Pipeline {
   //   flusher       writes and commits entries (queue: captures, FIFO);
   //                 its own class (flusher.hpp)
   //   mover         persistent copies, retention, deletions (queue: tasks)
-  //   prefetcher    history steps back into the host cache (polls)
+  //   prefetcher    history steps back into the host cache (polls);
+  //                 its own class (prefetcher.hpp)
   //   device_mover  drains device slots to host chunks (queue), else
   //                 prefetches steps host -> device (polls); GPU tier only
   Checksummer checksummer_;
   Flusher flusher_;
   Worker<MoverTask> mover_;
-  Worker<EntryPtr> prefetcher_;
+  Prefetcher prefetcher_;
   Worker<DeviceJob> device_mover_;
   std::jthread initializer_;  // last: joined first
 };
