@@ -221,7 +221,7 @@ void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
 // without evicting anything needed sooner.
 EntryPtr Pipeline::FindDevicePrefetchTarget() {
   if (!dcache_ || !dcache_->mapping_done() || dcache_->mapped_slots() == 0) return nullptr;
-  return WalkPoppedSteps([this](const Entry& e) CAIRN_REQUIRES(mu_) {
+  return WalkPoppedSteps(catalog_, config_.prefetch_depth, [this](const Entry& e) CAIRN_REQUIRES(mu_) {
     if (e.layout.regions.empty()) return StepVerdict::kSkip;
     if (e.layout.regions[0].spec.memory == MemoryKind::kHost) return StepVerdict::kNextHistory;  // not a device history
     if (e.fully_in_device() || e.device_prefetching || !e.capture_done) return StepVerdict::kAhead;

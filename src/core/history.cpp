@@ -1,5 +1,6 @@
 // Histories: open, pop (from the cache or the step's file), step sizes, close,
-// and the mover's removal of a closed history's directory.
+// the mover's removal of a closed history's directory, and the prefetcher's
+// view of the pipeline (prefetcher.hpp).
 #include <chrono>
 #include <cstring>
 
@@ -181,6 +182,39 @@ void Pipeline::RemoveNameDirIfUnused(const std::string& name) {
   if (const auto& e = flusher_.in_hand(); e && (*e)->name == name) return;
   const std::string dir = history_.NameDir(name);
   if (fs_->RemoveDir(dir).ok()) known_dirs_.erase(dir);
+}
+
+// What the prefetcher (prefetcher.hpp) needs of the pipeline.
+Prefetcher::Owner Pipeline::PrefetcherOwner() {
+  return {
+      .catalog = [this]() CAIRN_REQUIRES(mu_) -> const Catalog& { return catalog_; },
+      .chunk_count = [this]() CAIRN_REQUIRES(mu_) { return cache_->chunk_count(); },
+      .has_room = [this](const Entry& e, size_t missing) CAIRN_REQUIRES(mu_) {
+        return host_tier_.HasRoomFor(e, cache_->free_count(), missing);
+      },
+      .acquire_chunk = [this](const Entry& e, uint32_t write_bytes) CAIRN_REQUIRES(mu_) {
+        // Evicts only clean blocks of older captures than e.
+        auto c = host_tier_.TryAcquire([&](HostCache& cache) { return cache.Allocate(nullptr, write_bytes); },
+                                       e.seq);
+        if (c) NoteTouchProgress();
+        return c;
+      },
+      .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { return cache_->data(chunk); },
+      .free_chunk = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { cache_->Free(chunk); },
+      .mark_clean = [this](Entry& e, uint32_t b) CAIRN_REQUIRES(mu_) { host_tier_.MarkClean(e, b); },
+      .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
+      .tier = [this](format::EntryKind kind) -> tiers::FileTier& { return tier_for(kind); },
+      .use_bandwidth = [this](int delta) { UseBandwidth(delta, /*capture=*/false); },
+      .loaded = [this](const EntryPtr& e, Prefetcher::TimePoint t0) CAIRN_REQUIRES(mu_) {
+        tracer_.Span("prefetch", "prefetch", t0, std::chrono::steady_clock::now(), e->layout.payload_bytes,
+                     e->name, e->number);
+        TraceCache();
+        stats_.prefetch.bytes += e->layout.payload_bytes;
+        stats_.prefetch.ops += 1;
+        stats_.prefetch.seconds += SecondsSince(t0);
+      },
+      .finished = [this] { device_mover_.Wake(); },  // a device step may be ready for host -> device
+  };
 }
 
 }  // namespace cairn::core

@@ -58,12 +58,7 @@ Pipeline::Pipeline(const Config& config)
       mover_(&mu_, &cv_app_, &local_, persistent_ ? &*persistent_ : nullptr,
              static_cast<uint32_t>(config.block_bytes), static_cast<size_t>(config.keep_versions),
              MoverOwner()),
-      prefetcher_(&mu_, &cv_app_,
-                  {.take = [this](Worker<EntryPtr>&) CAIRN_REQUIRES(mu_) -> std::optional<EntryPtr> {
-                     if (EntryPtr e = FindPrefetchTarget()) return e;
-                     return std::nullopt;
-                   },
-                   .run = [this](EntryPtr& e) CAIRN_REQUIRES(mu_) { PrefetchStep(e); }}),
+      prefetcher_(&mu_, &cv_app_, config_.prefetch_depth, PrefetcherOwner()),
       device_mover_(&mu_, &cv_app_,
                     {.take = [this](Worker<DeviceJob>& w) CAIRN_REQUIRES(mu_) -> std::optional<DeviceJob> {
                        // Drains first (FIFO), then prefetches.

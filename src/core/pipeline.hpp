@@ -8,9 +8,9 @@
 //                                        copies the local file if evicted first)
 //
 // Threads (each owned here, stopped and joined by Shutdown(); the five stages
-// run on Workers, worker.hpp, the checksummer and flusher inside their own
-// classes, checksummer.hpp and flusher.hpp; the initializer is a plain
-// std::jthread):
+// run on Workers, worker.hpp, the checksummer, flusher and prefetcher inside
+// their own classes, checksummer.hpp, flusher.hpp and prefetcher.hpp; the
+// initializer is a plain std::jthread):
 //   checksummer  CRC32C of sealed blocks, ahead of the flusher (so checksums
 //                cost no flush bandwidth)
 //   flusher      FIFO: writes entries block by block to the local tier and
@@ -76,6 +76,7 @@
 #include "core/device_io.hpp"
 #include "core/flusher.hpp"
 #include "core/mover.hpp"
+#include "core/prefetcher.hpp"
 #include "core/tier_cache.hpp"
 #include "core/entry.hpp"
 #include "core/host_cache.hpp"
@@ -227,7 +228,7 @@ class Pipeline {
   void EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double interval_s,
                   double blocked_before) CAIRN_REQUIRES(mu_);
 
-  // Stages (mover.cpp, prefetcher.cpp): the jobs their workers run, with
+  // Stages (mover.cpp): the jobs their workers run, with
   // mu_ held (each drops it for its I/O or copy).
   // The flusher's view of the pipeline (pipeline.cpp); its callbacks below.
   Flusher::Owner FlusherOwner();
@@ -256,7 +257,8 @@ class Pipeline {
   void NotePersisted(const EntryPtr& e, const Status& s, std::chrono::steady_clock::time_point t0,
                      double seconds, const char* span) CAIRN_REQUIRES(mu_);
   bool MayRetire(const std::string& name, int64_t v, bool local) CAIRN_REQUIRES(mu_);
-  void PrefetchStep(const EntryPtr& e) CAIRN_REQUIRES(mu_);
+  // The prefetcher's view of the pipeline (history.cpp).
+  Prefetcher::Owner PrefetcherOwner();
   // Fast initialization (initializer.cpp).
   Status PrepareCache() CAIRN_EXCLUDES(mu_);  // maps the cache; eager: populates and pins it
   void InitLoop(std::stop_token stop) CAIRN_EXCLUDES(mu_);
@@ -278,17 +280,6 @@ class Pipeline {
   bool MustPauseTouching(TouchModel::Mode mode) const;
   // Books a captured block's bytes by the state of its chunk.
   void NoteCaptureChunk(bool was_touched, uint64_t bytes) CAIRN_REQUIRES(mu_);
-  // What a prefetcher makes of one step of a popped history (WalkPoppedSteps).
-  enum class StepVerdict {
-    kSkip,         // not for this prefetcher; look at the next lower step
-    kAhead,        // loaded or being loaded: counts towards the depth
-    kNextHistory,  // nothing lower in this history is due yet
-    kWait,         // due, but no room now: nothing to do until space frees
-    kTake,         // load this one
-  };
-  using StepJudge = std::function<StepVerdict(const Entry&)>;
-  EntryPtr WalkPoppedSteps(const StepJudge& judge) CAIRN_REQUIRES(mu_);
-  EntryPtr FindPrefetchTarget() CAIRN_REQUIRES(mu_);
 
   // GPU tier (gpu_tier.cpp).
   Status OpenGpu() CAIRN_EXCLUDES(mu_);  // at Init: runtime, device cache (best effort)
@@ -388,14 +379,15 @@ class Pipeline {
   //                 cache (queue: captures, FIFO); a Flusher
   //   mover         file copies to the persistent tier, retention,
   //                 deletions (queue: chores); its own class (mover.hpp)
-  //   prefetcher    history steps back into the host cache (polls)
+  //   prefetcher    history steps back into the host cache (polls);
+  //                 its own class (prefetcher.hpp)
   //   device_mover  drains device slots to host chunks (queue), else
   //                 prefetches steps host -> device (polls); GPU tier only
   Checksummer checksummer_;
   Flusher flusher_;
   Flusher persister_;
   Mover mover_;
-  Worker<EntryPtr> prefetcher_;
+  Prefetcher prefetcher_;
   Worker<DeviceJob> device_mover_;
   std::jthread initializer_;  // last: joined first
 };
