@@ -50,8 +50,7 @@ Status Pipeline::BeginCapture(const EntryPtr& e, const std::vector<CaptureSource
   flusher_.Push(e);
   if (persistent_ && kind == format::EntryKind::kCheckpoint) BeginPersist(e);
   // The compute interval that ended at t0 feeds the adaptive touch model.
-  *interval_s = last_capture_end_ ? SecondsBetween(*last_capture_end_, t0) : -1;
-  UseBandwidth(+1, /*capture=*/true);
+  *interval_s = initializer_.CaptureStarted(t0);
   return Status::Ok();
 }
 
@@ -66,7 +65,7 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
   *batch = CaptureBatch{.first = b};
   // A sequential toucher may end the slice it is in when a capture starts (a
   // few ms): that is not touching during captures.
-  batch->touching_allowed = touch_mode_ == TouchModel::Mode::kConcurrent;
+  batch->touching_allowed = initializer_.TouchingAllowed();
   for (; b < nblocks && b - batch->first < kMaxBatch; ++b) {
     const bool first = b == batch->first;
     const auto& blk = e->layout.blocks[b];
@@ -106,7 +105,7 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
       break;
     }
     e->blocks[b].chunk = chunk;
-    NoteCaptureChunk(was_touched, blk.length);
+    initializer_.NoteCaptureChunk(was_touched, blk.length);
     uint8_t* dst = cache_->data(static_cast<uint32_t>(chunk));
     const CopySegment seg{.dst = dst, .src = src, .bytes = blk.length};
     (gpu_source ? batch->gpu : batch->host[was_touched ? 1 : 0]).push_back(seg);
@@ -121,7 +120,7 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
 
 Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_bytes[2], bool* touching,
                            uint64_t* gpu_bytes, double* gpu_seconds) {
-  *touching = touching_.load(std::memory_order_relaxed);
+  *touching = initializer_.touching();
   Status copied;
   if (!batch.gpu.empty()) {
     const auto g0 = std::chrono::steady_clock::now();
@@ -135,7 +134,7 @@ Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_
     copy_s[touched] = SecondsSince(c0);
     for (const auto& seg : batch.host[touched]) copy_bytes[touched] += seg.bytes;
   }
-  *touching = *touching || touching_.load(std::memory_order_relaxed);
+  *touching = *touching || initializer_.touching();
   for (const auto& [tail, n] : batch.tails) std::memset(tail, 0, n);
   return copied;
 }
@@ -188,10 +187,7 @@ void Pipeline::EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_poi
                           double blocked_before) {
   e->capture_done = true;
   double elapsed = SecondsSince(t0);
-  touch_model_.OnCapture(e->layout.payload_bytes, elapsed, interval_s,
-                         touch_mode_ == TouchModel::Mode::kConcurrent);
-  last_capture_end_ = std::chrono::steady_clock::now();
-  UseBandwidth(-1, /*capture=*/true);
+  initializer_.CaptureEnded(e->layout.payload_bytes, elapsed, interval_s);
   stats_.capture.bytes += e->layout.payload_bytes;
   stats_.capture.ops += 1;
   // Copy time only: back-pressure waits (host chunks or device slots) are
@@ -237,8 +233,8 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
     if (!copied.ok()) return RollBackCapture(e, batch, copied);
     if (batch.gpu.empty()) {  // device copies overlap: no host rate
       for (int touched : {1, 0}) {
-        touch_model_.OnCaptureCopy(copy_bytes[touched], copy_s[touched], touched == 1,
-                                   touching && batch.touching_allowed);
+        initializer_.NoteCaptureCopy(copy_bytes[touched], copy_s[touched], touched == 1,
+                                     touching && batch.touching_allowed);
       }
     }
     SealBatch(e, batch);

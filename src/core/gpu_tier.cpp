@@ -170,7 +170,7 @@ void Pipeline::DrainBlock(const EntryPtr& e, uint32_t block) {
   ++e->pins;  // the slot and the chunk stay while we copy
   uint8_t* dst = cache_->data(static_cast<uint32_t>(chunk));
   const auto* src = reinterpret_cast<const void*>(dcache_->address(static_cast<uint32_t>(bs.slot)));
-  const bool registered = host_registered_;
+  const bool registered = initializer_.host_registered();
   UseBandwidth(+1, /*capture=*/false);
   const auto t0 = std::chrono::steady_clock::now();
   auto t1 = t0;

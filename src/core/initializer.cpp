@@ -3,7 +3,7 @@
 //
 // The cache is mapped at open without populating it. The initializer thread
 // then prepares it in the background according to host_cache.init:
-//   eager       nothing to do here: PrepareCache populated (and pinned) it
+//   eager       nothing to do here: Prepare populated (and pinned) it
 //   lazy        nothing to touch ahead of the writers; with pinning on, once
 //               every chunk has been written, finishes the partly written
 //               ones and pins
@@ -15,7 +15,7 @@
 //   adaptive    TouchModel picks, before every chunk, between concurrent and
 //               pausing while captures run (touch_model.hpp)
 // Touching works on a chunk claimed from the cache (HostCache::ClaimForTouch),
-// in slices of kSliceBytes, with mu_ dropped; a sequential touch stops at the
+// in slices of kSliceBytes, with *mu_ dropped; a sequential touch stops at the
 // end of the slice during which memory became busy and resumes there later.
 //
 // Pinning (host_cache.pin) waits until every chunk is touched: pinning
@@ -24,11 +24,14 @@
 // one registration per piece. With pin_serialize the processes of the node
 // take turns, first come first served, through a queue of lock files
 // (os/node_lock.hpp).
+#include "core/initializer.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <utility>
 
-#include "core/pipeline.hpp"
 #include "os/node_lock.hpp"
 #include "util/clock.hpp"
 
@@ -42,74 +45,122 @@ constexpr uint32_t kSliceBytes = 2u << 20;
 
 }  // namespace
 
-Status Pipeline::PrepareCache() {
+Initializer::Initializer(Mutex* mu, std::condition_variable_any* progress, Tracer* tracer,
+                         const Config& config, Owner owner)
+    : mu_(mu),
+      progress_(progress),
+      tracer_(tracer),
+      config_(config),
+      owner_(std::move(owner)),
+      pinner_(config.pinner ? config.pinner : os::MemoryPinner::Mlock()) {}
+
+void Initializer::UseRegistrationPinner(os::MemoryPinner* pinner) {
+  pinner_ = pinner;
+  registration_ = true;
+}
+
+Status Initializer::Prepare() {
   const auto t0 = std::chrono::steady_clock::now();
   const bool eager = config_.init == CacheInit::kEager;
-  auto cache = HostCache::Create(config_.host_cache_bytes, static_cast<uint32_t>(config_.block_bytes),
-                                 os::MapOptions{.populate = eager, .huge_pages = config_.huge_pages});
-  if (!cache.ok()) return cache.status().WithContext("host cache");
-  MutexLock lock(&mu_);
-  cache_.emplace(std::move(cache).value());
-  host_tier_.Attach(&*cache_);
-  stats_.cache_capacity_bytes = cache_->capacity_bytes();
-  stats_.init.strategy = config_.init;
-  if (eager) {
-    // The direct-pin baseline (what cudaMallocHost-style libraries do): the
-    // application waits for the whole preparation, and processes pin in
-    // parallel (no node lock).
-    tracer_.Span("populate", "init", t0, std::chrono::steady_clock::now(), cache_->capacity_bytes());
-    NoteTouchProgress();
-    if (config_.pin) {
-      uint8_t* const base = cache_->base();
-      const size_t bytes = cache_->mapped_bytes();
-      const auto p0 = std::chrono::steady_clock::now();
-      Status pinned;
-      {
-        MutexUnlock unlocked(&mu_);  // the pin call (no thread runs yet)
-        pinned = pinner_->Pin(base, bytes);
-      }
-      RecordPin(pinned, p0, std::chrono::steady_clock::now());
-    }
-  }
-  stats_.init.open_s = SecondsSince(t0);
+  auto mapped = HostCache::Create(config_.host_cache_bytes, static_cast<uint32_t>(config_.block_bytes),
+                                  os::MapOptions{.populate = eager, .huge_pages = config_.huge_pages});
+  if (!mapped.ok()) return mapped.status().WithContext("host cache");
+  MutexLock lock(mu_);
+  owner_.adopt(std::move(mapped).value());
+  stats_.strategy = config_.init;
+  if (eager) PrepareEager(t0);
+  stats_.open_s = SecondsSince(t0);
   return Status::Ok();
 }
 
-void Pipeline::RecordPin(const Status& s, std::chrono::steady_clock::time_point p0,
-                         std::chrono::steady_clock::time_point p1) {
-  stats_.init.pin_call_s = SecondsBetween(p0, p1);
-  tracer_.Span("pin", "init", p0, p1, cache_->mapped_bytes());
-  const bool registration = gpu_ && pinner_ == gpu_->host_pinner();
+// The direct-pin baseline (what cudaMallocHost-style libraries do): the
+// application waits for the whole preparation, and processes pin in
+// parallel (no node lock).
+void Initializer::PrepareEager(TimePoint t0) {
+  tracer_->Span("populate", "init", t0, std::chrono::steady_clock::now(), cache().capacity_bytes());
+  NoteFullyTouched();
+  if (!config_.pin) return;
+  uint8_t* const base = cache().base();
+  const size_t bytes = cache().mapped_bytes();
+  const auto p0 = std::chrono::steady_clock::now();
+  Status pinned;
+  {
+    MutexUnlock unlocked(mu_);  // the pin call (no thread runs yet)
+    pinned = pinner_->Pin(base, bytes);
+  }
+  RecordPin(pinned, p0, std::chrono::steady_clock::now());
+}
+
+void Initializer::Start(std::function<void()> on_start) {
+  thread_ = std::jthread([this, on_start = std::move(on_start)](std::stop_token stop) {
+    if (on_start) on_start();
+    Loop(stop);
+  });
+}
+
+void Initializer::Stop() {
+  thread_.request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Initializer::Unpin(const HostCache& cache) {
+  bool pinned = false;
+  {
+    MutexLock lock(mu_);
+    pinned = std::exchange(pinned_, false);
+  }
+  // munlock/unregister are system calls: not under the lock.
+  if (pinned) pinner_->Unpin(cache.base(), cache.mapped_bytes());
+}
+
+void Initializer::RecordPin(const Status& s, TimePoint p0, TimePoint p1) {
+  stats_.pin_call_s = SecondsBetween(p0, p1);
+  tracer_->Span("pin", "init", p0, p1, cache().mapped_bytes());
   // kExists from cuMemHostRegister: the application registered the range
   // already. It is page-locked and DMA-mapped all the same (and the pinner
   // leaves that registration alone at close).
-  if (s.ok() || (registration && s.code() == Code::kExists)) {
+  if (s.ok() || (registration_ && s.code() == Code::kExists)) {
     pinned_ = true;
-    host_registered_ = registration;
-    stats_.init.pinned_s = SecondsSince(opened_at_);
+    host_registered_ = registration_;
+    stats_.pinned_s = SecondsSince(opened_at_);
     return;
   }
   // Reported once, here and in Stats::init.pin_error; the cache keeps working
   // unpinned (slower DMA at worst, never wrong).
-  stats_.init.pin_error = s.ToString();
+  stats_.pin_error = s.ToString();
   std::fprintf(stderr, "cairn: host cache left unpinned (%s): %s\n", pinner_->name(),
                s.ToString().c_str());
 }
 
-void Pipeline::NoteTouchProgress() {
-  if (stats_.init.fully_touched_s < 0 && cache_->fully_touched()) {
-    stats_.init.fully_touched_s = SecondsSince(opened_at_);
-    tracer_.Instant("fully touched", "init", cache_->capacity_bytes(), "host cache");
-    cv_init_.notify_all();
+void Initializer::NoteTouchProgress() {
+  mu_->AssertHeld();
+  NoteFullyTouched();
+}
+
+void Initializer::NoteFullyTouched() {
+  if (stats_.fully_touched_s < 0 && cache().fully_touched()) {
+    stats_.fully_touched_s = SecondsSince(opened_at_);
+    tracer_->Instant("fully touched", "init", cache().capacity_bytes(), "host cache");
+    cv_.notify_all();
   }
 }
 
-void Pipeline::UseBandwidth(int delta, bool capture) {
-  std::atomic<int>& users = capture ? captures_now_ : background_io_now_;
-  if (users.fetch_add(delta, std::memory_order_relaxed) + delta == 0) cv_init_.notify_all();
+bool Initializer::host_registered() const {
+  mu_->AssertHeld();
+  return host_registered_;
 }
 
-bool Pipeline::MustPauseTouching(TouchModel::Mode mode) const {
+const InitStats& Initializer::stats() const {
+  mu_->AssertHeld();
+  return stats_;
+}
+
+void Initializer::UseBandwidth(int delta, bool capture) {
+  std::atomic<int>& users = capture ? captures_now_ : background_io_now_;
+  if (users.fetch_add(delta, std::memory_order_relaxed) + delta == 0) cv_.notify_all();
+}
+
+bool Initializer::MustPauseTouching(TouchModel::Mode mode) const {
   if (mode == TouchModel::Mode::kConcurrent) return false;
   const bool capturing = captures_now_.load(std::memory_order_relaxed) > 0;
   // The fixed sequential strategy also yields to flushes and prefetches (the
@@ -120,136 +171,181 @@ bool Pipeline::MustPauseTouching(TouchModel::Mode mode) const {
   return capturing;
 }
 
-void Pipeline::NoteCaptureChunk(bool was_touched, uint64_t bytes) {
+// ---------------------------------------------------------------------------
+// The capture path
+
+double Initializer::CaptureStarted(TimePoint t0) {
+  mu_->AssertHeld();
+  // The compute interval that ended at t0 feeds the adaptive touch model.
+  const double interval_s = last_capture_end_ ? SecondsBetween(*last_capture_end_, t0) : -1;
+  UseBandwidth(+1, /*capture=*/true);
+  return interval_s;
+}
+
+bool Initializer::TouchingAllowed() const {
+  mu_->AssertHeld();
+  return touch_mode_ == TouchModel::Mode::kConcurrent;
+}
+
+void Initializer::NoteCaptureChunk(bool was_touched, uint64_t bytes) {
+  mu_->AssertHeld();
   if (pinned_) {
-    stats_.init.capture_pinned_bytes += bytes;
+    stats_.capture_pinned_bytes += bytes;
   } else if (was_touched) {
-    stats_.init.capture_touched_bytes += bytes;
+    stats_.capture_touched_bytes += bytes;
   } else {
-    stats_.init.capture_untouched_bytes += bytes;
+    stats_.capture_untouched_bytes += bytes;
   }
 }
 
-TouchModel::Mode Pipeline::TouchMode() {
+void Initializer::NoteCaptureCopy(uint64_t bytes, double seconds, bool into_touched, bool touching) {
+  mu_->AssertHeld();
+  touch_model_.OnCaptureCopy(bytes, seconds, into_touched, touching);
+}
+
+void Initializer::CaptureEnded(uint64_t bytes, double seconds, double interval_s) {
+  mu_->AssertHeld();
+  touch_model_.OnCapture(bytes, seconds, interval_s, touch_mode_ == TouchModel::Mode::kConcurrent);
+  last_capture_end_ = std::chrono::steady_clock::now();
+  UseBandwidth(-1, /*capture=*/true);
+}
+
+// ---------------------------------------------------------------------------
+// The thread
+
+TouchModel::Mode Initializer::TouchMode() {
   TouchModel::Mode mode = TouchModel::Mode::kConcurrent;
   switch (config_.init) {
     case CacheInit::kSequential: mode = TouchModel::Mode::kSequential; break;
     case CacheInit::kAdaptive:
       mode = touch_model_.Decide(touch_mode_);
       if (mode != touch_mode_) {
-        ++stats_.init.mode_switches;
-        tracer_.Instant(ModeName(mode), "init", 0, "touch mode");
+        ++stats_.mode_switches;
+        tracer_->Instant(ModeName(mode), "init", 0, "touch mode");
       }
       break;
     default: break;
   }
   touch_mode_ = mode;
-  stats_.init.concurrent_now = mode == TouchModel::Mode::kConcurrent;
+  stats_.concurrent_now = mode == TouchModel::Mode::kConcurrent;
   return mode;
 }
 
-void Pipeline::InitLoop(std::stop_token stop) {
-  MutexLock lock(&mu_);
+void Initializer::Loop(std::stop_token stop) {
+  MutexLock lock(mu_);
   if (config_.init == CacheInit::kEager) return;
   if (config_.init == CacheInit::kLazy) {
     // Lazy touches nothing ahead of the writers. Once every chunk has been
     // written at least once, what blocks shorter than a chunk left untouched
     // is finished below, so that the cache can be pinned.
     if (!config_.pin) return;
-    cv_init_.wait(lock, stop, [&]() CAIRN_REQUIRES(mu_) { return cache_->all_visited(); });
+    cv_.wait(lock, stop, [&]() CAIRN_REQUIRES(*mu_) { return cache().all_visited(); });
   }
   while (!stop.stop_requested() && TouchNextChunk(stop)) {
   }
-  if (!stop.stop_requested() && config_.pin && cache_->fully_touched()) PinCache(stop);
+  if (!stop.stop_requested() && config_.pin && cache().fully_touched()) PinCache(stop);
 }
 
-bool Pipeline::TouchNextChunk(std::stop_token stop) {
-  if (cache_->fully_touched()) return false;
+bool Initializer::TouchNextChunk(std::stop_token stop) {
+  if (cache().fully_touched()) return false;
   const TouchModel::Mode mode = TouchMode();
   if (MustPauseTouching(mode)) {
     // Wait for the memory movers to end (re-deciding every few ms: the model
     // may change its mind meanwhile).
-    cv_init_.wait_for(mu_, stop, std::chrono::milliseconds(5), [&] { return !MustPauseTouching(mode); });
+    cv_.wait_for(*mu_, stop, std::chrono::milliseconds(5), [&] { return !MustPauseTouching(mode); });
     return true;
   }
-  const std::optional<uint32_t> chunk = cache_->ClaimForTouch();
+  const std::optional<uint32_t> chunk = cache().ClaimForTouch();
   if (!chunk) {
     // What is left untouched is the tail of chunks in use (a block shorter
     // than a chunk): wait for one to be freed.
-    cv_init_.wait_for(mu_, stop, std::chrono::milliseconds(5),
-                      [&]() CAIRN_REQUIRES(mu_) { return cache_->fully_touched(); });
+    cv_.wait_for(*mu_, stop, std::chrono::milliseconds(5),
+                 [&]() CAIRN_REQUIRES(*mu_) { return cache().fully_touched(); });
     return true;
   }
-  const uint32_t chunk_bytes = cache_->chunk_bytes();
-  uint32_t progress = cache_->touch_progress(*chunk);
-  uint8_t* const base = cache_->data(*chunk);
-  const bool use_memset = config_.init == CacheInit::kMemset;
-
-  struct Sample {
-    uint32_t bytes;
-    double seconds;
-    bool during_capture;
-  };
-  std::vector<Sample> samples;
-  const auto t0 = std::chrono::steady_clock::now();
-  mu_.Unlock();  // the touching (memset or page faults)
-  touching_.store(true, std::memory_order_relaxed);
-  while (progress < chunk_bytes && !stop.stop_requested()) {
-    const uint32_t n = std::min(kSliceBytes, chunk_bytes - progress);
-    const bool capture_before = captures_now_.load(std::memory_order_relaxed) > 0;
-    const auto s0 = std::chrono::steady_clock::now();
-    if (use_memset) {
-      std::memset(base + progress, 0, n);
-    } else {
-      os::TouchPages(base + progress, n);
-    }
-    const bool capture_after = captures_now_.load(std::memory_order_relaxed) > 0;
-    samples.push_back({n, SecondsSince(s0), capture_before || capture_after});
-    progress += n;
-    if (MustPauseTouching(mode)) break;  // yield to the capture (or flush)
-  }
-  touching_.store(false, std::memory_order_relaxed);
-  mu_.Lock();
-  cache_->ReleaseClaim(*chunk, progress);
-  uint64_t touched = 0;
-  for (const Sample& s : samples) {
-    touch_model_.OnTouch(s.bytes, s.seconds, s.during_capture);
-    touched += s.bytes;
-  }
-  stats_.init.touched_bytes += touched;
-  stats_.init.touch_slices += samples.size();
-  tracer_.Span(use_memset ? "memset" : "touch", "init", t0, std::chrono::steady_clock::now(), touched);
-  NoteTouchProgress();
-  cv_app_.notify_all();  // a capture waiting for space may take this chunk now
-  prefetcher_.Wake();
+  TouchClaimed(*chunk, mode, stop);
   return true;
 }
 
-void Pipeline::PinCache(std::stop_token stop) {
-  uint8_t* const base = cache_->base();
-  const size_t bytes = cache_->mapped_bytes();
-  mu_.Unlock();  // the node lock and the pin call
-  const auto w0 = std::chrono::steady_clock::now();
+void Initializer::TouchSlice(uint8_t* p, uint32_t n) {
+  if (owner_.touch_slice) {
+    owner_.touch_slice(p, n);
+  } else if (config_.init == CacheInit::kMemset) {
+    std::memset(p, 0, n);
+  } else {
+    os::TouchPages(p, n);
+  }
+}
+
+void Initializer::TouchClaimed(uint32_t chunk, TouchModel::Mode mode, std::stop_token stop) {
+  const uint32_t chunk_bytes = cache().chunk_bytes();
+  uint32_t progress = cache().touch_progress(chunk);
+  uint8_t* const base = cache().data(chunk);
+  std::vector<Slice> slices;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    MutexUnlock unlocked(mu_);  // the touching (memset or page faults)
+    touching_.store(true, std::memory_order_relaxed);
+    while (progress < chunk_bytes && !stop.stop_requested()) {
+      const uint32_t n = std::min(kSliceBytes, chunk_bytes - progress);
+      const bool capture_before = captures_now_.load(std::memory_order_relaxed) > 0;
+      const auto s0 = std::chrono::steady_clock::now();
+      TouchSlice(base + progress, n);
+      const bool capture_after = captures_now_.load(std::memory_order_relaxed) > 0;
+      slices.push_back({n, SecondsSince(s0), capture_before || capture_after});
+      progress += n;
+      if (MustPauseTouching(mode)) break;  // yield to the capture (or flush)
+    }
+    touching_.store(false, std::memory_order_relaxed);
+  }
+  cache().ReleaseClaim(chunk, progress);
+  BookTouch(slices, t0);
+}
+
+void Initializer::BookTouch(const std::vector<Slice>& slices, TimePoint t0) {
+  uint64_t touched = 0;
+  for (const Slice& s : slices) {
+    touch_model_.OnTouch(s.bytes, s.seconds, s.during_capture);
+    touched += s.bytes;
+  }
+  stats_.touched_bytes += touched;
+  stats_.touch_slices += slices.size();
+  tracer_->Span(config_.init == CacheInit::kMemset ? "memset" : "touch", "init", t0,
+                std::chrono::steady_clock::now(), touched);
+  NoteFullyTouched();
+  progress_->notify_all();  // a capture waiting for space may take this chunk now
+  owner_.touched();
+}
+
+void Initializer::PinCache(std::stop_token stop) {
+  uint8_t* const base = cache().base();
+  const size_t bytes = cache().mapped_bytes();
   os::NodeLock node_lock;
   Status s;
-  if (config_.pin_serialize) {
-    const std::string path = config_.pin_lock_path.empty() ? os::DefaultPinLockPath() : config_.pin_lock_path;
-    auto acquired = os::NodeLock::Acquire(path, [&] { return stop.stop_requested(); });
-    if (acquired.ok()) {
-      node_lock = std::move(acquired).value();
-    } else {
-      s = acquired.status();
+  TimePoint w0, p0, p1;
+  {
+    MutexUnlock unlocked(mu_);  // the node lock and the pin call
+    w0 = std::chrono::steady_clock::now();
+    if (config_.pin_serialize) {
+      const std::string path =
+          config_.pin_lock_path.empty() ? os::DefaultPinLockPath() : config_.pin_lock_path;
+      auto acquired = os::NodeLock::Acquire(path, [&] { return stop.stop_requested(); });
+      if (acquired.ok()) {
+        node_lock = std::move(acquired).value();
+      } else {
+        s = acquired.status();
+      }
     }
+    p0 = std::chrono::steady_clock::now();
+    if (s.ok()) s = pinner_->Pin(base, bytes);
+    p1 = std::chrono::steady_clock::now();
+    node_lock.Release();  // the next process of the node may pin now
   }
-  const auto p0 = std::chrono::steady_clock::now();
-  if (s.ok()) s = pinner_->Pin(base, bytes);
-  const auto p1 = std::chrono::steady_clock::now();
-  node_lock.Release();  // the next process of the node may pin now
-  mu_.Lock();
-  stats_.init.pin_wait_s = SecondsBetween(w0, p0);
+  stats_.pin_wait_s = SecondsBetween(w0, p0);
   if (stop.stop_requested() && !s.ok()) return;  // gave up waiting: closing, not a failure
-  if (config_.pin_serialize) tracer_.Span("wait: node pin lock", "init", w0, p0, 0);
+  if (config_.pin_serialize) tracer_->Span("wait: node pin lock", "init", w0, p0, 0);
   RecordPin(s, p0, p1);
+  progress_->notify_all();
 }
 
 }  // namespace cairn::core

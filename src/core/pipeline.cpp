@@ -41,7 +41,6 @@ Pipeline::Pipeline(const Config& config)
       history_(Level::kLocal, config.scratch_dir, fs_, HistoryWriterOptions(config)),
       persistent_(PersistentTier(config, fs_)),
       tracer_(config.trace_path, fs_),
-      pinner_(config.pinner ? config.pinner : os::MemoryPinner::Mlock()),
       checksummer_(&mu_, &cv_app_,
                    {.chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) -> const uint8_t* {
                       return cache_->data(chunk);
@@ -68,7 +67,8 @@ Pipeline::Pipeline(const Config& config)
                      },
                      .run = [this](DeviceJob& j) CAIRN_REQUIRES(mu_) {
                        j.drain ? DrainBlock(j.e, j.block) : DevicePrefetch(j.e);
-                     }}) {}
+                     }}),
+      initializer_(&mu_, &cv_app_, &tracer_, config, InitializerOwner()) {}
 
 Result<std::unique_ptr<Pipeline>> Pipeline::Start(const Config& config) {
   CAIRN_RETURN_IF_ERROR(config.Validate());
@@ -86,8 +86,8 @@ Status Pipeline::Init() {
   dio_.emplace(gpu_.get(), gpu_unavailable_, config_.block_bytes, config_.bounce_buffers);
   // With a GPU in use the host cache is pinned by registering it with the
   // driver (page-locked and DMA-mapped at once); mlock otherwise.
-  if (config_.pinner == nullptr && gpu_) pinner_ = gpu_->host_pinner();
-  CAIRN_RETURN_IF_ERROR(PrepareCache());
+  if (config_.pinner == nullptr && gpu_) initializer_.UseRegistrationPinner(gpu_->host_pinner());
+  CAIRN_RETURN_IF_ERROR(initializer_.Prepare());
   copier_ = std::make_unique<CopyEngine>(CopyEngine::DefaultHelpers(config_.copy_threads));
   auto named = [this](const char* name) { return [this, name] { tracer_.NameThread(name); }; };
   if (gpu_) device_mover_.Start(named("cairn device mover (device <-> host)"));
@@ -96,10 +96,7 @@ Status Pipeline::Init() {
   if (persistent_) persister_.Start(named("cairn persister (cache -> persistent)"));
   mover_.Start(named("cairn mover (local -> persistent, retention)"));
   prefetcher_.Start(named("cairn prefetcher (files -> cache)"));
-  initializer_ = std::jthread([this](std::stop_token st) {
-    tracer_.NameThread("cairn initializer (touch, pin)");
-    InitLoop(st);
-  });
+  initializer_.Start(named("cairn initializer (touch, pin)"));
   return Status::Ok();
 }
 
@@ -132,7 +129,7 @@ Status Pipeline::Shutdown() {
   persister_.RequestStop();
   mover_.RequestStop();
   prefetcher_.RequestStop();
-  initializer_.request_stop();
+  initializer_.RequestStop();
   NotifyAll();
   device_mover_.Stop();  // joins
   checksummer_.Stop();
@@ -140,23 +137,21 @@ Status Pipeline::Shutdown() {
   persister_.Stop();
   mover_.Stop();
   prefetcher_.Stop();
-  if (initializer_.joinable()) initializer_.join();
+  initializer_.Stop();
   copier_.reset();
   std::optional<HostCache> cache;
-  bool pinned = false;
   {
     MutexLock lock(&mu_);
     catalog_.ClearEntries();
     persist_holds_.clear();
     host_tier_.Clear();
     device_tier_.Clear();
-    pinned = std::exchange(pinned_, false);
     cache = std::move(cache_);
     cache_.reset();
   }
   // Every thread is joined: the cache is ours alone, unpinned and unmapped
   // without the lock (munlock/unregister are system calls).
-  if (pinned) pinner_->Unpin(cache->base(), cache->mapped_bytes());
+  if (cache) initializer_.Unpin(*cache);
   cache.reset();
   // GPU objects last, the runtime (context) after everything made on it.
   dio_.reset();  // streams and bounce buffers
@@ -193,6 +188,18 @@ Flusher::Owner Pipeline::FlusherOwner() {
       .committed = [this](const EntryPtr& e, std::chrono::steady_clock::time_point t0, double io_s)
           CAIRN_REQUIRES(mu_) { CommitFlushed(e, t0, io_s); },
       .flushed = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { FlushDone(e); },
+  };
+}
+
+Initializer::Owner Pipeline::InitializerOwner() {
+  return {
+      .adopt = [this](HostCache&& cache) CAIRN_REQUIRES(mu_) {
+        cache_.emplace(std::move(cache));
+        host_tier_.Attach(&*cache_);
+        stats_.cache_capacity_bytes = cache_->capacity_bytes();
+      },
+      .cache = [this]() CAIRN_REQUIRES(mu_) -> HostCache& { return *cache_; },
+      .touched = [this] { prefetcher_.Wake(); },
   };
 }
 
@@ -367,6 +374,7 @@ Status Pipeline::WaitForFiles(format::EntryKind kind, const std::string& name, i
 Stats Pipeline::GetStats() const {
   MutexLock lock(&mu_);
   Stats s = stats_;
+  s.init = initializer_.stats();
   if (cache_) s.cache_used_bytes = cache_->used_bytes();
   if (dcache_) {
     s.device.mapped_bytes = dcache_->mapped_bytes();

@@ -10,7 +10,7 @@
 // Threads (each owned here, stopped and joined by Shutdown(); the five stages
 // run on Workers, worker.hpp, the checksummer, flusher and prefetcher inside
 // their own classes, checksummer.hpp, flusher.hpp and prefetcher.hpp; the
-// initializer is a plain std::jthread):
+// initializer is its own class, initializer.hpp, with its own std::jthread):
 //   checksummer  CRC32C of sealed blocks, ahead of the flusher (so checksums
 //                cost no flush bandwidth)
 //   flusher      FIFO: writes entries block by block to the local tier and
@@ -25,8 +25,8 @@
 //                files, applies retention (mover.hpp)
 //   prefetcher   reads history steps back into free chunks ahead of the pops,
 //                highest step first (reverse order is the adjoint pattern)
-//   initializer  touches the host cache ahead of the captures, then pins it
-//                (host_cache.init and .pin; initializer.cpp)
+//   initializer  maps the host cache, touches it ahead of the captures, then
+//                pins it (host_cache.init and .pin; initializer.hpp)
 //   device mover GPU tier only (gpu_tier.cpp): drains captured device-cache
 //                slots to host-cache chunks in FIFO order, then prefetches
 //                history steps host -> device ahead of the pops
@@ -80,7 +80,7 @@
 #include "core/tier_cache.hpp"
 #include "core/entry.hpp"
 #include "core/host_cache.hpp"
-#include "core/touch_model.hpp"
+#include "core/initializer.hpp"
 #include "core/trace.hpp"
 #include "core/worker.hpp"
 #include "format/file_writer.hpp"
@@ -259,27 +259,15 @@ class Pipeline {
   bool MayRetire(const std::string& name, int64_t v, bool local) CAIRN_REQUIRES(mu_);
   // The prefetcher's view of the pipeline (history.cpp).
   Prefetcher::Owner PrefetcherOwner();
-  // Fast initialization (initializer.cpp).
-  Status PrepareCache() CAIRN_EXCLUDES(mu_);  // maps the cache; eager: populates and pins it
-  void InitLoop(std::stop_token stop) CAIRN_EXCLUDES(mu_);
-  // Touches (part of) one claimed chunk with the lock dropped; false when
-  // nothing is left to touch.
-  bool TouchNextChunk(std::stop_token stop) CAIRN_REQUIRES(mu_);
-  void PinCache(std::stop_token stop) CAIRN_REQUIRES(mu_);
-  // Books a pin call that ran from p0 to p1 (stats, trace) and its result:
-  // pinned, or the error reported once.
-  void RecordPin(const Status& s, std::chrono::steady_clock::time_point p0,
-                 std::chrono::steady_clock::time_point p1) CAIRN_REQUIRES(mu_);
-  void NoteTouchProgress() CAIRN_REQUIRES(mu_);
-  TouchModel::Mode TouchMode() CAIRN_REQUIRES(mu_);
+  // Fast initialization: the initializer's view of the pipeline (pipeline.cpp),
+  // and what the stages tell it (forwarded to initializer_).
+  Initializer::Owner InitializerOwner();
+  // A writer took a chunk: the cache may be fully touched now.
+  void NoteTouchProgress() CAIRN_REQUIRES(mu_) { initializer_.NoteTouchProgress(); }
   // A capture (capture = true), flush write or prefetch read starts (+1) or
   // ends (-1) moving memory; sequential touching pauses. Atomic counters: no
   // lock needed (the callers happen to hold mu_).
-  void UseBandwidth(int delta, bool capture);
-  // Whether touching in `mode` must pause now (reads the atomic mirrors).
-  bool MustPauseTouching(TouchModel::Mode mode) const;
-  // Books a captured block's bytes by the state of its chunk.
-  void NoteCaptureChunk(bool was_touched, uint64_t bytes) CAIRN_REQUIRES(mu_);
+  void UseBandwidth(int delta, bool capture) { initializer_.UseBandwidth(delta, capture); }
 
   // GPU tier (gpu_tier.cpp).
   Status OpenGpu() CAIRN_EXCLUDES(mu_);  // at Init: runtime, device cache (best effort)
@@ -325,7 +313,6 @@ class Pipeline {
   // Space freed, entry state changed, a stage's job done. Each stage has its
   // own wake-up condition (Worker::Wake).
   std::condition_variable_any cv_app_;
-  std::condition_variable_any cv_init_;  // memory went idle, cache fully touched
 
   std::optional<HostCache> cache_ CAIRN_GUARDED_BY(mu_);
   Catalog catalog_ CAIRN_GUARDED_BY(mu_);  // entries and open histories
@@ -342,19 +329,6 @@ class Pipeline {
   TierCache<HostTier> host_tier_ CAIRN_GUARDED_BY(mu_){&stats_.evictions, &tracer_};
   TierCache<DeviceTier> device_tier_ CAIRN_GUARDED_BY(mu_){&stats_.device.evictions, &tracer_};
 
-  // Fast initialization state.
-  const std::chrono::steady_clock::time_point opened_at_ = std::chrono::steady_clock::now();
-  os::MemoryPinner* pinner_;  // set before the threads start, then constant
-  bool pinned_ CAIRN_GUARDED_BY(mu_) = false;
-  TouchModel touch_model_ CAIRN_GUARDED_BY(mu_);
-  TouchModel::Mode touch_mode_ CAIRN_GUARDED_BY(mu_) = TouchModel::Mode::kConcurrent;
-  // Memory movers now: captures, and flush writes + prefetch reads. Written
-  // under mu_, read by the touch loop without it.
-  std::atomic<int> captures_now_{0};
-  std::atomic<int> background_io_now_{0};
-  std::atomic<bool> touching_{false};  // the initializer is touching right now
-  std::optional<std::chrono::steady_clock::time_point> last_capture_end_ CAIRN_GUARDED_BY(mu_);
-
   // GPU tier. gpu_ is null without a usable driver (gpu_unavailable_ says
   // why); dcache_ is null with device_cache.size = 0 or when it could not be
   // created; both are set by Init before any thread starts, then constant
@@ -364,7 +338,6 @@ class Pipeline {
   Status gpu_unavailable_;
   std::unique_ptr<gpu::DeviceCache> dcache_;
   std::optional<DeviceIo> dio_;
-  bool host_registered_ CAIRN_GUARDED_BY(mu_) = false;  // pinned via cuMemHostRegister
 
   // Helpers for the application's blocking copies (its own threads).
   std::unique_ptr<CopyEngine> copier_;
@@ -383,13 +356,15 @@ class Pipeline {
   //                 its own class (prefetcher.hpp)
   //   device_mover  drains device slots to host chunks (queue), else
   //                 prefetches steps host -> device (polls); GPU tier only
+  //   initializer   maps, touches and pins the host cache (its own thread,
+  //                 paced by the touch model); its own class (initializer.hpp)
   Checksummer checksummer_;
   Flusher flusher_;
   Flusher persister_;
   Mover mover_;
   Prefetcher prefetcher_;
   Worker<DeviceJob> device_mover_;
-  std::jthread initializer_;  // last: joined first
+  Initializer initializer_;  // last: joined first
 };
 
 }  // namespace cairn::core
