@@ -53,16 +53,7 @@ Pipeline::Pipeline(const Config& config)
                      return std::nullopt;
                    },
                    .run = [this](EntryPtr& e) CAIRN_REQUIRES(mu_) { PrefetchStep(e); }}),
-      device_mover_(&mu_, &cv_app_,
-                    {.take = [this](Worker<DeviceJob>& w) CAIRN_REQUIRES(mu_) -> std::optional<DeviceJob> {
-                       // Drains first (FIFO), then prefetches.
-                       if (auto job = w.PopFront()) return job;
-                       if (EntryPtr e = FindDevicePrefetchTarget()) return DeviceJob{.e = e, .drain = false};
-                       return std::nullopt;
-                     },
-                     .run = [this](DeviceJob& j) CAIRN_REQUIRES(mu_) {
-                       j.drain ? DrainBlock(j.e, j.block) : DevicePrefetch(j.e);
-                     }}) {
+      device_mover_(&mu_, &cv_app_, &stats_.device.evictions, &tracer_, DeviceMoverOwner()) {
   if (!config.persistent_dir.empty()) {
     persistent_.emplace(Level::kPersistent, config.persistent_dir, fs_, CheckpointWriterOptions(config));
   }
@@ -82,6 +73,10 @@ Status Pipeline::Init() {
   if (persistent_) CAIRN_RETURN_IF_ERROR(persistent_->EnsureDir().WithContext("storage.persistent"));
   CAIRN_RETURN_IF_ERROR(OpenGpu());
   dio_.emplace(gpu_.get(), gpu_unavailable_, config_.block_bytes, config_.bounce_buffers);
+  {
+    MutexLock lock(&mu_);
+    device_mover_.Attach(dcache_.get(), &*dio_);
+  }
   // With a GPU in use the host cache is pinned by registering it with the
   // driver (page-locked and DMA-mapped at once); mlock otherwise.
   if (config_.pinner == nullptr && gpu_) pinner_ = gpu_->host_pinner();
@@ -117,7 +112,7 @@ Status Pipeline::Shutdown() {
   {
     MutexLock lock(&mu_);
     cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
-      return flusher_.Idle() && checksummer_.Idle() && mover_.Idle() && !DrainsPending();
+      return flusher_.Idle() && checksummer_.Idle() && mover_.Idle() && !device_mover_.DrainsPending();
     });
     shut_down_ = true;
     first_error = unreported_error_;
@@ -142,7 +137,7 @@ Status Pipeline::Shutdown() {
     MutexLock lock(&mu_);
     catalog_.ClearEntries();
     host_tier_.Clear();
-    device_tier_.Clear();
+    device_mover_.Clear();
     pinned = std::exchange(pinned_, false);
     cache = std::move(cache_);
     cache_.reset();
@@ -267,7 +262,7 @@ void Pipeline::WaitAsCaptureBlocked(const char* span, bool device) {
 // because written): the flusher may be waiting for those device blocks
 // before it can write, and so free, anything the capture holds.
 bool Pipeline::DrainRoomAfterTaking(const Entry& capturing) const {
-  if (!DrainsPending()) return true;
+  if (!device_mover_.DrainsPending()) return true;
   return host_tier_.HasRoomFor(capturing, cache_->free_count(), 2);
 }
 
@@ -281,7 +276,7 @@ void Pipeline::ReleaseChunks(Entry& e) {
       dirty_bytes_ -= e.layout.blocks[b].length;
     }
     host_tier_.Drop(e, b);
-    if (dcache_) DropSlot(e, b);
+    if (dcache_) device_mover_.DropSlot(e, b);
   }
   device_mover_.Wake();
   cv_app_.notify_all();

@@ -6,9 +6,9 @@
 //                                          \-> evict (clean blocks) -> prefetch
 //
 // Threads (each owned here, stopped and joined by Shutdown(); the five stages
-// run on Workers, worker.hpp, the checksummer and flusher inside their own
-// classes, checksummer.hpp and flusher.hpp; the initializer is a plain
-// std::jthread):
+// run on Workers, worker.hpp, the checksummer, flusher and device mover inside
+// their own classes, checksummer.hpp, flusher.hpp and device_mover.hpp; the
+// initializer is a plain std::jthread):
 //   checksummer  CRC32C of sealed blocks, ahead of the flusher (so checksums
 //                cost no flush bandwidth)
 //   flusher      FIFO: writes entries block by block to the local tier and
@@ -21,9 +21,9 @@
 //                highest step first (reverse order is the adjoint pattern)
 //   initializer  touches the host cache ahead of the captures, then pins it
 //                (host_cache.init and .pin; initializer.cpp)
-//   device mover GPU tier only (gpu_tier.cpp): drains captured device-cache
-//                slots to host-cache chunks in FIFO order, then prefetches
-//                history steps host -> device ahead of the pops
+//   device mover GPU tier only (device_mover.hpp): drains captured
+//                device-cache slots to host-cache chunks in FIFO order, then
+//                prefetches history steps host -> device ahead of the pops
 //
 // GPU tier: a block of a device or managed region is captured into a
 // device-cache slot (device -> device on Cairn's stream) and drained to a
@@ -68,6 +68,7 @@
 #include "core/checksummer.hpp"
 #include "core/copy_engine.hpp"
 #include "core/device_io.hpp"
+#include "core/device_mover.hpp"
 #include "core/flusher.hpp"
 #include "core/tier_cache.hpp"
 #include "core/entry.hpp"
@@ -144,11 +145,6 @@ class Pipeline {
 
  private:
   // Jobs of the stages.
-  struct DeviceJob {  // drain one block device -> host, or prefetch a step host -> device
-    EntryPtr e;
-    uint32_t block = 0;
-    bool drain = true;
-  };
   using MoverTask = std::function<void()>;
 
   // One batch of a capture (pipeline.cpp): the blocks [first, end) and where
@@ -252,34 +248,18 @@ class Pipeline {
   bool MustPauseTouching(TouchModel::Mode mode) const;
   // Books a captured block's bytes by the state of its chunk.
   void NoteCaptureChunk(bool was_touched, uint64_t bytes) CAIRN_REQUIRES(mu_);
-  // What a prefetcher makes of one step of a popped history (WalkPoppedSteps).
-  enum class StepVerdict {
-    kSkip,         // not for this prefetcher; look at the next lower step
-    kAhead,        // loaded or being loaded: counts towards the depth
-    kNextHistory,  // nothing lower in this history is due yet
-    kWait,         // due, but no room now: nothing to do until space frees
-    kTake,         // load this one
-  };
-  using StepJudge = std::function<StepVerdict(const Entry&)>;
+  // What a prefetcher makes of one step of a popped history (step_walk.hpp).
+  using StepVerdict = core::StepVerdict;
+  using StepJudge = core::StepJudge;
   EntryPtr WalkPoppedSteps(const StepJudge& judge) CAIRN_REQUIRES(mu_);
   EntryPtr FindPrefetchTarget() CAIRN_REQUIRES(mu_);
   void EnqueueMover(std::function<void()> task) CAIRN_REQUIRES(mu_);
 
   // GPU tier (gpu_tier.cpp).
   Status OpenGpu() CAIRN_EXCLUDES(mu_);  // at Init: runtime, device cache (best effort)
-  bool DeviceCacheUsable() const CAIRN_REQUIRES(mu_);  // slots exist or are coming
-  // A mapped free slot, evicting drained slots of older entries once the
-  // cache is fully mapped; waits for mapping or draining (the wait is the
-  // application's blocking). nullopt when the cache has no slot at all
-  // (mapping failed before the first chunk).
-  std::optional<int32_t> AcquireSlot() CAIRN_REQUIRES(mu_);
-  std::optional<uint32_t> TryAcquireSlot() CAIRN_REQUIRES(mu_);  // no waiting
-  void DropSlot(Entry& e, uint32_t block) CAIRN_REQUIRES(mu_);  // frees it, wakes captures
-  // Blocks wait to be drained, or one is being drained.
-  bool DrainsPending() const CAIRN_REQUIRES(mu_);
-  void DrainBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(mu_);
-  EntryPtr FindDevicePrefetchTarget() CAIRN_REQUIRES(mu_);
-  void DevicePrefetch(const EntryPtr& e) CAIRN_REQUIRES(mu_);
+  // The device mover's view of the pipeline (its slots, drains and device
+  // prefetches are device_mover.hpp).
+  DeviceMover::Owner DeviceMoverOwner();
 
   // Restore helpers (restore.cpp).
   // Committed checkpoint versions of `name` in the local and persistent tiers.
@@ -319,11 +299,10 @@ class Pipeline {
   bool shut_down_ CAIRN_GUARDED_BY(mu_) = false;
   Status unreported_error_ CAIRN_GUARDED_BY(mu_);
   Stats stats_ CAIRN_GUARDED_BY(mu_);
-  // The two cache tiers' block bookkeeping (tier_cache.hpp): host chunks
-  // whose blocks are written (evictable), device slots whose blocks are also
-  // in the host tier.
+  // The host cache tier's block bookkeeping (tier_cache.hpp): host chunks
+  // whose blocks are written (evictable). The device tier's is the device
+  // mover's.
   TierCache<HostTier> host_tier_ CAIRN_GUARDED_BY(mu_){&stats_.evictions, &tracer_};
-  TierCache<DeviceTier> device_tier_ CAIRN_GUARDED_BY(mu_){&stats_.device.evictions, &tracer_};
 
   // Fast initialization state.
   const std::chrono::steady_clock::time_point opened_at_ = std::chrono::steady_clock::now();
@@ -342,7 +321,8 @@ class Pipeline {
   // why); dcache_ is null with device_cache.size = 0 or when it could not be
   // created; both are set by Init before any thread starts, then constant
   // (the device cache locks itself). dio_: the streams and bounce buffers
-  // (device_io.hpp, its own locks), made by Init, after OpenGpu.
+  // (device_io.hpp, its own locks), made by Init, after OpenGpu. Init lends
+  // dcache_ and dio_ to the device mover (DeviceMover::Attach).
   std::unique_ptr<gpu::Runtime> gpu_;
   Status gpu_unavailable_;
   std::unique_ptr<gpu::DeviceCache> dcache_;
@@ -361,12 +341,14 @@ class Pipeline {
   //   mover         persistent copies, retention, deletions (queue: tasks)
   //   prefetcher    history steps back into the host cache (polls)
   //   device_mover  drains device slots to host chunks (queue), else
-  //                 prefetches steps host -> device (polls); GPU tier only
+  //                 prefetches steps host -> device (polls); GPU tier only;
+  //                 its own class (device_mover.hpp), which owns the device
+  //                 tier's slot bookkeeping
   Checksummer checksummer_;
   Flusher flusher_;
   Worker<MoverTask> mover_;
   Worker<EntryPtr> prefetcher_;
-  Worker<DeviceJob> device_mover_;
+  DeviceMover device_mover_;
   std::jthread initializer_;  // last: joined first
 };
 
