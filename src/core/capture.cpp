@@ -72,11 +72,11 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
     const auto& region = e->layout.regions[blk.region];
     const bool gpu_source = region.spec.memory != MemoryKind::kHost;
     const auto* src = static_cast<const uint8_t*>(sources[blk.region].data) + (blk.offset - region.data_offset);
-    if (gpu_source && DeviceCacheUsable()) {
+    if (gpu_source && device_mover_.CacheUsable()) {
       std::optional<int32_t> slot;
       if (first) {
-        slot = AcquireSlot();
-      } else if (auto sl = TryAcquireSlot()) {
+        slot = device_mover_.AcquireSlot();
+      } else if (auto sl = device_mover_.TryAcquireSlot()) {
         slot = static_cast<int32_t>(*sl);
       } else {
         break;
@@ -112,7 +112,7 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
     batch->to_slot.push_back(false);
     // Direct I/O writes whole 4 KiB pages: the tail is zeroed so no stale
     // bytes of an older entry reach the file. (Drained slots get theirs in
-    // DrainBlock.)
+    // DeviceMover::DrainBlock.)
     if (write_bytes > blk.length) batch->tails.emplace_back(dst + blk.length, write_bytes - blk.length);
   }
   batch->end = b;
@@ -164,11 +164,7 @@ void Pipeline::SealBatch(const EntryPtr& e, const CaptureBatch& batch) {
     BlockState& bs = e->blocks[k];
     if (batch.to_slot[k - batch.first]) {
       bs.dsealed = true;
-      if (e->failed() || e->consumed) {
-        device_tier_.MarkClean(*e, k);
-      } else {
-        device_mover_.Push(DeviceJob{.e = e, .block = k});
-      }
+      device_mover_.Push(e, k);  // drained, or evictable at once if e failed or was consumed
       continue;
     }
     bs.sealed = true;

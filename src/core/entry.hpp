@@ -21,7 +21,7 @@ namespace cairn::core {
 struct BlockState {
   int32_t chunk = -1;      // host-cache chunk holding the payload; -1 = not resident
   bool sealed = false;     // the payload in `chunk` is complete
-  // GPU tier (gpu_tier.cpp): a device-cache slot holding the payload.
+  // GPU tier (device_mover.hpp): a device-cache slot holding the payload.
   int32_t slot = -1;       // -1 = not in the device cache
   bool dsealed = false;    // the payload in `slot` is complete
   bool dclean = false;     // listed in Pipeline::dclean_ (a host-tier copy exists)

@@ -77,7 +77,7 @@ Status Flusher::OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter
 std::optional<uint32_t> Flusher::WaitForReadyBlock(const Entry& e, uint32_t lowest) {
   const auto nblocks = static_cast<uint32_t>(e.blocks.size());
   std::optional<uint32_t> b;
-  // failed(): the device mover could not drain a block of it (gpu_tier.cpp).
+  // failed(): the device mover could not drain a block of it (device_mover.cpp).
   worker_.cv().wait(*mu_, [&]() CAIRN_REQUIRES(*mu_) {
     if (e.consumed || e.failed()) return true;
     for (uint32_t k = lowest; k < nblocks; ++k) {

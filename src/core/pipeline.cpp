@@ -58,16 +58,7 @@ Pipeline::Pipeline(const Config& config)
              static_cast<uint32_t>(config.block_bytes), static_cast<size_t>(config.keep_versions),
              MoverOwner()),
       prefetcher_(&mu_, &cv_app_, config_.prefetch_depth, PrefetcherOwner()),
-      device_mover_(&mu_, &cv_app_,
-                    {.take = [this](Worker<DeviceJob>& w) CAIRN_REQUIRES(mu_) -> std::optional<DeviceJob> {
-                       // Drains first (FIFO), then prefetches.
-                       if (auto job = w.PopFront()) return job;
-                       if (EntryPtr e = FindDevicePrefetchTarget()) return DeviceJob{.e = e, .drain = false};
-                       return std::nullopt;
-                     },
-                     .run = [this](DeviceJob& j) CAIRN_REQUIRES(mu_) {
-                       j.drain ? DrainBlock(j.e, j.block) : DevicePrefetch(j.e);
-                     }}),
+      device_mover_(&mu_, &cv_app_, &stats_.device.evictions, &tracer_, DeviceMoverOwner()),
       initializer_(&mu_, &cv_app_, &tracer_, config, InitializerOwner()) {}
 
 Result<std::unique_ptr<Pipeline>> Pipeline::Start(const Config& config) {
@@ -84,6 +75,10 @@ Status Pipeline::Init() {
   if (persistent_) CAIRN_RETURN_IF_ERROR(persistent_->EnsureDir().WithContext("storage.persistent"));
   CAIRN_RETURN_IF_ERROR(OpenGpu());
   dio_.emplace(gpu_.get(), gpu_unavailable_, config_.block_bytes, config_.bounce_buffers);
+  {
+    MutexLock lock(&mu_);
+    device_mover_.Attach(dcache_.get(), &*dio_);
+  }
   // With a GPU in use the host cache is pinned by registering it with the
   // driver (page-locked and DMA-mapped at once); mlock otherwise.
   if (config_.pinner == nullptr && gpu_) initializer_.UseRegistrationPinner(gpu_->host_pinner());
@@ -118,7 +113,7 @@ Status Pipeline::Shutdown() {
     MutexLock lock(&mu_);
     cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
       return flusher_.Idle() && persister_.Idle() && checksummer_.Idle() && mover_.Idle() &&
-             !DrainsPending();
+             !device_mover_.DrainsPending();
     });
     shut_down_ = true;
     first_error = unreported_error_;
@@ -145,7 +140,7 @@ Status Pipeline::Shutdown() {
     catalog_.ClearEntries();
     persist_holds_.clear();
     host_tier_.Clear();
-    device_tier_.Clear();
+    device_mover_.Clear();
     cache = std::move(cache_);
     cache_.reset();
   }
@@ -277,7 +272,7 @@ void Pipeline::WaitAsCaptureBlocked(const char* span, bool device) {
 // because written): the flusher may be waiting for those device blocks
 // before it can write, and so free, anything the capture holds.
 bool Pipeline::DrainRoomAfterTaking(const Entry& capturing) const {
-  if (!DrainsPending()) return true;
+  if (!device_mover_.DrainsPending()) return true;
   return host_tier_.HasRoomFor(capturing, cache_->free_count(), 2);
 }
 
@@ -293,7 +288,7 @@ void Pipeline::ReleaseChunks(Entry& e) {
       dirty_bytes_ -= e.layout.blocks[b].length;
     }
     host_tier_.Drop(e, b);
-    if (dcache_) DropSlot(e, b);
+    if (dcache_) device_mover_.DropSlot(e, b);
   }
   device_mover_.Wake();
   cv_app_.notify_all();

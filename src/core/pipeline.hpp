@@ -8,9 +8,10 @@
 //                                        copies the local file if evicted first)
 //
 // Threads (each owned here, stopped and joined by Shutdown(); the five stages
-// run on Workers, worker.hpp, the checksummer, flusher and prefetcher inside
-// their own classes, checksummer.hpp, flusher.hpp and prefetcher.hpp; the
-// initializer is its own class, initializer.hpp, with its own std::jthread):
+// run on Workers, worker.hpp, the checksummer, flusher, prefetcher and device
+// mover inside their own classes, checksummer.hpp, flusher.hpp, prefetcher.hpp
+// and device_mover.hpp; the initializer is its own class, initializer.hpp,
+// with its own std::jthread):
 //   checksummer  CRC32C of sealed blocks, ahead of the flusher (so checksums
 //                cost no flush bandwidth)
 //   flusher      FIFO: writes entries block by block to the local tier and
@@ -27,9 +28,9 @@
 //                highest step first (reverse order is the adjoint pattern)
 //   initializer  maps the host cache, touches it ahead of the captures, then
 //                pins it (host_cache.init and .pin; initializer.hpp)
-//   device mover GPU tier only (gpu_tier.cpp): drains captured device-cache
-//                slots to host-cache chunks in FIFO order, then prefetches
-//                history steps host -> device ahead of the pops
+//   device mover GPU tier only (device_mover.hpp): drains captured
+//                device-cache slots to host-cache chunks in FIFO order, then
+//                prefetches history steps host -> device ahead of the pops
 //
 // GPU tier: a block of a device or managed region is captured into a
 // device-cache slot (device -> device on Cairn's stream) and drained to a
@@ -74,6 +75,7 @@
 #include "core/checksummer.hpp"
 #include "core/copy_engine.hpp"
 #include "core/device_io.hpp"
+#include "core/device_mover.hpp"
 #include "core/flusher.hpp"
 #include "core/mover.hpp"
 #include "core/prefetcher.hpp"
@@ -152,11 +154,6 @@ class Pipeline {
 
  private:
   // Jobs of the stages.
-  struct DeviceJob {  // drain one block device -> host, or prefetch a step host -> device
-    EntryPtr e;
-    uint32_t block = 0;
-    bool drain = true;
-  };
 
   // One batch of a capture (pipeline.cpp): the blocks [first, end) and where
   // their bytes go.
@@ -271,19 +268,9 @@ class Pipeline {
 
   // GPU tier (gpu_tier.cpp).
   Status OpenGpu() CAIRN_EXCLUDES(mu_);  // at Init: runtime, device cache (best effort)
-  bool DeviceCacheUsable() const CAIRN_REQUIRES(mu_);  // slots exist or are coming
-  // A mapped free slot, evicting drained slots of older entries once the
-  // cache is fully mapped; waits for mapping or draining (the wait is the
-  // application's blocking). nullopt when the cache has no slot at all
-  // (mapping failed before the first chunk).
-  std::optional<int32_t> AcquireSlot() CAIRN_REQUIRES(mu_);
-  std::optional<uint32_t> TryAcquireSlot() CAIRN_REQUIRES(mu_);  // no waiting
-  void DropSlot(Entry& e, uint32_t block) CAIRN_REQUIRES(mu_);  // frees it, wakes captures
-  // Blocks wait to be drained, or one is being drained.
-  bool DrainsPending() const CAIRN_REQUIRES(mu_);
-  void DrainBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(mu_);
-  EntryPtr FindDevicePrefetchTarget() CAIRN_REQUIRES(mu_);
-  void DevicePrefetch(const EntryPtr& e) CAIRN_REQUIRES(mu_);
+  // The device mover's view of the pipeline (its slots, drains and device
+  // prefetches are device_mover.hpp).
+  DeviceMover::Owner DeviceMoverOwner();
 
   // Restore helpers (restore.cpp).
   // Committed checkpoint versions of `name` in the local and persistent tiers.
@@ -323,17 +310,17 @@ class Pipeline {
   bool shut_down_ CAIRN_GUARDED_BY(mu_) = false;
   Status unreported_error_ CAIRN_GUARDED_BY(mu_);
   Stats stats_ CAIRN_GUARDED_BY(mu_);
-  // The two cache tiers' block bookkeeping (tier_cache.hpp): host chunks
-  // whose blocks are written (evictable), device slots whose blocks are also
-  // in the host tier.
+  // The host cache tier's block bookkeeping (tier_cache.hpp): host chunks
+  // whose blocks are written (evictable). The device tier's is the device
+  // mover's.
   TierCache<HostTier> host_tier_ CAIRN_GUARDED_BY(mu_){&stats_.evictions, &tracer_};
-  TierCache<DeviceTier> device_tier_ CAIRN_GUARDED_BY(mu_){&stats_.device.evictions, &tracer_};
 
   // GPU tier. gpu_ is null without a usable driver (gpu_unavailable_ says
   // why); dcache_ is null with device_cache.size = 0 or when it could not be
   // created; both are set by Init before any thread starts, then constant
   // (the device cache locks itself). dio_: the streams and bounce buffers
-  // (device_io.hpp, its own locks), made by Init, after OpenGpu.
+  // (device_io.hpp, its own locks), made by Init, after OpenGpu. Init lends
+  // dcache_ and dio_ to the device mover (DeviceMover::Attach).
   std::unique_ptr<gpu::Runtime> gpu_;
   Status gpu_unavailable_;
   std::unique_ptr<gpu::DeviceCache> dcache_;
@@ -355,7 +342,9 @@ class Pipeline {
   //   prefetcher    history steps back into the host cache (polls);
   //                 its own class (prefetcher.hpp)
   //   device_mover  drains device slots to host chunks (queue), else
-  //                 prefetches steps host -> device (polls); GPU tier only
+  //                 prefetches steps host -> device (polls); GPU tier only;
+//                 its own class (device_mover.hpp), which owns the device
+//                 tier's slot bookkeeping
   //   initializer   maps, touches and pins the host cache (its own thread,
   //                 paced by the touch model); its own class (initializer.hpp)
   Checksummer checksummer_;
@@ -363,7 +352,7 @@ class Pipeline {
   Flusher persister_;
   Mover mover_;
   Prefetcher prefetcher_;
-  Worker<DeviceJob> device_mover_;
+  DeviceMover device_mover_;
   Initializer initializer_;  // last: joined first
 };
 
