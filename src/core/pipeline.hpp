@@ -7,11 +7,13 @@
 //                                        cache -> persistent tier; the mover
 //                                        copies the local file if evicted first)
 //
-// Threads (each owned here, stopped and joined by Shutdown(); the five stages
-// run on Workers, worker.hpp, the checksummer, flusher, prefetcher and device
-// mover inside their own classes, checksummer.hpp, flusher.hpp, prefetcher.hpp
-// and device_mover.hpp; the initializer is its own class, initializer.hpp,
-// with its own std::jthread):
+// Threads (each owned by a component held here, stopped and joined by
+// Shutdown(); the six stages run on Workers, worker.hpp, each inside its own
+// class: checksummer.hpp, flusher.hpp (flusher and persister), mover.hpp,
+// prefetcher.hpp, device_mover.hpp; the initializer, initializer.hpp, runs
+// its own std::jthread). Pipeline wires them (their Owners) and orders the
+// shutdown; the application-thread paths (capture.cpp, restore.cpp,
+// history.cpp) stay here because they coordinate all of them:
 //   checksummer  CRC32C of sealed blocks, ahead of the flusher (so checksums
 //                cost no flush bandwidth)
 //   flusher      FIFO: writes entries block by block to the local tier and
@@ -153,8 +155,6 @@ class Pipeline {
   Result<MemoryKind> ClassifyRegion(const void* p, size_t bytes);
 
  private:
-  // Jobs of the stages.
-
   // One batch of a capture (pipeline.cpp): the blocks [first, end) and where
   // their bytes go.
   struct CaptureBatch {
@@ -225,9 +225,9 @@ class Pipeline {
   void EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double interval_s,
                   double blocked_before) CAIRN_REQUIRES(mu_);
 
-  // Stages (mover.cpp): the jobs their workers run, with
-  // mu_ held (each drops it for its I/O or copy).
-  // The flusher's view of the pipeline (pipeline.cpp); its callbacks below.
+  // The stages' views of the pipeline (their Owners) and what follows their
+  // jobs; each callback is called with mu_ held.
+  // The flusher's view (pipeline.cpp); its callbacks below.
   Flusher::Owner FlusherOwner();
   // After every flush: a history closed meanwhile gets its directory removed.
   void FlushDone(const EntryPtr& e) CAIRN_REQUIRES(mu_);
@@ -343,8 +343,8 @@ class Pipeline {
   //                 its own class (prefetcher.hpp)
   //   device_mover  drains device slots to host chunks (queue), else
   //                 prefetches steps host -> device (polls); GPU tier only;
-//                 its own class (device_mover.hpp), which owns the device
-//                 tier's slot bookkeeping
+  //                 its own class (device_mover.hpp), which owns the device
+  //                 tier's slot bookkeeping
   //   initializer   maps, touches and pins the host cache (its own thread,
   //                 paced by the touch model); its own class (initializer.hpp)
   Checksummer checksummer_;
