@@ -7,11 +7,13 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "cairn/cairn.hpp"
 #include "testing/fake_cuda/fake_cuda_fixture.hpp"
+#include "testing/gate_fs.hpp"
 #include "testing/test_util.hpp"
 
 #if CAIRN_TEST_FAKE_CUDA
@@ -567,6 +569,45 @@ TEST_F(GpuPipelineTest, HistoryLargerThanTheDeviceCacheIsPrefetchedBackToTheDevi
   EXPECT_EQ(st.cache_hits, static_cast<uint64_t>(kSteps));
   EXPECT_GT(st.device.prefetch.bytes, 0u);
   EXPECT_GT(st.device.evictions, 0u);
+}
+
+// Persistence of a device checkpoint larger than the host cache: its first
+// blocks are written locally and held for the persister, which waits for the
+// later ones; those must be drained into host chunks first. The drain takes
+// the held room back (the persister, stuck at its file's open here, then
+// gives the version up and the mover copies the local file) instead of
+// waiting for a persister that waits for it.
+TEST_F(GpuPipelineTest, ADrainTakesTheRoomHeldForThePersister) {
+  GateFs fs("/persistent/");
+  config_.fs = &fs;
+  config_.persistent_dir = dir_->path() + "/persistent";
+  config_.host_cache_bytes = 4 * kMiB;  // four chunks
+  config_.device_cache_bytes = 8 * kMiB;
+  auto client = Open();
+  ASSERT_TRUE(client);
+  GateRelease release{&fs};
+  constexpr size_t kBytes = 6 * kMiB;  // more blocks than the host cache has chunks
+  void* dev = DeviceAlloc(kBytes);
+  Put(dev, Pattern(kBytes, 77));
+  ASSERT_OK(client->Protect(1, dev, kBytes));
+  ASSERT_OK(client->Checkpoint("big", 1));
+  ASSERT_OK(client->Wait("big", 1, Level::kLocal));
+  EXPECT_GE(client->GetStats().persist_holds_released, 1u);
+  fs.Release();
+  ASSERT_OK(client->Wait("big", 1, Level::kPersistent));
+  EXPECT_GE(client->GetStats().persist_file_copies, 1u);
+  ASSERT_OK(client->Close());
+  client.reset();
+
+  // The persistent copy alone restores it.
+  std::filesystem::remove_all(config_.scratch_dir);
+  config_.fs = nullptr;
+  auto again = Open();
+  ASSERT_TRUE(again);
+  ASSERT_OK(again->Protect(1, dev, kBytes));
+  Put(dev, std::vector<uint8_t>(kBytes, 0));
+  ASSERT_OK(again->Restore("big", 1));
+  EXPECT_TRUE(SameBytes(Get(dev, kBytes), Pattern(kBytes, 77)));
 }
 
 TEST_F(GpuPipelineTest, DirectDeviceCacheAllocatesAtOpen) {

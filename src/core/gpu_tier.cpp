@@ -109,7 +109,11 @@ Result<MemoryKind> Pipeline::ClassifyRegion(const void* p, size_t bytes) {
 DeviceMover::Owner Pipeline::DeviceMoverOwner() {
   using TimePoint = DeviceMover::TimePoint;
   return {
-      .try_acquire_chunk = [this](uint32_t write_bytes) CAIRN_REQUIRES(mu_) { return TryAcquireChunk(write_bytes); },
+      .try_acquire_chunk = [this](uint32_t write_bytes) CAIRN_REQUIRES(mu_) {
+        // The room held for the persister too: it may be waiting for this
+        // very drain (a device block's checksum comes after it).
+        return TakeChunk(write_bytes);
+      },
       .free_chunk = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { cache_->Free(chunk); },
       .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { return cache_->data(chunk); },
       .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },

@@ -77,6 +77,7 @@ void Pipeline::DropHold(const EntryPtr& e) {
 void Pipeline::PersisterDone(const EntryPtr& e) {
   e->persist_from_cache = false;
   DropHold(e);
+  prefetcher_.Wake();  // its blocks are evictable now
   if (!e->persist_pending) return;  // committed, or failed (booked)
   if (e->consumed || e->failed()) {
     e->persist_pending = false;  // never to be persisted; Wait reports why

@@ -246,10 +246,16 @@ std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* wa
   return c;
 }
 
+std::optional<uint32_t> Pipeline::TakeChunk(uint32_t write_bytes, bool* was_touched) {
+  for (;;) {
+    if (auto c = TryAcquireChunk(write_bytes, was_touched)) return c;
+    if (!ReleasePersistHold()) return std::nullopt;
+  }
+}
+
 int32_t Pipeline::AcquireChunk(uint32_t write_bytes, bool* was_touched, bool app) {
   for (;;) {
-    if (auto c = TryAcquireChunk(write_bytes, was_touched)) return static_cast<int32_t>(*c);
-    if (ReleasePersistHold()) continue;
+    if (auto c = TakeChunk(write_bytes, was_touched)) return static_cast<int32_t>(*c);
     // Back-pressure: every chunk holds data not yet flushed (or pinned).
     if (app) {
       WaitAsCaptureBlocked("blocked: cache full");

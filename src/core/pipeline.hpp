@@ -176,8 +176,7 @@ class Pipeline {
   // The caller writes the chunk's first write_bytes bytes. was_touched
   // (optional): whether the chunk's memory was fully touched before.
   // Blocks for space; app: the wait counts as the application's blocking.
-  // Before waiting it takes back the room held for the persister
-  // (ReleasePersistHold).
+  // Before waiting it takes back the room held for the persister (TakeChunk).
   int32_t AcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr, bool app = true)
       CAIRN_REQUIRES(mu_);
   // One wait on cv_app_ that the capturing application sits through: added
@@ -189,6 +188,10 @@ class Pipeline {
   }
   std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr)
       CAIRN_REQUIRES(mu_);  // no waiting
+  // TryAcquireChunk, taking the room held for the persister back when that
+  // is what it takes (a capture's or a drain's chunk; never waits).
+  std::optional<uint32_t> TakeChunk(uint32_t write_bytes, bool* was_touched = nullptr)
+      CAIRN_REQUIRES(mu_);
   // Host-cache room for the device mover while drains are pending: whether a
   // capture of `capturing` may take a chunk now, and waiting until it may.
   bool DrainRoomAfterTaking(const Entry& capturing) const CAIRN_REQUIRES(mu_);
