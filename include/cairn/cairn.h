@@ -69,7 +69,8 @@ CAIRN_EXPORT int cairn_unprotect(cairn_client_t *c, int id);
  * background. Names: 1-128 chars, no '/', no "..", no control characters. */
 CAIRN_EXPORT int cairn_checkpoint(cairn_client_t *c, const char *name, int64_t version);
 
-/* cairn_wait - block until version is durable at level; reports a failed
+/* cairn_wait - block until version is durable at level (levels are
+ * cumulative: PERSISTENT also waits for the local commit); reports a failed
  * flush as its error code. */
 CAIRN_EXPORT int cairn_wait(cairn_client_t *c, const char *name, int64_t version,
                             cairn_level_t level);

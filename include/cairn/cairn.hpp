@@ -141,8 +141,10 @@ class CAIRN_EXPORT Client {
   Status Checkpoint(std::string_view name, int64_t version);
 
   // Blocks until `version` is durable at `level`; returns the flush's error if
-  // it failed. kCache returns once it is captured. kPersistent with no
-  // persistent directory configured is kInvalidArgument.
+  // it failed. kCache returns once it is captured. Levels are cumulative:
+  // kPersistent also waits for the local commit (the persistent copy, written
+  // from the cache beside the local one, may commit first). kPersistent with
+  // no persistent directory configured is kInvalidArgument.
   Status Wait(std::string_view name, int64_t version, Level level);
 
   // Newest version of `name` committed to a file tier (local or persistent)
