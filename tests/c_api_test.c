@@ -222,9 +222,9 @@ static void test_stats_layout(void) {
   CHECK(offsetof(cairn_stats_t, size) == 0, "size comes first");
   CHECK(offsetof(cairn_stats_t, capture_bytes) == 8, "the first row follows size");
   CHECK(offsetof(cairn_stats_t, device_capacity_bytes) % 8 == 0, "64-bit fields are 8-aligned");
-  CHECK(offsetof(cairn_stats_t, device_used_bytes) + sizeof(uint64_t) == sizeof(cairn_stats_t),
+  CHECK(offsetof(cairn_stats_t, persist_holds_released) + sizeof(uint64_t) == sizeof(cairn_stats_t),
         "no padding at the end");
-  CHECK(sizeof(cairn_stats_t) == 456, "cairn_stats_t is 456 bytes (tests/fortran checks the same)");
+  CHECK(sizeof(cairn_stats_t) == 472, "cairn_stats_t is 472 bytes (tests/fortran checks the same)");
   CHECK(CAIRN_DEVICE_CACHE_DIRECT == 0 && CAIRN_DEVICE_CACHE_INCREMENTAL == 1,
         "cairn_device_cache_init_t values match cairn::DeviceCacheInit");
 }
@@ -234,8 +234,11 @@ static void test_stats_layout(void) {
  * how much it filled. A size too small for the header is refused. */
 #define GUARD 0xA5
 static void test_stats_sizes(cairn_client_t* c) {
-  /* Today's struct as an older caller would see it if the last rows were new. */
-  const size_t old_sizes[] = {offsetof(cairn_stats_t, device_used_bytes),
+  /* The struct of a caller built before the persistence rows (456 bytes),
+   * then today's struct as an older caller would see it if other rows were
+   * new. */
+  const size_t old_sizes[] = {offsetof(cairn_stats_t, persist_file_copies),
+                              offsetof(cairn_stats_t, device_used_bytes),
                               offsetof(cairn_stats_t, device_gpu),
                               offsetof(cairn_stats_t, capture_ops), sizeof(uint64_t)};
   unsigned char buf[sizeof(cairn_stats_t) + 64];
