@@ -29,6 +29,7 @@ class Config:
 
     scratch_dir: str
     persistent_dir: str
+    persist_from_cache: bool
     file_mode: int
     direct_io: bool
     fsync: bool

@@ -343,6 +343,7 @@ class Client(_Closable):
     ============================  ================================================
     ``scratch_dir``               local directory (``storage.scratch``)
     ``persistent_dir``            persistent directory, ``""`` = none
+    ``persist_from_cache``        write it from the host cache (default True)
     ``host_cache``                cache size: bytes or ``"512MiB"``
     ``block_size``                cache chunk and file block size (``"4MiB"``)
     ``copy_threads``              helper copy threads, ``-1`` = auto
@@ -384,6 +385,7 @@ class Client(_Closable):
         *,
         scratch_dir: Optional[PathArg] = None,
         persistent_dir: Optional[PathArg] = None,
+        persist_from_cache: Optional[bool] = None,
         host_cache: Union[int, str, None] = None,
         block_size: Union[int, str, None] = None,
         copy_threads: Optional[int] = None,
