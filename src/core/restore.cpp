@@ -133,9 +133,13 @@ Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, co
             const CopySegment seg{.dst = dst, .src = src, .bytes = n};
             return dio_->RestoreCopy({&seg, 1});
           },
-          // Buffered: on the project's virtio disk 4 buffered reads in flight
-          // measured 1.9-2.9 GB/s cold, O_DIRECT 1.0-1.3 GB/s at any depth.
-          {.direct = false});
+          // Read the way the tier writes: O_DIRECT for checkpoint files
+          // written with storage.direct_io (not in the page cache anyway, and
+          // a buffered read would need a page cache as large as the version
+          // beside the application's memory: measured 2.6-3.5x slower cold
+          // on this VM, docs/bench.md), buffered for scratch history steps,
+          // which the page cache usually still holds.
+          {.direct = tier->writer_options().direct});
     }
     if (s.code() == Code::kCorrupt) s = s.WithContext(label + " is damaged");
     if (s.ok()) return s;

@@ -11,8 +11,8 @@
 //
 // With `direct` the file is opened with O_DIRECT (bypassing the page cache
 // and its copy), falling back to buffered reads when the file system refuses
-// it. Restores read buffered: on the virtio disk measured here 4 buffered
-// reads in flight beat O_DIRECT at any depth (docs/design.md). A block for
+// it. Restores read checkpoint files with O_DIRECT when their tier writes
+// them so, history steps buffered (docs/design.md says why). A block for
 // host memory is read straight into it (with O_DIRECT only when the
 // destination is 4 KiB-aligned and the length a multiple of 4 KiB); any other
 // block is read, in pieces of at most kStagingBytes, into the worker's
