@@ -194,10 +194,7 @@ Prefetcher::Owner Pipeline::PrefetcherOwner() {
       },
       .acquire_chunk = [this](const Entry& e, uint32_t write_bytes) CAIRN_REQUIRES(mu_) {
         // Evicts only clean blocks of older captures than e.
-        auto c = host_tier_.TryAcquire([&](HostCache& cache) { return cache.Allocate(nullptr, write_bytes); },
-                                       e.seq);
-        if (c) NoteTouchProgress();
-        return c;
+        return TryAcquireChunk(write_bytes, nullptr, e.seq);
       },
       .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { return cache_->data(chunk); },
       .free_chunk = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { cache_->Free(chunk); },

@@ -240,8 +240,9 @@ void Pipeline::TraceCache() {
 // ---------------------------------------------------------------------------
 // Chunks
 
-std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* was_touched) {
-  auto c = host_tier_.TryAcquire([&](HostCache& cache) { return cache.Allocate(was_touched, write_bytes); });
+std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* was_touched, uint64_t below_seq) {
+  auto c = host_tier_.TryAcquire([&](HostCache& cache) { return cache.Allocate(was_touched, write_bytes); },
+                                 below_seq);
   if (c) NoteTouchProgress();  // the writer touches it: the cache may be fully touched now
   return c;
 }
@@ -253,15 +254,11 @@ std::optional<uint32_t> Pipeline::TakeChunk(uint32_t write_bytes, bool* was_touc
   }
 }
 
-int32_t Pipeline::AcquireChunk(uint32_t write_bytes, bool* was_touched, bool app) {
+int32_t Pipeline::AcquireChunk(uint32_t write_bytes, bool* was_touched) {
   for (;;) {
     if (auto c = TakeChunk(write_bytes, was_touched)) return static_cast<int32_t>(*c);
     // Back-pressure: every chunk holds data not yet flushed (or pinned).
-    if (app) {
-      WaitAsCaptureBlocked("blocked: cache full");
-    } else {
-      cv_app_.wait(mu_);
-    }
+    WaitAsCaptureBlocked("blocked: cache full");
   }
 }
 

@@ -173,12 +173,11 @@ class Pipeline {
   Status Init();
 
   // Chunks (pipeline.cpp).
-  // The caller writes the chunk's first write_bytes bytes. was_touched
-  // (optional): whether the chunk's memory was fully touched before.
-  // Blocks for space; app: the wait counts as the application's blocking.
-  // Before waiting it takes back the room held for the persister (TakeChunk).
-  int32_t AcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr, bool app = true)
-      CAIRN_REQUIRES(mu_);
+  // For a capture: the caller writes the chunk's first write_bytes bytes.
+  // was_touched (optional): whether the chunk's memory was fully touched
+  // before. Blocks for space (the application's blocking, capture_blocked_s);
+  // before waiting it takes back the room held for the persister (TakeChunk).
+  int32_t AcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr) CAIRN_REQUIRES(mu_);
   // One wait on cv_app_ that the capturing application sits through: added
   // to capture_blocked_s (device: to device.capture_blocked_s, a wait for a
   // device-cache slot) and traced as `span` on the app track.
@@ -186,8 +185,10 @@ class Pipeline {
   double CaptureBlockedSeconds() const CAIRN_REQUIRES(mu_) {  // both kinds of wait
     return stats_.capture_blocked_s + stats_.device.capture_blocked_s;
   }
-  std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr)
-      CAIRN_REQUIRES(mu_);  // no waiting
+  // No waiting; evicts only clean blocks of entries captured before
+  // below_seq (the prefetcher's rule: nothing needed sooner goes).
+  std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr,
+                                          uint64_t below_seq = UINT64_MAX) CAIRN_REQUIRES(mu_);
   // TryAcquireChunk, taking the room held for the persister back when that
   // is what it takes (a capture's or a drain's chunk; never waits).
   std::optional<uint32_t> TakeChunk(uint32_t write_bytes, bool* was_touched = nullptr)
