@@ -127,6 +127,9 @@ Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, co
     // it lands; device and managed targets go through the restore stream.
     if (s.ok()) {
       const auto plan = ReadPlan((*reader)->layout(), targets, index);
+      // The application waits on this read: the cache's background touch
+      // pauses meanwhile (Initializer::MustPauseTouching says why).
+      UseBandwidth(+1, Initializer::Mover::kRestore);
       s = format::ReadBlocks(
           fs_, **reader, plan,
           [this](void* dst, const void* src, size_t n) {
@@ -140,6 +143,7 @@ Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, co
           // on this VM, docs/bench.md), buffered for scratch history steps,
           // which the page cache usually still holds.
           {.direct = tier->writer_options().direct});
+      UseBandwidth(-1, Initializer::Mover::kRestore);
     }
     if (s.code() == Code::kCorrupt) s = s.WithContext(label + " is damaged");
     if (s.ok()) return s;
