@@ -17,7 +17,9 @@ std::string Hex64(uint64_t v) {
 
 // "v7" or "h7": how a link names a version in messages.
 std::string Short(EntryKind kind, int64_t number) {
-  return (kind == EntryKind::kCheckpoint ? "v" : "h") + std::to_string(number);
+  std::string s(1, kind == EntryKind::kCheckpoint ? 'v' : 'h');
+  s += std::to_string(number);
+  return s;
 }
 
 // The region sets of a layer and its base are equal (4.1): same ids, sizes

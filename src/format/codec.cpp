@@ -316,7 +316,7 @@ Status DecodeTables(const uint8_t* in, const Header& h, const Footer& f, Layout*
     // Version 1 stores every region whole: its implicit extent table.
     reg.stored_bytes = reg.spec.bytes;
     reg.first_extent = static_cast<uint32_t>(l.extents.size());
-    AppendExtent(l.extents, 0, reg.spec.bytes);
+    if (reg.spec.bytes > 0) l.extents.push_back(Extent{0, reg.spec.bytes});
     reg.extent_count = static_cast<uint32_t>(l.extents.size() - reg.first_extent);
     l.payload_bytes += reg.spec.bytes;
     l.stored_bytes += reg.spec.bytes;
