@@ -61,9 +61,11 @@ Status CheckLink(const FileReader& layer, const FileReader& base, const std::str
   if (base.info().kind != layer.info().kind || base.info().name != layer.info().name) {
     return corrupt("the base is a different entry ('" + base.info().name + "')");
   }
-  if (base.record().depth + 1 != want.depth) {
-    return corrupt("depth " + std::to_string(want.depth) + " here, " +
-                   std::to_string(base.record().depth) + " in the base");
+  // Strictly decreasing, not "exactly one less": compacting a link to depth
+  // 0 leaves the layers above it valid (docs/format.md 4.6 item 10).
+  if (base.record().depth >= want.depth) {
+    return corrupt("depth " + std::to_string(want.depth) + " here is not above the base's " +
+                   std::to_string(base.record().depth));
   }
   if (std::string diff = CompareRegions(layer.layout(), base); !diff.empty()) return corrupt(diff);
   return Status::Ok();

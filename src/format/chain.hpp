@@ -2,7 +2,7 @@
 //
 // Chain::Open opens a version and follows its base references down to a full
 // version, checking every link: the base exists, is version 2, has the
-// content id the reference expects, has depth - 1, and the same region set.
+// content id the reference expects, has a smaller depth, and the same region set.
 // A broken link is reported naming both ends ("PATH: v7 -> base v5:
 // missing (BASE PATH)"): kNotFound for a missing base, kCorrupt otherwise.
 //
@@ -36,7 +36,9 @@ class Chain {
   // links()[0] is the version asked for, links().back() the full version.
   const std::vector<std::unique_ptr<FileReader>>& links() const { return links_; }
   const FileReader& tip() const { return *links_.front(); }
-  uint32_t depth() const { return tip().record().depth; }
+  // Links below the tip (the tip's recorded depth is an upper bound: it
+  // exceeds this when a link of the chain was compacted).
+  uint32_t depth() const { return static_cast<uint32_t>(links_.size() - 1); }
   // Bytes stored by all links together (an upper bound of what a restore reads).
   uint64_t stored_bytes() const;
   // Reads and verifies every block of every link (and version 2's padding);

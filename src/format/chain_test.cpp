@@ -235,8 +235,11 @@ TEST_F(ChainTest, BrokenLinksAreNamed) {
   s = Restore(11, &got);
   EXPECT_EQ(Path(11) + ": v11 -> base v10: region id 7 is 20000 bytes here, 20001 in the base",
             s.message());
-  Write(12, Regions(), c, {{}, {}, {}}, On(10, 3));
-  EXPECT_NE(std::string::npos, Restore(12, &got).message().find("depth 3 here, 0 in the base"));
+  Write(12, Regions(), c, {{}, {}, {}}, On(10, 3));  // depth an upper bound: valid
+  EXPECT_TRUE(Restore(12, &got).ok());
+  Write(13, Regions(), c, {{}, {}, {}}, On(12, 3));
+  EXPECT_NE(std::string::npos,
+            Restore(13, &got).message().find("depth 3 here is not above the base's 3"));
   {
     FileInfo info;
     info.name = "run";
