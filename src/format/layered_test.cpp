@@ -235,6 +235,62 @@ TEST_F(FormatV2Tables, StructuralErrorsAreDetected) {
   }
 }
 
+uint64_t Le(const uint8_t* p, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; ++i) v |= uint64_t{p[i]} << (8 * i);
+  return v;
+}
+
+TEST(FormatV2Codec, TableAndFooterBytesMatchTheSpec) {
+  // docs/format.md 4.3 and 4.4, field by field.
+  const std::vector<RegionSpec> specs{{-2, MemoryKind::kManaged, 100000}, {9, MemoryKind::kHost, 10}};
+  const Layout l = Layout::MakeV2(specs, {{{10, 20}, {40000, 9000}}, {{0, 10}}}, kBlock,
+                                  VersionRecord{0x1122334455667788, 6, 0x99, 3});
+  ASSERT_EQ(9020u, l.regions[0].stored_bytes);
+  ASSERT_EQ(2u, l.regions[0].block_count);
+  ASSERT_EQ(2u * 48 + 3 * 16 + 3 * 8 + 32 + 3, TableBytes(l, 3));
+  Bytes t(TableBytes(l, 3));
+  EncodeTables(l, {0xaaaaaaaa, 0xbbbbbbbb, 0xcccccccc}, "run", t.data());
+  const uint8_t* r1 = t.data() + 48;
+  EXPECT_EQ(0xfffffffeu, Le(t.data(), 4));
+  EXPECT_EQ(2u, Le(t.data() + 4, 4));
+  EXPECT_EQ(100000u, Le(t.data() + 8, 8));
+  EXPECT_EQ(9020u, Le(t.data() + 16, 8));
+  EXPECT_EQ(4096u, Le(t.data() + 24, 8));
+  EXPECT_EQ(0u, Le(t.data() + 32, 4));
+  EXPECT_EQ(2u, Le(t.data() + 36, 4));
+  EXPECT_EQ(0u, Le(t.data() + 40, 4));
+  EXPECT_EQ(2u, Le(t.data() + 44, 4));
+  EXPECT_EQ(4096u + 12288u, Le(r1 + 24, 8));  // align(4096 + 9020)
+  EXPECT_EQ(2u, Le(r1 + 32, 4));
+  EXPECT_EQ(2u, Le(r1 + 40, 4));
+  EXPECT_EQ(1u, Le(r1 + 44, 4));
+  const uint8_t* ext = t.data() + 96;
+  EXPECT_EQ(40000u, Le(ext + 16, 8));
+  EXPECT_EQ(9000u, Le(ext + 24, 8));
+  const uint8_t* blk = ext + 48;
+  EXPECT_EQ(0xbbbbbbbbu, Le(blk + 8, 4));
+  EXPECT_EQ(9020u - kBlock, Le(blk + 12, 4));
+  const uint8_t* rec = blk + 24;
+  EXPECT_EQ(0x1122334455667788u, Le(rec, 8));
+  EXPECT_EQ(6u, Le(rec + 8, 8));
+  EXPECT_EQ(0x99u, Le(rec + 16, 8));
+  EXPECT_EQ(3u, Le(rec + 24, 4));
+  EXPECT_EQ(0u, Le(rec + 28, 4));
+  EXPECT_EQ("run", std::string(rec + 32, rec + 35));
+
+  Footer f;
+  f.format_version = kFormatVersion2;
+  f.extent_count = 3;
+  uint8_t foot[64];
+  EncodeFooter(f, foot);
+  EXPECT_EQ(3u, Le(foot + 48, 4));
+  EXPECT_EQ(2u, Le(foot + 36, 4));
+  Footer back;
+  ASSERT_TRUE(DecodeFooter(foot, &back).ok());
+  EXPECT_EQ(3u, back.extent_count);
+}
+
 TEST(FormatV2Writer, RejectsBadLayouts) {
   MemFs fs;
   FileInfo info;
