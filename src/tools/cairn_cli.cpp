@@ -28,6 +28,7 @@
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
 #include "os/fs.hpp"
+#include "tools/cli_store.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -110,80 +111,6 @@ const char* MemoryWord(MemoryKind m) {
   return "unknown";
 }
 
-// A file of the store, classified by its name.
-struct StoreFile {
-  std::string name;  // the entry's name (its directory)
-  std::string path;
-  format::EntryKind kind = format::EntryKind::kCheckpoint;
-  int64_t number = 0;
-  bool temp = false;
-  long pid = 0;  // temp files only
-};
-
-// The valid names in dir, sorted. Subdirectories that are not valid names
-// are not Cairn's and are skipped.
-Result<std::vector<std::string>> ListNames(os::FileSystem* fs, const std::string& dir) {
-  CAIRN_ASSIGN_OR_RETURN(auto entries, fs->List(dir));
-  std::vector<std::string> names;
-  for (const os::DirEntry& e : entries) {
-    if (e.is_dir && format::ValidateName(e.name).ok()) names.push_back(e.name);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-// Committed and temp files of one name, ordered by kind, then number.
-// Foreign files are skipped.
-Result<std::vector<StoreFile>> ListFiles(os::FileSystem* fs, const std::string& dir,
-                                         const std::string& name) {
-  const std::string name_dir = os::JoinPath(dir, name);
-  CAIRN_ASSIGN_OR_RETURN(auto entries, fs->List(name_dir));
-  std::vector<StoreFile> files;
-  for (const os::DirEntry& e : entries) {
-    if (e.is_dir) continue;
-    StoreFile f;
-    f.name = name;
-    f.path = os::JoinPath(name_dir, e.name);
-    std::string_view committed = e.name;
-    if (format::IsTempFileName(e.name, &f.pid)) {
-      f.temp = true;
-      committed = committed.substr(1, committed.rfind('.', committed.size() - 5) - 1);
-    }
-    auto parsed = format::ParseEntryFileName(committed);
-    if (!parsed) continue;
-    f.kind = parsed->kind;
-    f.number = parsed->number;
-    files.push_back(std::move(f));
-  }
-  std::sort(files.begin(), files.end(), [](const StoreFile& a, const StoreFile& b) {
-    if (a.kind != b.kind) return a.kind < b.kind;
-    if (a.number != b.number) return a.number < b.number;
-    return a.temp < b.temp;
-  });
-  return files;
-}
-
-// A one-line description naming the path exactly once: format errors start
-// with it ("PATH: block 3 ..."), OS errors contain it ("open PATH: ...").
-std::string Describe(const std::string& path, const Status& s) {
-  if (s.message().rfind(path, 0) == 0) return s.message();
-  if (s.message().find(path) != std::string::npos) return s.ToString();
-  return path + ": " + s.ToString();
-}
-
-// "v7" or "h7": how chain messages name a link.
-std::string Short(format::EntryKind kind, int64_t number) {
-  std::string s(1, kind == format::EntryKind::kCheckpoint ? 'v' : 'h');
-  s += std::to_string(number);
-  return s;
-}
-
-// The message without a leading "PATH: " (when a row already names the file).
-std::string StripPath(const std::string& path, std::string what) {
-  if (what.rfind(path + ": ", 0) == 0) what.erase(0, path.size() + 2);
-  return what;
-}
-
 // ---- ls ---------------------------------------------------------------------
 
 struct LsRow {
@@ -247,74 +174,6 @@ int Ls(os::FileSystem* fs, const std::string& dir) {
 }
 
 // ---- verify -----------------------------------------------------------------
-
-// True when dir holds at least one committed Cairn file (<dir>/<name>/...).
-bool HoldsCairnFiles(os::FileSystem* fs, const std::string& dir) {
-  auto names = ListNames(fs, dir);
-  if (!names.ok()) return false;
-  for (const std::string& name : *names) {
-    auto files = ListFiles(fs, dir, name);
-    if (!files.ok()) continue;
-    for (const StoreFile& f : *files) {
-      if (!f.temp) return true;
-    }
-  }
-  return false;
-}
-
-// The Cairn directories at or below dir (up to `levels` below), sorted.
-void FindCairnDirs(os::FileSystem* fs, const std::string& dir, int levels,
-                   std::vector<std::string>* out) {
-  if (HoldsCairnFiles(fs, dir)) {
-    out->push_back(dir);
-    return;
-  }
-  if (levels == 0) return;
-  auto entries = fs->List(dir);
-  if (!entries.ok()) return;
-  std::sort(entries->begin(), entries->end(),
-            [](const os::DirEntry& a, const os::DirEntry& b) { return a.name < b.name; });
-  for (const os::DirEntry& e : *entries) {
-    if (e.is_dir && e.name[0] != '.') FindCairnDirs(fs, os::JoinPath(dir, e.name), levels - 1, out);
-  }
-}
-
-// Verifies files, each at most once, and the chains of layered versions.
-class Verifier {
- public:
-  explicit Verifier(os::FileSystem* fs) : fs_(fs) {}
-
-  // The file's own damage, else its chain's: a broken or damaged link is
-  // named "TIP: v7 -> base v5: ...".
-  Status Check(const std::string& dir, const StoreFile& f) {
-    Status s = File(f.path);
-    if (!s.ok()) return s;
-    auto chain = format::Chain::Open(fs_, dir, f.name, f.number, f.kind);
-    if (!chain.ok()) return chain.status();
-    const auto& links = chain->links();
-    for (size_t i = 1; i < links.size(); ++i) {
-      Status ls = File(links[i]->path());
-      if (ls.ok()) continue;
-      return Status(ls.code(), f.path + ": " + Short(f.kind, links[i - 1]->info().number) +
-                                   " -> base " + Short(f.kind, links[i]->info().number) + ": " +
-                                   ls.message());
-    }
-    return Status::Ok();
-  }
-
- private:
-  Status File(const std::string& path) {
-    auto it = done_.find(path);
-    if (it != done_.end()) return it->second;
-    auto reader = format::FileReader::Open(fs_, path);
-    Status s = reader.ok() ? (*reader)->VerifyAll() : reader.status();
-    done_.emplace(path, s);
-    return s;
-  }
-
-  os::FileSystem* fs_;
-  std::map<std::string, Status> done_;
-};
 
 int Verify(os::FileSystem* fs, const std::string& dir, const std::vector<std::string>& args) {
   if (!args.empty()) {
