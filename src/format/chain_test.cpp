@@ -262,5 +262,41 @@ TEST_F(ChainTest, BrokenLinksAreNamed) {
   EXPECT_NE(std::string::npos, Restore(21, &got).message().find("format version 1 file"));
 }
 
+TEST_F(ChainTest, ACopyKeepsTheContentIdSoTheChainResolvesElsewhere) {
+  // As the mover copies a file to the persistent tier: same layout, same
+  // blocks. The writer keeps a non-zero content id, so references hold.
+  std::vector<Bytes> c(3);
+  for (size_t r = 0; r < 3; ++r) c[r].assign(Regions()[r].bytes, 3);
+  WriteFull(1, c);
+  c[0][99] = 8;
+  Write(2, Regions(), c, {{{99, 1}}, {}, {}}, On(1, 1));
+  const std::string other = dir_ + "/copy";
+  ASSERT_TRUE(fs_->CreateDirs(other + "/run", 0700).ok());
+  for (int64_t v : {1, 2}) {
+    auto r = FileReader::Open(fs_, Path(v));
+    ASSERT_TRUE(r.ok());
+    auto w = FileWriter::Create(fs_, EntryPath(other, "run", EntryKind::kCheckpoint, v),
+                                (*r)->info(), (*r)->layout(), WriterOptions{});
+    ASSERT_TRUE(w.ok());
+    EXPECT_EQ(ids_[v], (*w)->content_id());
+    Aligned buf(kBlock);
+    for (uint32_t b = 0; b < (*r)->layout().blocks.size(); ++b) {
+      ASSERT_TRUE((*r)->ReadBlock(b, buf.data()).ok());
+      ASSERT_TRUE((*w)->WriteBlock(b, buf.data(), (*r)->block_crc(b)).ok());
+    }
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  auto chain = Chain::Open(fs_, other, "run", 2);
+  ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+  std::vector<Bytes> got(3);
+  std::vector<RegionTarget> t;
+  for (size_t r = 0; r < 3; ++r) {
+    got[r].resize(c[r].size());
+    t.push_back({Regions()[r].id, got[r].data()});
+  }
+  ASSERT_TRUE(RestoreChain(fs_, *chain, t).ok());
+  EXPECT_EQ(c, got);
+}
+
 }  // namespace
 }  // namespace cairn::format
