@@ -21,6 +21,13 @@ namespace {
 Status MatchRegions(const format::Layout& layout, const std::vector<RestoreTarget>& targets,
                     const std::string& label, std::vector<uint32_t>* index) {
   index->clear();
+  // Its blocks hold packed extents, not whole regions: reading them as
+  // regions would restore wrong bytes with good CRCs. Until restore resolves
+  // chains (format::Chain), refuse (issue 15).
+  if (layout.layered()) {
+    return Status::Unsupported(label + " is a layered version; this restore path reads only "
+                               "full versions");
+  }
   for (const auto& t : targets) {
     bool found = false;
     for (uint32_t r = 0; r < layout.regions.size(); ++r) {

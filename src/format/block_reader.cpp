@@ -76,6 +76,7 @@ class ReadRun {
   Status ReadOne(os::File& f, Staging& staging, const BlockRead& r) CAIRN_EXCLUDES(copy_mu_);
   Status ReadStaged(os::File& f, Staging& staging, const BlockRead& r) CAIRN_EXCLUDES(copy_mu_);
   void Fail(size_t at, Status s) CAIRN_EXCLUDES(mu_);
+  Status CopyOut(bool host, void* dst, const void* src, size_t n) CAIRN_EXCLUDES(copy_mu_);
 
   os::FileSystem* const fs_;
   const FileReader& file_;
@@ -126,7 +127,7 @@ Status ReadRun::ReadOne(os::File& f, Staging& staging, const BlockRead& r) {
   }
   const Layout::Block& b = file_.layout().blocks[r.block];
   auto* dst = static_cast<uint8_t*>(r.dst);
-  if (!r.host || (f.direct() && (r.stage || !DirectOk(dst, b.length)))) {
+  if (!r.pieces.empty() || !r.host || (f.direct() && (r.stage || !DirectOk(dst, b.length)))) {
     return ReadStaged(f, staging, r);
   }
   // Straight into the destination, piece by piece so that each piece is
@@ -157,16 +158,30 @@ Status ReadRun::ReadStaged(os::File& f, Staging& staging, const BlockRead& r) {
     const size_t io = f.direct() ? static_cast<size_t>(AlignUp(n)) : n;
     CAIRN_RETURN_IF_ERROR(f.ReadAt(staging.get(), io, b.offset + done));
     crc = crc32c::Extend(crc, staging.get(), n);
-    if (r.host) {
-      std::memcpy(dst + done, staging.get(), n);
+    if (r.pieces.empty()) {
+      CAIRN_RETURN_IF_ERROR(CopyOut(r.host, dst + done, staging.get(), n));
     } else {
-      if (!copy_out_) return Status::Internal("ReadBlocks: a device destination without copy_out");
-      MutexLock l(&copy_mu_);
-      CAIRN_RETURN_IF_ERROR(copy_out_(dst + done, staging.get(), n));
+      for (const ScatterPiece& p : r.pieces) {  // the parts of p inside [done, done + n)
+        const uint64_t lo = std::max<uint64_t>(p.offset, done);
+        const uint64_t hi = std::min<uint64_t>(uint64_t{p.offset} + p.bytes, done + n);
+        if (lo >= hi) continue;
+        CAIRN_RETURN_IF_ERROR(CopyOut(r.host, static_cast<uint8_t*>(p.dst) + (lo - p.offset),
+                                      staging.get() + (lo - done), hi - lo));
+      }
     }
     done += n;
   }
   return file_.CheckBlockCrc(r.block, crc);
+}
+
+Status ReadRun::CopyOut(bool host, void* dst, const void* src, size_t n) {
+  if (host) {
+    std::memcpy(dst, src, n);
+    return Status::Ok();
+  }
+  if (!copy_out_) return Status::Internal("ReadBlocks: a device destination without copy_out");
+  MutexLock l(&copy_mu_);
+  return copy_out_(dst, src, n);
 }
 
 }  // namespace

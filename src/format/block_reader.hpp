@@ -36,6 +36,15 @@
 
 namespace cairn::format {
 
+// Part of a block's payload that goes somewhere (a scattered read: a block
+// of a layered version's packed stream holds pieces of several extents, and
+// some of them may be hidden by a newer layer).
+struct ScatterPiece {
+  uint32_t offset = 0;  // within the block's payload
+  uint32_t bytes = 0;
+  void* dst = nullptr;
+};
+
 struct BlockRead {
   uint32_t block = 0;   // index into the file's block table
   void* dst = nullptr;  // where the block's payload (length bytes) goes
@@ -44,6 +53,10 @@ struct BlockRead {
   // huge-page staging buffer and a memcpy, which beats a direct read into
   // small pages 2-3x (os/page_backing.hpp says why). Ignored for buffered reads.
   bool stage = false;
+  // Non-empty: the block is read whole (and verified) through the staging
+  // buffer, and only these pieces (sorted by offset) are copied out; dst is
+  // unused.
+  std::span<const ScatterPiece> pieces;
 };
 
 // Copies n bytes from host memory src to a non-host destination.
