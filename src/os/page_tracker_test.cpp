@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <set>
 #include <thread>
 #include <vector>
@@ -95,51 +97,93 @@ TEST_P(TrackerTest, WriteAfterCollectIsReportedNextTime) {
   ::munmap(p, 8 * kPage);
 }
 
-// Writer threads write pages (each write a new value) while the main thread
-// collects. The union of reports after the last write must contain every page
-// written, and a page's report must come at or after its write: checked by
-// having writers publish "page i written in round r" only after the store and
-// requiring a report of page i in a Collect that started after it.
+// The capture's use: writer threads keep writing while the main thread
+// collects and copies the reported pages into a shadow copy (after Collect,
+// as the pipeline does; a copy may be torn by a racing write). Two checks,
+// neither depending on timing for its verdict:
+//  - eventual: once the writers are done, one last Collect + copy leaves the
+//    shadow equal to the memory (each write stores a value never stored
+//    before, so a write that no report covered always shows);
+//  - prompt: a write finished before a Collect started is in that Collect's
+//    report or an earlier one that ended after the write began. Writers and
+//    Collects take tickets from one counter (before a write, after it, and at
+//    a Collect's start and end), which orders the events that matter.
 TEST_P(TrackerTest, ConcurrentWritersNeverLoseAWrite) {
   const size_t n = 256;
   uint8_t* p = Map(n);
   ASSERT_TRUE(tracker_->Track(p, n * kPage).ok());
-  (void)CollectPages(p);
-  constexpr int kThreads = 3, kWritesPerThread = 2000;
-  std::vector<std::atomic<uint64_t>> written_seq(n);  // last write's sequence number (0 = none)
-  std::atomic<uint64_t> seq{0};
+  std::vector<uint8_t> shadow(n * kPage);
+  std::atomic<uint64_t> ticket{0};
+  struct Report { uint64_t start, end; std::vector<bool> pages; };
+  std::vector<Report> reports;
+  auto collect_and_copy = [&] {
+    Report r{ticket.fetch_add(1), 0, std::vector<bool>(n)};
+    auto c = tracker_->Collect(p);
+    r.end = ticket.fetch_add(1);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ASSERT_FALSE(c->all && !c->note.empty()) << c->note;
+    for (const Extent& e : c->written) {
+      std::memcpy(shadow.data() + e.offset, p + e.offset, e.bytes);
+      for (uint64_t o = e.offset; o < e.end(); o += kPage) r.pages[o / kPage] = true;
+    }
+    reports.push_back(std::move(r));
+  };
+  collect_and_copy();  // the first Collect reports (and copies) everything
+  constexpr int kThreads = 3, kWritesPerThread = 20000;
+  struct Write { uint64_t before, after; size_t page; };
+  std::vector<std::vector<Write>> writes(kThreads);
+  std::atomic<int> running{kThreads};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      uint64_t x = 88172645463325252ull + t;
+      uint64_t x = 88172645463325252ull + static_cast<uint64_t>(t);
+      writes[t].reserve(kWritesPerThread);
       for (int i = 0; i < kWritesPerThread; ++i) {
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        // Thread t owns the 8-byte words t, t+kThreads, ... of every page, so
+        // (t, i) makes every stored value new for its word.
         const size_t page = x % n;
-        p[page * kPage + (x >> 32) % kPage] = static_cast<uint8_t>(x);
-        written_seq[page].store(seq.fetch_add(1) + 1);
+        const size_t word = (x >> 32) % (kPage / 8 / kThreads) * kThreads + static_cast<size_t>(t);
+        const uint64_t value = (uint64_t{static_cast<uint32_t>(t) + 1} << 32) | static_cast<uint64_t>(i + 1);
+        const uint64_t before = ticket.fetch_add(1);
+        std::memcpy(p + page * kPage + word * 8, &value, 8);
+        writes[t].push_back(Write{before, ticket.fetch_add(1), page});
       }
+      running.fetch_sub(1);
     });
   }
-  // reported_after[i]: the highest sequence number seen before a Collect that reported i.
-  std::vector<uint64_t> covered(n, 0);
-  auto collect = [&] {
-    const uint64_t before = seq.load();
-    std::vector<uint64_t> snap(n);
-    for (size_t i = 0; i < n; ++i) snap[i] = written_seq[i].load();
-    for (size_t i : CollectPages(p)) covered[i] = std::max(covered[i], snap[i]);
-    (void)before;
-  };
-  for (int i = 0; i < 200; ++i) collect();
+  int rounds = 0;
+  while (running.load() > 0 || rounds < 10) {
+    collect_and_copy();
+    ++rounds;
+  }
   for (auto& th : threads) th.join();
-  collect();
-  // Every page's last completed write was before the final Collect, which must
-  // have reported it unless an earlier Collect already did after that write.
+  collect_and_copy();
+  size_t differing = 0;
   for (size_t i = 0; i < n; ++i) {
-    const uint64_t w = written_seq[i].load();
-    if (w != 0) {
-      EXPECT_GE(covered[i], w) << "page " << i << " lost its write " << w;
+    if (std::memcmp(shadow.data() + i * kPage, p + i * kPage, kPage) != 0) ++differing;
+  }
+  EXPECT_EQ(differing, 0u) << "pages whose last write no Collect reported, after " << rounds << " rounds";
+  size_t late = 0;
+  for (const auto& list : writes) {
+    for (const Write& w : list) {
+      // K: the first Collect that started after the write finished.
+      auto k = std::upper_bound(reports.begin(), reports.end(), w.after,
+                                [](uint64_t v, const Report& r) { return v < r.start; });
+      if (k == reports.end()) continue;  // none: the eventual check covers it
+      bool covered = false;
+      for (auto j = k;; --j) {
+        if (j->end < w.before) break;  // ended before the write began: too early
+        if (j->pages[w.page]) {
+          covered = true;
+          break;
+        }
+        if (j == reports.begin()) break;
+      }
+      if (!covered) ++late;
     }
   }
+  EXPECT_EQ(late, 0u) << "writes finished before a Collect but missing from its report";
   ASSERT_TRUE(tracker_->Untrack(p).ok());
   ::munmap(p, n * kPage);
 }
