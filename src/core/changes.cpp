@@ -94,11 +94,14 @@ class FullDetector final : public ChangeDetector {
 };
 
 // The baseline bookkeeping shared by hash and pages: the accepted version
-// and the results in flight, each with its detector-specific `State`.
+// and the results in flight, each with its detector-specific `State`. Order
+// is the order of capture (`seq`), not of version numbers, which the
+// application may reuse or give out of order.
 template <typename State>
 class Generations {
  public:
   struct Gen {
+    uint64_t seq = 0;  // set by AddPending
     int64_t version = -1;
     uint32_t depth = 0;
     uint64_t bytes = 0;
@@ -114,16 +117,18 @@ class Generations {
   }
   void AddPending(Gen g) {
     std::erase_if(pending_, [&](const Gen& p) { return p.version == g.version; });
+    g.seq = ++seq_;
     pending_.push_back(std::move(g));
   }
+  // Results captured before the accepted one are dropped: its data covers
+  // their changes, and it is newer than any of them.
   void Accept(int64_t version) {
     auto it = std::find_if(pending_.begin(), pending_.end(),
                            [&](const Gen& g) { return g.version == version && !g.abandoned; });
     if (it == pending_.end()) return;
     Gen g = std::move(*it);
-    // Older results in flight are covered by this one (their changes are in it).
-    std::erase_if(pending_, [&](const Gen& p) { return p.version <= version; });
-    if (!accepted_ || accepted_->version < version) accepted_ = std::move(g);
+    std::erase_if(pending_, [&](const Gen& p) { return p.seq <= g.seq; });
+    accepted_ = std::move(g);
   }
   std::vector<Gen>& pending() { return pending_; }
   void Reset() {
@@ -134,6 +139,7 @@ class Generations {
  private:
   std::optional<Gen> accepted_;
   std::vector<Gen> pending_;  // a few: the versions captured but not committed
+  uint64_t seq_ = 0;
 };
 
 ChangeSet Layered(int64_t base, uint32_t base_depth, ExtentList changed) {

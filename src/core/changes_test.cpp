@@ -263,6 +263,7 @@ TEST(ChangeDetector, PagesCarryWritesOfVersionsInFlightAndAbandoned) {
   d->Accept(1);
   ExpectLayered(Detect(*d, 2, data), 1, 1, {{8192, 4096}});
   d->Abandon(2);  // its page was never stored: the next version carries it
+  d->Accept(2);   // ignored: it failed
   ExpectLayered(Detect(*d, 3, data), 1, 1, {{8192, 4096}, {16384, 4096}});
   // 3 in flight; a report past the region's end is clipped.
   ExpectLayered(Detect(*d, 4, data), 1, 1, {{8192, 4096}, {16384, 4096}, {40960, data.size() - 40960}});
@@ -270,6 +271,22 @@ TEST(ChangeDetector, PagesCarryWritesOfVersionsInFlightAndAbandoned) {
   ExpectLayered(Detect(*d, 5, data), 4, 2, {});
   EXPECT_STREQ(d->name(), "pages");
   EXPECT_EQ(d->counters().bytes_hashed, 0u);
+}
+
+// Versions committed out of capture order, numbers out of order: the
+// baseline is the newest capture that committed, whatever its number.
+TEST(ChangeDetector, TheBaselineFollowsCaptureOrderNotVersionNumbers) {
+  FakePages::Script script;
+  auto d = Make(ChangeDetection::kPages, 10, std::make_unique<FakePages>(&script));
+  std::vector<uint8_t> data(64 << 10);
+  script.collects = {ExtentList{}, ExtentList{{0, 4096}}, ExtentList{{8192, 4096}}, ExtentList{{16384, 4096}}};
+  Detect(*d, 1, data);
+  d->Accept(1);
+  ExpectLayered(Detect(*d, 5, data), 1, 1, {{0, 4096}});
+  ExpectLayered(Detect(*d, 3, data), 1, 1, {{0, 4096}, {8192, 4096}});  // captured after 5
+  d->Accept(3);
+  d->Accept(5);  // captured before 3: ignored (3 holds its changes and newer data)
+  ExpectLayered(Detect(*d, 6, data), 3, 2, {{16384, 4096}});
 }
 
 TEST(ChangeDetector, PagesLostTrackingGivesAFullVersion) {
