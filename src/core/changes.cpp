@@ -10,13 +10,28 @@
 namespace cairn::core {
 
 std::vector<Hash128> HashChunks(const void* data, uint64_t bytes, uint64_t chunk, CopyEngine* engine) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  std::vector<Hash128> out((bytes + chunk - 1) / chunk);
-  auto part = [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) {
-      const uint64_t off = i * chunk;
-      out[i] = HashBytes(p + off, std::min(chunk, bytes - off));
+  const RegionPiece piece{data, bytes};
+  Result<std::vector<Hash128>> r = HashChunks(std::span<const RegionPiece>(&piece, 1), chunk, engine);
+  return r.ok() ? std::move(*r) : std::vector<Hash128>{};  // fails only on a null `data` (precondition)
+}
+
+Result<std::vector<Hash128>> HashChunks(std::span<const RegionPiece> pieces, uint64_t chunk, CopyEngine* engine) {
+  std::vector<RegionPiece> chunks;  // where each chunk is
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const RegionPiece& pc = pieces[k];
+    if (k + 1 < pieces.size() && pc.bytes % chunk != 0) {
+      return Status::InvalidArgument("change detection: piece " + std::to_string(k) + " of a region is " +
+                                     std::to_string(pc.bytes) + " bytes, not a multiple of the hash chunk (" +
+                                     std::to_string(chunk) + ")");
     }
+    if (pc.data == nullptr && pc.bytes > 0) return Status::InvalidArgument("change detection of a null region");
+    for (uint64_t off = 0; off < pc.bytes; off += chunk) {
+      chunks.push_back({static_cast<const uint8_t*>(pc.data) + off, std::min(chunk, pc.bytes - off)});
+    }
+  }
+  std::vector<Hash128> out(chunks.size());
+  auto part = [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) out[i] = HashBytes(chunks[i].data, chunks[i].bytes);
   };
   // Split like the copies: below 1 MiB the helpers' wake-up costs more.
   const size_t min_chunks = std::max<uint64_t>(1, CopyEngine::kMinParallelBytes / chunk);
@@ -67,17 +82,23 @@ ChangeSet Count(ChangeCounters& c, uint64_t bytes, ChangeSet cs) {
   return cs;
 }
 
-Status CheckInput(const void* data, uint64_t bytes) {
-  if (data == nullptr && bytes > 0) return Status::InvalidArgument("change detection of a null region");
-  return Status::Ok();
+// The region's size, or why the pieces are not a region.
+Result<uint64_t> CheckInput(std::span<const RegionPiece> pieces) {
+  uint64_t bytes = 0;
+  for (const RegionPiece& p : pieces) {
+    if (p.data == nullptr && p.bytes > 0) return Status::InvalidArgument("change detection of a null region");
+    bytes += p.bytes;
+  }
+  return bytes;
 }
 
 class FullDetector final : public ChangeDetector {
  public:
-  Result<ChangeSet> Detect(int64_t, const void* data, uint64_t bytes) override {
-    CAIRN_RETURN_IF_ERROR(CheckInput(data, bytes));
+  Result<ChangeSet> DetectPieces(int64_t, std::span<const RegionPiece> pieces) override {
+    Result<uint64_t> bytes = CheckInput(pieces);
+    if (!bytes.ok()) return bytes.status();
     MutexLock l(&mu_);
-    return Count(counters_, bytes, Full(bytes));
+    return Count(counters_, *bytes, Full(*bytes));
   }
   void Accept(int64_t) override {}
   void Abandon(int64_t) override {}
@@ -155,10 +176,14 @@ class HashDetector final : public ChangeDetector {
  public:
   explicit HashDetector(const ChangeOptions& o) : options_(o) {}
 
-  Result<ChangeSet> Detect(int64_t version, const void* data, uint64_t bytes) override {
-    CAIRN_RETURN_IF_ERROR(CheckInput(data, bytes));
+  Result<ChangeSet> DetectPieces(int64_t version, std::span<const RegionPiece> pieces) override {
+    Result<uint64_t> size = CheckInput(pieces);
+    if (!size.ok()) return size.status();
+    const uint64_t bytes = *size;
     // Hashing (the long part) runs without the lock: Accept may come meanwhile.
-    std::vector<Hash128> now = HashChunks(data, bytes, options_.hash_chunk, options_.engine);
+    Result<std::vector<Hash128>> hashed = HashChunks(pieces, options_.hash_chunk, options_.engine);
+    if (!hashed.ok()) return hashed.status();
+    std::vector<Hash128> now = std::move(*hashed);
     MutexLock l(&mu_);
     counters_.bytes_hashed += bytes;
     ChangeSet cs = Full(bytes);
@@ -201,8 +226,10 @@ class PagesDetector final : public ChangeDetector {
   PagesDetector(const ChangeOptions& o, std::unique_ptr<PageSource> source)
       : options_(o), source_(std::move(source)) {}
 
-  Result<ChangeSet> Detect(int64_t version, const void* data, uint64_t bytes) override {
-    CAIRN_RETURN_IF_ERROR(CheckInput(data, bytes));
+  Result<ChangeSet> DetectPieces(int64_t version, std::span<const RegionPiece> pieces) override {
+    Result<uint64_t> size = CheckInput(pieces);
+    if (!size.ok()) return size.status();
+    const uint64_t bytes = *size;
     Result<ExtentList> collected = source_->Collect();
     MutexLock l(&mu_);
     lost_ = !collected.ok();
@@ -278,8 +305,10 @@ class AutoDetector final : public ChangeDetector {
     if (source) pages_ = std::make_unique<PagesDetector>(o, std::move(source));
   }
 
-  Result<ChangeSet> Detect(int64_t version, const void* data, uint64_t bytes) override {
-    CAIRN_RETURN_IF_ERROR(CheckInput(data, bytes));
+  Result<ChangeSet> DetectPieces(int64_t version, std::span<const RegionPiece> pieces) override {
+    Result<uint64_t> size = CheckInput(pieces);
+    if (!size.ok()) return size.status();
+    const uint64_t bytes = *size;
     if (phase_ == Phase::kDeactivated && wait_left_ > 0) {
       --wait_left_;  // written full, nothing detected, nothing tracked
       MutexLock l(&mu_);
@@ -289,13 +318,13 @@ class AutoDetector final : public ChangeDetector {
       Inner().Reset();  // the re-check: this full version is the new baseline
       phase_ = Phase::kRecheck;
     }
-    Result<ChangeSet> cs = Inner().Detect(version, data, bytes);
+    Result<ChangeSet> cs = Inner().DetectPieces(version, pieces);
     if (!cs.ok()) return cs.status();
     if (FellBack()) {
       // This version is full already; hashing it too makes it the baseline
       // of the next one, which can then be layered.
       hash_.Reset();
-      CAIRN_RETURN_IF_ERROR(hash_.Detect(version, data, bytes).status());
+      CAIRN_RETURN_IF_ERROR(hash_.DetectPieces(version, pieces).status());
     }
     MutexLock l(&mu_);
     if (!cs->full) Judge(ExtentBytes(cs->changed), bytes);

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "cairn/config.hpp"
@@ -103,6 +104,12 @@ struct ChangeOptions {
   AutoPolicy policy;
 };
 
+// A piece of a region's bytes in readable host memory.
+struct RegionPiece {
+  const void* data = nullptr;
+  uint64_t bytes = 0;
+};
+
 class ChangeDetector {
  public:
   virtual ~ChangeDetector() = default;
@@ -110,7 +117,14 @@ class ChangeDetector {
   // host memory) is about to copy it: what must it store? The result stays
   // pending until Accept(version) or Abandon(version). A size different from
   // the baseline's gives a full version (and a new baseline).
-  virtual Result<ChangeSet> Detect(int64_t version, const void* data, uint64_t bytes) = 0;
+  Result<ChangeSet> Detect(int64_t version, const void* data, uint64_t bytes) {
+    const RegionPiece piece{data, bytes};
+    return DetectPieces(version, std::span<const RegionPiece>(&piece, 1));
+  }
+  // The same over a region held in pieces, in order (e.g. its copy in the
+  // host cache's blocks, hashed after the capture): for `hash` every piece
+  // but the last is a whole number of hash chunks (kInvalidArgument if not).
+  virtual Result<ChangeSet> DetectPieces(int64_t version, std::span<const RegionPiece> pieces) = 0;
   // `version` committed: it becomes the baseline unless a newer one already
   // is. Unknown versions (never detected, or dropped by Reset) are ignored.
   virtual void Accept(int64_t version) = 0;
@@ -130,9 +144,12 @@ class ChangeDetector {
 Result<std::unique_ptr<ChangeDetector>> MakeChangeDetector(const ChangeOptions& options,
                                                            std::unique_ptr<PageSource> pages);
 
-// The 128-bit hashes of `bytes` at `data` in chunks of `chunk` bytes (the last
-// one may be shorter), on the caller and `engine`'s helpers (null: caller).
+// The 128-bit hashes of `bytes` at `data` (not null unless bytes == 0) in
+// chunks of `chunk` bytes (the last one may be shorter), on the caller and
+// `engine`'s helpers (null: caller).
 std::vector<Hash128> HashChunks(const void* data, uint64_t bytes, uint64_t chunk, CopyEngine* engine);
+// The same over pieces (every piece but the last a multiple of `chunk`).
+Result<std::vector<Hash128>> HashChunks(std::span<const RegionPiece> pieces, uint64_t chunk, CopyEngine* engine);
 
 // Canonical extents of the chunks whose hashes differ (adjacent ones merged);
 // the last chunk ends at `bytes`. Precondition: equal sizes.

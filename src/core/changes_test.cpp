@@ -92,6 +92,33 @@ TEST(HashChunks, ParallelOnTheCopyEngineEqualsSerial) {
   }
 }
 
+// A region held in pieces (its blocks in the host cache) hashes like the
+// same bytes in one range; a piece that splits a chunk is refused.
+TEST(HashChunks, PiecesEqualOneRange) {
+  CopyEngine engine(1);
+  const uint64_t bytes = 40 * kChunk + 100;
+  auto data = Random(bytes, 14);
+  const RegionPiece pieces[] = {{data.data(), 16 * kChunk}, {data.data() + 16 * kChunk, 16 * kChunk},
+                                {data.data() + 32 * kChunk, 8 * kChunk + 100}};
+  auto hashed = HashChunks(pieces, kChunk, &engine);
+  ASSERT_TRUE(hashed.ok()) << hashed.status().ToString();
+  EXPECT_EQ(*hashed, HashChunks(data.data(), bytes, kChunk, nullptr));
+  const RegionPiece bad[] = {{data.data(), kChunk + 1}, {data.data() + kChunk + 1, kChunk}};
+  auto r = HashChunks(bad, kChunk, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("not a multiple of the hash chunk"), std::string::npos);
+
+  auto d = Make(ChangeDetection::kHash);
+  ASSERT_TRUE(d->DetectPieces(1, pieces).ok());
+  d->Accept(1);
+  data[20 * kChunk] ^= 1;
+  auto cs = d->Detect(2, data.data(), bytes);  // the same region in one range
+  ASSERT_TRUE(cs.ok());
+  ExpectLayered(*cs, 1, 1, {{20 * kChunk, kChunk}});
+  EXPECT_EQ(d->DetectPieces(3, bad).status().code(), Code::kInvalidArgument);
+}
+
 TEST(CopyEngineForEach, PartsCoverEveryItemOnce) {
   CopyEngine engine(3);
   for (size_t items : {size_t{0}, size_t{1}, size_t{5}, size_t{1000}, size_t{4099}}) {
