@@ -70,3 +70,33 @@ else()
                         "(set CUDAToolkit_ROOT or CUDA_HOME)")
   endif()
 endif()
+
+# --- Chunk hashing for change detection (src/util/hash128.*) ------------------
+# CAIRN_WITH_XXHASH: AUTO uses XXH3-128 when xxhash.h (Debian's libxxhash-dev,
+# xxHash >= 0.8) is found, ON requires it, OFF leaves it out. Header-only
+# (XXH_INLINE_ALL): nothing is linked, libcairn gains no run-time dependency.
+# Without it `checkpoint.changes = hash` uses a built-in 128-bit hash
+# (docs/design.md, "Change detection").
+set(CAIRN_WITH_XXHASH AUTO CACHE STRING "XXH3-128 for change detection: AUTO (if xxhash.h is found), ON or OFF")
+set_property(CACHE CAIRN_WITH_XXHASH PROPERTY STRINGS AUTO ON OFF)
+set(CAIRN_HAVE_XXHASH OFF)
+if(NOT CAIRN_WITH_XXHASH STREQUAL "AUTO" AND NOT CAIRN_WITH_XXHASH)
+  message(STATUS "Cairn: XXH3 disabled (CAIRN_WITH_XXHASH=${CAIRN_WITH_XXHASH}); the built-in hash is used")
+else()
+  find_path(CAIRN_XXHASH_INCLUDE_DIR xxhash.h)
+  set(_cairn_xxh_minor 0)
+  if(CAIRN_XXHASH_INCLUDE_DIR)
+    file(STRINGS "${CAIRN_XXHASH_INCLUDE_DIR}/xxhash.h" _cairn_xxh_line
+         REGEX "^#define XXH_VERSION_MINOR +[0-9]+")
+    string(REGEX MATCH "[0-9]+$" _cairn_xxh_minor "${_cairn_xxh_line}")
+  endif()
+  if(CAIRN_XXHASH_INCLUDE_DIR AND _cairn_xxh_minor GREATER_EQUAL 8)
+    set(CAIRN_HAVE_XXHASH ON)
+    message(STATUS "Cairn: XXH3-128 for change detection (xxhash.h in ${CAIRN_XXHASH_INCLUDE_DIR})")
+  elseif(CAIRN_WITH_XXHASH STREQUAL "AUTO")
+    message(STATUS "Cairn: xxhash.h >= 0.8 not found; change detection uses the built-in hash")
+  else()
+    message(FATAL_ERROR "CAIRN_WITH_XXHASH=${CAIRN_WITH_XXHASH} but xxhash.h (0.8 or newer) was not "
+                        "found: install libxxhash-dev")
+  endif()
+endif()

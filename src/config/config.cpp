@@ -39,6 +39,7 @@ namespace {
 constexpr uint64_t kMinBlockBytes = 64ull << 10;
 constexpr uint64_t kMaxBlockBytes = 1ull << 30;
 constexpr uint64_t kBlockAlignment = 4096;
+constexpr uint64_t kMaxHashChunk = 64ull << 20;
 
 // ---------------------------------------------------------------------------
 // Small parsers shared by the file and the environment.
@@ -252,6 +253,14 @@ std::string ReadDeviceInit(const toml::node& n, DeviceCacheInit* out) {
   return "";
 }
 
+std::string ReadChanges(const toml::node& n, ChangeDetection* out) {
+  if (!n.is_string()) return Expect("a string (full, pages, hash, auto)", n);
+  auto r = ParseChangeDetection(n.as_string()->get());
+  if (!r.ok()) return ": " + r.status().message();
+  *out = r.value();
+  return "";
+}
+
 std::string ReadMode(const toml::node& n, uint32_t* out) {
   if (n.is_integer()) {
     const auto& v = *n.as_integer();
@@ -279,6 +288,7 @@ std::string Read(const toml::node& n, int64_t, uint64_t* out) { return ReadSize(
 std::string Read(const toml::node& n, int64_t, uint32_t* out) { return ReadMode(n, out); }
 std::string Read(const toml::node& n, int64_t, CacheInit* out) { return ReadInit(n, out); }
 std::string Read(const toml::node& n, int64_t, DeviceCacheInit* out) { return ReadDeviceInit(n, out); }
+std::string Read(const toml::node& n, int64_t, ChangeDetection* out) { return ReadChanges(n, out); }
 
 const std::vector<KeySpec>& Schema() {
   static const std::vector<KeySpec> schema = {
@@ -423,6 +433,13 @@ Status FromEnv(const char* name, const char* v, int64_t, DeviceCacheInit* out) {
   return Status::Ok();
 }
 
+Status FromEnv(const char* name, const char* v, int64_t, ChangeDetection* out) {
+  auto r = ParseChangeDetection(v);
+  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
+  *out = r.value();
+  return Status::Ok();
+}
+
 // Every key with a variable in config_keys.def, in the table's order.
 Status ApplyEnvironment(Config* c) {
 #define CAIRN_CONFIG_KEY(section, key, member, lo, env, py, type, dflt, doc) \
@@ -521,6 +538,14 @@ Status Config::Validate() const {
   if (bounce_buffers < 1 || bounce_buffers > 64) {
     return Status::Config("device_cache.bounce_buffers is " + std::to_string(bounce_buffers) +
                           "; it must be between 1 and 64");
+  }
+  if (max_layers < 0) {
+    return Status::Config("checkpoint.max_layers (CAIRN_MAX_LAYERS) is " + std::to_string(max_layers) +
+                          "; it must be at least 0 (0 = never layered)");
+  }
+  if (hash_chunk_bytes % kBlockAlignment != 0 || hash_chunk_bytes == 0 || hash_chunk_bytes > kMaxHashChunk) {
+    return Status::Config("checkpoint.hash_chunk (CAIRN_HASH_CHUNK) is " + bytes(hash_chunk_bytes) +
+                          "; it must be a multiple of 4 KiB between 4 KiB and 64 MiB");
   }
   if (file_mode > 0777) {
     return Status::Config("storage.file_mode (CAIRN_FILE_MODE) is " + OctalString(file_mode) +

@@ -20,6 +20,7 @@ constexpr const char* kVars[] = {"CAIRN_SCRATCH", "CAIRN_PERSISTENT",   "CAIRN_H
                                  "CAIRN_CONFIG",  "CAIRN_TRACE",         "CAIRN_COPY_THREADS",
                                  "CAIRN_HOST_CACHE_INIT", "CAIRN_HUGE_PAGES", "CAIRN_PIN",
                                  "CAIRN_DEVICE_CACHE", "CAIRN_DEVICE_CACHE_INIT", "CAIRN_DEVICE",
+                                 "CAIRN_CHANGES", "CAIRN_MAX_LAYERS", "CAIRN_HASH_CHUNK",
                                  "TMPDIR"};
 
 // Clears every variable the loader reads and restores them afterwards, so
@@ -534,6 +535,53 @@ TEST(FormatSizeTest, BinaryUnitsThreeSignificantDigits) {
   // Round trip for exact values.
   for (uint64_t v : {4096ull, 65536ull, 512ull << 20, 3ull << 30}) {
     EXPECT_EQ(ParseSize(FormatSize(v)).value(), v);
+  }
+}
+
+TEST_F(ConfigTest, ChangeDetectionKeys) {
+  const Config d = DefaultConfig();
+  EXPECT_EQ(d.changes, ChangeDetection::kFull);
+  EXPECT_EQ(d.max_layers, 10);
+  EXPECT_EQ(d.hash_chunk_bytes, 64u << 10);
+  auto r = Parse("[checkpoint]\nchanges = \"hash\"\nmax_layers = 0\nhash_chunk = \"1MiB\"\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->changes, ChangeDetection::kHash);
+  EXPECT_EQ(r->max_layers, 0);
+  EXPECT_EQ(r->hash_chunk_bytes, 1u << 20);
+  for (const char* name : {"full", "pages", "hash", "auto"}) {
+    auto p = ParseChangeDetection(name);
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_STREQ(ChangeDetectionName(*p), name);
+  }
+  const std::pair<const char*, const char*> bad[] = {
+      {"[checkpoint]\nchanges = \"dirty\"\n",
+       "key 'checkpoint.changes' in cairn.toml (line 2): 'dirty' is not a change detection mode (full, pages, hash, "
+       "auto)"},
+      {"[checkpoint]\nchanges = 2\n", "key 'checkpoint.changes' in cairn.toml (line 2) must be a string"},
+      {"[checkpoint]\nmax_layers = -1\n", "key 'checkpoint.max_layers' in cairn.toml (line 2) must be an integer >= 0"},
+      {"[checkpoint]\nhash_chunk = \"6KiB\"\n", "checkpoint.hash_chunk (CAIRN_HASH_CHUNK) is 6144 bytes"},
+      {"[checkpoint]\nhash_chunk = 0\n", "a multiple of 4 KiB between 4 KiB and 64 MiB"},
+      {"[checkpoint]\nhash_chunk = \"128MiB\"\n", "a multiple of 4 KiB between 4 KiB and 64 MiB"},
+  };
+  for (const auto& [toml, message] : bad) EXPECT_CONTAINS(ErrorOf(toml), message);
+  EXPECT_CONTAINS(ErrorOf("[checkpoint]\nmax_layer = 3\n"), "did you mean 'checkpoint.max_layers'");
+
+  // The environment wins over the file; bad values name the variable.
+  ::setenv("CAIRN_CHANGES", "auto", 1);
+  ::setenv("CAIRN_MAX_LAYERS", "5", 1);
+  ::setenv("CAIRN_HASH_CHUNK", "16KiB", 1);
+  auto env = Parse("[checkpoint]\nchanges = \"hash\"\nmax_layers = 15\n", true);
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  EXPECT_EQ(env->changes, ChangeDetection::kAuto);
+  EXPECT_EQ(env->max_layers, 5);
+  EXPECT_EQ(env->hash_chunk_bytes, 16u << 10);
+  for (const auto& [name, value] : {std::pair{"CAIRN_CHANGES", "pagez"}, std::pair{"CAIRN_MAX_LAYERS", "-1"},
+                                    std::pair{"CAIRN_HASH_CHUNK", "1000"}}) {
+    ::setenv(name, value, 1);
+    auto e = Parse("", true);
+    ::unsetenv(name);
+    ASSERT_FALSE(e.ok()) << name << "=" << value;
+    EXPECT_CONTAINS(e.status().message(), name);
   }
 }
 

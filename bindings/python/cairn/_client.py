@@ -31,10 +31,11 @@ from ._errors import (
     SizeMismatchError,
     StateError,
 )
-from ._config import DeviceCacheInit, InitStrategy
+from ._config import ChangeMode, DeviceCacheInit, InitStrategy
 from ._types import ArrayLike
 
 __all__ = [
+    "ChangeMode",
     "Client",
     "DeviceCacheInit",
     "DeviceStats",
@@ -367,6 +368,10 @@ class Client(_Closable):
     ``device_map_chunk``          incremental: bytes mapped at a time (``"1GiB"``)
     ``device``                    CUDA device, ``-1`` = current context's (or 0)
     ``bounce_buffers``            pinned staging buffers (1 to 64)
+    ``changes``                   what a version stores: ``"full"`` (default),
+                                  ``"hash"``, ``"pages"`` or ``"auto"``
+    ``max_layers``                layered versions before a full one, ``0`` = never
+    ``hash_chunk``                ``"hash"`` granularity (``"64KiB"``)
     ============================  ================================================
 
     A client is a context manager: leaving the ``with`` block calls
@@ -406,6 +411,9 @@ class Client(_Closable):
         device_map_chunk: Union[int, str, None] = None,
         device: Optional[int] = None,
         bounce_buffers: Optional[int] = None,
+        changes: Optional[ChangeMode] = None,
+        max_layers: Optional[int] = None,
+        hash_chunk: Union[int, str, None] = None,
         **unknown: NoReturn,
     ) -> None:
         # The keyword parameters, by name (the same names as _config.KEYS).
