@@ -26,10 +26,13 @@ struct Input {
   std::vector<uint8_t> bytes;
 };
 
-// Every file of `dir` (relative to the source tree), sorted by name.
+// Every file of `dir` (relative to the source tree; none if it does not
+// exist: a target without findings has no folder), sorted by name.
 std::vector<Input> ReadDir(const std::string& dir) {
   std::vector<Input> out;
-  for (const auto& e : fs::directory_iterator(fs::path(CAIRN_SOURCE_DIR) / dir)) {
+  const fs::path path = fs::path(CAIRN_SOURCE_DIR) / dir;
+  if (!fs::exists(path)) return out;
+  for (const auto& e : fs::directory_iterator(path)) {
     std::ifstream in(e.path(), std::ios::binary);
     out.push_back({e.path().filename().string(),
                    std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {})});
