@@ -2,7 +2,7 @@
 // (/proc/self/fd/N) through os::FileSystem::Default(), so the real PosixFs
 // serves every read. Only the public reader API is used (FileReader::Open,
 // then every block read), so another format version is covered as soon as
-// the reader accepts it; only the checksum fix-up knows v1's offsets.
+// the reader accepts it; only the repair pass (Repair) knows v1's offsets.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -58,15 +58,24 @@ void Put32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
-// Recomputes the v1 checksums in place (docs/format.md 2.1 and 2.4): the
-// header's at 64 over [0, 64); the footer (the last 64 bytes) holds the table
-// offset at 0, its size at 8 and its CRC at 16, and its own CRC at 52 over
-// [0, 52). Returns whether anything changed.
-bool FixChecksums(std::vector<uint8_t>& f) {
+void Put64(uint8_t* p, uint64_t v) {
+  Put32(p, static_cast<uint32_t>(v));
+  Put32(p + 4, static_cast<uint32_t>(v >> 32));
+}
+
+// Repairs in place what a mutation most often breaks first, with v1's
+// offsets (docs/format.md 2.1 and 2.4): the file size the header (at 56) and
+// the footer (at 40) record, and the checksums: the header's at 64 over
+// [0, 64); the footer (the last 64 bytes) holds the table offset at 0, its
+// size at 8 and its CRC at 16, and its own CRC at 52 over [0, 52).
+// Returns whether anything changed.
+bool Repair(std::vector<uint8_t>& f) {
   if (f.size() < format::kHeaderBytes + format::kFooterBytes) return false;
   const std::vector<uint8_t> before = f;
-  Put32(&f[64], crc32c::Value(f.data(), 64));
   uint8_t* footer = f.data() + f.size() - format::kFooterBytes;
+  Put64(&f[56], f.size());
+  Put64(footer + 40, f.size());
+  Put32(&f[64], crc32c::Value(f.data(), 64));
   const uint64_t table_offset = Get64(footer), table_bytes = Get64(footer + 8);
   if (table_offset <= f.size() && table_bytes <= f.size() - table_offset) {
     Put32(footer + 16, crc32c::Value(f.data() + table_offset, table_bytes));
@@ -108,7 +117,7 @@ Status ReadFileInput(const uint8_t* data, size_t size) {
   CAIRN_ASSIGN_OR_RETURN(std::string path, file.Set(data, size));
   const Status as_given = ReadEverything(fs, path);
   std::vector<uint8_t> fixed(data, data + size);
-  if (FixChecksums(fixed)) {
+  if (Repair(fixed)) {
     CAIRN_ASSIGN_OR_RETURN(path, file.Set(fixed.data(), fixed.size()));
     (void)ReadEverything(fs, path);
   }

@@ -14,8 +14,9 @@ namespace cairn::fuzz {
 
 // fuzz_file_reader: the bytes as a data file, read the way `cairn verify`
 // and a restore read one. Returns the first error of the bytes as given
-// (OK for a valid file). They are then read again with the v1 header,
-// table and footer checksums recomputed, so that mutations get past them.
+// (OK for a valid file). They are then read again with the file size and
+// the checksums that v1's header, table and footer record repaired, so that
+// mutations get past those checks.
 Status ReadFileInput(const uint8_t* data, size_t size);
 
 // fuzz_config: TOML text up to the first NUL byte, then NAME=VALUE lines for
