@@ -48,6 +48,7 @@ struct Options {
   CacheInit init = CacheInit::kAdaptive;  // --init
   bool pin = false;                       // --pin
   bool huge_pages = true;                 // --huge-pages
+  bool app_huge_pages = false;            // --app-huge-pages: the application buffer
   int procs = 1;                          // --procs: processes on the node
   bool forward_only = false;              // --forward-only: no backward pass (uniform, trace)
   MemoryKind memory = MemoryKind::kHost;  // --memory: where the application buffer lives

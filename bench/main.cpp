@@ -149,7 +149,7 @@ int Run(const Options& o) {
   // that no trial pays first-touch.
   const bool restart = o.workload == Workload::kRestart;
   const uint64_t app_bytes = restart ? o.size : MaxBytes(*plan);
-  Result<BenchBuffer> app = BenchBuffer::Allocate(o.memory, app_bytes);
+  Result<BenchBuffer> app = BenchBuffer::Allocate(o.memory, app_bytes, o.app_huge_pages);
   if (!app.ok()) {
     // No usable CUDA driver for --memory device/managed: the options cannot
     // run on this machine (a usage error, like an invalid configuration).

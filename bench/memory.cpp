@@ -1,5 +1,7 @@
 #include "memory.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -48,13 +50,14 @@ const char* MemoryKindName(MemoryKind kind) {
   return "?";
 }
 
-Result<BenchBuffer> BenchBuffer::Allocate(MemoryKind kind, size_t bytes) {
+Result<BenchBuffer> BenchBuffer::Allocate(MemoryKind kind, size_t bytes, bool huge_pages) {
   BenchBuffer b;
   b.kind_ = kind;
   b.bytes_ = bytes;
   if (kind == MemoryKind::kHost) {
     CAIRN_ASSIGN_OR_RETURN(b.host_buffer_, AllocateBuffer(bytes));
     b.app_ = b.host_buffer_.get();
+    if (huge_pages && bytes > 0) (void)::madvise(b.app_, bytes, MADV_HUGEPAGE);  // 2 MiB-aligned
     TouchPages(b.app_, bytes);
     return b;
   }

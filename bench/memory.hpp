@@ -33,7 +33,9 @@ class BenchBuffer {
   // `bytes` of application memory of `kind`, and its host view; both touched
   // once (host pages written, device memory zeroed) so no trial pays
   // first-touch.
-  static Result<BenchBuffer> Allocate(MemoryKind kind, size_t bytes);
+  // huge_pages: madvise(MADV_HUGEPAGE) the host buffer (else it gets what
+  // an application's malloc gets: small pages unless THP is "always").
+  static Result<BenchBuffer> Allocate(MemoryKind kind, size_t bytes, bool huge_pages = false);
 
   BenchBuffer(BenchBuffer&& other) noexcept;
   BenchBuffer& operator=(BenchBuffer&& other) noexcept;

@@ -91,6 +91,8 @@ Options:
   --pin on|off       pin the host cache once it is touched (default off;
                      eager pins at open)
   --huge-pages on|off  transparent huge pages for the host cache (default on)
+  --app-huge-pages on|off  the application buffer in transparent huge pages
+                     (default off: small pages, like malloc under THP madvise)
   --memory KIND      where the application buffer lives: host (default),
                      device (cuMemAlloc) or managed (cuMemAllocManaged);
                      device/managed need a CUDA driver ($CAIRN_CUDA_DRIVER or
@@ -178,7 +180,7 @@ Result<Options> ParseOptions(int argc, char** argv) {
     static const char* const kWithValue[] = {
         "--count", "--size", "--interval-ms", "--compute", "--host-cache", "--block-size", "--dir",
         "--mode", "--repeat", "--json", "--sync-fsync", "--limits-size", "--verify",
-        "--init", "--pin", "--huge-pages", "--procs", "--memory", "--device-cache",
+        "--init", "--pin", "--huge-pages", "--app-huge-pages", "--procs", "--memory", "--device-cache",
         "--device-cache-init", "--device-map-chunk", "--sync-other", "--persistent",
         "--cold-restart", "--child-lib", "--child-salt", "--child-version", "--child-dir",
         "--child-report"};
@@ -257,8 +259,8 @@ Result<Options> ParseOptions(int argc, char** argv) {
       Result<CacheInit> init = ParseCacheInit(value);
       if (!init.ok()) return Bad(name, init.status().message());
       o.init = *init;
-    } else if (name == "--pin" || name == "--huge-pages") {
-      bool& target = name == "--pin" ? o.pin : o.huge_pages;
+    } else if (name == "--pin" || name == "--huge-pages" || name == "--app-huge-pages") {
+      bool& target = name == "--pin" ? o.pin : name == "--huge-pages" ? o.huge_pages : o.app_huge_pages;
       if (value == "on") target = true;
       else if (value == "off") target = false;
       else return Bad(name, "expected on or off, got '" + value + "'");

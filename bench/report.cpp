@@ -183,6 +183,15 @@ Json TrialJson(const TrialResult& t, Workload w) {
       r.Set("cold_file_bytes", c.file_bytes);
       r.Set("cold_raw_read_gbps", c.raw_read_gbps > 0 ? Json(c.raw_read_gbps) : Json());
       r.Set("cold_raw_read_method", c.raw_read_method);
+      // The restore call's time over the raw cold read of the same file in
+      // the same trial (the fastest of the reads just before and just after
+      // the new process): on a disk whose speed drifts between trials this
+      // pairs each restore with reads taken around it, where the run-wide
+      // fastest read (limits.cold_read_gbps) is one extreme sample.
+      r.Set("cold_restore_call_to_raw_read",
+            c.raw_read_gbps > 0 && c.file_bytes > 0
+                ? Json(c.restore_s * c.raw_read_gbps * 1e9 / static_cast<double>(c.file_bytes))
+                : Json());
     }
     j.Set("restart", std::move(r));
   }
@@ -271,6 +280,7 @@ Json ParamsJson(const RunResults& run) {
   p.Set("init", std::string(CacheInitName(o.init)));
   p.Set("pin", o.pin);
   p.Set("huge_pages", o.huge_pages);
+  p.Set("app_huge_pages", o.app_huge_pages);
   p.Set("memory", MemoryKindName(o.memory));
   p.Set("device_cache_bytes", o.device_cache);
   p.Set("device_cache_init", std::string(DeviceCacheInitName(o.device_cache_init)));

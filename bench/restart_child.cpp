@@ -188,6 +188,7 @@ std::vector<std::string> ChildArgs(const Options& o, bool async, const std::stri
   add("--init", CacheInitName(o.init));
   add("--pin", on(o.pin));
   add("--huge-pages", on(o.huge_pages));
+  add("--app-huge-pages", on(o.app_huge_pages));
   add("--memory", MemoryKindName(o.memory));
   add("--device-cache", std::to_string(o.device_cache));
   add("--device-cache-init", DeviceCacheInitName(o.device_cache_init));
@@ -275,7 +276,7 @@ namespace {
 
 // The child's work; the report gets the timestamps as it goes.
 Status ChildRestore(const Options& o, std::ofstream& rep, VerifyStats& verify) {
-  CAIRN_ASSIGN_OR_RETURN(BenchBuffer app, BenchBuffer::Allocate(o.memory, o.size));
+  CAIRN_ASSIGN_OR_RETURN(BenchBuffer app, BenchBuffer::Allocate(o.memory, o.size, o.app_huge_pages));
   rep << "started " << Now() << "\n";
   int64_t version = -1;
   if (o.child_async) {

@@ -285,6 +285,34 @@ static void test_stats_sizes(cairn_client_t* c) {
   }
 }
 
+/* cairn_alloc/cairn_free: page-aligned (2 MiB-aligned when large), zeroed,
+ * writable; bad input is an error value with a message, never a crash. */
+static void test_alloc(void) {
+  void* p = (void*)1;
+  void* big = NULL;
+  long page = sysconf(_SC_PAGESIZE);
+  CHECK_RC(cairn_alloc(0, &p), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK(p == NULL, "a failed cairn_alloc sets *out to NULL");
+  CHECK_RC(cairn_alloc(100, NULL), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_alloc((size_t)1 << 62, &p), CAIRN_ERR_NO_MEMORY);
+  CHECK(strstr(cairn_last_error(), "mmap") != NULL, "the message names the failed mmap");
+  CHECK_RC(cairn_alloc(100, &p), CAIRN_OK);
+  CHECK(p != NULL && (uintptr_t)p % (uintptr_t)page == 0, "cairn_alloc is page-aligned");
+  if (p != NULL) {
+    CHECK(((unsigned char*)p)[99] == 0, "cairn_alloc memory is zeroed");
+    memset(p, 0xab, (size_t)page); /* the whole page is usable */
+  }
+  CHECK_RC(cairn_alloc((size_t)5 << 20, &big), CAIRN_OK);
+  CHECK(big != NULL && (uintptr_t)big % ((uintptr_t)2 << 20) == 0, "large cairn_alloc is 2 MiB-aligned");
+  if (big != NULL) ((unsigned char*)big)[((size_t)5 << 20) - 1] = 1;
+  CHECK_RC(cairn_free(big), CAIRN_OK);
+  CHECK_RC(cairn_free((char*)p + 8), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(cairn_last_error(), "cairn_alloc") != NULL, "the message says what cairn_free accepts");
+  CHECK_RC(cairn_free(p), CAIRN_OK);
+  CHECK_RC(cairn_free(p), CAIRN_ERR_INVALID_ARGUMENT); /* double free */
+  CHECK_RC(cairn_free(NULL), CAIRN_OK);
+}
+
 int main(void) {
   char root[4096];
   char scratch[4200];
@@ -310,6 +338,7 @@ int main(void) {
   test_strerror();
   test_null_handles();
   test_stats_layout();
+  test_alloc();
 
   /* Open with defaults (+ environment). */
   REQUIRE_RC(cairn_open(NULL, &c), CAIRN_OK);

@@ -10,11 +10,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "format/chain.hpp"
 #include "format/file_writer.hpp"
 #include "format/naming.hpp"
 #include "util/crc32c.hpp"
@@ -206,7 +208,7 @@ TEST_F(CliTest, LsShowsKindsStatesAndTemps) {
   EXPECT_EQ(1, CountLines(r.out, "temp (pid " + std::to_string(getpid()) + " alive)"));
   EXPECT_EQ(1, CountLines(r.out, "damaged"));
   EXPECT_TRUE(std::regex_search(
-      r.out, std::regex("\nsim +version +2 +[0-9]+ +damaged: header checksum mismatch")))
+      r.out, std::regex("\nsim +version +2 +[0-9]+ +- +- +- +damaged: header checksum mismatch")))
       << r.out;
   EXPECT_EQ(0, CountLines(r.out, "notes"));
   EXPECT_EQ(1 + 6 + 2, CountLines(r.out, ""));
@@ -221,9 +223,10 @@ TEST_F(CliTest, InfoPrintsJson) {
         "\"file\": \"" + Path("sim", EntryKind::kCheckpoint, 2) + "\"",
         std::string("\"payload_bytes\": 29000,"), std::string("\"block_bytes\": 8192,"),
         std::string("\"format_version\": 1"),
-        std::string("{\"id\": 3, \"memory\": \"host\", \"bytes\": 20000, \"blocks\": 3}"),
-        std::string("{\"id\": 8, \"memory\": \"host\", \"bytes\": 0, \"blocks\": 0}"),
-        std::string("{\"id\": 9, \"memory\": \"host\", \"bytes\": 9000, \"blocks\": 2}")}) {
+        std::string("{\"id\": 3, \"memory\": \"host\", \"bytes\": 20000, \"blocks\": 3,"),
+        std::string("{\"id\": 8, \"memory\": \"host\", \"bytes\": 0, \"blocks\": 0,"),
+        std::string("{\"id\": 9, \"memory\": \"host\", \"bytes\": 9000, \"blocks\": 2,"),
+        std::string("\"depth\": 0,"), std::string("\"base\": null,")}) {
     EXPECT_NE(std::string::npos, r.out.find(want)) << want << "\n" << r.out;
   }
   const uint64_t size = fs::file_size(Path("sim", EntryKind::kCheckpoint, 2));
@@ -278,6 +281,161 @@ TEST_F(CliTest, GcKeepsNewestGoodVersionsAndRemovesDeadTemps) {
   EXPECT_TRUE(fs::exists(Path("sim", EntryKind::kCheckpoint, 3)));
   EXPECT_TRUE(fs::exists(v4));
   EXPECT_NE(std::string::npos, again.out.find("removed " + Path("sim", EntryKind::kCheckpoint, 2)));
+}
+
+// ---- Layered versions (format version 2) --------------------------------------
+
+TEST_F(CliTest, VerifyFailsWhenNothingIsVerified) {
+  // The parent of a Cairn directory: verify finds the directory below it.
+  ASSERT_TRUE(os::FileSystem::Default()->CreateDirs(dir_ + "/outer/empty", 0700).ok());
+  ASSERT_TRUE(os::FileSystem::Default()->CreateDirs(dir_ + "/outer/scratch", 0700).ok());
+  fs::copy(dir_ + "/sim", dir_ + "/outer/scratch/sim", fs::copy_options::recursive);
+  CliRun parent = Cairn("verify " + Quote(dir_ + "/outer"));
+  EXPECT_EQ(0, parent.code) << parent.out << parent.err;
+  EXPECT_NE(std::string::npos, parent.out.find("5 files verified, 0 damaged")) << parent.out;
+  EXPECT_NE(std::string::npos, parent.out.find(dir_ + "/outer/scratch/sim/v"));
+
+  for (const std::string& d : {dir_ + "/outer/empty", dir_ + "/sim"}) {
+    CliRun r = Cairn("verify " + Quote(d));
+    EXPECT_EQ(1, r.code) << d << "\n" << r.out;
+    EXPECT_NE(std::string::npos, r.out.find("0 files verified"));
+    EXPECT_NE(std::string::npos, r.err.find("no Cairn files in " + d + " or below")) << r.err;
+  }
+  CliRun name = Cairn("verify " + Quote(dir_) + " nosuchname");
+  EXPECT_EQ(1, name.code);
+}
+
+// A chain of "lay": v1 full (format version 2), v2 and v3 layered, v4 on v3.
+class CliChainTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    ASSERT_TRUE(os::FileSystem::Default()->CreateDirs(dir_ + "/lay", 0700).ok());
+    content_.assign(50000, 1);
+    WriteLayer(1, {{0, 50000}}, format::VersionRecord{});
+    content_[100] = 2;
+    WriteLayer(2, {{100, 1}}, On(1, 1));
+    for (int i = 30000; i < 30100; ++i) content_[i] = 3;
+    WriteLayer(3, {{30000, 100}}, On(2, 2));
+    v3_ = content_;
+    content_[7] = 4;
+    WriteLayer(4, {{7, 1}}, On(3, 3));
+  }
+  format::VersionRecord On(int64_t base, uint32_t depth) {
+    return format::VersionRecord{0, base, ids_[base], depth};
+  }
+  void WriteLayer(int64_t v, const ExtentList& extents, format::VersionRecord rec) {
+    const std::vector<format::RegionSpec> regions{{5, MemoryKind::kHost, 50000}};
+    const format::Layout l = format::Layout::MakeV2(regions, {extents}, 8192, rec);
+    format::FileInfo info;
+    info.name = "lay";
+    info.number = v;
+    auto w = format::FileWriter::Create(os::FileSystem::Default(), Path("lay", EntryKind::kCheckpoint, v),
+                                        info, l, format::WriterOptions{});
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    std::vector<uint8_t> packed;
+    for (const Extent& e : extents) {
+      packed.insert(packed.end(), content_.begin() + e.offset, content_.begin() + e.end());
+    }
+    for (uint32_t i = 0; i < l.blocks.size(); ++i) {
+      const uint8_t* p = packed.data() + uint64_t{i} * 8192;
+      ASSERT_TRUE((*w)->WriteBlock(i, p, crc32c::Value(p, l.blocks[i].length)).ok());
+    }
+    ids_[v] = (*w)->content_id();
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  std::vector<uint8_t> Restore(int64_t v) {
+    std::vector<uint8_t> out(50000, 0xee);
+    auto chain = format::Chain::Open(os::FileSystem::Default(), dir_, "lay", v);
+    EXPECT_TRUE(chain.ok()) << chain.status().ToString();
+    if (!chain.ok()) return {};
+    const format::RegionTarget t{5, out.data()};
+    EXPECT_TRUE(format::RestoreChain(os::FileSystem::Default(), *chain, {&t, 1}).ok());
+    return out;
+  }
+  std::string V(int64_t v) const { return Path("lay", EntryKind::kCheckpoint, v); }
+
+  std::vector<uint8_t> content_, v3_;
+  std::map<int64_t, uint64_t> ids_;
+};
+
+TEST_F(CliChainTest, LsAndInfoShowLayers) {
+  CliRun ls = Cairn("ls " + Quote(dir_));
+  ASSERT_EQ(0, ls.code) << ls.err;
+  EXPECT_NE(std::string::npos, ls.out.find("DEPTH  LOGICAL  STORED  STATE"));
+  EXPECT_TRUE(std::regex_search(ls.out, std::regex("\nlay +version +1 +[0-9]+ +0 +50000 +50000 +ok")))
+      << ls.out;
+  EXPECT_TRUE(std::regex_search(ls.out, std::regex("\nlay +version +3 +[0-9]+ +2 +50000 +100 +ok")));
+  EXPECT_TRUE(std::regex_search(ls.out, std::regex("\nsim +version +1 +[0-9]+ +0 +29000 +29000 +ok")));
+
+  CliRun info = Cairn("info " + Quote(dir_) + " lay 3");
+  ASSERT_EQ(0, info.code) << info.err;
+  char base[96];
+  std::snprintf(base, sizeof base, "\"base\": {\"version\": 2, \"content_id\": \"0x%016llx\"}",
+                static_cast<unsigned long long>(ids_[2]));
+  for (const std::string& want :
+       {std::string("\"format_version\": 2"), std::string("\"depth\": 2,"),
+        std::string("\"stored_bytes\": 100,"), std::string(base),
+        std::string("\"chain\": [3, 2, 1],"), std::string("\"stored_bytes\": 100, \"extents\": 1}")}) {
+    EXPECT_NE(std::string::npos, info.out.find(want)) << want << "\n" << info.out;
+  }
+}
+
+TEST_F(CliChainTest, VerifyNamesTheBrokenLink) {
+  CliRun ok = Cairn("verify " + Quote(dir_) + " lay");
+  EXPECT_EQ(0, ok.code) << ok.out;
+  EXPECT_EQ(4, CountLines(ok.out, ": ok"));
+
+  FlipByte(V(1), 4096 + 8192 + 5);  // block 1 of the full version
+  CliRun damaged = Cairn("verify " + Quote(dir_) + " lay 3");
+  EXPECT_EQ(1, damaged.code);
+  EXPECT_NE(std::string::npos, damaged.out.find(V(3) + ": v2 -> base v1: " + V(1) + ": block 1"))
+      << damaged.out;
+  CliRun all = Cairn("verify " + Quote(dir_));
+  EXPECT_NE(std::string::npos, all.out.find("10 files verified, 4 damaged")) << all.out;
+
+  ASSERT_TRUE(fs::remove(V(1)));
+  CliRun missing = Cairn("verify " + Quote(dir_) + " lay 4");
+  EXPECT_EQ(1, missing.code);
+  EXPECT_NE(std::string::npos,
+            missing.out.find(V(2) + ": v2 -> base v1: missing (" + V(1) + ")")) << missing.out;
+  CliRun ls = Cairn("ls " + Quote(dir_));
+  EXPECT_EQ(3, CountLines(ls.out, "v2 -> base v1: missing")) << ls.out;
+  EXPECT_EQ(3, CountLines(ls.out, "broken chain: ")) << ls.out;
+}
+
+TEST_F(CliChainTest, CompactReplacesTheTipAndKeepsLayersOnItValid) {
+  CliRun r = Cairn("compact " + Quote(dir_) + " lay 3");
+  ASSERT_EQ(0, r.code) << r.out << r.err;
+  EXPECT_NE(std::string::npos, r.out.find(V(3) + ": compacted (depth 2 -> 0,")) << r.out;
+  EXPECT_EQ(0, Cairn("verify " + Quote(dir_) + " lay 3").code);
+  ASSERT_TRUE(fs::remove(V(1)));
+  ASSERT_TRUE(fs::remove(V(2)));
+  EXPECT_EQ(v3_, Restore(3));
+  EXPECT_EQ(content_, Restore(4));  // v4 still names v3's content id
+  CliRun verify = Cairn("verify " + Quote(dir_) + " lay");
+  EXPECT_EQ(0, verify.code) << verify.out;
+  CliRun again = Cairn("compact " + Quote(dir_) + " lay 3");
+  EXPECT_EQ(0, again.code);
+  EXPECT_NE(std::string::npos, again.out.find("already a full version"));
+  EXPECT_EQ(1, Cairn("compact " + Quote(dir_) + " lay 9").code);
+  EXPECT_EQ(2, Cairn("compact " + Quote(dir_) + " lay").code);
+  // No temp file is left behind.
+  for (const auto& e : fs::directory_iterator(dir_ + "/lay")) {
+    EXPECT_EQ(std::string::npos, e.path().filename().string().find(".tmp")) << e.path();
+  }
+}
+
+TEST_F(CliChainTest, GcKeepsTheBasesOfKeptVersions) {
+  CliRun r = Cairn("gc " + Quote(dir_) + " --keep 1");
+  EXPECT_EQ(0, r.code) << r.err;
+  for (int64_t v = 1; v <= 4; ++v) EXPECT_TRUE(fs::exists(V(v))) << v;
+  EXPECT_NE(std::string::npos, r.out.find("kept " + V(1) + " (base of a kept version)"));
+  ASSERT_EQ(0, Cairn("compact " + Quote(dir_) + " lay 4").code);
+  CliRun after = Cairn("gc " + Quote(dir_) + " --keep 1");
+  EXPECT_EQ(0, after.code);
+  for (int64_t v = 1; v <= 3; ++v) EXPECT_FALSE(fs::exists(V(v))) << v;
+  EXPECT_EQ(content_, Restore(4));
 }
 
 }  // namespace

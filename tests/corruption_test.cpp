@@ -432,16 +432,18 @@ TEST_F(CorruptionTest, ReadBlocksDirectAndBuffered) {
   }
   for (bool direct : {true, false}) {
     for (unsigned depth : {1u, 3u, 8u}) {
-      for (size_t shift : {size_t{0}, size_t{16}}) {  // aligned, unaligned
+      for (size_t shift : {size_t{0}, size_t{16}, size_t{1}}) {  // aligned, unaligned, staged
+        const bool stage = shift == 1;
+        if (stage) shift = 0;
         SCOPED_TRACE(::testing::Message() << "direct " << direct << " depth " << depth
-                                          << " shift " << shift);
+                                          << " shift " << shift << " stage " << stage);
         std::unique_ptr<uint8_t, Free> mem(
             static_cast<uint8_t*>(std::aligned_alloc(4096, (span + shift + 4095) / 4096 * 4096)));
         ASSERT_TRUE(mem);
         uint8_t* base = mem.get() + shift;
         std::vector<format::BlockRead> plan;
         for (uint32_t b = 0; b < layout.blocks.size(); ++b) {
-          plan.push_back({.block = b, .dst = base + layout.blocks[b].offset});
+          plan.push_back({.block = b, .dst = base + layout.blocks[b].offset, .stage = stage});
         }
         counting.Reset();
         ASSERT_OK(format::ReadBlocks(&counting, **reader, plan, {},

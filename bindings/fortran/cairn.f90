@@ -71,6 +71,7 @@ module cairn
   public :: cairn_history_open, cairn_history_push, cairn_history_push_ptr
   public :: cairn_history_pop, cairn_history_pop_ptr, cairn_history_close
   public :: cairn_strerror, cairn_last_error
+  public :: cairn_alloc, cairn_free
 
   ! The C API (include/cairn/cairn.h). Names are passed as NUL-terminated
   ! character(kind=c_char) arrays.
@@ -174,6 +175,17 @@ module cairn
       integer(c_int) :: ierr
     end function c_cairn_history_pop
 
+    function c_cairn_alloc(bytes, out) bind(C, name="cairn_alloc") result(ierr)
+      import :: c_int, c_ptr, c_size_t
+      integer(c_size_t), value :: bytes
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: ierr
+    end function c_cairn_alloc
+    function c_cairn_free(ptr) bind(C, name="cairn_free") result(ierr)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ptr
+      integer(c_int) :: ierr
+    end function c_cairn_free
     function c_cairn_history_close(h) bind(C, name="cairn_history_close") result(ierr)
       import :: c_int, c_ptr
       type(c_ptr), value :: h
@@ -450,6 +462,29 @@ contains
     ierr = c_cairn_history_close(history%ptr)
     history%ptr = c_null_ptr
   end function cairn_history_close
+
+  ! Tracked memory -----------------------------------------------------------
+
+  !> cairn_alloc - page-aligned, zero-filled memory that
+  !> checkpoint.changes = pages can track (cairn.h has the contract). Use it
+  !> through c_f_pointer, e.g.
+  !>   ierr = cairn_alloc(int(n, c_size_t) * 8, p); call c_f_pointer(p, u, [n])
+  !> and protect u as usual. ptr is null on error.
+  function cairn_alloc(bytes, ptr) result(ierr)
+    integer(c_size_t), intent(in) :: bytes
+    type(c_ptr), intent(out) :: ptr
+    integer(c_int) :: ierr
+    ierr = c_cairn_alloc(bytes, ptr)
+  end function cairn_alloc
+
+  !> cairn_free - release memory from cairn_alloc (ptr becomes null; a null
+  !> ptr is a no-op). CAIRN_ERR_INVALID_ARGUMENT for any other pointer.
+  function cairn_free(ptr) result(ierr)
+    type(c_ptr), intent(inout) :: ptr
+    integer(c_int) :: ierr
+    ierr = c_cairn_free(ptr)
+    if (ierr == CAIRN_OK) ptr = c_null_ptr
+  end function cairn_free
 
   ! Errors -------------------------------------------------------------------
 

@@ -113,6 +113,31 @@ CAIRN_EXPORT int cairn_history_pop(cairn_history_t *h, int64_t step, void *dst, 
 /* cairn_history_close - drop remaining steps and free h. NULL ok. */
 CAIRN_EXPORT int cairn_history_close(cairn_history_t *h);
 
+/* cairn_alloc - allocate tracked memory: *out becomes a zero-filled,
+ * page-aligned private anonymous mapping of at least bytes (> 0) bytes,
+ * rounded up to whole pages. From 2 MiB up the mapping is also aligned to
+ * 2 MiB and transparent huge pages are advised (madvise MADV_HUGEPAGE): fewer
+ * TLB misses and first-touch faults, and write-protecting it for tracking or
+ * zero-copy capture costs far less; a tracked huge page is split at its first
+ * tracked write, so changes are still found page by page (4 KiB). Protect the
+ * memory with cairn_protect as usual: with checkpoint.changes = pages (or
+ * auto) Cairn then copies and writes only the pages written since the previous
+ * checkpoint. Memory that was not allocated here can be tracked too when its
+ * start and size are page-aligned; a region that is not page-aligned is never
+ * tracked: it falls back to hashing (changes = auto or hash) or to a full copy,
+ * with a note in the client's stats. CAIRN_ERR_INVALID_ARGUMENT for bytes == 0
+ * or out == NULL, CAIRN_ERR_NO_MEMORY when the mapping fails (the message names
+ * the limit). Thread-safe. */
+CAIRN_EXPORT int cairn_alloc(size_t bytes, void **out);
+
+/* cairn_free - release memory that cairn_alloc returned (NULL: no-op).
+ * Unprotect the region first (cairn_unprotect or cairn_close): a region freed
+ * while protected is unmapped under Cairn, which notices at the next
+ * checkpoint (tracking is lost for it) but cannot capture it: that checkpoint
+ * fails. CAIRN_ERR_INVALID_ARGUMENT for a pointer cairn_alloc did not return,
+ * or one already freed. Thread-safe. */
+CAIRN_EXPORT int cairn_free(void *ptr);
+
 /* cairn_strerror - static description of an error code; never NULL. */
 CAIRN_EXPORT const char *cairn_strerror(int err);
 

@@ -219,4 +219,47 @@ class CAIRN_EXPORT History {
   friend class Client;
 };
 
+// Tracked memory (cairn_alloc/cairn_free in cairn.h, where the contract is).
+// Alloc returns zero-filled, page-aligned anonymous memory of at least
+// `bytes` bytes (2 MiB-aligned, with transparent huge pages advised, from
+// 2 MiB up), which checkpoint.changes = pages can track page by page. Free
+// releases memory that Alloc returned (nullptr: no-op); kInvalidArgument for
+// any other pointer.
+CAIRN_EXPORT Result<void*> Alloc(size_t bytes);
+CAIRN_EXPORT Status Free(void* ptr);
+
+// RAII owner of tracked memory.
+class TrackedBuffer {
+ public:
+  TrackedBuffer() = default;
+  static Result<TrackedBuffer> Create(size_t bytes) {
+    Result<void*> p = Alloc(bytes);
+    if (!p.ok()) return p.status();
+    TrackedBuffer b;
+    b.data_ = *p;
+    b.size_ = bytes;
+    return b;
+  }
+  ~TrackedBuffer() { (void)Free(data_); }
+  TrackedBuffer(TrackedBuffer&& o) noexcept : data_(o.data_), size_(o.size_) { o.data_ = nullptr; o.size_ = 0; }
+  TrackedBuffer& operator=(TrackedBuffer&& o) noexcept {
+    if (this != &o) {
+      (void)Free(data_);
+      data_ = o.data_;
+      size_ = o.size_;
+      o.data_ = nullptr;
+      o.size_ = 0;
+    }
+    return *this;
+  }
+  TrackedBuffer(const TrackedBuffer&) = delete;
+  TrackedBuffer& operator=(const TrackedBuffer&) = delete;
+  void* data() const { return data_; }
+  size_t size() const { return size_; }  // as requested
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 }  // namespace cairn

@@ -178,6 +178,21 @@ int cairn_history_close(cairn_history_t* h) {
   });
 }
 
+int cairn_alloc(size_t bytes, void** out) {
+  return Guard([&]() -> int {
+    if (out == nullptr) return InvalidHandle("out");
+    *out = nullptr;
+    auto p = cairn::Alloc(bytes);
+    if (!p.ok()) return Report(p.status());
+    *out = *p;
+    return CAIRN_OK;
+  });
+}
+
+int cairn_free(void* ptr) {
+  return Guard([&]() -> int { return Report(cairn::Free(ptr)); });
+}
+
 const char* cairn_strerror(int err) {
   switch (err) {
     case CAIRN_OK: return "success";

@@ -153,7 +153,7 @@ Status Pipeline::RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, c
   }
   e->capture_done = true;
   Consume(e);
-  UseBandwidth(-1, /*capture=*/true);
+  UseBandwidth(-1, Initializer::Mover::kCapture);
   cv_app_.notify_all();
   return copied.WithContext(std::string(e->kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push") +
                             " of '" + e->name + "' " + std::to_string(e->number));

@@ -118,7 +118,7 @@ DeviceMover::Owner Pipeline::DeviceMoverOwner() {
       .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { return cache_->data(chunk); },
       .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
       .host_registered = [this]() CAIRN_REQUIRES(mu_) { return initializer_.host_registered(); },
-      .use_bandwidth = [this](int delta) { UseBandwidth(delta, /*capture=*/false); },
+      .use_bandwidth = [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
       .drained = [this](const EntryPtr& e, uint32_t block, TimePoint t0, TimePoint t1, bool bounced)
           CAIRN_REQUIRES(mu_) {
             const uint32_t length = e->layout.blocks[block].length;

@@ -201,7 +201,7 @@ Prefetcher::Owner Pipeline::PrefetcherOwner() {
       .mark_clean = [this](Entry& e, uint32_t b) CAIRN_REQUIRES(mu_) { host_tier_.MarkClean(e, b); },
       .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
       .tier = [this](format::EntryKind kind) -> tiers::FileTier& { return tier_for(kind); },
-      .use_bandwidth = [this](int delta) { UseBandwidth(delta, /*capture=*/false); },
+      .use_bandwidth = [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
       .loaded = [this](const EntryPtr& e, Prefetcher::TimePoint t0) CAIRN_REQUIRES(mu_) {
         tracer_.Span("prefetch", "prefetch", t0, std::chrono::steady_clock::now(), e->layout.payload_bytes,
                      e->name, e->number);

@@ -80,10 +80,17 @@ class Initializer {
   // After Stop, with the cache the owner's alone: undoes the pin, if any.
   void Unpin(const HostCache& cache) CAIRN_EXCLUDES(*mu_);
 
-  // Memory movers (atomic, no lock needed): a capture (capture = true), a
-  // flush write, prefetch read or drain starts (+1) or ends (-1) moving
-  // memory; sequential touching pauses meanwhile.
-  void UseBandwidth(int delta, bool capture);
+  // Memory movers (atomic, no lock needed) start (+1) or end (-1) moving
+  // memory. Touching pauses meanwhile as MustPauseTouching says: for a
+  // restore from files under every strategy but the fixed concurrent one,
+  // for a capture unless the touch mode is concurrent, for background I/O
+  // under the sequential strategy only.
+  enum class Mover {
+    kCapture,       // the application copies into the cache
+    kRestore,       // the application waits on a read from files into its memory
+    kBackgroundIo,  // a flush write, prefetch read or device drain
+  };
+  void UseBandwidth(int delta, Mover mover);
   // The thread is touching right now (a capture's copy rates tell apart).
   bool touching() const { return touching_.load(std::memory_order_relaxed); }
 
@@ -100,7 +107,7 @@ class Initializer {
   void NoteCaptureCopy(uint64_t bytes, double seconds, bool into_touched, bool touching);
   // A capture of `bytes` ended after `seconds` (interval_s: what
   // CaptureStarted returned). A rolled-back capture calls UseBandwidth(-1,
-  // true) instead.
+  // Mover::kCapture) instead.
   void CaptureEnded(uint64_t bytes, double seconds, double interval_s);
   // A writer took a chunk (its write touches it): the cache may be fully
   // touched now.
@@ -155,8 +162,9 @@ class Initializer {
   TouchModel touch_model_ CAIRN_GUARDED_BY(*mu_);
   TouchModel::Mode touch_mode_ CAIRN_GUARDED_BY(*mu_) = TouchModel::Mode::kConcurrent;
   std::optional<TimePoint> last_capture_end_ CAIRN_GUARDED_BY(*mu_);
-  // Memory movers now: captures, and flush writes + prefetch reads + drains.
+  // Memory movers now, by kind (Mover).
   std::atomic<int> captures_now_{0};
+  std::atomic<int> restores_now_{0};
   std::atomic<int> background_io_now_{0};
   std::atomic<bool> touching_{false};  // the thread is touching right now
   std::jthread thread_;  // last: joined before the rest goes

@@ -218,6 +218,58 @@ TEST(InitializerTest, SequentialTouchingPausesWhileACaptureRunsAndResumes) {
   EXPECT_GE(init.CaptureStarted(std::chrono::steady_clock::now()), 0) << "an interval since the last end";
 }
 
+// A restore from files (the application waits on it, reading into its own
+// memory) pauses touching under the adaptive strategy too, whose model
+// starts out concurrent and would not yield to a capture; touching resumes
+// where it stopped when the read ends.
+TEST(InitializerTest, AdaptiveTouchingPausesWhileARestoreReadsFromFiles) {
+  FakeOwner o;
+  SliceGate gate;
+  Initializer init(&o.mu, &o.progress, &o.tracer, InitConfig(CacheInit::kAdaptive, 4 * kMiB, 3),
+                   o.Interface([&](uint8_t* p, uint32_t n) { gate.Touch(p, n); }));
+  ASSERT_TRUE(init.Prepare().ok());
+  init.Start(nullptr);
+  ASSERT_TRUE(gate.WaitForCalls(1));  // inside the first 2 MiB slice of chunk 0
+  init.UseBandwidth(+1, Initializer::Mover::kRestore);
+  gate.SetCapturing(true);  // "a mover runs": here the restore
+  gate.Open();
+  ASSERT_TRUE(o.WaitUntil([&] {
+    o.mu.AssertHeld();  // WaitUntil holds it
+    return o.touched >= 1;
+  }));
+  {
+    MutexLock l(&o.mu);
+    EXPECT_EQ(init.stats().touch_slices, 1u) << "did not yield to the restore at the end of the slice";
+    EXPECT_EQ(o.cache->touch_progress(0), 2 * kMiB);
+  }
+  gate.SetCapturing(false);
+  init.UseBandwidth(-1, Initializer::Mover::kRestore);
+  ASSERT_TRUE(o.WaitUntil([&] { return init.stats().fully_touched_s >= 0; }));
+  init.Stop();
+  EXPECT_EQ(gate.while_capturing(), 0) << "touched while the restore read";
+  MutexLock l(&o.mu);
+  EXPECT_EQ(init.stats().touch_slices, 6u) << "chunk 0 resumed at 2 MiB, then 2 x 2 chunks";
+}
+
+// The fixed concurrent strategy is the user's choice to touch alongside
+// everything: a restore does not pause it.
+TEST(InitializerTest, ConcurrentTouchingGoesOnDuringARestore) {
+  FakeOwner o;
+  SliceGate gate;
+  Initializer init(&o.mu, &o.progress, &o.tracer, InitConfig(CacheInit::kConcurrent, 4 * kMiB, 2),
+                   o.Interface([&](uint8_t* p, uint32_t n) { gate.Touch(p, n); }));
+  ASSERT_TRUE(init.Prepare().ok());
+  init.Start(nullptr);
+  ASSERT_TRUE(gate.WaitForCalls(1));
+  init.UseBandwidth(+1, Initializer::Mover::kRestore);
+  gate.SetCapturing(true);
+  gate.Open();
+  ASSERT_TRUE(o.WaitUntil([&] { return init.stats().fully_touched_s >= 0; })) << "paused for the restore";
+  init.UseBandwidth(-1, Initializer::Mover::kRestore);
+  init.Stop();
+  EXPECT_EQ(gate.while_capturing(), 3) << "the 3 slices after the first run during the restore";
+}
+
 // A failed pin is reported once, in the stats, not retried, and not undone.
 TEST(InitializerTest, PinFailureIsReportedOnceAndNotRetried) {
   FakeOwner o;
@@ -308,8 +360,8 @@ TEST(InitializerTest, LazyFinishesWrittenChunksThenPins) {
     init.NoteTouchProgress();
     for (uint32_t c : taken) o.cache->Free(c);
   }
-  init.UseBandwidth(+1, /*capture=*/true);  // a capture ends: the thread looks again
-  init.UseBandwidth(-1, /*capture=*/true);
+  init.UseBandwidth(+1, Initializer::Mover::kCapture);  // a capture ends: the thread looks again
+  init.UseBandwidth(-1, Initializer::Mover::kCapture);
   ASSERT_TRUE(o.WaitUntil([&] { return init.stats().pinned_s >= 0; }));
   init.Stop();
   EXPECT_EQ(pinner.pins(), 1);

@@ -173,7 +173,7 @@ Flusher::Owner Pipeline::FlusherOwner() {
       .dir_made = [this](const std::string& dir) CAIRN_REQUIRES(mu_) { known_dirs_.insert(dir); },
       .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) -> const uint8_t* { return cache_->data(chunk); },
       .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
-      .use_bandwidth = [this](int delta) { UseBandwidth(delta, /*capture=*/false); },
+      .use_bandwidth = [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
       .block_written = [this](const EntryPtr& e, uint32_t b) CAIRN_REQUIRES(mu_) {
         dirty_bytes_ -= e->layout.blocks[b].length;
         if (!e->consumed && !HeldForPersister(*e, b)) host_tier_.MarkClean(*e, b);

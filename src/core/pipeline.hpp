@@ -265,10 +265,9 @@ class Pipeline {
   Initializer::Owner InitializerOwner();
   // A writer took a chunk: the cache may be fully touched now.
   void NoteTouchProgress() CAIRN_REQUIRES(mu_) { initializer_.NoteTouchProgress(); }
-  // A capture (capture = true), flush write or prefetch read starts (+1) or
-  // ends (-1) moving memory; sequential touching pauses. Atomic counters: no
-  // lock needed (the callers happen to hold mu_).
-  void UseBandwidth(int delta, bool capture) { initializer_.UseBandwidth(delta, capture); }
+  // A memory mover starts (+1) or ends (-1): touching may pause
+  // (Initializer::UseBandwidth). Atomic counters: no lock needed.
+  void UseBandwidth(int delta, Initializer::Mover mover) { initializer_.UseBandwidth(delta, mover); }
 
   // GPU tier (gpu_tier.cpp).
   Status OpenGpu() CAIRN_EXCLUDES(mu_);  // at Init: runtime, device cache (best effort)

@@ -8,6 +8,7 @@
 #include "format/block_reader.hpp"
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
+#include "os/page_backing.hpp"
 #include "util/clock.hpp"
 
 namespace cairn::core {
@@ -20,6 +21,13 @@ namespace {
 Status MatchRegions(const format::Layout& layout, const std::vector<RestoreTarget>& targets,
                     const std::string& label, std::vector<uint32_t>* index) {
   index->clear();
+  // Its blocks hold packed extents, not whole regions: reading them as
+  // regions would restore wrong bytes with good CRCs. Until restore resolves
+  // chains (format::Chain), refuse (issue 15).
+  if (layout.layered()) {
+    return Status::Unsupported(label + " is a layered version; this restore path reads only "
+                               "full versions");
+  }
   for (const auto& t : targets) {
     bool found = false;
     for (uint32_t r = 0; r < layout.regions.size(); ++r) {
@@ -41,19 +49,36 @@ Status MatchRegions(const format::Layout& layout, const std::vector<RestoreTarge
   return Status::Ok();
 }
 
+// Host regions from this size on are asked whether huge pages back them (a
+// read of smaps, ~1 ms); smaller ones are staged without asking, which costs
+// a memcpy of a few MiB at most.
+constexpr uint64_t kAskPagesFrom = 64ull << 20;
+
+// Whether direct reads into a host target go through the staging buffer
+// (format::BlockRead::stage): unless huge pages back it. An unanswerable
+// question stages, the choice that is never far off.
+bool StageInto(const RestoreTarget& t) {
+  if (t.bytes < kAskPagesFrom) return true;
+  Result<bool> huge = os::BackedByHugePages(t.data, t.bytes);
+  return !huge.ok() || !*huge;
+}
+
 // Where each block of the matched regions goes: the plan of one pass over the
-// file (format::ReadBlocks).
+// file (format::ReadBlocks). `direct`: the file will be read with O_DIRECT.
 std::vector<format::BlockRead> ReadPlan(const format::Layout& layout,
                                         const std::vector<RestoreTarget>& targets,
-                                        const std::vector<uint32_t>& index) {
+                                        const std::vector<uint32_t>& index, bool direct) {
   std::vector<format::BlockRead> plan;
   for (size_t t = 0; t < targets.size(); ++t) {
     const auto& region = layout.regions[index[t]];
+    const bool host = targets[t].memory == MemoryKind::kHost;
+    const bool stage = direct && host && region.block_count > 0 && StageInto(targets[t]);
     for (uint32_t b = region.first_block; b < region.first_block + region.block_count; ++b) {
       plan.push_back({.block = b,
                       .dst = static_cast<uint8_t*>(targets[t].data) +
                              (layout.blocks[b].offset - region.data_offset),
-                      .host = targets[t].memory == MemoryKind::kHost});
+                      .host = host,
+                      .stage = stage});
     }
   }
   return plan;
@@ -126,20 +151,25 @@ Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, co
     // One pass: every block is read once, several at a time, and verified as
     // it lands; device and managed targets go through the restore stream.
     if (s.ok()) {
-      const auto plan = ReadPlan((*reader)->layout(), targets, index);
+      // Read the way the tier writes: O_DIRECT for checkpoint files
+      // written with storage.direct_io (not in the page cache anyway, and a
+      // buffered read would need a page cache as large as the version beside
+      // the application's memory: measured 2.6-3.5x slower cold on this VM,
+      // docs/bench.md), buffered for scratch history steps, which the page
+      // cache usually still holds.
+      const bool direct = tier->writer_options().direct;
+      const auto plan = ReadPlan((*reader)->layout(), targets, index, direct);
+      // The application waits on this read: the cache's background touch
+      // pauses meanwhile (Initializer::MustPauseTouching says why).
+      UseBandwidth(+1, Initializer::Mover::kRestore);
       s = format::ReadBlocks(
           fs_, **reader, plan,
           [this](void* dst, const void* src, size_t n) {
             const CopySegment seg{.dst = dst, .src = src, .bytes = n};
             return dio_->RestoreCopy({&seg, 1});
           },
-          // Read the way the tier writes: O_DIRECT for checkpoint files
-          // written with storage.direct_io (not in the page cache anyway, and
-          // a buffered read would need a page cache as large as the version
-          // beside the application's memory: measured 2.6-3.5x slower cold
-          // on this VM, docs/bench.md), buffered for scratch history steps,
-          // which the page cache usually still holds.
-          {.direct = tier->writer_options().direct});
+          {.direct = direct});
+      UseBandwidth(-1, Initializer::Mover::kRestore);
     }
     if (s.code() == Code::kCorrupt) s = s.WithContext(label + " is damaged");
     if (s.ok()) return s;

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "os/memory.hpp"
 #include "util/crc32c.hpp"
 #include "util/mutex.hpp"
 #include "util/thread_annotations.hpp"
@@ -33,10 +34,25 @@ bool DirectOk(const void* p, uint64_t n) {
   return reinterpret_cast<uintptr_t>(p) % kAlign == 0 && n % kAlign == 0;
 }
 
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
+// A worker's staging buffer: kStagingBytes in huge pages where THP allows,
+// so that an O_DIRECT read into it is a couple of device segments, not one
+// per 4 KiB page (os/page_backing.hpp).
+class Staging {
+ public:
+  explicit operator bool() const { return data_ != nullptr; }
+  uint8_t* get() const { return data_; }
+  Status Allocate() {
+    constexpr size_t kHuge = 2u << 20;
+    CAIRN_ASSIGN_OR_RETURN(map_, os::Mapping::Create(kStagingBytes + kHuge, {.huge_pages = true}));
+    const auto base = reinterpret_cast<uintptr_t>(map_.data());
+    data_ = map_.data() + ((kHuge - base % kHuge) % kHuge);
+    return Status::Ok();
+  }
+
+ private:
+  os::Mapping map_;
+  uint8_t* data_ = nullptr;
 };
-using Staging = std::unique_ptr<uint8_t, FreeDeleter>;
 
 // The shared state of one ReadBlocks call.
 class ReadRun {
@@ -60,6 +76,7 @@ class ReadRun {
   Status ReadOne(os::File& f, Staging& staging, const BlockRead& r) CAIRN_EXCLUDES(copy_mu_);
   Status ReadStaged(os::File& f, Staging& staging, const BlockRead& r) CAIRN_EXCLUDES(copy_mu_);
   void Fail(size_t at, Status s) CAIRN_EXCLUDES(mu_);
+  Status CopyOut(bool host, void* dst, const void* src, size_t n) CAIRN_EXCLUDES(copy_mu_);
 
   os::FileSystem* const fs_;
   const FileReader& file_;
@@ -110,7 +127,9 @@ Status ReadRun::ReadOne(os::File& f, Staging& staging, const BlockRead& r) {
   }
   const Layout::Block& b = file_.layout().blocks[r.block];
   auto* dst = static_cast<uint8_t*>(r.dst);
-  if (!r.host || (f.direct() && !DirectOk(dst, b.length))) return ReadStaged(f, staging, r);
+  if (!r.pieces.empty() || !r.host || (f.direct() && (r.stage || !DirectOk(dst, b.length)))) {
+    return ReadStaged(f, staging, r);
+  }
   // Straight into the destination, piece by piece so that each piece is
   // checksummed while it is still in the CPU cache.
   uint32_t crc = 0;
@@ -128,11 +147,8 @@ Status ReadRun::ReadOne(os::File& f, Staging& staging, const BlockRead& r) {
 // the file, docs/format.md 2.3) and for device or managed destinations.
 Status ReadRun::ReadStaged(os::File& f, Staging& staging, const BlockRead& r) {
   if (!staging) {
-    staging.reset(static_cast<uint8_t*>(std::aligned_alloc(kAlign, kStagingBytes)));
-    if (!staging) {
-      return Status::NoMemory(file_.path() + ": cannot allocate a " +
-                              std::to_string(kStagingBytes) + "-byte read buffer");
-    }
+    Status s = staging.Allocate();
+    if (!s.ok()) return s.WithContext(file_.path() + ": the read's staging buffer");
   }
   const Layout::Block& b = file_.layout().blocks[r.block];
   auto* dst = static_cast<uint8_t*>(r.dst);
@@ -142,16 +158,30 @@ Status ReadRun::ReadStaged(os::File& f, Staging& staging, const BlockRead& r) {
     const size_t io = f.direct() ? static_cast<size_t>(AlignUp(n)) : n;
     CAIRN_RETURN_IF_ERROR(f.ReadAt(staging.get(), io, b.offset + done));
     crc = crc32c::Extend(crc, staging.get(), n);
-    if (r.host) {
-      std::memcpy(dst + done, staging.get(), n);
+    if (r.pieces.empty()) {
+      CAIRN_RETURN_IF_ERROR(CopyOut(r.host, dst + done, staging.get(), n));
     } else {
-      if (!copy_out_) return Status::Internal("ReadBlocks: a device destination without copy_out");
-      MutexLock l(&copy_mu_);
-      CAIRN_RETURN_IF_ERROR(copy_out_(dst + done, staging.get(), n));
+      for (const ScatterPiece& p : r.pieces) {  // the parts of p inside [done, done + n)
+        const uint64_t lo = std::max<uint64_t>(p.offset, done);
+        const uint64_t hi = std::min<uint64_t>(uint64_t{p.offset} + p.bytes, done + n);
+        if (lo >= hi) continue;
+        CAIRN_RETURN_IF_ERROR(CopyOut(r.host, static_cast<uint8_t*>(p.dst) + (lo - p.offset),
+                                      staging.get() + (lo - done), hi - lo));
+      }
     }
     done += n;
   }
   return file_.CheckBlockCrc(r.block, crc);
+}
+
+Status ReadRun::CopyOut(bool host, void* dst, const void* src, size_t n) {
+  if (host) {
+    std::memcpy(dst, src, n);
+    return Status::Ok();
+  }
+  if (!copy_out_) return Status::Internal("ReadBlocks: a device destination without copy_out");
+  MutexLock l(&copy_mu_);
+  return copy_out_(dst, src, n);
 }
 
 }  // namespace

@@ -14,10 +14,11 @@
 // it. Restores read checkpoint files with O_DIRECT when their tier writes
 // them so, history steps buffered (docs/design.md says why). A block for
 // host memory is read straight into it (with O_DIRECT only when the
-// destination is 4 KiB-aligned and the length a multiple of 4 KiB); any other
-// block is read, in pieces of at most kStagingBytes, into the worker's
-// aligned staging buffer and copied out (memcpy for host memory, `copy_out`
-// for device or managed memory; copy_out calls are serialized).
+// destination is 4 KiB-aligned, the length a multiple of 4 KiB and the entry
+// not marked `stage`); any other block is read, in pieces of at most
+// kStagingBytes, into the worker's staging buffer (huge pages, 2 MiB-aligned)
+// and copied out (memcpy for host memory, `copy_out` for device or managed
+// memory; copy_out calls are serialized).
 //
 // The first damaged block (in plan order among those read) stops the others
 // and is returned as the same kCorrupt that FileReader::ReadBlock gives,
@@ -35,10 +36,27 @@
 
 namespace cairn::format {
 
+// Part of a block's payload that goes somewhere (a scattered read: a block
+// of a layered version's packed stream holds pieces of several extents, and
+// some of them may be hidden by a newer layer).
+struct ScatterPiece {
+  uint32_t offset = 0;  // within the block's payload
+  uint32_t bytes = 0;
+  void* dst = nullptr;
+};
+
 struct BlockRead {
   uint32_t block = 0;   // index into the file's block table
   void* dst = nullptr;  // where the block's payload (length bytes) goes
   bool host = true;     // false: dst is device/managed memory, written through copy_out
+  // Host memory in small pages: an O_DIRECT read goes through the worker's
+  // huge-page staging buffer and a memcpy, which beats a direct read into
+  // small pages 2-3x (os/page_backing.hpp says why). Ignored for buffered reads.
+  bool stage = false;
+  // Non-empty: the block is read whole (and verified) through the staging
+  // buffer, and only these pieces (sorted by offset) are copied out; dst is
+  // unused.
+  std::span<const ScatterPiece> pieces;
 };
 
 // Copies n bytes from host memory src to a non-host destination.

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "format/codec_v2.hpp"
+#include "format/le.hpp"
 #include "format/naming.hpp"
 #include "util/crc32c.hpp"
 
@@ -19,25 +21,15 @@ constexpr size_t kHMagic = 0, kHVersion = 8, kHHeaderBytes = 12, kHKind = 16, kH
                  kHPayload = 48, kHFileBytes = 56, kHCrc = 64;
 // Footer field offsets.
 constexpr size_t kFTableOffset = 0, kFTableBytes = 8, kFTableCrc = 16, kFNameLen = 20,
-                 kFNumber = 24, kFKind = 32, kFVersion = 36, kFFileBytes = 40, kFCrc = 52,
-                 kFMagic = 56;
+                 kFNumber = 24, kFKind = 32, kFVersion = 36, kFFileBytes = 40,
+                 kFExtentCount = 48, kFCrc = 52, kFMagic = 56;
+// Header bytes [kHCrc + 4, kHeaderBytes) are reserved: zero, checked in version 2.
+constexpr size_t kHReserved = kHCrc + 4;
 
-void Put32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void Put64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint32_t Get32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(p[i]) << (8 * i);
-  return v;
-}
-uint64_t Get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return v;
-}
+using le::Get32;
+using le::Get64;
+using le::Put32;
+using le::Put64;
 
 [[gnu::format(printf, 1, 2)]] Status CorruptF(const char* fmt, ...) {
   char buf[512];
@@ -49,10 +41,9 @@ uint64_t Get64(const uint8_t* p) {
 }
 
 Status CheckVersion(uint32_t version, const char* where) {
-  if (version == kFormatVersion) return Status::Ok();
+  if (version == kFormatVersion || version == kFormatVersion2) return Status::Ok();
   return Status::Unsupported("format version " + std::to_string(version) + " in " + where +
-                             " is not supported (this build reads version " +
-                             std::to_string(kFormatVersion) + ")");
+                             " is not supported (this build reads versions 1 and 2)");
 }
 
 bool ValidKind(uint32_t k) {
@@ -66,6 +57,10 @@ long long I(int64_t v) { return static_cast<long long>(v); }
 }  // namespace
 
 uint64_t TableBytes(const Layout& layout, size_t name_len) {
+  if (layout.format_version == kFormatVersion2) {
+    return TableBytesV2(layout.regions.size(), layout.extents.size(), layout.blocks.size(),
+                        name_len);
+  }
   return kRegionEntryBytes * layout.regions.size() + kBlockEntryBytes * layout.blocks.size() +
          name_len;
 }
@@ -76,6 +71,7 @@ uint64_t FileBytes(const Layout& layout, size_t name_len) {
 
 Header MakeHeader(const FileInfo& info, const Layout& layout) {
   Header h;
+  h.format_version = layout.format_version;
   h.kind = info.kind;
   h.block_bytes = layout.block_bytes;
   h.number = info.number;
@@ -109,7 +105,8 @@ Status DecodeHeader(const uint8_t* in, Header* h) {
   }
   // The version is checked before anything whose position a later version
   // might change (docs/format.md 2.7).
-  CAIRN_RETURN_IF_ERROR(CheckVersion(Get32(in + kHVersion), "header"));
+  const uint32_t version = Get32(in + kHVersion);
+  CAIRN_RETURN_IF_ERROR(CheckVersion(version, "header"));
   const uint32_t stored = Get32(in + kHCrc);
   const uint32_t computed = crc32c::Value(in, kHCrc);
   if (stored != computed) {
@@ -119,7 +116,13 @@ Status DecodeHeader(const uint8_t* in, Header* h) {
   if (header_bytes != kHeaderBytes) return CorruptF("header_bytes is %u, expected 4096", header_bytes);
   const uint32_t kind = Get32(in + kHKind);
   if (!ValidKind(kind)) return CorruptF("unknown entry kind %u in header", kind);
-  h->format_version = kFormatVersion;
+  if (version == kFormatVersion2) {
+    // No CRC covers them: version 2 checks that they are zero (format.md 4.6).
+    for (size_t i = kHReserved; i < kHeaderBytes; ++i) {
+      if (in[i] != 0) return CorruptF("reserved header byte %zu is 0x%02x, not zero", i, in[i]);
+    }
+  }
+  h->format_version = version;
   h->kind = static_cast<EntryKind>(kind);
   h->block_bytes = Get32(in + kHBlockBytes);
   if (h->block_bytes == 0 || h->block_bytes % kAlignment != 0) {
@@ -145,6 +148,7 @@ void EncodeFooter(const Footer& f, uint8_t* out) {
   Put32(out + kFKind, static_cast<uint32_t>(f.kind));
   Put32(out + kFVersion, f.format_version);
   Put64(out + kFFileBytes, f.file_bytes);
+  if (f.format_version == kFormatVersion2) Put32(out + kFExtentCount, f.extent_count);
   Put32(out + kFCrc, crc32c::Value(out, kFCrc));
   std::memcpy(out + kFMagic, kFooterMagic, sizeof kFooterMagic);
 }
@@ -153,7 +157,8 @@ Status DecodeFooter(const uint8_t* in, Footer* f) {
   if (std::memcmp(in + kFMagic, kFooterMagic, sizeof kFooterMagic) != 0) {
     return Status::Corrupt("bad footer magic (file incomplete or overwritten)");
   }
-  CAIRN_RETURN_IF_ERROR(CheckVersion(Get32(in + kFVersion), "footer"));
+  const uint32_t version = Get32(in + kFVersion);
+  CAIRN_RETURN_IF_ERROR(CheckVersion(version, "footer"));
   const uint32_t stored = Get32(in + kFCrc);
   const uint32_t computed = crc32c::Value(in, kFCrc);
   if (stored != computed) {
@@ -167,12 +172,18 @@ Status DecodeFooter(const uint8_t* in, Footer* f) {
   f->name_len = Get32(in + kFNameLen);
   f->number = static_cast<int64_t>(Get64(in + kFNumber));
   f->kind = static_cast<EntryKind>(kind);
-  f->format_version = kFormatVersion;
+  f->format_version = version;
   f->file_bytes = Get64(in + kFFileBytes);
+  // Version 1 readers ignore the reserved field; version 2 stores a count.
+  f->extent_count = version == kFormatVersion2 ? Get32(in + kFExtentCount) : 0;
   return Status::Ok();
 }
 
 Status CheckFooter(const Footer& f, const Header& h) {
+  if (f.format_version != h.format_version) {
+    return CorruptF("footer says format version %u, header says %u", f.format_version,
+                    h.format_version);
+  }
   if (f.number != h.number) {
     return CorruptF("footer says number %lld, header says %lld", I(f.number), I(h.number));
   }
@@ -188,10 +199,13 @@ Status CheckFooter(const Footer& f, const Header& h) {
     return CorruptF("name length %u outside 1..%u", f.name_len, kMaxNameBytes);
   }
   const uint64_t expect_table =
-      kRegionEntryBytes * h.region_count + kBlockEntryBytes * h.block_count + f.name_len;
+      h.format_version == kFormatVersion2
+          ? TableBytesV2(h.region_count, f.extent_count, h.block_count, f.name_len)
+          : kRegionEntryBytes * h.region_count + kBlockEntryBytes * h.block_count + f.name_len;
   if (f.table_bytes != expect_table) {
-    return CorruptF("table_bytes %llu does not match %u regions, %u blocks and a %u-byte name",
-                    U(f.table_bytes), h.region_count, h.block_count, f.name_len);
+    return CorruptF(
+        "table_bytes %llu does not match %u regions, %u extents, %u blocks and a %u-byte name",
+        U(f.table_bytes), h.region_count, f.extent_count, h.block_count, f.name_len);
   }
   if (f.table_offset < kHeaderBytes || f.table_offset % kAlignment != 0 ||
       f.table_offset > h.file_bytes ||
@@ -204,6 +218,7 @@ Status CheckFooter(const Footer& f, const Header& h) {
 
 void EncodeTables(const Layout& layout, const std::vector<uint32_t>& crcs, std::string_view name,
                   uint8_t* out) {
+  if (layout.format_version == kFormatVersion2) return EncodeTablesV2(layout, crcs, name, out);
   uint8_t* p = out;
   for (const Layout::Region& r : layout.regions) {
     Put32(p + 0, static_cast<uint32_t>(r.spec.id));
@@ -229,6 +244,7 @@ Status DecodeTables(const uint8_t* in, const Header& h, const Footer& f, Layout*
   if (stored != computed) {
     return CorruptF("table checksum mismatch (stored 0x%08x, computed 0x%08x)", stored, computed);
   }
+  if (h.format_version == kFormatVersion2) return DecodeTablesV2(in, h, f, layout, crcs, name);
   const uint8_t* blocks_in = in + kRegionEntryBytes * h.region_count;
   const uint8_t* name_in = blocks_in + kBlockEntryBytes * h.block_count;
   name->assign(reinterpret_cast<const char*>(name_in), f.name_len);
@@ -297,7 +313,13 @@ Status DecodeTables(const uint8_t* in, const Header& h, const Footer& f, Layout*
       l.blocks.push_back(blk);
     }
     next_free = reg.data_offset + AlignUp(reg.spec.bytes);
+    // Version 1 stores every region whole: its implicit extent table.
+    reg.stored_bytes = reg.spec.bytes;
+    reg.first_extent = static_cast<uint32_t>(l.extents.size());
+    if (reg.spec.bytes > 0) l.extents.push_back(Extent{0, reg.spec.bytes});
+    reg.extent_count = static_cast<uint32_t>(l.extents.size() - reg.first_extent);
     l.payload_bytes += reg.spec.bytes;
+    l.stored_bytes += reg.spec.bytes;
     l.regions.push_back(reg);
   }
   if (l.blocks.size() != h.block_count) {

@@ -37,6 +37,7 @@ struct Footer {
   EntryKind kind = EntryKind::kCheckpoint;
   uint32_t format_version = kFormatVersion;
   uint64_t file_bytes = 0;
+  uint32_t extent_count = 0;  // version 2 (bytes 48..51; reserved in version 1)
 };
 
 inline constexpr uint64_t kRegionEntryBytes = 32;
@@ -54,7 +55,7 @@ Header MakeHeader(const FileInfo& info, const Layout& layout);
 // out: kHeaderBytes bytes, fully written (reserved bytes zero).
 void EncodeHeader(const Header& h, uint8_t* out);
 // in: kHeaderBytes bytes. Checks magic, version, header_bytes, CRC, kind,
-// block_bytes and number.
+// block_bytes and number, and in version 2 that the reserved bytes are zero.
 Status DecodeHeader(const uint8_t* in, Header* h);
 
 // out: kFooterBytes bytes.
@@ -70,7 +71,8 @@ Status CheckFooter(const Footer& f, const Header& h);
 void EncodeTables(const Layout& layout, const std::vector<uint32_t>& crcs, std::string_view name,
                   uint8_t* out);
 // in: f.table_bytes bytes read at f.table_offset. Verifies the table CRC, the
-// name and every region and block entry (items 5-7), and rebuilds the layout
+// name and every region and block entry (items 5-7; version 2: also 4.6
+// items 2-6 but 6, whose bytes the caller checks), and rebuilds the layout
 // (block offsets derived), the block CRCs and the name.
 Status DecodeTables(const uint8_t* in, const Header& h, const Footer& f, Layout* layout,
                     std::vector<uint32_t>* crcs, std::string* name);

@@ -12,6 +12,7 @@
 #include <new>
 
 #include "format/codec.hpp"
+#include "format/le.hpp"
 #include "util/crc32c.hpp"
 
 namespace cairn::format {
@@ -58,11 +59,22 @@ Result<std::unique_ptr<FileReader>> FileReader::Open(os::FileSystem* fs, const s
   CAIRN_RETURN_IF_ERROR(CheckFooter(f, h).WithContext(path));
 
   // CheckFooter bounded table_bytes by the file size, so this allocation is
-  // no larger than the file.
-  std::vector<uint8_t> table(f.table_bytes);
+  // no larger than the file. Version 2 reads the padding up to the footer
+  // too (one read either way) to check that it is zero.
+  const uint64_t area = h.format_version == kFormatVersion2
+                            ? size - kFooterBytes - f.table_offset
+                            : f.table_bytes;
+  std::vector<uint8_t> table(area);
   CAIRN_RETURN_IF_ERROR(r->file_->ReadAt(table.data(), table.size(), f.table_offset));
   CAIRN_RETURN_IF_ERROR(
       DecodeTables(table.data(), h, f, &r->layout_, &r->crcs_, &r->info_.name).WithContext(path));
+  for (uint64_t i = f.table_bytes; i < area; ++i) {
+    if (table[i] != 0) {
+      return corrupt("padding byte at file offset " + std::to_string(f.table_offset + i) +
+                     " after the table is not zero");
+    }
+  }
+  r->footer_crc_ = le::Get32(footer_buf + kFooterBytes - 12);
   r->info_.kind = h.kind;
   r->info_.number = h.number;
   r->info_.created_unix_ns = h.created_unix_ns;
@@ -98,6 +110,12 @@ Status FileReader::ReadRegion(uint32_t r, void* dst) {
                                    " regions)");
   }
   const Layout::Region& reg = layout_.regions[r];
+  if (reg.stored_bytes != reg.spec.bytes) {
+    return Status::InvalidArgument(path_ + ": region id " + std::to_string(reg.spec.id) +
+                                   " is layered (stores " + std::to_string(reg.stored_bytes) +
+                                   " of " + std::to_string(reg.spec.bytes) +
+                                   " bytes): restore it through format::Chain");
+  }
   uint8_t* out = static_cast<uint8_t*>(dst);
   for (uint32_t j = 0; j < reg.block_count; ++j) {
     CAIRN_RETURN_IF_ERROR(ReadBlock(reg.first_block + j, out + uint64_t{j} * layout_.block_bytes));
@@ -123,6 +141,26 @@ Status FileReader::VerifyAll() {
   }
   for (uint32_t i = 0; i < layout_.blocks.size(); ++i) {
     CAIRN_RETURN_IF_ERROR(ReadBlock(i, buf.get(), true));
+  }
+  return layout_.format_version == kFormatVersion2 ? CheckDataPadding() : Status::Ok();
+}
+
+// Version 2: the bytes after each region's last block up to the next 4096
+// boundary are zero (docs/format.md 4.6 item 7).
+Status FileReader::CheckDataPadding() {
+  uint8_t pad[kAlignment];
+  for (const Layout::Region& reg : layout_.regions) {
+    const uint64_t end = reg.data_offset + reg.stored_bytes;
+    const uint64_t n = AlignUp(end) - end;
+    if (n == 0) continue;
+    CAIRN_RETURN_IF_ERROR(file_->ReadAt(pad, n, end));
+    for (uint64_t i = 0; i < n; ++i) {
+      if (pad[i] != 0) {
+        return Status::Corrupt(path_ + ": padding byte at file offset " + std::to_string(end + i) +
+                               " after region id " + std::to_string(reg.spec.id) +
+                               " is not zero");
+      }
+    }
   }
   return Status::Ok();
 }

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 
 #include "format/codec.hpp"
 #include "format/naming.hpp"
@@ -46,6 +47,41 @@ std::string DirName(const std::string& path) {
   return path.substr(0, slash);
 }
 
+// A random non-zero content id (docs/format.md 4.3).
+uint64_t DrawContentId() {
+  std::random_device rd;
+  uint64_t id = 0;
+  while (id == 0) id = (uint64_t{rd()} << 32) ^ rd();
+  return id;
+}
+
+// A version-2 layout is what docs/format.md 4.3 allows.
+Status CheckV2Layout(const Layout& l, int64_t number) {
+  const VersionRecord& rec = l.record;
+  if (rec.layered() && (rec.base_version >= number || rec.depth == 0 || rec.base_content_id == 0)) {
+    return Status::InvalidArgument(
+        "FileWriter: layered version " + std::to_string(number) + " needs a base version below it, "
+        "a base content id and depth >= 1 (got base " + std::to_string(rec.base_version) +
+        ", depth " + std::to_string(rec.depth) + ")");
+  }
+  if (!rec.layered() && (rec.base_version != -1 || rec.depth != 0 || rec.base_content_id != 0)) {
+    return Status::InvalidArgument("FileWriter: a full version has base -1, depth 0, base id 0");
+  }
+  for (uint32_t r = 0; r < l.regions.size(); ++r) {
+    const Layout::Region& reg = l.regions[r];
+    const ExtentList list(l.region_extents(r), l.region_extents(r) + reg.extent_count);
+    std::string what = ValidateExtents(list, reg.spec.bytes);
+    if (what.empty() && !rec.layered() && reg.stored_bytes != reg.spec.bytes) {
+      what = "a full version must store the whole region";
+    }
+    if (!what.empty()) {
+      return Status::InvalidArgument("FileWriter: region id " + std::to_string(reg.spec.id) +
+                                     ": " + what);
+    }
+  }
+  return Status::Ok();
+}
+
 std::string TempPathFor(const std::string& final_path) {
   const size_t slash = final_path.rfind('/');
   const std::string prefix = slash == std::string::npos ? "" : final_path.substr(0, slash + 1);
@@ -68,6 +104,9 @@ Result<std::unique_ptr<FileWriter>> FileWriter::Create(os::FileSystem* fs,
     return Status::InvalidArgument("FileWriter: block_bytes " + std::to_string(layout.block_bytes) +
                                    " is not a positive multiple of 4096");
   }
+  if (layout.format_version == kFormatVersion2) {
+    CAIRN_RETURN_IF_ERROR(CheckV2Layout(layout, info.number));
+  }
   const size_t slash = final_path.rfind('/');
   if (final_path.empty() || slash + 1 == final_path.size()) {
     return Status::InvalidArgument("FileWriter: bad path '" + final_path + "'");
@@ -84,6 +123,9 @@ Result<std::unique_ptr<FileWriter>> FileWriter::Create(os::FileSystem* fs,
                                    .count();
   }
   w->layout_ = layout;
+  if (layout.format_version == kFormatVersion2 && layout.record.content_id == 0) {
+    w->layout_.record.content_id = DrawContentId();
+  }
   w->options_ = options;
   w->crcs_.assign(layout.blocks.size(), 0);
   w->written_.assign(layout.blocks.size(), false);
@@ -175,6 +217,8 @@ Status FileWriter::Commit() {
   f.name_len = static_cast<uint32_t>(info_.name.size());
   f.number = info_.number;
   f.kind = info_.kind;
+  f.format_version = layout_.format_version;
+  f.extent_count = static_cast<uint32_t>(layout_.extents.size());
   f.file_bytes = file_bytes;
   EncodeFooter(f, buf.get() + area - kFooterBytes);
 

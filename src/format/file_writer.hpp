@@ -23,7 +23,11 @@ struct WriterOptions {
 
 class FileWriter {
  public:
-  // Creates "<dir>/.<basename>.<pid>.tmp" and writes the header.
+  // Creates "<dir>/.<basename>.<pid>.tmp" and writes the header. The layout
+  // says the format: Layout::Make gives version 1, Layout::MakeV2 version 2
+  // (full or layered; its extents and version record are checked here, and a
+  // content_id of 0 is replaced by a random one, see content_id()). Blocks
+  // are those of the packed streams (docs/format.md 4.2).
   static Result<std::unique_ptr<FileWriter>> Create(os::FileSystem* fs, const std::string& final_path,
                                                     const FileInfo& info, const Layout& layout,
                                                     const WriterOptions& options);
@@ -41,6 +45,9 @@ class FileWriter {
   void Abort();
 
   bool direct() const;
+  const Layout& layout() const { return layout_; }
+  // Version 2: the id a later layer names as its base_content_id.
+  uint64_t content_id() const { return layout_.record.content_id; }
   const std::string& temp_path() const { return temp_path_; }
   const std::string& final_path() const { return final_path_; }
 

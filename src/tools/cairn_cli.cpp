@@ -1,8 +1,9 @@
 // `cairn`: inspect, verify and clean a Cairn directory (docs/format.md).
 //
 //   cairn ls DIR                        every file of every name, with its state
-//   cairn verify DIR [NAME [VERSION]]   read and check every block
+//   cairn verify DIR [NAME [VERSION]]   read and check every block and chain
 //   cairn info DIR NAME VERSION         one version's metadata as JSON
+//   cairn compact DIR NAME VERSION      rewrite a layered version as a full one
 //   cairn gc DIR --keep N [...]         remove old versions and stale temps
 //
 // Exit status: 0 success (all files ok), 1 damage found or an operation
@@ -16,13 +17,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "format/chain.hpp"
+#include "format/compact.hpp"
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
 #include "os/fs.hpp"
+#include "tools/cli_store.hpp"
 
 namespace cairn::cli {
 namespace {
@@ -37,18 +42,29 @@ constexpr const char* kUsage =
     "DIR is a Cairn scratch or persistent directory (one subdirectory per name).\n"
     "\n"
     "  cairn ls DIR\n"
-    "      List every file: name, kind (version/step), number, size and state:\n"
-    "      ok, damaged (header, footer or tables fail their checks), or temp\n"
-    "      (a file being written; pid alive, or dead = left by a crash).\n"
+    "      List every file: name, kind (version/step), number, size, layer depth\n"
+    "      (0 = full version), logical and stored bytes, and state: ok, damaged\n"
+    "      (header, footer or tables fail their checks), broken chain (a base is\n"
+    "      missing or not the one referenced), or temp (a file being written;\n"
+    "      pid alive, or dead = left by a crash).\n"
     "  cairn verify DIR [NAME [VERSION]]\n"
-    "      Read every block of the matching committed files and check its CRC32C.\n"
-    "      One line per file: \"PATH: ok\" or what is damaged, naming the block.\n"
+    "      Read every block of the matching committed files and check its CRC32C,\n"
+    "      and check the chain of every layered version. One line per file:\n"
+    "      \"PATH: ok\" or what is damaged, naming the block or the broken link\n"
+    "      (\"v7 -> base v5: missing\"). Without NAME, a DIR that holds no Cairn\n"
+    "      file is searched for Cairn directories below it (3 levels); finding\n"
+    "      no file to verify is an error.\n"
     "  cairn info DIR NAME VERSION\n"
-    "      Print one version's metadata and regions as JSON.\n"
+    "      Print one version's metadata, regions and base reference as JSON.\n"
+    "  cairn compact DIR NAME VERSION\n"
+    "      Rewrite a layered version as a full version with the same content\n"
+    "      (temp file, fsync, atomic rename over it): it no longer needs its\n"
+    "      bases, and versions built on it stay valid.\n"
     "  cairn gc DIR --keep N [--min-temp-age SECONDS] [--dry-run]\n"
     "      For each name, keep the N (>= 1) newest versions whose header, footer\n"
-    "      and tables check out, and remove the older versions. Damaged versions\n"
-    "      newer than those are kept for inspection. Also removes temp files of\n"
+    "      and tables check out, and the bases their chains need, and remove the\n"
+    "      older versions. Damaged versions newer than those are kept for\n"
+    "      inspection. Also removes temp files of\n"
     "      dead processes older than SECONDS (default 3600: a pid says nothing\n"
     "      about a file written by another node into a shared directory).\n"
     "      History steps (h*.cairn) are never touched.\n"
@@ -94,107 +110,64 @@ const char* MemoryWord(MemoryKind m) {
   return "unknown";
 }
 
-// A file of the store, classified by its name.
-struct StoreFile {
-  std::string name;  // the entry's name (its directory)
-  std::string path;
-  format::EntryKind kind = format::EntryKind::kCheckpoint;
-  int64_t number = 0;
-  bool temp = false;
-  long pid = 0;  // temp files only
+// ---- ls ---------------------------------------------------------------------
+
+struct LsRow {
+  std::string name, kind, number, size, depth = "-", logical = "-", stored = "-", state = "ok";
 };
 
-// The valid names in dir, sorted. Subdirectories that are not valid names
-// are not Cairn's and are skipped.
-Result<std::vector<std::string>> ListNames(os::FileSystem* fs, const std::string& dir) {
-  CAIRN_ASSIGN_OR_RETURN(auto entries, fs->List(dir));
-  std::vector<std::string> names;
-  for (const os::DirEntry& e : entries) {
-    if (e.is_dir && format::ValidateName(e.name).ok()) names.push_back(e.name);
+// Depth, sizes and state of one committed file (headers and tables only);
+// false when the file is gone.
+bool DescribeFile(os::FileSystem* fs, const std::string& dir, const StoreFile& f, LsRow* row) {
+  auto r = format::FileReader::Open(fs, f.path);
+  if (!r.ok()) {
+    if (r.status().code() == Code::kNotFound) return false;
+    row->state = "damaged: " + StripPath(f.path, r.status().message());
+    return true;
   }
-  std::sort(names.begin(), names.end());
-  return names;
+  const format::Layout& l = (*r)->layout();
+  row->depth = std::to_string((*r)->record().depth);
+  row->logical = std::to_string(l.payload_bytes);
+  row->stored = std::to_string(l.stored_bytes);
+  if (!(*r)->record().layered()) return true;
+  auto chain = format::Chain::Open(fs, dir, f.name, f.number, f.kind);
+  if (!chain.ok()) row->state = "broken chain: " + StripPath(f.path, chain.status().message());
+  return true;
 }
-
-// Committed and temp files of one name, ordered by kind, then number.
-// Foreign files are skipped.
-Result<std::vector<StoreFile>> ListFiles(os::FileSystem* fs, const std::string& dir,
-                                         const std::string& name) {
-  const std::string name_dir = os::JoinPath(dir, name);
-  CAIRN_ASSIGN_OR_RETURN(auto entries, fs->List(name_dir));
-  std::vector<StoreFile> files;
-  for (const os::DirEntry& e : entries) {
-    if (e.is_dir) continue;
-    StoreFile f;
-    f.name = name;
-    f.path = os::JoinPath(name_dir, e.name);
-    std::string_view committed = e.name;
-    if (format::IsTempFileName(e.name, &f.pid)) {
-      f.temp = true;
-      committed = committed.substr(1, committed.rfind('.', committed.size() - 5) - 1);
-    }
-    auto parsed = format::ParseEntryFileName(committed);
-    if (!parsed) continue;
-    f.kind = parsed->kind;
-    f.number = parsed->number;
-    files.push_back(std::move(f));
-  }
-  std::sort(files.begin(), files.end(), [](const StoreFile& a, const StoreFile& b) {
-    if (a.kind != b.kind) return a.kind < b.kind;
-    if (a.number != b.number) return a.number < b.number;
-    return a.temp < b.temp;
-  });
-  return files;
-}
-
-// A one-line description naming the path exactly once: format errors start
-// with it ("PATH: block 3 ..."), OS errors contain it ("open PATH: ...").
-std::string Describe(const std::string& path, const Status& s) {
-  if (s.message().rfind(path, 0) == 0) return s.message();
-  if (s.message().find(path) != std::string::npos) return s.ToString();
-  return path + ": " + s.ToString();
-}
-
-// ---- ls ---------------------------------------------------------------------
 
 int Ls(os::FileSystem* fs, const std::string& dir) {
   auto names = ListNames(fs, dir);
   if (!names.ok()) return Fail(names.status().ToString());
-  struct Row {
-    std::string name, kind, number, size, state;
-  };
-  std::vector<Row> rows;
-  rows.push_back({"NAME", "KIND", "NUMBER", "BYTES", "STATE"});
+  std::vector<LsRow> rows;
+  rows.push_back({"NAME", "KIND", "NUMBER", "BYTES", "DEPTH", "LOGICAL", "STORED", "STATE"});
   for (const std::string& name : *names) {
     auto files = ListFiles(fs, dir, name);
     if (!files.ok()) return Fail(files.status().ToString());
     for (const StoreFile& f : *files) {
-      Row row{name, KindWord(f.kind), std::to_string(f.number), "-", "ok"};
+      LsRow row{name, KindWord(f.kind), std::to_string(f.number), "-"};
       auto st = fs->Stat(f.path);
       if (!st.ok()) continue;  // removed since the listing
       row.size = std::to_string(st->size);
       if (f.temp) {
         row.state = "temp (pid " + std::to_string(f.pid) + (PidAlive(f.pid) ? " alive)" : " dead)");
-      } else if (auto r = format::FileReader::Open(fs, f.path); !r.ok()) {
-        if (r.status().code() == Code::kNotFound) continue;
-        std::string what = r.status().message();
-        if (what.rfind(f.path + ": ", 0) == 0) what.erase(0, f.path.size() + 2);  // row names it
-        row.state = "damaged: " + what;
+      } else {
+        if (!DescribeFile(fs, dir, f, &row)) continue;  // removed since the listing
       }
       rows.push_back(std::move(row));
     }
   }
-  size_t w[4] = {0, 0, 0, 0};
-  for (const Row& r : rows) {
-    w[0] = std::max(w[0], r.name.size());
-    w[1] = std::max(w[1], r.kind.size());
-    w[2] = std::max(w[2], r.number.size());
-    w[3] = std::max(w[3], r.size.size());
+  size_t w[7] = {0, 0, 0, 0, 0, 0, 0};
+  for (const LsRow& r : rows) {
+    const std::string* cols[7] = {&r.name,  &r.kind,    &r.number, &r.size,
+                                  &r.depth, &r.logical, &r.stored};
+    for (int i = 0; i < 7; ++i) w[i] = std::max(w[i], cols[i]->size());
   }
-  for (const Row& r : rows) {
-    std::printf("%-*s  %-*s  %*s  %*s  %s\n", static_cast<int>(w[0]), r.name.c_str(),
-                static_cast<int>(w[1]), r.kind.c_str(), static_cast<int>(w[2]), r.number.c_str(),
-                static_cast<int>(w[3]), r.size.c_str(), r.state.c_str());
+  for (const LsRow& r : rows) {
+    std::printf("%-*s  %-*s  %*s  %*s  %*s  %*s  %*s  %s\n", static_cast<int>(w[0]),
+                r.name.c_str(), static_cast<int>(w[1]), r.kind.c_str(), static_cast<int>(w[2]),
+                r.number.c_str(), static_cast<int>(w[3]), r.size.c_str(), static_cast<int>(w[4]),
+                r.depth.c_str(), static_cast<int>(w[5]), r.logical.c_str(),
+                static_cast<int>(w[6]), r.stored.c_str(), r.state.c_str());
   }
   return kExitOk;
 }
@@ -202,51 +175,69 @@ int Ls(os::FileSystem* fs, const std::string& dir) {
 // ---- verify -----------------------------------------------------------------
 
 int Verify(os::FileSystem* fs, const std::string& dir, const std::vector<std::string>& args) {
-  std::vector<std::string> names;
-  if (args.empty()) {
-    auto all = ListNames(fs, dir);
-    if (!all.ok()) return Fail(all.status().ToString());
-    names = std::move(all).value();
-  } else {
+  if (!args.empty()) {
     if (Status s = format::ValidateName(args[0]); !s.ok()) return Usage(s.message());
-    names.push_back(args[0]);
   }
   int64_t version = -1;
   if (args.size() == 2 && !ParseInt(args[1], &version)) {
     return Usage("bad version '" + args[1] + "'");
   }
-
-  std::vector<std::string> paths;
+  // The files to check, with the Cairn directory each belongs to.
+  std::vector<std::pair<std::string, StoreFile>> todo;
   if (version >= 0) {
-    paths.push_back(format::EntryPath(dir, names[0], format::EntryKind::kCheckpoint, version));
-    if (auto st = fs->Stat(paths[0]); !st.ok()) return Fail(st.status().ToString());
+    StoreFile f{args[0], format::EntryPath(dir, args[0], format::EntryKind::kCheckpoint, version)};
+    f.number = version;
+    if (auto st = fs->Stat(f.path); !st.ok()) return Fail(st.status().ToString());
+    todo.emplace_back(dir, f);
   } else {
-    for (const std::string& name : names) {
-      auto files = ListFiles(fs, dir, name);
-      if (!files.ok()) return Fail(files.status().ToString());
-      for (const StoreFile& f : *files) {
-        if (!f.temp) paths.push_back(f.path);
+    std::vector<std::string> dirs;
+    if (args.empty()) {
+      FindCairnDirs(fs, dir, 3, &dirs);
+    } else {
+      dirs.push_back(dir);
+    }
+    for (const std::string& d : dirs) {
+      std::vector<std::string> names;
+      if (!args.empty()) {
+        names.push_back(args[0]);
+      } else if (auto all = ListNames(fs, d); all.ok()) {
+        names = std::move(all).value();
+      } else {
+        return Fail(all.status().ToString());
+      }
+      for (const std::string& name : names) {
+        auto files = ListFiles(fs, d, name);
+        if (!files.ok()) return Fail(files.status().ToString());
+        for (const StoreFile& f : *files) {
+          if (!f.temp) todo.emplace_back(d, f);
+        }
       }
     }
   }
 
+  Verifier verifier(fs);
   int damaged = 0, verified = 0;
-  for (const std::string& path : paths) {
-    auto reader = format::FileReader::Open(fs, path);
-    Status s = reader.ok() ? (*reader)->VerifyAll() : reader.status();
-    if (s.code() == Code::kNotFound && paths.size() > 1) {
-      std::printf("%s: removed while verifying\n", path.c_str());
+  for (const auto& [d, f] : todo) {
+    Status s = verifier.Check(d, f);
+    if (s.code() == Code::kNotFound && todo.size() > 1 && !fs->Stat(f.path).ok()) {
+      std::printf("%s: removed while verifying\n", f.path.c_str());
       continue;
     }
     ++verified;
     if (s.ok()) {
-      std::printf("%s: ok\n", path.c_str());
+      std::printf("%s: ok\n", f.path.c_str());
     } else {
       ++damaged;
-      std::printf("%s\n", Describe(path, s).c_str());
+      std::printf("%s\n", Describe(f.path, s).c_str());
     }
   }
   std::printf("%d file%s verified, %d damaged\n", verified, verified == 1 ? "" : "s", damaged);
+  if (verified == 0) {
+    // A script must not read "nothing checked" as "all good".
+    return Fail(args.empty() ? "no Cairn files in " + dir +
+                                   " or below (expected DIR/<name>/v<version>.cairn)"
+                             : "no committed files of '" + args[0] + "' in " + dir);
+  }
   return damaged == 0 ? kExitOk : kExitFailed;
 }
 
@@ -269,6 +260,32 @@ std::string JsonString(std::string_view s) {
   return out + "\"";
 }
 
+// The layer fields of `info`: depth, stored bytes, content id, the base
+// reference and the chain (or why it is broken).
+void PrintLayers(os::FileSystem* fs, const std::string& dir, const format::FileReader& r) {
+  const format::VersionRecord& rec = r.record();
+  auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  std::printf("  \"depth\": %u,\n", rec.depth);
+  std::printf("  \"stored_bytes\": %llu,\n", u(r.layout().stored_bytes));
+  std::printf("  \"content_id\": \"0x%016llx\",\n", u(rec.content_id));
+  if (!rec.layered()) {
+    std::printf("  \"base\": null,\n");
+    return;
+  }
+  std::printf("  \"base\": {\"version\": %lld, \"content_id\": \"0x%016llx\"},\n",
+              static_cast<long long>(rec.base_version), u(rec.base_content_id));
+  auto chain = format::Chain::Open(fs, dir, r.info().name, r.info().number, r.info().kind);
+  if (!chain.ok()) {
+    std::printf("  \"chain_error\": %s,\n", JsonString(chain.status().message()).c_str());
+    return;
+  }
+  std::printf("  \"chain\": [");
+  for (size_t i = 0; i < chain->links().size(); ++i) {
+    std::printf("%s%lld", i == 0 ? "" : ", ", static_cast<long long>(chain->links()[i]->info().number));
+  }
+  std::printf("],\n  \"chain_stored_bytes\": %llu,\n", u(chain->stored_bytes()));
+}
+
 int Info(os::FileSystem* fs, const std::string& dir, const std::string& name,
          const std::string& version_text) {
   if (Status s = format::ValidateName(name); !s.ok()) return Usage(s.message());
@@ -288,15 +305,38 @@ int Info(os::FileSystem* fs, const std::string& dir, const std::string& name,
   std::printf("  \"payload_bytes\": %llu,\n", static_cast<unsigned long long>(l.payload_bytes));
   std::printf("  \"block_bytes\": %u,\n", l.block_bytes);
   std::printf("  \"created_unix_ns\": %lld,\n", static_cast<long long>(r.info().created_unix_ns));
-  std::printf("  \"format_version\": %u,\n", format::kFormatVersion);
+  std::printf("  \"format_version\": %u,\n", r.format_version());
+  PrintLayers(fs, dir, r);
   std::printf("  \"regions\": [");
   for (size_t i = 0; i < l.regions.size(); ++i) {
     const format::Layout::Region& reg = l.regions[i];
-    std::printf("%s\n    {\"id\": %d, \"memory\": \"%s\", \"bytes\": %llu, \"blocks\": %u}",
+    std::printf("%s\n    {\"id\": %d, \"memory\": \"%s\", \"bytes\": %llu, \"blocks\": %u, "
+                "\"stored_bytes\": %llu, \"extents\": %u}",
                 i == 0 ? "" : ",", reg.spec.id, MemoryWord(reg.spec.memory),
-                static_cast<unsigned long long>(reg.spec.bytes), reg.block_count);
+                static_cast<unsigned long long>(reg.spec.bytes), reg.block_count,
+                static_cast<unsigned long long>(reg.stored_bytes), reg.extent_count);
   }
   std::printf("%s]\n}\n", l.regions.empty() ? "" : "\n  ");
+  return kExitOk;
+}
+
+// ---- compact ------------------------------------------------------------------
+
+int Compact(os::FileSystem* fs, const std::string& dir, const std::string& name,
+            const std::string& version_text) {
+  if (Status s = format::ValidateName(name); !s.ok()) return Usage(s.message());
+  int64_t version = 0;
+  if (!ParseInt(version_text, &version)) return Usage("bad version '" + version_text + "'");
+  const std::string path = format::EntryPath(dir, name, format::EntryKind::kCheckpoint, version);
+  auto r = format::CompactVersion(fs, dir, name, version);
+  if (!r.ok()) return Fail(Describe(path, r.status()));
+  if (r->old_depth == 0) {
+    std::printf("%s: already a full version\n", path.c_str());
+  } else {
+    std::printf("%s: compacted (depth %u -> 0, %llu -> %llu file bytes)\n", path.c_str(),
+                r->old_depth, static_cast<unsigned long long>(r->old_file_bytes),
+                static_cast<unsigned long long>(r->new_file_bytes));
+  }
   return kExitOk;
 }
 
@@ -340,13 +380,21 @@ int Gc(os::FileSystem* fs, const std::string& dir, const std::vector<std::string
     if (!files.ok()) return Fail(files.status().ToString());
     // Versions, newest first: keep until `keep` good ones are seen; all
     // older ones go, good or damaged.
+    // Bases that a kept version's chain needs are kept too (they are older,
+    // so they are met after the versions that need them).
     int64_t good = 0;
+    std::set<int64_t> needed;
     for (auto it = files->rbegin(); it != files->rend(); ++it) {
       if (it->temp || it->kind != format::EntryKind::kCheckpoint) continue;
-      if (good >= keep) {
+      if (needed.count(it->number) != 0) {
+        std::printf("kept %s (base of a kept version)\n", it->path.c_str());
+      } else if (good >= keep) {
         remove(it->path, "older than the newest " + std::to_string(keep) + " good version(s)");
       } else if (format::FileReader::Open(fs, it->path).ok()) {
         ++good;
+        auto chain = format::Chain::Open(fs, dir, name, it->number);
+        if (!chain.ok()) continue;
+        for (const auto& link : chain->links()) needed.insert(link->info().number);
       }
     }
     for (const StoreFile& f : *files) {
@@ -367,7 +415,7 @@ int Main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return kExitOk;
   }
-  if (cmd != "ls" && cmd != "verify" && cmd != "info" && cmd != "gc") {
+  if (cmd != "ls" && cmd != "verify" && cmd != "info" && cmd != "compact" && cmd != "gc") {
     return Usage("unknown command '" + cmd + "'");
   }
   if (args.size() < 2) return Usage(cmd + ": missing DIR");
@@ -380,6 +428,9 @@ int Main(int argc, char** argv) {
   if (cmd == "ls") return rest.empty() ? Ls(fs, dir) : Usage("ls takes only DIR");
   if (cmd == "verify") return rest.size() <= 2 ? Verify(fs, dir, rest) : Usage("verify: too many arguments");
   if (cmd == "info") return rest.size() == 2 ? Info(fs, dir, rest[0], rest[1]) : Usage("info needs NAME VERSION");
+  if (cmd == "compact") {
+    return rest.size() == 2 ? Compact(fs, dir, rest[0], rest[1]) : Usage("compact needs NAME VERSION");
+  }
   return Gc(fs, dir, rest);
 }
 

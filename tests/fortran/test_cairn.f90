@@ -6,7 +6,7 @@
 !> `error stop 1`. Success prints "fortran: all N checks passed".
 program test_cairn
   use, intrinsic :: iso_c_binding, only: c_char, c_double, c_int, c_int32_t, c_int64_t, &
-      c_null_char, c_ptr, c_associated, c_sizeof
+      c_null_char, c_ptr, c_associated, c_sizeof, c_size_t, c_f_pointer
   use cairn
   implicit none
 
@@ -44,6 +44,22 @@ program test_cairn
              __LINE__, "setenv CAIRN_HOST_CACHE")
 
   allocate (a(NI, NJ), b(NB), hbuf(MAXH), want(MAXH))
+
+  ! Tracked memory (cairn_alloc / cairn_free) --------------------------------
+  block
+    type(c_ptr) :: tp
+    real(c_double), pointer :: t(:)
+    call check_rc(cairn_alloc(0_c_size_t, tp), CAIRN_ERR_INVALID_ARGUMENT, __LINE__, "cairn_alloc of 0 bytes")
+    call check_rc(cairn_alloc(1000_c_size_t * 8, tp), CAIRN_OK, __LINE__, "cairn_alloc")
+    call check(c_associated(tp), __LINE__, "cairn_alloc gives a non-null pointer")
+    call c_f_pointer(tp, t, [1000])
+    call check(all(t == 0), __LINE__, "cairn_alloc memory is zeroed")
+    t = 1.5_c_double
+    call check(t(1000) == 1.5_c_double, __LINE__, "cairn_alloc memory is writable")
+    call check_rc(cairn_free(tp), CAIRN_OK, __LINE__, "cairn_free")
+    call check(.not. c_associated(tp), __LINE__, "cairn_free nulls the pointer")
+    call check_rc(cairn_free(tp), CAIRN_OK, __LINE__, "cairn_free of null")
+  end block
 
   ! Client and regions ---------------------------------------------------------
   rc = cairn_open(client)
