@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -35,8 +36,9 @@ Status ReadEverything(os::FileSystem* fs, const std::string& path) {
   for (uint32_t i = 0; i < layout.regions.size(); ++i) {
     const format::Layout::Region& reg = layout.regions[i];
     (void)r->FindRegion(reg.spec.id);
-    // Open() bounds every region by the file's size.
-    regions.emplace_back(new uint8_t[reg.spec.bytes + 1]);
+    // Open() bounds every region by the file's size. A block list covers the
+    // region's stored (packed, format v2) stream: hold the larger of the two.
+    regions.emplace_back(new uint8_t[std::max(reg.spec.bytes, reg.stored_bytes) + 1]);
     (void)r->ReadRegion(i, regions.back().get());
     for (uint32_t j = 0; j < reg.block_count; ++j) {
       plan.push_back({.block = reg.first_block + j,

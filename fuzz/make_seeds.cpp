@@ -1,11 +1,13 @@
 // cairn_fuzz_seeds DIR: writes the seed corpus of fuzz_file_reader, small
-// valid data files made by the library's own FileWriter (docs/design.md,
-// "Fuzzing"). Run once when the format changes and commit the files:
+// valid data files (format versions 1 and 2, full and layered) made by the
+// library's own FileWriter (docs/design.md, "Fuzzing"). Run once when the
+// format changes and commit the files:
 //   cmake --build build --target cairn_fuzz_seeds
 //   build/bin/cairn_fuzz_seeds fuzz/corpus/file_reader
 // The files are deterministic (fixed contents and creation time). Blocks are
 // 4 KiB, the smallest the format allows, so that each file has several
-// blocks in a few KiB; ctest fuzz_seeds checks that each still verifies.
+// blocks in a few KiB; FuzzCorpus.FileReaderSeedsAreValidFiles checks that
+// each still verifies.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -27,10 +29,19 @@ struct Seed {
   const char* name;
   int64_t number;
   std::vector<RegionSpec> regions;
+  // Format version 2 (docs/format.md 4) when set: the extents each region
+  // stores (empty list = FullExtents) and the version record.
+  bool v2 = false;
+  std::vector<cairn::ExtentList> extents = {};
+  VersionRecord record = {};
 };
 
 Status Write(const std::string& dir, const Seed& seed) {
-  const Layout layout = Layout::Make(seed.regions, 4096);
+  const Layout layout =
+      !seed.v2 ? Layout::Make(seed.regions, 4096)
+               : Layout::MakeV2(seed.regions,
+                                seed.extents.empty() ? Layout::FullExtents(seed.regions) : seed.extents,
+                                4096, seed.record);
   FileInfo info{.kind = seed.kind, .name = seed.name, .number = seed.number,
                 .created_unix_ns = 1'800'000'000'000'000'000};
   CAIRN_ASSIGN_OR_RETURN(auto w, FileWriter::Create(cairn::os::FileSystem::Default(),
@@ -61,6 +72,13 @@ int main(int argc, char** argv) {
        {{-5, MemoryKind::kDevice, 3 * 4096}}},
       {"history-step", EntryKind::kHistoryStep, "wavefield", 41,
        {{2, MemoryKind::kManaged, 4097}, {3, MemoryKind::kHost, 1}}},
+      {"v2-full", EntryKind::kCheckpoint, "state", 4,
+       {{0, MemoryKind::kHost, 100}, {1, MemoryKind::kHost, 0}, {7, MemoryKind::kHost, 6000}},
+       true, {}, {.content_id = 0x1111}},
+      {"v2-layered", EntryKind::kCheckpoint, "state", 5,
+       {{0, MemoryKind::kHost, 100}, {1, MemoryKind::kHost, 0}, {7, MemoryKind::kHost, 6000}},
+       true, {{{10, 20}}, {}, {{0, 100}, {4096, 1904}}},
+       {.content_id = 0x2222, .base_version = 4, .base_content_id = 0x1111, .depth = 1}},
   };
   for (const Seed& s : seeds) {
     if (Status st = Write(argv[1], s); !st.ok()) {
