@@ -22,6 +22,21 @@ if(CAIRN_THREAD_SAFETY)
   target_compile_options(cairn_options INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-Wthread-safety -Werror=thread-safety>)
 endif()
+# libFuzzer targets (fuzz/, docs/design.md "Fuzzing"): bin/fuzz_* in this
+# tree, with ASan and UBSan. The "fuzz" preset makes a clang++-14 tree in
+# build-fuzz/ that builds only them; scripts/fuzz.sh runs them.
+option(CAIRN_FUZZ "Build the libFuzzer targets bin/fuzz_* (clang only)" OFF)
+if(CAIRN_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "CAIRN_FUZZ=ON needs clang's libFuzzer (-fsanitize=fuzzer): configure with "
+                        "-DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 "
+                        "(or cmake --preset fuzz); got ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  if(CAIRN_SANITIZE AND NOT CAIRN_SANITIZE STREQUAL "address,undefined")
+    message(FATAL_ERROR "CAIRN_FUZZ=ON builds with ASan and UBSan; CAIRN_SANITIZE must be empty "
+                        "or 'address,undefined', not '${CAIRN_SANITIZE}'")
+  endif()
+endif()
 if(CAIRN_SANITIZE)
   # Line tables for symbolized reports. Builds with debug info (Debug,
   # RelWithDebInfo) keep what their flags give: a full -g here would double the
@@ -99,4 +114,15 @@ else()
     message(FATAL_ERROR "CAIRN_WITH_XXHASH=${CAIRN_WITH_XXHASH} but xxhash.h (0.8 or newer) was not "
                         "found: install libxxhash-dev")
   endif()
+endif()
+
+# What every fuzz-tree target is compiled with: libFuzzer's coverage
+# instrumentation, ASan and UBSan (CAIRN_SANITIZE adds the same when set),
+# line tables for the reports. The fuzz_* executables link -fsanitize=fuzzer.
+if(CAIRN_FUZZ)
+  add_library(cairn_fuzz_options INTERFACE)
+  target_compile_options(cairn_fuzz_options INTERFACE
+    -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+    -fno-omit-frame-pointer -g1)
+  target_link_options(cairn_fuzz_options INTERFACE -fsanitize=address,undefined)
 endif()

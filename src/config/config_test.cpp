@@ -200,6 +200,47 @@ TEST_F(ConfigTest, SyntaxErrorsGiveLineAndColumn) {
   EXPECT_CONTAINS(e, "TOML syntax error in cairn.toml (line 3, column");
 }
 
+// fuzz_config's first finding (tests/data/fuzz/config): a table header that
+// starts with a character no key may start with. toml++ 3.3 asserts on it
+// before reporting it, which aborted builds without NDEBUG (and is undefined
+// behaviour with NDEBUG under clang); config.cpp turns toml++'s assertions off.
+TEST_F(ConfigTest, TableHeaderWithABadFirstCharacterIsASyntaxError) {
+  for (const char* text : {"[;\nscrn\x02\n", "[ ;]\n", "[[;]]\n", "[storage.;]\n"}) {
+    std::string e = ErrorOf(text);
+    EXPECT_CONTAINS(e, "TOML syntax error in cairn.toml (line 1");
+  }
+}
+
+// fuzz_config's second finding (tests/data/fuzz/config): toml++ 3.3 reaches
+// __builtin_unreachable (undefined behaviour, in every build) when it checks
+// a non-ASCII character for whitespace (toml++ issues #190, #295).
+// CheckTomlText (config/toml_check.hpp) rejects those before toml++ sees them.
+TEST_F(ConfigTest, NonAsciiWhereTomlppChecksForWhitespaceIsASyntaxError) {
+  EXPECT_CONTAINS(ErrorOf("\xcc\xaa"),
+                  "TOML syntax error in cairn.toml (line 1, column 1): non-ASCII character outside");
+  EXPECT_CONTAINS(ErrorOf("[storage]\nscratch = \"/x\" \xc2\xa7\n"), "(line 2, column 16)");
+  EXPECT_CONTAINS(ErrorOf("[st\xc3\xb6rage]\n"), "(line 1, column 4)");
+  EXPECT_CONTAINS(ErrorOf("[storage]\nscratch = \"\"\"\\\n\xc2\xa7\"\"\"\n"),
+                  "(line 3, column 1): non-ASCII character first after a line-ending backslash");
+  EXPECT_CONTAINS(ErrorOf("[storage]\nscratch = \"\"\"\\  \n  \n \xc2\xa7\"\"\"\n"), "(line 4, column 2)");
+  EXPECT_CONTAINS(ErrorOf("[storage]\nscratch = \"\"\"a\\\xc2\xa7\"\"\"\n"),
+                  "non-ASCII character after a backslash");
+  // A quote inside a bare value does not open a string for toml++ (third finding).
+  EXPECT_CONTAINS(ErrorOf("[storage]\nscratch = +/x\"\xef\xbb\x9f\"\n"), "(line 2, column 15)");
+  // Non-ASCII text stays fine where TOML allows it: strings and comments.
+  for (const char* ok : {
+           "# Gr\xc3\xb6\xc3\x9f" "e\n[storage]\nscratch = \"/scratch/j\xc3\xbcrgen\"  # \xc2\xa7\n",
+           "[storage]\nscratch = '/tmp/\xc3\xa9'\n",
+           "[storage]\nscratch = '''/tmp/\xc3\xa9\n'''\n",
+           "[storage]\nscratch = \"\"\"/tmp/\\\n  x\xc3\xa9\"\"\"\n",
+           "[storage]\nscratch = \"\"\"/tmp/\\\"\xc3\xa9\"\"\"\"\n",
+           "[storage]\nscratch = \"/tmp/\\\"\xc3\xa9\"\n",
+           "[\"storage\"]\nscratch = \"/x\"\n"}) {
+    auto r = Parse(ok);
+    EXPECT_TRUE(r.ok()) << ok << ": " << r.status().ToString();
+  }
+}
+
 TEST_F(ConfigTest, EnvironmentBeatsTheFile) {
   ::setenv("CAIRN_SCRATCH", "/env/scratch", 1);
   ::setenv("CAIRN_PERSISTENT", "/env/persistent", 1);
