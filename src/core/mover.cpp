@@ -50,19 +50,6 @@ bool Holds(const tiers::FileTier& tier, const format::FileReader& link) {
   return there.ok() && (*there)->record().content_id == link.record().content_id;
 }
 
-// Adds v and the versions its chain in `tier` reads (as far as their headers
-// can be opened: a broken chain keeps what is left of it) to *needed.
-void AddChain(const tiers::FileTier& tier, const std::string& name, int64_t v,
-              std::set<int64_t>* needed) {
-  const auto kind = format::EntryKind::kCheckpoint;
-  // A version met before: its chain is in already. Base numbers decrease.
-  while (needed->insert(v).second) {
-    auto r = format::FileReader::Open(tier.fs(), tier.EntryPath(name, kind, v));
-    if (!r.ok() || !(*r)->record().layered()) return;
-    v = (*r)->record().base_version;
-  }
-}
-
 }  // namespace
 
 Mover::Mover(Mutex* mu, std::condition_variable_any* done, const tiers::FileTier* local,
@@ -144,6 +131,26 @@ Status Mover::CopyChain(const EntryPtr& e, bool* delayed) {
     CAIRN_RETURN_IF_ERROR(CopyVerified(fs, base.path(), *persistent_, block_bytes_));
   }
   return CopyVerified(fs, links[0]->path(), *persistent_, block_bytes_);
+}
+
+void Mover::AddChain(const tiers::FileTier& tier, const std::string& name, int64_t v,
+                     std::set<int64_t>* needed) {
+  const auto kind = format::EntryKind::kCheckpoint;
+  // A version met before: its chain is in already. Base numbers decrease.
+  while (needed->insert(v).second) {
+    std::optional<int64_t> base;
+    {
+      MutexLock lock(mu_);
+      base = owner_.base_of(name, v);
+    }
+    if (!base) {
+      auto r = format::FileReader::Open(tier.fs(), tier.EntryPath(name, kind, v));
+      if (!r.ok()) return;
+      base = (*r)->record().base_version;
+    }
+    if (*base < 0) return;
+    v = *base;
+  }
 }
 
 // Per tier: the newest keep_ versions stay, and so does every version their

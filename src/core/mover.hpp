@@ -28,7 +28,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <set>
 #include <vector>
 
 #include "cairn/status.hpp"
@@ -57,6 +59,10 @@ class Mover {
     // tier by other means (the persister, or a copy queued earlier): a
     // layered version built on it waits (Copy copies no base twice at once).
     std::function<bool(const std::string& name, int64_t v)> persisting;
+    // The base of version v of checkpoint `name` if the owner knows it (-1:
+    // a full version), so retention reads no file the owner wrote itself;
+    // nullopt: retention reads the file's header and tables.
+    std::function<std::optional<int64_t>(const std::string& name, int64_t v)> base_of;
   };
 
   // persistent: null without a persistent tier (Copy is then a
@@ -89,6 +95,10 @@ class Mover {
   // by the owner, e waits in delayed_ (nothing copied for it).
   Status CopyChain(const EntryPtr& e, bool* delayed) CAIRN_EXCLUDES(*mu_);
   void ApplyRetention(const std::string& name) CAIRN_EXCLUDES(*mu_);
+  // Adds v and the versions its chain in `tier` reads (as far as they are
+  // known or their headers open: a broken chain keeps what is left of it).
+  void AddChain(const tiers::FileTier& tier, const std::string& name, int64_t v,
+                std::set<int64_t>* needed) CAIRN_EXCLUDES(*mu_);
 
   Mutex* const mu_;
   const tiers::FileTier* const local_;

@@ -49,6 +49,9 @@ class MoverTest : public ::testing::Test {
         .persisting = [this](const std::string&, int64_t v) CAIRN_REQUIRES(mu) {
           return being_persisted.contains(v);
         },
+        .base_of = [](const std::string&, int64_t) -> std::optional<int64_t> {
+          return std::nullopt;  // retention reads the files
+        },
     };
   }
 

@@ -45,6 +45,12 @@ Mover::Owner Pipeline::MoverOwner() {
         EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
         return e && e->persist_pending;
       },
+      .base_of = [this](const std::string& name, int64_t v)
+          CAIRN_REQUIRES(mu_) -> std::optional<int64_t> {
+        EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
+        if (!e) return std::nullopt;  // a file of an earlier run: retention reads it
+        return e->layout.record.base_version;
+      },
   };
 }
 
