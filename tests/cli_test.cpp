@@ -438,5 +438,17 @@ TEST_F(CliChainTest, GcKeepsTheBasesOfKeptVersions) {
   EXPECT_EQ(content_, Restore(4));
 }
 
+// v6 opens but its base v5 is gone: it is kept (for inspection) but does not
+// count as one of the N good versions, so v4's chain stays.
+TEST_F(CliChainTest, GcCountsOnlyVersionsWhoseChainIsWhole) {
+  WriteLayer(5, {{0, 50000}}, format::VersionRecord{});
+  WriteLayer(6, {{7, 1}}, On(5, 1));
+  ASSERT_TRUE(fs::remove(V(5)));
+  CliRun r = Cairn("gc " + Quote(dir_) + " --keep 1");
+  EXPECT_EQ(0, r.code) << r.err;
+  for (int64_t v : {1, 2, 3, 4, 6}) EXPECT_TRUE(fs::exists(V(v))) << v << "\n" << r.out;
+  EXPECT_EQ(content_, Restore(4));
+}
+
 }  // namespace
 }  // namespace cairn

@@ -2,10 +2,13 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
+#include "format/chain.hpp"
 #include "format/file_reader.hpp"
 #include "format/file_writer.hpp"
 #include "util/clock.hpp"
@@ -39,6 +42,14 @@ Status CopyVerified(os::FileSystem* fs, const std::string& from, const tiers::Fi
   return writer->Commit();
 }
 
+// Whether `tier` holds the version `link` is (the same content id): a base
+// copied before, or persisted from the cache.
+bool Holds(const tiers::FileTier& tier, const format::FileReader& link) {
+  const format::FileInfo& info = link.info();
+  auto there = format::FileReader::Open(tier.fs(), tier.EntryPath(info.name, info.kind, info.number));
+  return there.ok() && (*there)->record().content_id == link.record().content_id;
+}
+
 }  // namespace
 
 Mover::Mover(Mutex* mu, std::condition_variable_any* done, const tiers::FileTier* local,
@@ -62,6 +73,17 @@ void Mover::Copy(const EntryPtr& e) {
   });
 }
 
+void Mover::Resume(const std::string& name) {
+  mu_->AssertHeld();  // the precondition
+  std::vector<EntryPtr> waiting;
+  std::erase_if(delayed_, [&](const EntryPtr& e) {
+    if (e->name != name) return false;
+    waiting.push_back(e);
+    return true;
+  });
+  for (const EntryPtr& e : waiting) Copy(e);
+}
+
 void Mover::Retain(const std::string& name) {
   worker_.Push([this, name] { ApplyRetention(name); });
 }
@@ -77,8 +99,9 @@ void Mover::Run(std::function<void()> chore) { worker_.Push(std::move(chore)); }
 // without the lock.
 void Mover::CopyEntry(const EntryPtr& e) {
   const auto t0 = std::chrono::steady_clock::now();
-  Status s = CopyVerified(local_->fs(), local_->EntryPath(e->name, e->kind, e->number), *persistent_,
-                          block_bytes_);
+  bool delayed = false;
+  Status s = CopyChain(e, &delayed);
+  if (delayed) return;  // booked when Resume queues it again
   const double seconds = SecondsSince(t0);
   if (!s.ok()) {
     s = s.WithContext("copy of '" + e->name + "' " + std::to_string(e->number) + " to the persistent tier");
@@ -87,8 +110,55 @@ void Mover::CopyEntry(const EntryPtr& e) {
   owner_.copied(e, s, t0, seconds);
 }
 
-// A local file still needed (not yet persisted) is kept; a later pass
-// removes it.
+// A broken local chain fails the copy (its error names the link) and copies
+// nothing of it: the persistent tier never holds a tip without its bases.
+Status Mover::CopyChain(const EntryPtr& e, bool* delayed) {
+  os::FileSystem* fs = local_->fs();
+  CAIRN_ASSIGN_OR_RETURN(const format::Chain chain,
+                         format::Chain::Open(fs, local_->dir(), e->name, e->number, e->kind));
+  const auto& links = chain.links();
+  for (size_t i = links.size() - 1; i > 0; --i) {  // the bases, oldest first
+    const format::FileReader& base = *links[i];
+    if (Holds(*persistent_, base)) continue;
+    {
+      MutexLock lock(mu_);
+      if (owner_.persisting(e->name, base.info().number)) {
+        delayed_.push_back(e);
+        *delayed = true;
+        return Status::Ok();
+      }
+    }
+    CAIRN_RETURN_IF_ERROR(CopyVerified(fs, base.path(), *persistent_, block_bytes_));
+  }
+  return CopyVerified(fs, links[0]->path(), *persistent_, block_bytes_);
+}
+
+void Mover::AddChain(const tiers::FileTier& tier, const std::string& name, int64_t v,
+                     std::set<int64_t>* needed) {
+  const auto kind = format::EntryKind::kCheckpoint;
+  // A version met before: its chain is in already. Base numbers decrease.
+  while (needed->insert(v).second) {
+    std::optional<int64_t> base;
+    {
+      MutexLock lock(mu_);
+      base = owner_.base_of(name, v);
+    }
+    if (!base) {
+      auto r = format::FileReader::Open(tier.fs(), tier.EntryPath(name, kind, v));
+      if (!r.ok()) return;
+      base = (*r)->record().base_version;
+    }
+    if (*base < 0) return;
+    v = *base;
+  }
+}
+
+// Per tier: the newest keep_ versions stay, and so does every version their
+// chains read there (a layered version is unrestorable without its bases);
+// the rest goes unless its owner still needs it, in which case its chain
+// stays too. Newest first, so a tip goes before its base: no broken chain is
+// ever left behind, not even for a moment. A local file still needed (not
+// yet persisted) is kept; a later pass removes it.
 void Mover::ApplyRetention(const std::string& name) {
   const auto kind = format::EntryKind::kCheckpoint;
   std::vector<const tiers::FileTier*> tiers{local_};
@@ -96,13 +166,21 @@ void Mover::ApplyRetention(const std::string& name) {
   for (const tiers::FileTier* tier : tiers) {
     auto versions = tier->ListCommitted(name, kind);
     if (!versions.ok() || versions->size() <= keep_) continue;
-    std::vector<int64_t> doomed(versions->begin(), versions->end() - static_cast<ptrdiff_t>(keep_));
-    for (int64_t v : doomed) {
+    const auto first_kept = versions->end() - static_cast<ptrdiff_t>(keep_);
+    std::set<int64_t> needed;
+    for (auto it = first_kept; it != versions->end(); ++it) AddChain(*tier, name, *it, &needed);
+    for (auto it = std::make_reverse_iterator(first_kept); it != versions->rend(); ++it) {
+      if (needed.contains(*it)) continue;
+      bool retire;
       {
         MutexLock lock(mu_);
-        if (!owner_.may_retire(name, v, tier == local_)) continue;
+        retire = owner_.may_retire(name, *it, tier == local_);
       }
-      (void)tier->RemoveEntry(name, kind, v);
+      if (retire) {
+        (void)tier->RemoveEntry(name, kind, *it);
+      } else {
+        AddChain(*tier, name, *it, &needed);
+      }
     }
   }
 }

@@ -41,12 +41,29 @@ Mover::Owner Pipeline::MoverOwner() {
       },
       .may_retire = [this](const std::string& name, int64_t v, bool local)
           CAIRN_REQUIRES(mu_) { return MayRetire(name, v, local); },
+      .persisting = [this](const std::string& name, int64_t v) CAIRN_REQUIRES(mu_) {
+        EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
+        return e && e->persist_pending;
+      },
+      .base_of = [this](const std::string& name, int64_t v)
+          CAIRN_REQUIRES(mu_) -> std::optional<int64_t> {
+        EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
+        if (!e) return std::nullopt;  // a file of an earlier run: retention reads it
+        return e->layout.record.base_version;
+      },
   };
 }
 
 void Pipeline::BeginPersist(const EntryPtr& e) {
   e->persist_pending = true;
   if (!config_.persist_from_cache) return;  // CommitFlushed queues the file copy
+  // A persistent layered version must never be visible before its base: the
+  // persister writes it only when the base is committed there already, else
+  // the mover copies the committed local chain, base first.
+  if (e->layout.layered()) {
+    EntryPtr base = catalog_.Find(e->kind, e->name, e->layout.record.base_version);
+    if (!base || !base->persistent_committed) return;
+  }
   e->persist_from_cache = true;
   e->persist_hold = true;
   persist_holds_.push_back(e);
@@ -81,6 +98,7 @@ void Pipeline::PersisterDone(const EntryPtr& e) {
   if (!e->persist_pending) return;  // committed, or failed (booked)
   if (e->consumed || e->failed()) {
     e->persist_pending = false;  // never to be persisted; Wait reports why
+    mover_.Resume(e->name);      // copies waiting for it as their base
     cv_app_.notify_all();
     return;
   }
@@ -94,6 +112,7 @@ void Pipeline::PersisterDone(const EntryPtr& e) {
 void Pipeline::NotePersisted(const EntryPtr& e, const Status& s, std::chrono::steady_clock::time_point t0,
                              double seconds, const char* span) {
   e->persist_pending = false;
+  mover_.Resume(e->name);  // copies of layers waiting for it as their base
   if (s.ok()) {
     e->persistent_committed = true;
     tracer_.Span(span, "persistent", t0, std::chrono::steady_clock::now(), e->layout.payload_bytes, e->name,

@@ -12,7 +12,7 @@
 // class: checksummer.hpp, flusher.hpp (flusher and persister), mover.hpp,
 // prefetcher.hpp, device_mover.hpp; the initializer, initializer.hpp, runs
 // its own std::jthread). Pipeline wires them (their Owners) and orders the
-// shutdown; the application-thread paths (capture.cpp, restore.cpp,
+// shutdown; the application-thread paths (capture.cpp, restore.cpp, chain_restore.cpp,
 // history.cpp) stay here because they coordinate all of them:
 //   checksummer  CRC32C of sealed blocks, ahead of the flusher (so checksums
 //                cost no flush bandwidth)
@@ -93,6 +93,10 @@
 #include "tiers/file_tier.hpp"
 #include "util/mutex.hpp"
 #include "util/thread_annotations.hpp"
+
+namespace cairn::format {
+class Chain;
+}  // namespace cairn::format
 
 namespace cairn::core {
 
@@ -278,8 +282,13 @@ class Pipeline {
   // Restore helpers (restore.cpp).
   // Committed checkpoint versions of `name` in the local and persistent tiers.
   Result<std::set<int64_t>> CommittedVersions(const std::string& name);
+  // From the files, chain by chain (chain_restore.cpp): the local tier's
+  // chain, else the persistent tier's.
   Status ReadFromFiles(const EntryPtr& e, format::EntryKind kind, const std::string& name,
                        int64_t number, const std::vector<RestoreTarget>& targets) CAIRN_EXCLUDES(mu_);
+  // One verifying pass per link of an opened chain of `tier` into targets.
+  Status ReadChain(const format::Chain& chain, const tiers::FileTier& tier, const std::string& label,
+                   const std::vector<RestoreTarget>& targets) CAIRN_EXCLUDES(mu_);
   // Precondition: e is pinned and fully cached. Drops mu_ for the copies.
   // *device_hit: some block came from the device cache.
   Status CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets, bool* device_hit)

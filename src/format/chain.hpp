@@ -56,6 +56,7 @@ struct RegionTarget {
   bool host = true;     // false: written through the CopyOutFn
   uint64_t offset = 0;
   uint64_t bytes = std::numeric_limits<uint64_t>::max();  // clipped to the region's end
+  bool stage = false;  // host memory in small pages: BlockRead::stage for its whole blocks
 };
 
 class ChainPlan {

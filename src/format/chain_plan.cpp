@@ -14,6 +14,7 @@ struct PlannedPiece {
   uint32_t block;
   ScatterPiece piece;
   bool host;
+  bool stage;
 };
 
 class ChainPlanner {
@@ -25,7 +26,7 @@ class ChainPlanner {
 
  private:
   void AddVisible(size_t link, uint32_t region, uint64_t packed, uint64_t bytes, uint8_t* dst,
-                  bool host);
+                  const RegionTarget& t);
 
   const Chain& chain_;
   std::vector<std::vector<PlannedPiece>> pieces_;  // per link, in plan order
@@ -83,7 +84,7 @@ Status ChainPlanner::AddTarget(const RegionTarget& t) {
           continue;
         }
         const uint64_t y = c == covered.end() ? b : std::min(b, c->offset);
-        AddVisible(i, r, packed + (x - ext[k].offset), y - x, dst + (x - lo), t.host);
+        AddVisible(i, r, packed + (x - ext[k].offset), y - x, dst + (x - lo), t);
         visible += y - x;
         x = y;
       }
@@ -100,7 +101,7 @@ Status ChainPlanner::AddTarget(const RegionTarget& t) {
 
 // Cuts a visible run of link `link`'s packed stream at block boundaries.
 void ChainPlanner::AddVisible(size_t link, uint32_t region, uint64_t packed, uint64_t bytes,
-                              uint8_t* dst, bool host) {
+                              uint8_t* dst, const RegionTarget& t) {
   const Layout& l = chain_.links()[link]->layout();
   const uint64_t bb = l.block_bytes;
   while (bytes > 0) {
@@ -108,7 +109,8 @@ void ChainPlanner::AddVisible(size_t link, uint32_t region, uint64_t packed, uin
     const uint64_t off = packed % bb;
     const uint64_t take = std::min<uint64_t>(bytes, l.blocks[block].length - off);
     pieces_[link].push_back(PlannedPiece{
-        block, ScatterPiece{static_cast<uint32_t>(off), static_cast<uint32_t>(take), dst}, host});
+        block, ScatterPiece{static_cast<uint32_t>(off), static_cast<uint32_t>(take), dst}, t.host,
+        t.stage});
     packed += take;
     bytes -= take;
     dst += take;
@@ -129,7 +131,7 @@ ChainPlan ChainPlanner::Finish() {
     for (size_t k = 0; k < ps.size();) {
       size_t end = k + 1;
       while (end < ps.size() && ps[end].block == ps[k].block) ++end;
-      BlockRead read{ps[k].block, nullptr, ps[k].host, {}};
+      BlockRead read{.block = ps[k].block, .dst = nullptr, .host = ps[k].host, .stage = ps[k].stage};
       const uint32_t length = lr.file->layout().blocks[ps[k].block].length;
       if (end == k + 1 && ps[k].piece.offset == 0 && ps[k].piece.bytes == length) {
         read.dst = ps[k].piece.dst;

@@ -62,7 +62,8 @@ constexpr const char* kUsage =
     "      bases, and versions built on it stay valid.\n"
     "  cairn gc DIR --keep N [--min-temp-age SECONDS] [--dry-run]\n"
     "      For each name, keep the N (>= 1) newest versions whose header, footer\n"
-    "      and tables check out, and the bases their chains need, and remove the\n"
+    "      and tables check out, with those of their whole chains, and the bases\n"
+    "      their chains need, and remove the\n"
     "      older versions. Damaged versions newer than those are kept for\n"
     "      inspection. Also removes temp files of\n"
     "      dead processes older than SECONDS (default 3600: a pid says nothing\n"
@@ -390,10 +391,11 @@ int Gc(os::FileSystem* fs, const std::string& dir, const std::vector<std::string
         std::printf("kept %s (base of a kept version)\n", it->path.c_str());
       } else if (good >= keep) {
         remove(it->path, "older than the newest " + std::to_string(keep) + " good version(s)");
-      } else if (format::FileReader::Open(fs, it->path).ok()) {
+      } else if (auto chain = format::Chain::Open(fs, dir, name, it->number); chain.ok()) {
+        // Good: its whole chain opens and checks out. A version whose chain
+        // is broken is kept for inspection but does not count, or the last
+        // restorable versions would go (the pipeline's Latest skips it too).
         ++good;
-        auto chain = format::Chain::Open(fs, dir, name, it->number);
-        if (!chain.ok()) continue;
         for (const auto& link : chain->links()) needed.insert(link->info().number);
       }
     }
