@@ -128,6 +128,9 @@ class Pipeline {
       CAIRN_EXCLUDES(mu_);
   // Newest committed version whose file's structure checks out (no data read).
   Result<int64_t> Latest(const std::string& name) CAIRN_EXCLUDES(mu_);
+  // Every committed version whose structure checks out, newest first (the
+  // candidates of a collective Latest, docs/mpi.md).
+  Result<std::vector<int64_t>> IntactVersions(const std::string& name) CAIRN_EXCLUDES(mu_);
   Status Restore(const std::string& name, int64_t version, const std::vector<RestoreTarget>& targets)
       CAIRN_EXCLUDES(mu_);
   // Restores the newest committed version that verifies, trying older ones
@@ -278,6 +281,8 @@ class Pipeline {
   // Restore helpers (restore.cpp).
   // Committed checkpoint versions of `name` in the local and persistent tiers.
   Result<std::set<int64_t>> CommittedVersions(const std::string& name);
+  // Version's file (or cache entry) structure checks out; else appends why to *damaged.
+  bool Intact(const std::string& name, int64_t version, std::string* damaged) CAIRN_EXCLUDES(mu_);
   Status ReadFromFiles(const EntryPtr& e, format::EntryKind kind, const std::string& name,
                        int64_t number, const std::vector<RestoreTarget>& targets) CAIRN_EXCLUDES(mu_);
   // Precondition: e is pinned and fully cached. Drops mu_ for the copies.
