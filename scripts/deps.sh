@@ -29,6 +29,9 @@ need_file libgtest-dev /usr/include/gtest/gtest.h
 need_file libgmock-dev /usr/include/gmock/gmock.h
 need_file libtomlplusplus-dev /usr/include/toml++/toml.h /usr/include/toml++/toml.hpp
 need_file zlib1g-dev /usr/include/zlib.h  # deflate for the PNGs of examples/rtm (cairn-rtm)
+# MPI (libcairn_mpi and its mpirun tests; docs/mpi.md): Open MPI from Debian.
+need_cmd mpirun openmpi-bin
+need_file libopenmpi-dev /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h /usr/lib/aarch64-linux-gnu/openmpi/include/mpi.h
 # Python package (tests/python/run.sh): venv + pip, and Python.h for the
 # extension. Checked on the python3 in PATH (pyenv's, if any, has them all).
 need_cmd python3 python3
