@@ -7,6 +7,9 @@
  *                      when ranks lack versions, byte-exact collective
  *                      restore, fallback of all ranks when one rank's file is
  *                      damaged, the global manifest
+ *   mpi_test persistent  collective wait at the persistent level, per-rank
+ *                      persistent layout, manifest, restore from the
+ *                      persistent directories when the local copies are lost
  *   mpi_test config    a rank whose configuration does not load, configs
  *                      that differ across ranks and a differing
  *                      CAIRN_MPI_RANKS_PER_NODE: an error on every rank
@@ -196,6 +199,54 @@ static void test_restart(void) {
   free(buf);
 }
 
+/* The persistent level: a collective wait at CAIRN_LEVEL_PERSISTENT puts
+ * each rank's file under <persistent>/rank<r> and records it in the
+ * manifest; with every rank's local copy lost, the restart restores from the
+ * persistent directories, byte-exact. */
+static void test_persistent(void) {
+  unsigned char *buf = malloc(kBytes);
+  char dir[4200], path[4400];
+  snprintf(dir, sizeof dir, "%s/persistent", g_root);
+  setenv("CAIRN_PERSISTENT", dir, 1);
+  cairn_client_t *c = open_client(buf);
+  for (int64_t v = 1; v <= 2; ++v) {
+    fill(buf, v);
+    int rc = cairn_checkpoint(c, "state", v);
+    CHECK(rc == CAIRN_OK, "checkpoint %lld: %d", (long long)v, rc);
+  }
+  int rc = cairn_wait(c, "state", 2, CAIRN_LEVEL_PERSISTENT);
+  CHECK(rc == CAIRN_OK, "collective wait at the persistent level: %d", rc);
+  snprintf(path, sizeof path, "%s/rank%d/state/v%020lld.cairn", dir, g_rank, 2ll);
+  CHECK(access(path, F_OK) == 0, "per-rank persistent layout: %s missing", path);
+  rc = cairn_close(c);
+  CHECK(rc == CAIRN_OK, "close: %d", rc);
+
+  char mpath[4400], text[256] = {0}, want[128];
+  snprintf(mpath, sizeof mpath, "%s/scratch/node%d/rank%d/state/global", g_root, g_rank / 2, g_rank);
+  FILE *f = fopen(mpath, "r");
+  if (f) {
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+  }
+  snprintf(want, sizeof want, "cairn-global 1\nranks %d\ncommitted 2\npersistent 2\n", g_size);
+  CHECK(strcmp(text, want) == 0, "manifest %s is '%s', want '%s'", mpath, text, want);
+
+  /* Every rank loses its local copies of version 2. */
+  version_path(path, sizeof path, 2);
+  CHECK(unlink(path) == 0, "unlink %s", path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  memset(buf, 0, kBytes);
+  c = open_client(buf);
+  int64_t got = -1;
+  rc = cairn_restore_latest(c, "state", &got);
+  CHECK(rc == CAIRN_OK && got == 2, "restore_latest from the persistent level: rc %d, version %lld, want 2", rc,
+        (long long)got);
+  CHECK(holds(buf, 2), "restored data is not version 2 of rank %d", g_rank);
+  rc = cairn_close(c);
+  CHECK(rc == CAIRN_OK, "close: %d", rc);
+  free(buf);
+}
+
 /* Opens with the environment as it is now: must fail on every rank with
  * CAIRN_ERR_CONFIG and a message containing `expect`. */
 static void expect_config_error(const char *what, const char *expect) {
@@ -245,13 +296,15 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  if (argc != 2 || (strcmp(argv[1], "restart") != 0 && strcmp(argv[1], "config") != 0)) {
-    if (g_rank == 0) fprintf(stderr, "usage: mpi_test restart|config\n");
+  if (argc != 2 || (strcmp(argv[1], "restart") != 0 && strcmp(argv[1], "config") != 0 &&
+                    strcmp(argv[1], "persistent") != 0)) {
+    if (g_rank == 0) fprintf(stderr, "usage: mpi_test restart|persistent|config\n");
     MPI_Finalize();
     return 2;
   }
   setup();
   if (strcmp(argv[1], "restart") == 0) test_restart();
+  else if (strcmp(argv[1], "persistent") == 0) test_persistent();
   else test_config();
   cleanup();
   int failures = g_failures;
