@@ -22,6 +22,21 @@ if(CAIRN_THREAD_SAFETY)
   target_compile_options(cairn_options INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-Wthread-safety -Werror=thread-safety>)
 endif()
+# libFuzzer targets (fuzz/, docs/design.md "Fuzzing"): bin/fuzz_* in this
+# tree, with ASan and UBSan. The "fuzz" preset makes a clang++-14 tree in
+# build-fuzz/ that builds only them; scripts/fuzz.sh runs them.
+option(CAIRN_FUZZ "Build the libFuzzer targets bin/fuzz_* (clang only)" OFF)
+if(CAIRN_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "CAIRN_FUZZ=ON needs clang's libFuzzer (-fsanitize=fuzzer): configure with "
+                        "-DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 "
+                        "(or cmake --preset fuzz); got ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  if(CAIRN_SANITIZE AND NOT CAIRN_SANITIZE STREQUAL "address,undefined")
+    message(FATAL_ERROR "CAIRN_FUZZ=ON builds with ASan and UBSan; CAIRN_SANITIZE must be empty "
+                        "or 'address,undefined', not '${CAIRN_SANITIZE}'")
+  endif()
+endif()
 if(CAIRN_SANITIZE)
   # Line tables for symbolized reports. Builds with debug info (Debug,
   # RelWithDebInfo) keep what their flags give: a full -g here would double the
@@ -91,4 +106,45 @@ else()
     message(FATAL_ERROR "CAIRN_WITH_MPI=${CAIRN_WITH_MPI} but no MPI C library was found "
                         "(install Debian's libopenmpi-dev openmpi-bin: scripts/deps.sh)")
   endif()
+endif()
+
+# --- Chunk hashing for change detection (src/util/hash128.*) ------------------
+# CAIRN_WITH_XXHASH: AUTO uses XXH3-128 when xxhash.h (Debian's libxxhash-dev,
+# xxHash >= 0.8) is found, ON requires it, OFF leaves it out. Header-only
+# (XXH_INLINE_ALL): nothing is linked, libcairn gains no run-time dependency.
+# Without it `checkpoint.changes = hash` uses a built-in 128-bit hash
+# (docs/design.md, "Change detection").
+set(CAIRN_WITH_XXHASH AUTO CACHE STRING "XXH3-128 for change detection: AUTO (if xxhash.h is found), ON or OFF")
+set_property(CACHE CAIRN_WITH_XXHASH PROPERTY STRINGS AUTO ON OFF)
+set(CAIRN_HAVE_XXHASH OFF)
+if(NOT CAIRN_WITH_XXHASH STREQUAL "AUTO" AND NOT CAIRN_WITH_XXHASH)
+  message(STATUS "Cairn: XXH3 disabled (CAIRN_WITH_XXHASH=${CAIRN_WITH_XXHASH}); the built-in hash is used")
+else()
+  find_path(CAIRN_XXHASH_INCLUDE_DIR xxhash.h)
+  set(_cairn_xxh_minor 0)
+  if(CAIRN_XXHASH_INCLUDE_DIR)
+    file(STRINGS "${CAIRN_XXHASH_INCLUDE_DIR}/xxhash.h" _cairn_xxh_line
+         REGEX "^#define XXH_VERSION_MINOR +[0-9]+")
+    string(REGEX MATCH "[0-9]+$" _cairn_xxh_minor "${_cairn_xxh_line}")
+  endif()
+  if(CAIRN_XXHASH_INCLUDE_DIR AND _cairn_xxh_minor GREATER_EQUAL 8)
+    set(CAIRN_HAVE_XXHASH ON)
+    message(STATUS "Cairn: XXH3-128 for change detection (xxhash.h in ${CAIRN_XXHASH_INCLUDE_DIR})")
+  elseif(CAIRN_WITH_XXHASH STREQUAL "AUTO")
+    message(STATUS "Cairn: xxhash.h >= 0.8 not found; change detection uses the built-in hash")
+  else()
+    message(FATAL_ERROR "CAIRN_WITH_XXHASH=${CAIRN_WITH_XXHASH} but xxhash.h (0.8 or newer) was not "
+                        "found: install libxxhash-dev")
+  endif()
+endif()
+
+# What every fuzz-tree target is compiled with: libFuzzer's coverage
+# instrumentation, ASan and UBSan (CAIRN_SANITIZE adds the same when set),
+# line tables for the reports. The fuzz_* executables link -fsanitize=fuzzer.
+if(CAIRN_FUZZ)
+  add_library(cairn_fuzz_options INTERFACE)
+  target_compile_options(cairn_fuzz_options INTERFACE
+    -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+    -fno-omit-frame-pointer -g1)
+  target_link_options(cairn_fuzz_options INTERFACE -fsanitize=address,undefined)
 endif()

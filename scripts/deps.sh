@@ -28,6 +28,9 @@ fi
 need_file libgtest-dev /usr/include/gtest/gtest.h
 need_file libgmock-dev /usr/include/gmock/gmock.h
 need_file libtomlplusplus-dev /usr/include/toml++/toml.h /usr/include/toml++/toml.hpp
+need_file libxxhash-dev /usr/include/xxhash.h  # XXH3-128 for checkpoint.changes=hash (optional in CMake; installed so CI tests it)
+# libFuzzer's runtime for clang-14 (scripts/fuzz.sh, build-fuzz/)
+need_file libclang-rt-14-dev /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a
 need_file zlib1g-dev /usr/include/zlib.h  # deflate for the PNGs of examples/rtm (cairn-rtm)
 # MPI (libcairn_mpi and its mpirun tests; docs/mpi.md): Open MPI from Debian.
 need_cmd mpirun openmpi-bin

@@ -9,6 +9,8 @@
 #      -Wthread-safety -Werror=thread-safety (CAIRN_THREAD_SAFETY); compiles
 #      the library and the test sources, runs nothing; a violation of a
 #      CAIRN_GUARDED_BY / CAIRN_REQUIRES / CAIRN_EXCLUDES fails it
+#   1d. fuzz: the libFuzzer targets (scripts/fuzz.sh, build-fuzz/), each run
+#      for CAIRN_FUZZ_SECONDS (default 20); a finding fails it
 #   4. tests/install_test.sh (install into a temp prefix, find_package and
 #      pkg-config consumers)
 #   5. skips: every skipped test (ctest and pytest JUnit XML) is listed; one
@@ -29,6 +31,7 @@
 #   CAIRN_TEST_JOBS=N       build/test parallelism (default 2)
 #   CAIRN_TEST_EXCLUDE=RE   extra ctest -E regex for every run (local use only)
 #   CAIRN_TEST_PYTHON=0     skip the Python package's tests (local use only)
+#   CAIRN_FUZZ_SECONDS=N    seconds per fuzz target (default 20; local use only)
 #
 # Sanitizer exclusions: a test that cannot run under a sanitizer carries the
 # ctest label no-asan or no-tsan (set_tests_properties(... LABELS no-tsan))
@@ -168,6 +171,22 @@ if cmake --build build-tsa -j"$jobs" --target cairn_objects cairn_test_objects; 
   passed=$((passed + 1))
 else
   echo "test.sh: thread-safety (clang): the analysis found a violation (or clang failed)" >&2
+  failed=$((failed + 1))
+  exit 1
+fi
+
+# 1d. Fuzzing: libFuzzer targets, bounded -------------------------------------
+# scripts/fuzz.sh builds build-fuzz/ (clang++-14, ASan + UBSan, only the
+# reader's and the config parser's sources) and runs each bin/fuzz_* for
+# CAIRN_FUZZ_SECONDS (or at most 2000000 inputs) from its seed corpus and the
+# committed findings; a crash, leak, sanitizer report, timeout or out-of-memory
+# fails it. About 75 s of build from scratch and 2 x 20 s of fuzzing. Counted
+# as one test. docs/design.md, "Fuzzing", says how to run it longer.
+banner "fuzz (libFuzzer, scripts/fuzz.sh) in build-fuzz"
+if scripts/fuzz.sh "${CAIRN_FUZZ_SECONDS:-20}" 2000000; then
+  passed=$((passed + 1))
+else
+  echo "test.sh: fuzz: a fuzz target found a crash (the input is named above)" >&2
   failed=$((failed + 1))
   exit 1
 fi

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cairn/cairn.hpp"
@@ -432,9 +433,10 @@ TEST_F(CorruptionTest, ReadBlocksDirectAndBuffered) {
   }
   for (bool direct : {true, false}) {
     for (unsigned depth : {1u, 3u, 8u}) {
-      for (size_t shift : {size_t{0}, size_t{16}, size_t{1}}) {  // aligned, unaligned, staged
-        const bool stage = shift == 1;
-        if (stage) shift = 0;
+      // Aligned (straight in), unaligned (staged), aligned but marked stage
+      // (small pages: staged).
+      const std::pair<size_t, bool> kCases[] = {{0, false}, {16, false}, {0, true}};
+      for (auto [shift, stage] : kCases) {
         SCOPED_TRACE(::testing::Message() << "direct " << direct << " depth " << depth
                                           << " shift " << shift << " stage " << stage);
         std::unique_ptr<uint8_t, Free> mem(

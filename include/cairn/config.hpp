@@ -43,6 +43,18 @@ CAIRN_EXPORT const char* DeviceCacheInitName(DeviceCacheInit init);  // "direct"
 // "direct" or "incremental"; kConfig on anything else.
 CAIRN_EXPORT Result<DeviceCacheInit> ParseDeviceCacheInit(std::string_view text);
 
+// How a checkpoint finds what changed since the version it is layered on
+// (docs/design.md, "Change detection"). checkpoint.changes; CAIRN_CHANGES.
+enum class ChangeDetection : int {
+  kFull = 0,   // no detection: every version stores everything
+  kPages = 1,  // pages written since (userfaultfd write-protection; tracked memory)
+  kHash = 2,   // a 128-bit hash per chunk, compared with the previous version's
+  kAuto = 3,   // pages where tracking works, else hash; full while most changes
+};
+CAIRN_EXPORT const char* ChangeDetectionName(ChangeDetection mode);  // "full", ...
+// "full", "pages", "hash" or "auto"; kConfig on anything else.
+CAIRN_EXPORT Result<ChangeDetection> ParseChangeDetection(std::string_view text);
+
 struct CAIRN_EXPORT Config {
   // [storage]
   std::string scratch_dir;     // local (node-local) directory; CAIRN_SCRATCH
@@ -89,6 +101,16 @@ struct CAIRN_EXPORT Config {
 
   // [retention]
   int keep_versions = 2;  // committed versions kept per name and tier; CAIRN_KEEP
+
+  // [checkpoint] (docs/design.md, "Change detection")
+  // What a version stores: everything, or what changed since the version it
+  // is layered on. CAIRN_CHANGES
+  ChangeDetection changes = ChangeDetection::kFull;
+  // Layered versions in a chain before a full one; 0 = never layered.
+  // CAIRN_MAX_LAYERS
+  int max_layers = 10;
+  // Granularity of `hash`: one 128-bit hash per this many bytes. CAIRN_HASH_CHUNK
+  uint64_t hash_chunk_bytes = 64ull << 10;
 
   // [history]
   int prefetch_depth = 0;        // steps prefetched ahead of pops; 0 = as many as fit

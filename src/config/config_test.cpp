@@ -20,6 +20,7 @@ constexpr const char* kVars[] = {"CAIRN_SCRATCH", "CAIRN_PERSISTENT",   "CAIRN_H
                                  "CAIRN_CONFIG",  "CAIRN_TRACE",         "CAIRN_COPY_THREADS",
                                  "CAIRN_HOST_CACHE_INIT", "CAIRN_HUGE_PAGES", "CAIRN_PIN",
                                  "CAIRN_DEVICE_CACHE", "CAIRN_DEVICE_CACHE_INIT", "CAIRN_DEVICE",
+                                 "CAIRN_CHANGES", "CAIRN_MAX_LAYERS", "CAIRN_HASH_CHUNK",
                                  "TMPDIR"};
 
 // Clears every variable the loader reads and restores them afterwards, so
@@ -197,6 +198,47 @@ TEST_F(ConfigTest, BadSizeStringsInTheFile) {
 TEST_F(ConfigTest, SyntaxErrorsGiveLineAndColumn) {
   std::string e = ErrorOf("[storage]\nscratch = \"/x\"\nfsync = tru\n");
   EXPECT_CONTAINS(e, "TOML syntax error in cairn.toml (line 3, column");
+}
+
+// fuzz_config's first finding (tests/data/fuzz/config): a table header that
+// starts with a character no key may start with. toml++ 3.3 asserts on it
+// before reporting it, which aborted builds without NDEBUG (and is undefined
+// behaviour with NDEBUG under clang); config.cpp turns toml++'s assertions off.
+TEST_F(ConfigTest, TableHeaderWithABadFirstCharacterIsASyntaxError) {
+  for (const char* text : {"[;\nscrn\x02\n", "[ ;]\n", "[[;]]\n", "[storage.;]\n"}) {
+    std::string e = ErrorOf(text);
+    EXPECT_CONTAINS(e, "TOML syntax error in cairn.toml (line 1");
+  }
+}
+
+// fuzz_config's second finding (tests/data/fuzz/config): toml++ 3.3 reaches
+// __builtin_unreachable (undefined behaviour, in every build) when it checks
+// a non-ASCII character for whitespace (toml++ issues #190, #295).
+// CheckTomlText (config/toml_check.hpp) rejects those before toml++ sees them.
+TEST_F(ConfigTest, NonAsciiWhereTomlppChecksForWhitespaceIsASyntaxError) {
+  EXPECT_CONTAINS(ErrorOf("\xcc\xaa"),
+                  "TOML syntax error in cairn.toml (line 1, column 1): non-ASCII character outside");
+  EXPECT_CONTAINS(ErrorOf("[storage]\nscratch = \"/x\" \xc2\xa7\n"), "(line 2, column 16)");
+  EXPECT_CONTAINS(ErrorOf("[st\xc3\xb6rage]\n"), "(line 1, column 4)");
+  EXPECT_CONTAINS(ErrorOf("[storage]\nscratch = \"\"\"\\\n\xc2\xa7\"\"\"\n"),
+                  "(line 3, column 1): non-ASCII character first after a line-ending backslash");
+  EXPECT_CONTAINS(ErrorOf("[storage]\nscratch = \"\"\"\\  \n  \n \xc2\xa7\"\"\"\n"), "(line 4, column 2)");
+  EXPECT_CONTAINS(ErrorOf("[storage]\nscratch = \"\"\"a\\\xc2\xa7\"\"\"\n"),
+                  "non-ASCII character after a backslash");
+  // A quote inside a bare value does not open a string for toml++ (third finding).
+  EXPECT_CONTAINS(ErrorOf("[storage]\nscratch = +/x\"\xef\xbb\x9f\"\n"), "(line 2, column 15)");
+  // Non-ASCII text stays fine where TOML allows it: strings and comments.
+  for (const char* ok : {
+           "# Gr\xc3\xb6\xc3\x9f" "e\n[storage]\nscratch = \"/scratch/j\xc3\xbcrgen\"  # \xc2\xa7\n",
+           "[storage]\nscratch = '/tmp/\xc3\xa9'\n",
+           "[storage]\nscratch = '''/tmp/\xc3\xa9\n'''\n",
+           "[storage]\nscratch = \"\"\"/tmp/\\\n  x\xc3\xa9\"\"\"\n",
+           "[storage]\nscratch = \"\"\"/tmp/\\\"\xc3\xa9\"\"\"\"\n",
+           "[storage]\nscratch = \"/tmp/\\\"\xc3\xa9\"\n",
+           "[\"storage\"]\nscratch = \"/x\"\n"}) {
+    auto r = Parse(ok);
+    EXPECT_TRUE(r.ok()) << ok << ": " << r.status().ToString();
+  }
 }
 
 TEST_F(ConfigTest, EnvironmentBeatsTheFile) {
@@ -534,6 +576,53 @@ TEST(FormatSizeTest, BinaryUnitsThreeSignificantDigits) {
   // Round trip for exact values.
   for (uint64_t v : {4096ull, 65536ull, 512ull << 20, 3ull << 30}) {
     EXPECT_EQ(ParseSize(FormatSize(v)).value(), v);
+  }
+}
+
+TEST_F(ConfigTest, ChangeDetectionKeys) {
+  const Config d = DefaultConfig();
+  EXPECT_EQ(d.changes, ChangeDetection::kFull);
+  EXPECT_EQ(d.max_layers, 10);
+  EXPECT_EQ(d.hash_chunk_bytes, 64u << 10);
+  auto r = Parse("[checkpoint]\nchanges = \"hash\"\nmax_layers = 0\nhash_chunk = \"1MiB\"\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->changes, ChangeDetection::kHash);
+  EXPECT_EQ(r->max_layers, 0);
+  EXPECT_EQ(r->hash_chunk_bytes, 1u << 20);
+  for (const char* name : {"full", "pages", "hash", "auto"}) {
+    auto p = ParseChangeDetection(name);
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_STREQ(ChangeDetectionName(*p), name);
+  }
+  const std::pair<const char*, const char*> bad[] = {
+      {"[checkpoint]\nchanges = \"dirty\"\n",
+       "key 'checkpoint.changes' in cairn.toml (line 2): 'dirty' is not a change detection mode (full, pages, hash, "
+       "auto)"},
+      {"[checkpoint]\nchanges = 2\n", "key 'checkpoint.changes' in cairn.toml (line 2) must be a string"},
+      {"[checkpoint]\nmax_layers = -1\n", "key 'checkpoint.max_layers' in cairn.toml (line 2) must be an integer >= 0"},
+      {"[checkpoint]\nhash_chunk = \"6KiB\"\n", "checkpoint.hash_chunk (CAIRN_HASH_CHUNK) is 6144 bytes"},
+      {"[checkpoint]\nhash_chunk = 0\n", "a multiple of 4 KiB between 4 KiB and 64 MiB"},
+      {"[checkpoint]\nhash_chunk = \"128MiB\"\n", "a multiple of 4 KiB between 4 KiB and 64 MiB"},
+  };
+  for (const auto& [toml, message] : bad) EXPECT_CONTAINS(ErrorOf(toml), message);
+  EXPECT_CONTAINS(ErrorOf("[checkpoint]\nmax_layer = 3\n"), "did you mean 'checkpoint.max_layers'");
+
+  // The environment wins over the file; bad values name the variable.
+  ::setenv("CAIRN_CHANGES", "auto", 1);
+  ::setenv("CAIRN_MAX_LAYERS", "5", 1);
+  ::setenv("CAIRN_HASH_CHUNK", "16KiB", 1);
+  auto env = Parse("[checkpoint]\nchanges = \"hash\"\nmax_layers = 15\n", true);
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  EXPECT_EQ(env->changes, ChangeDetection::kAuto);
+  EXPECT_EQ(env->max_layers, 5);
+  EXPECT_EQ(env->hash_chunk_bytes, 16u << 10);
+  for (const auto& [name, value] : {std::pair{"CAIRN_CHANGES", "pagez"}, std::pair{"CAIRN_MAX_LAYERS", "-1"},
+                                    std::pair{"CAIRN_HASH_CHUNK", "1000"}}) {
+    ::setenv(name, value, 1);
+    auto e = Parse("", true);
+    ::unsetenv(name);
+    ASSERT_FALSE(e.ok()) << name << "=" << value;
+    EXPECT_CONTAINS(e.status().message(), name);
   }
 }
 

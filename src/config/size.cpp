@@ -174,4 +174,27 @@ Result<DeviceCacheInit> ParseDeviceCacheInit(std::string_view text) {
   return Status::Config("'" + std::string(text) + "' is not a device cache init (direct, incremental)");
 }
 
+namespace {
+constexpr std::pair<ChangeDetection, const char*> kChangeNames[] = {
+    {ChangeDetection::kFull, "full"},
+    {ChangeDetection::kPages, "pages"},
+    {ChangeDetection::kHash, "hash"},
+    {ChangeDetection::kAuto, "auto"},
+};
+}  // namespace
+
+const char* ChangeDetectionName(ChangeDetection mode) {
+  for (const auto& [value, name] : kChangeNames) {
+    if (value == mode) return name;
+  }
+  return "unknown";
+}
+
+Result<ChangeDetection> ParseChangeDetection(std::string_view text) {
+  for (const auto& [value, name] : kChangeNames) {
+    if (text == name) return value;
+  }
+  return Status::Config("'" + std::string(text) + "' is not a change detection mode (full, pages, hash, auto)");
+}
+
 }  // namespace cairn

@@ -49,7 +49,7 @@ void CopyEngine::HelperLoop(std::stop_token stop, size_t part) {
     generation_.wait(seen, std::memory_order_acquire);
     seen = generation_.load(std::memory_order_acquire);
     if (stop.stop_requested()) return;
-    CopyPart(segments_, cuts_[part], cuts_[part + 1]);
+    (*job_)(cuts_[part], cuts_[part + 1]);
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_one();
   }
 }
@@ -57,20 +57,27 @@ void CopyEngine::HelperLoop(std::stop_token stop, size_t part) {
 void CopyEngine::Copy(std::span<const CopySegment> segments) {
   size_t total = 0;
   for (const auto& s : segments) total += s.bytes;
+  // Whole cache lines per thread.
+  ForEach(total, kMinParallelBytes, 64, [segments](size_t begin, size_t end) { CopyPart(segments, begin, end); });
+}
+
+void CopyEngine::ForEach(size_t items, size_t min_parallel, size_t align,
+                         const std::function<void(size_t, size_t)>& fn) {
   std::unique_lock lock(busy_, std::try_to_lock);
-  if (threads_.empty() || total < kMinParallelBytes || !lock.owns_lock()) {
-    CopyPart(segments, 0, total);
+  if (threads_.empty() || items < min_parallel || items == 0 || !lock.owns_lock()) {
+    fn(0, items);
     return;
   }
   const size_t parts = threads_.size() + 1;
+  align = std::max<size_t>(align, 1);
   cuts_.assign(parts + 1, 0);
-  for (size_t i = 1; i < parts; ++i) cuts_[i] = (total * i / parts) & ~size_t{63};  // whole cache lines
-  cuts_[parts] = total;
-  segments_ = segments;
+  for (size_t i = 1; i < parts; ++i) cuts_[i] = items * i / parts / align * align;
+  cuts_[parts] = items;
+  job_ = &fn;
   remaining_.store(static_cast<int>(threads_.size()), std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
-  CopyPart(segments, cuts_[0], cuts_[1]);
+  fn(cuts_[0], cuts_[1]);
   for (int left = remaining_.load(std::memory_order_acquire); left != 0;
        left = remaining_.load(std::memory_order_acquire)) {
     remaining_.wait(left, std::memory_order_acquire);

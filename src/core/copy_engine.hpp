@@ -4,6 +4,9 @@
 // and two copy ~9.5 GB/s. Since the application is blocked for the copy
 // anyway, lending it helper threads for that moment cuts its blocking time.
 //
+// The same helpers run other application-blocking passes over memory that
+// split the same way (ForEach: e.g. hashing chunks for change detection).
+//
 // The helpers sleep (futex) between copies. Owned by the Pipeline; the
 // destructor stops and joins them.
 #pragma once
@@ -11,6 +14,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -43,6 +47,13 @@ class CopyEngine {
   // Thread-safe: while one caller uses the helpers, another copies alone.
   void Copy(std::span<const CopySegment> segments);
 
+  // Runs fn(begin, end) over disjoint parts covering [0, items), one part per
+  // thread (the caller and the helpers) and returns when all are done; every
+  // cut but the last is a multiple of `align`. Below `min_parallel` items,
+  // or while another caller has the helpers, the caller runs fn(0, items)
+  // alone. Same thread-safety as Copy.
+  void ForEach(size_t items, size_t min_parallel, size_t align, const std::function<void(size_t, size_t)>& fn);
+
   int helpers() const { return static_cast<int>(threads_.size()); }
 
  private:
@@ -52,8 +63,8 @@ class CopyEngine {
   std::mutex busy_;  // held by the caller that owns the helpers right now
   // The current job, published by `generation_` (release) and read by the
   // helpers after they observe the new generation (acquire).
-  std::span<const CopySegment> segments_;
-  std::vector<size_t> cuts_;  // part i copies payload bytes [cuts_[i], cuts_[i+1])
+  const std::function<void(size_t, size_t)>* job_ = nullptr;
+  std::vector<size_t> cuts_;  // part i runs (*job_)(cuts_[i], cuts_[i+1])
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> remaining_{0};
   std::vector<std::jthread> threads_;

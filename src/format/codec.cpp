@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "format/codec_v2.hpp"
+#include "format/corrupt.hpp"
 #include "format/le.hpp"
 #include "format/naming.hpp"
 #include "util/crc32c.hpp"
@@ -31,15 +32,6 @@ using le::Get64;
 using le::Put32;
 using le::Put64;
 
-[[gnu::format(printf, 1, 2)]] Status CorruptF(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  return Status::Corrupt(buf);
-}
-
 Status CheckVersion(uint32_t version, const char* where) {
   if (version == kFormatVersion || version == kFormatVersion2) return Status::Ok();
   return Status::Unsupported("format version " + std::to_string(version) + " in " + where +
@@ -50,9 +42,6 @@ bool ValidKind(uint32_t k) {
   return k == static_cast<uint32_t>(EntryKind::kCheckpoint) ||
          k == static_cast<uint32_t>(EntryKind::kHistoryStep);
 }
-
-unsigned long long U(uint64_t v) { return static_cast<unsigned long long>(v); }
-long long I(int64_t v) { return static_cast<long long>(v); }
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <unordered_set>
 
+#include "format/corrupt.hpp"
 #include "format/le.hpp"
 #include "format/naming.hpp"
 
@@ -18,18 +19,6 @@ using le::Get32;
 using le::Get64;
 using le::Put32;
 using le::Put64;
-
-[[gnu::format(printf, 1, 2)]] Status CorruptF(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  return Status::Corrupt(buf);
-}
-
-unsigned long long U(uint64_t v) { return static_cast<unsigned long long>(v); }
-long long I(int64_t v) { return static_cast<long long>(v); }
 
 // Where the parts of the table area start (T: uint8_t or const uint8_t).
 template <typename T>

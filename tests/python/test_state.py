@@ -184,3 +184,55 @@ def test_torch_tensors(client: cairn.Client) -> None:
     if torch.cuda.is_available():
         with pytest.raises(cairn.UnsupportedError):
             client.protect(2, torch.zeros(10, device="cuda"))
+
+
+def test_load_without_into_returns_new_arrays(make_client: Callable[..., cairn.Client]) -> None:
+    """load(name, version) makes numpy arrays of the saved dtypes and shapes."""
+    s = state()
+    s["scalar"] = np.array(2.5)  # 0-d
+    s["empty"] = np.zeros((0, 3), np.int16)
+    with make_client() as c:
+        c.save("model", 3, s)
+        got = c.load("model", 3)  # from the cache
+        c.wait("model", 3)
+    with make_client() as c:  # from the file
+        again = c.load("model", 3)
+    for loaded in (got, again):
+        assert list(loaded) == sorted(s)
+        for k, v in s.items():
+            expect = np.frombuffer(v, np.uint8) if isinstance(v, bytearray) else v
+            assert loaded[k].dtype == expect.dtype and loaded[k].shape == expect.shape, k
+            assert loaded[k].flags.writeable and loaded[k].flags.c_contiguous, k
+            np.testing.assert_array_equal(loaded[k], expect, err_msg=k)
+    assert got["encoder.weight"] is not s["encoder.weight"]
+
+
+def test_load_into_returns_into(client: cairn.Client) -> None:
+    s = state()
+    client.save("m", 0, s)
+    into = zeros_like(s)
+    assert client.load("m", 0, into) is into
+    assert_equal(into, s)
+
+
+def test_load_without_into_and_a_dtype_numpy_lacks(client: cairn.Client) -> None:
+    """A dtype name numpy cannot make (torch's bfloat16) is named; a manifest
+    whose byte size disagrees with its dtype and shape is refused."""
+    from cairn import _state
+
+    stored = {"w": _state.Entry("w", 2, "bfloat16", (2,), 4), "b": _state.Entry("b", 3, "float32", (1,), 4)}
+    with pytest.raises(cairn.UnsupportedError, match=r"numpy has no dtype for 'w' \(bfloat16\)"):
+        _state.allocate(stored, "version 0 of 'x'")
+    bad = {"w": _state.Entry("w", 2, "float32", (3,), 8)}
+    with pytest.raises(cairn.InvalidArgumentError, match="gives 'w' 8 bytes"):
+        _state.allocate(bad, "version 0 of 'x'")
+
+
+def test_load_without_into_of_a_plain_checkpoint(client: cairn.Client) -> None:
+    client.protect(5, np.zeros(10))
+    client.checkpoint("plain", 0)
+    client.unprotect(5)
+    with pytest.raises(cairn.InvalidArgumentError, match="not written by Client.save"):
+        client.load("plain", 0)
+    with pytest.raises(cairn.NotFoundError, match="version 1 of 'plain'"):
+        client.load("plain", 1)

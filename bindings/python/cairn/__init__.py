@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ._cairn import format_size, parse_size
 from ._client import (
+    ChangeMode,
     Client,
     DeviceCacheInit,
     DeviceStats,
@@ -54,6 +55,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArrayLike",
+    "ChangeMode",
     "Client",
     "ConfigError",
     "CorruptError",

@@ -50,6 +50,9 @@ class Config:
     device_map_chunk_bytes: int
     device: int
     bounce_buffers: int
+    changes: str
+    max_layers: int
+    hash_chunk_bytes: int
     def validate(self) -> None: ...
 
 class History:

@@ -9,6 +9,7 @@ import threading
 from dataclasses import asdict, dataclass, fields
 from types import TracebackType
 from typing import (
+    TYPE_CHECKING,
     Any,
     Dict,
     Iterator,
@@ -31,10 +32,14 @@ from ._errors import (
     SizeMismatchError,
     StateError,
 )
-from ._config import DeviceCacheInit, InitStrategy
+from ._config import ChangeMode, DeviceCacheInit, InitStrategy
 from ._types import ArrayLike
 
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
 __all__ = [
+    "ChangeMode",
     "Client",
     "DeviceCacheInit",
     "DeviceStats",
@@ -367,6 +372,10 @@ class Client(_Closable):
     ``device_map_chunk``          incremental: bytes mapped at a time (``"1GiB"``)
     ``device``                    CUDA device, ``-1`` = current context's (or 0)
     ``bounce_buffers``            pinned staging buffers (1 to 64)
+    ``changes``                   what a version stores: ``"full"`` (default),
+                                  ``"hash"``, ``"pages"`` or ``"auto"``
+    ``max_layers``                layered versions before a full one, ``0`` = never
+    ``hash_chunk``                ``"hash"`` granularity (``"64KiB"``)
     ============================  ================================================
 
     A client is a context manager: leaving the ``with`` block calls
@@ -406,6 +415,9 @@ class Client(_Closable):
         device_map_chunk: Union[int, str, None] = None,
         device: Optional[int] = None,
         bounce_buffers: Optional[int] = None,
+        changes: Optional[ChangeMode] = None,
+        max_layers: Optional[int] = None,
+        hash_chunk: Union[int, str, None] = None,
         **unknown: NoReturn,
     ) -> None:
         # The keyword parameters, by name (the same names as _config.KEYS).
@@ -579,44 +591,81 @@ class Client(_Closable):
             with self._regions(regions, writable=False):
                 self._impl.checkpoint(name, version)
 
+    @overload
+    def load(
+        self, name: str, version: int, into: None = None, *, strict: bool = True
+    ) -> Dict[str, "NDArray[Any]"]: ...
+
+    @overload
     def load(
         self, name: str, version: int, into: Mapping[str, ArrayLike], *, strict: bool = True
-    ) -> None:
-        """Loads ``version`` of ``name`` written by :meth:`save` into the
-        existing arrays of ``into`` (same keys, dtypes and shapes).
+    ) -> Mapping[str, ArrayLike]: ...
 
-        The manifest is checked before any data is copied, so a mismatch
-        leaves ``into`` untouched. With ``strict=False``, keys of the
-        checkpoint that ``into`` lacks are skipped. Regions registered with
-        :meth:`protect` are left alone.
+    def load(
+        self,
+        name: str,
+        version: int,
+        into: Optional[Mapping[str, ArrayLike]] = None,
+        *,
+        strict: bool = True,
+    ) -> Union[Dict[str, "NDArray[Any]"], Mapping[str, ArrayLike]]:
+        """Loads ``version`` of ``name`` written by :meth:`save`.
+
+        Without ``into``: returns a new dict of new numpy arrays, one per
+        saved key (in sorted key order), each with the dtype and shape it was
+        saved with (a bytearray or other buffer comes back as the uint8 or
+        other array its buffer format describes). Needs numpy.
+
+        With ``into``: fills the existing arrays of ``into`` (same keys,
+        dtypes and shapes; numpy, torch, CUDA arrays, buffers) and returns
+        ``into``. The manifest is checked before any data is copied, so a
+        mismatch leaves ``into`` untouched. With ``strict=False``, keys of the
+        checkpoint that ``into`` lacks are skipped.
+
+        Regions registered with :meth:`protect` are left alone.
 
         Raises:
             SizeMismatchError: a dtype or shape differs (every mismatch is listed).
             NotFoundError: no such version, or keys differ (listed).
             InvalidArgumentError: the version was not written by :meth:`save`.
+            UnsupportedError: without ``into``, a saved dtype numpy lacks
+                (e.g. torch's bfloat16; those keys are listed).
             CorruptError: the data failed verification.
+            ImportError: without ``into``, numpy is not installed.
         """
         label = f"version {version} of '{name}'"
         with self._lock, self._set_aside_protected():
-            head = bytearray(_state.HEADER_BYTES)
-            try:
-                with self._regions({_state.HEADER_ID: head}, writable=True):
-                    self._impl.restore(name, version)
-            except (SizeMismatchError, NotFoundError) as e:
-                if isinstance(e, NotFoundError) and not e.message.startswith("region "):
-                    raise  # no such version
-                raise InvalidArgumentError(
-                    f"{label} was not written by Client.save(): {e.message}"
-                ) from None
-            manifest = bytearray(_state.header(head, label))
-            with self._regions({_state.MANIFEST_ID: manifest}, writable=True):
-                self._impl.restore(name, version)
-            stored = _state.decode(manifest, label)
-            wanted = _state.entries(into)
-            _state.check(stored, wanted, strict, label)
-            regions = {stored[e.key].id: into[e.key] for e in wanted}
+            stored = self._manifest(name, version, label)
+            result: Union[Dict[str, "NDArray[Any]"], Mapping[str, ArrayLike]]
+            if into is None:
+                result = arrays = _state.allocate(stored, label)
+                regions: Dict[int, ArrayLike] = {stored[k].id: a for k, a in arrays.items()}
+            else:
+                result = into
+                wanted = _state.entries(into)
+                _state.check(stored, wanted, strict, label)
+                regions = {stored[e.key].id: into[e.key] for e in wanted}
             with self._regions(regions, writable=True):
                 self._impl.restore(name, version)
+        return result
+
+    def _manifest(self, name: str, version: int, label: str) -> Dict[str, _state.Entry]:
+        """The manifest of a version written by :meth:`save` (lock held,
+        protect()ed regions set aside): its header, then the manifest."""
+        head = bytearray(_state.HEADER_BYTES)
+        try:
+            with self._regions({_state.HEADER_ID: head}, writable=True):
+                self._impl.restore(name, version)
+        except (SizeMismatchError, NotFoundError) as e:
+            if isinstance(e, NotFoundError) and not e.message.startswith("region "):
+                raise  # no such version
+            raise InvalidArgumentError(
+                f"{label} was not written by Client.save(): {e.message}"
+            ) from None
+        manifest = bytearray(_state.header(head, label))
+        with self._regions({_state.MANIFEST_ID: manifest}, writable=True):
+            self._impl.restore(name, version)
+        return _state.decode(manifest, label)
 
     @contextlib.contextmanager
     def _set_aside_protected(self) -> Iterator[None]:

@@ -14,6 +14,8 @@ from . import _cairn
 from ._errors import ConfigError
 
 __all__ = [
+    "CHANGE_MODES",
+    "ChangeMode",
     "DEVICE_CACHE_INITS",
     "DeviceCacheInit",
     "INIT_STRATEGIES",
@@ -100,6 +102,17 @@ def _device_init(key: str, value: object) -> object:
     return value
 
 
+#: The checkpoint.changes modes (docs/config.md).
+ChangeMode = Literal["full", "pages", "hash", "auto"]
+CHANGE_MODES: Tuple[str, ...] = get_args(ChangeMode)
+
+
+def _changes(key: str, value: object) -> object:
+    if value not in CHANGE_MODES:
+        raise ConfigError(f"{key} must be one of {', '.join(CHANGE_MODES)}, not {value!r}")
+    return value
+
+
 def _mode(key: str, value: object) -> object:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ConfigError(
@@ -124,6 +137,7 @@ _CONVERT: Dict[str, Callable[[str, object], object]] = {
     "mode": _mode,
     "init": _init,
     "device_init": _device_init,
+    "changes": _changes,
 }
 
 #: Keyword overrides accepted by :class:`cairn.Client`, by Python name: the

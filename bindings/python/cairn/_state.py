@@ -16,19 +16,26 @@ A saved mapping is an ordinary checkpoint version with these regions:
 
 :meth:`~cairn.Client.load` restores the header, then the manifest, checks
 keys, dtypes and shapes against the arrays it is given, and only then
-restores the data (so a mismatch never overwrites anything).
+restores the data (so a mismatch never overwrites anything). Without
+arrays to load into, it makes them from the manifest (:func:`allocate`).
 """
 
 from __future__ import annotations
 
 import json
 import struct
-from typing import Any, Dict, List, Mapping, NamedTuple, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, NamedTuple, Tuple, Union
 
-from ._errors import InvalidArgumentError, NotFoundError, SizeMismatchError
+from ._errors import InvalidArgumentError, NotFoundError, SizeMismatchError, UnsupportedError
 from ._types import ArrayLike
 
-__all__ = ["HEADER_ID", "MANIFEST_ID", "Entry", "describe", "encode", "decode", "header", "check"]
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+__all__ = [
+    "HEADER_ID", "MANIFEST_ID", "Entry", "describe", "encode", "decode", "header", "check",
+    "allocate",
+]  # fmt: skip
 
 FORMAT = "cairn.python.state/1"
 MAGIC = b"CAIRNPY1"
@@ -199,3 +206,43 @@ def check(stored: Dict[str, Entry], into: List[Entry], strict: bool, label: str)
     if problems:
         cls = SizeMismatchError if differ else NotFoundError
         raise cls(f"cannot load {label}: " + "; ".join(problems))
+
+
+def allocate(stored: Dict[str, Entry], label: str) -> Dict[str, "NDArray[Any]"]:
+    """New numpy arrays for a manifest's entries, by key in sorted order, each
+    with the saved dtype and shape (numpy is imported here: only this needs it).
+
+    Raises:
+        ImportError: numpy is not installed.
+        UnsupportedError: numpy has no dtype of a saved name (keys listed).
+        InvalidArgumentError: an entry's byte size does not match its dtype and shape.
+    """
+    try:
+        import numpy
+    except ImportError as err:
+        raise ImportError(
+            f"Client.load() without into= returns numpy arrays and needs numpy ({err}); "
+            "install numpy, or pass into= with arrays of your own"
+        ) from None
+    out: Dict[str, "NDArray[Any]"] = {}
+    unknown = []
+    for key in sorted(stored):
+        entry = stored[key]
+        try:
+            dtype = numpy.dtype(entry.dtype)
+        except TypeError:
+            unknown.append(f"{key!r} ({entry.dtype})")
+            continue
+        array = numpy.empty(entry.shape, dtype)
+        if array.nbytes != entry.nbytes:
+            raise InvalidArgumentError(
+                f"{label}: the manifest gives {key!r} {entry.nbytes} bytes, but "
+                f"{_spec(entry.dtype, entry.shape)} is {array.nbytes} bytes"
+            )
+        out[key] = array
+    if unknown:
+        raise UnsupportedError(
+            f"cannot load {label} into new numpy arrays: numpy has no dtype for "
+            f"{', '.join(unknown)}; pass into= with arrays of that type (e.g. torch tensors)"
+        )
+    return out

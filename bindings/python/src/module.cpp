@@ -344,11 +344,12 @@ constexpr const char* KindOf() {
   else if constexpr (std::is_same_v<T, uint32_t>) return "mode";
   else if constexpr (std::is_same_v<T, cairn::CacheInit>) return "init";
   else if constexpr (std::is_same_v<T, cairn::DeviceCacheInit>) return "device_init";
+  else if constexpr (std::is_same_v<T, cairn::ChangeDetection>) return "changes";
   else static_assert(sizeof(T) == 0, "a Config member of a type the Python package does not know");
 }
 
 // [(keyword, Config attribute, "section.key", environment variable, kind)] of
-// config_keys.def; kind: path, bool, int, size, mode, init, device_init.
+// config_keys.def; kind: path, bool, int, size, mode, init, device_init, changes.
 nb::list ConfigKeys() {
   nb::list out;
 #define CAIRN_CONFIG_KEY(section, key, member, lo, env, py, type, dflt, doc) \
@@ -368,8 +369,8 @@ nb::list ErrorCodes() {
   return out;
 }
 
-// Config members: plain ones read and write as they are; the two enums as
-// their names ("adaptive", "incremental").
+// Config members: plain ones read and write as they are; the enums as their
+// names ("adaptive", "incremental", "hash").
 template <typename T>
 void BindMember(nb::class_<cairn::Config>& cls, const char* name, T cairn::Config::*member) {
   cls.def_rw(name, member);
@@ -386,6 +387,13 @@ void BindMember(nb::class_<cairn::Config>& cls, const char* name,
   cls.def_prop_rw(
       name, [member](const cairn::Config& c) { return std::string(cairn::DeviceCacheInitName(c.*member)); },
       [member](cairn::Config& c, const std::string& v) { c.*member = Value(cairn::ParseDeviceCacheInit(v)); });
+}
+
+void BindMember(nb::class_<cairn::Config>& cls, const char* name,
+                cairn::ChangeDetection cairn::Config::*member) {
+  cls.def_prop_rw(
+      name, [member](const cairn::Config& c) { return std::string(cairn::ChangeDetectionName(c.*member)); },
+      [member](cairn::Config& c, const std::string& v) { c.*member = Value(cairn::ParseChangeDetection(v)); });
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,14 @@
+// fuzz_config: any text as a configuration (fuzz/inputs.hpp). Errors in a
+// configuration are kConfig (docs/config.md); any other code, a crash, an
+// escaped exception, a leak or a sanitizer report is a finding.
+#include <cstdlib>
+
+#include "fuzz/inputs.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const cairn::Status s = cairn::fuzz::LoadConfigInput(data, size);
+  if (!s.ok() && s.code() != cairn::Code::kConfig && s.code() != cairn::Code::kNoMemory) {
+    std::abort();  // libFuzzer reports it with the input
+  }
+  return 0;
+}

@@ -1,0 +1,28 @@
+// What each fuzz target does with one input (docs/design.md, "Fuzzing").
+// fuzz/<target>_fuzz.cpp hands libFuzzer's bytes to these; the test suite
+// (tests/fuzz_corpus_test.cpp) replays the seed corpus and every committed
+// finding (tests/data/fuzz/<target>/) through the same functions, so a
+// finding reproduces in the normal build, under ASan and UBSan in CI.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cairn/status.hpp"
+
+namespace cairn::fuzz {
+
+// fuzz_file_reader: the bytes as a data file, read the way `cairn verify`
+// and a restore read one. Returns the first error of the bytes as given
+// (OK for a valid file). They are then read again with the file size and
+// the checksums that v1's header, table and footer record repaired, so that
+// mutations get past those checks.
+Status ReadFileInput(const uint8_t* data, size_t size);
+
+// fuzz_config: TOML text up to the first NUL byte, then NAME=VALUE lines for
+// the CAIRN_* variables (others ignored), loaded like a config file with the
+// environment. Returns LoadConfig's status; anything but OK, kConfig or
+// kNoMemory is a bug. Changes the process environment while it runs.
+Status LoadConfigInput(const uint8_t* data, size_t size);
+
+}  // namespace cairn::fuzz

@@ -1,0 +1,90 @@
+// cairn_fuzz_seeds DIR: writes the seed corpus of fuzz_file_reader, small
+// valid data files (format versions 1 and 2, full and layered) made by the
+// library's own FileWriter (docs/design.md, "Fuzzing"). Run once when the
+// format changes and commit the files:
+//   cmake --build build --target cairn_fuzz_seeds
+//   build/bin/cairn_fuzz_seeds fuzz/corpus/file_reader
+// The files are deterministic (fixed contents and creation time). Blocks are
+// 4 KiB, the smallest the format allows, so that each file has several
+// blocks in a few KiB; FuzzCorpus.FileReaderSeedsAreValidFiles checks that
+// each still verifies.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "format/file_writer.hpp"
+#include "format/layout.hpp"
+#include "os/fs.hpp"
+#include "util/crc32c.hpp"
+
+namespace {
+
+using cairn::MemoryKind;
+using cairn::Status;
+using namespace cairn::format;
+
+struct Seed {
+  const char* file;
+  EntryKind kind;
+  const char* name;
+  int64_t number;
+  std::vector<RegionSpec> regions;
+  // Format version 2 (docs/format.md 4) when set: the extents each region
+  // stores (empty list = FullExtents) and the version record.
+  bool v2 = false;
+  std::vector<cairn::ExtentList> extents = {};
+  VersionRecord record = {};
+};
+
+Status Write(const std::string& dir, const Seed& seed) {
+  const Layout layout =
+      !seed.v2 ? Layout::Make(seed.regions, 4096)
+               : Layout::MakeV2(seed.regions,
+                                seed.extents.empty() ? Layout::FullExtents(seed.regions) : seed.extents,
+                                4096, seed.record);
+  FileInfo info{.kind = seed.kind, .name = seed.name, .number = seed.number,
+                .created_unix_ns = 1'800'000'000'000'000'000};
+  CAIRN_ASSIGN_OR_RETURN(auto w, FileWriter::Create(cairn::os::FileSystem::Default(),
+                                                    dir + "/" + seed.file, info, layout,
+                                                    WriterOptions{.fsync = false}));
+  std::vector<uint8_t> data(layout.block_bytes);
+  uint32_t x = static_cast<uint32_t>(seed.number) * 2654435761u + 1;
+  for (uint32_t i = 0; i < layout.blocks.size(); ++i) {
+    const uint32_t n = layout.blocks[i].length;
+    for (uint32_t k = 0; k < n; ++k) data[k] = static_cast<uint8_t>((x = x * 1103515245u + 12345u) >> 24);
+    CAIRN_RETURN_IF_ERROR(w->WriteBlock(i, data.data(), cairn::crc32c::Value(data.data(), n)));
+  }
+  return w->Commit();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+    return 2;
+  }
+  const Seed seeds[] = {
+      {"checkpoint-3-regions", EntryKind::kCheckpoint, "state", 3,
+       {{0, MemoryKind::kHost, 100}, {1, MemoryKind::kHost, 0}, {7, MemoryKind::kHost, 6000}}},
+      {"checkpoint-empty-region", EntryKind::kCheckpoint, "e", 0, {{0, MemoryKind::kHost, 0}}},
+      {"checkpoint-3-blocks", EntryKind::kCheckpoint, "field.u", 12,
+       {{-5, MemoryKind::kDevice, 3 * 4096}}},
+      {"history-step", EntryKind::kHistoryStep, "wavefield", 41,
+       {{2, MemoryKind::kManaged, 4097}, {3, MemoryKind::kHost, 1}}},
+      {"v2-full", EntryKind::kCheckpoint, "state", 4,
+       {{0, MemoryKind::kHost, 100}, {1, MemoryKind::kHost, 0}, {7, MemoryKind::kHost, 6000}},
+       true, {}, {.content_id = 0x1111}},
+      {"v2-layered", EntryKind::kCheckpoint, "state", 5,
+       {{0, MemoryKind::kHost, 100}, {1, MemoryKind::kHost, 0}, {7, MemoryKind::kHost, 6000}},
+       true, {{{10, 20}}, {}, {{0, 100}, {4096, 1904}}},
+       {.content_id = 0x2222, .base_version = 4, .base_content_id = 0x1111, .depth = 1}},
+  };
+  for (const Seed& s : seeds) {
+    if (Status st = Write(argv[1], s); !st.ok()) {
+      std::fprintf(stderr, "%s: %s\n", s.file, st.ToString().c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
