@@ -6,6 +6,11 @@
 #   target_link_libraries(app PRIVATE cairn::cairn_static)  # static
 #
 #   cc app.c $(pkg-config --cflags --libs cairn)
+#
+# With MPI (libcairn_mpi, docs/mpi.md):
+#   find_package(Cairn 0.1 REQUIRED COMPONENTS mpi)
+#   target_link_libraries(app PRIVATE Cairn::cairn_mpi)
+#   mpicc app.c $(pkg-config --cflags --libs cairn_mpi)
 include(CMakePackageConfigHelpers)
 
 set(CAIRN_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/Cairn"
@@ -69,3 +74,20 @@ endforeach()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/cairn.pc.in ${PROJECT_BINARY_DIR}/cairn.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/cairn.pc
   DESTINATION ${CAIRN_INSTALL_PKGCONFIGDIR} COMPONENT devel)
+
+# libcairn_mpi (only when built): its own export set, so that CairnConfig.cmake
+# looks for MPI only when the consumer asks for the mpi component or MPI is
+# there (cmake/CairnConfig.cmake.in).
+if(CAIRN_HAVE_MPI)
+  install(TARGETS cairn_mpi
+    EXPORT CairnMpiTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
+            NAMELINK_COMPONENT devel)
+  install(EXPORT CairnMpiTargets
+    NAMESPACE Cairn::
+    FILE CairnMpiTargets.cmake
+    DESTINATION ${CAIRN_INSTALL_CMAKEDIR} COMPONENT devel)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/cairn_mpi.pc.in ${PROJECT_BINARY_DIR}/cairn_mpi.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/cairn_mpi.pc
+    DESTINATION ${CAIRN_INSTALL_PKGCONFIGDIR} COMPONENT devel)
+endif()

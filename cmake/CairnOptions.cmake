@@ -86,6 +86,28 @@ else()
   endif()
 endif()
 
+# --- MPI (libcairn_mpi, src/mpi, docs/mpi.md) ---------------------------------
+# CAIRN_WITH_MPI: AUTO builds libcairn_mpi (target Cairn::cairn_mpi) when an
+# MPI C library is found, ON requires one (CI: a missing MPI fails the
+# configure), OFF leaves it out. libcairn itself never links MPI.
+set(CAIRN_WITH_MPI AUTO CACHE STRING "libcairn_mpi: AUTO (if MPI is found), ON or OFF")
+set_property(CACHE CAIRN_WITH_MPI PROPERTY STRINGS AUTO ON OFF)
+set(CAIRN_HAVE_MPI OFF)
+if(NOT CAIRN_WITH_MPI STREQUAL "AUTO" AND NOT CAIRN_WITH_MPI)
+  message(STATUS "Cairn: MPI library disabled (CAIRN_WITH_MPI=${CAIRN_WITH_MPI})")
+else()
+  find_package(MPI COMPONENTS C QUIET)
+  if(MPI_C_FOUND)
+    set(CAIRN_HAVE_MPI ON)
+    message(STATUS "Cairn: libcairn_mpi on (MPI ${MPI_C_VERSION}, ${MPIEXEC_EXECUTABLE})")
+  elseif(CAIRN_WITH_MPI STREQUAL "AUTO")
+    message(STATUS "Cairn: libcairn_mpi off (no MPI C library found; Debian: libopenmpi-dev)")
+  else()
+    message(FATAL_ERROR "CAIRN_WITH_MPI=${CAIRN_WITH_MPI} but no MPI C library was found "
+                        "(install Debian's libopenmpi-dev openmpi-bin: scripts/deps.sh)")
+  endif()
+endif()
+
 # --- Chunk hashing for change detection (src/util/hash128.*) ------------------
 # CAIRN_WITH_XXHASH: AUTO uses XXH3-128 when xxhash.h (Debian's libxxhash-dev,
 # xxHash >= 0.8) is found, ON requires it, OFF leaves it out. Header-only

@@ -32,6 +32,9 @@ need_file libxxhash-dev /usr/include/xxhash.h  # XXH3-128 for checkpoint.changes
 # libFuzzer's runtime for clang-14 (scripts/fuzz.sh, build-fuzz/)
 need_file libclang-rt-14-dev /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a
 need_file zlib1g-dev /usr/include/zlib.h  # deflate for the PNGs of examples/rtm (cairn-rtm)
+# MPI (libcairn_mpi and its mpirun tests; docs/mpi.md): Open MPI from Debian.
+need_cmd mpirun openmpi-bin
+need_file libopenmpi-dev /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h /usr/lib/aarch64-linux-gnu/openmpi/include/mpi.h
 # Python package (tests/python/run.sh): venv + pip, and Python.h for the
 # extension. Checked on the python3 in PATH (pyenv's, if any, has them all).
 need_cmd python3 python3

@@ -21,10 +21,13 @@
 #
 # Every tree is configured with CAIRN_WITH_CUDA=ON: configuring fails without
 # cuda.h instead of compiling the GPU tests away.
+# Likewise CAIRN_WITH_MPI=ON: without MPI the configure fails instead of
+# leaving libcairn_mpi and its mpirun tests (ctest label mpi) out.
 #
 # Environment (.ci/run clears all of these):
 #   CAIRN_TEST_QUICK=1      skip the sanitizer builds (local iteration; CI runs them)
 #   CAIRN_TEST_CUDA=AUTO    CAIRN_WITH_CUDA for the trees (default ON; local use only)
+#   CAIRN_TEST_MPI=AUTO     CAIRN_WITH_MPI for the trees (default ON; local use only)
 #   CAIRN_TEST_JOBS=N       build/test parallelism (default 2)
 #   CAIRN_TEST_EXCLUDE=RE   extra ctest -E regex for every run (local use only)
 #   CAIRN_TEST_PYTHON=0     skip the Python package's tests (local use only)
@@ -43,6 +46,7 @@ failed=0
 skipped=0
 junits=()  # SUITE=JUNIT_XML for scripts/skips.py
 export CAIRN_TEST_CUDA="${CAIRN_TEST_CUDA:-ON}"  # tests/python/run.sh's pip build too
+export CAIRN_TEST_MPI="${CAIRN_TEST_MPI:-ON}"
 logdir="$(mktemp -d "${TMPDIR:-/tmp}/cairn-test.XXXXXX")"
 
 summary() {
@@ -112,7 +116,7 @@ build() {
   shift 2
   banner "build ($name) in $dir"
   "${wrap[@]}" cmake -S . -B "$dir" -DCAIRN_BUILD_TESTS=ON -DCAIRN_BUILD_BENCH=ON \
-    -DCAIRN_WITH_CUDA="$CAIRN_TEST_CUDA" "$@"
+    -DCAIRN_WITH_CUDA="$CAIRN_TEST_CUDA" -DCAIRN_WITH_MPI="$CAIRN_TEST_MPI" "$@"
   "${wrap[@]}" cmake --build "$dir" -j"$jobs"
 }
 

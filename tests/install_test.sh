@@ -3,7 +3,10 @@
 #   1. cmake --install the Release build (default: build/) into a temp prefix;
 #   2. build and run examples/consumer with find_package(Cairn);
 #   3. build and run the same program (examples/consumer/main.c) with pkg-config
-#      as examples/consumer_pkgconfig describes (shared, then static).
+#      as examples/consumer_pkgconfig describes (shared, then static);
+#   4. when the build has libcairn_mpi: examples/consumer_mpi with
+#      find_package(Cairn COMPONENTS mpi) and with pkg-config cairn_mpi + mpicc,
+#      each run under mpirun with 2 ranks.
 # Usage: tests/install_test.sh [BUILD_DIR]
 set -euo pipefail
 
@@ -68,5 +71,31 @@ if ldd "$work/consumer_pc_static" | grep -q libcairn; then
   exit 1
 fi
 "$work/consumer_pc_static"
+
+if [[ -f "$libdir/libcairn_mpi.so" ]]; then
+  [[ -f "$prefix/include/cairn/cairn_mpi.h" && -f "$pcdir/cairn_mpi.pc" ]] || {
+    echo "install_test: cairn_mpi.h or cairn_mpi.pc missing beside libcairn_mpi.so" >&2
+    exit 1
+  }
+  mpirun_flags=(-np 2 --oversubscribe --timeout 60 --mca btl self,vader)
+  [[ "$(id -u)" -eq 0 ]] && mpirun_flags=(--allow-run-as-root "${mpirun_flags[@]}")
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none
+  step "find_package(Cairn COMPONENTS mpi): examples/consumer_mpi"
+  if ! { cmake -S "$root/examples/consumer_mpi" -B "$work/consumer_mpi" -DCMAKE_BUILD_TYPE=Release \
+            -DCMAKE_PREFIX_PATH="$prefix" && cmake --build "$work/consumer_mpi"; } \
+       >"$work/consumer_mpi.log" 2>&1; then
+    cat "$work/consumer_mpi.log" >&2
+    echo "install_test: building examples/consumer_mpi against the install failed" >&2
+    exit 1
+  fi
+  CAIRN_SCRATCH="$work/mpi-cmake" mpirun "${mpirun_flags[@]}" "$work/consumer_mpi/cairn_consumer_mpi"
+
+  step "pkg-config cairn_mpi + mpicc: examples/consumer_mpi"
+  # shellcheck disable=SC2046
+  mpicc -std=c99 -Wall -Wextra -o "$work/consumer_mpi_pc" \
+    "$root/examples/consumer_mpi/main.c" $(pkg-config --cflags --libs cairn_mpi)
+  CAIRN_SCRATCH="$work/mpi-pc" LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    mpirun -x CAIRN_SCRATCH -x LD_LIBRARY_PATH "${mpirun_flags[@]}" "$work/consumer_mpi_pc"
+fi
 
 step "OK"

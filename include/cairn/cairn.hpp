@@ -102,6 +102,7 @@ struct Stats {
 };
 
 class History;
+class Group;
 
 class CAIRN_EXPORT Client {
  public:
@@ -187,6 +188,9 @@ class CAIRN_EXPORT Client {
   explicit Client(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   friend class History;
+  // cairn/group.hpp: a client whose Latest, RestoreLatest, Restore and Wait
+  // are collective over a group of processes (docs/mpi.md).
+  friend Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_ptr<Group> group);
 };
 
 // A sequence of steps pushed in a forward pass and popped (usually in reverse)

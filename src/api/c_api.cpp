@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cairn/cairn.hpp"
+#include "cairn/group.hpp"
 
 // cairn_stats_t is the size header then the rows of cairn_stats.def, with no
 // padding: a new row that would need some must be paired (see the .def).
@@ -61,6 +62,17 @@ int Guard(Fn&& fn) noexcept {
 }
 
 }  // namespace
+
+namespace cairn {
+
+cairn_client_t* ToCHandle(std::unique_ptr<Client> client) { return new cairn_client{std::move(client)}; }
+
+int ReportToC(const Status& status) {
+  if (status.ok()) g_last_error.clear();
+  return Report(status);
+}
+
+}  // namespace cairn
 
 extern "C" {
 

@@ -3,7 +3,11 @@
 #include <map>
 #include <shared_mutex>
 
+#include <limits>
+
+#include "api/collective.hpp"
 #include "cairn/cairn.hpp"
+#include "cairn/group.hpp"
 #include "core/pipeline.hpp"
 #include "util/mutex.hpp"
 
@@ -43,6 +47,9 @@ struct ClientCore {
 struct Client::Impl {
   std::shared_ptr<ClientCore> core = std::make_shared<ClientCore>();
   Config config;
+  // Set when opened in a group (OpenInGroup): Latest, RestoreLatest, Restore
+  // and Wait are then collective (collective.hpp, docs/mpi.md).
+  std::unique_ptr<Group> group;
 };
 
 struct History::Impl {
@@ -54,6 +61,32 @@ struct History::Impl {
 namespace {
 
 Status Closed() { return Status::State("the client is closed"); }
+
+Status RecordGlobal(Client::Impl& impl, std::string_view name, int64_t committed, int64_t persistent) {
+  Status s = collective::RecordGlobal(impl.config.fs, impl.config, std::string(name), impl.group->size(),
+                                      committed, persistent);
+  return collective::Agree(*impl.group, s, "recording the global commit of '" + std::string(name) + "'");
+}
+
+// The newest version <= bound that every rank has committed and whose
+// structure checks out on every rank; recorded in the global manifest.
+Result<int64_t> CommonLatest(Client::Impl& impl, std::string_view name, int64_t bound) {
+  auto mine = impl.core->pipeline->IntactVersions(std::string(name));
+  const std::string what = "finding the latest version of '" + std::string(name) + "'";
+  CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, mine.status(), what));
+  CAIRN_ASSIGN_OR_RETURN(int64_t common, collective::NewestCommon(*impl.group, *mine, bound));
+  if (common < 0) {
+    std::string have;
+    for (int64_t v : *mine) have += (have.empty() ? "" : ", ") + std::to_string(v);
+    return Status::NotFound("no version of '" + std::string(name) + "'" +
+                            (bound == std::numeric_limits<int64_t>::max() ? "" : " older than " + std::to_string(bound + 1)) +
+                            " is committed and intact on every one of the " + std::to_string(impl.group->size()) +
+                            " ranks (rank " + std::to_string(impl.group->rank()) + " has " +
+                            (have.empty() ? "none" : have) + ")");
+  }
+  CAIRN_RETURN_IF_ERROR(RecordGlobal(impl, name, common, -1));
+  return common;
+}
 
 }  // namespace
 
@@ -126,25 +159,59 @@ Status Client::Wait(std::string_view name, int64_t version, Level level) {
   }
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
-  return impl_->core->pipeline->Wait(format::EntryKind::kCheckpoint, std::string(name), version, level);
+  Status s = impl_->core->pipeline->Wait(format::EntryKind::kCheckpoint, std::string(name), version, level);
+  if (!impl_->group) return s;
+  const std::string label = "version " + std::to_string(version) + " of '" + std::string(name) + "'";
+  CAIRN_RETURN_IF_ERROR(collective::Agree(*impl_->group, s, "waiting for " + label));
+  if (level == Level::kCache) return Status::Ok();
+  return RecordGlobal(*impl_, name, version, level == Level::kPersistent ? version : -1);
 }
+
 
 Result<int64_t> Client::Latest(std::string_view name) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
-  return impl_->core->pipeline->Latest(std::string(name));
+  if (!impl_->group) return impl_->core->pipeline->Latest(std::string(name));
+  return CommonLatest(*impl_, name, std::numeric_limits<int64_t>::max());
 }
+
 
 Status Client::Restore(std::string_view name, int64_t version) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
-  return impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
+  Status s = impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
+  if (!impl_->group) return s;
+  return collective::Agree(*impl_->group, s,
+                           "restoring version " + std::to_string(version) + " of '" + std::string(name) + "'");
 }
 
 Result<int64_t> Client::RestoreLatest(std::string_view name) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
-  return impl_->core->pipeline->RestoreLatest(std::string(name), impl_->core->RestoreTargets());
+  if (!impl_->group) return impl_->core->pipeline->RestoreLatest(std::string(name), impl_->core->RestoreTargets());
+  // Collective: restore the newest common version; when it is damaged on
+  // any rank (kCorrupt, kIo), every rank falls back to the next common one.
+  std::string damaged;
+  int64_t bound = std::numeric_limits<int64_t>::max();
+  for (;;) {
+    auto common = CommonLatest(*impl_, name, bound);
+    if (!common.ok()) return damaged.empty() ? common.status() : common.status().WithContext("after damage:" + damaged);
+    Status s = impl_->core->pipeline->Restore(std::string(name), *common, impl_->core->RestoreTargets());
+    int64_t fault = s.ok() ? 0 : (s.code() == Code::kCorrupt || s.code() == Code::kIo) ? 1 : 2;
+    CAIRN_RETURN_IF_ERROR(impl_->group->AllReduce(Group::Op::kMax, &fault, 1));
+    if (fault == 0) return *common;
+    const std::string what = "restoring version " + std::to_string(*common) + " of '" + std::string(name) + "'";
+    if (fault == 2) {
+      // Not the file's fault (a region of another size, ...): all stop, and
+      // the others learn which rank it was.
+      const bool other = !s.ok() && s.code() != Code::kCorrupt && s.code() != Code::kIo;
+      return collective::Agree(*impl_->group, other ? s : Status::Ok(), what);
+    }
+    if (damaged.size() < 2000) {
+      damaged += " version " + std::to_string(*common) + (s.ok() ? " is damaged on another rank;" : ": " + s.message() + ";");
+    }
+    bound = *common - 1;
+  }
 }
 
 Result<std::unique_ptr<History>> Client::OpenHistory(std::string_view name) {
@@ -164,6 +231,16 @@ Stats Client::GetStats() const {
 }
 
 const Config& Client::config() const { return impl_->config; }
+
+Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_ptr<Group> group) {
+  if (!group) return Status::InvalidArgument("OpenInGroup: no group");
+  CAIRN_RETURN_IF_ERROR(collective::Agree(*group, config.status(), "loading the configuration"));
+  CAIRN_RETURN_IF_ERROR(collective::CheckConfigsAgree(*group, *config));
+  auto client = Client::Open(collective::RankConfig(*config, *group));
+  CAIRN_RETURN_IF_ERROR(collective::Agree(*group, client.status(), "opening the client"));
+  (*client)->impl_->group = std::move(group);
+  return client;
+}
 
 // ---------------------------------------------------------------------------
 

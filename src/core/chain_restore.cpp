@@ -125,34 +125,51 @@ Result<std::set<int64_t>> Pipeline::CommittedVersions(const std::string& name) {
 // Checks the structure only (every link's header, footer, tables and their
 // CRCs, and every reference): reading the data here would read it twice,
 // since a restore verifies every block as it reads it. Damaged data is found
-// by Restore / RestoreLatest.
-Result<int64_t> Pipeline::Latest(const std::string& name) {
-  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+// by Restore / RestoreLatest. Appends what is wrong to *damaged (up to ~2000
+// characters).
+bool Pipeline::Intact(const std::string& name, int64_t version, std::string* damaged) {
   const auto kind = format::EntryKind::kCheckpoint;
-  CAIRN_ASSIGN_OR_RETURN(const std::set<int64_t> candidates, CommittedVersions(name));
+  {
+    // A committed full version still fully in the cache needs no file (a
+    // layered one needs its bases' files: the cache holds only its extents).
+    MutexLock lock(&mu_);
+    EntryPtr e = catalog_.Find(kind, name, version);
+    if (e && e->local_committed && e->fully_cached() && !e->layout.layered()) return true;
+  }
   std::vector<const tiers::FileTier*> tiers{&local_};
   if (persistent_) tiers.push_back(&*persistent_);
+  for (const tiers::FileTier* tier : tiers) {
+    auto chain = OpenChain(fs_, *tier, kind, name, version);
+    Status s = chain.status();
+    if (s.code() == Code::kNotFound) continue;
+    if (s.ok()) return true;
+    if (damaged->size() < 2000) *damaged += "; " + s.message();
+  }
+  return false;
+}
+
+Result<int64_t> Pipeline::Latest(const std::string& name) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  CAIRN_ASSIGN_OR_RETURN(const std::set<int64_t> candidates, CommittedVersions(name));
   std::string damaged;
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
-    {
-      // A committed full version still fully in the cache needs no file (a
-      // layered one needs its bases' files: the cache holds only its extents).
-      MutexLock lock(&mu_);
-      EntryPtr e = catalog_.Find(kind, name, *it);
-      if (e && e->local_committed && e->fully_cached() && !e->layout.layered()) return *it;
-    }
-    for (const tiers::FileTier* tier : tiers) {
-      auto chain = OpenChain(fs_, *tier, kind, name, *it);
-      Status s = chain.status();
-      if (s.code() == Code::kNotFound) continue;
-      if (s.ok()) return *it;
-      if (damaged.size() < 2000) damaged += "; " + s.message();
-    }
+    if (Intact(name, *it, &damaged)) return *it;
   }
   if (candidates.empty()) return Status::NotFound("no committed version of '" + name + "'");
   return Status::NotFound("no valid version of '" + name + "': all " +
                           std::to_string(candidates.size()) +
                           " committed versions are damaged or their chains broken" + damaged);
+}
+
+Result<std::vector<int64_t>> Pipeline::IntactVersions(const std::string& name) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  CAIRN_ASSIGN_OR_RETURN(const std::set<int64_t> candidates, CommittedVersions(name));
+  std::vector<int64_t> intact;
+  std::string damaged;
+  for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
+    if (Intact(name, *it, &damaged)) intact.push_back(*it);
+  }
+  return intact;
 }
 
 }  // namespace cairn::core

@@ -132,6 +132,9 @@ class Pipeline {
       CAIRN_EXCLUDES(mu_);
   // Newest committed version whose file's structure checks out (no data read).
   Result<int64_t> Latest(const std::string& name) CAIRN_EXCLUDES(mu_);
+  // Every committed version whose structure checks out, newest first (the
+  // candidates of a collective Latest, docs/mpi.md).
+  Result<std::vector<int64_t>> IntactVersions(const std::string& name) CAIRN_EXCLUDES(mu_);
   Status Restore(const std::string& name, int64_t version, const std::vector<RestoreTarget>& targets)
       CAIRN_EXCLUDES(mu_);
   // Restores the newest committed version that verifies, trying older ones
@@ -282,6 +285,9 @@ class Pipeline {
   // Restore helpers (restore.cpp).
   // Committed checkpoint versions of `name` in the local and persistent tiers.
   Result<std::set<int64_t>> CommittedVersions(const std::string& name);
+  // The version's chain (or its cache entry) checks out structurally in
+  // some tier; else appends why to *damaged (chain_restore.cpp).
+  bool Intact(const std::string& name, int64_t version, std::string* damaged) CAIRN_EXCLUDES(mu_);
   // From the files, chain by chain (chain_restore.cpp): the local tier's
   // chain, else the persistent tier's.
   Status ReadFromFiles(const EntryPtr& e, format::EntryKind kind, const std::string& name,

@@ -1,0 +1,69 @@
+/* Cairn for MPI jobs (libcairn_mpi; docs/mpi.md).
+ *
+ * cairn_open_mpi opens one client per rank of a communicator. The client is an
+ * ordinary cairn_client_t: use the C API of cairn.h on it and close it with
+ * cairn_close (before MPI_Finalize). What changes on such a client:
+ *   - each rank uses its own subdirectory of the scratch and persistent
+ *     directories (<scratch>/rank<r>; docs/format.md, 3.5);
+ *   - cairn_checkpoint stays local: it never waits for other ranks;
+ *   - cairn_latest, cairn_restore, cairn_restore_latest and cairn_wait are
+ *     collective: every rank of the communicator calls them, in the same
+ *     order, with the same name (and version, level). cairn_latest returns
+ *     the newest version that every rank has committed and whose files check
+ *     out on every rank; cairn_restore_latest restores it and, when it turns
+ *     out damaged on any rank, all ranks fall back together to the next
+ *     common version; cairn_wait returns once every rank has the version at
+ *     that level. An error on one rank is an error on every rank (the others'
+ *     message names the rank that failed).
+ * Collective calls must not be made from two threads at once (MPI needs at
+ * least MPI_THREAD_SERIALIZED for calls from several threads).
+ */
+#ifndef CAIRN_CAIRN_MPI_H_
+#define CAIRN_CAIRN_MPI_H_
+
+/* libcairn_mpi uses MPI's C API only: keep Open MPI's and MPICH's C++
+ * bindings (removed from the standard in MPI 3.0) out of C++ translation
+ * units, so that linking MPI's C library suffices. */
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
+#include <mpi.h>
+
+#include "cairn/cairn.h"
+#include "cairn/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cairn_open_mpi - open a client on every rank of comm (collective).
+ * config_path as for cairn_open (NULL: defaults, CAIRN_* environment on top);
+ * each rank loads its own. comm is duplicated: Cairn's messages never mix
+ * with the application's. CAIRN_MPI_RANKS_PER_NODE=k simulates nodes of k
+ * ranks (node = rank / k, local directory $CAIRN_SCRATCH/node<n>); without it
+ * the node comes from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED).
+ * CAIRN_ERR_CONFIG on every rank when a rank's configuration does not load or
+ * the keys that must agree (docs/mpi.md) differ across ranks, naming them;
+ * CAIRN_ERR_INVALID_ARGUMENT for MPI_COMM_NULL or MPI not initialized. */
+CAIRN_EXPORT int cairn_open_mpi(MPI_Comm comm, const char *config_path, cairn_client_t **out);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+
+#include <memory>
+
+#include "cairn/cairn.hpp"
+
+namespace cairn {
+
+/* The C++ form of cairn_open_mpi: a Client whose Latest, Restore,
+ * RestoreLatest and Wait are collective over comm. Collective. */
+CAIRN_EXPORT Result<std::unique_ptr<Client>> OpenMpi(MPI_Comm comm, const char* config_path);
+
+}  // namespace cairn
+#endif
+
+#endif /* CAIRN_CAIRN_MPI_H_ */

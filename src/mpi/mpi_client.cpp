@@ -1,0 +1,142 @@
+// libcairn_mpi: the MPI communicator as a cairn::Group (cairn/group.hpp), and
+// cairn_open_mpi / cairn::OpenMpi on top of it (docs/mpi.md). Everything
+// collective lives in libcairn (api/collective.cpp); this file only turns
+// reductions into MPI_Allreduce and finds the node of each rank.
+#include "cairn/cairn_mpi.h"
+
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "cairn/group.hpp"
+
+namespace cairn {
+
+namespace {
+
+Status MpiError(int err, const std::string& what) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(err, text, &len) != MPI_SUCCESS) len = 0;
+  return Status::Io(what + " failed: " + std::string(text, static_cast<size_t>(len)));
+}
+
+class MpiGroup final : public Group {
+ public:
+  ~MpiGroup() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+
+  // Collective over comm. Errors that every rank sees alike (MPI itself)
+  // are returned; a CAIRN_MPI_RANKS_PER_NODE problem goes to *setup, so that
+  // the ranks still agree on it through the group.
+  static Result<std::unique_ptr<MpiGroup>> Create(MPI_Comm comm, Status* setup) {
+    auto g = std::unique_ptr<MpiGroup>(new MpiGroup);
+    int err = MPI_Comm_dup(comm, &g->comm_);
+    if (err != MPI_SUCCESS) return MpiError(err, "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(g->comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(g->comm_, &g->rank_);
+    MPI_Comm_size(g->comm_, &g->size_);
+    CAIRN_RETURN_IF_ERROR(g->FindNode());
+    *setup = g->SimulateNodes();
+    return g;
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int node() const override { return node_; }
+  bool simulated_nodes() const override { return simulated_; }
+
+  Status AllReduce(Op op, int64_t* values, size_t n) override {
+    int err = MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(n), MPI_INT64_T,
+                            op == Op::kMin ? MPI_MIN : MPI_MAX, comm_);
+    return err == MPI_SUCCESS ? Status::Ok() : MpiError(err, "MPI_Allreduce");
+  }
+
+ private:
+  MpiGroup() = default;
+
+  // The node: ranks sharing memory (MPI_COMM_TYPE_SHARED) form one; nodes
+  // are numbered by their lowest rank's order among the nodes' leaders.
+  Status FindNode() {
+    MPI_Comm local = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
+    int err = MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
+    if (err != MPI_SUCCESS) return MpiError(err, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
+    int local_rank = 0;
+    MPI_Comm_rank(local, &local_rank);
+    err = MPI_Comm_split(comm_, local_rank == 0 ? 0 : MPI_UNDEFINED, rank_, &leaders);
+    if (err == MPI_SUCCESS && leaders != MPI_COMM_NULL) MPI_Comm_rank(leaders, &node_);
+    if (err == MPI_SUCCESS) err = MPI_Bcast(&node_, 1, MPI_INT, 0, local);
+    if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
+    MPI_Comm_free(&local);
+    return err == MPI_SUCCESS ? Status::Ok() : MpiError(err, "numbering the nodes");
+  }
+
+  // CAIRN_MPI_RANKS_PER_NODE=k: node = rank / k, each with its own local
+  // directory. Every rank must see the same k (one Allreduce checks it).
+  Status SimulateNodes() {
+    const char* env = std::getenv("CAIRN_MPI_RANKS_PER_NODE");
+    int64_t k = 0;  // 0 = not set
+    Status s;
+    if (env != nullptr && *env != '\0') {
+      char* end = nullptr;
+      long v = std::strtol(env, &end, 10);
+      if (*end != '\0' || v < 1 || v > (1l << 30)) {
+        s = Status::Config(std::string("CAIRN_MPI_RANKS_PER_NODE is '") + env +
+                           "'; it must be a whole number of ranks >= 1");
+      } else {
+        k = v;
+      }
+    }
+    int64_t range[2] = {k, -k};  // min of k and of -k: the least and the largest
+    if (Status r = AllReduce(Op::kMin, range, 2); !r.ok()) return r;
+    if (s.ok() && range[0] != -range[1]) {
+      s = Status::Config("CAIRN_MPI_RANKS_PER_NODE differs across ranks (here " +
+                         (k == 0 ? std::string("unset") : std::to_string(k)) + ", elsewhere " +
+                         std::to_string(range[0] == k ? -range[1] : range[0]) + ")");
+    }
+    if (s.ok() && k > 0) {
+      simulated_ = true;
+      node_ = static_cast<int>(rank_ / k);
+    }
+    return s;
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  int node_ = 0;
+  bool simulated_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Client>> OpenMpi(MPI_Comm comm, const char* config_path) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) return Status::InvalidArgument("cairn_open_mpi: MPI is not initialized (call MPI_Init first)");
+  if (comm == MPI_COMM_NULL) return Status::InvalidArgument("cairn_open_mpi: the communicator is MPI_COMM_NULL");
+  Status setup;
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<MpiGroup> group, MpiGroup::Create(comm, &setup));
+  Result<Config> config = setup.ok() ? LoadConfig(config_path) : Result<Config>(setup);
+  return OpenInGroup(std::move(config), std::move(group));
+}
+
+}  // namespace cairn
+
+extern "C" int cairn_open_mpi(MPI_Comm comm, const char* config_path, cairn_client_t** out) {
+  try {
+    if (out == nullptr) return cairn::ReportToC(cairn::Status::InvalidArgument("out is NULL"));
+    *out = nullptr;
+    auto client = cairn::OpenMpi(comm, config_path);
+    if (!client.ok()) return cairn::ReportToC(client.status());
+    *out = cairn::ToCHandle(std::move(client).value());
+    return cairn::ReportToC(cairn::Status::Ok());
+  } catch (const std::bad_alloc&) {
+    return cairn::ReportToC(cairn::Status::NoMemory("out of memory"));
+  } catch (const std::exception& e) {
+    return cairn::ReportToC(cairn::Status::Internal(e.what()));
+  }
+}
