@@ -127,13 +127,17 @@ Result<Manifest> ParseManifest(std::string_view text, std::string_view path) {
     if (line.substr(0, key.size() + 1) != std::string(key) + " ") {
       return bad("expected '" + std::string(key) + " <n>', found '" + std::string(line) + "'");
     }
+    // Built by appending: GCC 12 warns falsely (-Wrestrict, its PR 105329)
+    // on "'" + std::string(...) here.
+    std::string not_number(1, '\'');
+    not_number.append(line).append("' is not a number");
     try {
       size_t used = 0;
       const std::string number(line.substr(key.size() + 1));
       *out = std::stoll(number, &used);
-      if (used != number.size()) return bad("'" + std::string(line) + "' is not a number");
+      if (used != number.size()) return bad(not_number);
     } catch (const std::exception&) {
-      return bad("'" + std::string(line) + "' is not a number");
+      return bad(not_number);
     }
   }
   return m;
