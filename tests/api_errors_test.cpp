@@ -136,25 +136,6 @@ TEST_F(ApiErrorsTest, ScratchDirThatIsAFile) {
   EXPECT_TRUE(fs::is_regular_file(file));
 }
 
-// checkpoint.changes other than full is parsed but not yet used by captures:
-// opening refuses it by name instead of writing full versions under it.
-TEST_F(ApiErrorsTest, ChangeDetectionOtherThanFullIsRefusedUntilCapturesUseIt) {
-  for (ChangeDetection mode : {ChangeDetection::kPages, ChangeDetection::kHash, ChangeDetection::kAuto}) {
-    Config c = MakeConfig();
-    c.changes = mode;
-    auto r = Client::Open(c);
-    ASSERT_FALSE(r.ok()) << ChangeDetectionName(mode);
-    EXPECT_EQ(r.status().code(), Code::kUnsupported) << r.status().ToString();
-    EXPECT_TRUE(Contains(r.status().message(), std::string("checkpoint.changes = ") + ChangeDetectionName(mode)))
-        << r.status().message();
-  }
-  Config c = MakeConfig();
-  c.changes = ChangeDetection::kFull;
-  auto r = Client::Open(c);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_TRUE((*r)->Close().ok());
-}
-
 TEST_F(ApiErrorsTest, InvalidConfigStructIsConfigError) {
   Config c = MakeConfig();
   c.host_cache_bytes = c.block_bytes;  // one block: too small

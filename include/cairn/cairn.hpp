@@ -74,6 +74,23 @@ struct DeviceStats {
   uint64_t used_bytes = 0;      // device cache slots holding data now
 };
 
+// Change detection (checkpoint.changes; docs/design.md, "Layered captures").
+// All zero with changes = full.
+struct ChangeStats {
+  std::string mode;            // checkpoint.changes: "full", "hash", "pages", "auto"
+  std::string tracker;         // page tracker in use ("uffd-async", ...); "" = none made
+  std::string fallback_note;   // the first reason a region lost its detection mode; "" = none
+  uint64_t full_versions = 0;     // checkpoint versions planned full
+  uint64_t layered_versions = 0;  // ... and layered (changed extents only)
+  uint64_t bytes_examined = 0;    // host region bytes offered to detection
+  uint64_t bytes_stored = 0;      // payload the planned versions store
+  uint64_t bytes_hashed = 0;      // read by the hash detector
+  uint64_t tracking_faults = 0;   // first writes trapped (uffd-sync, mprotect trackers)
+  uint64_t fallbacks = 0;         // regions that fell back (untrackable, tracking lost)
+  uint64_t deactivations = 0;     // auto: times monitoring was deactivated
+  uint64_t deactivated_regions = 0;  // auto: regions deactivated now
+};
+
 struct Stats {
   TierStats capture;           // application memory -> host cache (app thread);
                                // seconds: copy time, without the waits below
@@ -99,6 +116,7 @@ struct Stats {
   uint64_t persist_holds_released = 0;
   InitStats init;
   DeviceStats device;
+  ChangeStats changes;
 };
 
 class History;

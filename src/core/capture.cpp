@@ -29,37 +29,73 @@ Status Pipeline::CheckSources(const std::vector<CaptureSource>& sources) {
   return Status::Ok();
 }
 
-Status Pipeline::BeginCapture(const EntryPtr& e, const std::vector<CaptureSource>& sources,
-                              std::chrono::steady_clock::time_point t0, double* interval_s) {
-  const auto kind = e->kind;
-  const std::string& name = e->name;
+Status Pipeline::CheckCapturable(const Entry& e) {
   if (closing_) return Status::State("client is closing");
-  if (kind == format::EntryKind::kHistoryStep && !catalog_.HasHistory(name)) {
-    return Status::State("history '" + name + "' is not open");
+  if (e.kind == format::EntryKind::kHistoryStep && !catalog_.HasHistory(e.name)) {
+    return Status::State("history '" + e.name + "' is not open");
   }
-  if (catalog_.Find(kind, name, e->number)) {
-    return Status::Exists(std::string(kind == format::EntryKind::kCheckpoint ? "version " : "step ") +
-                          std::to_string(e->number) + " of '" + name + "' is still in the pipeline");
+  if (catalog_.Find(e.kind, e.name, e.number)) {
+    return Status::Exists(std::string(e.kind == format::EntryKind::kCheckpoint ? "version " : "step ") +
+                          std::to_string(e.number) + " of '" + e.name + "' is still in the pipeline");
   }
-  std::vector<format::RegionSpec> specs;
-  specs.reserve(sources.size());
-  for (const auto& s : sources) specs.push_back(s.spec);
-  e->layout = format::Layout::Make(specs, static_cast<uint32_t>(config_.block_bytes));
+  return Status::Ok();
+}
+
+Status Pipeline::BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double* interval_s) {
+  CAIRN_RETURN_IF_ERROR(CheckCapturable(*e));
   e->blocks.resize(e->layout.blocks.size());
   catalog_.Add(e);
   flusher_.Push(e);
-  if (persistent_ && kind == format::EntryKind::kCheckpoint) BeginPersist(e);
+  if (persistent_ && e->kind == format::EntryKind::kCheckpoint) BeginPersist(e);
   // The compute interval that ended at t0 feeds the adaptive touch model.
   *interval_s = initializer_.CaptureStarted(t0);
   return Status::Ok();
 }
 
+namespace {
+
+// Where each extent of `l` starts in its region's packed stream.
+std::vector<uint64_t> PackedStarts(const format::Layout& l) {
+  std::vector<uint64_t> starts(l.extents.size());
+  for (const auto& r : l.regions) {
+    uint64_t at = 0;
+    for (uint32_t k = r.first_extent; k < r.first_extent + r.extent_count; ++k) {
+      starts[k] = at;
+      at += l.extents[k].bytes;
+    }
+  }
+  return starts;
+}
+
+// Calls fn(region_offset, payload_offset, bytes) for the pieces of block b's
+// payload, in order: one for a region stored whole, one per extent (or part
+// of one) the block covers in a layered region's packed stream.
+template <typename Fn>
+void SourcePieces(const format::Layout& l, const std::vector<uint64_t>& packed, uint32_t b, Fn&& fn) {
+  const auto& blk = l.blocks[b];
+  const auto& region = l.regions[blk.region];
+  const uint64_t first = blk.offset - region.data_offset;  // the block's start in the packed stream
+  const auto begin = packed.begin() + region.first_extent;
+  const auto end = begin + region.extent_count;
+  // The extent holding `first`: the last one starting at or before it.
+  auto k = std::upper_bound(begin, end, first) - 1;
+  for (uint64_t done = 0; done < blk.length; ++k) {
+    const Extent& x = l.extents[static_cast<size_t>(k - packed.begin())];
+    const uint64_t skip = first + done - *k;
+    const uint64_t n = std::min<uint64_t>(x.bytes - skip, blk.length - done);
+    fn(x.offset + skip, done, n);
+    done += n;
+  }
+}
+
+}  // namespace
+
 // The first block of a batch may wait for space, the others take whatever is
 // free or evictable right now. A block of a device or managed region goes to
 // a device-cache slot when there is a device cache, else straight into a
 // host chunk.
-void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources, uint32_t b,
-                         CaptureBatch* batch) {
+void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                         const std::vector<uint64_t>& packed, uint32_t b, CaptureBatch* batch) {
   constexpr uint32_t kMaxBatch = 16;
   const uint32_t nblocks = static_cast<uint32_t>(e->layout.blocks.size());
   *batch = CaptureBatch{.first = b};
@@ -71,7 +107,13 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
     const auto& blk = e->layout.blocks[b];
     const auto& region = e->layout.regions[blk.region];
     const bool gpu_source = region.spec.memory != MemoryKind::kHost;
-    const auto* src = static_cast<const uint8_t*>(sources[blk.region].data) + (blk.offset - region.data_offset);
+    const auto* src = static_cast<const uint8_t*>(sources[blk.region].data);
+    // The block's payload, piece by piece, from the region's memory to dst.
+    auto add = [&](std::vector<CopySegment>& to, uint8_t* dst) {
+      SourcePieces(e->layout, packed, b, [&](uint64_t from, uint64_t at, uint64_t n) {
+        to.push_back({.dst = dst + at, .src = src + from, .bytes = n});
+      });
+    };
     if (gpu_source && device_mover_.CacheUsable()) {
       std::optional<int32_t> slot;
       if (first) {
@@ -83,8 +125,7 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
       }
       if (slot) {
         e->blocks[b].slot = *slot;
-        batch->gpu.push_back({.dst = reinterpret_cast<void*>(dcache_->address(static_cast<uint32_t>(*slot))),
-                              .src = src, .bytes = blk.length});
+        add(batch->gpu, reinterpret_cast<uint8_t*>(dcache_->address(static_cast<uint32_t>(*slot))));
         batch->to_slot.push_back(true);
         continue;
       }
@@ -107,8 +148,7 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
     e->blocks[b].chunk = chunk;
     initializer_.NoteCaptureChunk(was_touched, blk.length);
     uint8_t* dst = cache_->data(static_cast<uint32_t>(chunk));
-    const CopySegment seg{.dst = dst, .src = src, .bytes = blk.length};
-    (gpu_source ? batch->gpu : batch->host[was_touched ? 1 : 0]).push_back(seg);
+    add(gpu_source ? batch->gpu : batch->host[was_touched ? 1 : 0], dst);
     batch->to_slot.push_back(false);
     // Direct I/O writes whole 4 KiB pages: the tail is zeroed so no stale
     // bytes of an older entry reach the file. (Drained slots get theirs in
@@ -150,6 +190,8 @@ Status Pipeline::RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, c
   }
   if (e->kind == format::EntryKind::kHistoryStep) {
     catalog_.DropStep(e->name, e->number);
+  } else {
+    SettleLayering(*e);  // now: the same version may be captured again at once
   }
   e->capture_done = true;
   Consume(e);
@@ -183,14 +225,15 @@ void Pipeline::EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_poi
                           double blocked_before) {
   e->capture_done = true;
   double elapsed = SecondsSince(t0);
-  initializer_.CaptureEnded(e->layout.payload_bytes, elapsed, interval_s);
-  stats_.capture.bytes += e->layout.payload_bytes;
+  // Bytes copied: a layered version copies only what it stores.
+  initializer_.CaptureEnded(e->layout.stored_bytes, elapsed, interval_s);
+  stats_.capture.bytes += e->layout.stored_bytes;
   stats_.capture.ops += 1;
   // Copy time only: back-pressure waits (host chunks or device slots) are
   // reported as capture_blocked_s and device.capture_blocked_s.
   stats_.capture.seconds += std::max(0.0, elapsed - (CaptureBlockedSeconds() - blocked_before));
   tracer_.Span(e->kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push", "app", t0,
-               std::chrono::steady_clock::now(), e->layout.payload_bytes, e->name, e->number);
+               std::chrono::steady_clock::now(), e->layout.stored_bytes, e->name, e->number);
   TraceCache();
   cv_app_.notify_all();
   flusher_.Wake();
@@ -213,13 +256,30 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   e->name = name;
   e->number = number;
   MutexLock lock(&mu_);
-  CAIRN_RETURN_IF_ERROR(BeginCapture(e, sources, t0, &interval_s));
+  CAIRN_RETURN_IF_ERROR(CheckCapturable(*e));
+  // What the version stores (change detection reads the sources: without
+  // mu_). Nothing else captures meanwhile (capture_mu_).
+  lock.Unlock();
+  const bool checkpoint = kind == format::EntryKind::kCheckpoint;
+  if (checkpoint) {
+    e->layout = layering_->Plan(name, number, sources).layout;
+  } else {
+    std::vector<format::RegionSpec> specs;
+    for (const auto& s : sources) specs.push_back(s.spec);
+    e->layout = format::Layout::Make(specs, static_cast<uint32_t>(config_.block_bytes));
+  }
+  lock.Lock();
+  if (Status s = BeginCapture(e, t0, &interval_s); !s.ok()) {
+    if (checkpoint) layering_->Dropped(name, number);
+    return s;
+  }
+  const std::vector<uint64_t> packed = PackedStarts(e->layout);
   blocked_before = CaptureBlockedSeconds();
   uint64_t gpu_bytes = 0;
   double gpu_seconds = 0;
   CaptureBatch batch;
   for (uint32_t b = 0; b < e->blocks.size(); b = batch.end) {
-    PlanBatch(e, sources, b, &batch);
+    PlanBatch(e, sources, packed, b, &batch);
     double copy_s[2] = {0, 0};  // into untouched, into touched
     uint64_t copy_bytes[2] = {0, 0};
     bool touching = false;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <climits>
 #include <map>
 #include <set>
 #include <string>
@@ -42,6 +43,17 @@ class Catalog {
   // until DropStep.
   void Remove(const Entry& e) { entries_.erase(Key{e.kind, e.name, e.number}); }
   void ClearEntries() { entries_.clear(); }
+  // Whether a checkpoint of `name` not yet committed locally (nor failed)
+  // is layered on version `base`.
+  bool IsBaseOfUncommitted(const std::string& name, int64_t base) const {
+    const auto kind = format::EntryKind::kCheckpoint;
+    for (auto it = entries_.lower_bound(Key{kind, name, INT64_MIN});
+         it != entries_.end() && std::get<0>(it->first) == kind && std::get<1>(it->first) == name; ++it) {
+      const Entry& e = *it->second;
+      if (e.layout.record.base_version == base && !e.local_committed && !e.failed()) return true;
+    }
+    return false;
+  }
 
   // Histories --------------------------------------------------------------
   bool HasHistory(const std::string& name) const { return histories_.contains(name); }

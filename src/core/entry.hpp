@@ -59,6 +59,7 @@ struct Entry {
   Status local_error;       // why the local flush failed (sticky)
   Status persistent_error;  // why the persistent copy failed (sticky)
 
+  bool layer_settled = false;  // checkpoint: Layering told of its commit or drop
   bool consumed = false;     // popped (history) or retired: chunks are released
   bool prefetching = false;  // the prefetcher is filling its chunks
   bool pop_reading = false;  // a pop is reading it from its file: not worth prefetching

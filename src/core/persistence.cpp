@@ -115,9 +115,9 @@ void Pipeline::NotePersisted(const EntryPtr& e, const Status& s, std::chrono::st
   mover_.Resume(e->name);  // copies of layers waiting for it as their base
   if (s.ok()) {
     e->persistent_committed = true;
-    tracer_.Span(span, "persistent", t0, std::chrono::steady_clock::now(), e->layout.payload_bytes, e->name,
+    tracer_.Span(span, "persistent", t0, std::chrono::steady_clock::now(), e->layout.stored_bytes, e->name,
                  e->number);
-    stats_.flush_persistent.bytes += e->layout.payload_bytes;
+    stats_.flush_persistent.bytes += e->layout.stored_bytes;
     stats_.flush_persistent.ops += 1;
     stats_.flush_persistent.seconds += seconds;
     if (e->local_committed) mover_.Retain(e->name);  // else CommitFlushed queues it
@@ -134,6 +134,9 @@ void Pipeline::NotePersisted(const EntryPtr& e, const Status& s, std::chrono::st
 bool Pipeline::MayRetire(const std::string& name, int64_t v, bool local) {
   EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
   if (e && (e->persist_pending || !e->local_committed)) return false;
+  // The base of a layered version still in flight (captured before a newer
+  // version committed) must outlive that version's commit.
+  if (catalog_.IsBaseOfUncommitted(name, v)) return false;
   if (e && local) Consume(e);  // older than the newest `keep` committed ones
   return true;
 }

@@ -63,14 +63,6 @@ Pipeline::Pipeline(const Config& config)
 
 Result<std::unique_ptr<Pipeline>> Pipeline::Start(const Config& config) {
   CAIRN_RETURN_IF_ERROR(config.Validate());
-  // The detectors (core/changes.hpp), the page tracker and format v2's
-  // layered versions exist, but captures do not use them yet: refuse rather
-  // than write full versions under a setting that promises less.
-  if (config.changes != ChangeDetection::kFull) {
-    return Status::Unsupported(std::string("checkpoint.changes = ") + ChangeDetectionName(config.changes) +
-                               " (CAIRN_CHANGES) is not available yet: this build's captures write full "
-                               "versions only; use full");
-  }
   std::unique_ptr<Pipeline> p(new Pipeline(config));
   CAIRN_RETURN_IF_ERROR(p->Init());
   return p;
@@ -92,6 +84,11 @@ Status Pipeline::Init() {
   if (config_.pinner == nullptr && gpu_) initializer_.UseRegistrationPinner(gpu_->host_pinner());
   CAIRN_RETURN_IF_ERROR(initializer_.Prepare());
   copier_ = std::make_unique<CopyEngine>(CopyEngine::DefaultHelpers(config_.copy_threads));
+  layering_ = std::make_unique<Layering>(ChangeOptions{.mode = config_.changes,
+                                                       .max_layers = config_.max_layers,
+                                                       .hash_chunk = config_.hash_chunk_bytes,
+                                                       .engine = copier_.get()},
+                                         static_cast<uint32_t>(config_.block_bytes));
   auto named = [this](const char* name) { return [this, name] { tracer_.NameThread(name); }; };
   if (gpu_) device_mover_.Start(named("cairn device mover (device <-> host)"));
   checksummer_.Start(named("cairn checksummer"));
@@ -207,6 +204,7 @@ Initializer::Owner Pipeline::InitializerOwner() {
 }
 
 void Pipeline::FlushDone(const EntryPtr& e) {
+  if (e->kind == format::EntryKind::kCheckpoint) SettleLayering(*e);
   if (e->kind == format::EntryKind::kHistoryStep && !config_.history_persistent &&
       !catalog_.HasHistory(e->name)) {
     // Its history was closed while this step was in flight: the directory
@@ -217,14 +215,26 @@ void Pipeline::FlushDone(const EntryPtr& e) {
   prefetcher_.Wake();
 }
 
+// A checkpoint's flush ended: committed, it may be the base of the next
+// versions; failed or dropped, never.
+void Pipeline::SettleLayering(Entry& e) {
+  if (e.layer_settled) return;
+  e.layer_settled = true;
+  if (e.local_committed) {
+    layering_->Committed(e.name, e.number);
+  } else {
+    layering_->Dropped(e.name, e.number);
+  }
+}
+
 // The entry's file is committed: stats, and what the mover does next.
 void Pipeline::CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
                              double io_seconds) {
   e->local_committed = true;
-  tracer_.Span("flush", "local", flush_start, std::chrono::steady_clock::now(), e->layout.payload_bytes,
+  tracer_.Span("flush", "local", flush_start, std::chrono::steady_clock::now(), e->layout.stored_bytes,
                e->name, e->number);
   TraceCache();
-  stats_.flush_local.bytes += e->layout.payload_bytes;
+  stats_.flush_local.bytes += e->layout.stored_bytes;
   stats_.flush_local.ops += 1;
   stats_.flush_local.seconds += io_seconds;
   if (e->consumed) {
@@ -391,6 +401,7 @@ Stats Pipeline::GetStats() const {
     }
   }
   s.cache_dirty_bytes = dirty_bytes_;
+  if (layering_) s.changes = layering_->stats();
   return s;
 }
 

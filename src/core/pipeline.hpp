@@ -85,6 +85,7 @@
 #include "core/entry.hpp"
 #include "core/host_cache.hpp"
 #include "core/initializer.hpp"
+#include "core/layering.hpp"
 #include "core/trace.hpp"
 #include "core/worker.hpp"
 #include "format/file_writer.hpp"
@@ -99,12 +100,6 @@ class Chain;
 }  // namespace cairn::format
 
 namespace cairn::core {
-
-// One region to capture: where its bytes are now.
-struct CaptureSource {
-  format::RegionSpec spec;
-  const void* data = nullptr;
-};
 
 // One region to restore into.
 struct RestoreTarget {
@@ -217,13 +212,19 @@ class Pipeline {
 
   // Capture steps (pipeline.cpp).
   Status CheckSources(const std::vector<CaptureSource>& sources);
-  // Registers the entry (catalog, history, flush queue); kExists/kState.
-  Status BeginCapture(const EntryPtr& e, const std::vector<CaptureSource>& sources,
-                      std::chrono::steady_clock::time_point t0, double* interval_s) CAIRN_REQUIRES(mu_);
+  // Whether e's key may be captured now (kState when closing or the history
+  // is not open, kExists when it is still in the pipeline).
+  Status CheckCapturable(const Entry& e) CAIRN_REQUIRES(mu_);
+  // Registers the entry, whose layout is set (catalog, history, flush
+  // queue); kExists/kState.
+  Status BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double* interval_s)
+      CAIRN_REQUIRES(mu_);
   // Plans blocks [b, ...) into `batch`: slots and chunks taken, the first
   // block waiting for room, the others taking what is free right now.
-  void PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources, uint32_t b,
-                 CaptureBatch* batch) CAIRN_REQUIRES(mu_);
+  // packed: where each of the layout's extents starts in its region's
+  // packed stream (SourcePieces).
+  void PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                 const std::vector<uint64_t>& packed, uint32_t b, CaptureBatch* batch) CAIRN_REQUIRES(mu_);
   // Copies a planned batch (no lock): device copies, then host copies, then
   // the chunk tails. Adds the device bytes and seconds to the totals.
   Status CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_bytes[2], bool* touching,
@@ -242,6 +243,8 @@ class Pipeline {
   Flusher::Owner FlusherOwner();
   // After every flush: a history closed meanwhile gets its directory removed.
   void FlushDone(const EntryPtr& e) CAIRN_REQUIRES(mu_);
+  // Tells layering_ (once) whether checkpoint e committed locally.
+  void SettleLayering(Entry& e) CAIRN_REQUIRES(mu_);
   void CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
                      double io_seconds) CAIRN_REQUIRES(mu_);
   void RemoveNameDirIfUnused(const std::string& name) CAIRN_EXCLUDES(mu_);
@@ -346,6 +349,9 @@ class Pipeline {
 
   // Helpers for the application's blocking copies (its own threads).
   std::unique_ptr<CopyEngine> copier_;
+  // What each checkpoint version stores (layering.hpp; its own lock, taken
+  // after mu_). Made by Init, after copier_, whose helpers it hashes on.
+  std::unique_ptr<Layering> layering_;
 
   // The stages (worker.hpp), over mu_. Declared after everything they use:
   // started by Init, stopped and joined by Shutdown (and their destructors).

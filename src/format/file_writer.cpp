@@ -47,14 +47,6 @@ std::string DirName(const std::string& path) {
   return path.substr(0, slash);
 }
 
-// A random non-zero content id (docs/format.md 4.3).
-uint64_t DrawContentId() {
-  std::random_device rd;
-  uint64_t id = 0;
-  while (id == 0) id = (uint64_t{rd()} << 32) ^ rd();
-  return id;
-}
-
 // A version-2 layout is what docs/format.md 4.3 allows.
 Status CheckV2Layout(const Layout& l, int64_t number) {
   const VersionRecord& rec = l.record;
@@ -90,6 +82,13 @@ std::string TempPathFor(const std::string& final_path) {
 }
 
 }  // namespace
+
+uint64_t DrawContentId() {
+  std::random_device rd;
+  uint64_t id = 0;
+  while (id == 0) id = (uint64_t{rd()} << 32) ^ rd();
+  return id;
+}
 
 Result<std::unique_ptr<FileWriter>> FileWriter::Create(os::FileSystem* fs,
                                                        const std::string& final_path,

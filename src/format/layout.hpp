@@ -51,6 +51,10 @@ struct VersionRecord {
   bool layered() const { return base_version >= 0; }
 };
 
+// A random non-zero content id (docs/format.md 4.3). The capture draws it,
+// so that the local and the persistent file of one version carry the same.
+uint64_t DrawContentId();
+
 struct Layout {
   struct Region {
     RegionSpec spec;
