@@ -10,6 +10,10 @@
 // least those trials test the loss of committed versions; the test fails if
 // fewer than kMinTrialsWithCommits trials saw a commit.
 //
+// The layered variant (checkpoint.changes = pages, max_layers 3) changes an
+// eighth of the pages per version, so most versions are layers of a chain and
+// the kills land in layered flushes: no chain may break.
+//
 // The seed of the kill delays is printed; CAIRN_CRASH_SEED=<n> replays a run.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -65,37 +69,60 @@ uint64_t Word(int64_t version, size_t i) {
   return x ^ (x >> 29);
 }
 
-void FillVersion(std::vector<uint64_t>& buf, int64_t version) {
-  for (size_t i = 0; i < buf.size(); ++i) buf[i] = Word(version, i);
+constexpr size_t kWordsPerPage = 4096 / sizeof(uint64_t);
+constexpr int64_t kSpread = 8;  // layered: a page changes every kSpread versions
+
+// The version whose pattern word i holds at `version`: the version itself
+// (full), or the last one at or before it that changed i's page (layered:
+// page p changes at the versions v with (p + v) % kSpread == 0; 0 = the
+// initial fill).
+int64_t Writer(int64_t version, size_t i, bool layered) {
+  if (!layered) return version;
+  const auto page = static_cast<int64_t>(i / kWordsPerPage);
+  return std::max<int64_t>(0, version - (page + version) % kSpread);
 }
 
-// Index of the first word that is not version's pattern, or -1.
-long long FirstMismatch(const std::vector<uint64_t>& buf, int64_t version) {
-  for (size_t i = 0; i < buf.size(); ++i) {
-    if (buf[i] != Word(version, i)) return static_cast<long long>(i);
+// The words of `version` (a full fill, or only the pages it changes).
+void FillVersion(uint64_t* buf, int64_t version, bool layered) {
+  for (size_t i = 0; i < kBufferBytes / sizeof(uint64_t); ++i) {
+    if (Writer(version, i, layered) == version) buf[i] = Word(version, i);
+  }
+}
+
+// Index of the first word that is not version's content, or -1.
+long long FirstMismatch(const uint64_t* buf, int64_t version, bool layered) {
+  for (size_t i = 0; i < kBufferBytes / sizeof(uint64_t); ++i) {
+    if (buf[i] != Word(Writer(version, i, layered), i)) return static_cast<long long>(i);
   }
   return -1;
 }
 
-Config MakeConfig(const std::string& dir) {
+Config MakeConfig(const std::string& dir, bool layered) {
   Config c = ScratchConfig(dir, 8 * kMiB, 256 * kKiB);
   c.keep_versions = 3;
+  if (layered) {
+    c.changes = ChangeDetection::kPages;
+    c.max_layers = 3;
+  }
   return c;
 }
 
 // Runs in the forked child; never returns.
-[[noreturn]] void ChildMain(const std::string& dir, int report_fd) {
-  auto client = Client::Open(MakeConfig(dir));
+[[noreturn]] void ChildMain(const std::string& dir, int report_fd, bool layered) {
+  auto client = Client::Open(MakeConfig(dir, layered));
   if (!client.ok()) ::_exit(kChildOpenFailed);
-  std::vector<uint64_t> buf(kBufferBytes / sizeof(uint64_t));
-  if (!(*client)->Protect(1, buf.data(), kBufferBytes).ok()) ::_exit(kChildProtectFailed);
+  auto tracked = TrackedBuffer::Create(kBufferBytes);  // page-aligned: pages tracks it
+  if (!tracked.ok()) ::_exit(kChildProtectFailed);
+  auto* buf = static_cast<uint64_t*>(tracked->data());
+  for (size_t i = 0; i < kBufferBytes / sizeof(uint64_t); ++i) buf[i] = Word(0, i);
+  if (!(*client)->Protect(1, buf, kBufferBytes).ok()) ::_exit(kChildProtectFailed);
   // "Ready": the kill delay is counted from here, so that most kills land
   // in the checkpoint loop rather than in process start-up.
   const int64_t ready = 0;
   if (::write(report_fd, &ready, sizeof ready) != static_cast<ssize_t>(sizeof ready))
     ::_exit(kChildPipeFailed);
   for (int64_t v = 1; v < 1000000; ++v) {
-    FillVersion(buf, v);
+    FillVersion(buf, v, layered);
     if (!(*client)->Checkpoint(kName, v).ok()) ::_exit(kChildCheckpointFailed);
     if (v % kCommitEvery == 0) {
       if (!(*client)->Wait(kName, v, Level::kLocal).ok()) ::_exit(kChildWaitFailed);
@@ -130,7 +157,10 @@ struct TrialResult {
   bool lost = false;      // a committed version is missing
 };
 
-TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
+class CrashTest : public ::testing::TestWithParam<bool> {};  // layered?
+
+TEST_P(CrashTest, SigkillDuringCheckpointsLosesNothing) {
+  const bool layered = GetParam();
   const uint64_t seed = CrashSeed();
   std::cout << "[ crash    ] seed " << seed << " (set CAIRN_CRASH_SEED to replay)" << std::endl;
   RecordProperty("crash_seed", std::to_string(seed));
@@ -155,7 +185,7 @@ TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
     ASSERT_GE(pid, 0) << "fork: " << std::strerror(errno);
     if (pid == 0) {
       ::close(fds[0]);
-      ChildMain(tmp.path(), fds[1]);
+      ChildMain(tmp.path(), fds[1], layered);
     }
     ::close(fds[1]);
     // Wait (bounded) for the child's "ready", then let it run `delay` ms.
@@ -201,13 +231,14 @@ TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
 
     // Restart: what survived?
     const auto t_check = std::chrono::steady_clock::now();
-    Config config = MakeConfig(tmp.path());
+    Config config = MakeConfig(tmp.path(), layered);
     config.host_cache_bytes = 1 * kMiB;  // the checker only reads files
     auto client_r = Client::Open(config);
     ASSERT_TRUE(client_r.ok()) << client_r.status().ToString();
     auto client = std::move(client_r).value();
     std::vector<uint64_t> buf(kBufferBytes / sizeof(uint64_t));
     ASSERT_OK(client->Protect(1, buf.data(), kBufferBytes));
+    int layers = 0;  // layered files seen
 
     auto latest = client->Latest(kName);
     if (latest.ok()) {
@@ -216,7 +247,7 @@ TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
       if (!s.ok()) {
         ADD_FAILURE() << "Restore(Latest=" << *latest << "): " << s.ToString();
         ++r.damaged;
-      } else if (long long at = FirstMismatch(buf, *latest); at >= 0) {
+      } else if (long long at = FirstMismatch(buf.data(), *latest, layered); at >= 0) {
         ADD_FAILURE() << "version " << *latest << " restored wrong data at word " << at;
         ++r.damaged;
       }
@@ -247,6 +278,7 @@ TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
       auto reader = format::FileReader::Open(os::FileSystem::Default(), path);
       Status s = reader.status();
       if (s.ok()) s = (*reader)->VerifyAll();
+      if (s.ok() && (*reader)->record().layered()) ++layers;
       if (s.ok() && (*reader)->info().number != version) {
         s = Status::Corrupt("file says version " + std::to_string((*reader)->info().number));
       }
@@ -269,13 +301,19 @@ TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
     // dead process's leftovers (every few trials: it costs an fsync).
     if (trial % 4 == 0) {
       const int64_t next = std::max<int64_t>(r.latest, 0) + 1000;
-      FillVersion(buf, next);
+      for (size_t i = 0; i < buf.size(); ++i) buf[i] = Word(next, i);
       ASSERT_OK(client->Checkpoint(kName, next));
       Status w = client->Wait(kName, next, Level::kLocal);
       EXPECT_TRUE(w.ok()) << w.ToString();
       auto after = client->Latest(kName);
       ASSERT_TRUE(after.ok()) << after.status().ToString();
       EXPECT_EQ(*after, next);
+      ASSERT_OK(client->Restore(kName, next));
+      for (size_t i = 0; i < buf.size(); ++i) ASSERT_EQ(buf[i], Word(next, i)) << "word " << i;
+    }
+    if (layered && r.latest > kSpread) {
+      // Past the first versions, a layered run leaves layers behind.
+      EXPECT_GT(layers, 0) << "no layered file among " << r.files;
     }
     ASSERT_OK(client->Close());
 
@@ -294,6 +332,9 @@ TEST(CrashTest, SigkillDuringCheckpointsLosesNothing) {
             << " trials had committed versions" << std::endl;
   EXPECT_GE(trials_with_commits, kMinTrialsWithCommits);
 }
+
+INSTANTIATE_TEST_SUITE_P(Versions, CrashTest, ::testing::Bool(),
+                         [](const auto& p) { return std::string(p.param ? "Layered" : "Full"); });
 
 }  // namespace
 }  // namespace cairn
