@@ -45,6 +45,12 @@ class TrackedRanges {
 
   const os::PageTracker& tracker() const { return *tracker_; }
 
+  // [data, data + bytes) is about to be overwritten by a restore: tracking
+  // of every range it overlaps stops (no protection faults, and no read(2)
+  // into protected memory, which fails under mprotect), and the next Collect
+  // tracks again and reports the whole range.
+  void Release(const void* data, uint64_t bytes);
+
  private:
   class Source;
   Result<ExtentList> Collect(Range& r, uint64_t id);
@@ -107,9 +113,15 @@ Result<ExtentList> TrackedRanges::Collect(Range& r, uint64_t id) {
   MutexLock l(&r.mu);
   Subscriber& me = r.subs[id];
   me.suspended = false;
-  if (!r.tracked) {  // every subscriber had suspended: track again from now
+  if (!r.tracked) {
+    // Suspended by every subscriber, or released for a restore: track again
+    // from now. The tracker's first Collect reports everything; that report
+    // is this one (for every subscriber), so it is consumed here.
     CAIRN_RETURN_IF_ERROR(tracker_->Track(r.addr, r.bytes));
     r.tracked = true;
+    CAIRN_RETURN_IF_ERROR(tracker_->Collect(r.addr).status());
+    for (auto& [k, sub] : r.subs) sub.pending = ExtentList{{0, r.bytes}};
+    me.pending.clear();
     return ExtentList{{0, r.bytes}};
   }
   Result<os::Collection> c = tracker_->Collect(r.addr);
@@ -139,6 +151,18 @@ void TrackedRanges::Suspend(Range& r, uint64_t id) {
   if (all && r.tracked) {
     (void)tracker_->Untrack(r.addr);  // monitoring off costs nothing
     r.tracked = false;
+  }
+}
+
+void TrackedRanges::Release(const void* data, uint64_t bytes) {
+  const auto lo = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t hi = lo + bytes;
+  MutexLock l(&mu_);
+  for (auto& [addr, r] : ranges_) {
+    if (addr >= hi || addr + r->bytes <= lo) continue;
+    MutexLock rl(&r->mu);
+    if (r->tracked) (void)tracker_->Untrack(r->addr);
+    r->tracked = false;
   }
 }
 
@@ -328,6 +352,11 @@ void Layering::Dropped(const std::string& name, int64_t version) {
   for (auto& r : nit->second.regions) {
     if (r.detector) r.detector->Abandon(version);
   }
+}
+
+void Layering::BeforeRestore(const void* data, uint64_t bytes) {
+  MutexLock l(&mu_);
+  if (ranges_) ranges_->Release(data, bytes);
 }
 
 ChangeStats Layering::stats() const {

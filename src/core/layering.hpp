@@ -76,6 +76,11 @@ class Layering {
   // It failed or was dropped before committing: never a baseline.
   void Dropped(const std::string& name, int64_t version) CAIRN_EXCLUDES(mu_);
 
+  // A restore is about to write host memory [data, data + bytes): tracked
+  // memory there is released (no write faults during the restore, no
+  // read(2) into protected pages) and reported whole at its next capture.
+  void BeforeRestore(const void* data, uint64_t bytes) CAIRN_EXCLUDES(mu_);
+
   // Totals over every detector this client made, live and replaced.
   ChangeStats stats() const CAIRN_EXCLUDES(mu_);
 

@@ -91,6 +91,9 @@ Status Pipeline::Restore(const std::string& name, int64_t version,
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
   const auto kind = format::EntryKind::kCheckpoint;
   auto t0 = std::chrono::steady_clock::now();
+  for (const auto& t : targets) {
+    if (t.memory == MemoryKind::kHost) layering_->BeforeRestore(t.data, t.bytes);
+  }
   MutexLock lock(&mu_);
   EntryPtr e = catalog_.Find(kind, name, version);
   // A layered version's cached blocks hold only its changed extents: it is
