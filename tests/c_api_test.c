@@ -222,9 +222,9 @@ static void test_stats_layout(void) {
   CHECK(offsetof(cairn_stats_t, size) == 0, "size comes first");
   CHECK(offsetof(cairn_stats_t, capture_bytes) == 8, "the first row follows size");
   CHECK(offsetof(cairn_stats_t, device_capacity_bytes) % 8 == 0, "64-bit fields are 8-aligned");
-  CHECK(offsetof(cairn_stats_t, persist_holds_released) + sizeof(uint64_t) == sizeof(cairn_stats_t),
+  CHECK(offsetof(cairn_stats_t, changes_deactivated_regions) + sizeof(uint64_t) == sizeof(cairn_stats_t),
         "no padding at the end");
-  CHECK(sizeof(cairn_stats_t) == 472, "cairn_stats_t is 472 bytes (tests/fortran checks the same)");
+  CHECK(sizeof(cairn_stats_t) == 544, "cairn_stats_t is 544 bytes (tests/fortran checks the same)");
   CHECK(CAIRN_DEVICE_CACHE_DIRECT == 0 && CAIRN_DEVICE_CACHE_INCREMENTAL == 1,
         "cairn_device_cache_init_t values match cairn::DeviceCacheInit");
 }
@@ -313,6 +313,42 @@ static void test_alloc(void) {
   CHECK_RC(cairn_free(NULL), CAIRN_OK);
 }
 
+/* cairn_protect_ex: its argument checks, and a region hashed under a client
+ * in checkpoint.changes = full: its second version is layered. */
+static unsigned char g_big[256 * 1024];
+
+static void test_protect_ex(void) {
+  cairn_client_t* c = NULL;
+  cairn_protect_options_t o = CAIRN_PROTECT_OPTIONS_INIT;
+  cairn_stats_t st = CAIRN_STATS_INIT;
+  CHECK_RC(cairn_open(NULL, &c), CAIRN_OK);
+  if (c == NULL) return;
+  CHECK(o.changes == CAIRN_CHANGES_DEFAULT && o.size == sizeof o, "CAIRN_PROTECT_OPTIONS_INIT");
+  o.size = 0;
+  CHECK_RC(cairn_protect_ex(c, 1, g_big, sizeof g_big, &o), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(cairn_last_error(), "size") != NULL, "the error names opts->size");
+  o.size = sizeof o;
+  o.changes = 9;
+  CHECK_RC(cairn_protect_ex(c, 1, g_big, sizeof g_big, &o), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_protect_ex(NULL, 1, g_big, sizeof g_big, &o), CAIRN_ERR_INVALID_ARGUMENT);
+  o.changes = CAIRN_CHANGES_HASH;
+  CHECK_RC(cairn_protect_ex(c, 1, g_big, sizeof g_big, &o), CAIRN_OK);
+  memset(g_big, 1, sizeof g_big);
+  CHECK_RC(cairn_checkpoint(c, "layered", 1), CAIRN_OK);
+  CHECK_RC(cairn_wait(c, "layered", 1, CAIRN_LEVEL_LOCAL), CAIRN_OK);
+  g_big[100000] = 2;
+  CHECK_RC(cairn_checkpoint(c, "layered", 2), CAIRN_OK);
+  CHECK_RC(cairn_wait(c, "layered", 2, CAIRN_LEVEL_LOCAL), CAIRN_OK);
+  CHECK_RC(cairn_stats(c, &st), CAIRN_OK);
+  CHECK(st.changes_layered_versions == 1 && st.changes_full_versions == 1, "version 2 is layered");
+  CHECK(st.changes_bytes_stored == sizeof g_big + 64 * 1024, "version 2 stores one 64 KiB chunk");
+  memset(g_big, 0, sizeof g_big);
+  CHECK_RC(cairn_restore(c, "layered", 2), CAIRN_OK);
+  CHECK(g_big[100000] == 2 && g_big[0] == 1 && g_big[sizeof g_big - 1] == 1, "version 2 restored");
+  CHECK_RC(cairn_protect_ex(c, 1, g_big, sizeof g_big, NULL), CAIRN_OK); /* NULL: no options */
+  CHECK_RC(cairn_close(c), CAIRN_OK);
+}
+
 int main(void) {
   char root[4096];
   char scratch[4200];
@@ -339,6 +375,7 @@ int main(void) {
   test_null_handles();
   test_stats_layout();
   test_alloc();
+  test_protect_ex();
 
   /* Open with defaults (+ environment). */
   REQUIRE_RC(cairn_open(NULL, &c), CAIRN_OK);

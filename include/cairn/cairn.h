@@ -60,6 +60,34 @@ CAIRN_EXPORT int cairn_close(cairn_client_t *c);
  * write it first. */
 CAIRN_EXPORT int cairn_protect(cairn_client_t *c, int id, void *ptr, size_t bytes);
 
+/* checkpoint.changes values (cairn::ChangeDetection; docs/config.md). */
+typedef enum {
+  CAIRN_CHANGES_DEFAULT = -1, /* in cairn_protect_options_t: the client's checkpoint.changes */
+  CAIRN_CHANGES_FULL = 0,
+  CAIRN_CHANGES_PAGES = 1,
+  CAIRN_CHANGES_HASH = 2,
+  CAIRN_CHANGES_AUTO = 3
+} cairn_changes_t;
+
+/* Per-region options of cairn_protect_ex. size: sizeof the caller's struct
+ * (CAIRN_PROTECT_OPTIONS_INIT sets it and the defaults); members past it take
+ * their defaults, so older callers keep working when members are appended. */
+typedef struct {
+  uint64_t size;
+  int32_t changes;  /* a cairn_changes_t; CAIRN_CHANGES_DEFAULT: the client's */
+  int32_t reserved; /* 0 */
+} cairn_protect_options_t;
+
+#define CAIRN_PROTECT_OPTIONS_INIT {.size = sizeof(cairn_protect_options_t), .changes = CAIRN_CHANGES_DEFAULT}
+
+/* cairn_protect_ex - cairn_protect with this region's own options (opts NULL:
+ * none). E.g. .changes = CAIRN_CHANGES_HASH for memory that cannot be tracked
+ * page by page under checkpoint.changes = pages. Re-registering with other
+ * options makes the region's next version full. CAIRN_ERR_INVALID_ARGUMENT
+ * for an unknown mode or a size smaller than the size member. */
+CAIRN_EXPORT int cairn_protect_ex(cairn_client_t *c, int id, void *ptr, size_t bytes,
+                                  const cairn_protect_options_t *opts);
+
 /* cairn_unprotect - forget region id. CAIRN_ERR_NOT_FOUND if unknown. */
 CAIRN_EXPORT int cairn_unprotect(cairn_client_t *c, int id);
 

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -119,6 +120,14 @@ struct Stats {
   ChangeStats changes;
 };
 
+// Per-region options of Client::Protect.
+struct ProtectOptions {
+  // checkpoint.changes for this region; unset: the client's. E.g. kHash for
+  // memory that cannot be tracked page by page, kFull for a region that
+  // changes everywhere each time.
+  std::optional<ChangeDetection> changes;
+};
+
 class History;
 class Group;
 
@@ -148,6 +157,9 @@ class CAIRN_EXPORT Client {
   // Device captures start after the work on the legacy default stream;
   // synchronize other streams that write the region before Checkpoint.
   Status Protect(int id, void* ptr, size_t bytes);
+  // The same, with this region's own options (a re-registration with other
+  // options starts its change detection afresh: its next version is full).
+  Status Protect(int id, void* ptr, size_t bytes, const ProtectOptions& options);
   // Forgets region `id`; later checkpoints leave it out. kNotFound if it is
   // not protected, kState once the client is closed.
   Status Unprotect(int id);

@@ -3,6 +3,7 @@
 // and turns it into a negative error code plus a thread-local message.
 #include "cairn/cairn.h"
 
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <string>
@@ -98,6 +99,26 @@ int cairn_close(cairn_client_t* c) {
 
 int cairn_protect(cairn_client_t* c, int id, void* ptr, size_t bytes) {
   return Guard([&]() -> int { return c ? Report(c->client->Protect(id, ptr, bytes)) : InvalidHandle("client"); });
+}
+
+int cairn_protect_ex(cairn_client_t* c, int id, void* ptr, size_t bytes, const cairn_protect_options_t* opts) {
+  return Guard([&]() -> int {
+    if (c == nullptr) return InvalidHandle("client");
+    cairn::ProtectOptions o;
+    if (opts != nullptr) {
+      if (opts->size < sizeof opts->size) {
+        return Report(cairn::Status::InvalidArgument(
+            "cairn_protect_ex: opts->size is " + std::to_string(opts->size) +
+            ": set it to sizeof(cairn_protect_options_t) (CAIRN_PROTECT_OPTIONS_INIT)"));
+      }
+      // A member exists in the caller's struct when it ends within size.
+      const bool has_changes = opts->size >= offsetof(cairn_protect_options_t, changes) + sizeof opts->changes;
+      if (has_changes && opts->changes != CAIRN_CHANGES_DEFAULT) {
+        o.changes = static_cast<cairn::ChangeDetection>(opts->changes);
+      }
+    }
+    return Report(c->client->Protect(id, ptr, bytes, o));
+  });
 }
 
 int cairn_unprotect(cairn_client_t* c, int id) {

@@ -19,6 +19,7 @@ struct Region {
   void* ptr = nullptr;
   size_t bytes = 0;
   MemoryKind memory = MemoryKind::kHost;
+  std::optional<ChangeDetection> changes;  // ProtectOptions::changes
 };
 
 }  // namespace
@@ -114,7 +115,13 @@ Status Client::Close() {
   return s;
 }
 
-Status Client::Protect(int id, void* ptr, size_t bytes) {
+Status Client::Protect(int id, void* ptr, size_t bytes) { return Protect(id, ptr, bytes, ProtectOptions{}); }
+
+Status Client::Protect(int id, void* ptr, size_t bytes, const ProtectOptions& options) {
+  if (options.changes && (static_cast<int>(*options.changes) < 0 || static_cast<int>(*options.changes) > 3)) {
+    return Status::InvalidArgument("protect region " + std::to_string(id) + ": unknown change detection mode " +
+                                   std::to_string(static_cast<int>(*options.changes)));
+  }
   if (ptr == nullptr && bytes > 0) {
     return Status::InvalidArgument("protect region " + std::to_string(id) + ": null pointer with " +
                                    std::to_string(bytes) + " bytes");
@@ -125,7 +132,7 @@ Status Client::Protect(int id, void* ptr, size_t bytes) {
   auto kind = impl_->core->pipeline->ClassifyRegion(ptr, bytes);
   if (!kind.ok()) return kind.status().WithContext("protect region " + std::to_string(id));
   MutexLock regions_lock(&impl_->core->regions_mu);
-  impl_->core->regions[id] = Region{ptr, bytes, *kind};
+  impl_->core->regions[id] = Region{ptr, bytes, *kind, options.changes};
   return Status::Ok();
 }
 
@@ -146,7 +153,8 @@ Status Client::Checkpoint(std::string_view name, int64_t version) {
   {
     MutexLock regions_lock(&impl_->core->regions_mu);
     for (const auto& [id, r] : impl_->core->regions) {
-      sources.push_back({.spec = {.id = id, .memory = r.memory, .bytes = r.bytes}, .data = r.ptr});
+      sources.push_back({.spec = {.id = id, .memory = r.memory, .bytes = r.bytes}, .data = r.ptr,
+                         .changes = r.changes});
     }
   }
   return impl_->core->pipeline->Capture(format::EntryKind::kCheckpoint, std::string(name), version,

@@ -192,12 +192,16 @@ void Add(ChangeCounters& to, const ChangeCounters& c) {
   to.deactivations += c.deactivations;
 }
 
-bool SameRegions(const std::vector<Layering::CaptureRegion>& was, const std::vector<CaptureSource>& now) {
+bool SameRegions(const std::vector<Layering::CaptureRegion>& was, const std::vector<CaptureSource>& now,
+                 ChangeDetection client_mode) {
   if (was.size() != now.size()) return false;
   for (size_t i = 0; i < now.size(); ++i) {
     const auto& a = was[i].spec;
     const auto& b = now[i].spec;
-    if (a.id != b.id || a.memory != b.memory || a.bytes != b.bytes || was[i].data != now[i].data) return false;
+    if (a.id != b.id || a.memory != b.memory || a.bytes != b.bytes || was[i].data != now[i].data ||
+        was[i].mode != now[i].changes.value_or(client_mode)) {
+      return false;
+    }
   }
   return true;
 }
@@ -229,6 +233,7 @@ void Layering::Retire(const std::shared_ptr<ChangeDetector>& d) {
 
 Result<std::unique_ptr<ChangeDetector>> Layering::MakeDetector(const CaptureSource& s) {
   ChangeOptions o = options_;
+  o.mode = s.changes.value_or(options_.mode);
   std::unique_ptr<PageSource> pages;
   if (o.mode == ChangeDetection::kPages || o.mode == ChangeDetection::kAuto) {
     if (!ranges_) ranges_ = std::make_unique<TrackedRanges>();
@@ -246,12 +251,12 @@ Result<std::unique_ptr<ChangeDetector>> Layering::MakeDetector(const CaptureSour
 
 std::vector<std::shared_ptr<ChangeDetector>> Layering::Detectors(Name& n,
                                                                  const std::vector<CaptureSource>& sources) {
-  if (!SameRegions(n.regions, sources)) {
+  if (!SameRegions(n.regions, sources, options_.mode)) {
     for (auto& r : n.regions) Retire(r.detector);
     n.regions.clear();
     for (const auto& s : sources) {
-      CaptureRegion r{.spec = s.spec, .data = s.data};
-      if (s.spec.memory == MemoryKind::kHost && s.spec.bytes > 0) {
+      CaptureRegion r{.spec = s.spec, .data = s.data, .mode = s.changes.value_or(options_.mode)};
+      if (s.spec.memory == MemoryKind::kHost && s.spec.bytes > 0 && r.mode != ChangeDetection::kFull) {
         Result<std::unique_ptr<ChangeDetector>> d = MakeDetector(s);
         if (d.ok()) {
           r.detector = std::move(*d);
@@ -272,7 +277,10 @@ LayerPlan Layering::Plan(const std::string& name, int64_t version, const std::ve
   std::vector<format::RegionSpec> specs;
   for (const auto& s : sources) specs.push_back(s.spec);
   LayerPlan plan;
-  if (!enabled()) {
+  const bool detect = enabled() || std::any_of(sources.begin(), sources.end(), [](const CaptureSource& s) {
+                        return s.changes && *s.changes != ChangeDetection::kFull;
+                      });
+  if (!detect) {
     plan.layout = format::Layout::Make(specs, block_bytes_);
     return plan;
   }

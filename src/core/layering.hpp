@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ namespace cairn::core {
 struct CaptureSource {
   format::RegionSpec spec;
   const void* data = nullptr;
+  // The region's own checkpoint.changes (ProtectOptions); unset: the client's.
+  std::optional<ChangeDetection> changes;
 };
 
 // What one Plan decided (for the capture's stats).
@@ -57,12 +60,14 @@ class Layering {
   Layering(const Layering&) = delete;
   Layering& operator=(const Layering&) = delete;
 
-  // checkpoint.changes != full: versions are planned here (format v2).
+  // checkpoint.changes != full: versions are planned here (format v2). A
+  // region may ask for detection under a client in `full` (and the reverse).
   bool enabled() const { return options_.mode != ChangeDetection::kFull; }
 
   // The layout of `version` of `name`, whose regions are `sources` (host
   // memory readable now; device and managed regions are stored full). With
-  // detection off: Layout::Make (format v1), as before layering existed.
+  // detection off for the client and every region: Layout::Make (format v1),
+  // as before layering existed.
   // Layered when every host region's detector has a committed baseline in a
   // chain shorter than max_layers and the region set is the base's; a
   // region whose detector says full is stored whole inside a layered
@@ -88,6 +93,7 @@ class Layering {
   struct CaptureRegion {
     format::RegionSpec spec;
     const void* data = nullptr;
+    ChangeDetection mode = ChangeDetection::kFull;  // in effect for it
     std::shared_ptr<ChangeDetector> detector;  // null: stored full (not host memory)
   };
 

@@ -236,3 +236,49 @@ def test_load_without_into_of_a_plain_checkpoint(client: cairn.Client) -> None:
         client.load("plain", 0)
     with pytest.raises(cairn.NotFoundError, match="version 1 of 'plain'"):
         client.load("plain", 1)
+
+
+def test_save_stores_only_changed_chunks_by_default(make_client: Callable[..., cairn.Client]) -> None:
+    w = np.zeros(1 << 20, np.uint8)  # 16 hash chunks of 64 KiB
+    with make_client() as c:
+        c.save("m", 1, {"w": w})
+        c.wait("m", 1)
+        w[70000] = 1  # the second chunk
+        c.save("m", 2, {"w": w})
+        c.wait("m", 2)
+        st = c.stats()
+        assert st.changes.layered_versions == 1
+        assert st.changes.full_versions == 1
+        assert st.changes.bytes_hashed >= 2 * w.nbytes
+        # Version 2 stored one chunk (plus the small header and manifest).
+        assert st.flush_local.bytes < w.nbytes + 2 * 65536
+        np.testing.assert_array_equal(c.load("m", 2)["w"], w)
+        assert c.load("m", 1)["w"][70000] == 0
+    with make_client() as c:  # a new client reads the chain from the files
+        np.testing.assert_array_equal(c.load("m", 2)["w"], w)
+
+
+def test_save_with_changes_full_stores_everything(make_client: Callable[..., cairn.Client]) -> None:
+    w = np.zeros(1 << 20, np.uint8)
+    with make_client() as c:
+        for v in (1, 2):
+            c.save("m", v, {"w": w}, changes="full")
+            c.wait("m", v)
+        assert c.stats().changes.layered_versions == 0
+        assert c.stats().flush_local.bytes >= 2 * w.nbytes
+
+
+def test_protect_with_its_own_changes(make_client: Callable[..., cairn.Client]) -> None:
+    a = np.zeros(1 << 20, np.uint8)
+    with make_client() as c:
+        with pytest.raises(cairn.InvalidArgumentError, match="changes"):
+            c.protect(0, a, changes="sometimes")  # type: ignore[arg-type]
+        c.protect(0, a, changes="hash")  # the client is "full"
+        for v in (1, 2):
+            a[v * 100000] = v
+            c.checkpoint("p", v)
+            c.wait("p", v)
+        assert c.stats().changes.layered_versions == 1
+        a[:] = 0
+        c.restore("p", 2)
+        assert a[100000] == 1 and a[200000] == 2

@@ -23,6 +23,7 @@ from __future__ import annotations
 from ._cairn import format_size, parse_size
 from ._client import (
     ChangeMode,
+    ChangeStats,
     Client,
     DeviceCacheInit,
     DeviceStats,
@@ -56,6 +57,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ArrayLike",
     "ChangeMode",
+    "ChangeStats",
     "Client",
     "ConfigError",
     "CorruptError",

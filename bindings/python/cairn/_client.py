@@ -146,6 +146,25 @@ class DeviceStats:
 
 
 @dataclass(frozen=True)
+class ChangeStats:
+    """Change detection (``cairn::ChangeStats``; ``checkpoint.changes``,
+    docs/design.md "Layered captures"). Zero with ``changes = "full"``."""
+
+    mode: str  #: checkpoint.changes in use
+    tracker: str  #: page tracker in use ("uffd-async", ...; "" = none made)
+    fallback_note: str  #: the first reason a region lost its detection mode
+    full_versions: int  #: checkpoint versions stored full
+    layered_versions: int  #: checkpoint versions stored layered (changed extents only)
+    bytes_examined: int  #: host region bytes offered to change detection
+    bytes_stored: int  #: payload bytes the versions store
+    bytes_hashed: int  #: bytes read by the hash detector
+    tracking_faults: int  #: first writes trapped by the page tracker
+    fallbacks: int  #: regions that fell back (untrackable memory, tracking lost)
+    deactivations: int  #: auto: times monitoring was deactivated
+    deactivated_regions: int  #: auto: regions deactivated now
+
+
+@dataclass(frozen=True)
 class Stats:
     """A snapshot of a client's statistics (``cairn::Stats``; docs/stats.md)."""
 
@@ -168,6 +187,7 @@ class Stats:
     persist_holds_released: int  #: checkpoints whose cache blocks a capture took back from the persister
     init: InitStats  #: how the host cache was prepared (host_cache.init)
     device: DeviceStats  #: the GPU tier (device_cache)
+    changes: ChangeStats  #: change detection (checkpoint.changes)
 
     @property
     def capture_blocked_seconds(self) -> float:
@@ -196,7 +216,12 @@ class Stats:
 
 # The classes nested in Stats, by annotation (``from __future__ import
 # annotations`` makes them strings), and the names of the enum fields' values.
-_NESTED: Dict[str, type] = {"TierStats": TierStats, "InitStats": InitStats, "DeviceStats": DeviceStats}
+_NESTED: Dict[str, type] = {
+    "TierStats": TierStats,
+    "InitStats": InitStats,
+    "DeviceStats": DeviceStats,
+    "ChangeStats": ChangeStats,
+}
 _ENUM_NAMES: Dict[str, Tuple[str, ...]] = {
     "init_strategy": _config.INIT_STRATEGIES,
     "device_init": _config.DEVICE_CACHE_INITS,
@@ -428,7 +453,7 @@ class Client(_Closable):
         overrides.update(unknown)  # rejected by name in _config.load
         self._impl = _cairn.Client(_config.load(config, overrides))
         self._lock = threading.RLock()  # protect/save/load bookkeeping
-        self._protected: Dict[int, object] = {}
+        self._protected: Dict[int, Tuple[object, Optional[str]]] = {}  # id -> (obj, changes)
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------
@@ -458,7 +483,7 @@ class Client(_Closable):
 
     # -- regions and versions ------------------------------------------------
 
-    def protect(self, id: int, obj: ArrayLike) -> None:
+    def protect(self, id: int, obj: ArrayLike, *, changes: Optional[ChangeMode] = None) -> None:
         """Registers ``obj``'s memory as region ``id`` (any int; re-protecting
         an id replaces it).
 
@@ -472,13 +497,20 @@ class Client(_Closable):
         reference to it until :meth:`unprotect` or :meth:`close`, and holds its
         buffer export (so a bytearray or numpy array cannot be resized).
 
+        ``changes`` overrides the client's ``checkpoint.changes`` for this
+        region (``"full"``, ``"hash"``, ``"pages"``, ``"auto"``; None: the
+        client's), e.g. ``"hash"`` for an array whose memory cannot be
+        tracked page by page. Re-protecting with another mode makes the
+        region's next version full.
+
         Raises:
-            InvalidArgumentError: read-only, non-contiguous or not a buffer.
+            InvalidArgumentError: read-only, non-contiguous or not a buffer;
+                an unknown ``changes``.
             UnsupportedError: memory of another device (DLPack ROCm, ...).
         """
         with self._lock:
-            self._impl.protect(id, obj)
-            self._protected[id] = obj
+            self._impl.protect(id, obj, True, changes)
+            self._protected[id] = (obj, changes)
 
     def unprotect(self, id: int) -> None:
         """Forgets region ``id`` and drops the reference to its object (after
@@ -570,7 +602,9 @@ class Client(_Closable):
 
     # -- mappings of arrays --------------------------------------------------
 
-    def save(self, name: str, version: int, arrays: Mapping[str, ArrayLike]) -> None:
+    def save(
+        self, name: str, version: int, arrays: Mapping[str, ArrayLike], *, changes: Optional[ChangeMode] = "hash"
+    ) -> None:
         """Checkpoints a mapping of arrays (e.g. a model's ``state_dict()``) as
         ``version`` of ``name``, with a manifest of its keys, dtypes and
         shapes. Returns once captured (like :meth:`checkpoint`); use
@@ -578,6 +612,11 @@ class Client(_Closable):
 
         Regions registered with :meth:`protect` are not part of it: they are
         set aside for the call and registered again afterwards.
+
+        ``changes`` is the arrays' change detection (default ``"hash"``: a
+        version stores only the 64 KiB chunks that changed since the previous
+        committed ``save`` of ``name``, layered on it; None: the client's
+        ``checkpoint.changes``; ``"full"``: everything every time).
 
         Raises:
             InvalidArgumentError: a key is not a str, or a value is not an
@@ -588,7 +627,7 @@ class Client(_Closable):
             head, manifest = _state.encode(items)
             regions: Dict[int, ArrayLike] = {_state.HEADER_ID: head, _state.MANIFEST_ID: manifest}
             regions.update((e.id, arrays[e.key]) for e in items)
-            with self._regions(regions, writable=False):
+            with self._regions(regions, writable=False, changes=changes):
                 self._impl.checkpoint(name, version)
 
     @overload
@@ -678,16 +717,18 @@ class Client(_Closable):
         try:
             yield
         finally:
-            for rid, obj in aside.items():
-                self._impl.protect(rid, obj)
+            for rid, (obj, changes) in aside.items():
+                self._impl.protect(rid, obj, True, changes)
 
     @contextlib.contextmanager
-    def _regions(self, regions: Mapping[int, ArrayLike], writable: bool) -> Iterator[None]:
+    def _regions(
+        self, regions: Mapping[int, ArrayLike], writable: bool, changes: Optional[str] = None
+    ) -> Iterator[None]:
         """Protects ``regions`` for the length of a with block (lock held)."""
         done = []
         try:
             for rid, obj in regions.items():
-                self._impl.protect(rid, obj, writable)
+                self._impl.protect(rid, obj, writable, changes)
                 done.append(rid)
             yield
         finally:

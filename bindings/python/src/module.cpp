@@ -461,11 +461,22 @@ class PyClient {
   }
 
   // writable=false is for Client.save(), which only checkpoints the region.
-  void Protect(int id, nb::handle obj, bool writable) {
+  // changes: the region's checkpoint.changes ("full", "hash", ...); None:
+  // the client's.
+  void Protect(int id, nb::handle obj, bool writable, std::optional<std::string> changes) {
+    cairn::ProtectOptions options;
+    if (changes) {
+      auto mode = cairn::ParseChangeDetection(*changes);
+      if (!mode.ok()) {
+        Check(cairn::Status::InvalidArgument("protect region " + std::to_string(id) + ": changes: " +
+                                             mode.status().message()));
+      }
+      options.changes = *mode;
+    }
     auto b = std::make_unique<Borrowed>(Borrowed::Get(obj, writable, "protect"));
     Check(WithoutGil([&] {
       std::unique_lock guard(regions_guard_);
-      return client_->Protect(id, b->data(), b->bytes());
+      return client_->Protect(id, b->data(), b->bytes(), options);
     }));
     std::swap(regions_[id], b);  // the region it replaces is released with `b`
   }
@@ -589,7 +600,8 @@ NB_MODULE(_cairn, m) {
 
   nb::class_<PyClient>(m, "Client")
       .def(nb::init<const cairn::Config&>(), nb::arg("config"))
-      .def("protect", &PyClient::Protect, nb::arg("id"), nb::arg("obj"), nb::arg("writable") = true)
+      .def("protect", &PyClient::Protect, nb::arg("id"), nb::arg("obj"), nb::arg("writable") = true,
+           nb::arg("changes") = nb::none())
       .def("unprotect", &PyClient::Unprotect, nb::arg("id"))
       .def("checkpoint", &PyClient::Checkpoint, nb::arg("name"), nb::arg("version"))
       .def("wait", &PyClient::Wait, nb::arg("name"), nb::arg("version"), nb::arg("level"))
