@@ -198,10 +198,14 @@ bool SameRegions(const std::vector<Layering::CaptureRegion>& was, const std::vec
   for (size_t i = 0; i < now.size(); ++i) {
     const auto& a = was[i].spec;
     const auto& b = now[i].spec;
-    if (a.id != b.id || a.memory != b.memory || a.bytes != b.bytes || was[i].data != now[i].data ||
+    if (a.id != b.id || a.memory != b.memory || a.bytes != b.bytes ||
         was[i].mode != now[i].changes.value_or(client_mode)) {
       return false;
     }
+    // Tracking follows an address; a hash compares contents wherever they
+    // are (a state dict's arrays may be new objects at every save).
+    const bool tracked = was[i].mode == ChangeDetection::kPages || was[i].mode == ChangeDetection::kAuto;
+    if (tracked && was[i].data != now[i].data) return false;
   }
   return true;
 }

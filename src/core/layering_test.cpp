@@ -178,5 +178,30 @@ TEST_F(LayeringTest, RegionChangesForceAFullVersion) {
   EXPECT_TRUE(l.Plan("a", 4, sources).layout.layered());
 }
 
+// Moved memory of the same size: a hashed region stays layered (contents
+// are compared), a tracked one starts afresh; another mode starts afresh.
+TEST_F(LayeringTest, MovedOrReconfiguredRegions) {
+  auto other = TrackedBuffer::Create(kBytes);
+  ASSERT_TRUE(other.ok());
+  std::memcpy(other->data(), mem_, kBytes);
+  for (ChangeDetection mode : {ChangeDetection::kHash, ChangeDetection::kPages}) {
+    SCOPED_TRACE(ChangeDetectionName(mode));
+    Layering l(Options(ChangeDetection::kFull), kBlock);  // the regions ask for it
+    std::vector<CaptureSource> sources = Sources();
+    sources[0].changes = mode;
+    EXPECT_EQ(l.Plan("a", 1, sources).layout.format_version, format::kFormatVersion2);
+    l.Committed("a", 1);
+    sources[0].data = other->data();
+    EXPECT_EQ(l.Plan("a", 2, sources).layout.layered(), mode == ChangeDetection::kHash);
+    l.Committed("a", 2);
+    EXPECT_TRUE(l.Plan("a", 3, sources).layout.layered());
+    l.Committed("a", 3);
+    sources[0].changes = ChangeDetection::kAuto;
+    EXPECT_FALSE(l.Plan("a", 4, sources).layout.layered());
+    sources[0].changes.reset();  // the client's full: format v1 again
+    EXPECT_EQ(l.Plan("a", 5, sources).layout.format_version, format::kFormatVersion);
+  }
+}
+
 }  // namespace
 }  // namespace cairn::core
