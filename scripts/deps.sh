@@ -22,6 +22,7 @@ need_cmd cc gcc
 need_cmd gfortran gfortran  # the Fortran binding (bindings/fortran) and its test
 need_cmd pkg-config pkg-config
 need_cmd clang++-14 clang-14  # the thread-safety tree (scripts/test.sh, build-tsa/)
+need_cmd ccache ccache  # scripts/test.sh compiles its five trees through it when present
 if ! command -v make >/dev/null 2>&1 && ! command -v ninja >/dev/null 2>&1; then
   missing+=(make)
 fi

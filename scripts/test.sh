@@ -26,6 +26,7 @@
 #
 # Environment (.ci/run clears all of these):
 #   CAIRN_TEST_QUICK=1      skip the sanitizer builds (local iteration; CI runs them)
+#   CAIRN_TEST_CCACHE=0     compile without ccache (default: through it when installed)
 #   CAIRN_TEST_CUDA=AUTO    CAIRN_WITH_CUDA for the trees (default ON; local use only)
 #   CAIRN_TEST_MPI=AUTO     CAIRN_WITH_MPI for the trees (default ON; local use only)
 #   CAIRN_TEST_JOBS=N       build/test parallelism (default 2)
@@ -123,6 +124,16 @@ build() {
 start=$SECONDS
 scripts/deps.sh
 wrap=()
+# ccache (installed by deps.sh; CAIRN_TEST_CCACHE=0 turns it off): five trees
+# (Release, Python, thread-safety, ASan, TSan) recompile mostly unchanged
+# sources at every run; through the cache a rerun compiles only what changed.
+# CMake (3.17+) and scikit-build-core take the launchers from the
+# environment; CCACHE_BASEDIR makes paths relative, so a fresh clone in
+# another directory hits the entries of the previous one.
+if [[ "${CAIRN_TEST_CCACHE:-1}" != 0 ]] && command -v ccache >/dev/null 2>&1; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+fi
 
 # 1. Release ------------------------------------------------------------------
 build release build -DCMAKE_BUILD_TYPE=Release -DCAIRN_SANITIZE=
