@@ -86,6 +86,11 @@ struct Options {
   // off (default on with --changes pages|auto and a fraction < 1).
   std::optional<bool> track_loop;
   int track_loop_intervals = 8;                      // --track-loop-intervals
+  std::optional<double> track_loop_ms;               // --track-loop-ms; unset: --interval-ms
+  // --settle: Cairn waits (untimed) until each version is local before the
+  // next interval, so each version can layer on the one before it (a base
+  // must be committed) whatever the disk's speed: chains of a known depth.
+  bool settle = false;
   std::optional<uint64_t> limits_bytes;  // unset: derived from the workload
   bool help = false;                // --help was given: print usage, exit 0
   // The hidden sub-command "restart-child" (spawned by ColdRestartTrial):

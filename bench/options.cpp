@@ -144,6 +144,11 @@ Options:
                      the buffer, write F of its pages) with page tracking on
                      and off (default on with --changes pages|auto and F < 1)
   --track-loop-intervals N  intervals per --track-loop trial (default 8)
+  --track-loop-ms T  compute per --track-loop interval (default --interval-ms)
+  --settle on|off    restart: after each checkpoint, wait (untimed, outside
+                     the interval) until Cairn has the version on the local
+                     tier, so that the next one can be layered on it (a base
+                     must be committed); default off
   --limits-size S    probe file size for the disk limits (default: the
                      bytes of one forward pass, clamped to [16MiB, 1GiB])
   --json FILE        write the results as JSON
@@ -204,7 +209,7 @@ Result<Options> ParseOptions(int argc, char** argv) {
         "--device-cache-init", "--device-map-chunk", "--sync-other", "--persistent",
         "--cold-restart", "--child-lib", "--child-salt", "--child-version", "--child-dir",
         "--child-report", "--changes", "--change-fraction", "--change-pattern",
-        "--max-layers", "--track-loop", "--track-loop-intervals", "--child-verify-as"};
+        "--max-layers", "--track-loop", "--track-loop-intervals", "--child-verify-as", "--settle", "--track-loop-ms"};
     bool known = false;
     for (const char* k : kWithValue) known = known || name == k;
     if (!known) return Bad(name, "unknown option (see --help)");
@@ -296,6 +301,15 @@ Result<Options> ParseOptions(int argc, char** argv) {
       CAIRN_ASSIGN_OR_RETURN(uint64_t n, ParseCount(name, value, 0));
       if (n > 1000) return Bad(name, "at most 1000");
       o.max_layers = static_cast<int>(n);
+      changes_given = true;
+    } else if (name == "--track-loop-ms") {
+      CAIRN_ASSIGN_OR_RETURN(double ms, ParseMillis(name, value));
+      o.track_loop_ms = ms;
+      changes_given = true;
+    } else if (name == "--settle") {
+      if (value == "on") o.settle = true;
+      else if (value == "off") o.settle = false;
+      else return Bad(name, "expected on or off, got '" + value + "'");
       changes_given = true;
     } else if (name == "--track-loop") {
       if (value == "on") o.track_loop = true;

@@ -103,6 +103,10 @@ Json ChangesJson(const TrialResult& t, const Stats* s) {
   std::vector<double> writes(t.app_write_s.begin() + (t.app_write_s.empty() ? 0 : 1),
                              t.app_write_s.end());
   ch.Set("app_write_s", writes.empty() ? Json() : Json(Median(writes)));
+  // Per-checkpoint blocking of versions 1.. (version 0 is full in every mode).
+  std::vector<double> blocking(t.checkpoint_s.begin() + (t.checkpoint_s.empty() ? 0 : 1),
+                               t.checkpoint_s.end());
+  ch.Set("checkpoint_blocking_after_first_s", blocking.empty() ? Json() : Json(Median(blocking)));
   Json per = Json::Array();
   for (size_t v = 0; v < k; ++v) {
     Json e = Json::Object();
@@ -404,6 +408,7 @@ Json ParamsJson(const RunResults& run) {
     p.Set("hash_chunk_bytes", MakeConfig(o, run.dir).hash_chunk_bytes);
     p.Set("tracked_memory", UsesTrackedMemory(o));
     p.Set("track_loop", TrackLoopOn(o));
+    p.Set("settle", o.settle);
   }
   return p;
 }

@@ -271,7 +271,9 @@ TrialResult RunRestartTrial(const Options& o, bool async, const std::string& dir
     ChangeStats prev = c.GetStats().changes;
     RunRestart(
         o, salt, app, [&](int64_t v) { return c.Checkpoint(kName, v); },
-        [&](int64_t) {
+        [&](int64_t v) {
+          // --settle: the error, if any, shows again at the final Wait.
+          if (o.settle) (void)c.Wait(kName, v, Level::kLocal);
           const ChangeStats now = c.GetStats().changes;
           const bool planned = now.full_versions + now.layered_versions >
                                prev.full_versions + prev.layered_versions;

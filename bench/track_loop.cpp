@@ -86,7 +86,8 @@ TrackLoopResult RunTrackLoop(const Options& o, const std::string& dir, BenchBuff
     r.status = Status::InvalidArgument("--track-loop needs --memory host");
     return r;
   }
-  r.work_slices = Calibrate(app.host(), o.size, o.interval_ms, r.calibrated_s);
+  r.work_slices = Calibrate(app.host(), o.size, o.track_loop_ms.value_or(o.interval_ms),
+                            r.calibrated_s);
   const std::string loop_dir = dir + "/track-loop";
   for (int i = 0; i < o.repeat && r.status.ok(); ++i) {
     const uint64_t salt = NextTrialSalt();

@@ -5,7 +5,7 @@
 // The loop of one interval: the application writes the pages a version
 // changes (--change-fraction, --change-pattern: StampVersion), then computes
 // for a fixed amount of work (read sweeps over its buffer) calibrated once,
-// untracked, to last --interval-ms. Between intervals (untimed) it
+// untracked, to last --track-loop-ms (default --interval-ms). Between intervals (untimed) it
 // checkpoints and waits for the version to be local, so no flush competes
 // with the timed loop. "Tracked" runs it under a client with the run's
 // --changes (pages|auto: first writes fault into the tracker), "untracked"
