@@ -87,6 +87,10 @@ struct Options {
   std::optional<bool> track_loop;
   int track_loop_intervals = 8;                      // --track-loop-intervals
   std::optional<double> track_loop_ms;               // --track-loop-ms; unset: --interval-ms
+  // --track-loop-baseline: the untracked side runs under a client with this
+  // change detection (hash, the default, or full: no tracker) or with no
+  // client (unset: none). docs/bench.md says why hash is the default.
+  std::optional<ChangeDetection> track_loop_baseline = ChangeDetection::kHash;
   // --settle: Cairn waits (untimed) until each version is local before the
   // next interval, so each version can layer on the one before it (a base
   // must be committed) whatever the disk's speed: chains of a known depth.

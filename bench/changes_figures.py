@@ -40,7 +40,7 @@ def run_bench(args, extra, tag, json_dir):
     os.close(fd)
     cmd = [args.bench, "restart", "--mode", "async", "--no-warmup", "--repeat", "1",
            "--settle", "on", "--size", args.size, "--interval-ms", str(args.interval_ms),
-           "--quiet", "--json", path] + extra
+           "--limits-size", args.limits_size, "--quiet", "--json", path] + extra
     if args.dir:
         cmd += ["--dir", args.dir]
     print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
@@ -171,6 +171,9 @@ def main():
     ap.add_argument("--interval-ms", type=float, default=200)
     ap.add_argument("--track-loop-ms", type=float, default=200)
     ap.add_argument("--dir", default="")
+    # The disk limits are not part of these figures: a small probe (the
+    # default probe is the run's bytes, up to 1 GiB, per invocation).
+    ap.add_argument("--limits-size", default="16MiB")
     ap.add_argument("--json-dir", default=None)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()

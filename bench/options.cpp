@@ -145,6 +145,10 @@ Options:
                      and off (default on with --changes pages|auto and F < 1)
   --track-loop-intervals N  intervals per --track-loop trial (default 8)
   --track-loop-ms T  compute per --track-loop interval (default --interval-ms)
+  --track-loop-baseline hash|full|none  the untracked side: a client with
+                     that change detection (no tracker; default hash),
+                     checkpointing between intervals like the tracked side,
+                     or no client at all
   --settle on|off    restart: after each checkpoint, wait (untimed, outside
                      the interval) until Cairn has the version on the local
                      tier, so that the next one can be layered on it (a base
@@ -209,7 +213,7 @@ Result<Options> ParseOptions(int argc, char** argv) {
         "--device-cache-init", "--device-map-chunk", "--sync-other", "--persistent",
         "--cold-restart", "--child-lib", "--child-salt", "--child-version", "--child-dir",
         "--child-report", "--changes", "--change-fraction", "--change-pattern",
-        "--max-layers", "--track-loop", "--track-loop-intervals", "--child-verify-as", "--settle", "--track-loop-ms"};
+        "--max-layers", "--track-loop", "--track-loop-intervals", "--child-verify-as", "--settle", "--track-loop-ms", "--track-loop-baseline"};
     bool known = false;
     for (const char* k : kWithValue) known = known || name == k;
     if (!known) return Bad(name, "unknown option (see --help)");
@@ -305,6 +309,12 @@ Result<Options> ParseOptions(int argc, char** argv) {
     } else if (name == "--track-loop-ms") {
       CAIRN_ASSIGN_OR_RETURN(double ms, ParseMillis(name, value));
       o.track_loop_ms = ms;
+      changes_given = true;
+    } else if (name == "--track-loop-baseline") {
+      if (value == "none") o.track_loop_baseline.reset();
+      else if (value == "full") o.track_loop_baseline = ChangeDetection::kFull;
+      else if (value == "hash") o.track_loop_baseline = ChangeDetection::kHash;
+      else return Bad(name, "expected none, full or hash, got '" + value + "'");
       changes_given = true;
     } else if (name == "--settle") {
       if (value == "on") o.settle = true;

@@ -141,6 +141,15 @@ Json TrackingJson(const TrackLoopResult& t) {
         t.changed_pages > 0 && !t.tracked_s.empty() && !t.untracked_s.empty()
             ? Json((on - off) / static_cast<double>(t.changed_pages) * 1e6)
             : Json());
+  // The writes alone (the first writes that fault when tracked) and the rest
+  // of the interval (the reads: tracking should not touch them).
+  const double w_off = Median(t.untracked_write_s), w_on = Median(t.tracked_write_s);
+  j.Set("untracked_write_s", t.untracked_write_s.empty() ? Json() : Json(w_off));
+  j.Set("tracked_write_s", t.tracked_write_s.empty() ? Json() : Json(w_on));
+  j.Set("write_extra_us_per_changed_page",
+        t.changed_pages > 0 && !t.tracked_write_s.empty() && !t.untracked_write_s.empty()
+            ? Json((w_on - w_off) / static_cast<double>(t.changed_pages) * 1e6)
+            : Json());
   j.Set("changed_pages", t.changed_pages);
   j.Set("intervals", static_cast<uint64_t>(t.tracked_s.size()));
   j.Set("work_slices", t.work_slices);
@@ -409,6 +418,9 @@ Json ParamsJson(const RunResults& run) {
     p.Set("tracked_memory", UsesTrackedMemory(o));
     p.Set("track_loop", TrackLoopOn(o));
     p.Set("settle", o.settle);
+    p.Set("track_loop_baseline", o.track_loop_baseline
+                                     ? Json(std::string(ChangeDetectionName(*o.track_loop_baseline)))
+                                     : Json("none"));
   }
   return p;
 }
