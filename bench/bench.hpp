@@ -113,9 +113,12 @@ inline bool UsesTrackedMemory(const Options& o) {
   return o.workload == Workload::kRestart &&
          (o.changes == ChangeDetection::kPages || o.changes == ChangeDetection::kAuto);
 }
-// Whether the run times the compute loop with tracking on and off.
+// Whether the run times the compute loop with tracking on and off (by
+// default with tracked host memory and a fraction < 1; asked for with
+// device memory, it fails with a clear error).
 inline bool TrackLoopOn(const Options& o) {
-  return o.track_loop.value_or(UsesTrackedMemory(o) && !o.change.all()) && !o.restart_child;
+  const bool by_default = UsesTrackedMemory(o) && !o.change.all() && o.memory == MemoryKind::kHost;
+  return o.track_loop.value_or(by_default) && !o.restart_child;
 }
 
 // Why parsing stopped; main() prints the message and exits 2.
