@@ -27,10 +27,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cairn/cairn.hpp"
 #include "cairn/status.hpp"
+#include "changes.hpp"
 
 namespace cairn::bench {
 
@@ -74,6 +76,25 @@ struct Options {
                                     // the baseline's copy), "" = none
   bool cold_restart = true;         // restart --cold-restart: the new-process restart
   bool verify_full = false;         // compare every restored page in full
+  // restart, issue 15 (docs/bench.md, "Changed data"): Cairn's change
+  // detection (the baseline always writes everything), which pages each
+  // version changes, and Cairn's max_layers (unset: Cairn's default).
+  ChangeDetection changes = ChangeDetection::kFull;  // --changes
+  ChangeSpec change;                                 // --change-fraction, --change-pattern
+  std::optional<int> max_layers;                     // --max-layers
+  // --track-loop: time the application's compute loop with tracking on and
+  // off (default on with --changes pages|auto and a fraction < 1).
+  std::optional<bool> track_loop;
+  int track_loop_intervals = 8;                      // --track-loop-intervals
+  std::optional<double> track_loop_ms;               // --track-loop-ms; unset: --interval-ms
+  // --track-loop-baseline: the untracked side runs under a client with this
+  // change detection (hash, the default, or full: no tracker) or with no
+  // client (unset: none). docs/bench.md says why hash is the default.
+  std::optional<ChangeDetection> track_loop_baseline = ChangeDetection::kHash;
+  // --settle: Cairn waits (untimed) until each version is local before the
+  // next interval, so each version can layer on the one before it (a base
+  // must be committed) whatever the disk's speed: chains of a known depth.
+  bool settle = false;
   std::optional<uint64_t> limits_bytes;  // unset: derived from the workload
   bool help = false;                // --help was given: print usage, exit 0
   // The hidden sub-command "restart-child" (spawned by ColdRestartTrial):
@@ -84,7 +105,21 @@ struct Options {
   int64_t child_version = -1;
   std::string child_lib_dir;        // the library's directory (DIR/cairn or DIR/sync)
   std::string child_report;         // where the child writes its timings
+  std::optional<int64_t> child_verify_as;  // --child-verify-as V: expect V's content (tests)
 };
+
+// --changes pages|auto: the application buffer is tracked memory (cairn::Alloc).
+inline bool UsesTrackedMemory(const Options& o) {
+  return o.workload == Workload::kRestart &&
+         (o.changes == ChangeDetection::kPages || o.changes == ChangeDetection::kAuto);
+}
+// Whether the run times the compute loop with tracking on and off (by
+// default with tracked host memory and a fraction < 1; asked for with
+// device memory, it fails with a clear error).
+inline bool TrackLoopOn(const Options& o) {
+  const bool by_default = UsesTrackedMemory(o) && !o.change.all() && o.memory == MemoryKind::kHost;
+  return o.track_loop.value_or(by_default) && !o.restart_child;
+}
 
 // Why parsing stopped; main() prints the message and exits 2.
 // Returns kInvalidArgument for every usage error.
@@ -200,6 +235,24 @@ struct TrialResult {
   int64_t latest_version = -1;
   std::optional<double> persistent_durable_s;  // --persistent: last Checkpoint -> durable there
   std::optional<ColdRestart> cold;             // --cold-restart on
+  // Per version (restart): bytes the bench changed (changed pages x 4 KiB),
+  // payload Cairn stored (ChangeStats::bytes_stored; the size when the
+  // version was full or changes = full; the baseline: the size), whether
+  // Cairn layered it, and the application's stamping time (its writes, with
+  // tracking faults when tracked).
+  std::vector<uint64_t> changed_bytes, stored_bytes;
+  std::vector<bool> layered;
+  std::vector<double> app_write_s;
+  // The version files still in the local directory at the end (Cairn:
+  // "<name>/v<N>.cairn"; metadata = size - stored payload), with Cairn's
+  // version record (docs/format.md 4.3) when the file could be read.
+  struct VersionFile {
+    int64_t version = -1;
+    uint64_t bytes = 0;
+    int64_t depth = -1;         // layers below it when written; -1: unknown
+    int64_t base_version = -1;  // the version it is layered on; -1: full
+  };
+  std::vector<VersionFile> version_files;
   VerifyStats verify;
 };
 

@@ -149,7 +149,8 @@ int Run(const Options& o) {
   // that no trial pays first-touch.
   const bool restart = o.workload == Workload::kRestart;
   const uint64_t app_bytes = restart ? o.size : MaxBytes(*plan);
-  Result<BenchBuffer> app = BenchBuffer::Allocate(o.memory, app_bytes, o.app_huge_pages);
+  Result<BenchBuffer> app = BenchBuffer::Allocate(o.memory, app_bytes, o.app_huge_pages,
+                                                   UsesTrackedMemory(o));
   if (!app.ok()) {
     // No usable CUDA driver for --memory device/managed: the options cannot
     // run on this machine (a usage error, like an invalid configuration).
@@ -222,6 +223,12 @@ int Run(const Options& o) {
                                                        r.cold->raw_read_gbps);
       trials[v]->push_back(std::move(r));
     }
+  }
+
+  if (restart && TrackLoopOn(o) && !run.async_failed) {
+    if (!o.quiet) std::fprintf(stderr, "cairn-bench: track loop (%d x 2 trials)\n", o.repeat);
+    run.track_loop = RunTrackLoop(o, dir, *app);
+    if (!run.track_loop->status.ok()) run.errors.push_back(run.track_loop->status.ToString());
   }
 
   const Json doc = BuildDocument(run);

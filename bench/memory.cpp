@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "cairn/cairn.hpp"
 #include "gpu/cuda_driver.hpp"
 
 namespace cairn::bench {
@@ -50,10 +51,23 @@ const char* MemoryKindName(MemoryKind kind) {
   return "?";
 }
 
-Result<BenchBuffer> BenchBuffer::Allocate(MemoryKind kind, size_t bytes, bool huge_pages) {
+Result<BenchBuffer> BenchBuffer::Allocate(MemoryKind kind, size_t bytes, bool huge_pages,
+                                          bool tracked) {
   BenchBuffer b;
   b.kind_ = kind;
   b.bytes_ = bytes;
+  if (kind == MemoryKind::kHost && tracked) {
+    Result<void*> p = cairn::Alloc(std::max<size_t>(bytes, 1));
+    if (!p.ok()) return p.status().WithContext("cairn::Alloc (tracked application buffer)");
+    b.app_ = static_cast<uint8_t*>(*p);
+    b.tracked_ = true;
+    // Alloc advises huge pages from 2 MiB up; the page kind stays the one
+    // --app-huge-pages asks for, so that only the tracking differs from an
+    // untracked run.
+    if (bytes > 0) (void)::madvise(b.app_, bytes, huge_pages ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+    TouchPages(b.app_, bytes);
+    return b;
+  }
   if (kind == MemoryKind::kHost) {
     CAIRN_ASSIGN_OR_RETURN(b.host_buffer_, AllocateBuffer(bytes));
     b.app_ = b.host_buffer_.get();
@@ -84,7 +98,7 @@ Result<BenchBuffer> BenchBuffer::Allocate(MemoryKind kind, size_t bytes, bool hu
 
 BenchBuffer::BenchBuffer(BenchBuffer&& other) noexcept
     : kind_(other.kind_), bytes_(other.bytes_), app_(std::exchange(other.app_, nullptr)),
-      host_buffer_(std::move(other.host_buffer_)), host_(std::move(other.host_)) {}
+      tracked_(std::exchange(other.tracked_, false)), host_buffer_(std::move(other.host_buffer_)), host_(std::move(other.host_)) {}
 
 BenchBuffer& BenchBuffer::operator=(BenchBuffer&& other) noexcept {
   if (this != &other) {
@@ -92,6 +106,7 @@ BenchBuffer& BenchBuffer::operator=(BenchBuffer&& other) noexcept {
     kind_ = other.kind_;
     bytes_ = other.bytes_;
     app_ = std::exchange(other.app_, nullptr);
+    tracked_ = std::exchange(other.tracked_, false);
     host_buffer_ = std::move(other.host_buffer_);
     host_ = std::move(other.host_);
   }
@@ -101,6 +116,8 @@ BenchBuffer& BenchBuffer::operator=(BenchBuffer&& other) noexcept {
 BenchBuffer::~BenchBuffer() { Release(); }
 
 void BenchBuffer::Release() noexcept {
+  if (tracked_ && app_ != nullptr) (void)cairn::Free(app_);
+  tracked_ = false;
 #if CAIRN_GPU_HAVE_CUDA
   if (kind_ != MemoryKind::kHost && app_ != nullptr) (void)D().cuMemFree(Dev(app_));
 #endif

@@ -35,7 +35,11 @@ class BenchBuffer {
   // first-touch.
   // huge_pages: madvise(MADV_HUGEPAGE) the host buffer (else it gets what
   // an application's malloc gets: small pages unless THP is "always").
-  static Result<BenchBuffer> Allocate(MemoryKind kind, size_t bytes, bool huge_pages = false);
+  // tracked (host only): the memory comes from cairn::Alloc, page-aligned
+  // memory that checkpoint.changes = pages can track (restart --changes
+  // pages|auto); huge_pages still decides its page kind.
+  static Result<BenchBuffer> Allocate(MemoryKind kind, size_t bytes, bool huge_pages = false,
+                                      bool tracked = false);
 
   BenchBuffer(BenchBuffer&& other) noexcept;
   BenchBuffer& operator=(BenchBuffer&& other) noexcept;
@@ -68,7 +72,8 @@ class BenchBuffer {
 
   MemoryKind kind_ = MemoryKind::kHost;
   size_t bytes_ = 0;
-  uint8_t* app_ = nullptr;  // host: host_buffer_'s memory; else device/managed
+  uint8_t* app_ = nullptr;  // host: host_buffer_'s memory (or cairn::Alloc's); else device/managed
+  bool tracked_ = false;    // app_ came from cairn::Alloc
   Buffer host_buffer_;      // host memory: the application memory itself
   Buffer host_;             // device/managed: the host mirror
 };

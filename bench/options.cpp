@@ -125,6 +125,34 @@ Options:
   --verify V         sample (default: stamps of every page, a sample of
                      pages in full) or full (every page in full; slower, it
                      eats into the compute interval)
+  --changes MODE     restart: Cairn's change detection (checkpoint.changes):
+                     full (default: every version stores everything),
+                     pages, hash or auto; pages/auto get the application
+                     buffer from cairn::Alloc (tracked memory). The
+                     baseline always writes everything
+  --change-fraction F  restart: the fraction of the pages each version
+                     changes, 0 < F <= 1 (default 1: every page). Version 0
+                     changes every page. FTI's Table I rates: 0.034, 0.104,
+                     0.298 (bench/changes_table1.sh runs the three)
+  --change-pattern P which pages change (with F < 1): random-pages (default),
+                     runs (64 KiB runs at random 64 KiB-aligned offsets),
+                     strided (every round(1/F)-th page, shifted each
+                     version) or hot (F of the pages drawn each version from
+                     a hot set of 2F of the pages)
+  --max-layers N     Cairn's checkpoint.max_layers (default: Cairn's, 10)
+  --track-loop on|off  restart: time the application's compute loop (read
+                     the buffer, write F of its pages) with page tracking on
+                     and off (default on with --changes pages|auto and F < 1)
+  --track-loop-intervals N  intervals per --track-loop trial (default 8)
+  --track-loop-ms T  compute per --track-loop interval (default --interval-ms)
+  --track-loop-baseline hash|full|none  the untracked side: a client with
+                     that change detection (no tracker; default hash),
+                     checkpointing between intervals like the tracked side,
+                     or no client at all
+  --settle on|off    restart: after each checkpoint, wait (untimed, outside
+                     the interval) until Cairn has the version on the local
+                     tier, so that the next one can be layered on it (a base
+                     must be committed); default off
   --limits-size S    probe file size for the disk limits (default: the
                      bytes of one forward pass, clamped to [16MiB, 1GiB])
   --json FILE        write the results as JSON
@@ -143,6 +171,7 @@ Result<Options> ParseOptions(int argc, char** argv) {
   bool count_given = false, size_given = false, interval_given = false;
   std::optional<bool> fsync_given;
   bool child_given = false;
+  bool changes_given = false;
 
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -183,7 +212,8 @@ Result<Options> ParseOptions(int argc, char** argv) {
         "--init", "--pin", "--huge-pages", "--app-huge-pages", "--procs", "--memory", "--device-cache",
         "--device-cache-init", "--device-map-chunk", "--sync-other", "--persistent",
         "--cold-restart", "--child-lib", "--child-salt", "--child-version", "--child-dir",
-        "--child-report"};
+        "--child-report", "--changes", "--change-fraction", "--change-pattern",
+        "--max-layers", "--track-loop", "--track-loop-intervals", "--child-verify-as", "--settle", "--track-loop-ms", "--track-loop-baseline"};
     bool known = false;
     for (const char* k : kWithValue) known = known || name == k;
     if (!known) return Bad(name, "unknown option (see --help)");
@@ -248,6 +278,59 @@ Result<Options> ParseOptions(int argc, char** argv) {
       if (value.empty()) return Bad(name, "must not be empty");
       (name == "--child-dir" ? o.child_lib_dir : o.child_report) = value;
       child_given = true;
+    } else if (name == "--child-verify-as") {  // hidden: tests of the verification
+      CAIRN_ASSIGN_OR_RETURN(uint64_t v, ParseCount(name, value, 0));
+      o.child_verify_as = static_cast<int64_t>(v);
+    } else if (name == "--changes") {
+      Result<ChangeDetection> c = ParseChangeDetection(value);
+      if (!c.ok()) return Bad(name, "expected full, pages, hash or auto, got '" + value + "'");
+      o.changes = *c;
+      changes_given = true;
+    } else if (name == "--change-fraction") {
+      char* end = nullptr;
+      errno = 0;
+      const double f = value.empty() ? NAN : std::strtod(value.c_str(), &end);
+      if (value.empty() || errno != 0 || end != value.c_str() + value.size() || !(f > 0) || f > 1) {
+        return Bad(name, "expected a fraction 0 < F <= 1, got '" + value +
+                             "' (FTI's Table I rates: bench/changes_table1.sh)");
+      }
+      o.change.fraction = f;
+      changes_given = true;
+    } else if (name == "--change-pattern") {
+      Result<ChangePattern> p = ParseChangePattern(value);
+      if (!p.ok()) return Bad(name, p.status().message());
+      o.change.pattern = *p;
+      changes_given = true;
+    } else if (name == "--max-layers") {
+      CAIRN_ASSIGN_OR_RETURN(uint64_t n, ParseCount(name, value, 0));
+      if (n > 1000) return Bad(name, "at most 1000");
+      o.max_layers = static_cast<int>(n);
+      changes_given = true;
+    } else if (name == "--track-loop-ms") {
+      CAIRN_ASSIGN_OR_RETURN(double ms, ParseMillis(name, value));
+      o.track_loop_ms = ms;
+      changes_given = true;
+    } else if (name == "--track-loop-baseline") {
+      if (value == "none") o.track_loop_baseline.reset();
+      else if (value == "full") o.track_loop_baseline = ChangeDetection::kFull;
+      else if (value == "hash") o.track_loop_baseline = ChangeDetection::kHash;
+      else return Bad(name, "expected none, full or hash, got '" + value + "'");
+      changes_given = true;
+    } else if (name == "--settle") {
+      if (value == "on") o.settle = true;
+      else if (value == "off") o.settle = false;
+      else return Bad(name, "expected on or off, got '" + value + "'");
+      changes_given = true;
+    } else if (name == "--track-loop") {
+      if (value == "on") o.track_loop = true;
+      else if (value == "off") o.track_loop = false;
+      else return Bad(name, "expected on or off, got '" + value + "'");
+      changes_given = true;
+    } else if (name == "--track-loop-intervals") {
+      CAIRN_ASSIGN_OR_RETURN(uint64_t n, ParseCount(name, value, 1));
+      if (n > 10000) return Bad(name, "at most 10000");
+      o.track_loop_intervals = static_cast<int>(n);
+      changes_given = true;
     } else if (name == "--persistent") {
       if (value.empty()) return Bad(name, "must not be empty");
       o.persistent_dir = value;
@@ -314,6 +397,9 @@ Result<Options> ParseOptions(int argc, char** argv) {
   if (child_given != o.restart_child ||
       (o.restart_child && (o.child_lib_dir.empty() || o.child_report.empty()))) {
     return Bad("restart-child", "is spawned by the restart workload, with all its --child-* options");
+  }
+  if (changes_given && o.workload != Workload::kRestart) {
+    return Bad("--changes/--change-*/--max-layers/--track-loop", "apply to restart only");
   }
   if (!o.persistent_dir.empty() && o.workload != Workload::kRestart) {
     return Bad("--persistent", "applies to restart only");

@@ -95,14 +95,19 @@ void Stamp(uint8_t* buf, size_t n, uint64_t tag) {
   }
 }
 
-bool Verify(const uint8_t* buf, size_t n, uint64_t tag, bool full, const std::string& what,
-            VerifyStats& stats) {
+namespace {
+
+// The checks of Verify with the tag of page p given by tag_of(p); `phase`
+// chooses the sample of pages compared in full.
+template <typename TagOf>
+bool VerifyWith(const uint8_t* buf, size_t n, TagOf tag_of, uint64_t phase_tag, bool full,
+                const std::string& what, VerifyStats& stats) {
   ++stats.checks;
   const size_t pages = PageCount(n);
   char msg[160];
   for (size_t p = 0; p < pages; ++p) {
     const StampSlots s = SlotsOf(p, n);
-    const uint64_t w = StampWord(tag, p);
+    const uint64_t w = StampWord(tag_of(p), p);
     stats.stamp_words += static_cast<uint64_t>(s.has_first) + static_cast<uint64_t>(s.has_last);
     if ((s.has_first && Load(buf + s.first) != w) || (s.has_last && Load(buf + s.last) != ~w)) {
       std::snprintf(msg, sizeof msg, ": stamp of page %zu (offset %zu) is wrong", p, p * kPage);
@@ -111,12 +116,12 @@ bool Verify(const uint8_t* buf, size_t n, uint64_t tag, bool full, const std::st
     }
   }
   uint8_t expected[kPage];
-  const size_t phase = static_cast<size_t>(tag % 64);
+  const size_t phase = static_cast<size_t>(phase_tag % 64);
   for (size_t p = 0; p < pages; ++p) {
     if (!full && p != 0 && p + 1 != pages && p % 64 != phase) continue;
     const size_t off = p * kPage;
     const size_t len = std::min(kPage, n - off);
-    Expected(expected, off, len, n, tag);
+    Expected(expected, off, len, n, tag_of(p));
     stats.bytes_compared += len;
     if (std::memcmp(buf + off, expected, len) != 0) {
       size_t bad = 0;
@@ -127,6 +132,34 @@ bool Verify(const uint8_t* buf, size_t n, uint64_t tag, bool full, const std::st
     }
   }
   return true;
+}
+
+}  // namespace
+
+void StampPages(uint8_t* buf, size_t n, uint64_t tag, const std::vector<uint32_t>& pages) {
+  const size_t count = PageCount(n);
+  for (uint32_t p : pages) {
+    if (p >= count) continue;
+    const StampSlots s = SlotsOf(p, n);
+    if (!s.has_last) FillRange(buf, size_t{p} * kPage, n - size_t{p} * kPage);  // as Stamp does
+    if (s.has_first) Store(buf + s.first, StampWord(tag, p));
+    if (s.has_last) Store(buf + s.last, ~StampWord(tag, p));
+  }
+}
+
+bool Verify(const uint8_t* buf, size_t n, uint64_t tag, bool full, const std::string& what,
+            VerifyStats& stats) {
+  return VerifyWith(buf, n, [tag](size_t) { return tag; }, tag, full, what, stats);
+}
+
+bool VerifyPages(const uint8_t* buf, size_t n, const std::vector<uint64_t>& page_tags,
+                 uint64_t phase_tag, bool full, const std::string& what, VerifyStats& stats) {
+  if (page_tags.size() != PageCount(n)) {
+    stats.Fail(what + ": " + std::to_string(page_tags.size()) + " page tags for " +
+               std::to_string(PageCount(n)) + " pages");
+    return false;
+  }
+  return VerifyWith(buf, n, [&](size_t p) { return page_tags[p]; }, phase_tag, full, what, stats);
 }
 
 }  // namespace cairn::bench

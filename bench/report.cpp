@@ -51,6 +51,120 @@ void AddStats(Json* out, const Stats& s, std::string_view prefix) {
 #undef CAIRN_STAT
 }
 
+// What the restart's versions changed and what the library wrote for them
+// (docs/bench.md, "Changed data"). bytes_written = payload (async: Cairn's
+// flush_local.bytes, the stored payload it wrote; sync: the bytes written) +
+// metadata, the metadata measured on the version files still present at the
+// end (file size - the version's stored payload), averaged and counted for
+// every version.
+Json ChangesJson(const TrialResult& t, const Stats* s) {
+  Json ch = Json::Object();
+  if (s) AddStats(&ch, *s, "changes_");
+  const size_t k = t.changed_bytes.size();
+  uint64_t changed = 0, changed_after = 0, stored_after = 0;
+  for (size_t v = 0; v < k; ++v) {
+    changed += t.changed_bytes[v];
+    if (v > 0) changed_after += t.changed_bytes[v];
+    if (v > 0 && v < t.stored_bytes.size()) stored_after += t.stored_bytes[v];
+  }
+  uint64_t meta_sum = 0, meta_files = 0;
+  const TrialResult::VersionFile* tip = nullptr;
+  for (const TrialResult::VersionFile& f : t.version_files) {
+    if (f.version < 0 || static_cast<size_t>(f.version) >= t.stored_bytes.size()) continue;
+    const uint64_t stored = t.stored_bytes[static_cast<size_t>(f.version)];
+    meta_sum += f.bytes > stored ? f.bytes - stored : 0;
+    ++meta_files;
+    if (static_cast<size_t>(f.version) + 1 == k) tip = &f;
+  }
+  const double meta_per = meta_files > 0 ? static_cast<double>(meta_sum) / meta_files : 0;
+  const uint64_t payload = s ? s->flush_local.bytes : t.forward.bytes;
+  const uint64_t meta = static_cast<uint64_t>(meta_per * static_cast<double>(k) + 0.5);
+  const uint64_t written = payload + meta;
+  const uint64_t meta_after = static_cast<uint64_t>(meta_per * static_cast<double>(k > 0 ? k - 1 : 0) + 0.5);
+  auto ratio = [](uint64_t a, uint64_t b) { return b > 0 ? Json(static_cast<double>(a) / b) : Json(); };
+  ch.Set("bytes_changed", changed);
+  ch.Set("bytes_written", written);
+  ch.Set("payload_bytes", payload);
+  ch.Set("metadata_bytes", meta);
+  ch.Set("metadata_files", meta_files);
+  ch.Set("written_to_changed", ratio(written, changed));
+  ch.Set("metadata_fraction", ratio(meta, written));
+  // Versions 1.. only: version 0 changes (and stores) everything.
+  ch.Set("bytes_changed_after_first", changed_after);
+  ch.Set("bytes_written_after_first", stored_after + meta_after);
+  ch.Set("written_to_changed_after_first", ratio(stored_after + meta_after, changed_after));
+  // The chain depth of the newest version (the one restored) and the
+  // version it is layered on, from its file's version record; without one
+  // (the baseline; a file gone), layered versions since the last full one.
+  int64_t depth = 0;
+  for (bool l : t.layered) depth = l ? depth + 1 : 0;
+  ch.Set("tip_depth", tip != nullptr && tip->depth >= 0 ? tip->depth : depth);
+  ch.Set("tip_base_version", tip != nullptr && tip->depth >= 0 ? Json(tip->base_version) : Json());
+  std::vector<double> writes(t.app_write_s.begin() + (t.app_write_s.empty() ? 0 : 1),
+                             t.app_write_s.end());
+  ch.Set("app_write_s", writes.empty() ? Json() : Json(Median(writes)));
+  // Per-checkpoint blocking of versions 1.. (version 0 is full in every mode).
+  std::vector<double> blocking(t.checkpoint_s.begin() + (t.checkpoint_s.empty() ? 0 : 1),
+                               t.checkpoint_s.end());
+  ch.Set("checkpoint_blocking_after_first_s", blocking.empty() ? Json() : Json(Median(blocking)));
+  Json per = Json::Array();
+  for (size_t v = 0; v < k; ++v) {
+    Json e = Json::Object();
+    e.Set("version", static_cast<uint64_t>(v));
+    e.Set("changed_bytes", t.changed_bytes[v]);
+    e.Set("stored_bytes", v < t.stored_bytes.size() ? Json(t.stored_bytes[v]) : Json());
+    e.Set("layered", v < t.layered.size() ? Json(static_cast<bool>(t.layered[v])) : Json());
+    e.Set("blocking_s", v < t.checkpoint_s.size() ? Json(t.checkpoint_s[v]) : Json());
+    e.Set("app_write_s", v < t.app_write_s.size() ? Json(t.app_write_s[v]) : Json());
+    for (const TrialResult::VersionFile& f : t.version_files) {
+      if (f.version != static_cast<int64_t>(v)) continue;
+      e.Set("file_bytes", f.bytes);
+      if (f.depth >= 0) e.Set("depth", f.depth);
+      if (f.depth >= 0) e.Set("base_version", f.base_version);
+    }
+    per.Push(std::move(e));
+  }
+  ch.Set("versions", std::move(per));
+  return ch;
+}
+
+// restart --track-loop (track_loop.hpp): medians of the timed intervals.
+Json TrackingJson(const TrackLoopResult& t) {
+  Json j = Json::Object();
+  j.Set("status", t.status.ok() ? std::string("ok") : t.status.ToString());
+  const double off = Median(t.untracked_s), on = Median(t.tracked_s);
+  j.Set("untracked_s", t.untracked_s.empty() ? Json() : Json(off));
+  j.Set("tracked_s", t.tracked_s.empty() ? Json() : Json(on));
+  j.Set("overhead", off > 0 && !t.tracked_s.empty() ? Json(on / off - 1) : Json());
+  j.Set("extra_s", t.tracked_s.empty() || t.untracked_s.empty() ? Json() : Json(on - off));
+  j.Set("extra_us_per_changed_page",
+        t.changed_pages > 0 && !t.tracked_s.empty() && !t.untracked_s.empty()
+            ? Json((on - off) / static_cast<double>(t.changed_pages) * 1e6)
+            : Json());
+  // The writes alone (the first writes that fault when tracked) and the rest
+  // of the interval (the reads: tracking should not touch them).
+  const double w_off = Median(t.untracked_write_s), w_on = Median(t.tracked_write_s);
+  j.Set("untracked_write_s", t.untracked_write_s.empty() ? Json() : Json(w_off));
+  j.Set("tracked_write_s", t.tracked_write_s.empty() ? Json() : Json(w_on));
+  j.Set("write_extra_us_per_changed_page",
+        t.changed_pages > 0 && !t.tracked_write_s.empty() && !t.untracked_write_s.empty()
+            ? Json((w_on - w_off) / static_cast<double>(t.changed_pages) * 1e6)
+            : Json());
+  j.Set("changed_pages", t.changed_pages);
+  j.Set("intervals", static_cast<uint64_t>(t.tracked_s.size()));
+  j.Set("work_slices", t.work_slices);
+  j.Set("calibrated_s", t.calibrated_s);
+  j.Set("tracker", t.tracker);
+  j.Set("tracking_faults", t.tracking_faults);
+  j.Set("fallbacks", t.fallbacks);
+  Json a = Json::Array(), b = Json::Array();
+  for (double x : t.untracked_s) a.Push(x);
+  for (double x : t.tracked_s) b.Push(x);
+  j.Set("untracked_intervals_s", std::move(a));
+  j.Set("tracked_intervals_s", std::move(b));
+  return j;
+}
+
 Json TrialJson(const TrialResult& t, Workload w) {
   const bool restart = w == Workload::kRestart;
   const Stats* s = t.stats ? &*t.stats : nullptr;
@@ -194,6 +308,7 @@ Json TrialJson(const TrialResult& t, Workload w) {
                 : Json());
     }
     j.Set("restart", std::move(r));
+    j.Set("changes", ChangesJson(t, s));
   }
 
   Json v = Json::Object();
@@ -295,6 +410,17 @@ Json ParamsJson(const RunResults& run) {
   if (o.workload == Workload::kRestart) {
     p.Set("persistent_dir", o.persistent_dir.empty() ? Json() : Json(o.persistent_dir));
     p.Set("cold_restart", o.cold_restart);
+    p.Set("changes", ChangeDetectionName(o.changes));
+    p.Set("change_fraction", o.change.fraction);
+    p.Set("change_pattern", ChangePatternName(o.change.pattern));
+    p.Set("max_layers", MakeConfig(o, run.dir).max_layers);
+    p.Set("hash_chunk_bytes", MakeConfig(o, run.dir).hash_chunk_bytes);
+    p.Set("tracked_memory", UsesTrackedMemory(o));
+    p.Set("track_loop", TrackLoopOn(o));
+    p.Set("settle", o.settle);
+    p.Set("track_loop_baseline", o.track_loop_baseline
+                                     ? Json(std::string(ChangeDetectionName(*o.track_loop_baseline)))
+                                     : Json("none"));
   }
   return p;
 }
@@ -366,6 +492,13 @@ Json RatiosJson(const Json& doc, bool restart) {
           Ratio(son("restart.cold_restore_s"), an("restart.cold_restore_s")));
     r.Set("cold_restore_call_to_cold_read",
           Ratio(an("restart.cold_restore_call_gbps"), doc.Number("limits.cold_read_gbps")));
+    // Changed data: what Cairn wrote per changed byte, and against the
+    // baseline (which writes everything).
+    r.Set("changes_written_to_changed",
+          Ratio(an("changes.bytes_written"), an("changes.bytes_changed")));
+    r.Set("sync_to_async_bytes_written",
+          Ratio(sn("changes.bytes_written"), an("changes.bytes_written")));
+    r.Set("tracking_overhead", doc.Number("tracking.overhead"));
   }
   return r;
 }
@@ -390,13 +523,14 @@ Json BuildDocument(const RunResults& run) {
   if (run.options.run_sync && run.options.sync_other) {
     doc.Set("sync_other", ModeJson(run.sync_other_trials, run.sync_other_failed, w));
   }
+  if (run.track_loop) doc.Set("tracking", TrackingJson(*run.track_loop));
   doc.Set("ratios", RatiosJson(doc, w == Workload::kRestart));
   // The async (Cairn) figures again at the top level, so that the headline
   // paths (forward.blocking_s, flush.gbps, ...) exist as they are.
   if (const Json* a = doc.Find("async")) {
     Json copy = *a;
     for (const char* key : {"init", "forward", "flush", "backward", "device", "total_blocking_s",
-                            "restart"}) {
+                            "restart", "changes"}) {
       if (const Json* v = copy.Find(key)) doc.Set(key, *v);
     }
   }
@@ -485,6 +619,23 @@ void PrintTable(std::FILE* out, const Json& doc) {
   std::fprintf(out, " | flush/buffered write ");
   f(&doc, "ratios.flush_to_buffered_write", "%*.2f", 0);
   std::fprintf(out, "\n");
+  if (restart) {
+    std::fprintf(out, "changes (%s, fraction ", str("params.changes").c_str());
+    f(&doc, "params.change_fraction", "%*.3f", 0);
+    std::fprintf(out, " %s): changed ", str("params.change_pattern").c_str());
+    f(&doc, "changes.bytes_changed", "%*.0f", 0);
+    std::fprintf(out, " B, written ");
+    f(&doc, "changes.bytes_written", "%*.0f", 0);
+    std::fprintf(out, " B (");
+    f(&doc, "changes.written_to_changed", "%*.3fx", 0);
+    std::fprintf(out, "; after version 0: ");
+    f(&doc, "changes.written_to_changed_after_first", "%*.3fx", 0);
+    std::fprintf(out, ") | tip depth ");
+    f(&doc, "changes.tip_depth", "%*.0f", 0);
+    std::fprintf(out, " | tracking overhead ");
+    f(&doc, "tracking.overhead", "%*.4f", 0);
+    std::fprintf(out, "\n");
+  }
 
   // The GPU tier, when one was used (device/managed memory or a device cache
   // that got a GPU): Cairn's (async) medians.

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench.hpp"
 #include "json.hpp"
+#include "track_loop.hpp"
 
 namespace cairn::bench {
 
@@ -22,6 +24,7 @@ struct RunResults {
   bool async_failed = false;              // a call failed or data was wrong,
   bool sync_failed = false;               // warm-up included
   bool sync_other_failed = false;
+  std::optional<TrackLoopResult> track_loop;  // restart --track-loop on
   std::vector<std::string> errors;        // failures and wrong data, for the report
 };
 

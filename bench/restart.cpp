@@ -4,6 +4,10 @@
 // verification. The baseline does the same with one synchronous file per
 // version, keeping the newest two like Cairn's default keep_versions.
 // The timing contract is in trial.hpp.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -12,6 +16,8 @@
 #include "bench.hpp"
 #include "cairn/cairn.hpp"
 #include "files.hpp"
+#include "format/file_reader.hpp"
+#include "os/fs.hpp"
 #include "memory.hpp"
 #include "pattern.hpp"
 #include "restart.hpp"
@@ -36,6 +42,31 @@ Result<int64_t> SyncLatest(const SyncStore& store) {
   return best;
 }
 
+uint64_t StampVersion(const Options& o, uint8_t* host, uint64_t salt, uint64_t v) {
+  const uint64_t tag = MakeTag(salt, v);
+  if (v == 0 || o.change.all()) {  // every page, as before --change-fraction
+    Stamp(host, o.size, tag);
+    return o.size;
+  }
+  const size_t pages = (o.size + kPage - 1) / kPage;
+  const std::vector<uint32_t> changed = ChangedPages(o.change, pages, salt, v);
+  StampPages(host, o.size, tag, changed);
+  uint64_t bytes = 0;
+  for (uint32_t p : changed) bytes += std::min<uint64_t>(kPage, o.size - uint64_t{p} * kPage);
+  return bytes;
+}
+
+bool VerifyVersion(const Options& o, const uint8_t* host, uint64_t salt, int64_t version,
+                   bool full, VerifyStats& stats) {
+  const uint64_t v = static_cast<uint64_t>(version);
+  const std::string what = "version " + std::to_string(version);
+  if (o.change.all()) return Verify(host, o.size, MakeTag(salt, v), full, what, stats);
+  const size_t pages = (o.size + kPage - 1) / kPage;
+  std::vector<uint64_t> tags = LastStampVersions(o.change, pages, salt, v);
+  for (uint64_t& t : tags) t = MakeTag(salt, t);
+  return VerifyPages(host, o.size, tags, MakeTag(salt, v), full, what, stats);
+}
+
 namespace {
 
 constexpr const char* kName = kRestartName;
@@ -46,10 +77,13 @@ constexpr int kKeepVersions = 2;  // Cairn's default retention, mirrored by the 
 // (no-op for host memory); the restored region is downloaded, then verified.
 // `durable(v)` waits until version v is durable at the persistent tier
 // (--persistent only; the baseline's returns at once).
-template <typename CkptFn, typename WaitFn, typename DurableFn, typename LatestFn,
-          typename RestoreFn>
-void RunRestart(const Options& o, uint64_t salt, BenchBuffer& app, CkptFn checkpoint, WaitFn wait,
-                DurableFn durable, LatestFn latest, RestoreFn restore, TrialResult& r) {
+// `after(v)` runs after version v's checkpoint returned, outside the timed
+// call: it records what the library stored for it (r.stored_bytes, r.layered).
+template <typename CkptFn, typename AfterFn, typename WaitFn, typename DurableFn,
+          typename LatestFn, typename RestoreFn>
+void RunRestart(const Options& o, uint64_t salt, BenchBuffer& app, CkptFn checkpoint,
+                AfterFn after, WaitFn wait, DurableFn durable, LatestFn latest, RestoreFn restore,
+                TrialResult& r) {
   const size_t size = o.size;
   const int64_t k = static_cast<int64_t>(o.count);
   uint8_t* host = app.host();
@@ -63,7 +97,9 @@ void RunRestart(const Options& o, uint64_t salt, BenchBuffer& app, CkptFn checkp
   Clock::time_point last_checkpoint;
   for (int64_t v = 0; v < k; ++v) {
     const Clock::time_point deadline = DeadlineAfter(o.interval_ms);
-    Stamp(host, size, MakeTag(salt, v));
+    const Clock::time_point w0 = Clock::now();
+    r.changed_bytes.push_back(StampVersion(o, host, salt, static_cast<uint64_t>(v)));
+    r.app_write_s.push_back(Seconds(w0, Clock::now()));
     if (Status st = app.Upload(size); !st.ok()) {
       r.status = st.WithContext("upload version " + std::to_string(v));
       return;
@@ -79,6 +115,7 @@ void RunRestart(const Options& o, uint64_t salt, BenchBuffer& app, CkptFn checkp
       r.status = st.WithContext("checkpoint version " + std::to_string(v));
       return;
     }
+    after(v);
   }
   r.forward.wall_s = Seconds(phase, Clock::now());
 
@@ -129,8 +166,41 @@ void RunRestart(const Options& o, uint64_t salt, BenchBuffer& app, CkptFn checkp
     r.status = st.WithContext("download version " + std::to_string(*newest));
     return;
   }
-  Verify(host, size, MakeTag(salt, static_cast<uint64_t>(*newest)), true,
-         "version " + std::to_string(*newest), r.verify);
+  VerifyVersion(o, host, salt, *newest, true, r.verify);
+}
+
+// The local directory's version files of the checkpoint: (version, size).
+// Cairn's are "<dir>/restart/v<N>.cairn" (docs/format.md 3.1); temporary
+// files (dot names) are skipped.
+std::vector<TrialResult::VersionFile> VersionFiles(const std::string& lib_dir, bool async) {
+  std::vector<TrialResult::VersionFile> out;
+  const std::string dir = async ? lib_dir + "/" + kName : lib_dir;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  const std::string prefix = async ? "v" : std::string(kName) + ".v";
+  while (dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.compare(0, prefix.size(), prefix) != 0) continue;
+    if (async && (n.size() < 7 || n.compare(n.size() - 6, 6, ".cairn") != 0)) continue;
+    char* end = nullptr;
+    const long long v = std::strtoll(n.c_str() + prefix.size(), &end, 10);
+    if (end == n.c_str() + prefix.size() || (async ? *end != '.' : *end != '\0')) continue;
+    struct stat sb {};
+    const std::string path = dir + "/" + n;
+    if (::stat(path.c_str(), &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+    TrialResult::VersionFile f{.version = v, .bytes = static_cast<uint64_t>(sb.st_size)};
+    if (async) {  // the chain link as written (verifies the file's tables only)
+      if (auto reader = format::FileReader::Open(os::FileSystem::Default(), path); reader.ok()) {
+        f.depth = (*reader)->record().depth;
+        f.base_version = (*reader)->record().base_version;
+      }
+    }
+    out.push_back(f);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.version < b.version; });
+  return out;
 }
 
 }  // namespace
@@ -168,6 +238,10 @@ TrialResult RunRestartTrial(const Options& o, bool async, const std::string& dir
           }
           return Status::Ok();
         },
+        [&](int64_t) {  // the baseline writes everything
+          r.stored_bytes.push_back(o.size);
+          r.layered.push_back(false);
+        },
         [](int64_t) { return Status::Ok(); },  // every write has returned
         [](int64_t) { return Status::Ok(); },  // likewise at the persistent copy
         [&]() { return SyncLatest(*store); },
@@ -180,6 +254,7 @@ TrialResult RunRestartTrial(const Options& o, bool async, const std::string& dir
         },
         r);
     r.sync_write_s = store->write_seconds() + (copy ? copy->write_seconds() : 0);
+    r.version_files = VersionFiles(lib_dir, false);
   } else {
     if (!persistent.empty()) {
       if (r.status = EmptyDir(persistent); !r.status.ok()) return r;
@@ -191,12 +266,26 @@ TrialResult RunRestartTrial(const Options& o, bool async, const std::string& dir
       r.status = st.WithContext("Protect");
       return r;
     }
+    // What each version stored: the change statistics' growth over its
+    // Checkpoint call (planned there); none planned (changes = full): all.
+    ChangeStats prev = c.GetStats().changes;
     RunRestart(
         o, salt, app, [&](int64_t v) { return c.Checkpoint(kName, v); },
+        [&](int64_t v) {
+          // --settle: the error, if any, shows again at the final Wait.
+          if (o.settle) (void)c.Wait(kName, v, Level::kLocal);
+          const ChangeStats now = c.GetStats().changes;
+          const bool planned = now.full_versions + now.layered_versions >
+                               prev.full_versions + prev.layered_versions;
+          r.stored_bytes.push_back(planned ? now.bytes_stored - prev.bytes_stored : o.size);
+          r.layered.push_back(now.layered_versions > prev.layered_versions);
+          prev = now;
+        },
         [&](int64_t v) { return c.Wait(kName, v, Level::kLocal); },
         [&](int64_t v) { return c.Wait(kName, v, Level::kPersistent); },
         [&]() { return c.Latest(kName); }, [&](int64_t v) { return c.Restore(kName, v); }, r);
     r.stats = c.GetStats();
+    r.version_files = VersionFiles(lib_dir, true);
     const Clock::time_point t0 = Clock::now();
     Status cs = c.Close();
     r.close_s = Seconds(t0, Clock::now());

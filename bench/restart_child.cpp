@@ -168,6 +168,13 @@ void MeasureRawColdRead(const std::string& file, ColdRestart& cold) {
   }
 }
 
+// The fraction as text that parses back to the same double.
+std::string FractionText(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", f);
+  return buf;
+}
+
 // The child's command line: the trial's options that shape the library and
 // the buffer, plus the --child-* ones.
 std::vector<std::string> ChildArgs(const Options& o, bool async, const std::string& lib_dir,
@@ -195,6 +202,10 @@ std::vector<std::string> ChildArgs(const Options& o, bool async, const std::stri
   if (o.block_size) add("--block-size", std::to_string(*o.block_size));
   if (o.device_map_chunk) add("--device-map-chunk", std::to_string(*o.device_map_chunk));
   if (!o.persistent_dir.empty()) add("--persistent", o.persistent_dir);
+  add("--changes", ChangeDetectionName(o.changes));
+  add("--change-fraction", FractionText(o.change.fraction));
+  add("--change-pattern", ChangePatternName(o.change.pattern));
+  if (o.max_layers) add("--max-layers", std::to_string(*o.max_layers));
   return a;
 }
 
@@ -276,7 +287,8 @@ namespace {
 
 // The child's work; the report gets the timestamps as it goes.
 Status ChildRestore(const Options& o, std::ofstream& rep, VerifyStats& verify) {
-  CAIRN_ASSIGN_OR_RETURN(BenchBuffer app, BenchBuffer::Allocate(o.memory, o.size, o.app_huge_pages));
+  CAIRN_ASSIGN_OR_RETURN(BenchBuffer app, BenchBuffer::Allocate(o.memory, o.size, o.app_huge_pages,
+                                                                 UsesTrackedMemory(o)));
   rep << "started " << Now() << "\n";
   int64_t version = -1;
   if (o.child_async) {
@@ -311,8 +323,8 @@ Status ChildRestore(const Options& o, std::ofstream& rep, VerifyStats& verify) {
     verify.Fail("latest found version " + std::to_string(version) + ", expected " +
                 std::to_string(o.child_version));
   } else {
-    Verify(app.host(), o.size, MakeTag(o.child_salt, static_cast<uint64_t>(version)), true,
-           "version " + std::to_string(version), verify);
+    // --child-verify-as (tests): expect another version's content.
+    VerifyVersion(o, app.host(), o.child_salt, o.child_verify_as.value_or(version), true, verify);
   }
   rep << "verified " << Now() << "\n"
       << "verify_s " << Now() - t << "\n"

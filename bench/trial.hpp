@@ -89,6 +89,8 @@ inline Config MakeConfig(const Options& o, const std::string& scratch_dir) {
   c.device_cache_bytes = o.device_cache;
   c.device_cache_init = o.device_cache_init;
   if (o.device_map_chunk) c.device_map_chunk_bytes = *o.device_map_chunk;
+  c.changes = o.changes;
+  if (o.max_layers) c.max_layers = *o.max_layers;
   return c;
 }
 
