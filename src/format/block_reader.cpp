@@ -34,32 +34,77 @@ bool DirectOk(const void* p, uint64_t n) {
   return reinterpret_cast<uintptr_t>(p) % kAlign == 0 && n % kAlign == 0;
 }
 
-// A worker's staging buffer: kStagingBytes in huge pages where THP allows,
-// so that an O_DIRECT read into it is a couple of device segments, not one
-// per 4 KiB page (os/page_backing.hpp).
+}  // namespace
+
+struct StagingPool::Buffer {
+  os::Mapping map;
+  uint8_t* data = nullptr;
+};
+
+struct StagingPool::Impl {
+  Mutex mu;
+  std::vector<std::unique_ptr<Buffer>> free CAIRN_GUARDED_BY(mu);
+};
+
+StagingPool::StagingPool() : impl_(std::make_unique<Impl>()) {}
+StagingPool::~StagingPool() = default;
+
+Result<std::unique_ptr<StagingPool::Buffer>> StagingPool::Take() {
+  {
+    MutexLock l(&impl_->mu);
+    if (!impl_->free.empty()) {
+      std::unique_ptr<Buffer> b = std::move(impl_->free.back());
+      impl_->free.pop_back();
+      return b;
+    }
+  }
+  // Huge pages where THP allows, so that an O_DIRECT read into it is a
+  // couple of device segments, not one per 4 KiB page (os/page_backing.hpp).
+  constexpr size_t kHuge = 2u << 20;
+  auto b = std::make_unique<Buffer>();
+  CAIRN_ASSIGN_OR_RETURN(b->map, os::Mapping::Create(kStagingBytes + kHuge, {.huge_pages = true}));
+  const auto base = reinterpret_cast<uintptr_t>(b->map.data());
+  b->data = b->map.data() + ((kHuge - base % kHuge) % kHuge);
+  return b;
+}
+
+void StagingPool::Give(std::unique_ptr<Buffer> b) {
+  if (!b) return;
+  MutexLock l(&impl_->mu);
+  impl_->free.push_back(std::move(b));
+}
+
+uint8_t* StagingPool::Data(const Buffer& b) { return b.data; }
+
+namespace {
+
+// A worker's staging buffer for one ReadBlocks call, from the caller's pool
+// (given back at the end of the call) or from a pool of its own.
 class Staging {
  public:
-  explicit operator bool() const { return data_ != nullptr; }
-  uint8_t* get() const { return data_; }
+  explicit Staging(StagingPool* pool) : pool_(pool != nullptr ? pool : &own_) {}
+  ~Staging() { pool_->Give(std::move(buffer_)); }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+  explicit operator bool() const { return buffer_ != nullptr; }
+  uint8_t* get() const { return StagingPool::Data(*buffer_); }
   Status Allocate() {
-    constexpr size_t kHuge = 2u << 20;
-    CAIRN_ASSIGN_OR_RETURN(map_, os::Mapping::Create(kStagingBytes + kHuge, {.huge_pages = true}));
-    const auto base = reinterpret_cast<uintptr_t>(map_.data());
-    data_ = map_.data() + ((kHuge - base % kHuge) % kHuge);
+    CAIRN_ASSIGN_OR_RETURN(buffer_, pool_->Take());
     return Status::Ok();
   }
 
  private:
-  os::Mapping map_;
-  uint8_t* data_ = nullptr;
+  StagingPool own_;  // used when the caller gave no pool
+  StagingPool* const pool_;
+  std::unique_ptr<StagingPool::Buffer> buffer_;
 };
 
 // The shared state of one ReadBlocks call.
 class ReadRun {
  public:
   ReadRun(os::FileSystem* fs, const FileReader& file, std::span<const BlockRead> plan,
-          const CopyOutFn& copy_out, bool direct)
-      : fs_(fs), file_(file), plan_(plan), copy_out_(copy_out), direct_(direct) {}
+          const CopyOutFn& copy_out, bool direct, StagingPool* pool)
+      : fs_(fs), file_(file), plan_(plan), copy_out_(copy_out), direct_(direct), pool_(pool) {}
 
   // One worker: opens the file, then reads blocks until none is left or
   // another worker failed.
@@ -83,6 +128,7 @@ class ReadRun {
   const std::span<const BlockRead> plan_;
   const CopyOutFn& copy_out_;
   const bool direct_;
+  StagingPool* const pool_;  // null: each worker maps its own
   std::atomic<size_t> next_{0};     // the next plan entry to claim
   std::atomic<bool> stop_{false};   // a worker failed: claim no more
   Mutex mu_;
@@ -111,7 +157,7 @@ void ReadRun::Fail(size_t at, Status s) {
 void ReadRun::Work() {
   auto f = OpenFile();
   if (!f.ok()) return Fail(0, f.status());
-  Staging staging;
+  Staging staging(pool_);
   while (!stop_.load(std::memory_order_relaxed)) {
     const size_t k = next_.fetch_add(1, std::memory_order_relaxed);
     if (k >= plan_.size()) return;
@@ -190,7 +236,7 @@ Status ReadBlocks(os::FileSystem* fs, const FileReader& file, std::span<const Bl
                   const CopyOutFn& copy_out, const ReadBlocksOptions& options) {
   if (fs == nullptr) return Status::InvalidArgument("ReadBlocks: no file system");
   if (plan.empty()) return Status::Ok();
-  ReadRun run(fs, file, plan, copy_out, options.direct);
+  ReadRun run(fs, file, plan, copy_out, options.direct, options.staging);
   const size_t workers = std::clamp<size_t>(options.queue_depth, 1, plan.size());
   {
     std::vector<std::jthread> helpers;

@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 
 #include "format/file_reader.hpp"
@@ -62,13 +63,38 @@ struct BlockRead {
 // Copies n bytes from host memory src to a non-host destination.
 using CopyOutFn = std::function<Status(void* dst, const void* src, size_t n)>;
 
+// Largest single read and the size of each worker's staging buffer.
+inline constexpr size_t kStagingBytes = 4u << 20;
+
+// Staging buffers kept across ReadBlocks calls that run one after the other
+// (a chain's links): a worker takes one for its call and gives it back, so
+// the buffers are mapped and faulted in once, not once per call (mapping and
+// zeroing 4 workers' 4 MiB per link cost a depth-10 chain restore a third of
+// its time). Thread-safe.
+class StagingPool {
+ public:
+  StagingPool();
+  ~StagingPool();
+  StagingPool(const StagingPool&) = delete;
+  StagingPool& operator=(const StagingPool&) = delete;
+
+  struct Buffer;
+  // A buffer of kStagingBytes at a 2 MiB boundary (huge pages where THP
+  // allows): one kept, else a new one.
+  Result<std::unique_ptr<Buffer>> Take();
+  void Give(std::unique_ptr<Buffer> b);
+  static uint8_t* Data(const Buffer& b);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 struct ReadBlocksOptions {
   unsigned queue_depth = 4;  // reads in flight; 4 large reads keep an NVMe or RAID busy
   bool direct = false;       // try O_DIRECT
+  StagingPool* staging = nullptr;  // null: each call maps its own. Not owned
 };
-
-// Largest single read and the size of each worker's staging buffer.
-inline constexpr size_t kStagingBytes = 4u << 20;
 
 // Reads and verifies every block of `plan` (opened again through `fs` by
 // each worker). `copy_out` may be empty when every entry is host memory.

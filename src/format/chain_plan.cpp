@@ -12,6 +12,9 @@
 // a staging pass per block: a depth-10 chain restored 1.96x slower than a
 // full version for 1.5x the bytes.
 #include <algorithm>
+#include <atomic>
+#include <system_error>
+#include <thread>
 
 #include "format/chain.hpp"
 
@@ -198,11 +201,49 @@ Result<ChainPlan> ChainPlan::Make(const Chain& chain, std::span<const RegionTarg
 
 Status ChainPlan::Execute(os::FileSystem* fs, const CopyOutFn& copy_out,
                           const ReadBlocksOptions& options) const {
-  // Oldest first: the base's whole blocks land before the layers' pieces
-  // that overwrite parts of them.
-  for (auto it = links_.rbegin(); it != links_.rend(); ++it) {
-    CAIRN_RETURN_IF_ERROR(ReadBlocks(fs, *it->file, it->reads, copy_out, options));
+  // The base first: its whole blocks land before the layers' pieces that
+  // overwrite parts of them. One staging pool for every link.
+  StagingPool pool;
+  ReadBlocksOptions o = options;
+  if (o.staging == nullptr) o.staging = &pool;
+  CAIRN_RETURN_IF_ERROR(ReadBlocks(fs, *links_.back().file, links_.back().reads, copy_out, o));
+  const size_t layers = links_.size() - 1;
+  const bool host = std::all_of(links_.begin(), links_.end() - 1, [](const LinkReads& lr) {
+    return std::all_of(lr.reads.begin(), lr.reads.end(), [](const BlockRead& r) { return r.host; });
+  });
+  if (layers <= 1 || !host || options.queue_depth <= 1) {
+    for (size_t i = layers; i-- > 0;) {
+      CAIRN_RETURN_IF_ERROR(ReadBlocks(fs, *links_[i].file, links_[i].reads, copy_out, o));
+    }
+    return Status::Ok();
   }
+  // The layers' pieces are disjoint (each byte comes from one link), so they
+  // may land in any order: up to queue_depth layer files are read at once,
+  // one read in flight each. A layer holds a few blocks; read one file after
+  // the other, each pass ends with the device half idle (a depth-10 chain
+  // spent ~40% more per layer than its bytes). Host destinations only: a
+  // device copy_out is serialized per ReadBlocks call.
+  std::vector<Status> status(layers);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    ReadBlocksOptions one = o;
+    one.queue_depth = 1;
+    for (size_t i; (i = next.fetch_add(1)) < layers;) {
+      status[i] = ReadBlocks(fs, *links_[i].file, links_[i].reads, copy_out, one);
+    }
+  };
+  {
+    std::vector<std::jthread> helpers;
+    for (size_t t = 1; t < std::min<size_t>(options.queue_depth, layers); ++t) {
+      try {
+        helpers.emplace_back(work);
+      } catch (const std::system_error&) {
+        break;  // fewer files at once, same result
+      }
+    }
+    work();
+  }
+  for (size_t i = layers; i-- > 0;) CAIRN_RETURN_IF_ERROR(status[i]);  // the oldest failure first
   return Status::Ok();
 }
 
