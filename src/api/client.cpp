@@ -1,11 +1,13 @@
 // cairn::Client and cairn::History: argument checking and the protected-region
 // registry in front of core::Pipeline.
+#include <algorithm>
 #include <map>
 #include <shared_mutex>
 
 #include <limits>
 
 #include "api/collective.hpp"
+#include "api/saved.hpp"
 #include "cairn/cairn.hpp"
 #include "cairn/group.hpp"
 #include "core/pipeline.hpp"
@@ -50,6 +52,9 @@ struct Client::Impl {
   // Set when opened in a group (OpenInGroup): Latest, RestoreLatest, Restore
   // and Wait are then collective (collective.hpp, docs/mpi.md).
   std::unique_ptr<Group> group;
+  // The configuration before the rank's subdirectories (= config when not
+  // in a group): the roots where a saved job's ranks are found.
+  Config root;
 };
 
 struct History::Impl {
@@ -62,9 +67,16 @@ namespace {
 
 Status Closed() { return Status::State("the client is closed"); }
 
+// In the rank's scratch directory, and after a persistent commit also in its
+// persistent directory, where a job that lost the node still finds it
+// (docs/format.md, 3.6-3.7).
 Status RecordGlobal(Client::Impl& impl, std::string_view name, int64_t committed, int64_t persistent) {
-  Status s = collective::RecordGlobal(impl.config.fs, impl.config, std::string(name), impl.group->size(),
-                                      committed, persistent);
+  const collective::Manifest shape{.ranks = impl.group->size(), .ranks_per_node = impl.group->ranks_per_node()};
+  const Config& c = impl.config;
+  Status s = collective::RecordGlobal(c.fs, c, c.scratch_dir, std::string(name), shape, committed, persistent);
+  if (s.ok() && persistent >= 0 && !c.persistent_dir.empty()) {
+    s = collective::RecordGlobal(c.fs, c, c.persistent_dir, std::string(name), shape, committed, persistent);
+  }
   return collective::Agree(*impl.group, s, "recording the global commit of '" + std::string(name) + "'");
 }
 
@@ -88,6 +100,44 @@ Result<int64_t> CommonLatest(Client::Impl& impl, std::string_view name, int64_t 
   return common;
 }
 
+// A client opened alone is a group of one for the saved-job checks.
+class SoloGroup final : public Group {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int node() const override { return 0; }
+  bool simulated_nodes() const override { return false; }
+  int ranks_per_node() const override { return 0; }
+  Status AllReduce(Op, int64_t*, size_t) override { return Status::Ok(); }
+};
+
+// The saved job's shape, the same on every member (each reads rank 0's
+// manifest itself: members on other nodes may see other files).
+Result<saved::Shape> AgreedShape(Client::Impl& impl, Group& group, const std::string& name) {
+  auto shape = saved::FindShape(impl.root, name);
+  CAIRN_RETURN_IF_ERROR(collective::Agree(group, shape.status(), "finding the saved job of '" + name + "'"));
+  int64_t lo[2] = {shape->ranks, shape->ranks_per_node}, hi[2] = {-shape->ranks, -shape->ranks_per_node};
+  CAIRN_RETURN_IF_ERROR(group.AllReduce(Group::Op::kMin, lo, 2));
+  CAIRN_RETURN_IF_ERROR(group.AllReduce(Group::Op::kMin, hi, 2));
+  if (lo[0] != -hi[0] || lo[1] != -hi[1]) {
+    return Status::State("the ranks see different saved jobs of '" + name + "' (here " +
+                         std::to_string(shape->ranks) + " ranks, " + std::to_string(shape->ranks_per_node) +
+                         " per node; between " + std::to_string(lo[0]) + " and " + std::to_string(-hi[0]) +
+                         " ranks elsewhere): their storage roots do not show the same files");
+  }
+  return shape;
+}
+
+// The saved ranks this member checks: s = rank, rank + size, ...; a member
+// beyond the saved ranks (a job larger than the saved one) checks rank % N,
+// so that every member has at least one.
+std::vector<int> MyShare(const Group& group, const saved::Shape& shape) {
+  std::vector<int> share;
+  if (group.rank() >= shape.ranks) return {group.rank() % shape.ranks};
+  for (int s = group.rank(); s < shape.ranks; s += group.size()) share.push_back(s);
+  return share;
+}
+
 }  // namespace
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -97,6 +147,7 @@ Result<std::unique_ptr<Client>> Client::Open(const Config& config) {
   CAIRN_ASSIGN_OR_RETURN(auto pipeline, core::Pipeline::Start(config));
   auto impl = std::make_unique<Impl>();
   impl->config = config;
+  impl->root = config;
   impl->core->pipeline = std::move(pipeline);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
@@ -214,6 +265,78 @@ Result<int64_t> Client::RestoreLatest(std::string_view name) {
   }
 }
 
+Result<int> Client::SavedRanks(std::string_view name_view, int64_t version) {
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  SoloGroup solo;
+  Group& group = impl_->group ? *impl_->group : solo;
+  const std::string name(name_view);
+  CAIRN_ASSIGN_OR_RETURN(saved::Shape shape, AgreedShape(*impl_, group, name));
+  Status mine;
+  for (int s : MyShare(group, shape)) {
+    mine = saved::Serves(impl_->root, shape, name, version, s);
+    if (!mine.ok()) break;
+  }
+  CAIRN_RETURN_IF_ERROR(collective::Agree(group, mine, "checking version " + std::to_string(version) + " of '" +
+                                                           name + "' on the " + std::to_string(shape.ranks) +
+                                                           " saved ranks"));
+  return shape.ranks;
+}
+
+Result<Client::SavedVersion> Client::SavedLatest(std::string_view name_view) {
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  SoloGroup solo;
+  Group& group = impl_->group ? *impl_->group : solo;
+  const std::string name(name_view);
+  CAIRN_ASSIGN_OR_RETURN(saved::Shape shape, AgreedShape(*impl_, group, name));
+  // This member's candidates: the versions every saved rank of its share serves.
+  Result<std::vector<int64_t>> mine = std::vector<int64_t>{};
+  bool first = true;
+  for (int s : MyShare(group, shape)) {
+    auto served = saved::ServedVersions(impl_->root, shape, name, s);
+    if (!served.ok()) {
+      mine = served.status();
+      break;
+    }
+    if (first) {
+      *mine = *served;
+      first = false;
+      continue;
+    }
+    std::erase_if(*mine, [&](int64_t v) { return std::find(served->begin(), served->end(), v) == served->end(); });
+  }
+  CAIRN_RETURN_IF_ERROR(collective::Agree(group, mine.status(), "finding the latest saved version of '" + name + "'"));
+  CAIRN_ASSIGN_OR_RETURN(int64_t common, collective::NewestCommon(group, *mine, std::numeric_limits<int64_t>::max()));
+  if (common < 0) {
+    return Status::NotFound("no version of '" + name + "' is globally committed and intact on all " +
+                            std::to_string(shape.ranks) + " saved ranks");
+  }
+  return SavedVersion{.version = common, .ranks = shape.ranks};
+}
+
+Result<uint64_t> Client::SavedRegionSize(std::string_view name, int64_t version, int saved_rank, int region) {
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  CAIRN_ASSIGN_OR_RETURN(saved::Shape shape, saved::FindShape(impl_->root, std::string(name)));
+  return saved::RegionSize(impl_->root, shape, std::string(name), version, saved_rank, region);
+}
+
+Status Client::ReadSavedRegion(std::string_view name, int64_t version, int saved_rank, int region, uint64_t offset,
+                               void* dst, size_t bytes) {
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  if (dst != nullptr && bytes > 0) {
+    auto kind = impl_->core->pipeline->ClassifyRegion(dst, bytes);
+    if (!kind.ok()) return kind.status().WithContext("reading a saved region");
+    if (*kind != MemoryKind::kHost) {
+      return Status::Unsupported("reading a saved region into device or managed memory: read into host memory");
+    }
+  }
+  CAIRN_ASSIGN_OR_RETURN(saved::Shape shape, saved::FindShape(impl_->root, std::string(name)));
+  return saved::ReadRegion(impl_->root, shape, std::string(name), version, saved_rank, region, offset, dst, bytes);
+}
+
 Result<std::unique_ptr<History>> Client::OpenHistory(std::string_view name) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
@@ -239,6 +362,7 @@ Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_p
   auto client = Client::Open(collective::RankConfig(*config, *group));
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group, client.status(), "opening the client"));
   (*client)->impl_->group = std::move(group);
+  (*client)->impl_->root = *config;
   return client;
 }
 

@@ -48,6 +48,7 @@ class MpiGroup final : public Group {
   int size() const override { return size_; }
   int node() const override { return node_; }
   bool simulated_nodes() const override { return simulated_; }
+  int ranks_per_node() const override { return ranks_per_node_; }
 
   Status AllReduce(Op op, int64_t* values, size_t n) override {
     int err = MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(n), MPI_INT64_T,
@@ -99,6 +100,7 @@ class MpiGroup final : public Group {
     }
     if (s.ok() && k > 0) {
       simulated_ = true;
+      ranks_per_node_ = static_cast<int>(k);
       node_ = static_cast<int>(rank_ / k);
     }
     return s;
@@ -109,6 +111,7 @@ class MpiGroup final : public Group {
   int size_ = 1;
   int node_ = 0;
   bool simulated_ = false;
+  int ranks_per_node_ = 0;
 };
 
 }  // namespace
@@ -139,4 +142,66 @@ extern "C" int cairn_open_mpi(MPI_Comm comm, const char* config_path, cairn_clie
   } catch (const std::exception& e) {
     return cairn::ReportToC(cairn::Status::Internal(e.what()));
   }
+}
+
+// The saved-job calls (cairn_mpi.h): C forms of the Client methods.
+namespace {
+
+template <typename Fn>
+int GuardC(cairn_client_t* c, const char* name, Fn&& fn) noexcept {
+  try {
+    cairn::Client* client = cairn::FromCHandle(c);
+    if (client == nullptr) return cairn::ReportToC(cairn::Status::InvalidArgument("client is NULL"));
+    if (name == nullptr) return cairn::ReportToC(cairn::Status::InvalidArgument("name is NULL"));
+    return cairn::ReportToC(fn(*client));
+  } catch (const std::bad_alloc&) {
+    return cairn::ReportToC(cairn::Status::NoMemory("out of memory"));
+  } catch (const std::exception& e) {
+    return cairn::ReportToC(cairn::Status::Internal(e.what()));
+  }
+}
+
+}  // namespace
+
+extern "C" int cairn_saved_ranks(cairn_client_t* c, const char* name, int64_t version, int* nranks) {
+  return GuardC(c, name, [&](cairn::Client& client) -> cairn::Status {
+    if (nranks == nullptr) return cairn::Status::InvalidArgument("nranks is NULL");
+    *nranks = 0;
+    auto n = client.SavedRanks(name, version);
+    if (!n.ok()) return n.status();
+    *nranks = *n;
+    return cairn::Status::Ok();
+  });
+}
+
+extern "C" int cairn_saved_latest(cairn_client_t* c, const char* name, int64_t* version, int* nranks) {
+  return GuardC(c, name, [&](cairn::Client& client) -> cairn::Status {
+    if (version == nullptr || nranks == nullptr) return cairn::Status::InvalidArgument("version or nranks is NULL");
+    *version = -1;
+    *nranks = 0;
+    auto v = client.SavedLatest(name);
+    if (!v.ok()) return v.status();
+    *version = v->version;
+    *nranks = v->ranks;
+    return cairn::Status::Ok();
+  });
+}
+
+extern "C" int cairn_saved_region_size(cairn_client_t* c, const char* name, int64_t version, int saved_rank,
+                                       int region, size_t* bytes) {
+  return GuardC(c, name, [&](cairn::Client& client) -> cairn::Status {
+    if (bytes == nullptr) return cairn::Status::InvalidArgument("bytes is NULL");
+    *bytes = 0;
+    auto n = client.SavedRegionSize(name, version, saved_rank, region);
+    if (!n.ok()) return n.status();
+    *bytes = static_cast<size_t>(*n);
+    return cairn::Status::Ok();
+  });
+}
+
+extern "C" int cairn_read_saved_region(cairn_client_t* c, const char* name, int64_t version, int saved_rank,
+                                       int region, size_t offset, void* dst, size_t bytes) {
+  return GuardC(c, name, [&](cairn::Client& client) {
+    return client.ReadSavedRegion(name, version, saved_rank, region, offset, dst, bytes);
+  });
 }

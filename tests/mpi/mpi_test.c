@@ -144,7 +144,7 @@ static void test_restart(void) {
     fclose(f);
   }
   char want[128];
-  snprintf(want, sizeof want, "cairn-global 1\nranks %d\ncommitted 3\npersistent -1\n", g_size);
+  snprintf(want, sizeof want, "cairn-global 1\nranks %d\ncommitted 3\npersistent -1\nranks_per_node 2\n", g_size);
   CHECK(strcmp(text, want) == 0, "manifest %s is '%s', want '%s'", mpath, text, want);
 
   /* Rank 0 loses its file of version 3: versions every rank has are 1, 2. */
@@ -228,7 +228,7 @@ static void test_persistent(void) {
     text[fread(text, 1, sizeof text - 1, f)] = '\0';
     fclose(f);
   }
-  snprintf(want, sizeof want, "cairn-global 1\nranks %d\ncommitted 2\npersistent 2\n", g_size);
+  snprintf(want, sizeof want, "cairn-global 1\nranks %d\ncommitted 2\npersistent 2\nranks_per_node 2\n", g_size);
   CHECK(strcmp(text, want) == 0, "manifest %s is '%s', want '%s'", mpath, text, want);
 
   /* Every rank loses its local copies of version 2. */
