@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "cairn/cairn.h"
 #include "cairn/cairn.hpp"
@@ -37,6 +38,20 @@ class CAIRN_EXPORT Group {
   // Collective. An error (the transport's) is the same kind on every member
   // only as far as the transport guarantees it.
   virtual Status AllReduce(Op op, int64_t* values, size_t n) = 0;
+
+  // Point-to-point (the redundancy levels: partner copies, docs/mpi.md).
+  // Sends each of `sends` to its member and receives one message from each
+  // member of `from`, in that order, into (*received)[i]. The members that
+  // take part call it together with matching patterns (what member a sends
+  // to b, b expects from a); at most one message per pair and call. Sends
+  // do not wait for the receiver, so any pattern completes. Not a barrier.
+  struct Outgoing {
+    int to = -1;
+    const uint8_t* data = nullptr;
+    size_t bytes = 0;
+  };
+  virtual Status Exchange(const std::vector<Outgoing>& sends, const std::vector<int>& from,
+                          std::vector<std::vector<uint8_t>>* received) = 0;
 };
 
 // Opens a client on every member of `group` (collective): `config` is each

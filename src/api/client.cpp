@@ -1,12 +1,14 @@
 // cairn::Client and cairn::History: argument checking and the protected-region
 // registry in front of core::Pipeline.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <shared_mutex>
 
 #include <limits>
 
 #include "api/collective.hpp"
+#include "api/partner.hpp"
 #include "api/saved.hpp"
 #include "cairn/cairn.hpp"
 #include "cairn/group.hpp"
@@ -55,6 +57,11 @@ struct Client::Impl {
   // The configuration before the rank's subdirectories (= config when not
   // in a group): the roots where a saved job's ranks are found.
   Config root;
+  // L2 partner copies (CAIRN_L2_EVERY; partner.hpp): every l2_every-th
+  // collective wait sends the version to `partner`; 0 = off.
+  int64_t l2_every = 0;
+  int64_t l2_waits = 0;  // collective waits at kLocal/kPersistent so far
+  partner::Map partner;
 };
 
 struct History::Impl {
@@ -80,9 +87,24 @@ Status RecordGlobal(Client::Impl& impl, std::string_view name, int64_t committed
   return collective::Agree(*impl.group, s, "recording the global commit of '" + std::string(name) + "'");
 }
 
+// With partner copies on: ranks that lack the newest version <= bound that
+// every rank has (itself or at its partner), or distrust their copy of it,
+// get it back from the partner (partner::Recover). Says so on stderr: which
+// level served the rank matters to whoever reads the job's log.
+Status RecoverFromPartners(Client::Impl& impl, const std::string& name, int64_t bound, int64_t distrust) {
+  if (impl.l2_every <= 0) return Status::Ok();
+  auto mine = impl.core->pipeline->IntactVersions(name);
+  CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, mine.status(), "listing the versions of '" + name + "'"));
+  std::string served;
+  auto v = partner::Recover(*impl.group, impl.partner, impl.config, name, *mine, bound, distrust, &served);
+  if (!served.empty()) std::fprintf(stderr, "cairn: rank %d: restored %s\n", impl.group->rank(), served.c_str());
+  return collective::Agree(*impl.group, v.status(), "recovering '" + name + "' from the partner copies");
+}
+
 // The newest version <= bound that every rank has committed and whose
 // structure checks out on every rank; recorded in the global manifest.
-Result<int64_t> CommonLatest(Client::Impl& impl, std::string_view name, int64_t bound) {
+Result<int64_t> CommonLatest(Client::Impl& impl, std::string_view name, int64_t bound, int64_t distrust = -1) {
+  CAIRN_RETURN_IF_ERROR(RecoverFromPartners(impl, std::string(name), bound, distrust));
   auto mine = impl.core->pipeline->IntactVersions(std::string(name));
   const std::string what = "finding the latest version of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, mine.status(), what));
@@ -109,6 +131,12 @@ class SoloGroup final : public Group {
   bool simulated_nodes() const override { return false; }
   int ranks_per_node() const override { return 0; }
   Status AllReduce(Op, int64_t*, size_t) override { return Status::Ok(); }
+  Status Exchange(const std::vector<Outgoing>& sends, const std::vector<int>& from,
+                  std::vector<std::vector<uint8_t>>* received) override {
+    if (!sends.empty() || !from.empty()) return Status::Internal("a group of one has no partner to exchange with");
+    received->clear();
+    return Status::Ok();
+  }
 };
 
 // The saved job's shape, the same on every member (each reads rank 0's
@@ -215,7 +243,10 @@ Status Client::Wait(std::string_view name, int64_t version, Level level) {
   const std::string label = "version " + std::to_string(version) + " of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl_->group, s, "waiting for " + label));
   if (level == Level::kCache) return Status::Ok();
-  return RecordGlobal(*impl_, name, version, level == Level::kPersistent ? version : -1);
+  CAIRN_RETURN_IF_ERROR(RecordGlobal(*impl_, name, version, level == Level::kPersistent ? version : -1));
+  if (impl_->l2_every <= 0 || ++impl_->l2_waits % impl_->l2_every != 0) return Status::Ok();
+  Status l2 = partner::Replicate(*impl_->group, impl_->partner, impl_->config, std::string(name), version);
+  return collective::Agree(*impl_->group, l2, "the partner copies (L2) of " + label);
 }
 
 
@@ -230,10 +261,21 @@ Result<int64_t> Client::Latest(std::string_view name) {
 Status Client::Restore(std::string_view name, int64_t version) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
+  if (!impl_->group) return impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
+  const std::string what = "restoring version " + std::to_string(version) + " of '" + std::string(name) + "'";
+  CAIRN_RETURN_IF_ERROR(RecoverFromPartners(*impl_, std::string(name), version, -1));
   Status s = impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
-  if (!impl_->group) return s;
-  return collective::Agree(*impl_->group, s,
-                           "restoring version " + std::to_string(version) + " of '" + std::string(name) + "'");
+  int64_t damaged = s.code() == Code::kCorrupt || s.code() == Code::kIo ? 1 : 0;
+  if (impl_->l2_every > 0) {
+    // A damaged local copy: those ranks take the partner's and all retry once.
+    CAIRN_RETURN_IF_ERROR(impl_->group->AllReduce(Group::Op::kMax, &damaged, 1));
+    if (damaged != 0) {
+      const bool mine = s.code() == Code::kCorrupt || s.code() == Code::kIo;
+      CAIRN_RETURN_IF_ERROR(RecoverFromPartners(*impl_, std::string(name), version, mine ? version : -1));
+      s = impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
+    }
+  }
+  return collective::Agree(*impl_->group, s, what);
 }
 
 Result<int64_t> Client::RestoreLatest(std::string_view name) {
@@ -244,8 +286,9 @@ Result<int64_t> Client::RestoreLatest(std::string_view name) {
   // any rank (kCorrupt, kIo), every rank falls back to the next common one.
   std::string damaged;
   int64_t bound = std::numeric_limits<int64_t>::max();
+  int64_t distrust = -1, retried = -1;
   for (;;) {
-    auto common = CommonLatest(*impl_, name, bound);
+    auto common = CommonLatest(*impl_, name, bound, distrust);
     if (!common.ok()) return damaged.empty() ? common.status() : common.status().WithContext("after damage:" + damaged);
     Status s = impl_->core->pipeline->Restore(std::string(name), *common, impl_->core->RestoreTargets());
     int64_t fault = s.ok() ? 0 : (s.code() == Code::kCorrupt || s.code() == Code::kIo) ? 1 : 2;
@@ -261,6 +304,13 @@ Result<int64_t> Client::RestoreLatest(std::string_view name) {
     if (damaged.size() < 2000) {
       damaged += " version " + std::to_string(*common) + (s.ok() ? " is damaged on another rank;" : ": " + s.message() + ";");
     }
+    if (impl_->l2_every > 0 && retried != *common) {
+      // Once per version: the damaged ranks take their partner's copy of it.
+      retried = bound = *common;
+      distrust = s.ok() ? -1 : *common;
+      continue;
+    }
+    distrust = -1;
     bound = *common - 1;
   }
 }
@@ -359,8 +409,24 @@ Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_p
   if (!group) return Status::InvalidArgument("OpenInGroup: no group");
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group, config.status(), "loading the configuration"));
   CAIRN_RETURN_IF_ERROR(collective::CheckConfigsAgree(*group, *config));
+  // CAIRN_L2_EVERY: valid and the same on every rank, then the partners.
+  auto every = partner::EveryFromEnvironment();
+  CAIRN_RETURN_IF_ERROR(collective::Agree(*group, every.status(), "reading CAIRN_L2_EVERY"));
+  int64_t range[2] = {*every, -*every};
+  CAIRN_RETURN_IF_ERROR(group->AllReduce(Group::Op::kMin, range, 2));
+  if (range[0] != -range[1]) {
+    return Status::Config("CAIRN_L2_EVERY differs across ranks (here " + std::to_string(*every) + ", between " +
+                          std::to_string(range[0]) + " and " + std::to_string(-range[1]) + " on the " +
+                          std::to_string(group->size()) + " ranks)");
+  }
+  partner::Map map;
+  if (*every > 0) {
+    CAIRN_ASSIGN_OR_RETURN(map, partner::MakeMap(*group));
+  }
   auto client = Client::Open(collective::RankConfig(*config, *group));
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group, client.status(), "opening the client"));
+  (*client)->impl_->l2_every = *every;
+  (*client)->impl_->partner = std::move(map);
   (*client)->impl_->group = std::move(group);
   (*client)->impl_->root = *config;
   return client;

@@ -4,6 +4,7 @@
 // reductions into MPI_Allreduce and finds the node of each rank.
 #include "cairn/cairn_mpi.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <string>
@@ -49,6 +50,42 @@ class MpiGroup final : public Group {
   int node() const override { return node_; }
   bool simulated_nodes() const override { return simulated_; }
   int ranks_per_node() const override { return ranks_per_node_; }
+
+  // Each message: its size (int64), then its bytes in pieces of at most
+  // 1 GiB (MPI counts are int). Messages between two ranks do not overtake
+  // each other, so one tag serves every call.
+  Status Exchange(const std::vector<Outgoing>& sends, const std::vector<int>& from,
+                  std::vector<std::vector<uint8_t>>* received) override {
+    constexpr size_t kPiece = size_t{1} << 30;
+    constexpr int kTag = 0x2ca1;
+    std::vector<int64_t> sizes(sends.size());
+    std::vector<MPI_Request> requests;
+    int err = MPI_SUCCESS;
+    for (size_t i = 0; i < sends.size() && err == MPI_SUCCESS; ++i) {
+      sizes[i] = static_cast<int64_t>(sends[i].bytes);
+      requests.push_back(MPI_REQUEST_NULL);
+      err = MPI_Isend(&sizes[i], 1, MPI_INT64_T, sends[i].to, kTag, comm_, &requests.back());
+      for (size_t at = 0; at < sends[i].bytes && err == MPI_SUCCESS; at += kPiece) {
+        requests.push_back(MPI_REQUEST_NULL);
+        err = MPI_Isend(sends[i].data + at, static_cast<int>(std::min(kPiece, sends[i].bytes - at)), MPI_BYTE,
+                        sends[i].to, kTag, comm_, &requests.back());
+      }
+    }
+    received->assign(from.size(), {});
+    for (size_t i = 0; i < from.size() && err == MPI_SUCCESS; ++i) {
+      int64_t size = 0;
+      err = MPI_Recv(&size, 1, MPI_INT64_T, from[i], kTag, comm_, MPI_STATUS_IGNORE);
+      if (err != MPI_SUCCESS) break;
+      (*received)[i].resize(static_cast<size_t>(size));
+      for (size_t at = 0; at < (*received)[i].size() && err == MPI_SUCCESS; at += kPiece) {
+        err = MPI_Recv((*received)[i].data() + at, static_cast<int>(std::min(kPiece, (*received)[i].size() - at)),
+                       MPI_BYTE, from[i], kTag, comm_, MPI_STATUS_IGNORE);
+      }
+    }
+    const int wait = MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    if (err == MPI_SUCCESS) err = wait;
+    return err == MPI_SUCCESS ? Status::Ok() : MpiError(err, "exchanging messages with the partner ranks");
+  }
 
   Status AllReduce(Op op, int64_t* values, size_t n) override {
     int err = MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(n), MPI_INT64_T,
