@@ -199,9 +199,10 @@ class CAIRN_EXPORT Client {
   // kInvalidArgument for a saved rank >= N, a region id the version lacks or
   // a range past the region's end; kNotFound for a version not globally
   // committed (the message says where it looked and what it found).
-  Result<uint64_t> SavedRegionSize(std::string_view name, int64_t version, int saved_rank, int region);
-  Status ReadSavedRegion(std::string_view name, int64_t version, int saved_rank, int region, uint64_t offset,
-                         void* dst, size_t bytes);
+  Result<uint64_t> SavedRegionSize(std::string_view name, int64_t version, int saved_rank,
+                                   int region);
+  Status ReadSavedRegion(std::string_view name, int64_t version, int saved_rank, int region,
+                         uint64_t offset, void* dst, size_t bytes);
 
   // Opens the adjoint history `name` (see History).
   Result<std::unique_ptr<History>> OpenHistory(std::string_view name);

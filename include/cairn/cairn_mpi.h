@@ -72,8 +72,10 @@ CAIRN_EXPORT int cairn_open_mpi(MPI_Comm comm, const char *config_path, cairn_cl
  * a region id the version lacks or a range past the region's end;
  * CAIRN_ERR_NOT_FOUND for a version that is not globally committed (or not
  * there); CAIRN_ERR_CORRUPT when no copy verifies. */
-CAIRN_EXPORT int cairn_saved_ranks(cairn_client_t *c, const char *name, int64_t version, int *nranks);
-CAIRN_EXPORT int cairn_saved_latest(cairn_client_t *c, const char *name, int64_t *version, int *nranks);
+CAIRN_EXPORT int cairn_saved_ranks(cairn_client_t *c, const char *name, int64_t version,
+                                   int *nranks);
+CAIRN_EXPORT int cairn_saved_latest(cairn_client_t *c, const char *name, int64_t *version,
+                                    int *nranks);
 CAIRN_EXPORT int cairn_saved_region_size(cairn_client_t *c, const char *name, int64_t version,
                                          int saved_rank, int region, size_t *bytes);
 CAIRN_EXPORT int cairn_read_saved_region(cairn_client_t *c, const char *name, int64_t version,

@@ -117,10 +117,11 @@ Result<Manifest> ParseManifest(std::string_view text, std::string_view path) {
   if (text.substr(0, kMagic.size()) != kMagic) return bad("the first line is not 'cairn-global 1'");
   text.remove_prefix(kMagic.size());
   Manifest m;
-  std::array<std::pair<std::string_view, int64_t*>, 4> keys{{{"ranks", &m.ranks},
-                                                             {"committed", &m.committed},
-                                                             {"persistent", &m.persistent},
-                                                             {"ranks_per_node", &m.ranks_per_node}}};
+  std::array<std::pair<std::string_view, int64_t*>, 4> keys{
+      {{"ranks", &m.ranks},
+       {"committed", &m.committed},
+       {"persistent", &m.persistent},
+       {"ranks_per_node", &m.ranks_per_node}}};
   for (auto& [key, out] : keys) {
     if (key == "ranks_per_node" && text.empty()) break;  // written before it existed: 0
     const size_t eol = text.find('\n');
@@ -185,8 +186,9 @@ Status RecordGlobal(os::FileSystem* fs, const Config& config, const std::string&
   m.committed = std::max(m.committed, committed);
   m.persistent = std::max(m.persistent, persistent);
   const std::string text = "cairn-global 1\nranks " + std::to_string(m.ranks) + "\ncommitted " +
-                           std::to_string(m.committed) + "\npersistent " + std::to_string(m.persistent) +
-                           "\nranks_per_node " + std::to_string(m.ranks_per_node) + "\n";
+                           std::to_string(m.committed) + "\npersistent " +
+                           std::to_string(m.persistent) + "\nranks_per_node " +
+                           std::to_string(m.ranks_per_node) + "\n";
   CAIRN_RETURN_IF_ERROR(fs->CreateDirs(dir, 0700));
   const std::string tmp = dir + "/.global." + std::to_string(::getpid()) + ".tmp";
   Status s = [&]() -> Status {

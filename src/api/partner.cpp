@@ -1,12 +1,12 @@
 // L2 partner copies (partner.hpp; docs/format.md 3.8 is normative).
 #include "api/partner.hpp"
 
+#include <unistd.h>  // getpid: temp file names (docs/format.md, 3.3)
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
-
-#include <unistd.h>  // getpid: temp file names (docs/format.md, 3.3)
 
 #include "api/collective.hpp"
 #include "format/chain.hpp"
@@ -48,13 +48,14 @@ Result<std::vector<uint8_t>> ReadWhole(os::FileSystem* fs, const std::string& pa
 }
 
 // temp + fsync + rename + directory fsync (docs/format.md, 3.3).
-Status WriteFile(const Config& c, const std::string& dir, const std::string& file, const uint8_t* data,
-                 size_t bytes) {
+Status WriteFile(const Config& c, const std::string& dir, const std::string& file,
+                 const uint8_t* data, size_t bytes) {
   os::FileSystem* fs = Fs(c);
   CAIRN_RETURN_IF_ERROR(fs->CreateDirs(dir, 0700));
   const std::string tmp = dir + "/." + file + "." + std::to_string(::getpid()) + ".tmp";
   Status s = [&]() -> Status {
-    CAIRN_ASSIGN_OR_RETURN(auto f, fs->Open(tmp, os::OpenOptions{.write = true, .mode = c.file_mode}));
+    CAIRN_ASSIGN_OR_RETURN(auto f,
+                           fs->Open(tmp, os::OpenOptions{.write = true, .mode = c.file_mode}));
     CAIRN_RETURN_IF_ERROR(f->WriteAt(data, bytes, 0));
     if (c.fsync) CAIRN_RETURN_IF_ERROR(f->Sync());
     CAIRN_RETURN_IF_ERROR(f->Close());
@@ -67,8 +68,8 @@ Status WriteFile(const Config& c, const std::string& dir, const std::string& fil
 
 // A bundle: the files of one version's chain, [count] then per file
 // [number][bytes][contents].
-Result<std::vector<uint8_t>> Bundle(const Config& c, const std::string& dir, const std::string& name,
-                                    int64_t version) {
+Result<std::vector<uint8_t>> Bundle(const Config& c, const std::string& dir,
+                                    const std::string& name, int64_t version) {
   CAIRN_ASSIGN_OR_RETURN(format::Chain chain, format::Chain::Open(Fs(c), dir, name, version));
   std::vector<uint8_t> out;
   Put(&out, static_cast<int64_t>(chain.links().size()));
@@ -84,10 +85,12 @@ Result<std::vector<uint8_t>> Bundle(const Config& c, const std::string& dir, con
   return out;
 }
 
-Status Unbundle(const Config& c, const std::string& dir, const std::vector<uint8_t>& in, const std::string& from) {
+Status Unbundle(const Config& c, const std::string& dir, const std::vector<uint8_t>& in,
+                const std::string& from) {
   size_t at = 0;
   int64_t count = 0;
-  if (!Get(in, &at, &count) || count < 1) return Status::Corrupt("a partner message from " + from + " holds no file");
+  if (!Get(in, &at, &count) || count < 1)
+    return Status::Corrupt("a partner message from " + from + " holds no file");
   for (int64_t i = 0; i < count; ++i) {
     int64_t number = 0, bytes = 0;
     if (!Get(in, &at, &number) || !Get(in, &at, &bytes) || bytes < 0 ||
@@ -127,12 +130,14 @@ void Retain(const Config& c, const std::string& name, int source) {
   std::vector<int64_t> numbers;
   for (const auto& e : *entries) {
     auto parsed = format::ParseEntryFileName(e.name);
-    if (!e.is_dir && parsed && parsed->kind == format::EntryKind::kCheckpoint) numbers.push_back(parsed->number);
+    if (!e.is_dir && parsed && parsed->kind == format::EntryKind::kCheckpoint)
+      numbers.push_back(parsed->number);
   }
   std::sort(numbers.rbegin(), numbers.rend());
   const size_t keep = c.keep_versions > 0 ? static_cast<size_t>(c.keep_versions) : numbers.size();
   for (size_t i = keep; i < numbers.size(); ++i) {
-    (void)Fs(c)->Remove(format::EntryPath(CopyDir(c, source), name, format::EntryKind::kCheckpoint, numbers[i]));
+    (void)Fs(c)->Remove(
+        format::EntryPath(CopyDir(c, source), name, format::EntryKind::kCheckpoint, numbers[i]));
   }
 }
 
@@ -167,7 +172,8 @@ Result<Map> MakeMap(Group& group) {
   Map map = MapFromNodes(node_of, group.rank());
   if (map.partner < 0) {
     return Status::Config("CAIRN_L2_EVERY: partner copies need ranks on at least two nodes; all " +
-                          std::to_string(group.size()) + " ranks are on one (CAIRN_MPI_RANKS_PER_NODE simulates nodes)");
+                          std::to_string(group.size()) +
+                          " ranks are on one (CAIRN_MPI_RANKS_PER_NODE simulates nodes)");
   }
   return map;
 }
@@ -178,13 +184,15 @@ Result<int64_t> EveryFromEnvironment() {
   char* end = nullptr;
   const long long v = std::strtoll(env, &end, 10);
   if (*end != '\0' || v < 0) {
-    return Status::Config(std::string("CAIRN_L2_EVERY is '") + env +
-                          "'; it must be a whole number >= 0 (every how many committed checkpoints; 0 = off)");
+    return Status::Config(
+        std::string("CAIRN_L2_EVERY is '") + env +
+        "'; it must be a whole number >= 0 (every how many committed checkpoints; 0 = off)");
   }
   return static_cast<int64_t>(v);
 }
 
-Status Replicate(Group& group, const Map& map, const Config& config, const std::string& name, int64_t version) {
+Status Replicate(Group& group, const Map& map, const Config& config, const std::string& name,
+                 int64_t version) {
   auto mine = Bundle(config, config.scratch_dir, name, version);
   std::vector<Group::Outgoing> sends;
   if (mine.ok()) sends.push_back({.to = map.partner, .data = mine->data(), .bytes = mine->size()});
@@ -198,7 +206,8 @@ Status Replicate(Group& group, const Map& map, const Config& config, const std::
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i].empty()) continue;
     const int source = map.sources[i];
-    Status stored = Unbundle(config, CopyDir(config, source) + "/" + name, got[i], "rank " + std::to_string(source));
+    Status stored = Unbundle(config, CopyDir(config, source) + "/" + name, got[i],
+                             "rank " + std::to_string(source));
     if (stored.ok()) Retain(config, name, source);
     if (s.ok()) s = stored;
   }
@@ -206,7 +215,8 @@ Status Replicate(Group& group, const Map& map, const Config& config, const std::
 }
 
 Result<int64_t> Recover(Group& group, const Map& map, const Config& config, const std::string& name,
-                        const std::vector<int64_t>& intact, int64_t bound, int64_t distrust, std::string* served) {
+                        const std::vector<int64_t>& intact, int64_t bound, int64_t distrust,
+                        std::string* served) {
   served->clear();
   // 1. Each holder tells each source which of its versions it keeps.
   std::vector<std::vector<uint8_t>> lists(map.sources.size());
@@ -227,12 +237,13 @@ Result<int64_t> Recover(Group& group, const Map& map, const Config& config, cons
   avail.erase(std::unique(avail.begin(), avail.end()), avail.end());
   CAIRN_ASSIGN_OR_RETURN(int64_t v, collective::NewestCommon(group, avail, bound));
   // 3. Members that lack it locally (or distrust their copy) ask for it.
-  const bool have = v >= 0 && v != distrust && format::Chain::Open(Fs(config), config.scratch_dir, name, v).ok();
+  const bool have =
+      v >= 0 && v != distrust && format::Chain::Open(Fs(config), config.scratch_dir, name, v).ok();
   const bool ask = v >= 0 && !have && std::find(held.begin(), held.end(), v) != held.end();
   std::vector<uint8_t> request;
   Put(&request, ask ? v : -1);
-  CAIRN_RETURN_IF_ERROR(group.Exchange({{.to = map.partner, .data = request.data(), .bytes = request.size()}},
-                                       map.sources, &got));
+  CAIRN_RETURN_IF_ERROR(group.Exchange(
+      {{.to = map.partner, .data = request.data(), .bytes = request.size()}}, map.sources, &got));
   // 4. Holders send the asked copies; askers commit them locally.
   std::vector<std::vector<uint8_t>> bundles(map.sources.size());
   std::vector<int> askers;
@@ -247,9 +258,11 @@ Result<int64_t> Recover(Group& group, const Map& map, const Config& config, cons
     if (bundle.ok()) bundles[i] = std::move(*bundle);
     sends.push_back({.to = map.sources[i], .data = bundles[i].data(), .bytes = bundles[i].size()});
   }
-  CAIRN_RETURN_IF_ERROR(group.Exchange(sends, ask ? std::vector<int>{map.partner} : std::vector<int>{}, &got));
+  CAIRN_RETURN_IF_ERROR(
+      group.Exchange(sends, ask ? std::vector<int>{map.partner} : std::vector<int>{}, &got));
   if (ask && !got[0].empty()) {
-    CAIRN_RETURN_IF_ERROR(Unbundle(config, config.scratch_dir + "/" + name, got[0], "rank " + std::to_string(map.partner)));
+    CAIRN_RETURN_IF_ERROR(Unbundle(config, config.scratch_dir + "/" + name, got[0],
+                                   "rank " + std::to_string(map.partner)));
     *served = "version " + std::to_string(v) + " of '" + name + "' from its partner copy on rank " +
               std::to_string(map.partner) + " (L2)";
   }

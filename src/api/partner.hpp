@@ -38,7 +38,8 @@ Result<int64_t> EveryFromEnvironment();
 // + directory fsync), keeping the newest config.keep_versions per source.
 // `config` is the member's own (RankConfig). Collective over the group; the
 // outcome is not agreed here.
-Status Replicate(Group& group, const Map& map, const Config& config, const std::string& name, int64_t version);
+Status Replicate(Group& group, const Map& map, const Config& config, const std::string& name,
+                 int64_t version);
 
 // Before a collective latest / restore: the newest version v (<= bound) that
 // every member has locally or in its partner's copies; each member that

@@ -37,7 +37,8 @@ Status ReadRegion(const Config& root, const Shape& shape, const std::string& nam
                   int rank, int32_t region, uint64_t offset, void* dst, size_t bytes);
 // Whether some directory of the rank serves the version (structure checked,
 // no data read); the Status says why not.
-Status Serves(const Config& root, const Shape& shape, const std::string& name, int64_t version, int rank);
+Status Serves(const Config& root, const Shape& shape, const std::string& name, int64_t version,
+              int rank);
 // The versions some directory of the rank serves, newest first.
 Result<std::vector<int64_t>> ServedVersions(const Config& root, const Shape& shape,
                                             const std::string& name, int rank);

@@ -51,7 +51,8 @@ class SavedTest : public ScratchDirTest {
       }
       ASSERT_TRUE((*client)->Close().ok());
       const collective::Manifest shape{.ranks = kRanks, .ranks_per_node = 0};
-      ASSERT_TRUE(collective::RecordGlobal(nullptr, c, c.scratch_dir, "sim", shape, committed, -1).ok());
+      ASSERT_TRUE(
+          collective::RecordGlobal(nullptr, c, c.scratch_dir, "sim", shape, committed, -1).ok());
     }
   }
 };
@@ -69,7 +70,8 @@ TEST_F(SavedTest, AClientInNoGroupReadsEverySavedRank) {
     ASSERT_TRUE(size.ok()) << size.status().ToString();
     EXPECT_EQ(*size, kBytes);
     std::vector<uint8_t> got(1000);
-    ASSERT_TRUE((*reader)->ReadSavedRegion("sim", 2, r, 7, 64 * kKiB - 300, got.data(), got.size()).ok());
+    ASSERT_TRUE(
+        (*reader)->ReadSavedRegion("sim", 2, r, 7, 64 * kKiB - 300, got.data(), got.size()).ok());
     const std::vector<uint8_t> want = Data(r, 2);
     EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin() + 64 * kKiB - 300)) << "rank " << r;
   }
@@ -94,7 +96,8 @@ TEST_F(SavedTest, AMissingRankFileMakesTheVersionNotSaved) {
 }
 
 TEST(ManifestTest, ParsesWithAndWithoutRanksPerNode) {
-  auto m = collective::ParseManifest("cairn-global 1\nranks 4\ncommitted 3\npersistent 2\nranks_per_node 2\n", "m");
+  auto m = collective::ParseManifest(
+      "cairn-global 1\nranks 4\ncommitted 3\npersistent 2\nranks_per_node 2\n", "m");
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->ranks, 4);
   EXPECT_EQ(m->committed, 3);

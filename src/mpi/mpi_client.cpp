@@ -2,13 +2,12 @@
 // cairn_open_mpi / cairn::OpenMpi on top of it (docs/mpi.md). Everything
 // collective lives in libcairn (api/collective.cpp); this file only turns
 // reductions into MPI_Allreduce and finds the node of each rank.
-#include "cairn/cairn_mpi.h"
-
 #include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <string>
 
+#include "cairn/cairn_mpi.h"
 #include "cairn/group.hpp"
 
 namespace cairn {
@@ -67,8 +66,8 @@ class MpiGroup final : public Group {
       err = MPI_Isend(&sizes[i], 1, MPI_INT64_T, sends[i].to, kTag, comm_, &requests.back());
       for (size_t at = 0; at < sends[i].bytes && err == MPI_SUCCESS; at += kPiece) {
         requests.push_back(MPI_REQUEST_NULL);
-        err = MPI_Isend(sends[i].data + at, static_cast<int>(std::min(kPiece, sends[i].bytes - at)), MPI_BYTE,
-                        sends[i].to, kTag, comm_, &requests.back());
+        err = MPI_Isend(sends[i].data + at, static_cast<int>(std::min(kPiece, sends[i].bytes - at)),
+                        MPI_BYTE, sends[i].to, kTag, comm_, &requests.back());
       }
     }
     received->assign(from.size(), {});
@@ -78,13 +77,16 @@ class MpiGroup final : public Group {
       if (err != MPI_SUCCESS) break;
       (*received)[i].resize(static_cast<size_t>(size));
       for (size_t at = 0; at < (*received)[i].size() && err == MPI_SUCCESS; at += kPiece) {
-        err = MPI_Recv((*received)[i].data() + at, static_cast<int>(std::min(kPiece, (*received)[i].size() - at)),
-                       MPI_BYTE, from[i], kTag, comm_, MPI_STATUS_IGNORE);
+        err = MPI_Recv((*received)[i].data() + at,
+                       static_cast<int>(std::min(kPiece, (*received)[i].size() - at)), MPI_BYTE,
+                       from[i], kTag, comm_, MPI_STATUS_IGNORE);
       }
     }
-    const int wait = MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    const int wait =
+        MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
     if (err == MPI_SUCCESS) err = wait;
-    return err == MPI_SUCCESS ? Status::Ok() : MpiError(err, "exchanging messages with the partner ranks");
+    return err == MPI_SUCCESS ? Status::Ok()
+                              : MpiError(err, "exchanging messages with the partner ranks");
   }
 
   Status AllReduce(Op op, int64_t* values, size_t n) override {
@@ -188,7 +190,8 @@ template <typename Fn>
 int GuardC(cairn_client_t* c, const char* name, Fn&& fn) noexcept {
   try {
     cairn::Client* client = cairn::FromCHandle(c);
-    if (client == nullptr) return cairn::ReportToC(cairn::Status::InvalidArgument("client is NULL"));
+    if (client == nullptr)
+      return cairn::ReportToC(cairn::Status::InvalidArgument("client is NULL"));
     if (name == nullptr) return cairn::ReportToC(cairn::Status::InvalidArgument("name is NULL"));
     return cairn::ReportToC(fn(*client));
   } catch (const std::bad_alloc&) {
@@ -200,7 +203,8 @@ int GuardC(cairn_client_t* c, const char* name, Fn&& fn) noexcept {
 
 }  // namespace
 
-extern "C" int cairn_saved_ranks(cairn_client_t* c, const char* name, int64_t version, int* nranks) {
+extern "C" int cairn_saved_ranks(cairn_client_t* c, const char* name, int64_t version,
+                                 int* nranks) {
   return GuardC(c, name, [&](cairn::Client& client) -> cairn::Status {
     if (nranks == nullptr) return cairn::Status::InvalidArgument("nranks is NULL");
     *nranks = 0;
@@ -211,9 +215,11 @@ extern "C" int cairn_saved_ranks(cairn_client_t* c, const char* name, int64_t ve
   });
 }
 
-extern "C" int cairn_saved_latest(cairn_client_t* c, const char* name, int64_t* version, int* nranks) {
+extern "C" int cairn_saved_latest(cairn_client_t* c, const char* name, int64_t* version,
+                                  int* nranks) {
   return GuardC(c, name, [&](cairn::Client& client) -> cairn::Status {
-    if (version == nullptr || nranks == nullptr) return cairn::Status::InvalidArgument("version or nranks is NULL");
+    if (version == nullptr || nranks == nullptr)
+      return cairn::Status::InvalidArgument("version or nranks is NULL");
     *version = -1;
     *nranks = 0;
     auto v = client.SavedLatest(name);
@@ -224,8 +230,8 @@ extern "C" int cairn_saved_latest(cairn_client_t* c, const char* name, int64_t* 
   });
 }
 
-extern "C" int cairn_saved_region_size(cairn_client_t* c, const char* name, int64_t version, int saved_rank,
-                                       int region, size_t* bytes) {
+extern "C" int cairn_saved_region_size(cairn_client_t* c, const char* name, int64_t version,
+                                       int saved_rank, int region, size_t* bytes) {
   return GuardC(c, name, [&](cairn::Client& client) -> cairn::Status {
     if (bytes == nullptr) return cairn::Status::InvalidArgument("bytes is NULL");
     *bytes = 0;
@@ -236,8 +242,9 @@ extern "C" int cairn_saved_region_size(cairn_client_t* c, const char* name, int6
   });
 }
 
-extern "C" int cairn_read_saved_region(cairn_client_t* c, const char* name, int64_t version, int saved_rank,
-                                       int region, size_t offset, void* dst, size_t bytes) {
+extern "C" int cairn_read_saved_region(cairn_client_t* c, const char* name, int64_t version,
+                                       int saved_rank, int region, size_t offset, void* dst,
+                                       size_t bytes) {
   return GuardC(c, name, [&](cairn::Client& client) {
     return client.ReadSavedRegion(name, version, saved_rank, region, offset, dst, bytes);
   });

@@ -232,6 +232,15 @@ static void test_persistent(void) {
   }
   snprintf(want, sizeof want, "cairn-global 1\nranks %d\ncommitted 2\npersistent 2\nranks_per_node 2\n", g_size);
   CHECK(strcmp(text, want) == 0, "manifest %s is '%s', want '%s'", mpath, text, want);
+  /* ... and its copy in the persistent directory (docs/format.md 3.6). */
+  snprintf(mpath, sizeof mpath, "%s/rank%d/state/global", dir, g_rank);
+  memset(text, 0, sizeof text);
+  f = fopen(mpath, "r");
+  if (f) {
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+  }
+  CHECK(strcmp(text, want) == 0, "manifest %s is '%s', want '%s'", mpath, text, want);
 
   /* Every rank loses its local copies of version 2. */
   version_path(path, sizeof path, 2);

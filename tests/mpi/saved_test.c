@@ -10,7 +10,9 @@
  * exact, and checks the errors: a saved rank that does not exist, a region id
  * the version lacks, a window past the region's end, a version not globally
  * committed, a name no job saved, a damaged block (CORRUPT), and the fallback
- * to the persistent copy when the local file is lost or damaged.
+ * to the persistent copy when the local file is lost or damaged. Finally the
+ * collective latest / restore of the N-1 ranks refuse (STATE) to restore the
+ * N ranks' versions rank by rank.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -190,6 +192,21 @@ static void read_back(MPI_Comm comm) {
   rc = cairn_read_saved_region(c, "state", 3, 1, 7, 0, all, 1000); /* a window before the damage */
   CHECK(rc == CAIRN_OK, "a window of undamaged blocks: %d", rc);
   free(all);
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+
+  /* The same N-1 ranks with the saved job's node shape: each finds saved
+   * rank r's directory as its own, but the collective restart calls refuse
+   * (the manifests record N ranks) instead of restoring a mix. */
+  setenv("CAIRN_MPI_RANKS_PER_NODE", "2", 1);
+  rc = cairn_open_mpi(comm, NULL, &c);
+  CHECK(rc == CAIRN_OK, "cairn_open_mpi with simulated nodes: %d", rc);
+  if (rc != CAIRN_OK) return;
+  rc = cairn_latest(c, "state", &latest);
+  CHECK_ERROR(rc, CAIRN_ERR_STATE, "was saved by a job of", "collective latest on another rank count");
+  rc = cairn_restore_latest(c, "state", &latest);
+  CHECK_ERROR(rc, CAIRN_ERR_STATE, "cairn_saved_latest", "collective restore_latest on another rank count");
+  rc = cairn_restore(c, "state", 3);
+  CHECK_ERROR(rc, CAIRN_ERR_STATE, "was saved by a job of", "collective restore on another rank count");
   CHECK(cairn_close(c) == CAIRN_OK, "close");
 }
 
