@@ -204,6 +204,36 @@ class CAIRN_EXPORT Client {
   // for a region that does not match the newest version stop at once.
   Result<int64_t> RestoreLatest(std::string_view name);
 
+  // Restarting on another number of ranks (docs/mpi.md): reading the files
+  // of the MPI job that saved `name` under the same storage roots (the
+  // configured scratch and persistent directories, before any rank
+  // subdirectory; docs/format.md 3.7), whatever the size of this job. On a
+  // client opened in a group (cairn_open_mpi) SavedRanks and SavedLatest are
+  // collective, each member checking a share of the saved ranks; on another
+  // client they check every saved rank themselves.
+  struct SavedVersion {
+    int64_t version = -1;
+    int ranks = 0;  // the saved job's number of ranks
+  };
+  // The saved job's number of ranks N, once every saved rank 0 .. N-1 is
+  // found to have `version` globally committed and its file intact
+  // (structure; the data is verified when read). kNotFound naming the first
+  // saved rank that lacks it and why; kNotFound when no job saved `name`.
+  Result<int> SavedRanks(std::string_view name, int64_t version);
+  // The newest version that SavedRanks accepts, with N. kNotFound if none.
+  Result<SavedVersion> SavedLatest(std::string_view name);
+  // Local (any rank, any time): the size in bytes of region `region` of
+  // saved rank `saved_rank`'s version, and a copy of its bytes [offset,
+  // offset + bytes) into host memory `dst`, every block's CRC verified
+  // (falling back from the local to the persistent directory on damage).
+  // kInvalidArgument for a saved rank >= N, a region id the version lacks or
+  // a range past the region's end; kNotFound for a version not globally
+  // committed (the message says where it looked and what it found).
+  Result<uint64_t> SavedRegionSize(std::string_view name, int64_t version, int saved_rank,
+                                   int region);
+  Status ReadSavedRegion(std::string_view name, int64_t version, int saved_rank, int region,
+                         uint64_t offset, void* dst, size_t bytes);
+
   // Opens the adjoint history `name` (see History).
   Result<std::unique_ptr<History>> OpenHistory(std::string_view name);
 

@@ -50,6 +50,38 @@ extern "C" {
  * CAIRN_ERR_INVALID_ARGUMENT for MPI_COMM_NULL or MPI not initialized. */
 CAIRN_EXPORT int cairn_open_mpi(MPI_Comm comm, const char *config_path, cairn_client_t **out);
 
+/* Restarting on another number of ranks (docs/mpi.md; docs/format.md 3.7).
+ * A job of any size (or a lone process with cairn_open) reads the files of
+ * the job that saved `name` under the same storage roots: any rank can read
+ * any saved rank's regions of a version that was globally committed.
+ *
+ * cairn_saved_ranks - collective on an MPI client: checks that every saved
+ * rank 0 .. N-1 has `version` globally committed and its file intact
+ * (structure; data is verified when read), and stores N in *nranks.
+ * CAIRN_ERR_NOT_FOUND naming the first saved rank that lacks it, or when no
+ * job saved `name`.
+ * cairn_saved_latest - collective: the newest version cairn_saved_ranks
+ * accepts (*version) and N (*nranks). CAIRN_ERR_NOT_FOUND when there is none.
+ * cairn_saved_region_size - local: the size in bytes of region `region` of
+ * saved rank `saved_rank`'s version.
+ * cairn_read_saved_region - local: copies bytes [offset, offset + bytes) of
+ * that region into host memory dst, verifying every block's CRC (falling back
+ * from the local to the persistent directory on damage). A 1-D redistribution
+ * reads, from each old rank whose slice overlaps its new one, the overlap.
+ * Errors of both: CAIRN_ERR_INVALID_ARGUMENT for saved_rank outside 0 .. N-1,
+ * a region id the version lacks or a range past the region's end;
+ * CAIRN_ERR_NOT_FOUND for a version that is not globally committed (or not
+ * there); CAIRN_ERR_CORRUPT when no copy verifies. */
+CAIRN_EXPORT int cairn_saved_ranks(cairn_client_t *c, const char *name, int64_t version,
+                                   int *nranks);
+CAIRN_EXPORT int cairn_saved_latest(cairn_client_t *c, const char *name, int64_t *version,
+                                    int *nranks);
+CAIRN_EXPORT int cairn_saved_region_size(cairn_client_t *c, const char *name, int64_t version,
+                                         int saved_rank, int region, size_t *bytes);
+CAIRN_EXPORT int cairn_read_saved_region(cairn_client_t *c, const char *name, int64_t version,
+                                         int saved_rank, int region, size_t offset, void *dst,
+                                         size_t bytes);
+
 #ifdef __cplusplus
 }  /* extern "C" */
 
@@ -60,7 +92,8 @@ CAIRN_EXPORT int cairn_open_mpi(MPI_Comm comm, const char *config_path, cairn_cl
 namespace cairn {
 
 /* The C++ form of cairn_open_mpi: a Client whose Latest, Restore,
- * RestoreLatest and Wait are collective over comm. Collective. */
+ * RestoreLatest and Wait (and SavedRanks, SavedLatest) are collective over
+ * comm. Collective. The saved-job calls are Client methods (cairn.hpp). */
 CAIRN_EXPORT Result<std::unique_ptr<Client>> OpenMpi(MPI_Comm comm, const char* config_path);
 
 }  // namespace cairn

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "cairn/cairn.h"
 #include "cairn/cairn.hpp"
@@ -31,10 +32,26 @@ class CAIRN_EXPORT Group {
   // True when node() is simulated (CAIRN_MPI_RANKS_PER_NODE): each node then
   // gets its own local directory, <scratch>/node<n> (docs/format.md, 3.5).
   virtual bool simulated_nodes() const = 0;
+  // k of CAIRN_MPI_RANKS_PER_NODE=k; 0 when the nodes are real.
+  virtual int ranks_per_node() const = 0;
   // Element-wise reduction of values[0..n) over all members, in place.
   // Collective. An error (the transport's) is the same kind on every member
   // only as far as the transport guarantees it.
   virtual Status AllReduce(Op op, int64_t* values, size_t n) = 0;
+
+  // Point-to-point (the redundancy levels: partner copies, docs/mpi.md).
+  // Sends each of `sends` to its member and receives one message from each
+  // member of `from`, in that order, into (*received)[i]. The members that
+  // take part call it together with matching patterns (what member a sends
+  // to b, b expects from a); at most one message per pair and call. Sends
+  // do not wait for the receiver, so any pattern completes. Not a barrier.
+  struct Outgoing {
+    int to = -1;
+    const uint8_t* data = nullptr;
+    size_t bytes = 0;
+  };
+  virtual Status Exchange(const std::vector<Outgoing>& sends, const std::vector<int>& from,
+                          std::vector<std::vector<uint8_t>>* received) = 0;
 };
 
 // Opens a client on every member of `group` (collective): `config` is each
@@ -48,10 +65,13 @@ CAIRN_EXPORT Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config,
                                                          std::unique_ptr<Group> group);
 
 // For libraries built on the C API (libcairn_mpi): hand a client to C as a
-// cairn_client_t (owned by the caller, freed by cairn_close), and report a
+// cairn_client_t (owned by the caller, freed by cairn_close), find it again,
+// and report a
 // Status as a C call does (returns its code; cairn_last_error() gives its
 // message).
 CAIRN_EXPORT cairn_client_t* ToCHandle(std::unique_ptr<Client> client);
+// The Client of a C handle (still owned by the handle); nullptr for NULL.
+CAIRN_EXPORT Client* FromCHandle(cairn_client_t* c);
 CAIRN_EXPORT int ReportToC(const Status& status);
 
 }  // namespace cairn

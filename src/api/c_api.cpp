@@ -67,6 +67,7 @@ int Guard(Fn&& fn) noexcept {
 namespace cairn {
 
 cairn_client_t* ToCHandle(std::unique_ptr<Client> client) { return new cairn_client{std::move(client)}; }
+Client* FromCHandle(cairn_client_t* c) { return c != nullptr ? c->client.get() : nullptr; }
 
 int ReportToC(const Status& status) {
   if (status.ok()) g_last_error.clear();

@@ -1,11 +1,14 @@
 // cairn::Client and cairn::History: argument checking and the protected-region
 // registry in front of core::Pipeline.
+#include <algorithm>
+#include <cstdio>
+#include <limits>
 #include <map>
 #include <shared_mutex>
 
-#include <limits>
-
 #include "api/collective.hpp"
+#include "api/partner.hpp"
+#include "api/saved.hpp"
 #include "cairn/cairn.hpp"
 #include "cairn/group.hpp"
 #include "core/pipeline.hpp"
@@ -51,6 +54,14 @@ struct Client::Impl {
   // Set when opened in a group (OpenInGroup): Latest, RestoreLatest, Restore
   // and Wait are then collective (collective.hpp, docs/mpi.md).
   std::unique_ptr<Group> group;
+  // The configuration before the rank's subdirectories (= config when not
+  // in a group): the roots where a saved job's ranks are found.
+  Config root;
+  // L2 partner copies (CAIRN_L2_EVERY; partner.hpp): every l2_every-th
+  // collective wait sends the version to `partner`; 0 = off.
+  int64_t l2_every = 0;
+  int64_t l2_waits = 0;  // collective waits at kLocal/kPersistent so far
+  partner::Map partner;
 };
 
 struct History::Impl {
@@ -63,15 +74,62 @@ namespace {
 
 Status Closed() { return Status::State("the client is closed"); }
 
+// In the rank's scratch directory, and after a persistent commit also in its
+// persistent directory, where a job that lost the node still finds it
+// (docs/format.md, 3.6-3.7).
 Status RecordGlobal(Client::Impl& impl, std::string_view name, int64_t committed, int64_t persistent) {
-  Status s = collective::RecordGlobal(impl.config.fs, impl.config, std::string(name), impl.group->size(),
-                                      committed, persistent);
+  const collective::Manifest shape{.ranks = impl.group->size(),
+                                   .ranks_per_node = impl.group->ranks_per_node()};
+  const Config& c = impl.config;
+  Status s = collective::RecordGlobal(c.fs, c, c.scratch_dir, std::string(name), shape, committed,
+                                      persistent);
+  if (s.ok() && persistent >= 0 && !c.persistent_dir.empty()) {
+    s = collective::RecordGlobal(c.fs, c, c.persistent_dir, std::string(name), shape, committed,
+                                 persistent);
+  }
   return collective::Agree(*impl.group, s, "recording the global commit of '" + std::string(name) + "'");
+}
+
+// With partner copies on: ranks that lack the newest version <= bound that
+// every rank has (itself or at its partner), or distrust their copy of it,
+// get it back from the partner (partner::Recover). Says so on stderr: which
+// level served the rank matters to whoever reads the job's log.
+Status RecoverFromPartners(Client::Impl& impl, const std::string& name, int64_t bound,
+                           int64_t distrust) {
+  if (impl.l2_every <= 0) return Status::Ok();
+  auto mine = impl.core->pipeline->IntactVersions(name);
+  CAIRN_RETURN_IF_ERROR(
+      collective::Agree(*impl.group, mine.status(), "listing the versions of '" + name + "'"));
+  std::string served;
+  auto v = partner::Recover(*impl.group, impl.partner, impl.config, name, *mine, bound, distrust,
+                            &served);
+  if (!served.empty())
+    std::fprintf(stderr, "cairn: rank %d: restored %s\n", impl.group->rank(), served.c_str());
+  return collective::Agree(*impl.group, v.status(),
+                           "recovering '" + name + "' from the partner copies");
+}
+
+// A job of another size must not restore a saved job's versions rank by
+// rank (its rank r does not continue saved rank r): the ranks' manifests
+// record the saved job's size (docs/format.md 3.6). kState on every rank.
+Status CheckSameSize(Client::Impl& impl, const std::string& name) {
+  auto m = collective::ReadManifest(impl.config.fs, impl.config.scratch_dir, name);
+  int64_t saved = m.ok() && m->ranks != impl.group->size() ? m->ranks : 0;
+  CAIRN_RETURN_IF_ERROR(impl.group->AllReduce(Group::Op::kMax, &saved, 1));
+  if (saved == 0) return Status::Ok();
+  return Status::State(
+      "'" + name + "' was saved by a job of " + std::to_string(saved) + " ranks and this one has " +
+      std::to_string(impl.group->size()) +
+      ": read it with cairn_saved_latest and cairn_read_saved_region (docs/mpi.md, \"Restarting "
+      "on another number of ranks\"), or commit a version of it in this job first");
 }
 
 // The newest version <= bound that every rank has committed and whose
 // structure checks out on every rank; recorded in the global manifest.
-Result<int64_t> CommonLatest(Client::Impl& impl, std::string_view name, int64_t bound) {
+Result<int64_t> CommonLatest(Client::Impl& impl, std::string_view name, int64_t bound,
+                             int64_t distrust = -1) {
+  CAIRN_RETURN_IF_ERROR(CheckSameSize(impl, std::string(name)));
+  CAIRN_RETURN_IF_ERROR(RecoverFromPartners(impl, std::string(name), bound, distrust));
   auto mine = impl.core->pipeline->IntactVersions(std::string(name));
   const std::string what = "finding the latest version of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, mine.status(), what));
@@ -89,6 +147,54 @@ Result<int64_t> CommonLatest(Client::Impl& impl, std::string_view name, int64_t 
   return common;
 }
 
+// A client opened alone is a group of one for the saved-job checks.
+class SoloGroup final : public Group {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int node() const override { return 0; }
+  bool simulated_nodes() const override { return false; }
+  int ranks_per_node() const override { return 0; }
+  Status AllReduce(Op, int64_t*, size_t) override { return Status::Ok(); }
+  Status Exchange(const std::vector<Outgoing>& sends, const std::vector<int>& from,
+                  std::vector<std::vector<uint8_t>>* received) override {
+    if (!sends.empty() || !from.empty())
+      return Status::Internal("a group of one has no partner to exchange with");
+    received->clear();
+    return Status::Ok();
+  }
+};
+
+// The saved job's shape, the same on every member (each reads rank 0's
+// manifest itself: members on other nodes may see other files).
+Result<saved::Shape> AgreedShape(Client::Impl& impl, Group& group, const std::string& name) {
+  auto shape = saved::FindShape(impl.root, name);
+  CAIRN_RETURN_IF_ERROR(
+      collective::Agree(group, shape.status(), "finding the saved job of '" + name + "'"));
+  int64_t lo[2] = {shape->ranks, shape->ranks_per_node},
+          hi[2] = {-shape->ranks, -shape->ranks_per_node};
+  CAIRN_RETURN_IF_ERROR(group.AllReduce(Group::Op::kMin, lo, 2));
+  CAIRN_RETURN_IF_ERROR(group.AllReduce(Group::Op::kMin, hi, 2));
+  if (lo[0] != -hi[0] || lo[1] != -hi[1]) {
+    return Status::State("the ranks see different saved jobs of '" + name + "' (here " +
+                         std::to_string(shape->ranks) + " ranks, " +
+                         std::to_string(shape->ranks_per_node) + " per node; between " +
+                         std::to_string(lo[0]) + " and " + std::to_string(-hi[0]) +
+                         " ranks elsewhere): their storage roots do not show the same files");
+  }
+  return shape;
+}
+
+// The saved ranks this member checks: s = rank, rank + size, ...; a member
+// beyond the saved ranks (a job larger than the saved one) checks rank % N,
+// so that every member has at least one.
+std::vector<int> MyShare(const Group& group, const saved::Shape& shape) {
+  std::vector<int> share;
+  if (group.rank() >= shape.ranks) return {group.rank() % shape.ranks};
+  for (int s = group.rank(); s < shape.ranks; s += group.size()) share.push_back(s);
+  return share;
+}
+
 }  // namespace
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -98,6 +204,7 @@ Result<std::unique_ptr<Client>> Client::Open(const Config& config) {
   CAIRN_ASSIGN_OR_RETURN(auto pipeline, core::Pipeline::Start(config));
   auto impl = std::make_unique<Impl>();
   impl->config = config;
+  impl->root = config;
   impl->core->pipeline = std::move(pipeline);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
@@ -172,7 +279,12 @@ Status Client::Wait(std::string_view name, int64_t version, Level level) {
   const std::string label = "version " + std::to_string(version) + " of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl_->group, s, "waiting for " + label));
   if (level == Level::kCache) return Status::Ok();
-  return RecordGlobal(*impl_, name, version, level == Level::kPersistent ? version : -1);
+  CAIRN_RETURN_IF_ERROR(
+      RecordGlobal(*impl_, name, version, level == Level::kPersistent ? version : -1));
+  if (impl_->l2_every <= 0 || ++impl_->l2_waits % impl_->l2_every != 0) return Status::Ok();
+  Status l2 =
+      partner::Replicate(*impl_->group, impl_->partner, impl_->config, std::string(name), version);
+  return collective::Agree(*impl_->group, l2, "the partner copies (L2) of " + label);
 }
 
 
@@ -187,10 +299,26 @@ Result<int64_t> Client::Latest(std::string_view name) {
 Status Client::Restore(std::string_view name, int64_t version) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
+  if (!impl_->group)
+    return impl_->core->pipeline->Restore(std::string(name), version,
+                                          impl_->core->RestoreTargets());
+  const std::string what =
+      "restoring version " + std::to_string(version) + " of '" + std::string(name) + "'";
+  CAIRN_RETURN_IF_ERROR(CheckSameSize(*impl_, std::string(name)));
+  CAIRN_RETURN_IF_ERROR(RecoverFromPartners(*impl_, std::string(name), version, -1));
   Status s = impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
-  if (!impl_->group) return s;
-  return collective::Agree(*impl_->group, s,
-                           "restoring version " + std::to_string(version) + " of '" + std::string(name) + "'");
+  int64_t damaged = s.code() == Code::kCorrupt || s.code() == Code::kIo ? 1 : 0;
+  if (impl_->l2_every > 0) {
+    // A damaged local copy: those ranks take the partner's and all retry once.
+    CAIRN_RETURN_IF_ERROR(impl_->group->AllReduce(Group::Op::kMax, &damaged, 1));
+    if (damaged != 0) {
+      const bool mine = s.code() == Code::kCorrupt || s.code() == Code::kIo;
+      CAIRN_RETURN_IF_ERROR(
+          RecoverFromPartners(*impl_, std::string(name), version, mine ? version : -1));
+      s = impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
+    }
+  }
+  return collective::Agree(*impl_->group, s, what);
 }
 
 Result<int64_t> Client::RestoreLatest(std::string_view name) {
@@ -201,8 +329,9 @@ Result<int64_t> Client::RestoreLatest(std::string_view name) {
   // any rank (kCorrupt, kIo), every rank falls back to the next common one.
   std::string damaged;
   int64_t bound = std::numeric_limits<int64_t>::max();
+  int64_t distrust = -1, retried = -1;
   for (;;) {
-    auto common = CommonLatest(*impl_, name, bound);
+    auto common = CommonLatest(*impl_, name, bound, distrust);
     if (!common.ok()) return damaged.empty() ? common.status() : common.status().WithContext("after damage:" + damaged);
     Status s = impl_->core->pipeline->Restore(std::string(name), *common, impl_->core->RestoreTargets());
     int64_t fault = s.ok() ? 0 : (s.code() == Code::kCorrupt || s.code() == Code::kIo) ? 1 : 2;
@@ -218,8 +347,96 @@ Result<int64_t> Client::RestoreLatest(std::string_view name) {
     if (damaged.size() < 2000) {
       damaged += " version " + std::to_string(*common) + (s.ok() ? " is damaged on another rank;" : ": " + s.message() + ";");
     }
+    if (impl_->l2_every > 0 && retried != *common) {
+      // Once per version: the damaged ranks take their partner's copy of it.
+      retried = bound = *common;
+      distrust = s.ok() ? -1 : *common;
+      continue;
+    }
+    distrust = -1;
     bound = *common - 1;
   }
+}
+
+Result<int> Client::SavedRanks(std::string_view name_view, int64_t version) {
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  SoloGroup solo;
+  Group& group = impl_->group ? *impl_->group : solo;
+  const std::string name(name_view);
+  CAIRN_ASSIGN_OR_RETURN(saved::Shape shape, AgreedShape(*impl_, group, name));
+  Status mine;
+  for (int s : MyShare(group, shape)) {
+    mine = saved::Serves(impl_->root, shape, name, version, s);
+    if (!mine.ok()) break;
+  }
+  CAIRN_RETURN_IF_ERROR(collective::Agree(group, mine,
+                                          "checking version " + std::to_string(version) + " of '" +
+                                              name + "' on the " + std::to_string(shape.ranks) +
+                                              " saved ranks"));
+  return shape.ranks;
+}
+
+Result<Client::SavedVersion> Client::SavedLatest(std::string_view name_view) {
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  SoloGroup solo;
+  Group& group = impl_->group ? *impl_->group : solo;
+  const std::string name(name_view);
+  CAIRN_ASSIGN_OR_RETURN(saved::Shape shape, AgreedShape(*impl_, group, name));
+  // This member's candidates: the versions every saved rank of its share serves.
+  Result<std::vector<int64_t>> mine = std::vector<int64_t>{};
+  bool first = true;
+  for (int s : MyShare(group, shape)) {
+    auto served = saved::ServedVersions(impl_->root, shape, name, s);
+    if (!served.ok()) {
+      mine = served.status();
+      break;
+    }
+    if (first) {
+      *mine = *served;
+      first = false;
+      continue;
+    }
+    std::erase_if(*mine, [&](int64_t v) {
+      return std::find(served->begin(), served->end(), v) == served->end();
+    });
+  }
+  CAIRN_RETURN_IF_ERROR(collective::Agree(group, mine.status(),
+                                          "finding the latest saved version of '" + name + "'"));
+  CAIRN_ASSIGN_OR_RETURN(
+      int64_t common, collective::NewestCommon(group, *mine, std::numeric_limits<int64_t>::max()));
+  if (common < 0) {
+    return Status::NotFound("no version of '" + name +
+                            "' is globally committed and intact on all " +
+                            std::to_string(shape.ranks) + " saved ranks");
+  }
+  return SavedVersion{.version = common, .ranks = shape.ranks};
+}
+
+Result<uint64_t> Client::SavedRegionSize(std::string_view name, int64_t version, int saved_rank,
+                                         int region) {
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  CAIRN_ASSIGN_OR_RETURN(saved::Shape shape, saved::FindShape(impl_->root, std::string(name)));
+  return saved::RegionSize(impl_->root, shape, std::string(name), version, saved_rank, region);
+}
+
+Status Client::ReadSavedRegion(std::string_view name, int64_t version, int saved_rank, int region,
+                               uint64_t offset, void* dst, size_t bytes) {
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  if (dst != nullptr && bytes > 0) {
+    auto kind = impl_->core->pipeline->ClassifyRegion(dst, bytes);
+    if (!kind.ok()) return kind.status().WithContext("reading a saved region");
+    if (*kind != MemoryKind::kHost) {
+      return Status::Unsupported(
+          "reading a saved region into device or managed memory: read into host memory");
+    }
+  }
+  CAIRN_ASSIGN_OR_RETURN(saved::Shape shape, saved::FindShape(impl_->root, std::string(name)));
+  return saved::ReadRegion(impl_->root, shape, std::string(name), version, saved_rank, region,
+                           offset, dst, bytes);
 }
 
 Result<std::unique_ptr<History>> Client::OpenHistory(std::string_view name) {
@@ -244,9 +461,27 @@ Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_p
   if (!group) return Status::InvalidArgument("OpenInGroup: no group");
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group, config.status(), "loading the configuration"));
   CAIRN_RETURN_IF_ERROR(collective::CheckConfigsAgree(*group, *config));
+  // CAIRN_L2_EVERY: valid and the same on every rank, then the partners.
+  auto every = partner::EveryFromEnvironment();
+  CAIRN_RETURN_IF_ERROR(collective::Agree(*group, every.status(), "reading CAIRN_L2_EVERY"));
+  int64_t range[2] = {*every, -*every};
+  CAIRN_RETURN_IF_ERROR(group->AllReduce(Group::Op::kMin, range, 2));
+  if (range[0] != -range[1]) {
+    return Status::Config("CAIRN_L2_EVERY differs across ranks (here " + std::to_string(*every) +
+                          ", between " + std::to_string(range[0]) + " and " +
+                          std::to_string(-range[1]) + " on the " + std::to_string(group->size()) +
+                          " ranks)");
+  }
+  partner::Map map;
+  if (*every > 0) {
+    CAIRN_ASSIGN_OR_RETURN(map, partner::MakeMap(*group));
+  }
   auto client = Client::Open(collective::RankConfig(*config, *group));
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group, client.status(), "opening the client"));
+  (*client)->impl_->l2_every = *every;
+  (*client)->impl_->partner = std::move(map);
   (*client)->impl_->group = std::move(group);
+  (*client)->impl_->root = *config;
   return client;
 }
 

@@ -117,9 +117,13 @@ Result<Manifest> ParseManifest(std::string_view text, std::string_view path) {
   if (text.substr(0, kMagic.size()) != kMagic) return bad("the first line is not 'cairn-global 1'");
   text.remove_prefix(kMagic.size());
   Manifest m;
-  std::array<std::pair<std::string_view, int64_t*>, 3> keys{
-      {{"ranks", &m.ranks}, {"committed", &m.committed}, {"persistent", &m.persistent}}};
+  std::array<std::pair<std::string_view, int64_t*>, 4> keys{
+      {{"ranks", &m.ranks},
+       {"committed", &m.committed},
+       {"persistent", &m.persistent},
+       {"ranks_per_node", &m.ranks_per_node}}};
   for (auto& [key, out] : keys) {
+    if (key == "ranks_per_node" && text.empty()) break;  // written before it existed: 0
     const size_t eol = text.find('\n');
     if (eol == std::string_view::npos) return bad("no line '" + std::string(key) + " <n>'");
     std::string_view line = text.substr(0, eol);
@@ -156,23 +160,35 @@ Result<std::string> ReadSmallFile(os::FileSystem* fs, const std::string& path) {
 
 }  // namespace
 
-Status RecordGlobal(os::FileSystem* fs, const Config& config, const std::string& name, int ranks,
-                    int64_t committed, int64_t persistent) {
+Result<Manifest> ReadManifest(os::FileSystem* fs, const std::string& dir, const std::string& name) {
   if (fs == nullptr) fs = os::FileSystem::Default();
-  const std::string dir = config.scratch_dir + "/" + name;
+  const std::string path = dir + "/" + name + "/global";
+  CAIRN_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(fs, path));
+  return ParseManifest(text, path);
+}
+
+Status RecordGlobal(os::FileSystem* fs, const Config& config, const std::string& root,
+                    const std::string& name, const Manifest& shape, int64_t committed,
+                    int64_t persistent) {
+  if (fs == nullptr) fs = os::FileSystem::Default();
+  const std::string dir = root + "/" + name;
   const std::string path = dir + "/global";
-  Manifest m;
-  if (auto text = ReadSmallFile(fs, path); text.ok()) {
-    // A damaged manifest is replaced: it only ever records what the ranks
-    // agree on again at their next collective call.
-    if (auto old = ParseManifest(*text, path); old.ok()) m = *old;
+  Manifest m = shape;
+  m.committed = m.persistent = -1;
+  // A damaged manifest is replaced: it only ever records what the ranks
+  // agree on again at their next collective call. One of another job shape
+  // is replaced too: this job's commits are the directory's newest.
+  if (auto old = ReadManifest(fs, root, name);
+      old.ok() && old->ranks == shape.ranks && old->ranks_per_node == shape.ranks_per_node) {
+    if (committed <= old->committed && persistent <= old->persistent) return Status::Ok();
+    m = *old;
   }
-  if (committed <= m.committed && persistent <= m.persistent && m.ranks == ranks) return Status::Ok();
-  m.ranks = ranks;
   m.committed = std::max(m.committed, committed);
   m.persistent = std::max(m.persistent, persistent);
   const std::string text = "cairn-global 1\nranks " + std::to_string(m.ranks) + "\ncommitted " +
-                           std::to_string(m.committed) + "\npersistent " + std::to_string(m.persistent) + "\n";
+                           std::to_string(m.committed) + "\npersistent " +
+                           std::to_string(m.persistent) + "\nranks_per_node " +
+                           std::to_string(m.ranks_per_node) + "\n";
   CAIRN_RETURN_IF_ERROR(fs->CreateDirs(dir, 0700));
   const std::string tmp = dir + "/.global." + std::to_string(::getpid()) + ".tmp";
   Status s = [&]() -> Status {

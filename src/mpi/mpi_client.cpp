@@ -2,12 +2,12 @@
 // cairn_open_mpi / cairn::OpenMpi on top of it (docs/mpi.md). Everything
 // collective lives in libcairn (api/collective.cpp); this file only turns
 // reductions into MPI_Allreduce and finds the node of each rank.
-#include "cairn/cairn_mpi.h"
-
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <string>
 
+#include "cairn/cairn_mpi.h"
 #include "cairn/group.hpp"
 
 namespace cairn {
@@ -48,6 +48,46 @@ class MpiGroup final : public Group {
   int size() const override { return size_; }
   int node() const override { return node_; }
   bool simulated_nodes() const override { return simulated_; }
+  int ranks_per_node() const override { return ranks_per_node_; }
+
+  // Each message: its size (int64), then its bytes in pieces of at most
+  // 1 GiB (MPI counts are int). Messages between two ranks do not overtake
+  // each other, so one tag serves every call.
+  Status Exchange(const std::vector<Outgoing>& sends, const std::vector<int>& from,
+                  std::vector<std::vector<uint8_t>>* received) override {
+    constexpr size_t kPiece = size_t{1} << 30;
+    constexpr int kTag = 0x2ca1;
+    std::vector<int64_t> sizes(sends.size());
+    std::vector<MPI_Request> requests;
+    int err = MPI_SUCCESS;
+    for (size_t i = 0; i < sends.size() && err == MPI_SUCCESS; ++i) {
+      sizes[i] = static_cast<int64_t>(sends[i].bytes);
+      requests.push_back(MPI_REQUEST_NULL);
+      err = MPI_Isend(&sizes[i], 1, MPI_INT64_T, sends[i].to, kTag, comm_, &requests.back());
+      for (size_t at = 0; at < sends[i].bytes && err == MPI_SUCCESS; at += kPiece) {
+        requests.push_back(MPI_REQUEST_NULL);
+        err = MPI_Isend(sends[i].data + at, static_cast<int>(std::min(kPiece, sends[i].bytes - at)),
+                        MPI_BYTE, sends[i].to, kTag, comm_, &requests.back());
+      }
+    }
+    received->assign(from.size(), {});
+    for (size_t i = 0; i < from.size() && err == MPI_SUCCESS; ++i) {
+      int64_t size = 0;
+      err = MPI_Recv(&size, 1, MPI_INT64_T, from[i], kTag, comm_, MPI_STATUS_IGNORE);
+      if (err != MPI_SUCCESS) break;
+      (*received)[i].resize(static_cast<size_t>(size));
+      for (size_t at = 0; at < (*received)[i].size() && err == MPI_SUCCESS; at += kPiece) {
+        err = MPI_Recv((*received)[i].data() + at,
+                       static_cast<int>(std::min(kPiece, (*received)[i].size() - at)), MPI_BYTE,
+                       from[i], kTag, comm_, MPI_STATUS_IGNORE);
+      }
+    }
+    const int wait =
+        MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    if (err == MPI_SUCCESS) err = wait;
+    return err == MPI_SUCCESS ? Status::Ok()
+                              : MpiError(err, "exchanging messages with the partner ranks");
+  }
 
   Status AllReduce(Op op, int64_t* values, size_t n) override {
     int err = MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(n), MPI_INT64_T,
@@ -99,6 +139,7 @@ class MpiGroup final : public Group {
     }
     if (s.ok() && k > 0) {
       simulated_ = true;
+      ranks_per_node_ = static_cast<int>(k);
       node_ = static_cast<int>(rank_ / k);
     }
     return s;
@@ -109,6 +150,7 @@ class MpiGroup final : public Group {
   int size_ = 1;
   int node_ = 0;
   bool simulated_ = false;
+  int ranks_per_node_ = 0;
 };
 
 }  // namespace
@@ -139,4 +181,71 @@ extern "C" int cairn_open_mpi(MPI_Comm comm, const char* config_path, cairn_clie
   } catch (const std::exception& e) {
     return cairn::ReportToC(cairn::Status::Internal(e.what()));
   }
+}
+
+// The saved-job calls (cairn_mpi.h): C forms of the Client methods.
+namespace {
+
+template <typename Fn>
+int GuardC(cairn_client_t* c, const char* name, Fn&& fn) noexcept {
+  try {
+    cairn::Client* client = cairn::FromCHandle(c);
+    if (client == nullptr)
+      return cairn::ReportToC(cairn::Status::InvalidArgument("client is NULL"));
+    if (name == nullptr) return cairn::ReportToC(cairn::Status::InvalidArgument("name is NULL"));
+    return cairn::ReportToC(fn(*client));
+  } catch (const std::bad_alloc&) {
+    return cairn::ReportToC(cairn::Status::NoMemory("out of memory"));
+  } catch (const std::exception& e) {
+    return cairn::ReportToC(cairn::Status::Internal(e.what()));
+  }
+}
+
+}  // namespace
+
+extern "C" int cairn_saved_ranks(cairn_client_t* c, const char* name, int64_t version,
+                                 int* nranks) {
+  return GuardC(c, name, [&](cairn::Client& client) -> cairn::Status {
+    if (nranks == nullptr) return cairn::Status::InvalidArgument("nranks is NULL");
+    *nranks = 0;
+    auto n = client.SavedRanks(name, version);
+    if (!n.ok()) return n.status();
+    *nranks = *n;
+    return cairn::Status::Ok();
+  });
+}
+
+extern "C" int cairn_saved_latest(cairn_client_t* c, const char* name, int64_t* version,
+                                  int* nranks) {
+  return GuardC(c, name, [&](cairn::Client& client) -> cairn::Status {
+    if (version == nullptr || nranks == nullptr)
+      return cairn::Status::InvalidArgument("version or nranks is NULL");
+    *version = -1;
+    *nranks = 0;
+    auto v = client.SavedLatest(name);
+    if (!v.ok()) return v.status();
+    *version = v->version;
+    *nranks = v->ranks;
+    return cairn::Status::Ok();
+  });
+}
+
+extern "C" int cairn_saved_region_size(cairn_client_t* c, const char* name, int64_t version,
+                                       int saved_rank, int region, size_t* bytes) {
+  return GuardC(c, name, [&](cairn::Client& client) -> cairn::Status {
+    if (bytes == nullptr) return cairn::Status::InvalidArgument("bytes is NULL");
+    *bytes = 0;
+    auto n = client.SavedRegionSize(name, version, saved_rank, region);
+    if (!n.ok()) return n.status();
+    *bytes = static_cast<size_t>(*n);
+    return cairn::Status::Ok();
+  });
+}
+
+extern "C" int cairn_read_saved_region(cairn_client_t* c, const char* name, int64_t version,
+                                       int saved_rank, int region, size_t offset, void* dst,
+                                       size_t bytes) {
+  return GuardC(c, name, [&](cairn::Client& client) {
+    return client.ReadSavedRegion(name, version, saved_rank, region, offset, dst, bytes);
+  });
 }

@@ -13,6 +13,8 @@
  *   mpi_test config    a rank whose configuration does not load, configs
  *                      that differ across ranks and a differing
  *                      CAIRN_MPI_RANKS_PER_NODE: an error on every rank
+ *   mpi_test l2        L2 partner copies and the loss of a simulated node
+ *                      (test_l2 says what it checks)
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -144,7 +146,7 @@ static void test_restart(void) {
     fclose(f);
   }
   char want[128];
-  snprintf(want, sizeof want, "cairn-global 1\nranks %d\ncommitted 3\npersistent -1\n", g_size);
+  snprintf(want, sizeof want, "cairn-global 1\nranks %d\ncommitted 3\npersistent -1\nranks_per_node 2\n", g_size);
   CHECK(strcmp(text, want) == 0, "manifest %s is '%s', want '%s'", mpath, text, want);
 
   /* Rank 0 loses its file of version 3: versions every rank has are 1, 2. */
@@ -228,7 +230,16 @@ static void test_persistent(void) {
     text[fread(text, 1, sizeof text - 1, f)] = '\0';
     fclose(f);
   }
-  snprintf(want, sizeof want, "cairn-global 1\nranks %d\ncommitted 2\npersistent 2\n", g_size);
+  snprintf(want, sizeof want, "cairn-global 1\nranks %d\ncommitted 2\npersistent 2\nranks_per_node 2\n", g_size);
+  CHECK(strcmp(text, want) == 0, "manifest %s is '%s', want '%s'", mpath, text, want);
+  /* ... and its copy in the persistent directory (docs/format.md 3.6). */
+  snprintf(mpath, sizeof mpath, "%s/rank%d/state/global", dir, g_rank);
+  memset(text, 0, sizeof text);
+  f = fopen(mpath, "r");
+  if (f) {
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+  }
   CHECK(strcmp(text, want) == 0, "manifest %s is '%s', want '%s'", mpath, text, want);
 
   /* Every rank loses its local copies of version 2. */
@@ -292,19 +303,181 @@ static void test_config(void) {
   CHECK(rc == CAIRN_OK, "close: %d", rc);
 }
 
+/* Reads a whole file into a malloc'ed buffer (*n bytes); NULL if absent. */
+static unsigned char *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *data = malloc(size > 0 ? (size_t)size : 1);
+  *n = fread(data, 1, (size_t)size, f);
+  fclose(f);
+  return data;
+}
+
+/* Runs restore_latest (or restore(v) when v >= 0) with this rank's stderr in
+ * a file; returns what Cairn logged in *log (static buffer). */
+static int restore_logged(cairn_client_t *c, int64_t v, int64_t *got, char *log, size_t cap) {
+  char path[4400];
+  snprintf(path, sizeof path, "%s/stderr.rank%d", g_root, g_rank);
+  fflush(stderr);
+  int saved = dup(2);
+  FILE *f = fopen(path, "w");
+  dup2(fileno(f), 2);
+  int rc = v < 0 ? cairn_restore_latest(c, "state", got) : cairn_restore(c, "state", v);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  fclose(f);
+  size_t n = 0;
+  unsigned char *text = slurp(path, &n);
+  n = n < cap - 1 ? n : cap - 1;
+  memcpy(log, text ? (char *)text : "", text ? n : 0);
+  log[text ? n : 0] = '\0';
+  free(text);
+  return rc;
+}
+
+/* L2 partner copies (CAIRN_L2_EVERY=1), on 2 simulated nodes: every
+ * collective wait stores each rank's file at its partner on the other node
+ * (byte-identical, under <partner's dir>/.partner/rank<r>); with node 1's
+ * whole directory deleted, the restart restores the newest version from the
+ * partner copies on every rank, byte-exact, and node 1's ranks log that L2
+ * served them; a damaged local file is replaced from the partner too.
+ * CAIRN_L2_EVERY=2 copies every second version only; a differing value and a
+ * job on one node are configuration errors on every rank. */
+static void test_l2(void) {
+  const int k = g_size / 2; /* two simulated nodes */
+  char text[16];
+  snprintf(text, sizeof text, "%d", k);
+  setenv("CAIRN_MPI_RANKS_PER_NODE", text, 1);
+  setenv("CAIRN_L2_EVERY", "1", 1);
+  const int partner = (g_rank + k) % g_size, node = g_rank / k;
+  unsigned char *buf = malloc(kBytes);
+  char path[4400], copy[4400];
+
+  cairn_client_t *c = open_client(buf);
+  for (int64_t v = 1; v <= 3; ++v) {
+    fill(buf, v);
+    int rc = cairn_checkpoint(c, "state", v);
+    CHECK(rc == CAIRN_OK, "checkpoint %lld: %d", (long long)v, rc);
+    rc = cairn_wait(c, "state", v, CAIRN_LEVEL_LOCAL);
+    CHECK(rc == CAIRN_OK, "collective wait %lld with L2: %d", (long long)v, rc);
+  }
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+  snprintf(path, sizeof path, "%s/scratch/node%d/rank%d/state/v%020d.cairn", g_root, node, g_rank, 3);
+  snprintf(copy, sizeof copy, "%s/scratch/node%d/rank%d/.partner/rank%d/state/v%020d.cairn", g_root,
+           partner / k, partner, g_rank, 3);
+  size_t n1 = 0, n2 = 0;
+  unsigned char *a = slurp(path, &n1), *b = slurp(copy, &n2);
+  CHECK(a && b && n1 == n2 && memcmp(a, b, n1) == 0, "partner copy %s is not the file %s", copy, path);
+  free(a);
+  free(b);
+
+  /* Node 1 is lost: its whole local directory. */
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/scratch/node1'", g_root);
+    CHECK(system(cmd) == 0, "%s", cmd);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  memset(buf, 0, kBytes);
+  c = open_client(buf);
+  int64_t got = -1;
+  char log[4096];
+  int rc = restore_logged(c, -1, &got, log, sizeof log);
+  CHECK(rc == CAIRN_OK && got == 3, "restore_latest after losing node 1: rc %d, version %lld", rc, (long long)got);
+  CHECK(holds(buf, 3), "version 3 is not byte-exact after the restore from L2");
+  CHECK((strstr(log, "from its partner copy on rank") != NULL) == (node == 1),
+        "which level served: the log says '%s' on node %d", log, node);
+
+  /* Rank k's local file of version 3 (just recovered) is damaged, a data
+   * byte: restore(3) takes its partner's copy (on rank 0, node 0, which kept
+   * it) and succeeds everywhere. (Node 0's ranks lost their copies with
+   * node 1: redundancy is not rebuilt until their next L2 wait.) */
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == k) {
+    FILE *f = fopen(path, "r+b");
+    int ch = 0;
+    CHECK(f && fseek(f, 4096 + 1000, SEEK_SET) == 0 && (ch = fgetc(f)) != EOF, "read %s", path);
+    if (f) {
+      fseek(f, 4096 + 1000, SEEK_SET);
+      fputc(ch ^ 0x20, f);
+      fclose(f);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  memset(buf, 0, kBytes);
+  rc = restore_logged(c, 3, &got, log, sizeof log);
+  CHECK(rc == CAIRN_OK && holds(buf, 3), "restore(3) with rank %d's copy damaged: rc %d", k, rc);
+  CHECK((strstr(log, "(L2)") != NULL) == (g_rank == k), "the damaged rank's log says '%s'", log);
+  /* The same damage found by restore_latest: it retries version 3 with the
+   * partner's copy instead of falling back to version 2. */
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == k) {
+    FILE *f = fopen(path, "r+b");
+    int ch = 0;
+    CHECK(f && fseek(f, 4096 + 70000, SEEK_SET) == 0 && (ch = fgetc(f)) != EOF, "read %s", path);
+    if (f) {
+      fseek(f, 4096 + 70000, SEEK_SET);
+      fputc(ch ^ 0x01, f);
+      fclose(f);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  memset(buf, 0, kBytes);
+  rc = restore_logged(c, -1, &got, log, sizeof log);
+  CHECK(rc == CAIRN_OK && got == 3 && holds(buf, 3), "restore_latest with rank %d's copy damaged: rc %d, version %lld",
+        k, rc, (long long)got);
+  CHECK((strstr(log, "(L2)") != NULL) == (g_rank == k), "restore_latest: the damaged rank's log says '%s'", log);
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+
+  /* CAIRN_L2_EVERY=2: the first collective wait of a client copies nothing,
+   * the second does. */
+  setenv("CAIRN_L2_EVERY", "2", 1);
+  c = open_client(buf);
+  for (int64_t v = 1; v <= 2; ++v) {
+    fill(buf, v);
+    rc = cairn_checkpoint(c, "sparse", v);
+    CHECK(rc == CAIRN_OK, "checkpoint %lld: %d", (long long)v, rc);
+    rc = cairn_wait(c, "sparse", v, CAIRN_LEVEL_LOCAL);
+    CHECK(rc == CAIRN_OK, "collective wait %lld: %d", (long long)v, rc);
+    snprintf(copy, sizeof copy, "%s/scratch/node%d/rank%d/.partner/rank%d/sparse/v%020lld.cairn", g_root,
+             partner / k, partner, g_rank, (long long)v);
+    CHECK((access(copy, F_OK) == 0) == (v == 2), "CAIRN_L2_EVERY=2: copy of version %lld %s", (long long)v,
+          v == 2 ? "missing" : "present");
+  }
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+
+  /* Bad settings: an error on every rank. */
+  if (g_rank == 0) setenv("CAIRN_L2_EVERY", "1", 1);
+  expect_config_error("CAIRN_L2_EVERY differing", "CAIRN_L2_EVERY differs");
+  setenv("CAIRN_L2_EVERY", g_rank == g_size - 1 ? "often" : "1", 1);
+  expect_config_error("CAIRN_L2_EVERY not a number", g_rank == g_size - 1 ? "'often'" : "CAIRN_L2_EVERY");
+  setenv("CAIRN_L2_EVERY", "1", 1);
+  snprintf(text, sizeof text, "%d", g_size);
+  setenv("CAIRN_MPI_RANKS_PER_NODE", text, 1);
+  expect_config_error("L2 on one node", "at least two nodes");
+  unsetenv("CAIRN_L2_EVERY");
+  free(buf);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   if (argc != 2 || (strcmp(argv[1], "restart") != 0 && strcmp(argv[1], "config") != 0 &&
-                    strcmp(argv[1], "persistent") != 0)) {
-    if (g_rank == 0) fprintf(stderr, "usage: mpi_test restart|persistent|config\n");
+                    strcmp(argv[1], "persistent") != 0 && strcmp(argv[1], "l2") != 0)) {
+    if (g_rank == 0) fprintf(stderr, "usage: mpi_test restart|persistent|config|l2\n");
     MPI_Finalize();
     return 2;
   }
   setup();
   if (strcmp(argv[1], "restart") == 0) test_restart();
   else if (strcmp(argv[1], "persistent") == 0) test_persistent();
+  else if (strcmp(argv[1], "l2") == 0) test_l2();
   else test_config();
   cleanup();
   int failures = g_failures;

@@ -588,6 +588,48 @@ class Client(_Closable):
         with self._lock:
             return self._impl.restore_latest(name)
 
+    def saved_latest(self, name: str) -> Optional[Tuple[int, int]]:
+        """``(version, nranks)``: the newest version of ``name`` that every
+        rank of the MPI job that saved it (under this client's storage roots)
+        committed globally and whose files check out, and that job's number
+        of ranks; ``None`` if there is none. For reading a saved MPI job from
+        another number of processes, or from a serial tool (docs/mpi.md,
+        "Restarting on another number of ranks"); this client checks every
+        saved rank itself.
+        """
+        return self._impl.saved_latest(name)
+
+    def saved_ranks(self, name: str, version: int) -> int:
+        """The saved job's number of ranks, once every saved rank is found to
+        have ``version`` globally committed and its file intact.
+
+        Raises:
+            NotFoundError: a saved rank lacks it (named), or no MPI job saved
+                ``name``.
+        """
+        return self._impl.saved_ranks(name, version)
+
+    def saved_region_size(self, name: str, version: int, saved_rank: int, region: int) -> int:
+        """The size in bytes of region ``region`` of saved rank
+        ``saved_rank``'s ``version``."""
+        return self._impl.saved_region_size(name, version, saved_rank, region)
+
+    def read_saved_region(
+        self, name: str, version: int, saved_rank: int, region: int, out: Any, offset: int = 0
+    ) -> None:
+        """Copies bytes ``[offset, offset + nbytes(out))`` of region
+        ``region`` of saved rank ``saved_rank``'s ``version`` into the
+        writable host buffer ``out`` (numpy array, bytearray, ...), verifying
+        every block's checksum (the local copy first, else the persistent one).
+
+        Raises:
+            InvalidArgumentError: no such saved rank or region id, or the
+                window passes the region's end.
+            NotFoundError: the version is not globally committed (or absent).
+            CorruptError: no copy verifies.
+        """
+        self._impl.read_saved_region(name, version, saved_rank, region, out, offset)
+
     def history(self, name: str) -> History:
         """Opens the adjoint history ``name`` (see :class:`History`).
 

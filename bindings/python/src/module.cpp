@@ -21,6 +21,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 
 #include <cstdint>
@@ -523,6 +524,33 @@ class PyClient {
     return Value(std::move(r));
   }
 
+  // A saved MPI job's ranks (docs/mpi.md, "Restarting on another number of
+  // ranks"): this client is in no group, so it checks every saved rank.
+  std::optional<std::pair<int64_t, int>> SavedLatest(const std::string& name) {
+    auto r = WithoutGil([&] { return client_->SavedLatest(name); });
+    if (!r.ok() && r.status().code() == cairn::Code::kNotFound) return std::nullopt;
+    const cairn::Client::SavedVersion v = Value(std::move(r));
+    return std::make_pair(v.version, v.ranks);
+  }
+
+  int SavedRanks(const std::string& name, int64_t version) {
+    return Value(WithoutGil([&] { return client_->SavedRanks(name, version); }));
+  }
+
+  uint64_t SavedRegionSize(const std::string& name, int64_t version, int saved_rank, int region) {
+    return Value(
+        WithoutGil([&] { return client_->SavedRegionSize(name, version, saved_rank, region); }));
+  }
+
+  void ReadSavedRegion(const std::string& name, int64_t version, int saved_rank, int region,
+                       nb::handle out, uint64_t offset) {
+    Borrowed b = Borrowed::Get(out, /*writable=*/true, "read_saved_region");
+    Check(WithoutGil([&] {
+      return client_->ReadSavedRegion(name, version, saved_rank, region, offset, b.data(),
+                                      b.bytes());
+    }));
+  }
+
   PyHistory* OpenHistory(const std::string& name) {
     return new PyHistory(Value(WithoutGil([&] { return client_->OpenHistory(name); })));
   }
@@ -608,6 +636,12 @@ NB_MODULE(_cairn, m) {
       .def("latest", &PyClient::Latest, nb::arg("name"))
       .def("restore_latest", &PyClient::RestoreLatest, nb::arg("name"))
       .def("restore", &PyClient::Restore, nb::arg("name"), nb::arg("version"))
+      .def("saved_latest", &PyClient::SavedLatest, nb::arg("name"))
+      .def("saved_ranks", &PyClient::SavedRanks, nb::arg("name"), nb::arg("version"))
+      .def("saved_region_size", &PyClient::SavedRegionSize, nb::arg("name"), nb::arg("version"),
+           nb::arg("saved_rank"), nb::arg("region"))
+      .def("read_saved_region", &PyClient::ReadSavedRegion, nb::arg("name"), nb::arg("version"),
+           nb::arg("saved_rank"), nb::arg("region"), nb::arg("out"), nb::arg("offset"))
       .def("open_history", &PyClient::OpenHistory, nb::arg("name"), nb::rv_policy::take_ownership)
       .def("stats", &PyClient::Stats)
       .def("close", &PyClient::Close)
