@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "api/collective.hpp"
 #include "format/chain.hpp"
@@ -122,7 +123,9 @@ std::vector<int64_t> Held(const Config& c, const std::string& name, int source) 
   return held;
 }
 
-// Keeps the newest keep_versions copies of a source (older ones are deleted).
+// Keeps the newest keep_versions copies of a source and every version their
+// chains read (a layered copy is useless without its bases); older ones are
+// deleted.
 void Retain(const Config& c, const std::string& name, int source) {
   const std::string dir = CopyDir(c, source) + "/" + name;
   auto entries = Fs(c)->List(dir);
@@ -135,9 +138,17 @@ void Retain(const Config& c, const std::string& name, int source) {
   }
   std::sort(numbers.rbegin(), numbers.rend());
   const size_t keep = c.keep_versions > 0 ? static_cast<size_t>(c.keep_versions) : numbers.size();
+  auto path = [&](int64_t v) { return format::EntryPath(CopyDir(c, source), name, format::EntryKind::kCheckpoint, v); };
+  std::set<int64_t> needed;
+  for (size_t i = 0; i < std::min(keep, numbers.size()); ++i) {
+    for (int64_t v = numbers[i]; v >= 0 && needed.insert(v).second;) {
+      auto r = format::FileReader::Open(Fs(c), path(v));
+      if (!r.ok()) break;
+      v = (*r)->record().base_version;
+    }
+  }
   for (size_t i = keep; i < numbers.size(); ++i) {
-    (void)Fs(c)->Remove(
-        format::EntryPath(CopyDir(c, source), name, format::EntryKind::kCheckpoint, numbers[i]));
+    if (!needed.contains(numbers[i])) (void)Fs(c)->Remove(path(numbers[i]));
   }
 }
 
