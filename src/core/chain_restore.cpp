@@ -66,18 +66,13 @@ Status Pipeline::ReadChain(const format::Chain& chain, const tiers::FileTier& ti
                   .stage = direct && host && t.bytes > 0 && StageInto(t)});
   }
   CAIRN_ASSIGN_OR_RETURN(const format::ChainPlan plan, format::ChainPlan::Make(chain, to));
-  // The application waits on this read: the cache's background touch
-  // pauses meanwhile (Initializer::MustPauseTouching says why).
-  UseBandwidth(+1, Initializer::Mover::kRestore);
-  Status s = plan.Execute(
+  return plan.Execute(
       fs_,
       [this](void* dst, const void* src, size_t n) {
         const CopySegment seg{.dst = dst, .src = src, .bytes = n};
         return dio_->RestoreCopy({&seg, 1});
       },
       {.direct = direct});
-  UseBandwidth(-1, Initializer::Mover::kRestore);
-  return s;
 }
 
 // Reads from the local tier's chain, falling back to the persistent tier's
@@ -86,6 +81,14 @@ Status Pipeline::ReadChain(const format::Chain& chain, const tiers::FileTier& ti
 Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, const std::string& name,
                                int64_t number, const std::vector<RestoreTarget>& targets) {
   const std::string label = format::EntryLabel(kind, name, number);
+  // The application waits on this read, from the chain's first open to its
+  // last block: the cache's background touch pauses meanwhile
+  // (Initializer::MustPauseTouching says why).
+  UseBandwidth(+1, Initializer::Mover::kRestore);
+  struct Resume {
+    Pipeline* p;
+    ~Resume() { p->UseBandwidth(-1, Initializer::Mover::kRestore); }
+  } resume{this};
   std::vector<const tiers::FileTier*> tiers{&tier_for(kind)};
   if (persistent_ && kind == format::EntryKind::kCheckpoint) tiers.push_back(&*persistent_);
   Status first;

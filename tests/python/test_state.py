@@ -282,3 +282,23 @@ def test_protect_with_its_own_changes(make_client: Callable[..., cairn.Client]) 
         a[:] = 0
         c.restore("p", 2)
         assert a[100000] == 1 and a[200000] == 2
+
+
+def test_tracked_arrays_from_cairn_empty(make_client: Callable[..., cairn.Client]) -> None:
+    u = cairn.empty((256, 1024), np.float64)  # 2 MiB of tracked memory
+    assert u.shape == (256, 1024) and u.dtype == np.float64 and not u.any()
+    assert u.ctypes.data % 4096 == 0
+    with pytest.raises(cairn.InvalidArgumentError):
+        cairn.alloc(0)
+    with make_client(changes="pages") as c:
+        c.protect(0, u)
+        for v in (1, 2):
+            u[v, 7] = v  # one page each time
+            c.checkpoint("t", v)
+            c.wait("t", v)
+        st = c.stats().changes
+        assert st.layered_versions == 1 and st.fallbacks == 0, st.fallback_note
+        assert c.stats().flush_local.bytes == u.nbytes + 4096  # version 2: the one page written
+        u[:] = 0
+        c.restore("t", 2)
+        assert u[1, 7] == 1 and u[2, 7] == 2

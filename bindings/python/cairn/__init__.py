@@ -21,6 +21,7 @@ and errors.
 from __future__ import annotations
 
 from ._cairn import format_size, parse_size
+from ._memory import alloc, empty
 from ._client import (
     ChangeMode,
     ChangeStats,
@@ -83,6 +84,8 @@ __all__ = [
     "TierStats",
     "UnsupportedError",
     "error_class",
+    "alloc",
+    "empty",
     "format_size",
     "parse_size",
 ]

@@ -4,13 +4,16 @@ Internal: the public API is the `cairn` package. Failed calls raise the
 cairn.Error subclass of their C error code.
 """
 
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 def load_config(path: Optional[str]) -> Config:
     """Defaults, then the TOML file (None: $CAIRN_CONFIG or none), then CAIRN_* variables; validated."""
 
 def parse_size(text: str) -> int:
     """'512MiB' -> 536870912 (docs/config.md, Sizes)."""
+
+def alloc(bytes: int) -> Any:
+    """cairn_alloc: zero-filled, page-aligned memory as a uint8 numpy array."""
 
 def format_size(bytes: int) -> str:
     """536870912 -> '512 MiB'."""

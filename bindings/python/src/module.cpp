@@ -607,6 +607,18 @@ NB_MODULE(_cairn, m) {
       [](const std::string& text) { return Value(cairn::ParseSize(text)); },
       nb::arg("text"), "'512MiB' -> 536870912 (docs/config.md, Sizes).");
   m.def("format_size", &cairn::FormatSize, nb::arg("bytes"), "536870912 -> '512 MiB'.");
+  // Tracked memory (cairn_alloc): a 1-D uint8 numpy array that owns it; the
+  // memory goes back (cairn_free) when the last view of it is gone.
+  m.def(
+      "alloc",
+      [](size_t bytes) {
+        cairn::Result<void*> p = cairn::Alloc(bytes);
+        Check(p.status());
+        nb::capsule owner(*p, [](void* q) noexcept { (void)cairn::Free(q); });
+        size_t shape[1] = {bytes};
+        return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(*p, 1, shape, owner);
+      },
+      nb::arg("bytes"), "cairn_alloc: zero-filled, page-aligned memory as a uint8 numpy array.");
 
   m.def("stats_fields", &StatsFields, "[(name, kind, doc)] of include/cairn/cairn_stats.def.");
   m.def("config_keys", &ConfigKeys,
