@@ -264,9 +264,7 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   if (checkpoint) {
     e->layout = layering_->Plan(name, number, sources).layout;
   } else {
-    std::vector<format::RegionSpec> specs;
-    for (const auto& s : sources) specs.push_back(s.spec);
-    e->layout = format::Layout::Make(specs, static_cast<uint32_t>(config_.block_bytes));
+    e->layout = format::Layout::Make(SpecsOf(sources), static_cast<uint32_t>(config_.block_bytes));
   }
   lock.Lock();
   if (Status s = BeginCapture(e, t0, &interval_s); !s.ok()) {

@@ -163,6 +163,34 @@ class Generations {
   uint64_t seq_ = 0;
 };
 
+// What hash and pages share: their lock, their baseline bookkeeping, their
+// counters, and Accept / Reset / counters over them. (Abandon differs: an
+// abandoned hash result is forgotten, an abandoned pages result still
+// carries its writes into the next version.)
+template <typename State>
+class BaselineDetector : public ChangeDetector {
+ public:
+  explicit BaselineDetector(const ChangeOptions& o) : options_(o) {}
+  void Accept(int64_t version) override {
+    MutexLock l(&mu_);
+    gens_.Accept(version);
+  }
+  void Reset() override {
+    MutexLock l(&mu_);
+    gens_.Reset();  // no baseline: the next result is full
+  }
+  ChangeCounters counters() const override {
+    MutexLock l(&mu_);
+    return counters_;
+  }
+
+ protected:
+  const ChangeOptions options_;
+  mutable Mutex mu_;
+  Generations<State> gens_ CAIRN_GUARDED_BY(mu_);
+  ChangeCounters counters_ CAIRN_GUARDED_BY(mu_);
+};
+
 ChangeSet Layered(int64_t base, uint32_t base_depth, ExtentList changed) {
   ChangeSet cs;
   cs.full = false;
@@ -172,9 +200,9 @@ ChangeSet Layered(int64_t base, uint32_t base_depth, ExtentList changed) {
   return cs;
 }
 
-class HashDetector final : public ChangeDetector {
+class HashDetector final : public BaselineDetector<std::vector<Hash128>> {
  public:
-  explicit HashDetector(const ChangeOptions& o) : options_(o) {}
+  explicit HashDetector(const ChangeOptions& o) : BaselineDetector(o) {}
 
   Result<ChangeSet> DetectPieces(int64_t version, std::span<const RegionPiece> pieces) override {
     Result<uint64_t> size = CheckInput(pieces);
@@ -193,38 +221,20 @@ class HashDetector final : public ChangeDetector {
     gens_.AddPending({.version = version, .depth = cs.depth, .bytes = bytes, .state = std::move(now)});
     return Count(counters_, bytes, std::move(cs));
   }
-  void Accept(int64_t version) override {
-    MutexLock l(&mu_);
-    gens_.Accept(version);
-  }
   void Abandon(int64_t version) override {
     MutexLock l(&mu_);
     std::erase_if(gens_.pending(), [&](const auto& g) { return g.version == version; });
   }
-  void Reset() override {
-    MutexLock l(&mu_);
-    gens_.Reset();
-  }
-  ChangeCounters counters() const override {
-    MutexLock l(&mu_);
-    return counters_;
-  }
   const char* name() const override { return "hash"; }
-
- private:
-  const ChangeOptions options_;
-  mutable Mutex mu_;
-  Generations<std::vector<Hash128>> gens_ CAIRN_GUARDED_BY(mu_);
-  ChangeCounters counters_ CAIRN_GUARDED_BY(mu_);
 };
 
 // Pages written since the baseline = what every result in flight collected
 // (abandoned ones too: their writes were never stored) plus what the tracker
 // collects now.
-class PagesDetector final : public ChangeDetector {
+class PagesDetector final : public BaselineDetector<ExtentList> {
  public:
   PagesDetector(const ChangeOptions& o, std::unique_ptr<PageSource> source)
-      : options_(o), source_(std::move(source)) {}
+      : BaselineDetector(o), source_(std::move(source)) {}
 
   Result<ChangeSet> DetectPieces(int64_t version, std::span<const RegionPiece> pieces) override {
     Result<uint64_t> size = CheckInput(pieces);
@@ -250,17 +260,9 @@ class PagesDetector final : public ChangeDetector {
     gens_.AddPending({.version = version, .depth = cs.depth, .bytes = bytes, .state = std::move(changed)});
     return Count(counters_, bytes, std::move(cs));
   }
-  void Accept(int64_t version) override {
-    MutexLock l(&mu_);
-    gens_.Accept(version);
-  }
   void Abandon(int64_t version) override {
     MutexLock l(&mu_);
     for (auto& g : gens_.pending()) g.abandoned = g.abandoned || g.version == version;
-  }
-  void Reset() override {
-    MutexLock l(&mu_);
-    gens_.Reset();  // no baseline: the next result is full
   }
   // Monitoring deactivated (auto): the tracker stops, the next result is full.
   void Suspend() {
@@ -271,10 +273,6 @@ class PagesDetector final : public ChangeDetector {
   bool lost() const {
     MutexLock l(&mu_);
     return lost_;
-  }
-  ChangeCounters counters() const override {
-    MutexLock l(&mu_);
-    return counters_;
   }
   const char* name() const override { return "pages"; }
 
@@ -288,12 +286,8 @@ class PagesDetector final : public ChangeDetector {
     return out;
   }
 
-  const ChangeOptions options_;
   const std::unique_ptr<PageSource> source_;
-  mutable Mutex mu_;
-  Generations<ExtentList> gens_ CAIRN_GUARDED_BY(mu_);
   bool lost_ CAIRN_GUARDED_BY(mu_) = false;
-  ChangeCounters counters_ CAIRN_GUARDED_BY(mu_);
 };
 
 // `auto`: pages while the tracker works, else hash; and AI-Ckpt's

@@ -277,9 +277,15 @@ std::vector<std::shared_ptr<ChangeDetector>> Layering::Detectors(Name& n,
   return out;
 }
 
-LayerPlan Layering::Plan(const std::string& name, int64_t version, const std::vector<CaptureSource>& sources) {
+std::vector<format::RegionSpec> SpecsOf(const std::vector<CaptureSource>& sources) {
   std::vector<format::RegionSpec> specs;
+  specs.reserve(sources.size());
   for (const auto& s : sources) specs.push_back(s.spec);
+  return specs;
+}
+
+LayerPlan Layering::Plan(const std::string& name, int64_t version, const std::vector<CaptureSource>& sources) {
+  const std::vector<format::RegionSpec> specs = SpecsOf(sources);
   LayerPlan plan;
   const bool detect = enabled() || std::any_of(sources.begin(), sources.end(), [](const CaptureSource& s) {
                         return s.changes && *s.changes != ChangeDetection::kFull;

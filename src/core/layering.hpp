@@ -45,6 +45,9 @@ struct CaptureSource {
   std::optional<ChangeDetection> changes;
 };
 
+// The region specs of `sources`, in order.
+std::vector<format::RegionSpec> SpecsOf(const std::vector<CaptureSource>& sources);
+
 // What one Plan decided (for the capture's stats).
 struct LayerPlan {
   format::Layout layout;

@@ -237,20 +237,21 @@ Status ReadBlocks(os::FileSystem* fs, const FileReader& file, std::span<const Bl
   if (fs == nullptr) return Status::InvalidArgument("ReadBlocks: no file system");
   if (plan.empty()) return Status::Ok();
   ReadRun run(fs, file, plan, copy_out, options.direct, options.staging);
-  const size_t workers = std::clamp<size_t>(options.queue_depth, 1, plan.size());
-  {
-    std::vector<std::jthread> helpers;
-    helpers.reserve(workers - 1);
-    for (size_t i = 1; i < workers; ++i) {
-      try {
-        helpers.emplace_back([&run] { run.Work(); });
-      } catch (const std::system_error&) {
-        break;  // no thread to spare: fewer reads in flight, same result
-      }
-    }
-    run.Work();
-  }  // joins the helpers
+  RunWorkers(std::clamp<size_t>(options.queue_depth, 1, plan.size()), [&run] { run.Work(); });
   return run.result();
 }
+
+void RunWorkers(size_t workers, const std::function<void()>& work) {
+  std::vector<std::jthread> helpers;
+  if (workers > 1) helpers.reserve(workers - 1);
+  for (size_t i = 1; i < workers; ++i) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no thread to spare: fewer in flight, same result
+    }
+  }
+  work();
+}  // joins the helpers
 
 }  // namespace cairn::format

@@ -96,6 +96,11 @@ struct ReadBlocksOptions {
   StagingPool* staging = nullptr;  // null: each call maps its own. Not owned
 };
 
+// Runs work() on the caller and on up to workers - 1 helper threads (fewer
+// when the system has no thread to spare: same result, less in flight), and
+// returns once every one of them returned.
+void RunWorkers(size_t workers, const std::function<void()>& work);
+
 // Reads and verifies every block of `plan` (opened again through `fs` by
 // each worker). `copy_out` may be empty when every entry is host memory.
 Status ReadBlocks(os::FileSystem* fs, const FileReader& file, std::span<const BlockRead> plan,

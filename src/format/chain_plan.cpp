@@ -13,8 +13,6 @@
 // full version for 1.5x the bytes.
 #include <algorithm>
 #include <atomic>
-#include <system_error>
-#include <thread>
 
 #include "format/chain.hpp"
 
@@ -232,17 +230,7 @@ Status ChainPlan::Execute(os::FileSystem* fs, const CopyOutFn& copy_out,
       status[i] = ReadBlocks(fs, *links_[i].file, links_[i].reads, copy_out, one);
     }
   };
-  {
-    std::vector<std::jthread> helpers;
-    for (size_t t = 1; t < std::min<size_t>(options.queue_depth, layers); ++t) {
-      try {
-        helpers.emplace_back(work);
-      } catch (const std::system_error&) {
-        break;  // fewer files at once, same result
-      }
-    }
-    work();
-  }
+  RunWorkers(std::min<size_t>(options.queue_depth, layers), work);
   for (size_t i = layers; i-- > 0;) CAIRN_RETURN_IF_ERROR(status[i]);  // the oldest failure first
   return Status::Ok();
 }
