@@ -356,8 +356,14 @@ class ParityLevel final : public redundancy::Level {
     CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
     if (p != gone) return std::string();
     // 4. The lost member assembles its bundle, checks it and commits it.
-    CAIRN_ASSIGN_OR_RETURN(std::vector<uint8_t> rebuilt, Assemble(got, from));
-    CAIRN_RETURN_IF_ERROR(redundancy::Unbundle(config_, config_.scratch_dir + "/" + name, rebuilt,
+    // A rebuild that does not check out is not written: the member then
+    // lacks v, and the collective calls fall back as for any loss.
+    auto rebuilt = Assemble(got, from);
+    if (!rebuilt.ok()) {
+      notes_.push_back(rebuilt.status().ToString());
+      return std::string();
+    }
+    CAIRN_RETURN_IF_ERROR(redundancy::Unbundle(config_, config_.scratch_dir + "/" + name, *rebuilt,
                                                "the XOR parity of ranks " + RankList(members)));
     return "version " + std::to_string(v) + " of '" + name + "' rebuilt from the XOR parity of its set (ranks " +
            RankList(members) + ") (L3)";
