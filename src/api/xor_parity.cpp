@@ -72,7 +72,8 @@ Result<Header> ReadHeader(os::File& file, const std::string& path, const std::ve
   h.version = static_cast<int64_t>(format::le::Get64(fixed + 24));
   h.chunk = format::le::Get64(fixed + 32);
   if (m < 2 || h.position >= m || m != members.size()) return bad("not this rank's set");
-  if (size != kFixed + kPerMember * m + h.chunk + kCrc) return bad("its size does not match its header");
+  if (h.chunk == 0 || h.chunk > size || size != kFixed + kPerMember * m + h.chunk + kCrc)
+    return bad("its size does not match its header");
   std::vector<uint8_t> table(kPerMember * m);
   CAIRN_RETURN_IF_ERROR(file.ReadAt(table.data(), table.size(), kFixed));
   for (uint32_t i = 0; i < m; ++i) {
@@ -390,6 +391,7 @@ class ParityLevel final : public redundancy::Level {
     if (!header.ok()) return header.status().code() == Code::kNotFound ? Status::NotFound(path) : header.status();
     *h = std::move(*header);
     CAIRN_ASSIGN_OR_RETURN(std::vector<uint8_t> file, redundancy::ReadWhole(Fs(config_), path));
+    if (file.size() != h->Size() + h->chunk + kCrc) return Status::Corrupt(path + ": changed while it was read");
     const size_t body = file.size() - kCrc;
     if (crc32c::Value(file.data(), body) != format::le::Get32(&file[body]))
       return Status::Corrupt(path + ": the XOR parity file's checksum does not match (damaged)");
