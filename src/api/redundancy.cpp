@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <set>
 
 #include "api/collective.hpp"
@@ -30,14 +31,6 @@ bool Get(const std::vector<uint8_t>& in, size_t* at, int64_t* v) {
   return true;
 }
 
-Result<std::vector<uint8_t>> ReadWhole(os::FileSystem* fs, const std::string& path) {
-  CAIRN_ASSIGN_OR_RETURN(auto file, fs->Open(path, os::OpenOptions{}));
-  CAIRN_ASSIGN_OR_RETURN(uint64_t size, file->Size());
-  std::vector<uint8_t> bytes(size);
-  CAIRN_RETURN_IF_ERROR(file->ReadAt(bytes.data(), bytes.size(), 0));
-  return bytes;
-}
-
 Status WriteFile(const Config& c, const std::string& dir, const std::string& file,
                  const uint8_t* data, size_t bytes) {
   os::FileSystem* fs = Fs(c);
@@ -59,16 +52,33 @@ Status WriteFile(const Config& c, const std::string& dir, const std::string& fil
 Result<std::vector<uint8_t>> Bundle(const Config& c, const std::string& dir,
                                     const std::string& name, int64_t version) {
   CAIRN_ASSIGN_OR_RETURN(format::Chain chain, format::Chain::Open(Fs(c), dir, name, version));
-  std::vector<uint8_t> out;
-  Put(&out, static_cast<int64_t>(chain.links().size()));
+  // Sized first and read in place: a rank's whole version passes through
+  // memory once (it is the largest thing the levels move).
+  struct Link {
+    int64_t number;
+    std::unique_ptr<os::File> file;
+    uint64_t bytes;
+  };
+  std::vector<Link> links;
+  size_t total = sizeof(int64_t);
   for (const auto& link : chain.links()) {
     const std::string& path = link->path();
     auto parsed = format::ParseEntryFileName(path.substr(path.rfind('/') + 1));
     if (!parsed) return Status::Internal(path + ": not a version file name");
-    CAIRN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWhole(Fs(c), path));
-    Put(&out, parsed->number);
-    Put(&out, static_cast<int64_t>(bytes.size()));
-    out.insert(out.end(), bytes.begin(), bytes.end());
+    CAIRN_ASSIGN_OR_RETURN(auto file, Fs(c)->Open(path, os::OpenOptions{}));
+    CAIRN_ASSIGN_OR_RETURN(uint64_t bytes, file->Size());
+    total += 2 * sizeof(int64_t) + bytes;
+    links.push_back({parsed->number, std::move(file), bytes});
+  }
+  std::vector<uint8_t> out;
+  out.reserve(total);
+  Put(&out, static_cast<int64_t>(links.size()));
+  for (const Link& link : links) {
+    Put(&out, link.number);
+    Put(&out, static_cast<int64_t>(link.bytes));
+    const size_t at = out.size();
+    out.resize(at + link.bytes);
+    CAIRN_RETURN_IF_ERROR(link.file->ReadAt(out.data() + at, link.bytes, 0));
   }
   return out;
 }

@@ -29,7 +29,6 @@ os::FileSystem* Fs(const Config& c);
 void Put(std::vector<uint8_t>* out, int64_t v);
 bool Get(const std::vector<uint8_t>& in, size_t* at, int64_t* v);
 
-Result<std::vector<uint8_t>> ReadWhole(os::FileSystem* fs, const std::string& path);
 // dir/file with temp + fsync + rename + directory fsync (docs/format.md 3.3).
 Status WriteFile(const Config& c, const std::string& dir, const std::string& file,
                  const uint8_t* data, size_t bytes);

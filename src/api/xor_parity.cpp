@@ -390,12 +390,18 @@ class ParityLevel final : public redundancy::Level {
     auto header = ReadParityHeader(name, v);
     if (!header.ok()) return header.status().code() == Code::kNotFound ? Status::NotFound(path) : header.status();
     *h = std::move(*header);
-    CAIRN_ASSIGN_OR_RETURN(std::vector<uint8_t> file, redundancy::ReadWhole(Fs(config_), path));
-    if (file.size() != h->Size() + h->chunk + kCrc) return Status::Corrupt(path + ": changed while it was read");
-    const size_t body = file.size() - kCrc;
-    if (crc32c::Value(file.data(), body) != format::le::Get32(&file[body]))
+    // Read in place: the chunk straight into *acc, its CRC extended over it.
+    CAIRN_ASSIGN_OR_RETURN(auto file, Fs(config_)->Open(path, os::OpenOptions{}));
+    CAIRN_ASSIGN_OR_RETURN(uint64_t size, file->Size());
+    if (size != h->Size() + h->chunk + kCrc) return Status::Corrupt(path + ": changed while it was read");
+    std::vector<uint8_t> head(h->Size());
+    uint8_t tail[kCrc];
+    acc->resize(h->chunk);
+    CAIRN_RETURN_IF_ERROR(file->ReadAt(head.data(), head.size(), 0));
+    CAIRN_RETURN_IF_ERROR(file->ReadAt(acc->data(), acc->size(), head.size()));
+    CAIRN_RETURN_IF_ERROR(file->ReadAt(tail, kCrc, head.size() + acc->size()));
+    if (crc32c::Extend(crc32c::Value(head.data(), head.size()), acc->data(), acc->size()) != format::le::Get32(tail))
       return Status::Corrupt(path + ": the XOR parity file's checksum does not match (damaged)");
-    acc->assign(file.begin() + static_cast<long>(h->Size()), file.begin() + static_cast<long>(body));
     auto mine = redundancy::Bundle(config_, config_.scratch_dir, name, v);
     const Member& me = h->members[static_cast<size_t>(sets_.position)];
     if (!mine.ok() || static_cast<int64_t>(mine->size()) != me.bytes ||
