@@ -168,6 +168,23 @@ class ChangeStats:
 
 
 @dataclass(frozen=True)
+class MpiStats:
+    """The redundancy levels of a client opened in an MPI group
+    (``cairn::MpiStats``; docs/mpi.md). Zero for a client opened alone."""
+
+    restored_local: int  #: collective restores served by the rank's own local file (L1)
+    restored_l2: int  #: ... by a partner copy brought back (L2)
+    restored_l3: int  #: ... by a file rebuilt from XOR parity (L3)
+    restored_l4: int  #: ... by the rank's persistent file (L4)
+    l2_copies: int  #: versions sent to the partner
+    l3_parity_writes: int  #: XOR parity files written
+    l3_parity_bytes: int  #: their bytes
+    l3_rebuilds: int  #: versions of this rank rebuilt from XOR parity
+    l3_rebuild_s: float  #: time of the recoveries that rebuilt them
+    l4_waits: int  #: versions made persistent by CAIRN_L4_EVERY
+
+
+@dataclass(frozen=True)
 class Stats:
     """A snapshot of a client's statistics (``cairn::Stats``; docs/stats.md)."""
 
@@ -191,6 +208,7 @@ class Stats:
     init: InitStats  #: how the host cache was prepared (host_cache.init)
     device: DeviceStats  #: the GPU tier (device_cache)
     changes: ChangeStats  #: change detection (checkpoint.changes)
+    mpi: MpiStats  #: redundancy levels of an MPI client (docs/mpi.md)
 
     @property
     def capture_blocked_seconds(self) -> float:
@@ -224,6 +242,7 @@ _NESTED: Dict[str, type] = {
     "InitStats": InitStats,
     "DeviceStats": DeviceStats,
     "ChangeStats": ChangeStats,
+    "MpiStats": MpiStats,
 }
 _ENUM_NAMES: Dict[str, Tuple[str, ...]] = {
     "init_strategy": _config.INIT_STRATEGIES,
