@@ -102,6 +102,7 @@ bool AllOk(bool ok) { return Reduce(ok ? 1 : 0, MPI_MIN) == 1; }
 struct Repeat {
   double memcpy_s = 0, capture_s = 0, sync_s = 0;
   double commit_last_s = 0, commit_first_s = 0;  // last local commit -> last / first record
+  double commit_learned_s = 0;                    // last local commit -> last rank learns it
 };
 
 Json Target(double value, double target, bool at_least) {
@@ -174,6 +175,7 @@ int Run(const MpiOptions& o, int rank, int size, std::string command) {
           const int64_t last_commit = Reduce(f->local_commit_ns, MPI_MAX);
           rep.commit_last_s = 1e-9 * static_cast<double>(Reduce(f->record_ns, MPI_MAX) - last_commit);
           rep.commit_first_s = 1e-9 * static_cast<double>(Reduce(f->record_ns, MPI_MIN) - last_commit);
+          rep.commit_learned_s = 1e-9 * static_cast<double>(Reduce(f->learned_ns, MPI_MAX) - last_commit);
           break;
         }
         default: {
@@ -215,6 +217,7 @@ int Run(const MpiOptions& o, int rank, int size, std::string command) {
       Json j = Json::Object();
       j.Set("memcpy_s", r.memcpy_s).Set("capture_s", r.capture_s).Set("sync_s", r.sync_s);
       j.Set("commit_last_s", r.commit_last_s).Set("commit_first_s", r.commit_first_s);
+      j.Set("commit_learned_s", r.commit_learned_s);
       reps.Push(std::move(j));
     }
     doc.Set("repeats", std::move(reps));
@@ -225,6 +228,7 @@ int Run(const MpiOptions& o, int rank, int size, std::string command) {
     med.Set("sync_blocking_s", median(&Repeat::sync_s));
     med.Set("commit_last_s", latency);
     med.Set("commit_first_s", median(&Repeat::commit_first_s));
+    med.Set("commit_learned_s", median(&Repeat::commit_learned_s));
     doc.Set("medians", std::move(med));
     Json targets = Json::Object();
     targets.Set("capture_vs_memcpy", Target(capture_bw / memcpy_bw, 0.8, true));

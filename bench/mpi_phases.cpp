@@ -47,6 +47,7 @@ Result<CaptureFigures> CapturePhase(Client& client, int64_t version, uint64_t po
     if (st.global_version >= version) {
       f.local_commit_ns = st.local_version == version ? st.local_commit_ns : -1;
       f.record_ns = st.global_record_ns;
+      f.learned_ns = st.global_learned_ns;
       return f;
     }
     if (Clock::now() > deadline) {

@@ -23,6 +23,7 @@ struct CaptureFigures {
   double blocking_s = 0;         // inside Client::Checkpoint
   int64_t local_commit_ns = -1;  // this rank's local commit of the version (CLOCK_REALTIME)
   int64_t record_ns = -1;        // its manifest's record of the global commit (CLOCK_REALTIME)
+  int64_t learned_ns = -1;       // when it learned the global commit (before writing it)
 };
 // Checkpoints `version` of "bench" (the protected buffer), then makes Cairn
 // calls every poll_us microseconds (an application computing between them)

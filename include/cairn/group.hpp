@@ -101,6 +101,7 @@ struct GlobalCommitState {
   int64_t local_commit_ns = -1;  // when that commit (the rename) completed
   int64_t global_version = -1;   // newest globally committed version recorded in its manifest
   int64_t global_record_ns = -1; // when that record (the manifest's rename) completed
+  int64_t global_learned_ns = -1;  // when this member learned it (the round's end), before the write
   uint64_t rounds = 0;           // background reductions completed so far (any name)
 };
 

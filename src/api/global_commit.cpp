@@ -69,8 +69,8 @@ void GlobalCommit::Completed(const std::vector<int64_t>& r, const std::string& n
   const int64_t v = r[0];
   if (v < 0 || v != -r[1] || r[2] != -r[3] || r[2] != Digest(name)) return;
   if (auto it = recorded_.find(name); it != recorded_.end() && it->second.version >= v) return;
-  int64_t& queued = queued_[name];
-  if (queued < v) queued = v;
+  Recorded& queued = queued_[name];
+  if (queued.version < v) queued = {.version = v, .learned_ns = NowRealtimeNs()};
   cv_.notify_all();
 }
 
@@ -144,6 +144,7 @@ Status GlobalCommit::Finish() {
     MutexLock lock(&mu_);
     cv_.wait(lock, [&]() CAIRN_REQUIRES(mu_) { return queued_.empty() && !writing_; });
   }
+  if (pending) (void)pending.release();  // left incomplete by an error: see ~GlobalCommit
   if (!s.ok()) return s.WithContext("completing the global commit at close");
   return TakeError();
 }
@@ -165,7 +166,7 @@ Status GlobalCommit::Record(const std::string& name, int64_t committed, int64_t 
     const int64_t now = NowRealtimeNs();
     MutexLock lock(&mu_);
     Recorded& r = recorded_[name];
-    if (committed > r.version) r = {committed, now};
+    if (committed > r.version) r = {committed, now, now};
   }
   return s;
 }
@@ -173,27 +174,27 @@ Status GlobalCommit::Record(const std::string& name, int64_t committed, int64_t 
 void GlobalCommit::RecorderLoop(std::stop_token stop) {
   for (;;) {
     std::string name;
-    int64_t version = -1;
+    Recorded job;
     {
       MutexLock lock(&mu_);
       cv_.wait(lock, stop, [&]() CAIRN_REQUIRES(mu_) { return !queued_.empty(); });
       if (queued_.empty()) return;  // stop requested with nothing left
       name = queued_.begin()->first;
-      version = queued_.begin()->second;
+      job = queued_.begin()->second;
       queued_.erase(queued_.begin());
       writing_ = true;
     }
     Status s;
     {
       MutexLock write(&write_mu_);
-      s = WriteLocked(name, version, -1);
+      s = WriteLocked(name, job.version, -1);
     }
     const int64_t now = NowRealtimeNs();
     MutexLock lock(&mu_);
     writing_ = false;
     if (s.ok()) {
       Recorded& r = recorded_[name];
-      if (version > r.version) r = {version, now};
+      if (job.version > r.version) r = {job.version, now, job.learned_ns};
     } else if (error_.ok()) {
       error_ = s.WithContext("the global commit in the background");
     }
@@ -209,6 +210,7 @@ GlobalCommitState GlobalCommit::State(const std::string& name) {
   if (auto it = recorded_.find(name); it != recorded_.end()) {
     st.global_version = it->second.version;
     st.global_record_ns = it->second.realtime_ns;
+    st.global_learned_ns = it->second.learned_ns;
   }
   return st;
 }

@@ -74,7 +74,8 @@ class GlobalCommit {
  private:
   struct Recorded {
     int64_t version = -1;
-    int64_t realtime_ns = -1;
+    int64_t realtime_ns = -1;  // the write's end
+    int64_t learned_ns = -1;   // the round's end (= realtime_ns for a collective call's record)
   };
   void Start() CAIRN_REQUIRES(mu_);
   // A round of `name` is done: queues its record when it proves a new
@@ -98,7 +99,8 @@ class GlobalCommit {
   uint64_t started_ CAIRN_GUARDED_BY(mu_) = 0;
   uint64_t rounds_ CAIRN_GUARDED_BY(mu_) = 0;
   bool stopped_ CAIRN_GUARDED_BY(mu_) = false;  // Finish ran, or a round failed
-  std::map<std::string, int64_t> queued_ CAIRN_GUARDED_BY(mu_);  // name -> version to record
+  // name -> version to record (learned_ns: when), for the recorder
+  std::map<std::string, Recorded> queued_ CAIRN_GUARDED_BY(mu_);
   bool writing_ CAIRN_GUARDED_BY(mu_) = false;                   // the recorder holds an entry
   std::map<std::string, Recorded> recorded_ CAIRN_GUARDED_BY(mu_);
   Status error_ CAIRN_GUARDED_BY(mu_);

@@ -116,7 +116,8 @@ void Run() {
                       "step 1: the global commit of version 3 was never recorded");
   CHECK(st.global_version == 3, "step 1: global version is not 3");
   CHECK(st.local_version == 3 && st.local_commit_ns > 0, "step 1: local commit of 3 unknown");
-  CHECK(st.global_record_ns >= st.local_commit_ns, "step 1: recorded before the local commit");
+  CHECK(st.global_record_ns >= st.global_learned_ns && st.global_learned_ns >= st.local_commit_ns,
+        "step 1: recorded before it was learned, or learned before the local commit");
   CHECK(ManifestCommitted() == 3, "step 1: the manifest does not say committed 3");
 
   // 2.
