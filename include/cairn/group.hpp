@@ -57,6 +57,9 @@ class CAIRN_EXPORT Group {
   //     thread that may make MPI calls (MPI_THREAD_FUNNELED suffices).
   //   - A Pending must be complete (Test() true or Wait() returned) before it
   //     is destroyed: MPI cannot cancel a collective.
+  //   - Optional: a Group whose nonblocking() is false (the default, e.g. a
+  //     binding's group over the C API) has none; its clients learn the
+  //     global commit at the collective calls only, and close stays local.
   class CAIRN_EXPORT Pending {
    public:
     virtual ~Pending();
@@ -65,8 +68,8 @@ class CAIRN_EXPORT Group {
     // The result; valid once Test() returned true or Wait() OK.
     virtual const std::vector<int64_t>& values() const = 0;
   };
-  virtual Result<std::unique_ptr<Pending>> StartAllReduce(Op op, const int64_t* values,
-                                                          size_t n) = 0;
+  virtual bool nonblocking() const { return false; }
+  virtual Result<std::unique_ptr<Pending>> StartAllReduce(Op op, const int64_t* values, size_t n);
 
   // Point-to-point (the redundancy levels: partner copies, docs/mpi.md).
   // Sends each of `sends` to its member and receives one message from each

@@ -161,20 +161,6 @@ class SoloGroup final : public Group {
   bool simulated_nodes() const override { return false; }
   int ranks_per_node() const override { return 0; }
   Status AllReduce(Op, int64_t*, size_t) override { return Status::Ok(); }
-  // Alone, a reduction is its own input, done at once.
-  class Done final : public Pending {
-   public:
-    explicit Done(std::vector<int64_t> v) : values_(std::move(v)) {}
-    Result<bool> Test() override { return true; }
-    Status Wait() override { return Status::Ok(); }
-    const std::vector<int64_t>& values() const override { return values_; }
-
-   private:
-    std::vector<int64_t> values_;
-  };
-  Result<std::unique_ptr<Pending>> StartAllReduce(Op, const int64_t* values, size_t n) override {
-    return std::unique_ptr<Pending>(new Done(std::vector<int64_t>(values, values + n)));
-  }
   Status Exchange(const std::vector<Outgoing>& sends, const std::vector<int>& from,
                   std::vector<std::vector<uint8_t>>* received) override {
     if (!sends.empty() || !from.empty())

@@ -6,6 +6,9 @@
 
 namespace cairn {
 Group::Pending::~Pending() = default;
+Result<std::unique_ptr<Group::Pending>> Group::StartAllReduce(Op, const int64_t*, size_t) {
+  return Status::Unsupported("this group has no nonblocking reductions");
+}
 }  // namespace cairn
 
 namespace cairn::collective {
@@ -26,7 +29,11 @@ constexpr size_t kValues = 4;
 }  // namespace
 
 GlobalCommit::GlobalCommit(Group* group, Config config, Manifest shape, LocalOf local_of)
-    : group_(group), config_(std::move(config)), shape_(shape), local_of_(std::move(local_of)) {
+    : group_(group),
+      config_(std::move(config)),
+      shape_(shape),
+      local_of_(std::move(local_of)),
+      rounds_on_(group->nonblocking()) {
   recorder_ = std::jthread([this](std::stop_token stop) { RecorderLoop(stop); });
 }
 
@@ -75,6 +82,7 @@ void GlobalCommit::Completed(const std::vector<int64_t>& r, const std::string& n
 }
 
 void GlobalCommit::Progress() {
+  if (!rounds_on_) return;
   MutexLock lock(&mu_);
   if (stopped_) return;
   if (pending_) {
@@ -92,6 +100,14 @@ void GlobalCommit::Progress() {
 }
 
 Status GlobalCommit::Finish() {
+  if (!rounds_on_) {
+    // No rounds were ever started (on any member: they share the group's
+    // kind), so close needs no MPI; only the recorder's writes to finish.
+    MutexLock lock(&mu_);
+    stopped_ = true;
+    cv_.wait(lock, [&]() CAIRN_REQUIRES(mu_) { return queued_.empty() && !writing_; });
+    return std::exchange(error_, Status::Ok());
+  }
   std::unique_ptr<Group::Pending> pending;
   std::string round_name;
   int64_t most = 0;

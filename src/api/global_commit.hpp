@@ -56,7 +56,8 @@ class GlobalCommit {
   // starts the next. Never blocks (the recorder does the I/O). A transport
   // error stops the rounds and is kept for TakeError().
   void Progress() CAIRN_EXCLUDES(mu_);
-  // Collective (every member calls it, at close): completes the rounds every
+  // Collective when the group has nonblocking reductions (every member calls
+  // it, at close; else local): completes the rounds every
   // member started (a member is at most one round behind another, so it
   // starts that one), then one blocking round of the final state records the
   // newest version every member committed, and the recorder drains. Rounds
@@ -89,6 +90,7 @@ class GlobalCommit {
   const Config config_;
   const Manifest shape_;
   const LocalOf local_of_;
+  const bool rounds_on_;  // group_->nonblocking(): else Progress and Finish do no MPI
 
   Mutex write_mu_;  // one manifest write at a time (recorder or a collective call); before mu_
   Mutex mu_ CAIRN_ACQUIRED_AFTER(write_mu_);

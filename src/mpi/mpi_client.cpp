@@ -143,6 +143,7 @@ class MpiGroup final : public Group {
                               : MpiError(err, "exchanging messages with the partner ranks");
   }
 
+  bool nonblocking() const override { return true; }
   Result<std::unique_ptr<Pending>> StartAllReduce(Op op, const int64_t* values,
                                                   size_t n) override {
     if (Finalized()) return AfterFinalize();
