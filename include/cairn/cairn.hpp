@@ -147,6 +147,7 @@ struct ProtectOptions {
 
 class History;
 class Group;
+struct GlobalCommitState;  // cairn/group.hpp
 
 class CAIRN_EXPORT Client {
  public:
@@ -268,6 +269,7 @@ class CAIRN_EXPORT Client {
   // cairn/group.hpp: a client whose Latest, RestoreLatest, Restore and Wait
   // are collective over a group of processes (docs/mpi.md).
   friend Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_ptr<Group> group);
+  friend Result<GlobalCommitState> ProgressGlobalCommit(Client& client, std::string_view name);
 };
 
 // A sequence of steps pushed in a forward pass and popped (usually in reverse)

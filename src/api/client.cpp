@@ -5,8 +5,10 @@
 #include <limits>
 #include <map>
 #include <shared_mutex>
+#include <thread>
 
 #include "api/collective.hpp"
+#include "api/global_commit.hpp"
 #include "api/partner.hpp"
 #include "api/redundancy.hpp"
 #include "api/saved.hpp"
@@ -82,6 +84,11 @@ struct Client::Impl {
     MutexLock lock(&stats_mu);
     mpi.*field += n;
   }
+  // In a group: the global commit learned in the background and every
+  // manifest record (global_commit.hpp). Its rounds are progressed only on
+  // the thread that opened the client, the one that may call MPI.
+  std::unique_ptr<collective::GlobalCommit> global;
+  std::thread::id opener;
 };
 
 struct History::Impl {
@@ -94,19 +101,17 @@ namespace {
 
 Status Closed() { return Status::State("the client is closed"); }
 
+// Any Cairn call on the opening thread moves the background global commit on
+// (never blocks: an MPI_Test, maybe an MPI_Iallreduce start).
+void ProgressGlobal(Client::Impl& impl) {
+  if (impl.global && std::this_thread::get_id() == impl.opener) impl.global->Progress();
+}
+
 // In the rank's scratch directory, and after a persistent commit also in its
 // persistent directory, where a job that lost the node still finds it
 // (docs/format.md, 3.6-3.7).
 Status RecordGlobal(Client::Impl& impl, std::string_view name, int64_t committed, int64_t persistent) {
-  const collective::Manifest shape{.ranks = impl.group->size(),
-                                   .ranks_per_node = impl.group->ranks_per_node()};
-  const Config& c = impl.config;
-  Status s = collective::RecordGlobal(c.fs, c, c.scratch_dir, std::string(name), shape, committed,
-                                      persistent);
-  if (s.ok() && persistent >= 0 && !c.persistent_dir.empty()) {
-    s = collective::RecordGlobal(c.fs, c, c.persistent_dir, std::string(name), shape, committed,
-                                 persistent);
-  }
+  Status s = impl.global->Record(std::string(name), committed, persistent);
   return collective::Agree(*impl.group, s, "recording the global commit of '" + std::string(name) + "'");
 }
 
@@ -300,6 +305,14 @@ Status Client::Close() {
   std::unique_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Status::Ok();
   Status s = impl_->core->pipeline->Shutdown();
+  if (impl_->global) {
+    // Collective (every rank closes): completes the background rounds, so
+    // that no nonblocking collective is left to MPI_Finalize, and records
+    // the newest version every rank committed once the flushes are done.
+    Status f = impl_->global->Finish();
+    if (s.ok()) s = f;
+    impl_->global.reset();
+  }
   impl_->core->pipeline.reset();
   return s;
 }
@@ -346,8 +359,13 @@ Status Client::Checkpoint(std::string_view name, int64_t version) {
                          .changes = r.changes});
     }
   }
-  return impl_->core->pipeline->Capture(format::EntryKind::kCheckpoint, std::string(name), version,
-                                        sources);
+  Status s = impl_->core->pipeline->Capture(format::EntryKind::kCheckpoint, std::string(name),
+                                            version, sources);
+  if (impl_->global) {
+    impl_->global->Checkpointed(name);
+    ProgressGlobal(*impl_);
+  }
+  return s;
 }
 
 Status Client::Wait(std::string_view name, int64_t version, Level level) {
@@ -358,6 +376,8 @@ Status Client::Wait(std::string_view name, int64_t version, Level level) {
   if (!impl_->core->pipeline) return Closed();
   Status s = impl_->core->pipeline->Wait(format::EntryKind::kCheckpoint, std::string(name), version, level);
   if (!impl_->group) return s;
+  ProgressGlobal(*impl_);
+  if (s.ok()) s = impl_->global->TakeError();  // a failed background record fails here
   const std::string label = "version " + std::to_string(version) + " of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl_->group, s, "waiting for " + label));
   if (level == Level::kCache) return Status::Ok();
@@ -371,6 +391,7 @@ Result<int64_t> Client::Latest(std::string_view name) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
   if (!impl_->group) return impl_->core->pipeline->Latest(std::string(name));
+  ProgressGlobal(*impl_);
   return CommonLatest(*impl_, name, std::numeric_limits<int64_t>::max());
 }
 
@@ -381,6 +402,7 @@ Status Client::Restore(std::string_view name, int64_t version) {
   if (!impl_->group)
     return impl_->core->pipeline->Restore(std::string(name), version,
                                           impl_->core->RestoreTargets());
+  ProgressGlobal(*impl_);
   const std::string what =
       "restoring version " + std::to_string(version) + " of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(CheckSameSize(*impl_, std::string(name)));
@@ -408,6 +430,7 @@ Result<int64_t> Client::RestoreLatest(std::string_view name) {
   if (!impl_->group) return impl_->core->pipeline->RestoreLatest(std::string(name), impl_->core->RestoreTargets());
   // Collective: restore the newest common version; when it is damaged on
   // any rank (kCorrupt, kIo), every rank falls back to the next common one.
+  ProgressGlobal(*impl_);
   std::string damaged;
   int64_t bound = std::numeric_limits<int64_t>::max();
   int64_t distrust = -1, retried = -1;
@@ -537,6 +560,7 @@ Result<std::unique_ptr<History>> Client::OpenHistory(std::string_view name) {
 Stats Client::GetStats() const {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Stats{};
+  ProgressGlobal(*impl_);
   Stats stats = impl_->core->pipeline->GetStats();
   MutexLock stats_lock(&impl_->stats_mu);
   stats.mpi = impl_->mpi;
@@ -576,9 +600,29 @@ Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_p
   (*client)->impl_->l4_every = every[3];
   (*client)->impl_->partner = std::move(map);
   (*client)->impl_->sets = std::move(sets);
-  (*client)->impl_->group = std::move(group);
-  (*client)->impl_->root = *config;
+  Client::Impl& impl = *(*client)->impl_;
+  impl.group = std::move(group);
+  impl.root = *config;
+  impl.opener = std::this_thread::get_id();
+  core::Pipeline* pipeline = impl.core->pipeline.get();
+  impl.global = std::make_unique<collective::GlobalCommit>(
+      impl.group.get(), impl.config,
+      collective::Manifest{.ranks = impl.group->size(),
+                           .ranks_per_node = impl.group->ranks_per_node()},
+      [pipeline](const std::string& name) {
+        const auto c = pipeline->NewestLocalCommit(name);
+        return collective::GlobalCommit::Local{.version = c.version, .realtime_ns = c.realtime_ns};
+      });
   return client;
+}
+
+Result<GlobalCommitState> ProgressGlobalCommit(Client& client, std::string_view name) {
+  Client::Impl& impl = *client.impl_;
+  std::shared_lock lock(impl.core->lifecycle);
+  if (!impl.core->pipeline) return Closed();
+  if (!impl.global) return Status::State("the global commit needs a client opened in a group (cairn_open_mpi)");
+  ProgressGlobal(impl);
+  return impl.global->State(std::string(name));
 }
 
 // ---------------------------------------------------------------------------
