@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "format/file_reader.hpp"
 #include "format/le.hpp"
 #include "util/crc32c.hpp"
 
@@ -13,7 +14,7 @@ namespace cairn::format {
 namespace {
 
 constexpr char kMagic[8] = {'C', 'A', 'I', 'R', 'N', 'P', 'L', 'C'};
-constexpr size_t kHeaderBytes = 56;
+constexpr size_t kRecordHeaderBytes = 56;
 constexpr size_t kMaxRecordBytes = 64u << 20;
 
 void Put32(std::string* out, uint32_t v) {
@@ -156,7 +157,7 @@ std::string EncodePlacement(const Placement& p) {
 }
 
 Result<Placement> DecodePlacement(std::string_view b) {
-  if (b.size() < kHeaderBytes + 4) return Bad(std::to_string(b.size()) + " bytes, too short");
+  if (b.size() < kRecordHeaderBytes + 4) return Bad(std::to_string(b.size()) + " bytes, too short");
   if (b.size() > kMaxRecordBytes) return Bad(std::to_string(b.size()) + " bytes, too large");
   if (b.substr(0, 8) != std::string_view(kMagic, 8)) return Bad("bad magic");
   Cursor c(b);
@@ -183,7 +184,7 @@ Result<Placement> DecodePlacement(std::string_view b) {
   }
   const std::string_view body = b.substr(0, b.size() - 4);
   Cursor body_cursor(body);
-  for (size_t i = 0; i < kHeaderBytes / 4; ++i) body_cursor.U32();
+  for (size_t i = 0; i < kRecordHeaderBytes / 4; ++i) body_cursor.U32();
   std::set<int32_t> ids;
   for (uint32_t i = 0; i < regions; ++i) {
     RegionPlacement r;
@@ -248,6 +249,31 @@ Result<Placement> ReadPlacement(os::FileSystem* fs, const std::string& path, int
                          std::to_string(p->data_created_ns) + ")");
   }
   return p;
+}
+
+std::string PlacementPathOf(const std::string& data_path) {
+  constexpr std::string_view kData = ".cairn";
+  if (data_path.size() >= kData.size() && data_path.compare(data_path.size() - kData.size(), kData.size(), kData) == 0) {
+    return data_path.substr(0, data_path.size() - kData.size()) + ".placement";
+  }
+  return data_path + ".placement";
+}
+
+Result<Placement> ReadPlacementOf(os::FileSystem* fs, const std::string& data_path) {
+  CAIRN_ASSIGN_OR_RETURN(auto reader, FileReader::Open(fs, data_path));
+  return ReadPlacement(fs, PlacementPathOf(data_path), reader->info().number, reader->info().created_unix_ns);
+}
+
+void CopyPlacement(os::FileSystem* fs, const std::string& from_data, const std::string& to_data) {
+  const std::string from = PlacementPathOf(from_data);
+  auto f = fs->Open(from, os::OpenOptions{});
+  if (!f.ok()) return;
+  auto size = (*f)->Size();
+  if (!size.ok() || *size > kMaxRecordBytes) return;
+  std::string bytes(*size, '\0');
+  if (!(*f)->ReadAt(bytes.data(), bytes.size(), 0).ok()) return;
+  auto p = DecodePlacement(bytes);
+  if (p.ok()) (void)WritePlacement(fs, PlacementPathOf(to_data), *p);
 }
 
 }  // namespace cairn::format

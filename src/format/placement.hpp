@@ -69,5 +69,13 @@ Status WritePlacement(os::FileSystem* fs, const std::string& path, const Placeme
 // kState ("belongs to an earlier file") otherwise; messages name the path.
 Result<Placement> ReadPlacement(os::FileSystem* fs, const std::string& path, int64_t number,
                                 int64_t data_created_ns);
+// The record beside a checkpoint's data file ("v<N>.cairn" -> "v<N>.placement").
+std::string PlacementPathOf(const std::string& data_path);
+// Opens the data file at `data_path` (its checks of 2.5/4.6) for its
+// created_unix_ns, then reads the record beside it.
+Result<Placement> ReadPlacementOf(os::FileSystem* fs, const std::string& data_path);
+// Copies the record beside `from_data` to beside `to_data`, if there is one
+// (best effort, no error).
+void CopyPlacement(os::FileSystem* fs, const std::string& from_data, const std::string& to_data);
 
 }  // namespace cairn::format

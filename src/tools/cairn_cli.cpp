@@ -26,6 +26,7 @@
 #include "format/compact.hpp"
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
+#include "format/placement.hpp"
 #include "os/fs.hpp"
 #include "tools/cli_store.hpp"
 
@@ -390,7 +391,10 @@ int Gc(os::FileSystem* fs, const std::string& dir, const std::vector<std::string
       if (needed.count(it->number) != 0) {
         std::printf("kept %s (base of a kept version)\n", it->path.c_str());
       } else if (good >= keep) {
-        remove(it->path, "older than the newest " + std::to_string(keep) + " good version(s)");
+        const std::string why = "older than the newest " + std::to_string(keep) + " good version(s)";
+        const std::string record = format::PlacementPathOf(it->path);  // its placement record first
+        if (fs->Stat(record).ok()) remove(record, why);
+        remove(it->path, why);
       } else if (auto chain = format::Chain::Open(fs, dir, name, it->number); chain.ok()) {
         // Good: its whole chain opens and checks out. A version whose chain
         // is broken is kept for inspection but does not count, or the last
