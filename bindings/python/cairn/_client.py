@@ -401,6 +401,10 @@ class Client(_Closable):
                                   ``"hash"``, ``"pages"`` or ``"auto"``
     ``max_layers``                layered versions before a full one, ``0`` = never
     ``hash_chunk``                ``"hash"`` granularity (``"64KiB"``)
+    ``record_placement``          record page nodes and thread affinities with
+                                  every version (default ``True``)
+    ``placement``                 restore: ``"restore"`` (default), ``"keep"`` or
+                                  ``"interleave"`` (docs/design.md, "Placement")
     ============================  ================================================
 
     A client is a context manager: leaving the ``with`` block calls
@@ -443,6 +447,8 @@ class Client(_Closable):
         changes: Optional[ChangeMode] = None,
         max_layers: Optional[int] = None,
         hash_chunk: Union[int, str, None] = None,
+        record_placement: Optional[bool] = None,
+        placement: Optional[str] = None,
         **unknown: NoReturn,
     ) -> None:
         # The keyword parameters, by name (the same names as _config.KEYS).
