@@ -223,28 +223,34 @@ TEST_F(PlacementTest, RecordingOffWritesAndQueriesNothing) {
   EXPECT_EQ(numa.query_pages(), 0);
 }
 
+// Both ways to the persistent tier: the persister writing from the cache,
+// and the mover copying the committed scratch file.
 TEST_F(PlacementTest, RetentionRemovesRecordsWithTheirVersions) {
-  Config c = MakeConfig(16 * kMiB, 1 * kMiB);
-  c.keep_versions = 2;
-  c.persistent_dir = c.scratch_dir + "-persistent";
-  c.persist_from_cache = false;  // the mover copies files, and their records
-  auto client = OpenClient(c);
-  ASSERT_NE(client, nullptr);
-  Aligned a(kGranule);
-  std::memset(a.data, 1, a.bytes);
-  ASSERT_OK(client->Protect(1, a.data, a.bytes));
-  for (int64_t v = 1; v <= 4; ++v) {
-    ASSERT_OK(client->Checkpoint("sim", v));
-    ASSERT_OK(client->Wait("sim", v, Level::kPersistent));
+  for (bool from_cache : {true, false}) {
+    SCOPED_TRACE(from_cache ? "persist from cache" : "persist by file copy");
+    Config c = MakeConfig(16 * kMiB, 1 * kMiB);
+    c.scratch_dir += from_cache ? "-cache" : "-copy";
+    c.keep_versions = 2;
+    c.persistent_dir = c.scratch_dir + "-persistent";
+    c.persist_from_cache = from_cache;
+    auto client = OpenClient(c);
+    ASSERT_NE(client, nullptr);
+    Aligned a(kGranule);
+    std::memset(a.data, 1, a.bytes);
+    ASSERT_OK(client->Protect(1, a.data, a.bytes));
+    for (int64_t v = 1; v <= 4; ++v) {
+      ASSERT_OK(client->Checkpoint("sim", v));
+      ASSERT_OK(client->Wait("sim", v, Level::kPersistent));
+    }
+    ASSERT_OK(client->Close());
+    const std::vector<std::string> want = {"v00000000000000000003.cairn", "v00000000000000000003.placement",
+                                           "v00000000000000000004.cairn", "v00000000000000000004.placement"};
+    EXPECT_EQ(AllFiles(c.scratch_dir + "/sim"), want) << Join(AllFiles(c.scratch_dir + "/sim"));
+    EXPECT_EQ(AllFiles(c.persistent_dir + "/sim"), want) << Join(AllFiles(c.persistent_dir + "/sim"));
+    auto rec = format::ReadPlacementOf(os::FileSystem::Default(),
+                                       format::EntryPath(c.persistent_dir, "sim", format::EntryKind::kCheckpoint, 4));
+    EXPECT_TRUE(rec.ok()) << rec.status().ToString();
   }
-  ASSERT_OK(client->Close());
-  const std::vector<std::string> want = {"v00000000000000000003.cairn", "v00000000000000000003.placement",
-                                         "v00000000000000000004.cairn", "v00000000000000000004.placement"};
-  EXPECT_EQ(AllFiles(c.scratch_dir + "/sim"), want) << Join(AllFiles(c.scratch_dir + "/sim"));
-  EXPECT_EQ(AllFiles(c.persistent_dir + "/sim"), want) << Join(AllFiles(c.persistent_dir + "/sim"));
-  EXPECT_TRUE(format::ReadPlacementOf(os::FileSystem::Default(),
-                                      format::EntryPath(c.persistent_dir, "sim", format::EntryKind::kCheckpoint, 4))
-                  .ok());
 }
 
 TEST_F(PlacementTest, BadPlacementModeIsAConfigError) {
