@@ -9,6 +9,7 @@
 
 #include "cairn/cairn_mpi.h"
 #include "cairn/group.hpp"
+#include "mpi_group.hpp"
 
 namespace cairn {
 
@@ -155,6 +156,11 @@ class MpiGroup final : public Group {
 
 }  // namespace
 
+Result<std::unique_ptr<Group>> NewMpiGroup(MPI_Comm comm, Status* setup) {
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<MpiGroup> group, MpiGroup::Create(comm, setup));
+  return std::unique_ptr<Group>(std::move(group));
+}
+
 Result<std::unique_ptr<Client>> OpenMpi(MPI_Comm comm, const char* config_path) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -181,6 +187,28 @@ extern "C" int cairn_open_mpi(MPI_Comm comm, const char* config_path, cairn_clie
   } catch (const std::exception& e) {
     return cairn::ReportToC(cairn::Status::Internal(e.what()));
   }
+}
+
+// Bindings that cannot include mpi.h (Fortran's `use mpi` / mpi_f08 handles,
+// mpi4py's comm.py2f()) pass the communicator's Fortran handle; MPI itself
+// converts it, so the binding needs neither MPI's headers nor its C ABI.
+extern "C" int cairn_open_mpi_f(MPI_Fint comm, const char* config_path, cairn_client_t** out) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    if (out != nullptr) *out = nullptr;
+    return cairn::ReportToC(
+        cairn::Status::InvalidArgument("cairn_open_mpi_f: MPI is not initialized (call MPI_Init first)"));
+  }
+  // Open MPI's MPI_Comm_f2c gives a null pointer for a handle that names no
+  // communicator; MPICH's handles are never 0 either.
+  MPI_Comm c = MPI_Comm_f2c(comm);
+  if (c == MPI_Comm{}) {
+    if (out != nullptr) *out = nullptr;
+    return cairn::ReportToC(cairn::Status::InvalidArgument(
+        "cairn_open_mpi_f: " + std::to_string(comm) + " is not the Fortran handle of a communicator"));
+  }
+  return cairn_open_mpi(c, config_path, out);
 }
 
 // The saved-job calls (cairn_mpi.h): C forms of the Client methods.

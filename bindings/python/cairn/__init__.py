@@ -32,6 +32,7 @@ from ._client import (
     InitStats,
     InitStrategy,
     Level,
+    MpiStats,
     Stats,
     TierStats,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "InvalidArgumentError",
     "IoError",
     "Level",
+    "MpiStats",
     "NoMemoryError",
     "NoSpaceError",
     "NotFoundError",
