@@ -413,7 +413,7 @@ TEST_F(CliChainTest, LsAndInfoShowLayers) {
   for (const std::string& want :
        {std::string("\"format_version\": 2"), std::string("\"depth\": 2,"),
         std::string("\"stored_bytes\": 100,"), std::string(base),
-        std::string("\"chain\": [3, 2, 1],"), std::string("\"stored_bytes\": 100, \"extents\": 1}")}) {
+        std::string("\"chain\": [3, 2, 1],"), std::string("\"stored_bytes\": 100, \"extents\": 1, \"placement\": null}")}) {
     EXPECT_NE(std::string::npos, info.out.find(want)) << want << "\n" << info.out;
   }
 }
