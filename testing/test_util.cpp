@@ -82,13 +82,19 @@ std::vector<uint8_t> LcgPattern(size_t n, uint64_t seed, uint64_t salt) {
   return ::testing::AssertionSuccess();
 }
 
-std::vector<std::string> Files(const std::string& dir) {
+std::vector<std::string> AllFiles(const std::string& dir) {
   std::vector<std::string> out;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     out.push_back(it->path().filename().string());
   }
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> Files(const std::string& dir) {
+  std::vector<std::string> out = AllFiles(dir);
+  std::erase_if(out, [](const std::string& f) { return f.ends_with(".placement"); });
   return out;
 }
 

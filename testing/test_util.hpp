@@ -65,8 +65,11 @@ std::vector<uint8_t> LcgPattern(size_t n, uint64_t seed, uint64_t salt);
 // The first want.size() bytes at got equal want, or the first byte that does not.
 ::testing::AssertionResult SameBytes(const uint8_t* got, const std::vector<uint8_t>& want);
 
-// Sorted file names in dir (empty if the directory does not exist).
+// Sorted file names in dir (empty if the directory does not exist), without
+// the placement records beside checkpoint files (docs/format.md 5; tests of
+// their own list them with AllFiles).
 std::vector<std::string> Files(const std::string& dir);
+std::vector<std::string> AllFiles(const std::string& dir);
 
 // "[a, b, c]".
 std::string Join(const std::vector<std::string>& v);

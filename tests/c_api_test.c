@@ -148,6 +148,8 @@ static void test_null_handles(void) {
   CHECK_RC(cairn_history_push(NULL, 0, buf, sizeof buf), CAIRN_ERR_INVALID_ARGUMENT);
   CHECK_RC(cairn_history_pop(NULL, 0, buf, sizeof buf, &n), CAIRN_ERR_INVALID_ARGUMENT);
   CHECK_RC(cairn_history_close(NULL), CAIRN_OK);
+  CHECK_RC(cairn_register_thread(NULL, 0), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_restore_affinity(NULL, CAIRN_CHECKPOINTING_THREAD), CAIRN_ERR_INVALID_ARGUMENT);
   st.size = sizeof st;
   CHECK_RC(cairn_stats(NULL, &st), CAIRN_ERR_INVALID_ARGUMENT);
   CHECK(cairn_last_error() != NULL, "cairn_last_error is never NULL");
@@ -385,6 +387,9 @@ int main(void) {
   REQUIRE_RC(cairn_protect(c, 0, g_a, sizeof g_a), CAIRN_OK);
   REQUIRE_RC(cairn_protect(c, 7, g_b, sizeof g_b), CAIRN_OK);
   CHECK_RC(cairn_unprotect(c, 12345), CAIRN_ERR_NOT_FOUND);
+  CHECK_RC(cairn_register_thread(c, 0), CAIRN_OK);
+  CHECK_RC(cairn_register_thread(c, -1), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_restore_affinity(c, 0), CAIRN_ERR_STATE); /* nothing restored yet */
 
   for (v = 1; v <= 3; ++v) {
     fill(v);
@@ -402,6 +407,10 @@ int main(void) {
   scribble();
   CHECK_RC(cairn_restore(c, "sim", 2), CAIRN_OK);
   CHECK(holds(2), "restore(2) brings back version 2's content");
+  /* Its placement record has this thread under both indexes. */
+  CHECK_RC(cairn_restore_affinity(c, 0), CAIRN_OK);
+  CHECK_RC(cairn_restore_affinity(c, CAIRN_CHECKPOINTING_THREAD), CAIRN_OK);
+  CHECK_RC(cairn_restore_affinity(c, 5), CAIRN_ERR_NOT_FOUND);
   scribble();
   CHECK_RC(cairn_restore(c, "sim", 3), CAIRN_OK);
   CHECK(holds(3), "restore(3) brings back version 3's content");

@@ -17,8 +17,10 @@
 #include <vector>
 
 #include "format/chain.hpp"
+#include "format/file_reader.hpp"
 #include "format/file_writer.hpp"
 #include "format/naming.hpp"
+#include "format/placement.hpp"
 #include "util/crc32c.hpp"
 
 namespace cairn {
@@ -242,6 +244,41 @@ TEST_F(CliTest, InfoPrintsJson) {
   EXPECT_EQ(1, Cairn("info " + Quote(dir_) + " sim 42").code);
 }
 
+// The keys scripts rely on (issue 19): "placement" per region, "affinity".
+TEST_F(CliTest, InfoShowsPlacementAndAffinity) {
+  CliRun none = Cairn("info " + Quote(dir_) + " sim 2");
+  ASSERT_EQ(0, none.code) << none.err;
+  EXPECT_NE(std::string::npos, none.out.find("\"affinity\": null,")) << none.out;
+  EXPECT_NE(std::string::npos, none.out.find("\"extents\": 1, \"placement\": null}")) << none.out;
+
+  const std::string data = Path("sim", EntryKind::kCheckpoint, 2);
+  auto reader = format::FileReader::Open(os::FileSystem::Default(), data);
+  ASSERT_TRUE(reader.ok());
+  format::Placement p{.number = 2, .data_created_ns = (*reader)->info().created_unix_ns, .node_count = 2,
+                      .cpu_count = 8};
+  p.regions.push_back({.id = 3, .bytes = 20000, .runs = {{1, 8192}, {0, 11808}}});
+  p.threads.push_back({.index = -1, .cpus = {0, 1, 2, 5}});
+  p.threads.push_back({.index = 0, .cpus = {4}});
+  ASSERT_TRUE(format::WritePlacement(os::FileSystem::Default(), format::PlacementPathOf(data), p).ok());
+  CliRun r = Cairn("info " + Quote(dir_) + " sim 2");
+  ASSERT_EQ(0, r.code) << r.err;
+  for (const std::string& want :
+       {std::string("\"affinity\": [{\"thread\": -1, \"cpus\": \"0-2,5\"}, {\"thread\": 0, \"cpus\": \"4\"}],"),
+        std::string("\"placement_nodes\": 2,"),
+        std::string("\"placement\": [{\"node\": 1, \"bytes\": 8192}, {\"node\": 0, \"bytes\": 11808}]}"),
+        std::string("{\"id\": 9, \"memory\": \"host\", \"bytes\": 9000, \"blocks\": 2, \"stored_bytes\": 9000, "
+                    "\"extents\": 1, \"placement\": null}")}) {
+    EXPECT_NE(std::string::npos, r.out.find(want)) << want << "\n" << r.out;
+  }
+  // A record of another file of version 2 is reported, not used.
+  p.data_created_ns += 1;
+  ASSERT_TRUE(format::WritePlacement(os::FileSystem::Default(), format::PlacementPathOf(data), p).ok());
+  CliRun stale = Cairn("info " + Quote(dir_) + " sim 2");
+  ASSERT_EQ(0, stale.code) << stale.err;
+  EXPECT_NE(std::string::npos, stale.out.find("\"placement_error\": ")) << stale.out;
+  EXPECT_NE(std::string::npos, stale.out.find("\"affinity\": null,")) << stale.out;
+}
+
 TEST_F(CliTest, GcKeepsNewestGoodVersionsAndRemovesDeadTemps) {
   const long dead = DeadPid();
   const std::string dead_temp =
@@ -376,7 +413,7 @@ TEST_F(CliChainTest, LsAndInfoShowLayers) {
   for (const std::string& want :
        {std::string("\"format_version\": 2"), std::string("\"depth\": 2,"),
         std::string("\"stored_bytes\": 100,"), std::string(base),
-        std::string("\"chain\": [3, 2, 1],"), std::string("\"stored_bytes\": 100, \"extents\": 1}")}) {
+        std::string("\"chain\": [3, 2, 1],"), std::string("\"stored_bytes\": 100, \"extents\": 1, \"placement\": null}")}) {
     EXPECT_NE(std::string::npos, info.out.find(want)) << want << "\n" << info.out;
   }
 }

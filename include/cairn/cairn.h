@@ -125,6 +125,31 @@ CAIRN_EXPORT int cairn_restore(cairn_client_t *c, const char *name, int64_t vers
 CAIRN_EXPORT int cairn_restore_latest(cairn_client_t *c, const char *name,
                                       int64_t *version_out);
 
+/* Placement (docs/design.md, "Placement"). Every checkpoint records, unless
+ * checkpoint.record_placement is false, the NUMA node of its host regions'
+ * pages and the CPU affinity of the calling thread and of the registered
+ * threads; a restore puts the pages back per restart.placement.
+ *
+ * cairn_register_thread - remember the calling thread under index (>= 0,
+ * e.g. its OpenMP thread number) so that later checkpoints record its CPU
+ * affinity; registering an index again replaces its thread. A thread that
+ * has exited by a checkpoint is left out of it. CAIRN_ERR_INVALID_ARGUMENT
+ * for a negative index. */
+CAIRN_EXPORT int cairn_register_thread(cairn_client_t *c, int index);
+
+/* The index under which the thread that called cairn_checkpoint is recorded. */
+#define CAIRN_CHECKPOINTING_THREAD (-1)
+
+/* cairn_restore_affinity - set the calling thread's CPU affinity to the one
+ * recorded under index (CAIRN_CHECKPOINTING_THREAD or a registered index) in
+ * the version last restored by this client; CPUs that this machine lacks are
+ * wrapped around its CPUs (docs/design.md, "Topology mismatch"). Call it on
+ * each thread after the restore (e.g. in an OpenMP parallel region with
+ * omp_get_thread_num()). Does nothing when restart.placement is keep.
+ * CAIRN_ERR_STATE if no version with a placement record was restored,
+ * CAIRN_ERR_NOT_FOUND if the version recorded no such index. */
+CAIRN_EXPORT int cairn_restore_affinity(cairn_client_t *c, int index);
+
 /* cairn_history_open - open the adjoint history name (ephemeral by default). */
 CAIRN_EXPORT int cairn_history_open(cairn_client_t *c, const char *name, cairn_history_t **out);
 

@@ -255,6 +255,19 @@ class CAIRN_EXPORT Client {
   // Opens the adjoint history `name` (see History).
   Result<std::unique_ptr<History>> OpenHistory(std::string_view name);
 
+  // Placement (docs/design.md, "Placement"; cairn_register_thread and
+  // cairn_restore_affinity in cairn.h are the contract). RegisterThread
+  // remembers the calling thread under `index` (>= 0; kInvalidArgument
+  // otherwise), so that every later checkpoint records its CPU affinity.
+  // RestoreAffinity sets the calling thread's affinity to the one recorded
+  // under `index` (kCheckpointingThread: the thread that called Checkpoint)
+  // in the version last restored: kState before a restore whose version has
+  // a placement record, kNotFound for an index it did not record; a no-op
+  // with restart.placement = keep.
+  static constexpr int kCheckpointingThread = -1;
+  Status RegisterThread(int index);
+  Status RestoreAffinity(int index);
+
   // A snapshot of the pipeline's counters; all zero once the client is closed.
   Stats GetStats() const;
   // The configuration the client was opened with.

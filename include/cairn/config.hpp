@@ -17,6 +17,7 @@ namespace cairn {
 namespace os {
 class FileSystem;
 class MemoryPinner;
+class Numa;
 }  // namespace os
 
 // How the host cache's memory is prepared (docs/design.md, "Fast
@@ -112,6 +113,14 @@ struct CAIRN_EXPORT Config {
   // Granularity of `hash`: one 128-bit hash per this many bytes. CAIRN_HASH_CHUNK
   uint64_t hash_chunk_bytes = 64ull << 10;
 
+  // Placement records (docs/design.md, "Placement"): sampled page nodes and
+  // thread affinities beside every version. CAIRN_RECORD_PLACEMENT
+  bool record_placement = true;
+
+  // [restart]
+  // restore | keep | interleave (docs/config.md). CAIRN_PLACEMENT
+  std::string placement = "restore";
+
   // [history]
   int prefetch_depth = 0;        // steps prefetched ahead of pops; 0 = as many as fit
   bool history_persistent = false;  // false: history files are deleted on close
@@ -124,6 +133,9 @@ struct CAIRN_EXPORT Config {
   os::FileSystem* fs = nullptr;
   // Not a config key: how the cache is pinned. nullptr = mlock. Not owned.
   os::MemoryPinner* pinner = nullptr;
+  // Not a config key: the NUMA layer (tests simulate nodes with os::FakeNuma).
+  // nullptr = the real one. Not owned.
+  os::Numa* numa = nullptr;
 
   // Checks invariants (sizes, directories non-empty, ...). Returns kConfig
   // naming the offending key.

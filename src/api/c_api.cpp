@@ -175,6 +175,20 @@ int cairn_restore_latest(cairn_client_t* c, const char* name, int64_t* version_o
   });
 }
 
+int cairn_register_thread(cairn_client_t* c, int index) {
+  return Guard([&]() -> int {
+    if (c == nullptr) return InvalidHandle("client");
+    return Report(c->client->RegisterThread(index));
+  });
+}
+
+int cairn_restore_affinity(cairn_client_t* c, int index) {
+  return Guard([&]() -> int {
+    if (c == nullptr) return InvalidHandle("client");
+    return Report(c->client->RestoreAffinity(index));
+  });
+}
+
 int cairn_history_open(cairn_client_t* c, const char* name, cairn_history_t** out) {
   return Guard([&]() -> int {
     if (c == nullptr) return InvalidHandle("client");

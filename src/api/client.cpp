@@ -2,14 +2,17 @@
 // registry in front of core::Pipeline.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <shared_mutex>
 #include <thread>
 
 #include "api/collective.hpp"
 #include "api/global_commit.hpp"
 #include "api/partner.hpp"
+#include "api/placement_state.hpp"
 #include "api/redundancy.hpp"
 #include "api/saved.hpp"
 #include "api/xor_parity.hpp"
@@ -72,6 +75,25 @@ struct Client::Impl {
   int64_t l2_every = 0, l3_every = 0, l4_every = 0;
   int64_t waits = 0;
   partner::Map partner;
+  // Placement recording and restoring (placement_state.hpp).
+  std::unique_ptr<placement::State> placement;
+
+  // A restore of `version` (or of what `restore` returns, for
+  // RestoreLatest) with the placement of its record: bound before when the
+  // version is known, moved after otherwise (docs/design.md, "Placement").
+  Status PlacedRestore(const std::string& name, int64_t version, const std::function<Status()>& restore) {
+    std::optional<format::Placement> rec;
+    if (placement->mode() != cairn::core::PlacementMode::kKeep) {
+      if (auto p = core->pipeline->PlacementOf(name, version); p.ok()) rec = std::move(p).value();
+    }
+    auto bound = placement->Bind(rec ? &*rec : nullptr, core->RestoreTargets());
+    Status s = restore();
+    placement->Restored(bound, s.ok() ? std::move(rec) : std::nullopt);
+    return s;
+  }
+  void PlaceAfter(const std::string& name, int64_t version) {
+    (void)PlacedRestore(name, version, [] { return Status::Ok(); });
+  }
   parity::Sets sets;
   // The level that last brought a version of a name back (2 or 3), for the
   // stats of the restore that follows.
@@ -293,6 +315,10 @@ Result<std::unique_ptr<Client>> Client::Open(const Config& config) {
   impl->config = config;
   impl->root = config;
   impl->core->pipeline = std::move(pipeline);
+  auto mode = cairn::core::ParsePlacementMode(config.placement);
+  if (!mode.ok()) return mode.status();
+  impl->placement = std::make_unique<placement::State>(config.numa != nullptr ? config.numa : &os::RealNuma(),
+                                                       config.record_placement, *mode);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
@@ -360,7 +386,7 @@ Status Client::Checkpoint(std::string_view name, int64_t version) {
     }
   }
   Status s = impl_->core->pipeline->Capture(format::EntryKind::kCheckpoint, std::string(name),
-                                            version, sources);
+                                            version, sources, impl_->placement->Record(version, sources));
   if (impl_->global) {
     impl_->global->Checkpointed(name);
     ProgressGlobal(*impl_);
@@ -399,15 +425,19 @@ Result<int64_t> Client::Latest(std::string_view name) {
 Status Client::Restore(std::string_view name, int64_t version) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
-  if (!impl_->group)
-    return impl_->core->pipeline->Restore(std::string(name), version,
-                                          impl_->core->RestoreTargets());
+  if (!impl_->group) {
+    return impl_->PlacedRestore(std::string(name), version, [&] {
+      return impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
+    });
+  }
   ProgressGlobal(*impl_);
   const std::string what =
       "restoring version " + std::to_string(version) + " of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(CheckSameSize(*impl_, std::string(name)));
   CAIRN_RETURN_IF_ERROR(RecoverLost(*impl_, std::string(name), version, -1));
-  Status s = impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
+  Status s = impl_->PlacedRestore(std::string(name), version, [&] {
+    return impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
+  });
   int64_t damaged = s.code() == Code::kCorrupt || s.code() == Code::kIo ? 1 : 0;
   if (impl_->redundant()) {
     // A damaged local copy: those ranks take the partner's copy or rebuild
@@ -427,7 +457,11 @@ Status Client::Restore(std::string_view name, int64_t version) {
 Result<int64_t> Client::RestoreLatest(std::string_view name) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
-  if (!impl_->group) return impl_->core->pipeline->RestoreLatest(std::string(name), impl_->core->RestoreTargets());
+  if (!impl_->group) {
+    auto v = impl_->core->pipeline->RestoreLatest(std::string(name), impl_->core->RestoreTargets());
+    if (v.ok()) impl_->PlaceAfter(std::string(name), *v);  // moves the restored pages
+    return v;
+  }
   // Collective: restore the newest common version; when it is damaged on
   // any rank (kCorrupt, kIo), every rank falls back to the next common one.
   ProgressGlobal(*impl_);
@@ -441,6 +475,7 @@ Result<int64_t> Client::RestoreLatest(std::string_view name) {
     int64_t fault = s.ok() ? 0 : (s.code() == Code::kCorrupt || s.code() == Code::kIo) ? 1 : 2;
     CAIRN_RETURN_IF_ERROR(impl_->group->AllReduce(Group::Op::kMax, &fault, 1));
     if (fault == 0) {
+      impl_->PlaceAfter(std::string(name), *common);  // moves the restored pages
       CountRestore(*impl_, std::string(name), *common);
       return *common;
     }
@@ -555,6 +590,18 @@ Result<std::unique_ptr<History>> Client::OpenHistory(std::string_view name) {
   impl->core = impl_->core;
   impl->name = std::string(name);
   return std::unique_ptr<History>(new History(std::move(impl)));
+}
+
+Status Client::RegisterThread(int index) {
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  return impl_->placement->RegisterThread(index);
+}
+
+Status Client::RestoreAffinity(int index) {
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  return impl_->placement->RestoreAffinity(index);
 }
 
 Stats Client::GetStats() const {

@@ -532,6 +532,10 @@ Status Config::Validate() const {
     return Status::Config("host_cache.copy_threads (CAIRN_COPY_THREADS) is " + std::to_string(copy_threads) +
                           "; it must be between 0 and 64, or -1 for automatic");
   }
+  if (placement != "restore" && placement != "keep" && placement != "interleave") {
+    return Status::Config("restart.placement (CAIRN_PLACEMENT) is '" + placement +
+                          "'; it must be restore, keep or interleave");
+  }
   if (prefetch_depth < 0) {
     return Status::Config("history.prefetch_depth (CAIRN_PREFETCH_DEPTH) is " + std::to_string(prefetch_depth) +
                           "; it must be at least 0 (0 = as many steps as fit in the cache)");

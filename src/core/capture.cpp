@@ -243,7 +243,8 @@ void Pipeline::EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_poi
 // parallel on the CopyEngine, device and managed sources through the capture
 // stream) and then sealed at once (SealBatch).
 Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_t number,
-                         const std::vector<CaptureSource>& sources) {
+                         const std::vector<CaptureSource>& sources,
+                         std::shared_ptr<const format::Placement> placement) {
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
   if (number < 0) return Status::InvalidArgument("version/step must be >= 0, got " + std::to_string(number));
   CAIRN_RETURN_IF_ERROR(CheckSources(sources));
@@ -255,6 +256,7 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   e->kind = kind;
   e->name = name;
   e->number = number;
+  e->placement = std::move(placement);  // placement (issue 19)
   MutexLock lock(&mu_);
   CAIRN_RETURN_IF_ERROR(CheckCapturable(*e));
   // What the version stores (change detection reads the sources: without

@@ -15,6 +15,7 @@
 
 #include "cairn/status.hpp"
 #include "format/layout.hpp"
+#include "format/placement.hpp"
 
 namespace cairn::core {
 
@@ -39,6 +40,10 @@ struct Entry {
   int64_t number = 0;
   format::Layout layout;
   std::vector<BlockState> blocks;
+  // Checkpoints: the placement record written beside each committed file
+  // (docs/format.md 5); null = none. Set before the entry is published,
+  // immutable after.
+  std::shared_ptr<const format::Placement> placement;
 
   uint32_t sealed_blocks = 0;    // blocks with sealed == true
   uint32_t resident_blocks = 0;  // blocks with chunk >= 0 and sealed

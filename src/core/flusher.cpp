@@ -156,6 +156,15 @@ Status Flusher::Commit(format::FileWriter& writer, double* io_seconds) {
   return Timed(io_seconds, [&] { return writer.Commit(); });
 }
 
+void Flusher::WritePlacement(const EntryPtr& e, const format::FileWriter& writer) {
+  if (e->kind != format::EntryKind::kCheckpoint || !e->placement) return;
+  format::Placement p = *e->placement;
+  p.data_created_ns = writer.info().created_unix_ns;
+  tiers::FileTier& tier = owner_.tier(e->kind);
+  MutexUnlock unlocked(mu_);  // a small file: temp + rename
+  (void)format::WritePlacement(tier.fs(), format::PlacementPath(tier.dir(), e->name, e->number), p);
+}
+
 void Flusher::FlushEntry(const EntryPtr& e) {
   if (e->consumed && !(e.get()->*marks_.started)) {
     owner_.skipped();  // a history step popped before it was flushed
@@ -173,6 +182,7 @@ void Flusher::FlushEntry(const EntryPtr& e) {
     return;
   }
   if (Status s = Commit(*writer, &io_seconds); !s.ok()) return FailFlush(e, s, "commit");
+  WritePlacement(e, *writer);
   owner_.committed(e, flush_start, io_seconds);
 }
 

@@ -119,6 +119,9 @@ class Flusher {
   Status WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& writer, double* io_seconds)
       CAIRN_REQUIRES(*mu_);
   Status Commit(format::FileWriter& writer, double* io_seconds) CAIRN_REQUIRES(*mu_);
+  // The checkpoint's placement record beside its committed file; best
+  // effort (docs/format.md 5.1: a lost record only loses the placement).
+  void WritePlacement(const EntryPtr& e, const format::FileWriter& writer) CAIRN_REQUIRES(*mu_);
   void AbortWriter(format::FileWriter& writer) CAIRN_REQUIRES(*mu_);
   // A flush failure is the application's problem only while someone still
   // needs the entry; for a consumed one it is just a skipped flush.

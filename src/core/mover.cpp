@@ -39,7 +39,10 @@ Status CopyVerified(os::FileSystem* fs, const std::string& from, const tiers::Fi
     CAIRN_RETURN_IF_ERROR(reader->ReadBlock(b, buffer.get(), /*verify=*/true));
     CAIRN_RETURN_IF_ERROR(writer->WriteBlock(b, buffer.get(), reader->block_crc(b)));
   }
-  return writer->Commit();
+  CAIRN_RETURN_IF_ERROR(writer->Commit());
+  // Its placement record too (same created_unix_ns, so it still matches).
+  if (info.kind == format::EntryKind::kCheckpoint) format::CopyPlacement(fs, from, writer->final_path());
+  return Status::Ok();
 }
 
 // Whether `tier` holds the version `link` is (the same content id): a base

@@ -121,8 +121,10 @@ class Pipeline {
   Status Shutdown() CAIRN_EXCLUDES(mu_);
 
   // Checkpoint versions -------------------------------------------------------
+  // `placement`: the checkpoint's placement record, written beside its files.
   Status Capture(format::EntryKind kind, const std::string& name, int64_t number,
-                 const std::vector<CaptureSource>& sources) CAIRN_EXCLUDES(mu_, capture_mu_);
+                 const std::vector<CaptureSource>& sources,
+                 std::shared_ptr<const format::Placement> placement = nullptr) CAIRN_EXCLUDES(mu_, capture_mu_);
   Status Wait(format::EntryKind kind, const std::string& name, int64_t number, Level level)
       CAIRN_EXCLUDES(mu_);
   // Newest committed version whose file's structure checks out (no data read).
@@ -145,6 +147,12 @@ class Pipeline {
   // into the same targets on damage (kCorrupt, kIo); returns its number.
   Result<int64_t> RestoreLatest(const std::string& name, const std::vector<RestoreTarget>& targets)
       CAIRN_EXCLUDES(mu_);
+  // The placement record of a checkpoint version (docs/format.md 5): the
+  // in-memory one while the version is in the pipeline, else the record
+  // beside its file in the local tier, then the persistent one. kNotFound
+  // when there is none; other errors say why a record was ignored.
+  // (placement_io.cpp)
+  Result<format::Placement> PlacementOf(const std::string& name, int64_t version) CAIRN_EXCLUDES(mu_);
 
   // Histories -----------------------------------------------------------------
   // Registers `name`; kState if already open. Ephemeral histories remove stale

@@ -46,6 +46,8 @@ class FileWriter {
 
   bool direct() const;
   const Layout& layout() const { return layout_; }
+  // As written in the header (created_unix_ns stamped when it was 0).
+  const FileInfo& info() const { return info_; }
   // Version 2: the id a later layer names as its base_content_id.
   uint64_t content_id() const { return layout_.record.content_id; }
   const std::string& temp_path() const { return temp_path_; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "format/naming.hpp"
+#include "format/placement.hpp"
 
 namespace cairn::tiers {
 namespace {
@@ -64,6 +65,9 @@ bool FileTier::Exists(std::string_view name, format::EntryKind kind, int64_t num
 }
 
 Status FileTier::RemoveEntry(std::string_view name, format::EntryKind kind, int64_t number) const {
+  if (kind == format::EntryKind::kCheckpoint) {  // its placement record first (format.md 5.1)
+    (void)fs_->Remove(format::PlacementPath(dir_, name, number));
+  }
   Status s = fs_->Remove(EntryPath(name, kind, number));
   if (s.code() == Code::kNotFound) return Status::Ok();
   return s;

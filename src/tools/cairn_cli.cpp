@@ -26,7 +26,9 @@
 #include "format/compact.hpp"
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
+#include "format/placement.hpp"
 #include "os/fs.hpp"
+#include "os/numa.hpp"
 #include "tools/cli_store.hpp"
 
 namespace cairn::cli {
@@ -287,6 +289,38 @@ void PrintLayers(os::FileSystem* fs, const std::string& dir, const format::FileR
   std::printf("],\n  \"chain_stored_bytes\": %llu,\n", u(chain->stored_bytes()));
 }
 
+// The placement record's fields of `info` (docs/format.md 5): "affinity"
+// (recorded thread CPU sets, null without a record) and, when a record was
+// found but ignored, "placement_error".
+void PrintAffinity(const Result<format::Placement>& p) {
+  if (!p.ok() && p.status().code() != Code::kNotFound) {
+    std::printf("  \"placement_error\": %s,\n", JsonString(p.status().message()).c_str());
+  }
+  if (!p.ok()) {
+    std::printf("  \"affinity\": null,\n");
+    return;
+  }
+  std::printf("  \"placement_nodes\": %u,\n  \"placement_cpus\": %u,\n", p->node_count, p->cpu_count);
+  std::printf("  \"affinity\": [");
+  for (size_t i = 0; i < p->threads.size(); ++i) {
+    std::printf("%s{\"thread\": %d, \"cpus\": \"%s\"}", i == 0 ? "" : ", ", p->threads[i].index,
+                os::FormatCpuList(p->threads[i].cpus).c_str());
+  }
+  std::printf("],\n");
+}
+
+// A region's "placement": its runs, or null when not recorded.
+std::string PlacementJson(const Result<format::Placement>& p, int32_t id) {
+  const format::RegionPlacement* r = p.ok() ? p->region(id) : nullptr;
+  if (r == nullptr) return "null";
+  std::string out = "[";
+  for (size_t i = 0; i < r->runs.size(); ++i) {
+    out += (i == 0 ? "" : ", ") + std::string("{\"node\": ") + std::to_string(r->runs[i].node) +
+           ", \"bytes\": " + std::to_string(r->runs[i].bytes) + "}";
+  }
+  return out + "]";
+}
+
 int Info(os::FileSystem* fs, const std::string& dir, const std::string& name,
          const std::string& version_text) {
   if (Status s = format::ValidateName(name); !s.ok()) return Usage(s.message());
@@ -308,14 +342,18 @@ int Info(os::FileSystem* fs, const std::string& dir, const std::string& name,
   std::printf("  \"created_unix_ns\": %lld,\n", static_cast<long long>(r.info().created_unix_ns));
   std::printf("  \"format_version\": %u,\n", r.format_version());
   PrintLayers(fs, dir, r);
+  const auto placement =
+      format::ReadPlacement(fs, format::PlacementPathOf(path), r.info().number, r.info().created_unix_ns);
+  PrintAffinity(placement);
   std::printf("  \"regions\": [");
   for (size_t i = 0; i < l.regions.size(); ++i) {
     const format::Layout::Region& reg = l.regions[i];
     std::printf("%s\n    {\"id\": %d, \"memory\": \"%s\", \"bytes\": %llu, \"blocks\": %u, "
-                "\"stored_bytes\": %llu, \"extents\": %u}",
+                "\"stored_bytes\": %llu, \"extents\": %u, \"placement\": %s}",
                 i == 0 ? "" : ",", reg.spec.id, MemoryWord(reg.spec.memory),
                 static_cast<unsigned long long>(reg.spec.bytes), reg.block_count,
-                static_cast<unsigned long long>(reg.stored_bytes), reg.extent_count);
+                static_cast<unsigned long long>(reg.stored_bytes), reg.extent_count,
+                PlacementJson(placement, reg.spec.id).c_str());
   }
   std::printf("%s]\n}\n", l.regions.empty() ? "" : "\n  ");
   return kExitOk;
@@ -390,7 +428,10 @@ int Gc(os::FileSystem* fs, const std::string& dir, const std::vector<std::string
       if (needed.count(it->number) != 0) {
         std::printf("kept %s (base of a kept version)\n", it->path.c_str());
       } else if (good >= keep) {
-        remove(it->path, "older than the newest " + std::to_string(keep) + " good version(s)");
+        const std::string why = "older than the newest " + std::to_string(keep) + " good version(s)";
+        const std::string record = format::PlacementPathOf(it->path);  // its placement record first
+        if (fs->Stat(record).ok()) remove(record, why);
+        remove(it->path, why);
       } else if (auto chain = format::Chain::Open(fs, dir, name, it->number); chain.ok()) {
         // Good: its whole chain opens and checks out. A version whose chain
         // is broken is kept for inspection but does not count, or the last

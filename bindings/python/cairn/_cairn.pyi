@@ -56,6 +56,8 @@ class Config:
     changes: str
     max_layers: int
     hash_chunk_bytes: int
+    record_placement: bool
+    placement: str
     def validate(self) -> None: ...
 
 class History:

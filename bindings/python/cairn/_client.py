@@ -453,6 +453,10 @@ class Client(_Closable):
                                   ``"hash"``, ``"pages"`` or ``"auto"``
     ``max_layers``                layered versions before a full one, ``0`` = never
     ``hash_chunk``                ``"hash"`` granularity (``"64KiB"``)
+    ``record_placement``          record page nodes and thread affinities with
+                                  every version (default ``True``)
+    ``placement``                 restore: ``"restore"`` (default), ``"keep"`` or
+                                  ``"interleave"`` (docs/design.md, "Placement")
     ============================  ================================================
 
     ``comm`` (an mpi4py communicator, e.g. ``MPI.COMM_WORLD``) opens the
@@ -504,6 +508,8 @@ class Client(_Closable):
         changes: Optional[ChangeMode] = None,
         max_layers: Optional[int] = None,
         hash_chunk: Union[int, str, None] = None,
+        record_placement: Optional[bool] = None,
+        placement: Optional[str] = None,
         comm: Any = None,
         **unknown: NoReturn,
     ) -> None:

@@ -1,0 +1,123 @@
+// os::Numa: the real layer on this machine (one node, its CPUs), a sysfs
+// tree made in a temp dir (several nodes), and the fake.
+#include "os/numa.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace cairn::os {
+namespace {
+
+TEST(CpuList, ParsesAndFormatsRanges) {
+  auto cpus = ParseCpuList("0-3,8,10-11\n");
+  ASSERT_TRUE(cpus.ok()) << cpus.status().ToString();
+  EXPECT_EQ(*cpus, (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(FormatCpuList(*cpus), "0-3,8,10-11");
+  EXPECT_EQ(FormatCpuList({}), "");
+  EXPECT_TRUE(ParseCpuList("").ok());
+}
+
+TEST(CpuList, RejectsBadParts) {
+  auto bad = ParseCpuList("0-3,x");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'x'"), std::string::npos) << bad.status().ToString();
+  EXPECT_FALSE(ParseCpuList("3-1").ok());
+}
+
+TEST(RealNuma, ReadsSeveralNodesFromASysfsTree) {
+  const std::string root = ::testing::TempDir() + "/numa_sysfs_" + std::to_string(::getpid());
+  std::filesystem::remove_all(root);
+  const char* lists[] = {"0-3\n", "4-7\n", "\n"};  // node2: memory only
+  for (int k = 0; k < 3; ++k) {
+    std::filesystem::create_directories(root + "/node" + std::to_string(k));
+    std::ofstream(root + "/node" + std::to_string(k) + "/cpulist") << lists[k];
+  }
+  std::filesystem::create_directories(root + "/power");  // not a node
+  auto numa = MakeRealNuma(root);
+  const Topology& t = numa->topology();
+  ASSERT_EQ(t.nodes(), 3);
+  EXPECT_EQ(t.node_cpus[1], (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_TRUE(t.node_cpus[2].empty());
+  EXPECT_EQ(t.cpus(), 8);
+  EXPECT_EQ(t.NodeOfCpu(5), 1);
+  EXPECT_EQ(t.NodeOfCpu(9), -1);
+  std::filesystem::remove_all(root);
+}
+
+TEST(RealNuma, NoSysfsTreeIsOneNodeWithTheUsableCpus) {
+  auto numa = MakeRealNuma("/nonexistent/cairn/numa");
+  ASSERT_EQ(numa->topology().nodes(), 1);
+  EXPECT_GE(numa->topology().cpus(), 1);
+}
+
+TEST(RealNuma, QueriesAndBindsPagesOnNodeZero) {
+  Numa& numa = RealNuma();
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  void* p = ::mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  auto* bytes = static_cast<char*>(p);
+  std::memset(bytes, 1, page);  // page 0 resident, the others not
+  void* pages[2] = {bytes, bytes + page};
+  int nodes[2] = {7, 7};
+  ASSERT_TRUE(numa.QueryNodes(pages, nodes).ok());
+  EXPECT_EQ(nodes[0], 0);
+  EXPECT_EQ(nodes[1], -1);  // never touched
+  // Bound to node 0, then touched: resident on node 0.
+  ASSERT_TRUE(numa.Bind(p, 4 * page, Binding{.node = 0}).ok());
+  std::memset(bytes, 2, 4 * page);
+  ASSERT_TRUE(numa.QueryNodes(pages, nodes).ok());
+  EXPECT_EQ(nodes[1], 0);
+  EXPECT_TRUE(numa.Unbind(p, 4 * page).ok());
+  EXPECT_FALSE(numa.Bind(p, page, Binding{.node = numa.topology().nodes()}).ok());
+  ::munmap(p, 4 * page);
+}
+
+TEST(RealNuma, SetsAndReadsAThreadsAffinity) {
+  Numa& numa = RealNuma();
+  auto all = numa.GetAffinity(0);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_FALSE(all->empty());
+  const int last = all->back();
+  std::thread t([&] {  // a thread of its own: the test runner's affinity stays
+    ASSERT_TRUE(numa.SetAffinity(0, {last}).ok());
+    auto mine = numa.GetAffinity(CurrentTid());
+    ASSERT_TRUE(mine.ok());
+    EXPECT_EQ(*mine, std::vector<int>{last});
+  });
+  t.join();
+  EXPECT_FALSE(numa.SetAffinity(0, {-1}).ok());
+}
+
+TEST(FakeNuma, RecordsBindsAndMovesPages) {
+  FakeNuma numa(Topology{{{0, 1}, {2, 3}, {4, 5}}}, /*default_node=*/0);
+  alignas(4096) static char buf[4 * 4096];
+  numa.Place(buf + 4096, 4096, 2);
+  void* pages[2] = {buf, buf + 4096};
+  int nodes[2];
+  ASSERT_TRUE(numa.QueryNodes(pages, nodes).ok());
+  EXPECT_EQ(nodes[0], 0);
+  EXPECT_EQ(nodes[1], 2);
+  ASSERT_TRUE(numa.Bind(buf, 2 * 4096, Binding{.node = 1}).ok());
+  ASSERT_TRUE(numa.QueryNodes(pages, nodes).ok());
+  EXPECT_EQ(nodes[0], 1);
+  EXPECT_EQ(nodes[1], 1);
+  ASSERT_EQ(numa.binds().size(), 1u);
+  EXPECT_EQ(numa.binds()[0], (FakeNuma::BindCall{reinterpret_cast<uintptr_t>(buf), 2 * 4096, 1}));
+  EXPECT_FALSE(numa.Bind(buf, 4096, Binding{.node = 3}).ok());
+  ASSERT_TRUE(numa.SetAffinity(0, {4}).ok());
+  auto got = numa.GetAffinity(0);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, std::vector<int>{4});
+  EXPECT_EQ(numa.query_pages(), 4);
+}
+
+}  // namespace
+}  // namespace cairn::os

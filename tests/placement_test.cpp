@@ -1,0 +1,307 @@
+// Placement through the client (docs/design.md, "Placement"): records written
+// beside checkpoint files, restores that bind each run to its node (checked
+// through os::FakeNuma, several simulated nodes), thread affinities recorded
+// and restored (for real on this machine's CPUs), topology mismatch, files
+// without records, and the feature off.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "cairn/cairn.hpp"
+#include "format/naming.hpp"
+#include "format/placement.hpp"
+#include "os/numa.hpp"
+#include "testing/test_util.hpp"
+
+namespace cairn {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace test;
+
+constexpr size_t kGranule = 2u << 20;
+
+os::Topology Nodes(int n) {
+  os::Topology t;
+  for (int k = 0; k < n; ++k) t.node_cpus.push_back({2 * k, 2 * k + 1});
+  return t;
+}
+
+struct Aligned {
+  explicit Aligned(size_t n) : bytes(n), data(static_cast<char*>(std::aligned_alloc(kGranule, n))) {}
+  ~Aligned() { std::free(data); }
+  size_t bytes;
+  char* data;
+};
+
+class PlacementTest : public ScratchDirTest {
+ protected:
+  PlacementTest() : ScratchDirTest("placement") {}
+  Config WithNuma(os::Numa* numa) {
+    Config c = MakeConfig(16 * kMiB, 1 * kMiB);
+    c.numa = numa;
+    return c;
+  }
+  std::string RecordPath(const Config& c, int64_t v) { return format::PlacementPath(c.scratch_dir, "sim", v); }
+  std::string DataPath(const Config& c, int64_t v) {
+    return format::EntryPath(c.scratch_dir, "sim", format::EntryKind::kCheckpoint, v);
+  }
+};
+
+// Saves version 1 of two regions spread over the fake's nodes.
+void SaveOverFourNodes(Client& client, os::FakeNuma& numa, Aligned& a, Aligned& b) {
+  numa.Place(a.data, kGranule, 1);
+  numa.Place(a.data + kGranule, 2 * kGranule, 3);
+  numa.Place(b.data, b.bytes, 2);
+  std::memset(a.data, 7, a.bytes);
+  std::memset(b.data, 9, b.bytes);
+  ASSERT_OK(client.Protect(1, a.data, a.bytes));
+  ASSERT_OK(client.Protect(2, b.data, b.bytes));
+  ASSERT_OK(client.Checkpoint("sim", 1));
+  ASSERT_OK(client.Wait("sim", 1, Level::kLocal));
+}
+
+TEST_F(PlacementTest, RecordRoundTripsOverSeveralNodesAndRestoreBindsEachRun) {
+  os::FakeNuma at_save(Nodes(4));
+  Aligned a(3 * kGranule), b(kGranule);
+  Config c = WithNuma(&at_save);
+  {
+    auto client = OpenClient(c);
+    ASSERT_NE(client, nullptr);
+    ASSERT_OK(at_save.SetAffinity(0, {6}));
+    SaveOverFourNodes(*client, at_save, a, b);
+  }
+  auto rec = format::ReadPlacementOf(os::FileSystem::Default(), DataPath(c, 1));
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  EXPECT_EQ(rec->node_count, 4u);
+  ASSERT_NE(rec->region(1), nullptr);
+  EXPECT_EQ(rec->region(1)->runs, (std::vector<format::PlacementRun>{{1, kGranule}, {3, 2 * kGranule}}));
+  EXPECT_EQ(rec->region(2)->runs, (std::vector<format::PlacementRun>{{2, kGranule}}));
+  ASSERT_NE(rec->thread(format::kCheckpointingThread), nullptr);
+  EXPECT_EQ(rec->thread(format::kCheckpointingThread)->cpus, std::vector<int>{6});
+
+  // A restart: a new process (client), pages wherever (all on node 0).
+  os::FakeNuma at_restart(Nodes(4));
+  auto client = OpenClient(WithNuma(&at_restart));
+  ASSERT_NE(client, nullptr);
+  std::memset(a.data, 0, a.bytes);
+  ASSERT_OK(client->Protect(1, a.data, a.bytes));
+  ASSERT_OK(client->Protect(2, b.data, b.bytes));
+  ASSERT_OK(client->Restore("sim", 1));
+  EXPECT_EQ(a.data[a.bytes - 1], 7);
+  const auto A = reinterpret_cast<uintptr_t>(a.data), B = reinterpret_cast<uintptr_t>(b.data);
+  const std::vector<os::FakeNuma::BindCall> want = {{A, kGranule, 1}, {A + kGranule, 2 * kGranule, 3}, {B, kGranule, 2}};
+  EXPECT_EQ(at_restart.binds(), want);
+  EXPECT_EQ(at_restart.unbinds(), 3);  // the default policy again afterwards
+  // The checkpointing thread's affinity, on this (fake) machine.
+  ASSERT_OK(client->RestoreAffinity(Client::kCheckpointingThread));
+  auto mine = at_restart.GetAffinity(0);
+  ASSERT_TRUE(mine.ok());
+  EXPECT_EQ(*mine, std::vector<int>{6});
+  EXPECT_EQ(client->RestoreAffinity(5).code(), Code::kNotFound);
+}
+
+TEST_F(PlacementTest, FewerNodesAtRestartMapNodeKToKModN) {
+  os::FakeNuma at_save(Nodes(4));
+  Aligned a(3 * kGranule), b(kGranule);
+  Config c = WithNuma(&at_save);
+  {
+    auto client = OpenClient(c);
+    ASSERT_NE(client, nullptr);
+    ASSERT_OK(at_save.SetAffinity(0, {7}));
+    SaveOverFourNodes(*client, at_save, a, b);
+  }
+  os::FakeNuma at_restart(Nodes(2));  // cpus 0..3
+  auto client = OpenClient(WithNuma(&at_restart));
+  ASSERT_NE(client, nullptr);
+  ASSERT_OK(client->Protect(1, a.data, a.bytes));
+  ASSERT_OK(client->Protect(2, b.data, b.bytes));
+  ASSERT_OK(client->Restore("sim", 1));
+  std::vector<int> nodes;
+  for (const auto& call : at_restart.binds()) nodes.push_back(call.node);
+  EXPECT_EQ(nodes, (std::vector<int>{1, 1, 0}));  // 1, 3 mod 2, 2 mod 2
+  ASSERT_OK(client->RestoreAffinity(Client::kCheckpointingThread));
+  auto mine = at_restart.GetAffinity(0);
+  ASSERT_TRUE(mine.ok());
+  EXPECT_EQ(*mine, std::vector<int>{3});  // cpu 7 of 4 cpus
+}
+
+TEST_F(PlacementTest, VersionWithoutRecordRestoresAsBefore) {
+  os::FakeNuma numa(Nodes(4));
+  Aligned a(3 * kGranule), b(kGranule);
+  Config c = WithNuma(&numa);
+  {
+    auto client = OpenClient(c);
+    ASSERT_NE(client, nullptr);
+    SaveOverFourNodes(*client, numa, a, b);
+  }
+  ASSERT_TRUE(fs::remove(RecordPath(c, 1)));  // as written by an older build
+  os::FakeNuma at_restart(Nodes(4));
+  auto client = OpenClient(WithNuma(&at_restart));
+  ASSERT_NE(client, nullptr);
+  std::memset(a.data, 0, a.bytes);
+  ASSERT_OK(client->Protect(1, a.data, a.bytes));
+  ASSERT_OK(client->Protect(2, b.data, b.bytes));
+  ASSERT_OK(client->Restore("sim", 1));
+  EXPECT_EQ(a.data[0], 7);
+  EXPECT_TRUE(at_restart.binds().empty());
+  EXPECT_EQ(client->RestoreAffinity(Client::kCheckpointingThread).code(), Code::kState);
+}
+
+TEST_F(PlacementTest, RecordOfAnEarlierFileIsIgnored) {
+  os::FakeNuma numa(Nodes(4));
+  Aligned a(3 * kGranule), b(kGranule);
+  Config c = WithNuma(&numa);
+  {
+    auto client = OpenClient(c);
+    ASSERT_NE(client, nullptr);
+    SaveOverFourNodes(*client, numa, a, b);
+  }
+  // Another file of version 1 (data_created_ns differs from the record's).
+  auto rec = format::ReadPlacementOf(os::FileSystem::Default(), DataPath(c, 1));
+  ASSERT_TRUE(rec.ok());
+  rec->data_created_ns += 1;
+  ASSERT_OK(format::WritePlacement(os::FileSystem::Default(), RecordPath(c, 1), *rec));
+  os::FakeNuma at_restart(Nodes(4));
+  auto client = OpenClient(WithNuma(&at_restart));
+  ASSERT_NE(client, nullptr);
+  ASSERT_OK(client->Protect(1, a.data, a.bytes));
+  ASSERT_OK(client->Protect(2, b.data, b.bytes));
+  ASSERT_OK(client->Restore("sim", 1));
+  EXPECT_TRUE(at_restart.binds().empty());
+}
+
+TEST_F(PlacementTest, KeepAndInterleave) {
+  os::FakeNuma numa(Nodes(4));
+  Aligned a(3 * kGranule), b(kGranule);
+  Config c = WithNuma(&numa);
+  {
+    auto client = OpenClient(c);
+    ASSERT_NE(client, nullptr);
+    ASSERT_OK(numa.SetAffinity(0, {5}));
+    SaveOverFourNodes(*client, numa, a, b);
+  }
+  os::FakeNuma keep(Nodes(4));
+  Config k = WithNuma(&keep);
+  k.placement = "keep";
+  {
+    auto client = OpenClient(k);
+    ASSERT_NE(client, nullptr);
+    ASSERT_OK(client->Protect(1, a.data, a.bytes));
+    ASSERT_OK(client->Restore("sim", 1));
+    EXPECT_TRUE(keep.binds().empty());
+    ASSERT_OK(keep.SetAffinity(0, {1}));
+    ASSERT_OK(client->RestoreAffinity(Client::kCheckpointingThread));  // opt-out: no-op
+    auto still = keep.GetAffinity(0);
+    ASSERT_TRUE(still.ok());
+    EXPECT_EQ(*still, std::vector<int>{1});
+  }
+  os::FakeNuma inter(Nodes(4));
+  Config i = WithNuma(&inter);
+  i.placement = "interleave";
+  auto client = OpenClient(i);
+  ASSERT_NE(client, nullptr);
+  ASSERT_OK(client->Protect(1, a.data, a.bytes));
+  ASSERT_OK(client->Restore("sim", 1));
+  ASSERT_EQ(inter.binds().size(), 1u);
+  EXPECT_EQ(inter.binds()[0], (os::FakeNuma::BindCall{reinterpret_cast<uintptr_t>(a.data), a.bytes, -1}));
+}
+
+TEST_F(PlacementTest, RecordingOffWritesAndQueriesNothing) {
+  os::FakeNuma numa(Nodes(4));
+  Aligned a(3 * kGranule), b(kGranule);
+  Config c = WithNuma(&numa);
+  c.record_placement = false;
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  SaveOverFourNodes(*client, numa, a, b);
+  EXPECT_TRUE(fs::exists(DataPath(c, 1)));
+  EXPECT_FALSE(fs::exists(RecordPath(c, 1)));
+  EXPECT_EQ(numa.query_pages(), 0);
+}
+
+// Both ways to the persistent tier: the persister writing from the cache,
+// and the mover copying the committed scratch file.
+TEST_F(PlacementTest, RetentionRemovesRecordsWithTheirVersions) {
+  for (bool from_cache : {true, false}) {
+    SCOPED_TRACE(from_cache ? "persist from cache" : "persist by file copy");
+    Config c = MakeConfig(16 * kMiB, 1 * kMiB);
+    c.scratch_dir += from_cache ? "-cache" : "-copy";
+    c.keep_versions = 2;
+    c.persistent_dir = c.scratch_dir + "-persistent";
+    c.persist_from_cache = from_cache;
+    auto client = OpenClient(c);
+    ASSERT_NE(client, nullptr);
+    Aligned a(kGranule);
+    std::memset(a.data, 1, a.bytes);
+    ASSERT_OK(client->Protect(1, a.data, a.bytes));
+    for (int64_t v = 1; v <= 4; ++v) {
+      ASSERT_OK(client->Checkpoint("sim", v));
+      ASSERT_OK(client->Wait("sim", v, Level::kPersistent));
+    }
+    ASSERT_OK(client->Close());
+    const std::vector<std::string> want = {"v00000000000000000003.cairn", "v00000000000000000003.placement",
+                                           "v00000000000000000004.cairn", "v00000000000000000004.placement"};
+    EXPECT_EQ(AllFiles(c.scratch_dir + "/sim"), want) << Join(AllFiles(c.scratch_dir + "/sim"));
+    EXPECT_EQ(AllFiles(c.persistent_dir + "/sim"), want) << Join(AllFiles(c.persistent_dir + "/sim"));
+    auto rec = format::ReadPlacementOf(os::FileSystem::Default(),
+                                       format::EntryPath(c.persistent_dir, "sim", format::EntryKind::kCheckpoint, 4));
+    EXPECT_TRUE(rec.ok()) << rec.status().ToString();
+  }
+}
+
+TEST_F(PlacementTest, BadPlacementModeIsAConfigError) {
+  Config c = MakeConfig();
+  c.placement = "restored";
+  Status s = c.Validate();
+  EXPECT_EQ(s.code(), Code::kConfig);
+  EXPECT_NE(s.message().find("restart.placement"), std::string::npos) << s.ToString();
+}
+
+// For real: a registered thread pinned to one CPU; after a restart another
+// thread restores that affinity. The record also says where the pages were
+// (node 0 on this machine).
+TEST_F(PlacementTest, RealThreadAffinityRecordedAndRestored) {
+  auto cpus = os::RealNuma().GetAffinity(0);
+  ASSERT_TRUE(cpus.ok());
+  const int target = cpus->back();
+  Aligned a(2 * kGranule);
+  std::memset(a.data, 3, a.bytes);
+  Config c = MakeConfig(16 * kMiB, 1 * kMiB);
+  {
+    auto client = OpenClient(c);
+    ASSERT_NE(client, nullptr);
+    ASSERT_OK(client->Protect(1, a.data, a.bytes));
+    std::thread worker([&] {
+      ASSERT_OK(os::RealNuma().SetAffinity(0, {target}));
+      ASSERT_OK(client->RegisterThread(0));
+      ASSERT_OK(client->Checkpoint("sim", 1));  // recorded while it exists
+      ASSERT_OK(client->Wait("sim", 1, Level::kLocal));
+    });
+    worker.join();
+    EXPECT_EQ(client->RegisterThread(-2).code(), Code::kInvalidArgument);
+  }
+  auto rec = format::ReadPlacementOf(os::FileSystem::Default(), DataPath(c, 1));
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  ASSERT_NE(rec->thread(0), nullptr);
+  EXPECT_EQ(rec->thread(0)->cpus, std::vector<int>{target});
+  EXPECT_EQ(rec->region(1)->runs, (std::vector<format::PlacementRun>{{0, a.bytes}}));
+
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  ASSERT_OK(client->Protect(1, a.data, a.bytes));
+  ASSERT_OK(client->Restore("sim", 1));
+  std::thread restarted([&] {
+    ASSERT_OK(client->RestoreAffinity(0));
+    auto now = os::RealNuma().GetAffinity(0);
+    ASSERT_TRUE(now.ok());
+    EXPECT_EQ(*now, std::vector<int>{target});
+  });
+  restarted.join();
+}
+
+}  // namespace
+}  // namespace cairn
