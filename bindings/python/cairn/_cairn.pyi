@@ -56,6 +56,8 @@ class Config:
     changes: str
     max_layers: int
     hash_chunk_bytes: int
+    capture: str
+    cow_fraction: float
     def validate(self) -> None: ...
 
 class History:

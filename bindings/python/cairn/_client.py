@@ -401,6 +401,9 @@ class Client(_Closable):
                                   ``"hash"``, ``"pages"`` or ``"auto"``
     ``max_layers``                layered versions before a full one, ``0`` = never
     ``hash_chunk``                ``"hash"`` granularity (``"64KiB"``)
+    ``capture``                   ``"copy"`` (default) or ``"zero-copy"``
+    ``cow_fraction``              zero-copy: copy-on-write buffer, a fraction of
+                                  the protected bytes (``0.05``)
     ============================  ================================================
 
     A client is a context manager: leaving the ``with`` block calls
@@ -443,6 +446,8 @@ class Client(_Closable):
         changes: Optional[ChangeMode] = None,
         max_layers: Optional[int] = None,
         hash_chunk: Union[int, str, None] = None,
+        capture: Optional[str] = None,
+        cow_fraction: Optional[float] = None,
         **unknown: NoReturn,
     ) -> None:
         # The keyword parameters, by name (the same names as _config.KEYS).
