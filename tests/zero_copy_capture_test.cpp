@@ -224,7 +224,7 @@ TEST_F(ZeroCopyClientTest, ApplicationSegvHandlerStillWorks) {
     *static_cast<volatile uint8_t*>(guard) = 1;  // the application's own fault
   }
   EXPECT_EQ(g_app_segvs.load(), 1);
-  mem_[0] = 1;  // a zero-copy fault: handled without a signal
+  Store(mem_, 1);  // a zero-copy fault: handled without a signal
   EXPECT_EQ(g_app_segvs.load(), 1);
   ASSERT_OK(c->Close());
   ::sigaction(SIGSEGV, &old, nullptr);

@@ -206,7 +206,7 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
 bool ZeroCopy::OnFault(uintptr_t addr) {
   in_handler_.fetch_add(1, std::memory_order_seq_cst);
   const int64_t t0 = NowNs();
-  if (hook_ != nullptr) hook_(hook_arg_);
+  if (auto* hook = hook_.load(std::memory_order_acquire)) hook(hook_arg_.load(std::memory_order_relaxed));
   bool release = true;
   Epoch* e = live_.load(std::memory_order_seq_cst);
   const int64_t i = e != nullptr ? e->PageOf(addr) : -1;

@@ -88,8 +88,8 @@ class ZeroCopy {
   // Tests: called by the handler before it decides on a fault (the test may
   // block in it to force an interleaving). Set before Begin.
   void set_fault_hook_for_test(void (*hook)(void*), void* arg) {
-    hook_ = hook;
-    hook_arg_ = arg;
+    hook_arg_.store(arg, std::memory_order_relaxed);
+    hook_.store(hook, std::memory_order_release);
   }
 
  private:
@@ -103,8 +103,8 @@ class ZeroCopy {
   std::unique_ptr<Epoch> epoch_;          // the capture thread's
   std::atomic<Epoch*> live_{nullptr};     // the handler's view of epoch_
   std::atomic<int> in_handler_{0};
-  void (*hook_)(void*) = nullptr;
-  void* hook_arg_ = nullptr;
+  std::atomic<void (*)(void*)> hook_{nullptr};  // atomic: set while the handler runs
+  std::atomic<void*> hook_arg_{nullptr};
 
   std::atomic<uint64_t> epochs_{0}, protected_bytes_{0}, cow_bytes_{0}, cow_peak_{0};
   std::atomic<uint64_t> red_{0}, orange_{0}, green_{0}, faults_{0};
