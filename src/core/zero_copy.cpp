@@ -73,7 +73,8 @@ struct ZeroCopy::Epoch {
     size_t bytes = 0;
     size_t first_page = 0;  // index of its first page in `state`
   };
-  std::vector<Range> ranges;  // sorted by start
+  std::vector<Range> ranges;  // sorted by start; fixed once the handler may see it
+  std::vector<Range> registered;  // the capture thread's: what End unregisters
   std::vector<std::atomic<uint8_t>> state;
   std::vector<uint32_t> slot_of;  // written by the handler before kCowed (release)
   os::Mapping cow;
@@ -177,13 +178,8 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
   Status s;
   for (size_t i = 0; i < sorted.size() && s.ok(); ++i) {
     s = wp_->Register(sorted[i].data, sorted[i].bytes);
-    if (!s.ok()) {
-      // Only the ranges registered so far are unregistered by End.
-      epoch_->ranges.erase(std::find_if(epoch_->ranges.begin(), epoch_->ranges.end(),
-                                        [&](const Epoch::Range& r) { return r.start == reinterpret_cast<uintptr_t>(sorted[i].data); }),
-                           epoch_->ranges.end());
-      break;
-    }
+    if (!s.ok()) break;
+    epoch_->registered.push_back(epoch_->ranges[i]);
     const ExtentList whole{Extent{0, sorted[i].bytes}};
     for (const Extent& x : sorted[i].extents.empty() ? whole : sorted[i].extents) {
       const uint64_t from = x.offset / page * page;
@@ -326,7 +322,7 @@ void ZeroCopy::End() {
   for (auto& st : e->state) {
     if ((st.load(std::memory_order_acquire) & kRed) != 0) red_wait_ns_.fetch_add(now, std::memory_order_relaxed);
   }
-  for (const auto& r : e->ranges) (void)wp_->Unregister(reinterpret_cast<void*>(r.start), r.bytes);
+  for (const auto& r : e->registered) (void)wp_->Unregister(reinterpret_cast<void*>(r.start), r.bytes);
   live_.store(nullptr, std::memory_order_seq_cst);
   while (in_handler_.load(std::memory_order_seq_cst) != 0) ::sched_yield();
   epoch_.reset();
