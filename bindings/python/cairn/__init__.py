@@ -25,6 +25,7 @@ from ._memory import alloc, empty
 from ._client import (
     ChangeMode,
     ChangeStats,
+    ZeroCopyStats,
     Client,
     DeviceCacheInit,
     DeviceStats,
@@ -59,6 +60,7 @@ __all__ = [
     "ArrayLike",
     "ChangeMode",
     "ChangeStats",
+    "ZeroCopyStats",
     "Client",
     "ConfigError",
     "CorruptError",

@@ -165,6 +165,26 @@ class ChangeStats:
 
 
 @dataclass(frozen=True)
+class ZeroCopyStats:
+    """Zero-copy captures (``cairn::ZeroCopyStats``; ``checkpoint.capture``,
+    docs/design.md "Zero-copy captures"). Zero in copy mode."""
+
+    note: str  #: why a zero-copy checkpoint was copied instead ("" = none)
+    versions: int  #: checkpoints captured zero-copy
+    fallbacks: int  #: zero-copy checkpoints copied instead
+    protected_bytes: int  #: bytes write-protected, summed over versions
+    cow_peak_bytes: int  #: most copy-on-write buffer bytes in use at once
+    red: int  #: first writes that waited for their page to be read
+    orange: int  #: first writes copied into the copy-on-write buffer
+    green: int  #: pages read before any write
+    blue: int  #: first writes after the version was read (not monitored yet: 0)
+    faults: int  #: write faults handled
+    red_wait_s: float  #: application time blocked in RED faults
+    fault_s: float  #: handler time on write faults
+    call_s: float  #: time inside checkpoint calls captured zero-copy
+
+
+@dataclass(frozen=True)
 class Stats:
     """A snapshot of a client's statistics (``cairn::Stats``; docs/stats.md)."""
 
@@ -188,6 +208,7 @@ class Stats:
     init: InitStats  #: how the host cache was prepared (host_cache.init)
     device: DeviceStats  #: the GPU tier (device_cache)
     changes: ChangeStats  #: change detection (checkpoint.changes)
+    zero_copy: ZeroCopyStats  #: zero-copy captures (checkpoint.capture)
 
     @property
     def capture_blocked_seconds(self) -> float:
@@ -221,6 +242,7 @@ _NESTED: Dict[str, type] = {
     "InitStats": InitStats,
     "DeviceStats": DeviceStats,
     "ChangeStats": ChangeStats,
+    "ZeroCopyStats": ZeroCopyStats,
 }
 _ENUM_NAMES: Dict[str, Tuple[str, ...]] = {
     "init_strategy": _config.INIT_STRATEGIES,
