@@ -601,7 +601,9 @@ Status Config::Validate() const {
                           "; it must be a multiple of 4 KiB between 4 KiB and 64 MiB");
   }
   if (!(cow_fraction >= 0 && cow_fraction <= 1)) {
-    return Status::Config("checkpoint.cow_fraction (CAIRN_COW) is " + std::to_string(cow_fraction) +
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", cow_fraction);
+    return Status::Config("checkpoint.cow_fraction (CAIRN_COW) is " + std::string(value) +
                           "; it must be between 0 and 1 (a fraction of the bytes a version protects)");
   }
   if (file_mode > 0777) {
