@@ -83,6 +83,11 @@ if(CAIRN_HAVE_MPI)
     EXPORT CairnMpiTargets
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
             NAMELINK_COMPONENT devel)
+  if(TARGET cairn_fortran_mpi)  # the Fortran module cairn_mpi (bindings/fortran)
+    install(TARGETS cairn_fortran_mpi
+      EXPORT CairnMpiTargets
+      ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devel)
+  endif()
   install(EXPORT CairnMpiTargets
     NAMESPACE Cairn::
     FILE CairnMpiTargets.cmake

@@ -92,6 +92,22 @@ struct ChangeStats {
   uint64_t deactivated_regions = 0;  // auto: regions deactivated now
 };
 
+// The redundancy levels of a client opened in a group (docs/mpi.md): which
+// level served each of its collective restores, and the L2/L3/L4 work of its
+// collective waits. All zero for a client opened alone.
+struct MpiStats {
+  uint64_t restored_local = 0;  // collective restores served by the rank's own local file (L1)
+  uint64_t restored_l2 = 0;     // ... by a partner copy brought back first (L2)
+  uint64_t restored_l3 = 0;     // ... by a file rebuilt from XOR parity first (L3)
+  uint64_t restored_l4 = 0;     // ... by the rank's persistent file (L4)
+  uint64_t l2_copies = 0;       // versions sent to the partner (L2 waits)
+  uint64_t l3_parity_writes = 0;  // parity files written (L3 waits)
+  uint64_t l3_parity_bytes = 0;   // their bytes
+  uint64_t l3_rebuilds = 0;       // versions of this rank rebuilt from parity
+  double l3_rebuild_s = 0;        // time of the recoveries that rebuilt them
+  uint64_t l4_waits = 0;          // versions made persistent by CAIRN_L4_EVERY
+};
+
 // Zero-copy captures (checkpoint.capture = zero-copy; docs/design.md,
 // "Zero-copy captures"). All zero in copy mode.
 struct ZeroCopyStats {
@@ -136,6 +152,7 @@ struct Stats {
   InitStats init;
   DeviceStats device;
   ChangeStats changes;
+  MpiStats mpi;
   ZeroCopyStats zero_copy;
 };
 
@@ -149,6 +166,7 @@ struct ProtectOptions {
 
 class History;
 class Group;
+struct GlobalCommitState;  // cairn/group.hpp
 
 class CAIRN_EXPORT Client {
  public:
@@ -270,6 +288,7 @@ class CAIRN_EXPORT Client {
   // cairn/group.hpp: a client whose Latest, RestoreLatest, Restore and Wait
   // are collective over a group of processes (docs/mpi.md).
   friend Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_ptr<Group> group);
+  friend Result<GlobalCommitState> ProgressGlobalCommit(Client& client, std::string_view name);
 };
 
 // A sequence of steps pushed in a forward pass and popped (usually in reverse)

@@ -50,6 +50,44 @@ extern "C" {
  * CAIRN_ERR_INVALID_ARGUMENT for MPI_COMM_NULL or MPI not initialized. */
 CAIRN_EXPORT int cairn_open_mpi(MPI_Comm comm, const char *config_path, cairn_client_t **out);
 
+/* cairn_open_mpi_f - cairn_open_mpi for a communicator given by its Fortran
+ * handle (MPI_Fint), converted with MPI_Comm_f2c: the integer communicator of
+ * `use mpi`, MPI_Comm%MPI_VAL of `use mpi_f08`, mpi4py's Comm.py2f(). For
+ * bindings that do not compile against mpi.h (the Fortran module cairn_mpi,
+ * Python's cairn.Client(comm=...)). CAIRN_ERR_INVALID_ARGUMENT when MPI is not
+ * initialized or the handle is MPI_COMM_NULL's. */
+CAIRN_EXPORT int cairn_open_mpi_f(MPI_Fint comm, const char *config_path, cairn_client_t **out);
+
+/* For bindings that bring their own copy of the core (Python's extension
+ * links it statically, docs/python.md): the communicator as a plain C object,
+ * which such a binding wraps as its cairn::Group (cairn/group.hpp) and opens
+ * its client in with cairn::OpenInGroup. Applications use cairn_open_mpi.
+ * Errors are CAIRN_ERR_* codes with the message in cairn_last_error().
+ *
+ * cairn_mpi_group_open_f - collective: duplicates the communicator (Fortran
+ * handle, as cairn_open_mpi_f) and finds each rank's node.
+ * cairn_mpi_group_setup_error - the CAIRN_MPI_RANKS_PER_NODE problem found at
+ * open (CAIRN_OK if none), for the ranks to agree on when they open.
+ * cairn_mpi_group_info - info[] = {rank, size, node, simulated nodes (0/1),
+ * ranks per node (0: real nodes)}, as cairn::Group's accessors.
+ * cairn_mpi_group_allreduce - collective: element-wise MIN (max = 0) or MAX of
+ * values[0..n), in place.
+ * cairn_mpi_group_exchange - cairn::Group::Exchange: sends data[i] (bytes[i])
+ * to rank to[i], receives one message from each from[j], in that order, into
+ * the buffer receive(ctx, j, size) returns.
+ * cairn_mpi_group_free - frees the communicator (NULL: nothing). */
+typedef struct cairn_mpi_group cairn_mpi_group_t;
+CAIRN_EXPORT int cairn_mpi_group_open_f(MPI_Fint comm, cairn_mpi_group_t **out);
+CAIRN_EXPORT int cairn_mpi_group_setup_error(const cairn_mpi_group_t *g);
+CAIRN_EXPORT void cairn_mpi_group_info(const cairn_mpi_group_t *g, int info[5]);
+CAIRN_EXPORT int cairn_mpi_group_allreduce(cairn_mpi_group_t *g, int max, int64_t *values, size_t n);
+CAIRN_EXPORT int cairn_mpi_group_exchange(cairn_mpi_group_t *g, size_t nsends, const int *to,
+                                          const void *const *data, const size_t *bytes, size_t nfrom,
+                                          const int *from,
+                                          void *(*receive)(void *ctx, size_t i, size_t bytes),
+                                          void *ctx);
+CAIRN_EXPORT void cairn_mpi_group_free(cairn_mpi_group_t *g);
+
 /* Restarting on another number of ranks (docs/mpi.md; docs/format.md 3.7).
  * A job of any size (or a lone process with cairn_open) reads the files of
  * the job that saved `name` under the same storage roots: any rank can read

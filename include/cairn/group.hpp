@@ -3,14 +3,16 @@
 // libcairn knows nothing of MPI. A client opened in a Group (Client::Open
 // below) makes Latest, RestoreLatest, Restore and Wait collective over the
 // group's members (docs/mpi.md): the core only needs element-wise reductions
-// of integers, which libcairn_mpi implements with MPI_Allreduce on a
-// communicator of its own. Every member must make the same collective calls in
+// of integers, which libcairn_mpi implements with MPI_Allreduce (and
+// MPI_Iallreduce, for the global commit learned in the background) on
+// communicators of its own. Every member must make the same collective calls in
 // the same order, as with MPI collectives.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "cairn/cairn.h"
@@ -39,6 +41,36 @@ class CAIRN_EXPORT Group {
   // only as far as the transport guarantees it.
   virtual Status AllReduce(Op op, int64_t* values, size_t n) = 0;
 
+  // A nonblocking reduction (the global commit learned in the background,
+  // docs/mpi.md). StartAllReduce starts an element-wise reduction of a copy
+  // of values[0..n) over all members and returns at once; Test() says,
+  // without blocking, whether it is done (then values() is the result);
+  // Wait() blocks until it is done, which needs every member to have started
+  // it. Contract:
+  //   - These reductions run on a channel of their own (libcairn_mpi: a
+  //     second duplicate of the communicator), so AllReduce and Exchange may
+  //     be called while one is outstanding, on any member, in any order.
+  //   - Among themselves they match by sequence: the k-th StartAllReduce of
+  //     each member is reduced with the k-th of every other one, whenever
+  //     each member calls it (members need not start them at the same call).
+  //   - Start, Test and Wait are called from one thread at a time, the
+  //     thread that may make MPI calls (MPI_THREAD_FUNNELED suffices).
+  //   - A Pending must be complete (Test() true or Wait() returned) before it
+  //     is destroyed: MPI cannot cancel a collective.
+  //   - Optional: a Group whose nonblocking() is false (the default, e.g. a
+  //     binding's group over the C API) has none; its clients learn the
+  //     global commit at the collective calls only, and close stays local.
+  class CAIRN_EXPORT Pending {
+   public:
+    virtual ~Pending();
+    virtual Result<bool> Test() = 0;
+    virtual Status Wait() = 0;
+    // The result; valid once Test() returned true or Wait() OK.
+    virtual const std::vector<int64_t>& values() const = 0;
+  };
+  virtual bool nonblocking() const { return false; }
+  virtual Result<std::unique_ptr<Pending>> StartAllReduce(Op op, const int64_t* values, size_t n);
+
   // Point-to-point (the redundancy levels: partner copies, docs/mpi.md).
   // Sends each of `sends` to its member and receives one message from each
   // member of `from`, in that order, into (*received)[i]. The members that
@@ -63,6 +95,23 @@ class CAIRN_EXPORT Group {
 // makes all fail.
 CAIRN_EXPORT Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config,
                                                          std::unique_ptr<Group> group);
+
+// The global commit of `name` as this member knows it (docs/mpi.md, "The
+// global commit in the background"). Times are CLOCK_REALTIME in ns since the
+// epoch (comparable across the ranks of one machine only); -1 = none yet.
+struct GlobalCommitState {
+  int64_t local_version = -1;    // newest version committed in this member's local directory
+  int64_t local_commit_ns = -1;  // when that commit (the rename) completed
+  int64_t global_version = -1;   // newest globally committed version recorded in its manifest
+  int64_t global_record_ns = -1; // when that record (the manifest's rename) completed
+  int64_t global_learned_ns = -1;  // when this member learned it (the round's end), before the write
+  uint64_t rounds = 0;           // background reductions completed so far (any name)
+};
+
+// Progresses the background reduction like any Cairn call on the opening
+// thread (tests it, records its result, starts the next; never blocks) and
+// returns the state of `name`. For a client in no group: kState.
+CAIRN_EXPORT Result<GlobalCommitState> ProgressGlobalCommit(Client& client, std::string_view name);
 
 // For libraries built on the C API (libcairn_mpi): hand a client to C as a
 // cairn_client_t (owned by the caller, freed by cairn_close), find it again,

@@ -5,13 +5,19 @@
 #include <limits>
 #include <map>
 #include <shared_mutex>
+#include <thread>
 
 #include "api/collective.hpp"
+#include "api/global_commit.hpp"
 #include "api/partner.hpp"
+#include "api/redundancy.hpp"
 #include "api/saved.hpp"
+#include "api/xor_parity.hpp"
 #include "cairn/cairn.hpp"
 #include "cairn/group.hpp"
 #include "core/pipeline.hpp"
+#include "format/chain.hpp"
+#include "util/clock.hpp"
 #include "util/mutex.hpp"
 
 namespace cairn {
@@ -57,11 +63,32 @@ struct Client::Impl {
   // The configuration before the rank's subdirectories (= config when not
   // in a group): the roots where a saved job's ranks are found.
   Config root;
-  // L2 partner copies (CAIRN_L2_EVERY; partner.hpp): every l2_every-th
-  // collective wait sends the version to `partner`; 0 = off.
-  int64_t l2_every = 0;
-  int64_t l2_waits = 0;  // collective waits at kLocal/kPersistent so far
+  // The redundancy levels (docs/mpi.md): every l2_every-th collective wait
+  // (at kLocal/kPersistent, counted in `waits` over all names) sends the
+  // version to `partner` (L2, partner.hpp), every l3_every-th stores its XOR
+  // parity in `sets` (L3, xor_parity.hpp), every l4_every-th makes it
+  // persistent (L4); 0 = off. Collective calls are made by one thread at a
+  // time (docs/mpi.md), so these need no lock.
+  int64_t l2_every = 0, l3_every = 0, l4_every = 0;
+  int64_t waits = 0;
   partner::Map partner;
+  parity::Sets sets;
+  // The level that last brought a version of a name back (2 or 3), for the
+  // stats of the restore that follows.
+  std::map<std::string, std::pair<int64_t, int>> recovered;
+  mutable Mutex stats_mu;  // GetStats may run on another thread
+  MpiStats mpi CAIRN_GUARDED_BY(stats_mu);
+
+  bool redundant() const { return l2_every > 0 || l3_every > 0; }
+  void Count(uint64_t MpiStats::*field, uint64_t n = 1) CAIRN_EXCLUDES(stats_mu) {
+    MutexLock lock(&stats_mu);
+    mpi.*field += n;
+  }
+  // In a group: the global commit learned in the background and every
+  // manifest record (global_commit.hpp). Its rounds are progressed only on
+  // the thread that opened the client, the one that may call MPI.
+  std::unique_ptr<collective::GlobalCommit> global;
+  std::thread::id opener;
 };
 
 struct History::Impl {
@@ -74,39 +101,99 @@ namespace {
 
 Status Closed() { return Status::State("the client is closed"); }
 
+// Any Cairn call on the opening thread moves the background global commit on
+// (never blocks: an MPI_Test, maybe an MPI_Iallreduce start).
+void ProgressGlobal(Client::Impl& impl) {
+  if (impl.global && std::this_thread::get_id() == impl.opener) impl.global->Progress();
+}
+
 // In the rank's scratch directory, and after a persistent commit also in its
 // persistent directory, where a job that lost the node still finds it
 // (docs/format.md, 3.6-3.7).
 Status RecordGlobal(Client::Impl& impl, std::string_view name, int64_t committed, int64_t persistent) {
-  const collective::Manifest shape{.ranks = impl.group->size(),
-                                   .ranks_per_node = impl.group->ranks_per_node()};
-  const Config& c = impl.config;
-  Status s = collective::RecordGlobal(c.fs, c, c.scratch_dir, std::string(name), shape, committed,
-                                      persistent);
-  if (s.ok() && persistent >= 0 && !c.persistent_dir.empty()) {
-    s = collective::RecordGlobal(c.fs, c, c.persistent_dir, std::string(name), shape, committed,
-                                 persistent);
-  }
+  Status s = impl.global->Record(std::string(name), committed, persistent);
   return collective::Agree(*impl.group, s, "recording the global commit of '" + std::string(name) + "'");
 }
 
-// With partner copies on: ranks that lack the newest version <= bound that
-// every rank has (itself or at its partner), or distrust their copy of it,
-// get it back from the partner (partner::Recover). Says so on stderr: which
-// level served the rank matters to whoever reads the job's log.
-Status RecoverFromPartners(Client::Impl& impl, const std::string& name, int64_t bound,
-                           int64_t distrust) {
-  if (impl.l2_every <= 0) return Status::Ok();
+// With redundancy levels on: ranks that lack the newest version <= bound
+// that every rank has (itself, or from a level), or distrust their copy of
+// it, get it back from the partner (L2) or rebuilt from XOR parity (L3)
+// (redundancy::Recover). Says so on stderr: which level served the rank
+// matters to whoever reads the job's log.
+Status RecoverLost(Client::Impl& impl, const std::string& name, int64_t bound, int64_t distrust) {
+  if (!impl.redundant()) return Status::Ok();
   auto mine = impl.core->pipeline->IntactVersions(name);
   CAIRN_RETURN_IF_ERROR(
       collective::Agree(*impl.group, mine.status(), "listing the versions of '" + name + "'"));
-  std::string served;
-  auto v = partner::Recover(*impl.group, impl.partner, impl.config, name, *mine, bound, distrust,
-                            &served);
-  if (!served.empty())
-    std::fprintf(stderr, "cairn: rank %d: restored %s\n", impl.group->rank(), served.c_str());
-  return collective::Agree(*impl.group, v.status(),
-                           "recovering '" + name + "' from the partner copies");
+  std::vector<std::unique_ptr<redundancy::Level>> owned;
+  std::vector<int> kinds;  // 2 or 3, per level
+  if (impl.l2_every > 0) {
+    owned.push_back(partner::MakeLevel(*impl.group, impl.partner, impl.config));
+    kinds.push_back(2);
+  }
+  if (impl.l3_every > 0) {
+    owned.push_back(parity::MakeLevel(*impl.group, impl.sets, impl.config));
+    kinds.push_back(3);
+  }
+  std::vector<redundancy::Level*> levels;
+  for (auto& level : owned) levels.push_back(level.get());
+  const SteadyTime start = std::chrono::steady_clock::now();
+  auto r = redundancy::Recover(*impl.group, impl.config, levels, name, *mine, bound, distrust);
+  if (r.ok()) {
+    for (const std::string& note : r->notes)
+      std::fprintf(stderr, "cairn: rank %d: %s\n", impl.group->rank(), note.c_str());
+    if (r->level >= 0) {
+      std::fprintf(stderr, "cairn: rank %d: restored %s\n", impl.group->rank(), r->served.c_str());
+      const int kind = kinds[static_cast<size_t>(r->level)];
+      impl.recovered[name] = {r->version, kind};
+      if (kind == 3) {
+        MutexLock lock(&impl.stats_mu);
+        ++impl.mpi.l3_rebuilds;
+        impl.mpi.l3_rebuild_s += SecondsSince(start);
+      }
+    }
+  }
+  return collective::Agree(*impl.group, r.status(),
+                           "recovering '" + name + "' from the redundancy levels");
+}
+
+// After a collective restore of `version`: which level served this rank.
+void CountRestore(Client::Impl& impl, const std::string& name, int64_t version) {
+  auto it = impl.recovered.find(name);
+  if (it != impl.recovered.end() && it->second.first == version) {
+    impl.Count(it->second.second == 2 ? &MpiStats::restored_l2 : &MpiStats::restored_l3);
+  } else if (format::Chain::Open(redundancy::Fs(impl.config), impl.config.scratch_dir, name, version).ok()) {
+    impl.Count(&MpiStats::restored_local);
+  } else {
+    impl.Count(&MpiStats::restored_l4);
+  }
+  if (it != impl.recovered.end()) impl.recovered.erase(it);
+}
+
+// After a collective wait's global commit: the redundancy levels whose turn
+// it is (docs/mpi.md). An explicit wait at kPersistent counts as a wait and
+// makes L4's turn, if it is one, a no-op.
+Status AddRedundancy(Client::Impl& impl, const std::string& name, int64_t version, Level level) {
+  const int64_t n = ++impl.waits;
+  const std::string label = "version " + std::to_string(version) + " of '" + name + "'";
+  if (impl.l4_every > 0 && n % impl.l4_every == 0 && level != Level::kPersistent) {
+    Status s = impl.core->pipeline->Wait(format::EntryKind::kCheckpoint, name, version, Level::kPersistent);
+    CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, s, "making " + label + " persistent (CAIRN_L4_EVERY)"));
+    CAIRN_RETURN_IF_ERROR(RecordGlobal(impl, name, version, version));
+    impl.Count(&MpiStats::l4_waits);
+  }
+  if (impl.l2_every > 0 && n % impl.l2_every == 0) {
+    Status s = partner::Replicate(*impl.group, impl.partner, impl.config, name, version);
+    CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, s, "the partner copies (L2) of " + label));
+    impl.Count(&MpiStats::l2_copies);
+  }
+  if (impl.l3_every > 0 && n % impl.l3_every == 0) {
+    auto bytes = parity::Encode(*impl.group, impl.sets, impl.config, name, version);
+    CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, bytes.status(), "the XOR parity (L3) of " + label));
+    impl.Count(&MpiStats::l3_parity_writes);
+    impl.Count(&MpiStats::l3_parity_bytes, *bytes);
+  }
+  return Status::Ok();
 }
 
 // A job of another size must not restore a saved job's versions rank by
@@ -129,7 +216,7 @@ Status CheckSameSize(Client::Impl& impl, const std::string& name) {
 Result<int64_t> CommonLatest(Client::Impl& impl, std::string_view name, int64_t bound,
                              int64_t distrust = -1) {
   CAIRN_RETURN_IF_ERROR(CheckSameSize(impl, std::string(name)));
-  CAIRN_RETURN_IF_ERROR(RecoverFromPartners(impl, std::string(name), bound, distrust));
+  CAIRN_RETURN_IF_ERROR(RecoverLost(impl, std::string(name), bound, distrust));
   auto mine = impl.core->pipeline->IntactVersions(std::string(name));
   const std::string what = "finding the latest version of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, mine.status(), what));
@@ -218,6 +305,14 @@ Status Client::Close() {
   std::unique_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Status::Ok();
   Status s = impl_->core->pipeline->Shutdown();
+  if (impl_->global) {
+    // Collective (every rank closes): completes the background rounds, so
+    // that no nonblocking collective is left to MPI_Finalize, and records
+    // the newest version every rank committed once the flushes are done.
+    Status f = impl_->global->Finish();
+    if (s.ok()) s = f;
+    impl_->global.reset();
+  }
   impl_->core->pipeline.reset();
   return s;
 }
@@ -264,8 +359,13 @@ Status Client::Checkpoint(std::string_view name, int64_t version) {
                          .changes = r.changes});
     }
   }
-  return impl_->core->pipeline->Capture(format::EntryKind::kCheckpoint, std::string(name), version,
-                                        sources);
+  Status s = impl_->core->pipeline->Capture(format::EntryKind::kCheckpoint, std::string(name),
+                                            version, sources);
+  if (impl_->global) {
+    impl_->global->Checkpointed(name);
+    ProgressGlobal(*impl_);
+  }
+  return s;
 }
 
 Status Client::Wait(std::string_view name, int64_t version, Level level) {
@@ -276,15 +376,14 @@ Status Client::Wait(std::string_view name, int64_t version, Level level) {
   if (!impl_->core->pipeline) return Closed();
   Status s = impl_->core->pipeline->Wait(format::EntryKind::kCheckpoint, std::string(name), version, level);
   if (!impl_->group) return s;
+  ProgressGlobal(*impl_);
+  if (s.ok()) s = impl_->global->TakeError();  // a failed background record fails here
   const std::string label = "version " + std::to_string(version) + " of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl_->group, s, "waiting for " + label));
   if (level == Level::kCache) return Status::Ok();
   CAIRN_RETURN_IF_ERROR(
       RecordGlobal(*impl_, name, version, level == Level::kPersistent ? version : -1));
-  if (impl_->l2_every <= 0 || ++impl_->l2_waits % impl_->l2_every != 0) return Status::Ok();
-  Status l2 =
-      partner::Replicate(*impl_->group, impl_->partner, impl_->config, std::string(name), version);
-  return collective::Agree(*impl_->group, l2, "the partner copies (L2) of " + label);
+  return AddRedundancy(*impl_, std::string(name), version, level);
 }
 
 
@@ -292,6 +391,7 @@ Result<int64_t> Client::Latest(std::string_view name) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
   if (!impl_->group) return impl_->core->pipeline->Latest(std::string(name));
+  ProgressGlobal(*impl_);
   return CommonLatest(*impl_, name, std::numeric_limits<int64_t>::max());
 }
 
@@ -302,23 +402,26 @@ Status Client::Restore(std::string_view name, int64_t version) {
   if (!impl_->group)
     return impl_->core->pipeline->Restore(std::string(name), version,
                                           impl_->core->RestoreTargets());
+  ProgressGlobal(*impl_);
   const std::string what =
       "restoring version " + std::to_string(version) + " of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(CheckSameSize(*impl_, std::string(name)));
-  CAIRN_RETURN_IF_ERROR(RecoverFromPartners(*impl_, std::string(name), version, -1));
+  CAIRN_RETURN_IF_ERROR(RecoverLost(*impl_, std::string(name), version, -1));
   Status s = impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
   int64_t damaged = s.code() == Code::kCorrupt || s.code() == Code::kIo ? 1 : 0;
-  if (impl_->l2_every > 0) {
-    // A damaged local copy: those ranks take the partner's and all retry once.
+  if (impl_->redundant()) {
+    // A damaged local copy: those ranks take the partner's copy or rebuild
+    // it from parity, and all retry once.
     CAIRN_RETURN_IF_ERROR(impl_->group->AllReduce(Group::Op::kMax, &damaged, 1));
     if (damaged != 0) {
       const bool mine = s.code() == Code::kCorrupt || s.code() == Code::kIo;
-      CAIRN_RETURN_IF_ERROR(
-          RecoverFromPartners(*impl_, std::string(name), version, mine ? version : -1));
+      CAIRN_RETURN_IF_ERROR(RecoverLost(*impl_, std::string(name), version, mine ? version : -1));
       s = impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
     }
   }
-  return collective::Agree(*impl_->group, s, what);
+  CAIRN_RETURN_IF_ERROR(collective::Agree(*impl_->group, s, what));
+  CountRestore(*impl_, std::string(name), version);
+  return Status::Ok();
 }
 
 Result<int64_t> Client::RestoreLatest(std::string_view name) {
@@ -327,6 +430,7 @@ Result<int64_t> Client::RestoreLatest(std::string_view name) {
   if (!impl_->group) return impl_->core->pipeline->RestoreLatest(std::string(name), impl_->core->RestoreTargets());
   // Collective: restore the newest common version; when it is damaged on
   // any rank (kCorrupt, kIo), every rank falls back to the next common one.
+  ProgressGlobal(*impl_);
   std::string damaged;
   int64_t bound = std::numeric_limits<int64_t>::max();
   int64_t distrust = -1, retried = -1;
@@ -336,7 +440,10 @@ Result<int64_t> Client::RestoreLatest(std::string_view name) {
     Status s = impl_->core->pipeline->Restore(std::string(name), *common, impl_->core->RestoreTargets());
     int64_t fault = s.ok() ? 0 : (s.code() == Code::kCorrupt || s.code() == Code::kIo) ? 1 : 2;
     CAIRN_RETURN_IF_ERROR(impl_->group->AllReduce(Group::Op::kMax, &fault, 1));
-    if (fault == 0) return *common;
+    if (fault == 0) {
+      CountRestore(*impl_, std::string(name), *common);
+      return *common;
+    }
     const std::string what = "restoring version " + std::to_string(*common) + " of '" + std::string(name) + "'";
     if (fault == 2) {
       // Not the file's fault (a region of another size, ...): all stop, and
@@ -347,8 +454,9 @@ Result<int64_t> Client::RestoreLatest(std::string_view name) {
     if (damaged.size() < 2000) {
       damaged += " version " + std::to_string(*common) + (s.ok() ? " is damaged on another rank;" : ": " + s.message() + ";");
     }
-    if (impl_->l2_every > 0 && retried != *common) {
-      // Once per version: the damaged ranks take their partner's copy of it.
+    if (impl_->redundant() && retried != *common) {
+      // Once per version: the damaged ranks take their partner's copy of it
+      // or rebuild it from parity.
       retried = bound = *common;
       distrust = s.ok() ? -1 : *common;
       continue;
@@ -452,7 +560,11 @@ Result<std::unique_ptr<History>> Client::OpenHistory(std::string_view name) {
 Stats Client::GetStats() const {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Stats{};
-  return impl_->core->pipeline->GetStats();
+  ProgressGlobal(*impl_);
+  Stats stats = impl_->core->pipeline->GetStats();
+  MutexLock stats_lock(&impl_->stats_mu);
+  stats.mpi = impl_->mpi;
+  return stats;
 }
 
 const Config& Client::config() const { return impl_->config; }
@@ -461,28 +573,56 @@ Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_p
   if (!group) return Status::InvalidArgument("OpenInGroup: no group");
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group, config.status(), "loading the configuration"));
   CAIRN_RETURN_IF_ERROR(collective::CheckConfigsAgree(*group, *config));
-  // CAIRN_L2_EVERY: valid and the same on every rank, then the partners.
-  auto every = partner::EveryFromEnvironment();
-  CAIRN_RETURN_IF_ERROR(collective::Agree(*group, every.status(), "reading CAIRN_L2_EVERY"));
-  int64_t range[2] = {*every, -*every};
-  CAIRN_RETURN_IF_ERROR(group->AllReduce(Group::Op::kMin, range, 2));
-  if (range[0] != -range[1]) {
-    return Status::Config("CAIRN_L2_EVERY differs across ranks (here " + std::to_string(*every) +
-                          ", between " + std::to_string(range[0]) + " and " +
-                          std::to_string(-range[1]) + " on the " + std::to_string(group->size()) +
-                          " ranks)");
-  }
+  // The redundancy levels' settings: valid and the same on every rank
+  // (docs/mpi.md), then the partners and the XOR sets.
+  CAIRN_ASSIGN_OR_RETURN(
+      std::vector<int64_t> every,
+      redundancy::AgreedEnvironment(
+          *group, {"CAIRN_L2_EVERY", "CAIRN_L3_EVERY", "CAIRN_L3_GROUP", "CAIRN_L4_EVERY"}));
   partner::Map map;
-  if (*every > 0) {
+  if (every[0] > 0) {
     CAIRN_ASSIGN_OR_RETURN(map, partner::MakeMap(*group));
+  }
+  parity::Sets sets;
+  if (every[1] > 0) {
+    // Derived from every rank's node alike: an error is the same everywhere.
+    CAIRN_ASSIGN_OR_RETURN(sets, parity::MakeSets(*group, every[2]));
+  }
+  if (every[3] > 0 && config->persistent_dir.empty()) {
+    return Status::Config("CAIRN_L4_EVERY is " + std::to_string(every[3]) +
+                          ", but no persistent directory is configured (storage.persistent, "
+                          "CAIRN_PERSISTENT): L4 makes every such wait's version persistent there");
   }
   auto client = Client::Open(collective::RankConfig(*config, *group));
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group, client.status(), "opening the client"));
-  (*client)->impl_->l2_every = *every;
+  (*client)->impl_->l2_every = every[0];
+  (*client)->impl_->l3_every = every[1];
+  (*client)->impl_->l4_every = every[3];
   (*client)->impl_->partner = std::move(map);
-  (*client)->impl_->group = std::move(group);
-  (*client)->impl_->root = *config;
+  (*client)->impl_->sets = std::move(sets);
+  Client::Impl& impl = *(*client)->impl_;
+  impl.group = std::move(group);
+  impl.root = *config;
+  impl.opener = std::this_thread::get_id();
+  core::Pipeline* pipeline = impl.core->pipeline.get();
+  impl.global = std::make_unique<collective::GlobalCommit>(
+      impl.group.get(), impl.config,
+      collective::Manifest{.ranks = impl.group->size(),
+                           .ranks_per_node = impl.group->ranks_per_node()},
+      [pipeline](const std::string& name) {
+        const auto c = pipeline->NewestLocalCommit(name);
+        return collective::GlobalCommit::Local{.version = c.version, .realtime_ns = c.realtime_ns};
+      });
   return client;
+}
+
+Result<GlobalCommitState> ProgressGlobalCommit(Client& client, std::string_view name) {
+  Client::Impl& impl = *client.impl_;
+  std::shared_lock lock(impl.core->lifecycle);
+  if (!impl.core->pipeline) return Closed();
+  if (!impl.global) return Status::State("the global commit needs a client opened in a group (cairn_open_mpi)");
+  ProgressGlobal(impl);
+  return impl.global->State(std::string(name));
 }
 
 // ---------------------------------------------------------------------------

@@ -23,16 +23,6 @@ constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
 // lowest failed rank and its code in one MPI_Allreduce.
 constexpr int64_t kCodes = 64;
 
-// FNV-1a: a stable digest of a key's value for the configuration check.
-int64_t Digest(std::string_view text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : text) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return static_cast<int64_t>(h >> 1);  // non-negative
-}
-
 // The keys that must be the same on every rank, each with its value as text.
 // A rank's own directories are derived from storage.scratch/persistent, so
 // those are compared before the rank's subdirectory is added.
@@ -51,6 +41,16 @@ std::vector<AgreedKey> AgreedKeys(const Config& c) {
 }
 
 }  // namespace
+
+// FNV-1a.
+int64_t Digest(std::string_view text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return static_cast<int64_t>(h >> 1);  // non-negative
+}
 
 Status Agree(Group& group, const Status& local, std::string_view what) {
   int64_t v = local.ok() ? kNone : group.rank() * kCodes + (-static_cast<int64_t>(local.code()) % kCodes);

@@ -19,6 +19,10 @@ class FileSystem;
 
 namespace cairn::collective {
 
+// A stable non-negative 63-bit digest of a text (a configuration value, a
+// name), equal on every member for equal texts.
+int64_t Digest(std::string_view text);
+
 // Every member passes its own outcome of a step; all return OK only if every
 // member's was OK. A failed member returns its own status (with `what` as
 // context), the others an error of the same code naming the lowest failed

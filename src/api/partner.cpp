@@ -1,24 +1,12 @@
 // L2 partner copies (partner.hpp; docs/format.md 3.8 is normative).
 #include "api/partner.hpp"
 
-#include <unistd.h>  // getpid: temp file names (docs/format.md, 3.3)
-
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <map>
-#include <set>
-
-#include "api/collective.hpp"
-#include "format/chain.hpp"
-#include "format/naming.hpp"
-#include "os/fs.hpp"
 
 namespace cairn::partner {
 
 namespace {
-
-os::FileSystem* Fs(const Config& c) { return c.fs != nullptr ? c.fs : os::FileSystem::Default(); }
 
 // <rank dir>/.partner/rank<s>: where a holder keeps source s's copies (under
 // <name>/, as in a tier; a name never starts with a dot).
@@ -26,131 +14,9 @@ std::string CopyDir(const Config& c, int source) {
   return c.scratch_dir + "/.partner/rank" + std::to_string(source);
 }
 
-// Messages are flat byte strings of int64 values and file contents (the
-// ranks of one job run the same binary on machines of one byte order).
-void Put(std::vector<uint8_t>* out, int64_t v) {
-  const size_t at = out->size();
-  out->resize(at + sizeof v);
-  std::memcpy(out->data() + at, &v, sizeof v);
-}
-bool Get(const std::vector<uint8_t>& in, size_t* at, int64_t* v) {
-  if (in.size() - *at < sizeof *v) return false;
-  std::memcpy(v, in.data() + *at, sizeof *v);
-  *at += sizeof *v;
-  return true;
-}
-
-Result<std::vector<uint8_t>> ReadWhole(os::FileSystem* fs, const std::string& path) {
-  CAIRN_ASSIGN_OR_RETURN(auto file, fs->Open(path, os::OpenOptions{}));
-  CAIRN_ASSIGN_OR_RETURN(uint64_t size, file->Size());
-  std::vector<uint8_t> bytes(size);
-  CAIRN_RETURN_IF_ERROR(file->ReadAt(bytes.data(), bytes.size(), 0));
-  return bytes;
-}
-
-// temp + fsync + rename + directory fsync (docs/format.md, 3.3).
-Status WriteFile(const Config& c, const std::string& dir, const std::string& file,
-                 const uint8_t* data, size_t bytes) {
-  os::FileSystem* fs = Fs(c);
-  CAIRN_RETURN_IF_ERROR(fs->CreateDirs(dir, 0700));
-  const std::string tmp = dir + "/." + file + "." + std::to_string(::getpid()) + ".tmp";
-  Status s = [&]() -> Status {
-    CAIRN_ASSIGN_OR_RETURN(auto f,
-                           fs->Open(tmp, os::OpenOptions{.write = true, .mode = c.file_mode}));
-    CAIRN_RETURN_IF_ERROR(f->WriteAt(data, bytes, 0));
-    if (c.fsync) CAIRN_RETURN_IF_ERROR(f->Sync());
-    CAIRN_RETURN_IF_ERROR(f->Close());
-    CAIRN_RETURN_IF_ERROR(fs->Rename(tmp, dir + "/" + file));
-    return c.fsync ? fs->SyncDir(dir) : Status::Ok();
-  }();
-  if (!s.ok()) (void)fs->Remove(tmp);
-  return s.WithContext("writing " + dir + "/" + file);
-}
-
-// A bundle: the files of one version's chain, [count] then per file
-// [number][bytes][contents].
-Result<std::vector<uint8_t>> Bundle(const Config& c, const std::string& dir,
-                                    const std::string& name, int64_t version) {
-  CAIRN_ASSIGN_OR_RETURN(format::Chain chain, format::Chain::Open(Fs(c), dir, name, version));
-  std::vector<uint8_t> out;
-  Put(&out, static_cast<int64_t>(chain.links().size()));
-  for (const auto& link : chain.links()) {
-    const std::string& path = link->path();
-    auto parsed = format::ParseEntryFileName(path.substr(path.rfind('/') + 1));
-    if (!parsed) return Status::Internal(path + ": not a version file name");
-    CAIRN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWhole(Fs(c), path));
-    Put(&out, parsed->number);
-    Put(&out, static_cast<int64_t>(bytes.size()));
-    out.insert(out.end(), bytes.begin(), bytes.end());
-  }
-  return out;
-}
-
-Status Unbundle(const Config& c, const std::string& dir, const std::vector<uint8_t>& in,
-                const std::string& from) {
-  size_t at = 0;
-  int64_t count = 0;
-  if (!Get(in, &at, &count) || count < 1)
-    return Status::Corrupt("a partner message from " + from + " holds no file");
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t number = 0, bytes = 0;
-    if (!Get(in, &at, &number) || !Get(in, &at, &bytes) || bytes < 0 ||
-        static_cast<uint64_t>(bytes) > in.size() - at) {
-      return Status::Corrupt("a partner message from " + from + " is truncated");
-    }
-    const std::string file = format::EntryFileName(format::EntryKind::kCheckpoint, number);
-    CAIRN_RETURN_IF_ERROR(WriteFile(c, dir, file, in.data() + at, static_cast<size_t>(bytes)));
-    at += static_cast<size_t>(bytes);
-  }
-  return Status::Ok();
-}
-
-// The versions a holder keeps of one source, newest first, whose chain
-// opens (structure checked, no data read).
-std::vector<int64_t> Held(const Config& c, const std::string& name, int source) {
-  std::vector<int64_t> held;
-  const std::string dir = CopyDir(c, source);
-  auto entries = Fs(c)->List(dir + "/" + name);
-  if (!entries.ok()) return held;
-  for (const auto& e : *entries) {
-    auto parsed = format::ParseEntryFileName(e.name);
-    if (!e.is_dir && parsed && parsed->kind == format::EntryKind::kCheckpoint &&
-        format::Chain::Open(Fs(c), dir, name, parsed->number).ok()) {
-      held.push_back(parsed->number);
-    }
-  }
-  std::sort(held.rbegin(), held.rend());
-  return held;
-}
-
-// Keeps the newest keep_versions copies of a source and every version their
-// chains read (a layered copy is useless without its bases); older ones are
-// deleted.
-void Retain(const Config& c, const std::string& name, int source) {
-  const std::string dir = CopyDir(c, source) + "/" + name;
-  auto entries = Fs(c)->List(dir);
-  if (!entries.ok()) return;
-  std::vector<int64_t> numbers;
-  for (const auto& e : *entries) {
-    auto parsed = format::ParseEntryFileName(e.name);
-    if (!e.is_dir && parsed && parsed->kind == format::EntryKind::kCheckpoint)
-      numbers.push_back(parsed->number);
-  }
-  std::sort(numbers.rbegin(), numbers.rend());
-  const size_t keep = c.keep_versions > 0 ? static_cast<size_t>(c.keep_versions) : numbers.size();
-  auto path = [&](int64_t v) { return format::EntryPath(CopyDir(c, source), name, format::EntryKind::kCheckpoint, v); };
-  std::set<int64_t> needed;
-  for (size_t i = 0; i < std::min(keep, numbers.size()); ++i) {
-    for (int64_t v = numbers[i]; v >= 0 && needed.insert(v).second;) {
-      auto r = format::FileReader::Open(Fs(c), path(v));
-      if (!r.ok()) break;
-      v = (*r)->record().base_version;
-    }
-  }
-  for (size_t i = keep; i < numbers.size(); ++i) {
-    if (!needed.contains(numbers[i])) (void)Fs(c)->Remove(path(numbers[i]));
-  }
-}
+using redundancy::Bundle;
+using redundancy::Get;
+using redundancy::Put;
 
 }  // namespace
 
@@ -176,10 +42,7 @@ Map MapFromNodes(const std::vector<int>& node_of, int rank) {
 }
 
 Result<Map> MakeMap(Group& group) {
-  std::vector<int64_t> nodes(static_cast<size_t>(group.size()), -1);
-  nodes[static_cast<size_t>(group.rank())] = group.node();
-  CAIRN_RETURN_IF_ERROR(group.AllReduce(Group::Op::kMax, nodes.data(), nodes.size()));
-  std::vector<int> node_of(nodes.begin(), nodes.end());
+  CAIRN_ASSIGN_OR_RETURN(std::vector<int> node_of, redundancy::NodesOf(group));
   Map map = MapFromNodes(node_of, group.rank());
   if (map.partner < 0) {
     return Status::Config("CAIRN_L2_EVERY: partner copies need ranks on at least two nodes; all " +
@@ -187,19 +50,6 @@ Result<Map> MakeMap(Group& group) {
                           " ranks are on one (CAIRN_MPI_RANKS_PER_NODE simulates nodes)");
   }
   return map;
-}
-
-Result<int64_t> EveryFromEnvironment() {
-  const char* env = std::getenv("CAIRN_L2_EVERY");
-  if (env == nullptr || *env == '\0') return int64_t{0};
-  char* end = nullptr;
-  const long long v = std::strtoll(env, &end, 10);
-  if (*end != '\0' || v < 0) {
-    return Status::Config(
-        std::string("CAIRN_L2_EVERY is '") + env +
-        "'; it must be a whole number >= 0 (every how many committed checkpoints; 0 = off)");
-  }
-  return static_cast<int64_t>(v);
 }
 
 Status Replicate(Group& group, const Map& map, const Config& config, const std::string& name,
@@ -217,67 +67,79 @@ Status Replicate(Group& group, const Map& map, const Config& config, const std::
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i].empty()) continue;
     const int source = map.sources[i];
-    Status stored = Unbundle(config, CopyDir(config, source) + "/" + name, got[i],
-                             "rank " + std::to_string(source));
-    if (stored.ok()) Retain(config, name, source);
+    Status stored = redundancy::Unbundle(config, CopyDir(config, source) + "/" + name, got[i],
+                                         "rank " + std::to_string(source));
+    if (stored.ok()) redundancy::Retain(config, CopyDir(config, source), name, /*chains=*/true);
     if (s.ok()) s = stored;
   }
   return s;
 }
 
-Result<int64_t> Recover(Group& group, const Map& map, const Config& config, const std::string& name,
-                        const std::vector<int64_t>& intact, int64_t bound, int64_t distrust,
-                        std::string* served) {
-  served->clear();
-  // 1. Each holder tells each source which of its versions it keeps.
-  std::vector<std::vector<uint8_t>> lists(map.sources.size());
-  std::vector<Group::Outgoing> sends;
-  for (size_t i = 0; i < map.sources.size(); ++i) {
-    for (int64_t v : Held(config, name, map.sources[i])) Put(&lists[i], v);
-    sends.push_back({.to = map.sources[i], .data = lists[i].data(), .bytes = lists[i].size()});
+namespace {
+
+// Recover's steps for the partner level: each holder tells each source
+// which copies it keeps (Offers); members that lack the agreed version ask
+// their partner, which sends its copy back (Fetch).
+class PartnerLevel final : public redundancy::Level {
+ public:
+  PartnerLevel(Group& group, const Map& map, const Config& config)
+      : group_(group), map_(map), config_(config) {}
+
+  Result<std::vector<int64_t>> Offers(const std::string& name, int64_t, int64_t) override {
+    std::vector<std::vector<uint8_t>> lists(map_.sources.size());
+    std::vector<Group::Outgoing> sends;
+    for (size_t i = 0; i < map_.sources.size(); ++i) {
+      for (int64_t v : redundancy::Intact(config_, CopyDir(config_, map_.sources[i]), name))
+        Put(&lists[i], v);
+      sends.push_back({.to = map_.sources[i], .data = lists[i].data(), .bytes = lists[i].size()});
+    }
+    std::vector<std::vector<uint8_t>> got;
+    CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, {map_.partner}, &got));
+    size_t at = 0;
+    for (int64_t v = 0; Get(got[0], &at, &v);) held_.push_back(v);
+    return held_;
   }
-  std::vector<std::vector<uint8_t>> got;
-  CAIRN_RETURN_IF_ERROR(group.Exchange(sends, {map.partner}, &got));
-  std::vector<int64_t> held;
-  size_t at = 0;
-  for (int64_t v = 0; Get(got[0], &at, &v);) held.push_back(v);
-  // 2. The newest version every member has, itself or at its partner.
-  std::vector<int64_t> avail = intact;
-  avail.insert(avail.end(), held.begin(), held.end());
-  std::sort(avail.rbegin(), avail.rend());
-  avail.erase(std::unique(avail.begin(), avail.end()), avail.end());
-  CAIRN_ASSIGN_OR_RETURN(int64_t v, collective::NewestCommon(group, avail, bound));
-  // 3. Members that lack it locally (or distrust their copy) ask for it.
-  const bool have =
-      v >= 0 && v != distrust && format::Chain::Open(Fs(config), config.scratch_dir, name, v).ok();
-  const bool ask = v >= 0 && !have && std::find(held.begin(), held.end(), v) != held.end();
-  std::vector<uint8_t> request;
-  Put(&request, ask ? v : -1);
-  CAIRN_RETURN_IF_ERROR(group.Exchange(
-      {{.to = map.partner, .data = request.data(), .bytes = request.size()}}, map.sources, &got));
-  // 4. Holders send the asked copies; askers commit them locally.
-  std::vector<std::vector<uint8_t>> bundles(map.sources.size());
-  std::vector<int> askers;
-  sends.clear();
-  for (size_t i = 0; i < map.sources.size(); ++i) {
-    int64_t asked = -1;
-    at = 0;
-    if (!Get(got[i], &at, &asked) || asked < 0) continue;
-    auto bundle = Bundle(config, CopyDir(config, map.sources[i]), name, asked);
-    // An unreadable copy is sent as an empty message: the asker then finds
-    // no file and the collective restore falls back as for any damage.
-    if (bundle.ok()) bundles[i] = std::move(*bundle);
-    sends.push_back({.to = map.sources[i], .data = bundles[i].data(), .bytes = bundles[i].size()});
+
+  Result<std::string> Fetch(const std::string& name, int64_t v, bool need) override {
+    const bool ask = need && std::find(held_.begin(), held_.end(), v) != held_.end();
+    std::vector<uint8_t> request;
+    Put(&request, ask ? v : -1);
+    std::vector<std::vector<uint8_t>> got;
+    CAIRN_RETURN_IF_ERROR(group_.Exchange(
+        {{.to = map_.partner, .data = request.data(), .bytes = request.size()}}, map_.sources, &got));
+    // Holders send the asked copies; askers commit them locally.
+    std::vector<std::vector<uint8_t>> bundles(map_.sources.size());
+    std::vector<Group::Outgoing> sends;
+    for (size_t i = 0; i < map_.sources.size(); ++i) {
+      int64_t asked = -1;
+      size_t at = 0;
+      if (!Get(got[i], &at, &asked) || asked < 0) continue;
+      auto bundle = Bundle(config_, CopyDir(config_, map_.sources[i]), name, asked);
+      // An unreadable copy is sent as an empty message: the asker then finds
+      // no file and the collective restore falls back as for any damage.
+      if (bundle.ok()) bundles[i] = std::move(*bundle);
+      sends.push_back({.to = map_.sources[i], .data = bundles[i].data(), .bytes = bundles[i].size()});
+    }
+    CAIRN_RETURN_IF_ERROR(
+        group_.Exchange(sends, ask ? std::vector<int>{map_.partner} : std::vector<int>{}, &got));
+    if (!ask || got[0].empty()) return std::string();
+    CAIRN_RETURN_IF_ERROR(redundancy::Unbundle(config_, config_.scratch_dir + "/" + name, got[0],
+                                               "rank " + std::to_string(map_.partner)));
+    return "version " + std::to_string(v) + " of '" + name + "' from its partner copy on rank " +
+           std::to_string(map_.partner) + " (L2)";
   }
-  CAIRN_RETURN_IF_ERROR(
-      group.Exchange(sends, ask ? std::vector<int>{map.partner} : std::vector<int>{}, &got));
-  if (ask && !got[0].empty()) {
-    CAIRN_RETURN_IF_ERROR(Unbundle(config, config.scratch_dir + "/" + name, got[0],
-                                   "rank " + std::to_string(map.partner)));
-    *served = "version " + std::to_string(v) + " of '" + name + "' from its partner copy on rank " +
-              std::to_string(map.partner) + " (L2)";
-  }
-  return v;
+
+ private:
+  Group& group_;
+  const Map& map_;
+  const Config& config_;
+  std::vector<int64_t> held_;  // the partner's copies of this member, newest first
+};
+
+}  // namespace
+
+std::unique_ptr<redundancy::Level> MakeLevel(Group& group, const Map& map, const Config& config) {
+  return std::make_unique<PartnerLevel>(group, map, config);
 }
 
 }  // namespace cairn::partner

@@ -5,10 +5,11 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "api/redundancy.hpp"
 #include "cairn/config.hpp"
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
@@ -29,10 +30,6 @@ Result<Map> MakeMap(Group& group);
 // The partner map from every member's node (for tests).
 Map MapFromNodes(const std::vector<int>& node_of, int rank);
 
-// CAIRN_L2_EVERY: 0 (unset) = off; kConfig naming the value when it is not a
-// whole number >= 0.
-Result<int64_t> EveryFromEnvironment();
-
 // Sends this member's committed file (all links of its chain) of `version` to
 // its partner and stores the copies its sources send (temp + fsync + rename
 // + directory fsync), keeping the newest config.keep_versions per source.
@@ -41,15 +38,8 @@ Result<int64_t> EveryFromEnvironment();
 Status Replicate(Group& group, const Map& map, const Config& config, const std::string& name,
                  int64_t version);
 
-// Before a collective latest / restore: the newest version v (<= bound) that
-// every member has locally or in its partner's copies; each member that
-// lacks v locally (or whose local copy is in `distrust`) gets the partner's
-// copy written into its local directory. Returns v (-1 when there is none).
-// `intact` lists the member's own versions whose local or persistent copy
-// checks out, newest first. *served says how (empty: nothing fetched).
-// Collective.
-Result<int64_t> Recover(Group& group, const Map& map, const Config& config, const std::string& name,
-                        const std::vector<int64_t>& intact, int64_t bound, int64_t distrust,
-                        std::string* served);
+// The partner level of redundancy::Recover: offers the versions the
+// member's partner holds; fetches the partner's copy.
+std::unique_ptr<redundancy::Level> MakeLevel(Group& group, const Map& map, const Config& config);
 
 }  // namespace cairn::partner

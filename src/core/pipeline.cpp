@@ -231,10 +231,25 @@ void Pipeline::SettleLayering(Entry& e) {
   }
 }
 
+Pipeline::LocalCommit Pipeline::NewestLocalCommit(const std::string& name) const {
+  MutexLock lock(&mu_);
+  auto it = local_commits_.find(name);
+  return it == local_commits_.end() ? LocalCommit{} : it->second;
+}
+
 // The entry's file is committed: stats, and what the mover does next.
 void Pipeline::CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
                              double io_seconds) {
   e->local_committed = true;
+  if (e->kind == format::EntryKind::kCheckpoint) {
+    LocalCommit& newest = local_commits_[e->name];
+    if (e->number > newest.version) {
+      newest.version = e->number;
+      newest.realtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    }
+  }
   tracer_.Span("flush", "local", flush_start, std::chrono::steady_clock::now(), e->layout.stored_bytes,
                e->name, e->number);
   TraceCache();

@@ -131,6 +131,15 @@ class Pipeline {
   // Every committed version whose structure checks out, newest first (the
   // candidates of a collective Latest, docs/mpi.md).
   Result<std::vector<int64_t>> IntactVersions(const std::string& name) CAIRN_EXCLUDES(mu_);
+  // The newest checkpoint version of `name` this pipeline committed to the
+  // local directory, and when the commit completed (CLOCK_REALTIME, ns since
+  // the epoch); {-1, -1} when none since open. Cheap (no I/O): the global
+  // commit in the background asks it at every Cairn call (docs/mpi.md).
+  struct LocalCommit {
+    int64_t version = -1;
+    int64_t realtime_ns = -1;
+  };
+  LocalCommit NewestLocalCommit(const std::string& name) const CAIRN_EXCLUDES(mu_);
   Status Restore(const std::string& name, int64_t version, const std::vector<RestoreTarget>& targets)
       CAIRN_EXCLUDES(mu_);
   // Restores the newest committed version that verifies, trying older ones
@@ -350,6 +359,7 @@ class Pipeline {
   bool shut_down_ CAIRN_GUARDED_BY(mu_) = false;
   Status unreported_error_ CAIRN_GUARDED_BY(mu_);
   Stats stats_ CAIRN_GUARDED_BY(mu_);
+  std::map<std::string, LocalCommit> local_commits_ CAIRN_GUARDED_BY(mu_);  // NewestLocalCommit
   // The host cache tier's block bookkeeping (tier_cache.hpp): host chunks
   // whose blocks are written (evictable). The device tier's is the device
   // mover's.

@@ -1,14 +1,17 @@
 // libcairn_mpi: the MPI communicator as a cairn::Group (cairn/group.hpp), and
 // cairn_open_mpi / cairn::OpenMpi on top of it (docs/mpi.md). Everything
 // collective lives in libcairn (api/collective.cpp); this file only turns
-// reductions into MPI_Allreduce and finds the node of each rank.
+// reductions into MPI_Allreduce / MPI_Iallreduce and finds the node of each
+// rank.
 #include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "cairn/cairn_mpi.h"
 #include "cairn/group.hpp"
+#include "mpi_group.hpp"
 
 namespace cairn {
 
@@ -21,12 +24,57 @@ Status MpiError(int err, const std::string& what) {
   return Status::Io(what + " failed: " + std::string(text, static_cast<size_t>(len)));
 }
 
+bool Finalized() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  return finalized != 0;
+}
+
+Status AfterFinalize() {
+  return Status::State("MPI is finalized: close the Cairn client before MPI_Finalize");
+}
+
+// One MPI_Iallreduce in flight (Group::Pending). Its buffer lives here, so
+// the object must outlive the request (group.hpp's contract).
+class MpiPending final : public Group::Pending {
+ public:
+  MpiPending(const int64_t* values, size_t n) : values_(values, values + n) {}
+  Status Begin(MPI_Op op, MPI_Comm comm) {
+    int err = MPI_Iallreduce(MPI_IN_PLACE, values_.data(), static_cast<int>(values_.size()),
+                             MPI_INT64_T, op, comm, &request_);
+    return err == MPI_SUCCESS ? Status::Ok() : MpiError(err, "MPI_Iallreduce");
+  }
+  Result<bool> Test() override {
+    if (done_) return true;
+    if (Finalized()) return AfterFinalize();
+    int flag = 0;
+    int err = MPI_Test(&request_, &flag, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS) return MpiError(err, "MPI_Test");
+    done_ = flag != 0;
+    return done_;
+  }
+  Status Wait() override {
+    if (done_) return Status::Ok();
+    if (Finalized()) return AfterFinalize();
+    int err = MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS) return MpiError(err, "MPI_Wait");
+    done_ = true;
+    return Status::Ok();
+  }
+  const std::vector<int64_t>& values() const override { return values_; }
+
+ private:
+  std::vector<int64_t> values_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  bool done_ = false;
+};
+
 class MpiGroup final : public Group {
  public:
   ~MpiGroup() override {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (Finalized()) return;
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (background_ != MPI_COMM_NULL) MPI_Comm_free(&background_);
   }
 
   // Collective over comm. Errors that every rank sees alike (MPI itself)
@@ -37,6 +85,13 @@ class MpiGroup final : public Group {
     int err = MPI_Comm_dup(comm, &g->comm_);
     if (err != MPI_SUCCESS) return MpiError(err, "MPI_Comm_dup");
     MPI_Comm_set_errhandler(g->comm_, MPI_ERRORS_RETURN);
+    // The nonblocking reductions' own communicator: collectives match in
+    // issue order per communicator, and the background rounds start at
+    // different calls on different ranks, so they must never share one
+    // with AllReduce (docs/mpi.md).
+    err = MPI_Comm_dup(comm, &g->background_);
+    if (err != MPI_SUCCESS) return MpiError(err, "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(g->background_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(g->comm_, &g->rank_);
     MPI_Comm_size(g->comm_, &g->size_);
     CAIRN_RETURN_IF_ERROR(g->FindNode());
@@ -89,7 +144,17 @@ class MpiGroup final : public Group {
                               : MpiError(err, "exchanging messages with the partner ranks");
   }
 
+  bool nonblocking() const override { return true; }
+  Result<std::unique_ptr<Pending>> StartAllReduce(Op op, const int64_t* values,
+                                                  size_t n) override {
+    if (Finalized()) return AfterFinalize();
+    auto p = std::make_unique<MpiPending>(values, n);
+    CAIRN_RETURN_IF_ERROR(p->Begin(op == Op::kMin ? MPI_MIN : MPI_MAX, background_));
+    return std::unique_ptr<Pending>(std::move(p));
+  }
+
   Status AllReduce(Op op, int64_t* values, size_t n) override {
+    if (Finalized()) return AfterFinalize();
     int err = MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(n), MPI_INT64_T,
                             op == Op::kMin ? MPI_MIN : MPI_MAX, comm_);
     return err == MPI_SUCCESS ? Status::Ok() : MpiError(err, "MPI_Allreduce");
@@ -146,6 +211,7 @@ class MpiGroup final : public Group {
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm background_ = MPI_COMM_NULL;  // StartAllReduce only
   int rank_ = 0;
   int size_ = 1;
   int node_ = 0;
@@ -154,6 +220,11 @@ class MpiGroup final : public Group {
 };
 
 }  // namespace
+
+Result<std::unique_ptr<Group>> NewMpiGroup(MPI_Comm comm, Status* setup) {
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<MpiGroup> group, MpiGroup::Create(comm, setup));
+  return std::unique_ptr<Group>(std::move(group));
+}
 
 Result<std::unique_ptr<Client>> OpenMpi(MPI_Comm comm, const char* config_path) {
   int initialized = 0;
@@ -181,6 +252,28 @@ extern "C" int cairn_open_mpi(MPI_Comm comm, const char* config_path, cairn_clie
   } catch (const std::exception& e) {
     return cairn::ReportToC(cairn::Status::Internal(e.what()));
   }
+}
+
+// Bindings that cannot include mpi.h (Fortran's `use mpi` / mpi_f08 handles,
+// mpi4py's comm.py2f()) pass the communicator's Fortran handle; MPI itself
+// converts it, so the binding needs neither MPI's headers nor its C ABI.
+extern "C" int cairn_open_mpi_f(MPI_Fint comm, const char* config_path, cairn_client_t** out) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    if (out != nullptr) *out = nullptr;
+    return cairn::ReportToC(
+        cairn::Status::InvalidArgument("cairn_open_mpi_f: MPI is not initialized (call MPI_Init first)"));
+  }
+  // Open MPI's MPI_Comm_f2c gives a null pointer for a handle that names no
+  // communicator; MPICH's handles are never 0 either.
+  MPI_Comm c = MPI_Comm_f2c(comm);
+  if (c == MPI_Comm{}) {
+    if (out != nullptr) *out = nullptr;
+    return cairn::ReportToC(cairn::Status::InvalidArgument(
+        "cairn_open_mpi_f: " + std::to_string(comm) + " is not the Fortran handle of a communicator"));
+  }
+  return cairn_open_mpi(c, config_path, out);
 }
 
 // The saved-job calls (cairn_mpi.h): C forms of the Client methods.

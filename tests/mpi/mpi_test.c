@@ -16,30 +16,7 @@
  *   mpi_test l2        L2 partner copies and the loss of a simulated node
  *                      (test_l2 says what it checks)
  */
-#define _GNU_SOURCE
-#include <mpi.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include "cairn/cairn_mpi.h"
-
-static int g_rank, g_size, g_failures;
-
-#define CHECK(cond, ...)                                               \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "rank %d: %s:%d: ", g_rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                    \
-      fprintf(stderr, " [cairn: %s]\n", cairn_last_error());           \
-      ++g_failures;                                                    \
-    }                                                                  \
-  } while (0)
-
-enum { kBytes = 300 * 1024 + 123 }; /* several blocks and a partial one */
-static char g_root[4096];
+#include "mpi_common.h"
 
 /* The content of version v on this rank: differs per rank and version. */
 static void fill(unsigned char *buf, int64_t v) {
@@ -52,58 +29,9 @@ static int holds(const unsigned char *buf, int64_t v) {
   return 1;
 }
 
-/* A fresh job root shared by the ranks; the configuration of every rank. */
-static void setup(void) {
-  if (g_rank == 0) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_root, sizeof g_root, "%s/cairn-mpi-test.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(g_root) == NULL) g_root[0] = '\0';
-  }
-  MPI_Bcast(g_root, sizeof g_root, MPI_CHAR, 0, MPI_COMM_WORLD);
-  if (g_root[0] == '\0') {
-    fprintf(stderr, "rank %d: mkdtemp failed\n", g_rank);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  char dir[4200];
-  snprintf(dir, sizeof dir, "%s/scratch", g_root);
-  setenv("CAIRN_SCRATCH", dir, 1);
-  setenv("CAIRN_HOST_CACHE", "1MiB", 1);
-  setenv("CAIRN_BLOCK_SIZE", "64KiB", 1);
-  setenv("CAIRN_KEEP", "4", 0); /* mpi_l2_layered sets 2: chains cross the retention boundary */
-  setenv("CAIRN_COPY_THREADS", "0", 1);
-  setenv("CAIRN_HOST_CACHE_INIT", "lazy", 1);
-  setenv("CAIRN_MPI_RANKS_PER_NODE", "2", 1);
-}
-
-static void cleanup(void) {
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank == 0 && g_root[0] != '\0') {
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
-    if (system(cmd) != 0) fprintf(stderr, "rank 0: could not remove %s\n", g_root);
-  }
-}
-
 /* This rank's file of version v (docs/format.md, 3.5). */
 static void version_path(char *out, size_t n, int64_t v) {
   snprintf(out, n, "%s/scratch/node%d/rank%d/state/v%020lld.cairn", g_root, g_rank / 2, g_rank, (long long)v);
-}
-
-static int all_equal(int64_t v) {
-  int64_t lo = v, hi = v;
-  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  return lo == hi;
-}
-
-static cairn_client_t *open_client(unsigned char *buf) {
-  cairn_client_t *c = NULL;
-  int rc = cairn_open_mpi(MPI_COMM_WORLD, NULL, &c);
-  CHECK(rc == CAIRN_OK, "cairn_open_mpi: %d", rc);
-  if (rc != CAIRN_OK) MPI_Abort(MPI_COMM_WORLD, 3); /* nothing below can run */
-  rc = cairn_protect(c, 7, buf, kBytes);
-  CHECK(rc == CAIRN_OK, "cairn_protect: %d", rc);
-  return c;
 }
 
 static void test_restart(void) {
@@ -258,16 +186,6 @@ static void test_persistent(void) {
   free(buf);
 }
 
-/* Opens with the environment as it is now: must fail on every rank with
- * CAIRN_ERR_CONFIG and a message containing `expect`. */
-static void expect_config_error(const char *what, const char *expect) {
-  cairn_client_t *c = NULL;
-  int rc = cairn_open_mpi(MPI_COMM_WORLD, NULL, &c);
-  CHECK(rc == CAIRN_ERR_CONFIG && c == NULL, "%s: rc %d, want CAIRN_ERR_CONFIG", what, rc);
-  CHECK(strstr(cairn_last_error(), expect) != NULL, "%s: message lacks '%s'", what, expect);
-  if (c) cairn_close(c);
-}
-
 static void test_config(void) {
   /* One rank's configuration does not load. */
   if (g_rank == g_size - 1) setenv("CAIRN_KEEP", "0", 1);
@@ -301,42 +219,6 @@ static void test_config(void) {
   CHECK(rc == CAIRN_OK, "open with agreeing configurations: %d", rc);
   rc = cairn_close(c);
   CHECK(rc == CAIRN_OK, "close: %d", rc);
-}
-
-/* Reads a whole file into a malloc'ed buffer (*n bytes); NULL if absent. */
-static unsigned char *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *data = malloc(size > 0 ? (size_t)size : 1);
-  *n = fread(data, 1, (size_t)size, f);
-  fclose(f);
-  return data;
-}
-
-/* Runs restore_latest (or restore(v) when v >= 0) with this rank's stderr in
- * a file; returns what Cairn logged in *log (static buffer). */
-static int restore_logged(cairn_client_t *c, int64_t v, int64_t *got, char *log, size_t cap) {
-  char path[4400];
-  snprintf(path, sizeof path, "%s/stderr.rank%d", g_root, g_rank);
-  fflush(stderr);
-  int saved = dup(2);
-  FILE *f = fopen(path, "w");
-  dup2(fileno(f), 2);
-  int rc = v < 0 ? cairn_restore_latest(c, "state", got) : cairn_restore(c, "state", v);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  fclose(f);
-  size_t n = 0;
-  unsigned char *text = slurp(path, &n);
-  n = n < cap - 1 ? n : cap - 1;
-  memcpy(log, text ? (char *)text : "", text ? n : 0);
-  log[text ? n : 0] = '\0';
-  free(text);
-  return rc;
 }
 
 /* L2 partner copies (CAIRN_L2_EVERY=1), on 2 simulated nodes: every

@@ -19,8 +19,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 #: Kept for the tests: the CUDA driver the core loads (once per process; run.sh
-#: points it at the fake one) and the test harness's own settings.
-_KEPT = ("CAIRN_CUDA_DRIVER", "CAIRN_TEST_")
+#: points it at the fake one), the libcairn_mpi that cairn.Client(comm=...)
+#: loads (run.sh: the CMake tree's) and the test harness's own settings.
+_KEPT = ("CAIRN_CUDA_DRIVER", "CAIRN_MPI_LIBRARY", "CAIRN_TEST_")
 
 
 @pytest.fixture(autouse=True)

@@ -70,6 +70,17 @@ if [[ -z "${CAIRN_CUDA_DRIVER:-}" ]]; then
   fi
 fi
 
+# cairn.Client(comm=...) (tests/python/test_mpi.py): mpi4py, which pip builds
+# against the MPI that mpicc names (Debian's Open MPI, scripts/deps.sh), and
+# the CMake tree's libcairn_mpi, loaded by the extension at run time.
+if command -v mpicc >/dev/null; then
+  "$py" -m pip install -q mpi4py || echo "run.sh: mpi4py did not install: the MPI test is skipped"
+fi
+if [[ -z "${CAIRN_MPI_LIBRARY:-}" && -f "$root/build/lib/libcairn_mpi.so" ]]; then
+  export CAIRN_MPI_LIBRARY="$(realpath "$root/build/lib/libcairn_mpi.so")"
+  echo "run.sh: cairn.Client(comm=...) uses $CAIRN_MPI_LIBRARY"
+fi
+
 args=(-q -rs -p no:cacheprovider "$root/tests/python")
 [[ -n "$junit" ]] && args+=("--junitxml=$junit")
 # mypy's cache goes next to the venv, not into the source tree.

@@ -33,6 +33,7 @@ from ._client import (
     InitStats,
     InitStrategy,
     Level,
+    MpiStats,
     Stats,
     TierStats,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "InvalidArgumentError",
     "IoError",
     "Level",
+    "MpiStats",
     "NoMemoryError",
     "NoSpaceError",
     "NotFoundError",

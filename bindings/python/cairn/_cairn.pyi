@@ -68,6 +68,10 @@ class History:
 
 class Client:
     def __init__(self, config: Config) -> None: ...
+    @staticmethod
+    def open_mpi(
+        config: Optional[Config], error_code: int, error: str, fcomm: int, library: str
+    ) -> "Client": ...
     def protect(
         self, id: int, obj: object, writable: bool = True, changes: Optional[str] = None
     ) -> None: ...

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import importlib
 import os
 import threading
 from dataclasses import asdict, dataclass, fields
@@ -26,11 +27,13 @@ from typing import (
 
 from . import _cairn, _config, _state
 from ._errors import (
+    Error,
     InternalError,
     InvalidArgumentError,
     NotFoundError,
     SizeMismatchError,
     StateError,
+    UnsupportedError,
 )
 from ._config import ChangeMode, DeviceCacheInit, InitStrategy
 from ._types import ArrayLike
@@ -165,6 +168,23 @@ class ChangeStats:
 
 
 @dataclass(frozen=True)
+class MpiStats:
+    """The redundancy levels of a client opened in an MPI group
+    (``cairn::MpiStats``; docs/mpi.md). Zero for a client opened alone."""
+
+    restored_local: int  #: collective restores served by the rank's own local file (L1)
+    restored_l2: int  #: ... by a partner copy brought back (L2)
+    restored_l3: int  #: ... by a file rebuilt from XOR parity (L3)
+    restored_l4: int  #: ... by the rank's persistent file (L4)
+    l2_copies: int  #: versions sent to the partner
+    l3_parity_writes: int  #: XOR parity files written
+    l3_parity_bytes: int  #: their bytes
+    l3_rebuilds: int  #: versions of this rank rebuilt from XOR parity
+    l3_rebuild_s: float  #: time of the recoveries that rebuilt them
+    l4_waits: int  #: versions made persistent by CAIRN_L4_EVERY
+
+
+@dataclass(frozen=True)
 class ZeroCopyStats:
     """Zero-copy captures (``cairn::ZeroCopyStats``; ``checkpoint.capture``,
     docs/design.md "Zero-copy captures"). Zero in copy mode."""
@@ -208,6 +228,7 @@ class Stats:
     init: InitStats  #: how the host cache was prepared (host_cache.init)
     device: DeviceStats  #: the GPU tier (device_cache)
     changes: ChangeStats  #: change detection (checkpoint.changes)
+    mpi: MpiStats  #: redundancy levels of an MPI client (docs/mpi.md)
     zero_copy: ZeroCopyStats  #: zero-copy captures (checkpoint.capture)
 
     @property
@@ -242,6 +263,7 @@ _NESTED: Dict[str, type] = {
     "InitStats": InitStats,
     "DeviceStats": DeviceStats,
     "ChangeStats": ChangeStats,
+    "MpiStats": MpiStats,
     "ZeroCopyStats": ZeroCopyStats,
 }
 _ENUM_NAMES: Dict[str, Tuple[str, ...]] = {
@@ -383,6 +405,36 @@ class History(_Closable):
         return f"<cairn.History {self._name!r}{' closed' if self._closed else ''}>"
 
 
+
+def _open_mpi(comm: Any, config: Optional[PathArg], overrides: Mapping[str, object]) -> _cairn.Client:
+    """The extension's client opened over an mpi4py communicator (collective;
+    docs/python.md, "MPI"). The communicator goes to libcairn_mpi as its
+    Fortran handle (``comm.py2f()``); libcairn_mpi is loaded at run time from
+    ``$CAIRN_MPI_LIBRARY`` or by its soname, so that neither mpi4py nor MPI is
+    needed by ``import cairn``. A configuration that does not load on this
+    rank still takes part in the open, so that every rank fails alike."""
+    try:
+        # Imported by name: mpi4py is optional, also for type checkers.
+        MPI: Any = importlib.import_module("mpi4py.MPI")
+    except ImportError as e:
+        raise UnsupportedError(
+            "cairn.Client(comm=...) needs mpi4py, which is not installed "
+            "(pip install mpi4py, built against the MPI that runs the job)"
+        ) from e
+    if not isinstance(comm, MPI.Comm):
+        raise InvalidArgumentError(f"comm must be an mpi4py communicator (mpi4py.MPI.Comm), not {type(comm).__name__}")
+    if comm == MPI.COMM_NULL:
+        raise InvalidArgumentError("comm is MPI.COMM_NULL")
+    config_obj: Optional[_cairn.Config] = None
+    code, message = 0, ""
+    try:
+        config_obj = _config.load(config, overrides)
+    except Error as e:
+        code, message = e.code, e.message
+    library = os.environ.get("CAIRN_MPI_LIBRARY") or "libcairn_mpi.so.0"
+    return _cairn.Client.open_mpi(config_obj, code, message, comm.py2f(), library)
+
+
 class Client(_Closable):
     """A Cairn client: protects memory regions and checkpoints them
     asynchronously through the host cache to the scratch (and persistent)
@@ -428,6 +480,15 @@ class Client(_Closable):
                                   the protected bytes (``0.05``)
     ============================  ================================================
 
+    ``comm`` (an mpi4py communicator, e.g. ``MPI.COMM_WORLD``) opens the
+    client on every rank of it, collectively (``cairn_open_mpi``,
+    docs/mpi.md): each rank uses its own subdirectories, :meth:`checkpoint`
+    stays local, and :meth:`wait`, :meth:`latest`, :meth:`restore` and
+    :meth:`restore_latest` become collective (every rank calls them in the
+    same order). It needs mpi4py and libcairn_mpi (Cairn built with MPI;
+    ``$CAIRN_MPI_LIBRARY`` names it if it is not on the library path);
+    without them it raises :class:`UnsupportedError`.
+
     A client is a context manager: leaving the ``with`` block calls
     :meth:`close`, which drains pending flushes. Every method may be called
     from any thread; blocking calls release the GIL.
@@ -470,6 +531,7 @@ class Client(_Closable):
         hash_chunk: Union[int, str, None] = None,
         capture: Optional[str] = None,
         cow_fraction: Optional[float] = None,
+        comm: Any = None,
         **unknown: NoReturn,
     ) -> None:
         # The keyword parameters, by name (the same names as _config.KEYS).
@@ -478,7 +540,10 @@ class Client(_Closable):
             k: given[k] for k in _config.KEYS if given[k] is not None
         }
         overrides.update(unknown)  # rejected by name in _config.load
-        self._impl = _cairn.Client(_config.load(config, overrides))
+        if comm is None:
+            self._impl = _cairn.Client(_config.load(config, overrides))
+        else:
+            self._impl = _open_mpi(comm, config, overrides)
         self._lock = threading.RLock()  # protect/save/load bookkeeping
         self._protected: Dict[int, Tuple[object, Optional[str]]] = {}  # id -> (obj, changes)
         self._closed = False

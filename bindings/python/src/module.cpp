@@ -38,6 +38,7 @@
 
 #include "cairn/cairn.hpp"
 #include "cairn/config.hpp"
+#include "mpi_group.hpp"
 
 namespace nb = nanobind;
 
@@ -458,6 +459,20 @@ class PyClient {
   explicit PyClient(const cairn::Config& config)
       : client_(Value(WithoutGil([&] { return cairn::Client::Open(config); }))) {}
 
+  // cairn.Client(comm=...): collective over the communicator (mpi_group.cpp).
+  // config is None when this rank's configuration failed to load (code and
+  // message say why), so that every rank still takes part and fails alike.
+  static PyClient* OpenMpi(std::optional<cairn::Config> config, int error_code, const std::string& error,
+                           int fcomm, const std::string& library) {
+    cairn::Result<cairn::Config> c =
+        config ? cairn::Result<cairn::Config>(*config)
+               : cairn::Result<cairn::Config>(cairn::Status(static_cast<cairn::Code>(error_code), error));
+    return new PyClient(
+        Value(WithoutGil([&] { return cairn_py::OpenMpiClient(std::move(c), fcomm, library); })));
+  }
+
+  explicit PyClient(std::unique_ptr<cairn::Client> client) : client_(std::move(client)) {}
+
   ~PyClient() {
     if (!client_) return;
     if (Finalizing()) {
@@ -649,6 +664,8 @@ NB_MODULE(_cairn, m) {
 
   nb::class_<PyClient>(m, "Client")
       .def(nb::init<const cairn::Config&>(), nb::arg("config"))
+      .def_static("open_mpi", &PyClient::OpenMpi, nb::arg("config").none(), nb::arg("error_code"),
+                  nb::arg("error"), nb::arg("fcomm"), nb::arg("library"), nb::rv_policy::take_ownership)
       .def("protect", &PyClient::Protect, nb::arg("id"), nb::arg("obj"), nb::arg("writable") = true,
            nb::arg("changes") = nb::none())
       .def("unprotect", &PyClient::Unprotect, nb::arg("id"))

@@ -1,0 +1,136 @@
+/* cairn-bench-xor-rebuild: how long rebuilding one lost node from XOR parity
+ * (L3) takes next to reading the same rank's data from its local files
+ * (issue 17's closing note: rebuild <= 2x the local read; docs/mpi.md).
+ *
+ *   mpirun -np 4 cairn-bench-xor-rebuild [MiB per rank, 32] [trials, 3]
+ *
+ * Every rank is its own simulated node (CAIRN_MPI_RANKS_PER_NODE=1; one XOR
+ * set of min(4, ranks)), CAIRN_L3_EVERY=1, L2 off. Each rank checkpoints
+ * MiB of data once (collective wait: the parity is written). Then, per
+ * trial, on freshly opened clients (the host cache is empty, so restores
+ * read files):
+ *   local_read_s   rank 1's collective restore_latest with its files present
+ *   rebuild_s      node 1's directory deleted: rank 1's mpi_l3_rebuild_s,
+ *                  the recovery that rebuilds and commits its files
+ *   restore_s      rank 1's whole collective restore_latest after the loss
+ *                  (rebuild + reading the rebuilt file)
+ * and prints the medians and rebuild_s / local_read_s as one JSON line.
+ * Files live under $TMPDIR (default /tmp): page-cache effects are the
+ * machine's; run with fsync on (the default) for durable writes.
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cairn/cairn_mpi.h"
+
+static int g_rank;
+
+static void die(const char *what, int rc) {
+  fprintf(stderr, "rank %d: %s: %d (%s)\n", g_rank, what, rc, cairn_last_error());
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static cairn_client_t *open_client(void *buf, size_t bytes) {
+  cairn_client_t *c = NULL;
+  int rc = cairn_open_mpi(MPI_COMM_WORLD, NULL, &c);
+  if (rc != CAIRN_OK) die("cairn_open_mpi", rc);
+  if ((rc = cairn_protect(c, 0, buf, bytes)) != CAIRN_OK) die("cairn_protect", rc);
+  return c;
+}
+
+/* Rank 1's time of one collective restore_latest on a fresh client, and
+ * its mpi_l3_rebuild_s of it. */
+static void timed_restore(void *buf, size_t bytes, double *restore_s, double *rebuild_s) {
+  cairn_client_t *c = open_client(buf, bytes);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  int64_t got = -1;
+  int rc = cairn_restore_latest(c, "bench", &got);
+  const double t1 = MPI_Wtime();
+  if (rc != CAIRN_OK || got != 1) die("cairn_restore_latest", rc);
+  cairn_stats_t st = CAIRN_STATS_INIT;
+  if ((rc = cairn_stats(c, &st)) != CAIRN_OK) die("cairn_stats", rc);
+  *restore_s = t1 - t0;
+  *rebuild_s = st.mpi_l3_rebuild_s;
+  if ((rc = cairn_close(c)) != CAIRN_OK) die("cairn_close", rc);
+}
+
+static int by_value(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, by_value);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const long mib = argc > 1 ? atol(argv[1]) : 32;
+  const int trials = argc > 2 ? atoi(argv[2]) : 3;
+  if (size < 2 || mib <= 0 || trials <= 0 || trials > 100) {
+    if (g_rank == 0) fprintf(stderr, "usage: mpirun -np N>=2 %s [MiB per rank] [trials]\n", argv[0]);
+    MPI_Finalize();
+    return 2;
+  }
+  char root[4096] = {0}, dir[4200], cmd[4400];
+  if (g_rank == 0) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(root, sizeof root, "%s/cairn-xor-rebuild.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (mkdtemp(root) == NULL) root[0] = '\0';
+  }
+  MPI_Bcast(root, sizeof root, MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (root[0] == '\0') die("mkdtemp", -1);
+  snprintf(dir, sizeof dir, "%s/scratch", root);
+  setenv("CAIRN_SCRATCH", dir, 1);
+  setenv("CAIRN_MPI_RANKS_PER_NODE", "1", 1);
+  setenv("CAIRN_L3_EVERY", "1", 1);
+  unsetenv("CAIRN_L2_EVERY");
+  char cache[64];
+  snprintf(cache, sizeof cache, "%ldMiB", mib + 64);
+  setenv("CAIRN_HOST_CACHE", cache, 0);
+
+  const size_t bytes = (size_t)mib << 20;
+  unsigned char *buf = malloc(bytes);
+  if (buf == NULL) die("malloc", -1);
+  for (size_t i = 0; i < bytes; ++i) buf[i] = (unsigned char)((i * 2654435761u) >> 13) ^ (unsigned char)g_rank;
+  cairn_client_t *c = open_client(buf, bytes);
+  int rc = cairn_checkpoint(c, "bench", 1);
+  if (rc != CAIRN_OK) die("cairn_checkpoint", rc);
+  if ((rc = cairn_wait(c, "bench", 1, CAIRN_LEVEL_LOCAL)) != CAIRN_OK) die("cairn_wait (with L3)", rc);
+  if ((rc = cairn_close(c)) != CAIRN_OK) die("cairn_close", rc);
+
+  double read_s[100], rebuild_s[100], restore_s[100], unused = 0;
+  for (int t = 0; t < trials; ++t) {
+    timed_restore(buf, bytes, &read_s[t], &unused);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) {
+      snprintf(cmd, sizeof cmd, "rm -rf '%s/node1'", dir);
+      if (system(cmd) != 0) die(cmd, -1);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    timed_restore(buf, bytes, &restore_s[t], &rebuild_s[t]);
+  }
+  /* Rank 1's figures to rank 0. */
+  double mine[3] = {median(read_s, trials), median(rebuild_s, trials), median(restore_s, trials)};
+  if (g_rank == 1) MPI_Send(mine, 3, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    MPI_Recv(mine, 3, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    printf("{\"ranks\": %d, \"bytes_per_rank\": %zu, \"trials\": %d, \"local_read_s\": %.6f, "
+           "\"rebuild_s\": %.6f, \"restore_after_loss_s\": %.6f, \"rebuild_vs_local_read\": %.3f}\n",
+           size, bytes, trials, mine[0], mine[1], mine[2], mine[1] / mine[0]);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+  }
+  free(buf);
+  MPI_Finalize();
+  return 0;
+}

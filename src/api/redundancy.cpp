@@ -1,0 +1,238 @@
+// Shared by the redundancy levels (redundancy.hpp; docs/format.md 3.8, 3.9).
+#include "api/redundancy.hpp"
+
+#include <unistd.h>  // getpid: temp file names (docs/format.md, 3.3)
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <set>
+
+#include "api/collective.hpp"
+#include "format/chain.hpp"
+#include "format/naming.hpp"
+#include "os/fs.hpp"
+
+namespace cairn::redundancy {
+
+os::FileSystem* Fs(const Config& c) { return c.fs != nullptr ? c.fs : os::FileSystem::Default(); }
+
+void Put(std::vector<uint8_t>* out, int64_t v) {
+  const size_t at = out->size();
+  out->resize(at + sizeof v);
+  std::memcpy(out->data() + at, &v, sizeof v);
+}
+
+bool Get(const std::vector<uint8_t>& in, size_t* at, int64_t* v) {
+  if (in.size() - *at < sizeof *v) return false;
+  std::memcpy(v, in.data() + *at, sizeof *v);
+  *at += sizeof *v;
+  return true;
+}
+
+Status WriteFile(const Config& c, const std::string& dir, const std::string& file,
+                 const uint8_t* data, size_t bytes) {
+  os::FileSystem* fs = Fs(c);
+  CAIRN_RETURN_IF_ERROR(fs->CreateDirs(dir, 0700));
+  const std::string tmp = dir + "/." + file + "." + std::to_string(::getpid()) + ".tmp";
+  Status s = [&]() -> Status {
+    CAIRN_ASSIGN_OR_RETURN(auto f,
+                           fs->Open(tmp, os::OpenOptions{.write = true, .mode = c.file_mode}));
+    CAIRN_RETURN_IF_ERROR(f->WriteAt(data, bytes, 0));
+    if (c.fsync) CAIRN_RETURN_IF_ERROR(f->Sync());
+    CAIRN_RETURN_IF_ERROR(f->Close());
+    CAIRN_RETURN_IF_ERROR(fs->Rename(tmp, dir + "/" + file));
+    return c.fsync ? fs->SyncDir(dir) : Status::Ok();
+  }();
+  if (!s.ok()) (void)fs->Remove(tmp);
+  return s.WithContext("writing " + dir + "/" + file);
+}
+
+Result<std::vector<uint8_t>> Bundle(const Config& c, const std::string& dir,
+                                    const std::string& name, int64_t version) {
+  CAIRN_ASSIGN_OR_RETURN(format::Chain chain, format::Chain::Open(Fs(c), dir, name, version));
+  // Sized first and read in place: a rank's whole version passes through
+  // memory once (it is the largest thing the levels move).
+  struct Link {
+    int64_t number;
+    std::unique_ptr<os::File> file;
+    uint64_t bytes;
+  };
+  std::vector<Link> links;
+  size_t total = sizeof(int64_t);
+  for (const auto& link : chain.links()) {
+    const std::string& path = link->path();
+    auto parsed = format::ParseEntryFileName(path.substr(path.rfind('/') + 1));
+    if (!parsed) return Status::Internal(path + ": not a version file name");
+    CAIRN_ASSIGN_OR_RETURN(auto file, Fs(c)->Open(path, os::OpenOptions{}));
+    CAIRN_ASSIGN_OR_RETURN(uint64_t bytes, file->Size());
+    total += 2 * sizeof(int64_t) + bytes;
+    links.push_back({parsed->number, std::move(file), bytes});
+  }
+  std::vector<uint8_t> out;
+  out.reserve(total);
+  Put(&out, static_cast<int64_t>(links.size()));
+  for (const Link& link : links) {
+    Put(&out, link.number);
+    Put(&out, static_cast<int64_t>(link.bytes));
+    const size_t at = out.size();
+    out.resize(at + link.bytes);
+    CAIRN_RETURN_IF_ERROR(link.file->ReadAt(out.data() + at, link.bytes, 0));
+  }
+  return out;
+}
+
+Status Unbundle(const Config& c, const std::string& dir, const std::vector<uint8_t>& in,
+                const std::string& from) {
+  struct Piece {
+    int64_t number;
+    size_t at, bytes;
+  };
+  std::vector<Piece> pieces;
+  size_t at = 0;
+  int64_t count = 0;
+  if (!Get(in, &at, &count) || count < 1) return Status::Corrupt("a bundle from " + from + " holds no file");
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t number = 0, bytes = 0;
+    if (!Get(in, &at, &number) || !Get(in, &at, &bytes) || bytes < 0 ||
+        static_cast<uint64_t>(bytes) > in.size() - at) {
+      return Status::Corrupt("a bundle from " + from + " is truncated");
+    }
+    pieces.push_back({number, at, static_cast<size_t>(bytes)});
+    at += static_cast<size_t>(bytes);
+  }
+  // Bases first: a directory never shows a version whose chain is broken
+  // (docs/format.md 4.8).
+  for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) {
+    const std::string file = format::EntryFileName(format::EntryKind::kCheckpoint, it->number);
+    CAIRN_RETURN_IF_ERROR(WriteFile(c, dir, file, in.data() + it->at, it->bytes));
+  }
+  return Status::Ok();
+}
+
+std::vector<int64_t> Versions(const Config& c, const std::string& dir, const std::string& name) {
+  std::vector<int64_t> numbers;
+  auto entries = Fs(c)->List(dir + "/" + name);
+  if (!entries.ok()) return numbers;
+  for (const auto& e : *entries) {
+    auto parsed = format::ParseEntryFileName(e.name);
+    if (!e.is_dir && parsed && parsed->kind == format::EntryKind::kCheckpoint)
+      numbers.push_back(parsed->number);
+  }
+  std::sort(numbers.rbegin(), numbers.rend());
+  return numbers;
+}
+
+std::vector<int64_t> Intact(const Config& c, const std::string& dir, const std::string& name) {
+  std::vector<int64_t> intact = Versions(c, dir, name);
+  std::erase_if(intact, [&](int64_t v) { return !format::Chain::Open(Fs(c), dir, name, v).ok(); });
+  return intact;
+}
+
+void Retain(const Config& c, const std::string& dir, const std::string& name, bool chains) {
+  const std::vector<int64_t> numbers = Versions(c, dir, name);
+  const size_t keep = c.keep_versions > 0 ? static_cast<size_t>(c.keep_versions) : numbers.size();
+  auto path = [&](int64_t v) {
+    return format::EntryPath(dir, name, format::EntryKind::kCheckpoint, v);
+  };
+  std::set<int64_t> needed;
+  for (size_t i = 0; i < std::min(keep, numbers.size()); ++i) {
+    for (int64_t v = numbers[i]; v >= 0 && needed.insert(v).second;) {
+      if (!chains) break;
+      auto r = format::FileReader::Open(Fs(c), path(v));
+      if (!r.ok()) break;
+      v = (*r)->record().base_version;
+    }
+  }
+  for (size_t i = keep; i < numbers.size(); ++i) {
+    if (!needed.contains(numbers[i])) (void)Fs(c)->Remove(path(numbers[i]));
+  }
+}
+
+Result<std::vector<int>> NodesOf(Group& group) {
+  std::vector<int64_t> nodes(static_cast<size_t>(group.size()), -1);
+  nodes[static_cast<size_t>(group.rank())] = group.node();
+  CAIRN_RETURN_IF_ERROR(group.AllReduce(Group::Op::kMax, nodes.data(), nodes.size()));
+  return std::vector<int>(nodes.begin(), nodes.end());
+}
+
+namespace {
+
+Result<int64_t> FromEnvironment(const char* var) {
+  const char* env = std::getenv(var);
+  if (env == nullptr || *env == '\0') return int64_t{0};
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  if (*end != '\0' || v < 0) {
+    return Status::Config(std::string(var) + " is '" + env +
+                          "'; it must be a whole number >= 0 (docs/mpi.md; 0 or unset = off/default)");
+  }
+  return static_cast<int64_t>(v);
+}
+
+}  // namespace
+
+Result<std::vector<int64_t>> AgreedEnvironment(Group& group, std::initializer_list<const char*> vars) {
+  std::vector<int64_t> values;
+  Status bad;
+  for (const char* var : vars) {
+    auto v = FromEnvironment(var);
+    if (!v.ok() && bad.ok()) bad = v.status();
+    values.push_back(v.ok() ? *v : 0);
+  }
+  std::string names;
+  for (const char* var : vars) names += (names.empty() ? "" : ", ") + std::string(var);
+  CAIRN_RETURN_IF_ERROR(collective::Agree(group, bad, "reading " + names));
+  std::vector<int64_t> range;
+  for (int64_t v : values) range.insert(range.end(), {v, -v});
+  CAIRN_RETURN_IF_ERROR(group.AllReduce(Group::Op::kMin, range.data(), range.size()));
+  std::string differ;
+  size_t i = 0;
+  for (const char* var : vars) {
+    if (range[2 * i] != -range[2 * i + 1]) {
+      differ += (differ.empty() ? "" : "; ") + std::string(var) + " differs across ranks (here " +
+                std::to_string(values[i]) + ", between " + std::to_string(range[2 * i]) + " and " +
+                std::to_string(-range[2 * i + 1]) + " on the " + std::to_string(group.size()) +
+                " ranks)";
+    }
+    ++i;
+  }
+  if (!differ.empty()) return Status::Config(differ);
+  return values;
+}
+
+Result<Recovered> Recover(Group& group, const Config& config, const std::vector<Level*>& levels,
+                          const std::string& name, const std::vector<int64_t>& intact,
+                          int64_t bound, int64_t distrust) {
+  // 1. What each level could bring back, with what the member has itself.
+  std::vector<int64_t> avail = intact;
+  for (Level* level : levels) {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<int64_t> offers, level->Offers(name, bound, distrust));
+    avail.insert(avail.end(), offers.begin(), offers.end());
+  }
+  std::sort(avail.rbegin(), avail.rend());
+  avail.erase(std::unique(avail.begin(), avail.end()), avail.end());
+  // 2. The newest version every member has, one way or another.
+  Recovered out;
+  CAIRN_ASSIGN_OR_RETURN(out.version, collective::NewestCommon(group, avail, bound));
+  // 3. Members that lack it locally (or distrust their copy) fetch it from
+  // the first level that serves them; every level takes part either way.
+  const int64_t v = out.version;
+  bool need = v >= 0 && (v == distrust || !format::Chain::Open(Fs(config), config.scratch_dir, name, v).ok());
+  for (size_t i = 0; i < levels.size(); ++i) {
+    if (v < 0) break;
+    CAIRN_ASSIGN_OR_RETURN(std::string served, levels[i]->Fetch(name, v, need));
+    if (!served.empty()) {
+      out.level = static_cast<int>(i);
+      out.served = std::move(served);
+      need = false;
+    }
+  }
+  for (Level* level : levels) {
+    for (std::string& note : level->Notes()) out.notes.push_back(std::move(note));
+  }
+  return out;
+}
+
+}  // namespace cairn::redundancy

@@ -1,0 +1,242 @@
+/* MPI tests of the XOR parity level (L3) and CAIRN_L4_EVERY (docs/mpi.md),
+ * run by ctest under mpirun with 4 and 8 ranks, every rank on its own
+ * simulated node (CAIRN_MPI_RANKS_PER_NODE=1; the default set size is 4):
+ *
+ *   l3_test node     CAIRN_L3_EVERY=1 with L2 off: parity files after each
+ *                    collective wait; node 1's whole directory deleted: the
+ *                    restart rebuilds rank 1's files from its set's parity,
+ *                    byte-identical, restores byte-exact, rank 1 alone logs
+ *                    (L3) and counts mpi_restored_l3; a damaged file is
+ *                    rebuilt by restore(v) and by restore_latest
+ *   l3_test two      CAIRN_L4_EVERY=2 makes the second wait a persistent
+ *                    global commit (manifests); nodes 1 and 2 (one set)
+ *                    lost: every rank says which set lost which ranks and
+ *                    ranks 1 and 2 restore from their persistent files,
+ *                    byte-exact, counted as L4
+ *   l3_test config   L3_GROUP larger than the nodes, 1, non-numeric or
+ *                    differing; L4 without a persistent directory:
+ *                    CAIRN_ERR_CONFIG on every rank
+ *
+ * With CAIRN_CHANGES=hash (mpi_l3_layered) versions 2.. are layered on
+ * version 1 (a third of the region changes) and what is rebuilt is a chain.
+ */
+#include "mpi_common.h"
+
+/* Version v's content on this rank: the first third never changes (so that
+ * hash change detection layers versions), the rest does. */
+static unsigned char content(size_t i, int64_t v) {
+  return (unsigned char)(i * 31 + (size_t)g_rank * 13 + (i >= kBytes / 3 ? (size_t)v * 7 : 0));
+}
+static void fill(unsigned char *buf, int64_t v) {
+  for (size_t i = 0; i < kBytes; ++i) buf[i] = content(i, v);
+}
+static int holds(const unsigned char *buf, int64_t v) {
+  for (size_t i = 0; i < kBytes; ++i)
+    if (buf[i] != content(i, v)) return 0;
+  return 1;
+}
+
+static void path_of(char *out, size_t n, const char *sub, int64_t v) {
+  snprintf(out, n, "%s/scratch/node%d/rank%d/%sstate/v%020lld.cairn", g_root, g_rank, g_rank, sub, (long long)v);
+}
+
+static cairn_stats_t stats_of(cairn_client_t *c) {
+  cairn_stats_t st = CAIRN_STATS_INIT;
+  int rc = cairn_stats(c, &st);
+  CHECK(rc == CAIRN_OK, "cairn_stats: %d", rc);
+  return st;
+}
+
+static void flip(const char *path, long at) {
+  FILE *f = fopen(path, "r+b");
+  int ch = 0;
+  CHECK(f && fseek(f, at, SEEK_SET) == 0 && (ch = fgetc(f)) != EOF, "read %s", path);
+  if (f) {
+    fseek(f, at, SEEK_SET);
+    fputc(ch ^ 0x21, f);
+    fclose(f);
+  }
+}
+
+static void lose_nodes(int a, int b) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/scratch/node%d'", g_root, a);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    if (b >= 0) {
+      snprintf(cmd, sizeof cmd, "rm -rf '%s/scratch/node%d'", g_root, b);
+      CHECK(system(cmd) == 0, "%s", cmd);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void save(cairn_client_t *c, unsigned char *buf, int64_t first, int64_t last) {
+  for (int64_t v = first; v <= last; ++v) {
+    fill(buf, v);
+    int rc = cairn_checkpoint(c, "state", v);
+    CHECK(rc == CAIRN_OK, "checkpoint %lld: %d", (long long)v, rc);
+    rc = cairn_wait(c, "state", v, CAIRN_LEVEL_LOCAL);
+    CHECK(rc == CAIRN_OK, "collective wait %lld with L3: %d", (long long)v, rc);
+  }
+}
+
+static void test_node(void) {
+  unsigned char *buf = malloc(kBytes);
+  char path[4400], log[4096];
+  cairn_client_t *c = open_client(buf);
+  save(c, buf, 1, 3);
+  cairn_stats_t st = stats_of(c);
+  CHECK(st.mpi_l3_parity_writes == 3 && st.mpi_l3_parity_bytes > 0 && st.mpi_l2_copies == 0,
+        "stats after 3 L3 waits: %llu parity files, %llu bytes, %llu L2 copies",
+        (unsigned long long)st.mpi_l3_parity_writes, (unsigned long long)st.mpi_l3_parity_bytes,
+        (unsigned long long)st.mpi_l2_copies);
+  if (getenv("CAIRN_CHANGES") != NULL)
+    CHECK(st.changes_layered_versions >= 2, "CAIRN_CHANGES=hash: %llu layered versions, want >= 2",
+          (unsigned long long)st.changes_layered_versions);
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+  path_of(path, sizeof path, ".xor/", 3);
+  CHECK(access(path, F_OK) == 0, "parity file %s missing", path);
+
+  /* Node 1 is lost; rank 1 keeps what its file was, to compare. */
+  size_t n_before = 0, n_after = 0;
+  path_of(path, sizeof path, "", 3);
+  unsigned char *before = g_rank == 1 ? slurp(path, &n_before) : NULL;
+  lose_nodes(1, -1);
+  memset(buf, 0, kBytes);
+  c = open_client(buf);
+  int64_t got = -1;
+  int rc = restore_logged(c, -1, &got, log, sizeof log);
+  CHECK(rc == CAIRN_OK && got == 3, "restore_latest after losing node 1: rc %d, version %lld", rc, (long long)got);
+  CHECK(holds(buf, 3), "version 3 is not byte-exact after the rebuild from L3");
+  CHECK(all_equal(got), "ranks restored different versions");
+  CHECK((strstr(log, "rebuilt from the XOR parity") != NULL && strstr(log, "(L3)") != NULL) == (g_rank == 1),
+        "which level served: rank %d's log says '%s'", g_rank, log);
+  st = stats_of(c);
+  CHECK(st.mpi_restored_l3 == (g_rank == 1) && st.mpi_restored_local == (g_rank != 1) &&
+            st.mpi_l3_rebuilds == (g_rank == 1),
+        "stats: restored local %llu, l3 %llu, rebuilds %llu", (unsigned long long)st.mpi_restored_local,
+        (unsigned long long)st.mpi_restored_l3, (unsigned long long)st.mpi_l3_rebuilds);
+  if (g_rank == 1) {
+    unsigned char *after = slurp(path, &n_after);
+    CHECK(before && after && n_before == n_after && memcmp(before, after, n_before) == 0,
+          "the rebuilt %s is not the lost file", path);
+    free(after);
+  }
+  free(before);
+
+  /* Rank 1's rebuilt file is damaged (a data byte): restore(3) rebuilds it
+   * again (the others' parity survived) and succeeds everywhere. */
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 1) flip(path, 4096 + 1000);
+  MPI_Barrier(MPI_COMM_WORLD);
+  memset(buf, 0, kBytes);
+  rc = restore_logged(c, 3, &got, log, sizeof log);
+  CHECK(rc == CAIRN_OK && holds(buf, 3), "restore(3) with rank 1's copy damaged: rc %d", rc);
+  CHECK((strstr(log, "(L3)") != NULL) == (g_rank == 1), "restore(3): rank %d's log says '%s'", g_rank, log);
+  /* The same found by restore_latest: version 3 again, not 2. */
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 1) flip(path, 4096 + 20000);
+  MPI_Barrier(MPI_COMM_WORLD);
+  memset(buf, 0, kBytes);
+  rc = restore_logged(c, -1, &got, log, sizeof log);
+  CHECK(rc == CAIRN_OK && got == 3 && holds(buf, 3), "restore_latest with rank 1's copy damaged: rc %d, version %lld",
+        rc, (long long)got);
+  CHECK((strstr(log, "(L3)") != NULL) == (g_rank == 1), "restore_latest: rank %d's log says '%s'", g_rank, log);
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+  free(buf);
+}
+
+static void test_two(void) {
+  unsigned char *buf = malloc(kBytes);
+  char dir[4200], log[4096];
+  snprintf(dir, sizeof dir, "%s/persistent", g_root);
+  setenv("CAIRN_PERSISTENT", dir, 1);
+  setenv("CAIRN_L4_EVERY", "2", 1);
+  cairn_client_t *c = open_client(buf);
+  save(c, buf, 1, 3);
+  CHECK(stats_of(c).mpi_l4_waits == 1, "mpi_l4_waits is not 1");
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+  /* The persistent tier writes every version; L4 made the second one a
+   * persistent global commit: the manifests record it. */
+  char mpath[4400], text[256] = {0}, want[160];
+  snprintf(mpath, sizeof mpath, "%s/rank%d/state/global", dir, g_rank);
+  FILE *f = fopen(mpath, "r");
+  if (f) {
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+  }
+  snprintf(want, sizeof want, "cairn-global 1\nranks %d\ncommitted 2\npersistent 2\nranks_per_node 1\n", g_size);
+  CHECK(strcmp(text, want) == 0, "CAIRN_L4_EVERY=2: manifest %s is '%s', want '%s'", mpath, text, want);
+
+  /* Nodes 1 and 2, both in the set of ranks 0-3, are lost. */
+  lose_nodes(1, 2);
+  memset(buf, 0, kBytes);
+  c = open_client(buf);
+  int64_t got = -1;
+  int rc = restore_logged(c, -1, &got, log, sizeof log);
+  CHECK(rc == CAIRN_OK && got == 3, "restore_latest after losing nodes 1 and 2: rc %d, version %lld, want 3", rc,
+        (long long)got);
+  CHECK(holds(buf, 3), "version 3 is not byte-exact after the fall back to L4");
+  CHECK(strstr(log, "the XOR set of ranks 0, 1, 2, 3 lost ranks 1, 2") != NULL &&
+            strstr(log, "persistent level (L4)") != NULL,
+        "rank %d's log does not name the set and its lost ranks: '%s'", g_rank, log);
+  cairn_stats_t st = stats_of(c);
+  const int lost = g_rank == 1 || g_rank == 2;
+  CHECK(st.mpi_restored_l4 == (unsigned)lost && st.mpi_restored_local == (unsigned)!lost && st.mpi_restored_l3 == 0,
+        "stats: restored local %llu, l3 %llu, l4 %llu", (unsigned long long)st.mpi_restored_local,
+        (unsigned long long)st.mpi_restored_l3, (unsigned long long)st.mpi_restored_l4);
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+  unsetenv("CAIRN_L4_EVERY");
+  unsetenv("CAIRN_PERSISTENT");
+  free(buf);
+}
+
+static void test_config(void) {
+  char text[32];
+  snprintf(text, sizeof text, "%d", g_size + 1);
+  setenv("CAIRN_L3_GROUP", text, 1);
+  expect_config_error("CAIRN_L3_GROUP larger than the nodes", "must not exceed the number of nodes");
+  setenv("CAIRN_L3_GROUP", "1", 1);
+  expect_config_error("CAIRN_L3_GROUP 1", "at least 2 members");
+  setenv("CAIRN_L3_GROUP", g_rank == 0 ? "2" : "4", 1);
+  expect_config_error("CAIRN_L3_GROUP differing", "CAIRN_L3_GROUP differs");
+  unsetenv("CAIRN_L3_GROUP");
+  setenv("CAIRN_L3_EVERY", g_rank == g_size - 1 ? "x1" : "1", 1);
+  expect_config_error("CAIRN_L3_EVERY not a number", g_rank == g_size - 1 ? "'x1'" : "CAIRN_L3_EVERY");
+  setenv("CAIRN_L3_EVERY", "1", 1);
+  setenv("CAIRN_L4_EVERY", "1", 1);
+  expect_config_error("CAIRN_L4_EVERY without a persistent directory", "no persistent directory");
+  unsetenv("CAIRN_L4_EVERY");
+  /* All ranks on one node: no set can have distinct nodes. */
+  snprintf(text, sizeof text, "%d", g_size);
+  setenv("CAIRN_MPI_RANKS_PER_NODE", text, 1);
+  expect_config_error("L3 on one node", "distinct nodes");
+  setenv("CAIRN_MPI_RANKS_PER_NODE", "1", 1);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  if (argc != 2 || (strcmp(argv[1], "node") != 0 && strcmp(argv[1], "two") != 0 && strcmp(argv[1], "config") != 0) ||
+      g_size < 4) {
+    if (g_rank == 0) fprintf(stderr, "usage: l3_test node|two|config (on 4 or more ranks)\n");
+    MPI_Finalize();
+    return 2;
+  }
+  setup();
+  setenv("CAIRN_MPI_RANKS_PER_NODE", "1", 1);
+  setenv("CAIRN_L3_EVERY", "1", 1);
+  unsetenv("CAIRN_L2_EVERY");
+  if (strcmp(argv[1], "node") == 0) test_node();
+  else if (strcmp(argv[1], "two") == 0) test_two();
+  else test_config();
+  cleanup();
+  int failures = g_failures;
+  MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (g_rank == 0) printf("l3_test %s on %d ranks: %d failures\n", argv[1], g_size, failures);
+  MPI_Finalize();
+  return failures == 0 ? 0 : 1;
+}
