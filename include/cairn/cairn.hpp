@@ -108,6 +108,24 @@ struct MpiStats {
   uint64_t l4_waits = 0;          // versions made persistent by CAIRN_L4_EVERY
 };
 
+// Zero-copy captures (checkpoint.capture = zero-copy; docs/design.md,
+// "Zero-copy captures"). All zero in copy mode.
+struct ZeroCopyStats {
+  std::string note;             // why a checkpoint was copied instead ("" = none)
+  uint64_t versions = 0;        // checkpoints captured zero-copy
+  uint64_t fallbacks = 0;       // checkpoints copied because protection failed
+  uint64_t protected_bytes = 0; // bytes write-protected, summed over versions
+  uint64_t cow_peak_bytes = 0;  // most copy-on-write buffer bytes in use at once
+  uint64_t red = 0;             // first writes that waited for their page's read
+  uint64_t orange = 0;          // first writes copied into the COW buffer
+  uint64_t green = 0;           // pages read before any write
+  uint64_t blue = 0;            // first writes after the version was read (not monitored yet: 0)
+  uint64_t faults = 0;          // write faults handled
+  double red_wait_s = 0;        // application time blocked in RED faults
+  double fault_s = 0;           // handler time on faults (divide by faults: per page)
+  double call_s = 0;            // time inside checkpoint calls captured zero-copy
+};
+
 struct Stats {
   TierStats capture;           // application memory -> host cache (app thread);
                                // seconds: copy time, without the waits below
@@ -135,6 +153,7 @@ struct Stats {
   DeviceStats device;
   ChangeStats changes;
   MpiStats mpi;
+  ZeroCopyStats zero_copy;
 };
 
 // Per-region options of Client::Protect.

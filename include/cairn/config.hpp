@@ -56,6 +56,16 @@ CAIRN_EXPORT const char* ChangeDetectionName(ChangeDetection mode);  // "full", 
 // "full", "pages", "hash" or "auto"; kConfig on anything else.
 CAIRN_EXPORT Result<ChangeDetection> ParseChangeDetection(std::string_view text);
 
+// How a checkpoint takes host memory (docs/design.md, "Zero-copy captures").
+// checkpoint.capture; CAIRN_CAPTURE.
+enum class CaptureMode : int {
+  kCopy = 0,      // copied into the host cache on the application thread
+  kZeroCopy = 1,  // write-protected at the call, read in the background
+};
+CAIRN_EXPORT const char* CaptureModeName(CaptureMode mode);  // "copy", "zero-copy"
+// "copy" or "zero-copy"; kConfig on anything else.
+CAIRN_EXPORT Result<CaptureMode> ParseCaptureMode(std::string_view text);
+
 struct CAIRN_EXPORT Config {
   // [storage]
   std::string scratch_dir;     // local (node-local) directory; CAIRN_SCRATCH
@@ -112,6 +122,12 @@ struct CAIRN_EXPORT Config {
   int max_layers = 10;
   // Granularity of `hash`: one 128-bit hash per this many bytes. CAIRN_HASH_CHUNK
   uint64_t hash_chunk_bytes = 64ull << 10;
+  // Copy into the cache at the call, or write-protect and read in the
+  // background. CAIRN_CAPTURE
+  CaptureMode capture = CaptureMode::kCopy;
+  // zero-copy: the copy-on-write buffer as a fraction of the bytes a version
+  // protects (floor 16 pages unless 0, cap 1 GiB). CAIRN_COW
+  double cow_fraction = 0.05;
 
   // Placement records (docs/design.md, "Placement"): sampled page nodes and
   // thread affinities beside every version. CAIRN_RECORD_PLACEMENT

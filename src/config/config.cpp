@@ -274,6 +274,25 @@ std::string ReadChanges(const toml::node& n, ChangeDetection* out) {
   return "";
 }
 
+std::string ReadCapture(const toml::node& n, CaptureMode* out) {
+  if (!n.is_string()) return Expect("a string (copy, zero-copy)", n);
+  auto r = ParseCaptureMode(n.as_string()->get());
+  if (!r.ok()) return ": " + r.status().message();
+  *out = r.value();
+  return "";
+}
+
+std::string ReadFraction(const toml::node& n, double* out) {
+  if (n.is_floating_point()) {
+    *out = n.as_floating_point()->get();
+  } else if (n.is_integer()) {
+    *out = static_cast<double>(n.as_integer()->get());
+  } else {
+    return Expect("a number (a fraction like 0.05)", n);
+  }
+  return "";
+}
+
 std::string ReadMode(const toml::node& n, uint32_t* out) {
   if (n.is_integer()) {
     const auto& v = *n.as_integer();
@@ -302,6 +321,8 @@ std::string Read(const toml::node& n, int64_t, uint32_t* out) { return ReadMode(
 std::string Read(const toml::node& n, int64_t, CacheInit* out) { return ReadInit(n, out); }
 std::string Read(const toml::node& n, int64_t, DeviceCacheInit* out) { return ReadDeviceInit(n, out); }
 std::string Read(const toml::node& n, int64_t, ChangeDetection* out) { return ReadChanges(n, out); }
+std::string Read(const toml::node& n, int64_t, CaptureMode* out) { return ReadCapture(n, out); }
+std::string Read(const toml::node& n, int64_t, double* out) { return ReadFraction(n, out); }
 
 const std::vector<KeySpec>& Schema() {
   static const std::vector<KeySpec> schema = {
@@ -454,6 +475,24 @@ Status FromEnv(const char* name, const char* v, int64_t, ChangeDetection* out) {
   return Status::Ok();
 }
 
+Status FromEnv(const char* name, const char* v, int64_t, CaptureMode* out) {
+  auto r = ParseCaptureMode(v);
+  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
+  *out = r.value();
+  return Status::Ok();
+}
+
+Status FromEnv(const char* name, const char* v, int64_t, double* out) {
+  char* end = nullptr;
+  errno = 0;
+  const double d = std::strtod(v, &end);
+  if (end == v || *end != '\0' || errno != 0) {
+    return Status::Config(std::string(name) + "='" + v + "' is not a number (a fraction like 0.05)");
+  }
+  *out = d;
+  return Status::Ok();
+}
+
 // Every key with a variable in config_keys.def, in the table's order.
 Status ApplyEnvironment(Config* c) {
 #define CAIRN_CONFIG_KEY(section, key, member, lo, env, py, type, dflt, doc) \
@@ -564,6 +603,12 @@ Status Config::Validate() const {
   if (hash_chunk_bytes % kBlockAlignment != 0 || hash_chunk_bytes == 0 || hash_chunk_bytes > kMaxHashChunk) {
     return Status::Config("checkpoint.hash_chunk (CAIRN_HASH_CHUNK) is " + bytes(hash_chunk_bytes) +
                           "; it must be a multiple of 4 KiB between 4 KiB and 64 MiB");
+  }
+  if (!(cow_fraction >= 0 && cow_fraction <= 1)) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", cow_fraction);
+    return Status::Config("checkpoint.cow_fraction (CAIRN_COW) is " + std::string(value) +
+                          "; it must be between 0 and 1 (a fraction of the bytes a version protects)");
   }
   if (file_mode > 0777) {
     return Status::Config("storage.file_mode (CAIRN_FILE_MODE) is " + OctalString(file_mode) +

@@ -21,6 +21,7 @@ constexpr const char* kVars[] = {"CAIRN_SCRATCH", "CAIRN_PERSISTENT",   "CAIRN_H
                                  "CAIRN_HOST_CACHE_INIT", "CAIRN_HUGE_PAGES", "CAIRN_PIN",
                                  "CAIRN_DEVICE_CACHE", "CAIRN_DEVICE_CACHE_INIT", "CAIRN_DEVICE",
                                  "CAIRN_CHANGES", "CAIRN_MAX_LAYERS", "CAIRN_HASH_CHUNK",
+                                 "CAIRN_CAPTURE", "CAIRN_COW",
                                  "TMPDIR"};
 
 // Clears every variable the loader reads and restores them afterwards, so
@@ -624,6 +625,47 @@ TEST_F(ConfigTest, ChangeDetectionKeys) {
     ASSERT_FALSE(e.ok()) << name << "=" << value;
     EXPECT_CONTAINS(e.status().message(), name);
   }
+}
+
+TEST_F(ConfigTest, ZeroCopyKeys) {
+  const Config d = DefaultConfig();
+  EXPECT_EQ(d.capture, CaptureMode::kCopy);
+  EXPECT_DOUBLE_EQ(d.cow_fraction, 0.05);
+  auto r = Parse("[checkpoint]\ncapture = \"zero-copy\"\ncow_fraction = 0.1\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->capture, CaptureMode::kZeroCopy);
+  EXPECT_DOUBLE_EQ(r->cow_fraction, 0.1);
+  auto i = Parse("[checkpoint]\ncow_fraction = 0\n");  // an integer is a number too
+  ASSERT_TRUE(i.ok()) << i.status().ToString();
+  EXPECT_EQ(i->cow_fraction, 0.0);
+  for (const char* name : {"copy", "zero-copy"}) {
+    auto p = ParseCaptureMode(name);
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_STREQ(CaptureModeName(*p), name);
+  }
+  const std::pair<const char*, const char*> bad[] = {
+      {"[checkpoint]\ncapture = \"zerocopy\"\n", "'zerocopy' is not a capture mode (copy, zero-copy)"},
+      {"[checkpoint]\ncow_fraction = \"5%\"\n", "must be a number"},
+      {"[checkpoint]\ncow_fraction = 1.5\n", "checkpoint.cow_fraction (CAIRN_COW) is 1.5"},
+      {"[checkpoint]\ncow_fraction = -0.1\n", "it must be between 0 and 1"},
+  };
+  for (const auto& [toml, message] : bad) EXPECT_CONTAINS(ErrorOf(toml), message);
+  ::setenv("CAIRN_CAPTURE", "zero-copy", 1);
+  ::setenv("CAIRN_COW", "0.025", 1);
+  auto env = Parse("[checkpoint]\ncapture = \"copy\"\ncow_fraction = 0.5\n", true);
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  EXPECT_EQ(env->capture, CaptureMode::kZeroCopy);
+  EXPECT_DOUBLE_EQ(env->cow_fraction, 0.025);
+  for (const auto& [name, value] : {std::pair{"CAIRN_CAPTURE", "fast"}, std::pair{"CAIRN_COW", "0.05x"},
+                                    std::pair{"CAIRN_COW", "2"}}) {
+    ::setenv(name, value, 1);
+    auto e = Parse("", true);
+    ::unsetenv(name);
+    ASSERT_FALSE(e.ok()) << name << "=" << value;
+    EXPECT_CONTAINS(e.status().message(), name);
+  }
+  ::unsetenv("CAIRN_CAPTURE");
+  ::unsetenv("CAIRN_COW");
 }
 
 }  // namespace

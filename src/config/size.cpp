@@ -181,7 +181,25 @@ constexpr std::pair<ChangeDetection, const char*> kChangeNames[] = {
     {ChangeDetection::kHash, "hash"},
     {ChangeDetection::kAuto, "auto"},
 };
+constexpr std::pair<CaptureMode, const char*> kCaptureNames[] = {
+    {CaptureMode::kCopy, "copy"},
+    {CaptureMode::kZeroCopy, "zero-copy"},
+};
 }  // namespace
+
+const char* CaptureModeName(CaptureMode mode) {
+  for (const auto& [value, name] : kCaptureNames) {
+    if (value == mode) return name;
+  }
+  return "unknown";
+}
+
+Result<CaptureMode> ParseCaptureMode(std::string_view text) {
+  for (const auto& [value, name] : kCaptureNames) {
+    if (text == name) return value;
+  }
+  return Status::Config("'" + std::string(text) + "' is not a capture mode (copy, zero-copy)");
+}
 
 const char* ChangeDetectionName(ChangeDetection mode) {
   for (const auto& [value, name] : kChangeNames) {

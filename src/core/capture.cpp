@@ -159,7 +159,7 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
 }
 
 Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_bytes[2], bool* touching,
-                           uint64_t* gpu_bytes, double* gpu_seconds) {
+                           uint64_t* gpu_bytes, double* gpu_seconds, ZeroCopy* zc) {
   *touching = initializer_.touching();
   Status copied;
   if (!batch.gpu.empty()) {
@@ -170,7 +170,13 @@ Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_
   }
   for (int touched : {1, 0}) {
     const auto c0 = std::chrono::steady_clock::now();
-    CopyIn(MemoryKind::kHost, *copier_, batch.host[touched]);
+    if (zc != nullptr) {  // zero-copy: host pieces as they were at the checkpoint call
+      for (const auto& seg : batch.host[touched]) {
+        if (copied.ok()) copied = zc->Read(seg.src, seg.dst, seg.bytes);
+      }
+    } else {
+      CopyIn(MemoryKind::kHost, *copier_, batch.host[touched]);
+    }
     copy_s[touched] = SecondsSince(c0);
     for (const auto& seg : batch.host[touched]) copy_bytes[touched] += seg.bytes;
   }
@@ -249,6 +255,7 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   if (number < 0) return Status::InvalidArgument("version/step must be >= 0, got " + std::to_string(number));
   CAIRN_RETURN_IF_ERROR(CheckSources(sources));
   MutexLock capture_lock(&capture_mu_);
+  JoinZeroCopy();  // a checkpoint waits for the previous zero-copy epoch's read
   const auto t0 = std::chrono::steady_clock::now();
   double interval_s = -1;
   double blocked_before = 0;
@@ -273,8 +280,18 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
     if (checkpoint) layering_->Dropped(name, number);
     return s;
   }
-  const std::vector<uint64_t> packed = PackedStarts(e->layout);
+  // zero-copy (zero_copy_capture.cpp): protected now, copied by a reader thread.
+  if (checkpoint && config_.capture == CaptureMode::kZeroCopy && StartZeroCopy(e, sources, t0, interval_s)) {
+    return Status::Ok();
+  }
   blocked_before = CaptureBlockedSeconds();
+  CAIRN_RETURN_IF_ERROR(CaptureBlocks(e, sources, nullptr));
+  EndCapture(e, t0, interval_s, blocked_before);
+  return Status::Ok();
+}
+
+Status Pipeline::CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSource>& sources, ZeroCopy* zc) {
+  const std::vector<uint64_t> packed = PackedStarts(e->layout);
   uint64_t gpu_bytes = 0;
   double gpu_seconds = 0;
   CaptureBatch batch;
@@ -283,9 +300,9 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
     double copy_s[2] = {0, 0};  // into untouched, into touched
     uint64_t copy_bytes[2] = {0, 0};
     bool touching = false;
-    lock.Unlock();
-    const Status copied = CopyBatch(batch, copy_s, copy_bytes, &touching, &gpu_bytes, &gpu_seconds);
-    lock.Lock();
+    mu_.Unlock();
+    const Status copied = CopyBatch(batch, copy_s, copy_bytes, &touching, &gpu_bytes, &gpu_seconds, zc);
+    mu_.Lock();
     if (!copied.ok()) return RollBackCapture(e, batch, copied);
     if (batch.gpu.empty()) {  // device copies overlap: no host rate
       for (int touched : {1, 0}) {
@@ -300,7 +317,6 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
     stats_.device.capture.ops += 1;
     stats_.device.capture.seconds += gpu_seconds;
   }
-  EndCapture(e, t0, interval_s, blocked_before);
   return Status::Ok();
 }
 

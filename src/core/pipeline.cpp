@@ -103,6 +103,10 @@ Status Pipeline::Init() {
 Pipeline::~Pipeline() { (void)Shutdown(); }
 
 Status Pipeline::Shutdown() {
+  {
+    MutexLock capture_lock(&capture_mu_);
+    JoinZeroCopy();  // a zero-copy epoch is read to the end (it needs the threads below)
+  }
   // Histories first: their unflushed steps are consumed, not written.
   std::vector<std::string> open_histories;
   {
@@ -417,6 +421,18 @@ Stats Pipeline::GetStats() const {
   }
   s.cache_dirty_bytes = dirty_bytes_;
   if (layering_) s.changes = layering_->stats();
+  if (zero_copy_) {
+    const ZeroCopyCounters c = zero_copy_->counters();
+    s.zero_copy.protected_bytes = c.protected_bytes;
+    s.zero_copy.cow_peak_bytes = c.cow_peak_bytes;
+    s.zero_copy.red = c.red;
+    s.zero_copy.orange = c.orange;
+    s.zero_copy.green = c.green;
+    s.zero_copy.blue = c.blue;
+    s.zero_copy.faults = c.faults;
+    s.zero_copy.red_wait_s = c.red_wait_s;
+    s.zero_copy.fault_s = c.fault_s;
+  }
   return s;
 }
 

@@ -88,6 +88,7 @@
 #include "core/layering.hpp"
 #include "core/trace.hpp"
 #include "core/worker.hpp"
+#include "core/zero_copy.hpp"
 #include "format/file_writer.hpp"
 #include "gpu/device_cache.hpp"
 #include "gpu/runtime.hpp"
@@ -245,7 +246,25 @@ class Pipeline {
   // Copies a planned batch (no lock): device copies, then host copies, then
   // the chunk tails. Adds the device bytes and seconds to the totals.
   Status CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_bytes[2], bool* touching,
-                   uint64_t* gpu_bytes, double* gpu_seconds) CAIRN_EXCLUDES(mu_);
+                   uint64_t* gpu_bytes, double* gpu_seconds, ZeroCopy* zc) CAIRN_EXCLUDES(mu_);
+  // Copies e's blocks into the cache, batch by batch (mu_ dropped around each
+  // copy); zc: host pieces are read through the zero-copy epoch instead.
+  Status CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSource>& sources, ZeroCopy* zc)
+      CAIRN_REQUIRES(mu_);
+
+  // Zero-copy checkpoints (zero_copy_capture.cpp; docs/design.md, "Zero-copy
+  // captures"). StartZeroCopy protects e's host memory and hands the rest of
+  // the capture to a reader thread; false (with zero_copy.note) when e must be
+  // copied instead.
+  bool StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                     std::chrono::steady_clock::time_point t0, double interval_s) CAIRN_REQUIRES(mu_, capture_mu_);
+  void ReadZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                    std::chrono::steady_clock::time_point t0, double interval_s) CAIRN_EXCLUDES(mu_);
+  // The previous epoch's reader is done (joined).
+  void JoinZeroCopy() CAIRN_REQUIRES(capture_mu_) CAIRN_EXCLUDES(mu_);
+  // No zero-copy epoch is being read (restore and pop write into memory that
+  // may be protected, holding mu_, which the reader needs).
+  void WaitZeroCopyIdle() CAIRN_EXCLUDES(mu_);
   // A device copy failed: this version never existed.
   Status RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, const Status& copied)
       CAIRN_REQUIRES(mu_);
@@ -370,6 +389,12 @@ class Pipeline {
   // What each checkpoint version stores (layering.hpp; its own lock, taken
   // after mu_). Made by Init, after copier_, whose helpers it hashes on.
   std::unique_ptr<Layering> layering_;
+
+  // zero-copy: made at the first zero-copy checkpoint; one epoch at a time.
+  std::unique_ptr<ZeroCopy> zero_copy_ CAIRN_GUARDED_BY(mu_);
+  Status zero_copy_unavailable_ CAIRN_GUARDED_BY(mu_);  // Create failed: copy from now on
+  bool zero_copy_busy_ CAIRN_GUARDED_BY(mu_) = false;   // an epoch is being read
+  std::jthread zero_copy_reader_ CAIRN_GUARDED_BY(capture_mu_);
 
   // The stages (worker.hpp), over mu_. Declared after everything they use:
   // started by Init, stopped and joined by Shutdown (and their destructors).

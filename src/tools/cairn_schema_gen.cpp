@@ -106,6 +106,12 @@ std::string Default(uint32_t mode) {
 std::string Default(cairn::CacheInit v) { return std::string("`") + cairn::CacheInitName(v) + "`"; }
 std::string Default(cairn::DeviceCacheInit v) { return std::string("`") + cairn::DeviceCacheInitName(v) + "`"; }
 std::string Default(cairn::ChangeDetection v) { return std::string("`") + cairn::ChangeDetectionName(v) + "`"; }
+std::string Default(cairn::CaptureMode v) { return std::string("`") + cairn::CaptureModeName(v) + "`"; }
+std::string Default(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "`%g`", v);
+  return buf;
+}
 
 std::string Note(std::string value, const char* dflt) {
   if (*dflt == '\0') return value;

@@ -25,6 +25,7 @@ from ._memory import alloc, empty
 from ._client import (
     ChangeMode,
     ChangeStats,
+    ZeroCopyStats,
     Client,
     DeviceCacheInit,
     DeviceStats,
@@ -60,6 +61,7 @@ __all__ = [
     "ArrayLike",
     "ChangeMode",
     "ChangeStats",
+    "ZeroCopyStats",
     "Client",
     "ConfigError",
     "CorruptError",

@@ -58,6 +58,8 @@ class Config:
     hash_chunk_bytes: int
     record_placement: bool
     placement: str
+    capture: str
+    cow_fraction: float
     def validate(self) -> None: ...
 
 class History:

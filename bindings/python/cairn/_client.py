@@ -185,6 +185,26 @@ class MpiStats:
 
 
 @dataclass(frozen=True)
+class ZeroCopyStats:
+    """Zero-copy captures (``cairn::ZeroCopyStats``; ``checkpoint.capture``,
+    docs/design.md "Zero-copy captures"). Zero in copy mode."""
+
+    note: str  #: why a zero-copy checkpoint was copied instead ("" = none)
+    versions: int  #: checkpoints captured zero-copy
+    fallbacks: int  #: zero-copy checkpoints copied instead
+    protected_bytes: int  #: bytes write-protected, summed over versions
+    cow_peak_bytes: int  #: most copy-on-write buffer bytes in use at once
+    red: int  #: first writes that waited for their page to be read
+    orange: int  #: first writes copied into the copy-on-write buffer
+    green: int  #: pages read before any write
+    blue: int  #: first writes after the version was read (not monitored yet: 0)
+    faults: int  #: write faults handled
+    red_wait_s: float  #: application time blocked in RED faults
+    fault_s: float  #: handler time on write faults
+    call_s: float  #: time inside checkpoint calls captured zero-copy
+
+
+@dataclass(frozen=True)
 class Stats:
     """A snapshot of a client's statistics (``cairn::Stats``; docs/stats.md)."""
 
@@ -209,6 +229,7 @@ class Stats:
     device: DeviceStats  #: the GPU tier (device_cache)
     changes: ChangeStats  #: change detection (checkpoint.changes)
     mpi: MpiStats  #: redundancy levels of an MPI client (docs/mpi.md)
+    zero_copy: ZeroCopyStats  #: zero-copy captures (checkpoint.capture)
 
     @property
     def capture_blocked_seconds(self) -> float:
@@ -243,6 +264,7 @@ _NESTED: Dict[str, type] = {
     "DeviceStats": DeviceStats,
     "ChangeStats": ChangeStats,
     "MpiStats": MpiStats,
+    "ZeroCopyStats": ZeroCopyStats,
 }
 _ENUM_NAMES: Dict[str, Tuple[str, ...]] = {
     "init_strategy": _config.INIT_STRATEGIES,
@@ -457,6 +479,9 @@ class Client(_Closable):
                                   every version (default ``True``)
     ``placement``                 restore: ``"restore"`` (default), ``"keep"`` or
                                   ``"interleave"`` (docs/design.md, "Placement")
+    ``capture``                   ``"copy"`` (default) or ``"zero-copy"``
+    ``cow_fraction``              zero-copy: copy-on-write buffer, a fraction of
+                                  the protected bytes (``0.05``)
     ============================  ================================================
 
     ``comm`` (an mpi4py communicator, e.g. ``MPI.COMM_WORLD``) opens the
@@ -510,6 +535,8 @@ class Client(_Closable):
         hash_chunk: Union[int, str, None] = None,
         record_placement: Optional[bool] = None,
         placement: Optional[str] = None,
+        capture: Optional[str] = None,
+        cow_fraction: Optional[float] = None,
         comm: Any = None,
         **unknown: NoReturn,
     ) -> None:

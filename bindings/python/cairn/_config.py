@@ -113,6 +113,25 @@ def _changes(key: str, value: object) -> object:
     return value
 
 
+#: The checkpoint.capture modes (docs/config.md).
+CaptureMode = Literal["copy", "zero-copy"]
+CAPTURE_MODES: Tuple[str, ...] = get_args(CaptureMode)
+
+
+def _capture(key: str, value: object) -> object:
+    if value not in CAPTURE_MODES:
+        raise ConfigError(f"{key} must be one of {', '.join(CAPTURE_MODES)}, not {value!r}")
+    return value
+
+
+def _fraction(key: str, value: object) -> object:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{key} must be a number between 0 and 1, not {_type_name(value)}")
+    if not 0 <= value <= 1:
+        raise ConfigError(f"{key} must be between 0 and 1, not {value!r}")
+    return float(value)
+
+
 def _mode(key: str, value: object) -> object:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ConfigError(
@@ -138,6 +157,8 @@ _CONVERT: Dict[str, Callable[[str, object], object]] = {
     "init": _init,
     "device_init": _device_init,
     "changes": _changes,
+    "capture": _capture,
+    "fraction": _fraction,
 }
 
 #: Keyword overrides accepted by :class:`cairn.Client`, by Python name: the

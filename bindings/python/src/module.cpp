@@ -44,6 +44,12 @@ namespace nb = nanobind;
 
 namespace {
 
+void BindMember(nb::class_<cairn::Config>& cls, const char* name, cairn::CaptureMode cairn::Config::*member) {
+  cls.def_prop_rw(
+      name, [member](const cairn::Config& c) { return std::string(cairn::CaptureModeName(c.*member)); },
+      [member](cairn::Config& c, const std::string& v) { c.*member = Value(cairn::ParseCaptureMode(v)); });
+}
+
 // ---------------------------------------------------------------------------
 // Errors
 
@@ -347,11 +353,14 @@ constexpr const char* KindOf() {
   else if constexpr (std::is_same_v<T, cairn::CacheInit>) return "init";
   else if constexpr (std::is_same_v<T, cairn::DeviceCacheInit>) return "device_init";
   else if constexpr (std::is_same_v<T, cairn::ChangeDetection>) return "changes";
+  else if constexpr (std::is_same_v<T, cairn::CaptureMode>) return "capture";
+  else if constexpr (std::is_same_v<T, double>) return "fraction";
   else static_assert(sizeof(T) == 0, "a Config member of a type the Python package does not know");
 }
 
 // [(keyword, Config attribute, "section.key", environment variable, kind)] of
-// config_keys.def; kind: path, bool, int, size, mode, init, device_init, changes.
+// config_keys.def; kind: path, bool, int, size, mode, init, device_init, changes,
+// capture, fraction.
 nb::list ConfigKeys() {
   nb::list out;
 #define CAIRN_CONFIG_KEY(section, key, member, lo, env, py, type, dflt, doc) \

@@ -1,0 +1,347 @@
+// Zero-copy capture epochs (core/zero_copy.hpp).
+//
+// Each protected page has one state byte, moved by compare-and-swap between
+// the reader (the capture thread) and the fault handler (os::WriteProtect's
+// thread), so that a page's bytes at Begin are read exactly once, either
+// from application memory while it is still protected or from its COW slot:
+//
+//   kProtected --reader--> kReading --reader--> kDone   (GREEN, or RED if a
+//        |                     ^ writer waits: kRed bit, set by the handler)
+//        +--handler, slot free--> kCowing --> kCowed --reader--> kDone (ORANGE)
+//
+// The handler never allocates: slots come from a ring filled at Begin
+// (single producer: the reader gives slots back; single consumer: the
+// handler takes them), page states and slot numbers are arrays sized at
+// Begin. A RED writer stays blocked in the kernel until the reader's Release
+// of its page (or End) wakes it.
+#include "core/zero_copy.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "os/write_protect.hpp"
+
+#if defined(__SANITIZE_THREAD__)
+#define CAIRN_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CAIRN_TSAN 1
+#endif
+#endif
+
+namespace cairn::core {
+namespace {
+
+enum : uint8_t { kIdle = 0, kProtected = 1, kReading = 2, kCowing = 3, kCowed = 4, kDone = 5 };
+constexpr uint8_t kRed = 0x80;  // a writer waits for this page's read
+constexpr uint8_t kStateMask = 0x7f;
+constexpr uint32_t kNoSlot = ~uint32_t{0};
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Copies bytes of a page that the kernel keeps unchanged (protected, its
+// writers blocked). That ordering is invisible to TSan, so under TSan the
+// copy is made of relaxed atomic loads (the application's racing writes in
+// the tests are relaxed atomic stores): no false report, same bytes.
+void CopyStable(void* dst, const void* src, size_t n) {
+#ifdef CAIRN_TSAN
+  auto* d = static_cast<uint8_t*>(dst);
+  auto* s = static_cast<const uint8_t*>(src);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const uint64_t v = __atomic_load_n(reinterpret_cast<const uint64_t*>(s + i), __ATOMIC_RELAXED);
+    std::memcpy(d + i, &v, 8);
+  }
+  for (; i < n; ++i) d[i] = __atomic_load_n(s + i, __ATOMIC_RELAXED);
+#else
+  std::memcpy(dst, src, n);
+#endif
+}
+
+}  // namespace
+
+struct ZeroCopy::Epoch {
+  struct Range {
+    uintptr_t start = 0;
+    size_t bytes = 0;
+    size_t first_page = 0;  // index of its first page in `state`
+  };
+  std::vector<Range> ranges;  // sorted by start; fixed once the handler may see it
+  std::vector<Range> registered;  // the capture thread's: what End unregisters
+  std::vector<std::atomic<uint8_t>> state;
+  std::vector<uint32_t> slot_of;  // written by the handler before kCowed (release)
+  os::Mapping cow;
+  size_t slots = 0;
+  std::vector<uint32_t> ring;  // free slots, SPSC
+  std::atomic<uint64_t> head{0};  // the handler's
+  std::atomic<uint64_t> tail{0};  // the reader's
+  uint32_t spare = kNoSlot;        // the handler's: a slot it took and did not use
+  std::atomic<uint64_t> cow_used{0};
+
+  Epoch(size_t pages, size_t nslots) : state(pages), slot_of(pages, kNoSlot), slots(nslots), ring(nslots) {}
+
+  // The page index of page-aligned address a, or -1.
+  int64_t PageOf(uintptr_t a) const {
+    auto it = std::upper_bound(ranges.begin(), ranges.end(), a,
+                               [](uintptr_t x, const Range& r) { return x < r.start; });
+    if (it == ranges.begin()) return -1;
+    --it;
+    if (a >= it->start + it->bytes) return -1;
+    return static_cast<int64_t>(it->first_page + (a - it->start) / os::PageSize());
+  }
+  uintptr_t AddressOf(size_t page) const {
+    auto it = std::upper_bound(ranges.begin(), ranges.end(), page,
+                               [](size_t p, const Range& r) { return p < r.first_page; });
+    --it;
+    return it->start + (page - it->first_page) * os::PageSize();
+  }
+  uint32_t TakeSlot() {  // handler only
+    if (spare != kNoSlot) return std::exchange(spare, kNoSlot);
+    const uint64_t h = head.load(std::memory_order_relaxed);
+    if (h == tail.load(std::memory_order_acquire)) return kNoSlot;
+    const uint32_t s = ring[h % slots];
+    head.store(h + 1, std::memory_order_release);
+    return s;
+  }
+  void GiveSlot(uint32_t s) {  // reader only (and Begin)
+    const uint64_t t = tail.load(std::memory_order_relaxed);
+    ring[t % slots] = s;
+    tail.store(t + 1, std::memory_order_release);
+  }
+  uint8_t* SlotData(uint32_t s) const { return cow.data() + static_cast<size_t>(s) * os::PageSize(); }
+};
+
+uint64_t ZeroCopy::CowBytes(double cow_fraction, uint64_t protected_bytes) {
+  if (!(cow_fraction > 0)) return 0;
+  const uint64_t page = os::PageSize();
+  auto want = static_cast<uint64_t>(cow_fraction * static_cast<double>(protected_bytes));
+  want = (want + page - 1) / page * page;
+  return std::min(std::max(want, kMinCowPages * page), kMaxCowBytes);
+}
+
+ZeroCopy::ZeroCopy(double cow_fraction) : cow_fraction_(cow_fraction) {}
+
+Result<std::unique_ptr<ZeroCopy>> ZeroCopy::Create(double cow_fraction) {
+  std::unique_ptr<ZeroCopy> z(new ZeroCopy(cow_fraction));
+  CAIRN_ASSIGN_OR_RETURN(z->wp_, os::WriteProtect::Create([p = z.get()](uintptr_t page) { return p->OnFault(page); }));
+  return z;
+}
+
+ZeroCopy::~ZeroCopy() {
+  End();
+  wp_.reset();  // joins the handler
+}
+
+Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
+  if (epoch_) return Status::State("zero-copy: an epoch is already in progress");
+  const size_t page = os::PageSize();
+  size_t pages = 0;
+  uint64_t protect_bytes = 0;
+  std::vector<ZeroCopyRange> sorted = ranges;
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.data < b.data; });
+  for (const auto& r : sorted) {
+    if (r.bytes % page != 0 || reinterpret_cast<uintptr_t>(r.data) % page != 0) {
+      return Status::Unsupported("zero-copy capture needs page-aligned regions (start and size; use cairn_alloc)");
+    }
+    pages += r.bytes / page;
+    protect_bytes += r.extents.empty() ? r.bytes : ExtentBytes(r.extents);
+  }
+  const uint64_t cow_bytes = CowBytes(cow_fraction_, protect_bytes);
+  auto e = std::make_unique<Epoch>(pages, cow_bytes / page);
+  if (cow_bytes > 0) {
+    CAIRN_ASSIGN_OR_RETURN(e->cow, os::Mapping::Create(cow_bytes, os::MapOptions{.populate = true}));
+    for (uint32_t s = 0; s < e->slots; ++s) e->GiveSlot(s);
+  }
+  size_t first = 0;
+  for (const auto& r : sorted) {
+    e->ranges.push_back(Epoch::Range{reinterpret_cast<uintptr_t>(r.data), r.bytes, first});
+    first += r.bytes / page;
+  }
+  // States first, then the handler may see the epoch, then protection.
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const ExtentList whole{Extent{0, sorted[i].bytes}};
+    for (const Extent& x : sorted[i].extents.empty() ? whole : sorted[i].extents) {
+      for (uint64_t o = x.offset / page * page; o < x.end(); o += page) {
+        e->state[e->ranges[i].first_page + o / page].store(kProtected, std::memory_order_relaxed);
+      }
+    }
+  }
+  epoch_ = std::move(e);
+  live_.store(epoch_.get(), std::memory_order_release);
+  Status s;
+  for (size_t i = 0; i < sorted.size() && s.ok(); ++i) {
+    s = wp_->Register(sorted[i].data, sorted[i].bytes);
+    if (!s.ok()) break;
+    epoch_->registered.push_back(epoch_->ranges[i]);
+    const ExtentList whole{Extent{0, sorted[i].bytes}};
+    for (const Extent& x : sorted[i].extents.empty() ? whole : sorted[i].extents) {
+      const uint64_t from = x.offset / page * page;
+      const uint64_t to = (x.end() + page - 1) / page * page;
+      s = wp_->Protect(reinterpret_cast<uintptr_t>(sorted[i].data) + from, to - from);
+      if (!s.ok()) break;
+    }
+  }
+  if (!s.ok()) {
+    End();
+    return s;
+  }
+  epochs_.fetch_add(1, std::memory_order_relaxed);
+  protected_bytes_.fetch_add(protect_bytes, std::memory_order_relaxed);
+  cow_bytes_.store(cow_bytes, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+// The handler thread: decides by the page's state (see the top of the file).
+bool ZeroCopy::OnFault(uintptr_t addr) {
+  in_handler_.fetch_add(1, std::memory_order_seq_cst);
+  const int64_t t0 = NowNs();
+  if (auto* hook = hook_.load(std::memory_order_acquire)) hook(hook_arg_.load(std::memory_order_relaxed));
+  bool release = true;
+  Epoch* e = live_.load(std::memory_order_seq_cst);
+  const int64_t i = e != nullptr ? e->PageOf(addr) : -1;
+  if (i >= 0) {
+    std::atomic<uint8_t>& st = e->state[static_cast<size_t>(i)];
+    uint32_t slot = kNoSlot;
+    for (uint8_t s = st.load(std::memory_order_acquire);;) {
+      const uint8_t low = s & kStateMask;
+      if (low != kProtected && low != kReading) break;  // read or copied already: release
+      if (low == kProtected && (s & kRed) == 0 && slot == kNoSlot) slot = e->TakeSlot();
+      if (low == kProtected && (s & kRed) == 0 && slot != kNoSlot) {
+        if (!st.compare_exchange_weak(s, kCowing, std::memory_order_acq_rel)) continue;
+        CopyStable(e->SlotData(slot), reinterpret_cast<const void*>(addr), os::PageSize());
+        e->slot_of[static_cast<size_t>(i)] = slot;
+        slot = kNoSlot;
+        st.store(kCowed, std::memory_order_release);
+        const uint64_t used = (e->cow_used.fetch_add(1, std::memory_order_relaxed) + 1) * os::PageSize();
+        for (uint64_t peak = cow_peak_.load(); used > peak && !cow_peak_.compare_exchange_weak(peak, used);) {
+        }
+        orange_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
+      // No slot, or the reader has it now: the writer waits for the read.
+      release = false;
+      if ((s & kRed) != 0) break;  // another thread already waits on it
+      if (!st.compare_exchange_weak(s, static_cast<uint8_t>(s | kRed), std::memory_order_acq_rel)) continue;
+      red_.fetch_add(1, std::memory_order_relaxed);
+      red_wait_ns_.fetch_sub(t0, std::memory_order_relaxed);
+      break;
+    }
+    if (slot != kNoSlot) e->spare = slot;
+  }
+  faults_.fetch_add(1, std::memory_order_relaxed);
+  fault_ns_.fetch_add(NowNs() - t0, std::memory_order_relaxed);
+  in_handler_.fetch_sub(1, std::memory_order_seq_cst);
+  return release;
+}
+
+Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
+  Epoch* e = epoch_.get();
+  if (e == nullptr) return Status::State("zero-copy: no epoch in progress");
+  const size_t page = os::PageSize();
+  const auto a = reinterpret_cast<uintptr_t>(src);
+  auto* out = static_cast<uint8_t*>(dst);
+  uintptr_t run_start = 0, run_end = 0;  // pages to release, contiguous
+  Status status;
+  auto flush_run = [&] {
+    if (run_end > run_start) {
+      Status s = wp_->Release(run_start, run_end - run_start);
+      if (!s.ok() && status.ok()) status = s;
+    }
+    run_start = run_end = 0;
+  };
+  for (uintptr_t at = a; at < a + n;) {
+    const uintptr_t pg = at / page * page;
+    const uintptr_t piece_end = std::min<uintptr_t>(pg + page, a + n);
+    const int64_t i = e->PageOf(pg);
+    if (i < 0) {
+      flush_run();
+      return Status::InvalidArgument("zero-copy: the bytes read are not protected memory of this epoch");
+    }
+    std::atomic<uint8_t>& st = e->state[static_cast<size_t>(i)];
+    const bool last_piece = piece_end == pg + page;
+    uint8_t s = st.load(std::memory_order_acquire);
+    while ((s & kStateMask) == kProtected &&
+           !st.compare_exchange_weak(s, static_cast<uint8_t>(kReading | (s & kRed)), std::memory_order_acq_rel)) {
+    }
+    while ((s & kStateMask) == kCowing) {  // the handler is copying it (one page)
+      ::sched_yield();
+      s = st.load(std::memory_order_acquire);
+    }
+    const uint8_t low = s & kStateMask;
+    if (low == kProtected) {
+      CopyStable(out + (at - a), reinterpret_cast<const void*>(at), piece_end - at);
+      if (last_piece) {
+        const uint8_t old = st.exchange(kDone, std::memory_order_acq_rel);
+        if ((old & kRed) != 0) {
+          red_wait_ns_.fetch_add(NowNs(), std::memory_order_relaxed);
+        } else {
+          green_.fetch_add(1, std::memory_order_relaxed);
+        }
+        if (run_end != pg) flush_run();
+        if (run_end == 0) run_start = pg;
+        run_end = pg + page;
+      } else {
+        // Not the page's last piece: back to protected (a writer that came
+        // meanwhile stays RED until the last piece).
+        uint8_t cur = st.load(std::memory_order_acquire);
+        while (!st.compare_exchange_weak(cur, static_cast<uint8_t>(kProtected | (cur & kRed)),
+                                         std::memory_order_acq_rel)) {
+        }
+      }
+    } else if (low == kCowed) {
+      const uint32_t slot = e->slot_of[static_cast<size_t>(i)];
+      std::memcpy(out + (at - a), e->SlotData(slot) + (at - pg), piece_end - at);
+      if (last_piece) {
+        st.store(kDone, std::memory_order_release);
+        e->cow_used.fetch_sub(1, std::memory_order_relaxed);
+        e->GiveSlot(slot);
+      }
+    } else {
+      flush_run();
+      return Status::InvalidArgument("zero-copy: page at offset " + std::to_string(pg - a) +
+                                     " of the read was already read in this epoch, or is not protected");
+    }
+    at = piece_end;
+  }
+  flush_run();
+  return status;
+}
+
+void ZeroCopy::End() {
+  if (!epoch_) return;
+  Epoch* e = epoch_.get();
+  // Writers still waiting (only when pages were left unread: an error) go on.
+  const int64_t now = NowNs();
+  for (auto& st : e->state) {
+    if ((st.load(std::memory_order_acquire) & kRed) != 0) red_wait_ns_.fetch_add(now, std::memory_order_relaxed);
+  }
+  for (const auto& r : e->registered) (void)wp_->Unregister(reinterpret_cast<void*>(r.start), r.bytes);
+  live_.store(nullptr, std::memory_order_seq_cst);
+  while (in_handler_.load(std::memory_order_seq_cst) != 0) ::sched_yield();
+  epoch_.reset();
+}
+
+ZeroCopyCounters ZeroCopy::counters() const {
+  ZeroCopyCounters c;
+  c.epochs = epochs_.load(std::memory_order_relaxed);
+  c.protected_bytes = protected_bytes_.load(std::memory_order_relaxed);
+  c.cow_bytes = cow_bytes_.load(std::memory_order_relaxed);
+  c.cow_peak_bytes = cow_peak_.load(std::memory_order_relaxed);
+  c.red = red_.load(std::memory_order_relaxed);
+  c.orange = orange_.load(std::memory_order_relaxed);
+  c.green = green_.load(std::memory_order_relaxed);
+  c.faults = faults_.load(std::memory_order_relaxed);
+  // Exact between epochs; during one, waits in progress are left out.
+  c.red_wait_s = static_cast<double>(std::max<int64_t>(0, red_wait_ns_.load(std::memory_order_relaxed))) * 1e-9;
+  c.fault_s = static_cast<double>(fault_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  return c;
+}
+
+}  // namespace cairn::core

@@ -1,0 +1,93 @@
+// Zero-copy checkpoints in the pipeline (docs/design.md, "Zero-copy
+// captures"): the checkpoint call plans the version as a copy capture does,
+// write-protects its host memory (core::ZeroCopy) and returns; a reader
+// thread then runs the copy capture's batch loop (CaptureBlocks), taking each
+// host piece through ZeroCopy::Read, so the host cache is only the flush's
+// staging area. One epoch at a time: the next capture, a restore and a pop
+// wait for the reader first.
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "core/pipeline.hpp"
+#include "util/clock.hpp"
+
+namespace cairn::core {
+namespace {
+
+// The epoch's ranges: each non-empty host region with the extents it stores.
+Result<std::vector<ZeroCopyRange>> RangesOf(const format::Layout& l, const std::vector<CaptureSource>& sources) {
+  std::vector<ZeroCopyRange> ranges;
+  for (uint32_t r = 0; r < l.regions.size(); ++r) {
+    const auto& region = l.regions[r];
+    if (region.spec.memory != MemoryKind::kHost) {
+      return Status::Unsupported("region " + std::to_string(region.spec.id) + " is not host memory");
+    }
+    if (region.spec.bytes == 0 || region.stored_bytes == 0) continue;
+    ZeroCopyRange z;
+    z.data = static_cast<uint8_t*>(const_cast<void*>(sources[r].data));
+    z.bytes = region.spec.bytes;
+    z.extents.assign(l.region_extents(r), l.region_extents(r) + region.extent_count);
+    ranges.push_back(std::move(z));
+  }
+  return ranges;
+}
+
+}  // namespace
+
+bool Pipeline::StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                             std::chrono::steady_clock::time_point t0, double interval_s) {
+  Status s = [&]() CAIRN_REQUIRES(mu_) -> Status {
+    CAIRN_RETURN_IF_ERROR(zero_copy_unavailable_);
+    CAIRN_ASSIGN_OR_RETURN(std::vector<ZeroCopyRange> ranges, RangesOf(e->layout, sources));
+    if (!zero_copy_) {
+      auto z = ZeroCopy::Create(config_.cow_fraction);
+      if (!z.ok()) {
+        zero_copy_unavailable_ = z.status();
+        return z.status();
+      }
+      zero_copy_ = std::move(z).value();
+    }
+    return zero_copy_->Begin(ranges);
+  }();
+  if (!s.ok()) {
+    stats_.zero_copy.fallbacks += 1;
+    if (stats_.zero_copy.note.empty()) {
+      stats_.zero_copy.note = "checkpoint '" + e->name + "' " + std::to_string(e->number) +
+                              " was copied, not zero-copy: " + s.message();
+    }
+    return false;
+  }
+  stats_.zero_copy.versions += 1;
+  stats_.zero_copy.call_s += SecondsSince(t0);
+  zero_copy_busy_ = true;
+  zero_copy_reader_ = std::jthread([this, e, sources, t0, interval_s] { ReadZeroCopy(e, sources, t0, interval_s); });
+  return true;
+}
+
+void Pipeline::ReadZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                            std::chrono::steady_clock::time_point t0, double interval_s) {
+  tracer_.NameThread("cairn zero-copy reader (app memory -> cache)");
+  MutexLock lock(&mu_);
+  const double blocked_before = CaptureBlockedSeconds();
+  const Status s = CaptureBlocks(e, sources, zero_copy_.get());
+  zero_copy_->End();  // whatever was not read (an error) is released too
+  if (s.ok()) {
+    EndCapture(e, t0, interval_s, blocked_before);
+  } else if (unreported_error_.ok()) {
+    unreported_error_ = s;  // no caller waits for the capture: the next wait or close reports it
+  }
+  zero_copy_busy_ = false;
+  cv_app_.notify_all();
+}
+
+void Pipeline::JoinZeroCopy() {
+  if (zero_copy_reader_.joinable()) zero_copy_reader_.join();
+}
+
+void Pipeline::WaitZeroCopyIdle() {
+  MutexLock lock(&mu_);
+  cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) { return !zero_copy_busy_; });
+}
+
+}  // namespace cairn::core

@@ -1,0 +1,198 @@
+// Synchronous userfaultfd write-protection (os/write_protect.hpp).
+//
+// The handler thread reads fault messages and asks the owner's callback what
+// to do; pages left blocked are woken by the owner's later Release (a
+// UFFDIO_WRITEPROTECT that clears the protection wakes the range's waiters).
+// The kernel re-checks the protection after queueing a writer, so a Release
+// that races the fault message cannot leave the writer asleep.
+#include "os/write_protect.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "os/memory.hpp"
+#include "os/uffd_uapi.hpp"
+
+namespace cairn::os {
+namespace {
+
+std::string Errno(const char* what, int err) { return std::string(what) + ": " + std::strerror(err); }
+
+// A negotiated userfaultfd with the write-protect mode; kernel-mode faults
+// (read(2) into protected memory) are wanted, so USER_MODE_ONLY is the
+// second choice.
+Result<int> OpenWpUffd(uint64_t* features) {
+  auto open_one = [] {
+    int fd = static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+    if (fd < 0 && (errno == EPERM || errno == EINVAL)) {
+      fd = static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
+    }
+    return fd;
+  };
+  int probe = open_one();
+  if (probe < 0) return Status::Unsupported(Errno("userfaultfd()", errno));
+  uffdio_api api{};
+  api.api = UFFD_API;
+  const int rc = ::ioctl(probe, UFFDIO_API, &api);
+  const int err = errno;
+  ::close(probe);
+  if (rc != 0) return Status::Unsupported(Errno("UFFDIO_API", err));
+  if ((api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP) == 0) {
+    return Status::Unsupported("the kernel's userfaultfd has no write-protect mode (Linux 5.7+)");
+  }
+  const uint64_t want = UFFD_FEATURE_PAGEFAULT_FLAG_WP | (api.features & UFFD_FEATURE_WP_UNPOPULATED);
+  int fd = open_one();
+  if (fd < 0) return Status::Unsupported(Errno("userfaultfd()", errno));
+  uffdio_api use{};
+  use.api = UFFD_API;
+  use.features = want;
+  if (::ioctl(fd, UFFDIO_API, &use) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return Status::Unsupported(Errno("UFFDIO_API", e));
+  }
+  *features = want;
+  return fd;
+}
+
+int WriteProtectIoctl(int uffd, uintptr_t start, size_t len, bool wp) {
+  uffdio_writeprotect w{};
+  w.range.start = start;
+  w.range.len = len;
+  w.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0;
+  for (int tries = 0;; ++tries) {
+    if (::ioctl(uffd, UFFDIO_WRITEPROTECT, &w) == 0) return 0;
+    // EAGAIN: the memory map is changing (rare); the change finishes without us.
+    if (errno != EAGAIN || tries > 10000) return errno;
+    ::sched_yield();
+  }
+}
+
+std::atomic<uint64_t> g_features{0};  // negotiated features (same on every descriptor)
+
+}  // namespace
+
+WriteProtect::WriteProtect(int uffd, int stop_fd, FaultFn fn)
+    : uffd_(uffd), stop_fd_(stop_fd), on_fault_(std::move(fn)) {
+  handler_ = std::jthread([this](std::stop_token st) { Loop(st); });
+}
+
+Result<std::unique_ptr<WriteProtect>> WriteProtect::Create(FaultFn on_fault) {
+  uint64_t features = 0;
+  CAIRN_ASSIGN_OR_RETURN(int uffd, OpenWpUffd(&features));
+  g_features.store(features, std::memory_order_relaxed);
+  const int stop = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop < 0) {
+    const int err = errno;
+    ::close(uffd);
+    return Status::Unsupported(Errno("eventfd", err));
+  }
+  return std::unique_ptr<WriteProtect>(new WriteProtect(uffd, stop, std::move(on_fault)));
+}
+
+WriteProtect::~WriteProtect() {
+  const uint64_t one = 1;
+  (void)!::write(stop_fd_, &one, sizeof one);
+  handler_.request_stop();
+  if (handler_.joinable()) handler_.join();
+  // Closing the descriptor unregisters every range: protection goes and
+  // blocked writers are woken.
+  ::close(stop_fd_);
+  ::close(uffd_);
+}
+
+Status WriteProtect::Register(void* addr, size_t bytes) {
+  const auto start = reinterpret_cast<uintptr_t>(addr);
+  const size_t page = PageSize();
+  if (addr == nullptr || bytes == 0 || start % page != 0 || bytes % page != 0) {
+    return Status::InvalidArgument("zero-copy capture needs page-aligned memory (allocate it with cairn_alloc)");
+  }
+  // Without WP_UNPOPULATED a never-touched page cannot be protected and its
+  // first write would go unseen: populate it first.
+  if ((g_features.load(std::memory_order_relaxed) & UFFD_FEATURE_WP_UNPOPULATED) == 0) TouchPages(addr, bytes);
+  uffdio_register reg{};
+  reg.range.start = start;
+  reg.range.len = bytes;
+  reg.mode = UFFDIO_REGISTER_MODE_WP;
+  if (::ioctl(uffd_, UFFDIO_REGISTER, &reg) != 0) {
+    const int err = errno;
+    if (err == EBUSY) {
+      return Status::Unsupported("the region is already registered with another userfaultfd "
+                                 "(checkpoint.changes = pages tracks it, or another library)");
+    }
+    return Status::Unsupported(Errno("UFFDIO_REGISTER (write-protect mode)", err) +
+                               (err == EINVAL ? " (not anonymous private memory?)" : ""));
+  }
+  return Status::Ok();
+}
+
+Status WriteProtect::Unregister(void* addr, size_t bytes) {
+  uffdio_range r{reinterpret_cast<uintptr_t>(addr), bytes};
+  if (::ioctl(uffd_, UFFDIO_UNREGISTER, &r) != 0) return Status::Io(Errno("UFFDIO_UNREGISTER", errno));
+  return Status::Ok();
+}
+
+Status WriteProtect::Protect(uintptr_t start, size_t len) {
+  if (int err = WriteProtectIoctl(uffd_, start, len, true); err != 0) {
+    return Status::Io(Errno("UFFDIO_WRITEPROTECT (protect)", err));
+  }
+  return Status::Ok();
+}
+
+Status WriteProtect::Release(uintptr_t start, size_t len) {
+  if (int err = WriteProtectIoctl(uffd_, start, len, false); err != 0) {
+    return Status::Io(Errno("UFFDIO_WRITEPROTECT (release)", err));
+  }
+  return Status::Ok();
+}
+
+void WriteProtect::OnFault(uintptr_t addr) {
+  const size_t page = PageSize();
+  addr = addr / page * page;
+  faults_.fetch_add(1, std::memory_order_relaxed);
+  if (on_fault_(addr)) {
+    if (WriteProtectIoctl(uffd_, addr, page, false) != 0) {
+      uffdio_range r{addr, page};  // never leave a writer asleep
+      (void)::ioctl(uffd_, UFFDIO_WAKE, &r);
+    }
+  }
+}
+
+void WriteProtect::Loop(std::stop_token st) {
+  while (!st.stop_requested()) {
+    pollfd fds[2] = {{uffd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    if (fds[1].revents != 0) return;
+    uffd_msg msgs[16];
+    const ssize_t n = ::read(uffd_, msgs, sizeof msgs);
+    for (ssize_t i = 0; n > 0 && i < n / static_cast<ssize_t>(sizeof(uffd_msg)); ++i) {
+      if (msgs[i].event == UFFD_EVENT_PAGEFAULT) OnFault(msgs[i].arg.pagefault.address);
+    }
+  }
+}
+
+Result<uint64_t> CountUffdProtectedPages(const void* addr, size_t bytes) {
+  const size_t page = PageSize();
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::Io(Errno("open /proc/self/pagemap", errno));
+  std::vector<uint64_t> entries(bytes / page);
+  const off_t at = static_cast<off_t>(reinterpret_cast<uintptr_t>(addr) / page * sizeof(uint64_t));
+  const ssize_t n = ::pread(fd, entries.data(), entries.size() * sizeof(uint64_t), at);
+  const int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(entries.size() * sizeof(uint64_t))) return Status::Io(Errno("read /proc/self/pagemap", err));
+  uint64_t count = 0;
+  for (uint64_t e : entries) count += (e >> 57) & 1;  // PM_UFFD_WP
+  return count;
+}
+
+}  // namespace cairn::os

@@ -1,0 +1,235 @@
+// Zero-copy checkpoints through the client (checkpoint.capture = zero-copy;
+// docs/design.md "Zero-copy captures"): versions equal memory at the
+// checkpoint call while application threads keep writing, for COW buffers
+// from none to ample, full and layered (hash); back-to-back checkpoints;
+// no protection left at close; the fallback to copying with a note; the
+// application's own SIGSEGV handler untouched.
+#include <gtest/gtest.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "cairn/cairn.hpp"
+#include "os/page_tracker.hpp"
+#include "os/write_protect.hpp"
+#include "testing/test_util.hpp"
+
+namespace cairn {
+namespace {
+
+using namespace test;
+
+constexpr size_t kPage = 4096;
+constexpr size_t kBytes = 256 * kPage;  // 1 MiB: 16 blocks of 64 KiB
+const char* const kName = "zc";
+
+void Store(uint8_t* p, uint64_t v) { __atomic_store_n(reinterpret_cast<uint64_t*>(p), v, __ATOMIC_RELAXED); }
+std::vector<uint8_t> Snapshot(const uint8_t* p, size_t n) {
+  std::vector<uint8_t> out(n);
+  for (size_t o = 0; o < n; o += 8) {
+    const uint64_t v = __atomic_load_n(reinterpret_cast<const uint64_t*>(p + o), __ATOMIC_RELAXED);
+    std::memcpy(out.data() + o, &v, 8);
+  }
+  return out;
+}
+
+// Pages write-protected by a userfaultfd now (/proc/self/pagemap).
+uint64_t ProtectedPages(const void* p, size_t n) {
+  auto r = os::CountUffdProtectedPages(p, n);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : ~uint64_t{0};
+}
+
+bool ZeroCopyAvailable(std::string* why) {
+  auto wp = os::WriteProtect::Create([](uintptr_t) { return true; });
+  if (!wp.ok()) *why = wp.status().ToString();
+  return wp.ok();
+}
+
+class ZeroCopyCaptureTest : public ScratchDirTest,
+                            public ::testing::WithParamInterface<std::tuple<double, ChangeDetection>> {
+ protected:
+  ZeroCopyCaptureTest() : ScratchDirTest("zero_copy_capture") {}
+  void SetUp() override {
+    ScratchDirTest::SetUp();
+    std::string why;
+    if (!ZeroCopyAvailable(&why)) GTEST_SKIP() << "userfaultfd write-protection unavailable: " << why;
+    // A small cache: the reader waits for the flush, so epochs overlap the
+    // application's writes and the next checkpoint calls.
+    config_ = MakeConfig(256 * kKiB, 64 * kKiB);
+    config_.capture = CaptureMode::kZeroCopy;
+    config_.cow_fraction = std::get<0>(GetParam());
+    config_.changes = std::get<1>(GetParam());
+    config_.keep_versions = 100;
+    auto b = TrackedBuffer::Create(kBytes);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    buf_ = std::move(*b);
+    mem_ = static_cast<uint8_t*>(buf_.data());
+  }
+  Config config_;
+  TrackedBuffer buf_;
+  uint8_t* mem_ = nullptr;
+};
+
+// Each round: snapshot, checkpoint (returns with the memory protected), then
+// writer threads write random words (each value new) while the version is
+// read; the next checkpoint is called as soon as they are done, usually with
+// the previous epoch still being read (it waits). Every version restores to
+// its snapshot.
+TEST_P(ZeroCopyCaptureTest, VersionsEqualMemoryAtTheCallUnderConcurrentWriters) {
+  auto c = OpenClient(config_);
+  ASSERT_NE(c, nullptr);
+  ASSERT_OK(c->Protect(1, mem_, kBytes));
+  std::mt19937_64 rng(7);
+  for (size_t o = 0; o < kBytes; o += 8) Store(mem_ + o, rng());
+  constexpr int kVersions = 6, kThreads = 3;
+  std::vector<std::vector<uint8_t>> content(kVersions + 1);
+  for (int v = 1; v <= kVersions; ++v) {
+    content[v] = Snapshot(mem_, kBytes);
+    ASSERT_OK(c->Checkpoint(kName, v));
+    std::vector<std::thread> writers;
+    for (int t = 0; t < kThreads; ++t) {
+      writers.emplace_back([&, t, v] {
+        std::mt19937_64 r(static_cast<uint64_t>(v * 10 + t));
+        // Few pages per version (layered versions store little), some twice.
+        for (int i = 0; i < 40; ++i) {
+          const size_t page = r() % (v % 2 == 0 ? 16 : kBytes / kPage);
+          const size_t word = (r() % (kPage / 8 / kThreads)) * kThreads + static_cast<size_t>(t);
+          Store(mem_ + page * kPage + word * 8, (uint64_t{1} << 63) | (uint64_t(v) << 40) | (uint64_t(t) << 32) | uint64_t(i));
+        }
+      });
+    }
+    for (auto& w : writers) w.join();
+  }
+  ASSERT_OK(c->Wait(kName, kVersions, Level::kLocal));
+  const Stats s = c->GetStats();
+  EXPECT_EQ(s.zero_copy.versions, uint64_t{kVersions}) << s.zero_copy.note;
+  EXPECT_EQ(s.zero_copy.fallbacks, 0u) << s.zero_copy.note;
+  EXPECT_EQ(s.zero_copy.blue, 0u);
+  if (config_.cow_fraction == 0) EXPECT_EQ(s.zero_copy.orange, 0u);
+  EXPECT_GT(s.zero_copy.green, 0u);
+  EXPECT_LE(s.zero_copy.cow_peak_bytes, uint64_t{1} << 30);
+  for (int v = kVersions; v >= 1; --v) {
+    std::memset(mem_, 0, kBytes);
+    ASSERT_OK(c->Restore(kName, v));
+    EXPECT_EQ(std::memcmp(mem_, content[v].data(), kBytes), 0) << "version " << v;
+  }
+  ASSERT_OK(c->Close());
+  auto left = os::CountUffdProtectedPages(mem_, kBytes);
+  ASSERT_TRUE(left.ok()) << left.status().ToString();
+  EXPECT_EQ(*left, 0u) << "close leaves no protection";
+}
+
+INSTANTIATE_TEST_SUITE_P(CowAndChanges, ZeroCopyCaptureTest,
+                         ::testing::Combine(::testing::Values(0.0, 0.05, 1.0),
+                                            ::testing::Values(ChangeDetection::kFull, ChangeDetection::kHash)));
+
+class ZeroCopyClientTest : public ScratchDirTest {
+ protected:
+  ZeroCopyClientTest() : ScratchDirTest("zero_copy_client") {}
+  void SetUp() override {
+    ScratchDirTest::SetUp();
+    std::string why;
+    if (!ZeroCopyAvailable(&why)) GTEST_SKIP() << "userfaultfd write-protection unavailable: " << why;
+    auto b = TrackedBuffer::Create(kBytes);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    buf_ = std::move(*b);
+    mem_ = static_cast<uint8_t*>(buf_.data());
+  }
+  TrackedBuffer buf_;
+  uint8_t* mem_ = nullptr;
+};
+
+// Memory that checkpoint.changes = pages tracks belongs to the tracker's
+// userfaultfd: the checkpoint is copied instead, and the stats say why.
+TEST_F(ZeroCopyClientTest, UnprotectableMemoryFallsBackToCopyWithANote) {
+  Config config = MakeConfig(4 * kMiB, 64 * kKiB);
+  config.capture = CaptureMode::kZeroCopy;
+  config.changes = ChangeDetection::kPages;
+  auto c = OpenClient(config);
+  ASSERT_NE(c, nullptr);
+  ASSERT_OK(c->Protect(1, mem_, kBytes));
+  std::memset(mem_, 3, kBytes);
+  ASSERT_OK(c->Checkpoint(kName, 1));
+  mem_[5] = 4;
+  ASSERT_OK(c->Checkpoint(kName, 2));
+  ASSERT_OK(c->Wait(kName, 2, Level::kLocal));
+  const Stats s = c->GetStats();
+  if (s.changes.tracker != "uffd-async" && s.changes.tracker != "uffd-sync") {
+    GTEST_SKIP() << "the pages tracker is not userfaultfd here: " << s.changes.tracker;
+  }
+  EXPECT_EQ(s.zero_copy.versions, 0u);
+  EXPECT_EQ(s.zero_copy.fallbacks, 2u);
+  EXPECT_NE(s.zero_copy.note.find("another userfaultfd"), std::string::npos) << s.zero_copy.note;
+  ASSERT_OK(c->Restore(kName, 1));
+  EXPECT_EQ(mem_[5], 3);
+  ASSERT_OK(c->Restore(kName, 2));
+  EXPECT_EQ(mem_[5], 4);
+}
+
+// Closing right after a zero-copy checkpoint reads the epoch to the end
+// (the version is committed) and leaves nothing protected: writes after
+// close do not fault (a fault with no handler would hang here).
+TEST_F(ZeroCopyClientTest, CloseFinishesTheEpochAndRemovesProtection) {
+  Config config = MakeConfig(128 * kKiB, 64 * kKiB);
+  config.capture = CaptureMode::kZeroCopy;
+  config.cow_fraction = 0;
+  {
+    auto c = OpenClient(config);
+    ASSERT_NE(c, nullptr);
+    ASSERT_OK(c->Protect(1, mem_, kBytes));
+    std::memset(mem_, 9, kBytes);
+    ASSERT_OK(c->Checkpoint(kName, 1));
+    ASSERT_OK(c->Close());
+  }
+  EXPECT_EQ(ProtectedPages(mem_, kBytes), 0u);
+  std::memset(mem_, 1, kBytes);
+  auto c = OpenClient(config);
+  ASSERT_NE(c, nullptr);
+  ASSERT_OK(c->Protect(1, mem_, kBytes));
+  ASSERT_OK(c->Restore(kName, 1));
+  EXPECT_EQ(mem_[kBytes - 1], 9);
+}
+
+sigjmp_buf g_jump;
+std::atomic<int> g_app_segvs{0};
+void AppSegv(int) {
+  g_app_segvs.fetch_add(1);
+  siglongjmp(g_jump, 1);
+}
+
+// The application's own SIGSEGV handler keeps working during an epoch
+// (userfaultfd faults never raise signals; nothing is chained or replaced).
+TEST_F(ZeroCopyClientTest, ApplicationSegvHandlerStillWorks) {
+  struct sigaction sa {}, old {};
+  sa.sa_handler = AppSegv;
+  sigemptyset(&sa.sa_mask);
+  ASSERT_EQ(::sigaction(SIGSEGV, &sa, &old), 0);
+  void* guard = ::mmap(nullptr, kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(guard, MAP_FAILED);
+  Config config = MakeConfig(1 * kMiB, 64 * kKiB);
+  config.capture = CaptureMode::kZeroCopy;
+  auto c = OpenClient(config);
+  ASSERT_NE(c, nullptr);
+  ASSERT_OK(c->Protect(1, mem_, kBytes));
+  ASSERT_OK(c->Checkpoint(kName, 1));
+  if (sigsetjmp(g_jump, 1) == 0) {
+    *static_cast<volatile uint8_t*>(guard) = 1;  // the application's own fault
+  }
+  EXPECT_EQ(g_app_segvs.load(), 1);
+  Store(mem_, 1);  // a zero-copy fault: handled without a signal
+  EXPECT_EQ(g_app_segvs.load(), 1);
+  ASSERT_OK(c->Close());
+  ::sigaction(SIGSEGV, &old, nullptr);
+  ::munmap(guard, kPage);
+}
+
+}  // namespace
+}  // namespace cairn
