@@ -49,17 +49,7 @@
 
 #include "cairn/cairn_mpi.h"
 
-static int g_rank, g_size, g_failures;
-
-#define CHECK(cond, ...)                                               \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "rank %d: %s:%d: ", g_rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                    \
-      fprintf(stderr, " [cairn: %s]\n", cairn_last_error());           \
-      ++g_failures;                                                    \
-    }                                                                  \
-  } while (0)
+#include "mpi_check.h"
 
 enum { kBytes = 200 * 1024 + 77 }; /* several 64 KiB blocks and a partial one */
 enum { kVersions = 8 };            /* checkpointed by the killed job */

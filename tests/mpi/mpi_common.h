@@ -13,17 +13,7 @@
 
 #include "cairn/cairn_mpi.h"
 
-static int g_rank, g_size, g_failures;
-
-#define CHECK(cond, ...)                                               \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "rank %d: %s:%d: ", g_rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                    \
-      fprintf(stderr, " [cairn: %s]\n", cairn_last_error());           \
-      ++g_failures;                                                    \
-    }                                                                  \
-  } while (0)
+#include "mpi_check.h"
 
 enum { kBytes = 300 * 1024 + 123 }; /* several blocks and a partial one */
 static char g_root[4096];
