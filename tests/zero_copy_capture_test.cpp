@@ -113,7 +113,9 @@ TEST_P(ZeroCopyCaptureTest, VersionsEqualMemoryAtTheCallUnderConcurrentWriters) 
   EXPECT_EQ(s.zero_copy.versions, uint64_t{kVersions}) << s.zero_copy.note;
   EXPECT_EQ(s.zero_copy.fallbacks, 0u) << s.zero_copy.note;
   EXPECT_EQ(s.zero_copy.blue, 0u);
-  if (config_.cow_fraction == 0) EXPECT_EQ(s.zero_copy.orange, 0u);
+  if (config_.cow_fraction == 0) {
+    EXPECT_EQ(s.zero_copy.orange, 0u);
+  }
   EXPECT_GT(s.zero_copy.green, 0u);
   EXPECT_LE(s.zero_copy.cow_peak_bytes, uint64_t{1} << 30);
   for (int v = kVersions; v >= 1; --v) {

@@ -111,7 +111,9 @@ TEST_P(ZeroCopyCowTest, ConcurrentWritersNeverReachAVersion) {
   const ZeroCopyCounters c = zc_->counters();
   EXPECT_EQ(c.epochs, 3u);
   EXPECT_EQ(c.red + c.orange + c.green, 3 * n) << "each page of each epoch gets one color";
-  if (GetParam() == 0) EXPECT_EQ(c.orange, 0u);
+  if (GetParam() == 0) {
+    EXPECT_EQ(c.orange, 0u);
+  }
   EXPECT_LE(c.cow_peak_bytes, ZeroCopy::CowBytes(GetParam(), n * kPage));
 }
 

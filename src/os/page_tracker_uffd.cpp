@@ -31,49 +31,14 @@
 
 #include "os/memory.hpp"
 #include "os/page_tracker_impl.hpp"
+#include "os/uffd.hpp"
 #include "os/uffd_uapi.hpp"
 #include "util/mutex.hpp"
 
 namespace cairn::os::internal {
 namespace {
 
-std::string Errno(const char* what, int err) { return std::string(what) + ": " + std::strerror(err); }
-
-// A userfaultfd whose supported features are `*supported` (probed on a
-// throwaway descriptor: UFFDIO_API may be called once per descriptor).
-// user_mode_first: try UFFD_USER_MODE_ONLY first (it needs no privilege when
-// vm.unprivileged_userfaultfd=0). Fine for async, where the kernel resolves
-// every write itself; sync wants kernel-mode faults too (a read(2) into
-// tracked memory), which USER_MODE_ONLY turns into EFAULT, so it tries
-// without first.
-Result<int> OpenUffd(bool user_mode_first, uint64_t* supported) {
-  auto open_one = [user_mode_first]() -> int {
-    const int base = O_CLOEXEC | O_NONBLOCK;
-    const int first = user_mode_first ? base | UFFD_USER_MODE_ONLY : base;
-    const int second = user_mode_first ? base : base | UFFD_USER_MODE_ONLY;
-    int fd = static_cast<int>(::syscall(SYS_userfaultfd, first));
-    if (fd < 0 && (errno == EINVAL || errno == EPERM)) fd = static_cast<int>(::syscall(SYS_userfaultfd, second));
-    return fd;
-  };
-  int probe = open_one();
-  if (probe < 0) {
-    const int err = errno;
-    std::string m = Errno("userfaultfd()", err);
-    if (err == EPERM) m += " (vm.unprivileged_userfaultfd=0 and no CAP_SYS_PTRACE)";
-    if (err == ENOSYS) m += " (kernel built without CONFIG_USERFAULTFD)";
-    return Status::Unsupported(std::move(m));
-  }
-  uffdio_api api{};
-  api.api = UFFD_API;
-  const int rc = ::ioctl(probe, UFFDIO_API, &api);
-  const int err = errno;
-  ::close(probe);
-  if (rc != 0) return Status::Unsupported(Errno("UFFDIO_API", err));
-  *supported = api.features;
-  int fd = open_one();
-  if (fd < 0) return Status::Unsupported(Errno("userfaultfd()", errno));
-  return fd;
-}
+using uffd::Errno;
 
 struct Range {
   size_t bytes = 0;
@@ -153,13 +118,7 @@ Status UffdTracker::StartHandler() {
   return Status::Ok();
 }
 
-int UffdTracker::Protect(uintptr_t start, size_t len, bool wp) const {
-  uffdio_writeprotect w{};
-  w.range.start = start;
-  w.range.len = len;
-  w.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0;
-  return ::ioctl(uffd_, UFFDIO_WRITEPROTECT, &w) == 0 ? 0 : errno;
-}
+int UffdTracker::Protect(uintptr_t start, size_t len, bool wp) const { return uffd::Protect(uffd_, start, len, wp); }
 
 Status UffdTracker::Track(void* addr, size_t bytes) {
   CAIRN_RETURN_IF_ERROR(CheckTrackable(addr, bytes));
@@ -171,22 +130,8 @@ Status UffdTracker::Track(void* addr, size_t bytes) {
       (next != ranges_map_.begin() && std::prev(next)->first + std::prev(next)->second.bytes > start)) {
     return Status::InvalidArgument("page tracking: the range overlaps one this tracker already tracks");
   }
-  // Without WP_UNPOPULATED a never-touched page has nothing to protect and
-  // its first write would go unseen: fault the pages in first.
-  if ((features_ & UFFD_FEATURE_WP_UNPOPULATED) == 0) TouchPages(addr, bytes);
-  uffdio_register reg{};
-  reg.range.start = start;
-  reg.range.len = bytes;
-  reg.mode = UFFDIO_REGISTER_MODE_WP;
-  if (::ioctl(uffd_, UFFDIO_REGISTER, &reg) != 0) {
-    const int err = errno;
-    if (err == EBUSY) {
-      return Status::Unsupported("page tracking: the range is already registered with another userfaultfd "
-                                 "(another tracker or library tracks it)");
-    }
-    return Status::Unsupported(Errno("page tracking: UFFDIO_REGISTER (write-protect mode) of the range", err) +
-                               (err == EINVAL ? " (not anonymous private memory?)" : ""));
-  }
+  CAIRN_RETURN_IF_ERROR(uffd::RegisterWp(uffd_, features_, addr, bytes, "page tracking",
+                                         "another tracker or library tracks it"));
   if (int err = Protect(start, bytes, true); err != 0) {
     uffdio_range range{start, bytes};
     (void)::ioctl(uffd_, UFFDIO_UNREGISTER, &range);
@@ -383,7 +328,7 @@ void UffdTracker::HandlerLoop(std::stop_token st) {
 
 Result<std::unique_ptr<PageTracker>> NewUffdTracker(bool async) {
   uint64_t supported = 0;
-  CAIRN_ASSIGN_OR_RETURN(int fd, OpenUffd(/*user_mode_first=*/async, &supported));
+  CAIRN_ASSIGN_OR_RETURN(int fd, uffd::Open(/*user_mode_first=*/async, &supported));
   if ((supported & UFFD_FEATURE_PAGEFAULT_FLAG_WP) == 0) {
     ::close(fd);
     return Status::Unsupported("the kernel's userfaultfd has no write-protect mode (Linux 5.7+)");

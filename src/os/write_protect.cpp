@@ -20,38 +20,25 @@
 #include <vector>
 
 #include "os/memory.hpp"
+#include "os/uffd.hpp"
 #include "os/uffd_uapi.hpp"
 
 namespace cairn::os {
 namespace {
 
-std::string Errno(const char* what, int err) { return std::string(what) + ": " + std::strerror(err); }
+using uffd::Errno;
 
 // A negotiated userfaultfd with the write-protect mode; kernel-mode faults
 // (read(2) into protected memory) are wanted, so USER_MODE_ONLY is the
 // second choice.
 Result<int> OpenWpUffd(uint64_t* features) {
-  auto open_one = [] {
-    int fd = static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
-    if (fd < 0 && (errno == EPERM || errno == EINVAL)) {
-      fd = static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
-    }
-    return fd;
-  };
-  int probe = open_one();
-  if (probe < 0) return Status::Unsupported(Errno("userfaultfd()", errno));
-  uffdio_api api{};
-  api.api = UFFD_API;
-  const int rc = ::ioctl(probe, UFFDIO_API, &api);
-  const int err = errno;
-  ::close(probe);
-  if (rc != 0) return Status::Unsupported(Errno("UFFDIO_API", err));
-  if ((api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP) == 0) {
+  uint64_t supported = 0;
+  CAIRN_ASSIGN_OR_RETURN(int fd, uffd::Open(/*user_mode_first=*/false, &supported));
+  if ((supported & UFFD_FEATURE_PAGEFAULT_FLAG_WP) == 0) {
+    ::close(fd);
     return Status::Unsupported("the kernel's userfaultfd has no write-protect mode (Linux 5.7+)");
   }
-  const uint64_t want = UFFD_FEATURE_PAGEFAULT_FLAG_WP | (api.features & UFFD_FEATURE_WP_UNPOPULATED);
-  int fd = open_one();
-  if (fd < 0) return Status::Unsupported(Errno("userfaultfd()", errno));
+  const uint64_t want = UFFD_FEATURE_PAGEFAULT_FLAG_WP | (supported & UFFD_FEATURE_WP_UNPOPULATED);
   uffdio_api use{};
   use.api = UFFD_API;
   use.features = want;
@@ -64,15 +51,11 @@ Result<int> OpenWpUffd(uint64_t* features) {
   return fd;
 }
 
-int WriteProtectIoctl(int uffd, uintptr_t start, size_t len, bool wp) {
-  uffdio_writeprotect w{};
-  w.range.start = start;
-  w.range.len = len;
-  w.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0;
+int WriteProtectIoctl(int fd, uintptr_t start, size_t len, bool wp) {
   for (int tries = 0;; ++tries) {
-    if (::ioctl(uffd, UFFDIO_WRITEPROTECT, &w) == 0) return 0;
+    const int err = uffd::Protect(fd, start, len, wp);
     // EAGAIN: the memory map is changing (rare); the change finishes without us.
-    if (errno != EAGAIN || tries > 10000) return errno;
+    if (err != EAGAIN || tries > 10000) return err;
     ::sched_yield();
   }
 }
@@ -116,23 +99,8 @@ Status WriteProtect::Register(void* addr, size_t bytes) {
   if (addr == nullptr || bytes == 0 || start % page != 0 || bytes % page != 0) {
     return Status::InvalidArgument("zero-copy capture needs page-aligned memory (allocate it with cairn_alloc)");
   }
-  // Without WP_UNPOPULATED a never-touched page cannot be protected and its
-  // first write would go unseen: populate it first.
-  if ((g_features.load(std::memory_order_relaxed) & UFFD_FEATURE_WP_UNPOPULATED) == 0) TouchPages(addr, bytes);
-  uffdio_register reg{};
-  reg.range.start = start;
-  reg.range.len = bytes;
-  reg.mode = UFFDIO_REGISTER_MODE_WP;
-  if (::ioctl(uffd_, UFFDIO_REGISTER, &reg) != 0) {
-    const int err = errno;
-    if (err == EBUSY) {
-      return Status::Unsupported("the region is already registered with another userfaultfd "
-                                 "(checkpoint.changes = pages tracks it, or another library)");
-    }
-    return Status::Unsupported(Errno("UFFDIO_REGISTER (write-protect mode)", err) +
-                               (err == EINVAL ? " (not anonymous private memory?)" : ""));
-  }
-  return Status::Ok();
+  return uffd::RegisterWp(uffd_, g_features.load(std::memory_order_relaxed), addr, bytes, "zero-copy capture",
+                         "checkpoint.changes = pages tracks it, or another library");
 }
 
 Status WriteProtect::Unregister(void* addr, size_t bytes) {
