@@ -44,11 +44,6 @@ namespace nb = nanobind;
 
 namespace {
 
-void BindMember(nb::class_<cairn::Config>& cls, const char* name, cairn::CaptureMode cairn::Config::*member) {
-  cls.def_prop_rw(
-      name, [member](const cairn::Config& c) { return std::string(cairn::CaptureModeName(c.*member)); },
-      [member](cairn::Config& c, const std::string& v) { c.*member = Value(cairn::ParseCaptureMode(v)); });
-}
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -387,24 +382,31 @@ void BindMember(nb::class_<cairn::Config>& cls, const char* name, T cairn::Confi
   cls.def_rw(name, member);
 }
 
-void BindMember(nb::class_<cairn::Config>& cls, const char* name, cairn::CacheInit cairn::Config::*member) {
+// An enum member as its name: name_of(E) -> const char*, parse(string) -> Result<E>.
+template <typename E, typename NameOf, typename Parse>
+void BindEnum(nb::class_<cairn::Config>& cls, const char* name, E cairn::Config::*member, NameOf name_of,
+              Parse parse) {
   cls.def_prop_rw(
-      name, [member](const cairn::Config& c) { return std::string(cairn::CacheInitName(c.*member)); },
-      [member](cairn::Config& c, const std::string& v) { c.*member = Value(cairn::ParseCacheInit(v)); });
+      name, [member, name_of](const cairn::Config& c) { return std::string(name_of(c.*member)); },
+      [member, parse](cairn::Config& c, const std::string& v) { c.*member = Value(parse(v)); });
+}
+
+void BindMember(nb::class_<cairn::Config>& cls, const char* name, cairn::CacheInit cairn::Config::*member) {
+  BindEnum(cls, name, member, cairn::CacheInitName, cairn::ParseCacheInit);
 }
 
 void BindMember(nb::class_<cairn::Config>& cls, const char* name,
                 cairn::DeviceCacheInit cairn::Config::*member) {
-  cls.def_prop_rw(
-      name, [member](const cairn::Config& c) { return std::string(cairn::DeviceCacheInitName(c.*member)); },
-      [member](cairn::Config& c, const std::string& v) { c.*member = Value(cairn::ParseDeviceCacheInit(v)); });
+  BindEnum(cls, name, member, cairn::DeviceCacheInitName, cairn::ParseDeviceCacheInit);
 }
 
 void BindMember(nb::class_<cairn::Config>& cls, const char* name,
                 cairn::ChangeDetection cairn::Config::*member) {
-  cls.def_prop_rw(
-      name, [member](const cairn::Config& c) { return std::string(cairn::ChangeDetectionName(c.*member)); },
-      [member](cairn::Config& c, const std::string& v) { c.*member = Value(cairn::ParseChangeDetection(v)); });
+  BindEnum(cls, name, member, cairn::ChangeDetectionName, cairn::ParseChangeDetection);
+}
+
+void BindMember(nb::class_<cairn::Config>& cls, const char* name, cairn::CaptureMode cairn::Config::*member) {
+  BindEnum(cls, name, member, cairn::CaptureModeName, cairn::ParseCaptureMode);
 }
 
 // ---------------------------------------------------------------------------
