@@ -18,7 +18,11 @@ os::Topology FourNodes() { return os::Topology{{{0, 1}, {2, 3}, {4, 5}, {6, 7}}}
 
 // 2 MiB-aligned memory that is never touched (the fake decides where it is).
 struct Aligned {
-  explicit Aligned(size_t n) : bytes(n) { data = static_cast<char*>(std::aligned_alloc(kGranule, n)); }
+  // aligned_alloc wants a size that is a multiple of the alignment (C11;
+  // ASan enforces it): allocate whole granules, use n.
+  explicit Aligned(size_t n) : bytes(n) {
+    data = static_cast<char*>(std::aligned_alloc(kGranule, (n + kGranule - 1) / kGranule * kGranule));
+  }
   ~Aligned() { std::free(data); }
   char* data;
   size_t bytes;
