@@ -196,15 +196,7 @@ static int64_t read_number_after(const char *path, const char *key) {
   return v;
 }
 
-static cairn_client_t *open_client(unsigned char *buf) {
-  cairn_client_t *c = NULL;
-  int rc = cairn_open_mpi(MPI_COMM_WORLD, NULL, &c);
-  CHECK(rc == CAIRN_OK, "cairn_open_mpi: %d", rc);
-  if (rc != CAIRN_OK) MPI_Abort(MPI_COMM_WORLD, 3); /* nothing below can run */
-  rc = cairn_protect(c, 7, buf, kBytes);
-  CHECK(rc == CAIRN_OK, "cairn_protect: %d", rc);
-  return c;
-}
+static cairn_client_t *open_client(unsigned char *buf) { return open_client_bytes(buf, kBytes); }
 
 static void run(struct Plan p) {
   char dir[3200];

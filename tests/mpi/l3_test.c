@@ -47,17 +47,6 @@ static cairn_stats_t stats_of(cairn_client_t *c) {
   return st;
 }
 
-static void flip(const char *path, long at) {
-  FILE *f = fopen(path, "r+b");
-  int ch = 0;
-  CHECK(f && fseek(f, at, SEEK_SET) == 0 && (ch = fgetc(f)) != EOF, "read %s", path);
-  if (f) {
-    fseek(f, at, SEEK_SET);
-    fputc(ch ^ 0x21, f);
-    fclose(f);
-  }
-}
-
 static void lose_nodes(int a, int b) {
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_rank == 0) {
@@ -129,7 +118,7 @@ static void test_node(void) {
   /* Rank 1's rebuilt file is damaged (a data byte): restore(3) rebuilds it
    * again (the others' parity survived) and succeeds everywhere. */
   MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank == 1) flip(path, 4096 + 1000);
+  if (g_rank == 1) flip_byte(path, 4096 + 1000, 0x21);
   MPI_Barrier(MPI_COMM_WORLD);
   memset(buf, 0, kBytes);
   rc = restore_logged(c, 3, &got, log, sizeof log);
@@ -137,7 +126,7 @@ static void test_node(void) {
   CHECK((strstr(log, "(L3)") != NULL) == (g_rank == 1), "restore(3): rank %d's log says '%s'", g_rank, log);
   /* The same found by restore_latest: version 3 again, not 2. */
   MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank == 1) flip(path, 4096 + 20000);
+  if (g_rank == 1) flip_byte(path, 4096 + 20000, 0x21);
   MPI_Barrier(MPI_COMM_WORLD);
   memset(buf, 0, kBytes);
   rc = restore_logged(c, -1, &got, log, sizeof log);

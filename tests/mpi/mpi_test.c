@@ -102,15 +102,7 @@ static void test_restart(void) {
    * version 1 together. */
   if (g_rank == 1) {
     version_path(path, sizeof path, 2);
-    FILE *d = fopen(path, "r+b");
-    CHECK(d != NULL, "open %s", path);
-    if (d) {
-      fseek(d, 4096 + 1000, SEEK_SET);
-      int ch = fgetc(d);
-      fseek(d, 4096 + 1000, SEEK_SET);
-      fputc(ch ^ 0x5a, d);
-      fclose(d);
-    }
+    flip_byte(path, 4096 + 1000, 0x5a);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   memset(buf, 0, kBytes);
@@ -281,14 +273,7 @@ static void test_l2(void) {
    * node 1: redundancy is not rebuilt until their next L2 wait.) */
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_rank == k) {
-    FILE *f = fopen(path, "r+b");
-    int ch = 0;
-    CHECK(f && fseek(f, 4096 + 1000, SEEK_SET) == 0 && (ch = fgetc(f)) != EOF, "read %s", path);
-    if (f) {
-      fseek(f, 4096 + 1000, SEEK_SET);
-      fputc(ch ^ 0x20, f);
-      fclose(f);
-    }
+    flip_byte(path, 4096 + 1000, 0x20);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   memset(buf, 0, kBytes);
@@ -299,14 +284,7 @@ static void test_l2(void) {
    * partner's copy instead of falling back to version 2. */
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_rank == k) {
-    FILE *f = fopen(path, "r+b");
-    int ch = 0;
-    CHECK(f && fseek(f, 4096 + 70000, SEEK_SET) == 0 && (ch = fgetc(f)) != EOF, "read %s", path);
-    if (f) {
-      fseek(f, 4096 + 70000, SEEK_SET);
-      fputc(ch ^ 0x01, f);
-      fclose(f);
-    }
+    flip_byte(path, 4096 + 70000, 0x01);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   memset(buf, 0, kBytes);
