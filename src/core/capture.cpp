@@ -285,7 +285,10 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
     return Status::Ok();
   }
   blocked_before = CaptureBlockedSeconds();
-  CAIRN_RETURN_IF_ERROR(CaptureBlocks(e, sources, nullptr));
+  SetCaptureCopying(true);  // the application waits for this copy: it goes first
+  const Status copied = CaptureBlocks(e, sources, nullptr);
+  SetCaptureCopying(false);
+  CAIRN_RETURN_IF_ERROR(copied);
   EndCapture(e, t0, interval_s, blocked_before);
   return Status::Ok();
 }

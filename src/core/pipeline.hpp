@@ -201,7 +201,15 @@ class Pipeline {
   // One wait on cv_app_ that the capturing application sits through: added
   // to capture_blocked_s (device: to device.capture_blocked_s, a wait for a
   // device-cache slot) and traced as `span` on the app track.
+  // The capture gives the cores back for the wait: what it waits for may
+  // need the checksummer (SetCaptureCopying).
   void WaitAsCaptureBlocked(const char* span, bool device = false) CAIRN_REQUIRES(mu_);
+  // Capture precedence (docs/design.md): while an application thread copies
+  // a capture, the checksummer takes no new block, so the copy does not
+  // share the cores and the memory bandwidth with the CRC of its own earlier
+  // blocks. Cleared when the copy ends or waits for room; clearing wakes the
+  // checksummer.
+  void SetCaptureCopying(bool copying) CAIRN_REQUIRES(mu_);
   double CaptureBlockedSeconds() const CAIRN_REQUIRES(mu_) {  // both kinds of wait
     return stats_.capture_blocked_s + stats_.device.capture_blocked_s;
   }
@@ -364,6 +372,7 @@ class Pipeline {
   std::deque<EntryPtr> persist_holds_ CAIRN_GUARDED_BY(mu_);  // persist_hold set, oldest first
   uint64_t dirty_bytes_ CAIRN_GUARDED_BY(mu_) = 0;
   bool closing_ CAIRN_GUARDED_BY(mu_) = false;
+  bool capture_copying_ CAIRN_GUARDED_BY(mu_) = false;  // SetCaptureCopying
   bool shut_down_ CAIRN_GUARDED_BY(mu_) = false;
   Status unreported_error_ CAIRN_GUARDED_BY(mu_);
   Stats stats_ CAIRN_GUARDED_BY(mu_);
