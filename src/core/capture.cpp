@@ -99,6 +99,7 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
   constexpr uint32_t kMaxBatch = 16;
   const uint32_t nblocks = static_cast<uint32_t>(e->layout.blocks.size());
   *batch = CaptureBatch{.first = b};
+  if (StreamsCapture(e->layout.stored_bytes)) batch->stores = CopyEngine::Stores::kStreaming;
   // A sequential toucher may end the slice it is in when a capture starts (a
   // few ms): that is not touching during captures.
   batch->touching_allowed = initializer_.TouchingAllowed();
@@ -175,7 +176,7 @@ Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_
         if (copied.ok()) copied = zc->Read(seg.src, seg.dst, seg.bytes);
       }
     } else {
-      CopyIn(MemoryKind::kHost, *copier_, batch.host[touched]);
+      CopyIn(MemoryKind::kHost, *copier_, batch.host[touched], batch.stores);
     }
     copy_s[touched] = SecondsSince(c0);
     for (const auto& seg : batch.host[touched]) copy_bytes[touched] += seg.bytes;

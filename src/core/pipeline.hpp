@@ -187,7 +187,17 @@ class Pipeline {
     std::vector<bool> to_slot;     // per block of the batch
     std::vector<std::pair<uint8_t*, size_t>> tails;  // chunk tails to zero
     bool touching_allowed = false;  // the touch mode allowed touching meanwhile
+    // Host copies with streaming stores: the capture is larger than the
+    // last-level cache, so its chunks leave the caches anyway
+    // (CopyEngine::Stores; Pipeline::StreamsCapture).
+    CopyEngine::Stores stores = CopyEngine::Stores::kCached;
   };
+  // Whether a capture of `bytes` copies into the cache with streaming stores:
+  // from the size of a server's last-level cache on (32 MiB, our VM's L3).
+  // Not asked of the system: CPUID (sysconf, glibc) claims 256 MiB here.
+  // Below it, cached stores leave the blocks in the cache for the checksummer.
+  static constexpr uint64_t kStreamCaptureBytes = 32ull << 20;
+  static bool StreamsCapture(uint64_t bytes) { return bytes >= kStreamCaptureBytes; }
 
   explicit Pipeline(const Config& config);
   Status Init();
