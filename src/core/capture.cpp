@@ -99,6 +99,7 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
   constexpr uint32_t kMaxBatch = 16;
   const uint32_t nblocks = static_cast<uint32_t>(e->layout.blocks.size());
   *batch = CaptureBatch{.first = b};
+  if (StreamsCapture(e->layout.stored_bytes)) batch->stores = CopyEngine::Stores::kStreaming;
   // A sequential toucher may end the slice it is in when a capture starts (a
   // few ms): that is not touching during captures.
   batch->touching_allowed = initializer_.TouchingAllowed();
@@ -175,7 +176,7 @@ Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_
         if (copied.ok()) copied = zc->Read(seg.src, seg.dst, seg.bytes);
       }
     } else {
-      CopyIn(MemoryKind::kHost, *copier_, batch.host[touched]);
+      CopyIn(MemoryKind::kHost, *copier_, batch.host[touched], batch.stores);
     }
     copy_s[touched] = SecondsSince(c0);
     for (const auto& seg : batch.host[touched]) copy_bytes[touched] += seg.bytes;
@@ -285,7 +286,10 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
     return Status::Ok();
   }
   blocked_before = CaptureBlockedSeconds();
-  CAIRN_RETURN_IF_ERROR(CaptureBlocks(e, sources, nullptr));
+  SetCaptureCopying(true);  // the application waits for this copy: it goes first
+  const Status copied = CaptureBlocks(e, sources, nullptr);
+  SetCaptureCopying(false);
+  CAIRN_RETURN_IF_ERROR(copied);
   EndCapture(e, t0, interval_s, blocked_before);
   return Status::Ok();
 }

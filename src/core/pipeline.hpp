@@ -187,7 +187,17 @@ class Pipeline {
     std::vector<bool> to_slot;     // per block of the batch
     std::vector<std::pair<uint8_t*, size_t>> tails;  // chunk tails to zero
     bool touching_allowed = false;  // the touch mode allowed touching meanwhile
+    // Host copies with streaming stores: the capture is larger than the
+    // last-level cache, so its chunks leave the caches anyway
+    // (CopyEngine::Stores; Pipeline::StreamsCapture).
+    CopyEngine::Stores stores = CopyEngine::Stores::kCached;
   };
+  // Whether a capture of `bytes` copies into the cache with streaming stores:
+  // from the size of a server's last-level cache on (32 MiB, our VM's L3).
+  // Not asked of the system: CPUID (sysconf, glibc) claims 256 MiB here.
+  // Below it, cached stores leave the blocks in the cache for the checksummer.
+  static constexpr uint64_t kStreamCaptureBytes = 32ull << 20;
+  static bool StreamsCapture(uint64_t bytes) { return bytes >= kStreamCaptureBytes; }
 
   explicit Pipeline(const Config& config);
   Status Init();
@@ -201,7 +211,15 @@ class Pipeline {
   // One wait on cv_app_ that the capturing application sits through: added
   // to capture_blocked_s (device: to device.capture_blocked_s, a wait for a
   // device-cache slot) and traced as `span` on the app track.
+  // The capture gives the cores back for the wait: what it waits for may
+  // need the checksummer (SetCaptureCopying).
   void WaitAsCaptureBlocked(const char* span, bool device = false) CAIRN_REQUIRES(mu_);
+  // Capture precedence (docs/design.md): while an application thread copies
+  // a capture, the checksummer takes no new block, so the copy does not
+  // share the cores and the memory bandwidth with the CRC of its own earlier
+  // blocks. Cleared when the copy ends or waits for room; clearing wakes the
+  // checksummer.
+  void SetCaptureCopying(bool copying) CAIRN_REQUIRES(mu_);
   double CaptureBlockedSeconds() const CAIRN_REQUIRES(mu_) {  // both kinds of wait
     return stats_.capture_blocked_s + stats_.device.capture_blocked_s;
   }
@@ -364,6 +382,7 @@ class Pipeline {
   std::deque<EntryPtr> persist_holds_ CAIRN_GUARDED_BY(mu_);  // persist_hold set, oldest first
   uint64_t dirty_bytes_ CAIRN_GUARDED_BY(mu_) = 0;
   bool closing_ CAIRN_GUARDED_BY(mu_) = false;
+  bool capture_copying_ CAIRN_GUARDED_BY(mu_) = false;  // SetCaptureCopying
   bool shut_down_ CAIRN_GUARDED_BY(mu_) = false;
   Status unreported_error_ CAIRN_GUARDED_BY(mu_);
   Stats stats_ CAIRN_GUARDED_BY(mu_);
