@@ -158,6 +158,30 @@ TEST_P(LockStepTest, ReversedWritesLearnedOrderStopsTrappingAfterOneEpoch) {
   }
 }
 
+// The handler numbers first writes: pages copied into slots in the order
+// 5, 3, 7 and read in address order rank 5, 3, 7 next epoch (by first write,
+// not by read order), after the page that waited (RED ranks first).
+TEST_P(LockStepTest, HistoryRanksByFirstWriteNotReadOrder) {
+  auto z = ZeroCopy::Create(0.05);  // COW slots whatever the parameter
+  ASSERT_TRUE(z.ok()) << z.status().ToString();
+  zc_ = std::move(z).value();
+  const size_t bytes = kPages * page_;
+  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+  for (const size_t p : {5, 3, 7}) Store(mem_ + p * page_, 7);  // ORANGE each (16 slots)
+  std::vector<uint8_t> got(bytes);
+  EXPECT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
+  zc_->End();
+  EXPECT_EQ(zc_->counters().orange, 3u);
+  const FlushHistory& h = zc_->history();
+  auto rank = [&](size_t p) { return h.RankOf(reinterpret_cast<uintptr_t>(mem_ + p * page_)); };
+  EXPECT_EQ(rank(5), 0u);
+  EXPECT_EQ(rank(3), 1u);
+  EXPECT_EQ(rank(7), 2u);
+  EXPECT_EQ(rank(0), 3u);  // then GREEN pages in read order
+  EXPECT_EQ(rank(4), 6u);  // 0, 1, 2, 4, 6, 8, ...
+  EXPECT_EQ(rank(8), 8u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Cow, LockStepTest, ::testing::Values(0.0, 0.05));
 
 }  // namespace
