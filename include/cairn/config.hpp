@@ -128,6 +128,9 @@ struct CAIRN_EXPORT Config {
   // zero-copy: the copy-on-write buffer as a fraction of the bytes a version
   // protects (floor 16 pages unless 0, cap 1 GiB). CAIRN_COW
   double cow_fraction = 0.05;
+  // zero-copy: learned | address, the order the epoch's pages are read in
+  // (docs/design.md, "Flush order"). CAIRN_ZERO_COPY_ORDER
+  std::string zero_copy_order = "learned";
 
   // Placement records (docs/design.md, "Placement"): sampled page nodes and
   // thread affinities beside every version. CAIRN_RECORD_PLACEMENT

@@ -575,6 +575,10 @@ Status Config::Validate() const {
     return Status::Config("restart.placement (CAIRN_PLACEMENT) is '" + placement +
                           "'; it must be restore, keep or interleave");
   }
+  if (zero_copy_order != "learned" && zero_copy_order != "address") {
+    return Status::Config("checkpoint.zero_copy_order (CAIRN_ZERO_COPY_ORDER) is '" + zero_copy_order +
+                          "'; it must be learned or address");
+  }
   if (prefetch_depth < 0) {
     return Status::Config("history.prefetch_depth (CAIRN_PREFETCH_DEPTH) is " + std::to_string(prefetch_depth) +
                           "; it must be at least 0 (0 = as many steps as fit in the cache)");

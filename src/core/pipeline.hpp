@@ -178,7 +178,7 @@ class Pipeline {
   // One batch of a capture (pipeline.cpp): the blocks [first, end) and where
   // their bytes go.
   struct CaptureBatch {
-    uint32_t first = 0, end = 0;
+    std::vector<uint32_t> blocks;  // planned, in the order asked for
     // host -> host chunk (CPU copies), into untouched [0] and touched [1]
     // chunks: copied one after the other, so that the touch model gets both
     // rates.
@@ -255,18 +255,21 @@ class Pipeline {
   // queue); kExists/kState.
   Status BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double* interval_s)
       CAIRN_REQUIRES(mu_);
-  // Plans blocks [b, ...) into `batch`: slots and chunks taken, the first
-  // block waiting for room, the others taking what is free right now.
-  // packed: where each of the layout's extents starts in its region's
-  // packed stream (SourcePieces).
+  // Plans a prefix of the blocks `want` (at least the first) into `batch`:
+  // slots and chunks taken, the first block waiting for room, the others
+  // taking what is free right now. packed: where each of the layout's
+  // extents starts in its region's packed stream (SourcePieces).
   void PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources,
-                 const std::vector<uint64_t>& packed, uint32_t b, CaptureBatch* batch) CAIRN_REQUIRES(mu_);
+                 const std::vector<uint64_t>& packed, const std::vector<uint32_t>& want, CaptureBatch* batch)
+      CAIRN_REQUIRES(mu_);
   // Copies a planned batch (no lock): device copies, then host copies, then
   // the chunk tails. Adds the device bytes and seconds to the totals.
   Status CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_bytes[2], bool* touching,
                    uint64_t* gpu_bytes, double* gpu_seconds, ZeroCopy* zc) CAIRN_EXCLUDES(mu_);
   // Copies e's blocks into the cache, batch by batch (mu_ dropped around each
-  // copy); zc: host pieces are read through the zero-copy epoch instead.
+  // copy), in address order; zc: host pieces are read through the zero-copy
+  // epoch instead, one block at a time in the flush order
+  // (checkpoint.zero_copy_order; ZeroCopyOrder, zero_copy_capture.cpp).
   Status CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSource>& sources, ZeroCopy* zc)
       CAIRN_REQUIRES(mu_);
 

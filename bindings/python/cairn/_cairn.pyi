@@ -60,6 +60,7 @@ class Config:
     placement: str
     capture: str
     cow_fraction: float
+    zero_copy_order: str
     def validate(self) -> None: ...
 
 class History:
