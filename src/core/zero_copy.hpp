@@ -18,14 +18,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "cairn/config.hpp"
 #include "cairn/status.hpp"
 #include "os/memory.hpp"
 #include "util/extent.hpp"
 
 namespace cairn::os {
 class WriteProtect;
+enum class WpMechanism : uint8_t;
 }
 
 namespace cairn::core {
@@ -61,9 +64,11 @@ class ZeroCopy {
   static constexpr uint64_t kMaxCowBytes = uint64_t{1} << 30;
   static uint64_t CowBytes(double cow_fraction, uint64_t protected_bytes);
 
-  // kUnsupported with the reason when synchronous userfaultfd
-  // write-protection is not available here (the caller copies instead).
-  static Result<std::unique_ptr<ZeroCopy>> Create(double cow_fraction);
+  // Write protection by `mode` (kAuto: userfaultfd, else mprotect, and
+  // wp_note() says why userfaultfd was skipped). kUnsupported with the
+  // reasons when no allowed mechanism works here (the caller copies instead).
+  static Result<std::unique_ptr<ZeroCopy>> Create(double cow_fraction,
+                                                  WriteProtectMode mode = WriteProtectMode::kAuto);
   ~ZeroCopy();  // ends an epoch in progress: no protection is left behind
   ZeroCopy(const ZeroCopy&) = delete;
   ZeroCopy& operator=(const ZeroCopy&) = delete;
@@ -84,6 +89,9 @@ class ZeroCopy {
   void End();
 
   ZeroCopyCounters counters() const;
+  // The mechanism in use, and why kAuto did not get userfaultfd ("" if it did).
+  os::WpMechanism mechanism() const;
+  const std::string& wp_note() const { return wp_note_; }
 
   // Tests: called by the handler before it decides on a fault (the test may
   // block in it to force an interleaving). Set before Begin.
@@ -100,6 +108,7 @@ class ZeroCopy {
 
   const double cow_fraction_;
   std::unique_ptr<os::WriteProtect> wp_;
+  std::string wp_note_;
   std::unique_ptr<Epoch> epoch_;          // the capture thread's
   std::atomic<Epoch*> live_{nullptr};     // the handler's view of epoch_
   std::atomic<int> in_handler_{0};

@@ -60,6 +60,7 @@ class Config:
     placement: str
     capture: str
     cow_fraction: float
+    write_protect: str
     def validate(self) -> None: ...
 
 class History:
