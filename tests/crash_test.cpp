@@ -142,7 +142,10 @@ Config MakeConfig(const std::string& dir, Mode mode) {
   for (int64_t v = 1; v < 1000000; ++v) {
     FillVersion(buf, v, layered);
     if (!(*client)->Checkpoint(kName, v).ok()) ::_exit(kChildCheckpointFailed);
-    if (IsZeroCopy(mode) && (*client)->GetStats().zero_copy.fallbacks > 0) ::_exit(kChildNotZeroCopy);
+    if (IsZeroCopy(mode) && (*client)->GetStats().zero_copy.fallbacks > 0) {
+      std::fprintf(stderr, "child: %s\n", (*client)->GetStats().zero_copy.note.c_str());  // why
+      ::_exit(kChildNotZeroCopy);
+    }
     if (v % kCommitEvery == 0) {
       if (!(*client)->Wait(kName, v, Level::kLocal).ok()) ::_exit(kChildWaitFailed);
       // Reported only once committed.

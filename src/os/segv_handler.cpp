@@ -5,6 +5,14 @@
 // written before its start is published (release); Unclaim clears the start
 // and then waits, holding the table's mutex so that the slot cannot be
 // claimed again meanwhile, until no handler is inside a callback.
+//
+// A fault raised on a claimed page may reach the handler after the range was
+// made writable and unclaimed (the end of an epoch, Untrack): it is no longer
+// "ours", yet chaining it would be wrong (with SIG_DFL before us, Chain would
+// even reinstall the default action and drop our handler). So a write fault
+// that no slot claims is first retried once per thread, address and unclaim
+// generation: a stale fault then simply succeeds, a foreign one faults again
+// at once and is chained (one extra trap for the application's own faults).
 #include "os/segv_handler.hpp"
 
 #include <linux/futex.h>
@@ -43,6 +51,15 @@ struct sigaction g_previous;  // written once, before the handler is installed
 Mutex g_mu;
 bool g_installed CAIRN_GUARDED_BY(g_mu) = false;
 std::string g_who[kSlots] CAIRN_GUARDED_BY(g_mu);
+std::atomic<uint64_t> g_unclaim_gen{0};  // bumped by every Unclaim
+
+// The last unclaimed write fault this thread retried (initial-exec TLS: a
+// plain %fs-relative access, safe in a signal handler; 16 bytes of static TLS).
+struct Retried {
+  uintptr_t addr;
+  uint64_t gen;
+};
+__thread Retried t_retried __attribute__((tls_model("initial-exec"))) = {0, 0};
 
 bool IsWriteFault(void* uctx) {
 #if defined(__x86_64__)
@@ -81,8 +98,9 @@ void OnSegv(int sig, siginfo_t* info, void* uctx) {
   const uint32_t gen = g_wake_gen.load(std::memory_order_seq_cst);
   g_in_handler.fetch_add(1, std::memory_order_seq_cst);
   Action action = Action::kNotOurs;
-  if (info->si_code == SEGV_ACCERR && IsWriteFault(uctx)) {
-    const auto a = reinterpret_cast<uintptr_t>(info->si_addr);
+  const auto a = reinterpret_cast<uintptr_t>(info->si_addr);
+  const bool write_fault = info->si_code == SEGV_ACCERR && IsWriteFault(uctx);
+  if (write_fault) {
     for (Slot& s : g_slots) {
       const uintptr_t start = s.start.load(std::memory_order_acquire);
       if (start == 0 || a < start || a >= s.end.load(std::memory_order_relaxed)) continue;
@@ -95,7 +113,16 @@ void OnSegv(int sig, siginfo_t* info, void* uctx) {
   // Waits outside the in-handler count: Unclaim never waits for a sleeper.
   if (action == Action::kWait) FutexWait(&g_wake_gen, gen);
   errno = saved_errno;
-  if (action == Action::kNotOurs) Chain(sig, info, uctx);
+  if (action != Action::kNotOurs) return;
+  if (write_fault) {
+    const uint64_t gen_now = g_unclaim_gen.load(std::memory_order_seq_cst);
+    if (t_retried.addr != a || t_retried.gen != gen_now) {
+      t_retried = Retried{a, gen_now};
+      return;  // retry: a stale fault of a range released since succeeds now
+    }
+    t_retried = Retried{0, 0};
+  }
+  Chain(sig, info, uctx);
 }
 
 }  // namespace
@@ -142,6 +169,7 @@ Result<int> Claim(uintptr_t start, size_t bytes, FaultFn fn, void* ctx, std::str
 void Unclaim(int slot) {
   MutexLock l(&g_mu);
   g_slots[slot].start.store(0, std::memory_order_seq_cst);
+  g_unclaim_gen.fetch_add(1, std::memory_order_seq_cst);
   while (g_in_handler.load(std::memory_order_seq_cst) != 0) ::sched_yield();
 }
 

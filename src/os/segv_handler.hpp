@@ -5,7 +5,9 @@
 // (and every fault when no range is claimed) goes to the handler the
 // application had before ours: its SA_SIGINFO or plain handler, or the
 // default action (the access faults again with SIG_DFL and ends the process
-// as it would have without us).
+// as it would have without us). A write fault that no range claims is
+// retried once first (per thread, address and Unclaim): it may have been
+// raised on a range that was released and unclaimed before the handler ran.
 //
 // A claimed range's callback runs in the faulting thread, inside the signal
 // handler: it must be async-signal-safe, never allocate nor take a lock the
