@@ -282,6 +282,14 @@ std::string ReadCapture(const toml::node& n, CaptureMode* out) {
   return "";
 }
 
+std::string ReadWriteProtect(const toml::node& n, WriteProtectMode* out) {
+  if (!n.is_string()) return Expect("a string (auto, userfaultfd, mprotect)", n);
+  auto r = ParseWriteProtectMode(n.as_string()->get());
+  if (!r.ok()) return ": " + r.status().message();
+  *out = r.value();
+  return "";
+}
+
 std::string ReadFraction(const toml::node& n, double* out) {
   if (n.is_floating_point()) {
     *out = n.as_floating_point()->get();
@@ -322,6 +330,7 @@ std::string Read(const toml::node& n, int64_t, CacheInit* out) { return ReadInit
 std::string Read(const toml::node& n, int64_t, DeviceCacheInit* out) { return ReadDeviceInit(n, out); }
 std::string Read(const toml::node& n, int64_t, ChangeDetection* out) { return ReadChanges(n, out); }
 std::string Read(const toml::node& n, int64_t, CaptureMode* out) { return ReadCapture(n, out); }
+std::string Read(const toml::node& n, int64_t, WriteProtectMode* out) { return ReadWriteProtect(n, out); }
 std::string Read(const toml::node& n, int64_t, double* out) { return ReadFraction(n, out); }
 
 const std::vector<KeySpec>& Schema() {
@@ -477,6 +486,13 @@ Status FromEnv(const char* name, const char* v, int64_t, ChangeDetection* out) {
 
 Status FromEnv(const char* name, const char* v, int64_t, CaptureMode* out) {
   auto r = ParseCaptureMode(v);
+  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
+  *out = r.value();
+  return Status::Ok();
+}
+
+Status FromEnv(const char* name, const char* v, int64_t, WriteProtectMode* out) {
+  auto r = ParseWriteProtectMode(v);
   if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
   *out = r.value();
   return Status::Ok();

@@ -167,11 +167,30 @@ uint64_t ZeroCopy::CowBytes(double cow_fraction, uint64_t protected_bytes) {
 
 ZeroCopy::ZeroCopy(double cow_fraction) : cow_fraction_(cow_fraction) {}
 
-Result<std::unique_ptr<ZeroCopy>> ZeroCopy::Create(double cow_fraction) {
+Result<std::unique_ptr<ZeroCopy>> ZeroCopy::Create(double cow_fraction, WriteProtectMode mode) {
   std::unique_ptr<ZeroCopy> z(new ZeroCopy(cow_fraction));
-  CAIRN_ASSIGN_OR_RETURN(z->wp_, os::WriteProtect::Create([p = z.get()](uintptr_t page) { return p->OnFault(page); }));
+  // OnFault runs on the userfaultfd handler thread, or (mprotect) in the
+  // writing thread's SIGSEGV handler: the same logic either way.
+  auto on_fault = [p = z.get()](uintptr_t page) { return p->OnFault(page); };
+  std::string skipped;
+  if (mode != WriteProtectMode::kMprotect) {
+    auto wp = os::WriteProtect::Create(os::WpMechanism::kUserfaultfd, on_fault);
+    if (wp.ok() || mode == WriteProtectMode::kUserfaultfd) {
+      CAIRN_ASSIGN_OR_RETURN(z->wp_, std::move(wp));
+      return z;
+    }
+    skipped = "userfaultfd: " + wp.status().message();
+  }
+  auto wp = os::WriteProtect::Create(os::WpMechanism::kMprotect, on_fault);
+  if (!wp.ok()) {
+    return Status::Unsupported((skipped.empty() ? "" : skipped + "; ") + "mprotect: " + wp.status().message());
+  }
+  z->wp_ = std::move(wp).value();
+  z->wp_note_ = std::move(skipped);
   return z;
 }
+
+os::WpMechanism ZeroCopy::mechanism() const { return wp_->mechanism(); }
 
 ZeroCopy::~ZeroCopy() {
   End();

@@ -22,8 +22,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "cairn/config.hpp"
 #include "cairn/status.hpp"
 #include "core/flush_order.hpp"
 #include "os/memory.hpp"
@@ -31,6 +33,7 @@
 
 namespace cairn::os {
 class WriteProtect;
+enum class WpMechanism : uint8_t;
 }
 
 namespace cairn::core {
@@ -70,9 +73,11 @@ class ZeroCopy {
   // rank kept for the next epoch (the extra memory besides the COW buffer).
   static constexpr size_t kMetadataBytesPerPage = 1 + 4 + 4 + 8 + sizeof(PageSeen) + 4 + 4;
 
-  // kUnsupported with the reason when synchronous userfaultfd
-  // write-protection is not available here (the caller copies instead).
-  static Result<std::unique_ptr<ZeroCopy>> Create(double cow_fraction);
+  // Write protection by `mode` (kAuto: userfaultfd, else mprotect, and
+  // wp_note() says why userfaultfd was skipped). kUnsupported with the
+  // reasons when no allowed mechanism works here (the caller copies instead).
+  static Result<std::unique_ptr<ZeroCopy>> Create(double cow_fraction,
+                                                  WriteProtectMode mode = WriteProtectMode::kAuto);
   ~ZeroCopy();  // ends an epoch in progress: no protection is left behind
   ZeroCopy(const ZeroCopy&) = delete;
   ZeroCopy& operator=(const ZeroCopy&) = delete;
@@ -104,6 +109,9 @@ class ZeroCopy {
   const FlushHistory& history() const { return history_; }
 
   ZeroCopyCounters counters() const;
+  // The mechanism in use, and why kAuto did not get userfaultfd ("" if it did).
+  os::WpMechanism mechanism() const;
+  const std::string& wp_note() const { return wp_note_; }
 
   // Tests: called by the handler before it decides on a fault (the test may
   // block in it to force an interleaving). Set before Begin.
@@ -120,6 +128,7 @@ class ZeroCopy {
 
   const double cow_fraction_;
   std::unique_ptr<os::WriteProtect> wp_;
+  std::string wp_note_;
   std::unique_ptr<Epoch> epoch_;          // the capture thread's
   std::atomic<Epoch*> live_{nullptr};     // the handler's view of epoch_
   std::atomic<int> in_handler_{0};

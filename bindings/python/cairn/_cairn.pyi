@@ -61,6 +61,7 @@ class Config:
     capture: str
     cow_fraction: float
     zero_copy_order: str
+    write_protect: str
     def validate(self) -> None: ...
 
 class History:
