@@ -26,6 +26,7 @@
 
 #include "cairn/cairn_mpi.h"
 #include "cairn/group.hpp"
+#include "manifest_read.h"
 
 namespace {
 
@@ -62,13 +63,8 @@ void Setup() {
 int64_t ManifestCommitted() {
   const std::string path = g_root + "/scratch/node" + std::to_string(g_rank / 2) + "/rank" +
                            std::to_string(g_rank) + "/state/global";
-  std::ifstream in(path);
-  std::string key;
-  int64_t value = 0;
-  while (in >> key >> value) {
-    if (key == "committed") return value;
-  }
-  return -2;
+  test_manifest_t m;
+  return test_manifest_read(path.c_str(), &m) == 0 ? m.committed : -2;
 }
 
 // Makes Cairn calls until `done` holds or 30 s pass (then a failure). The
