@@ -668,6 +668,9 @@ Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_p
       [pipeline](const std::string& name) {
         const auto c = pipeline->NewestLocalCommit(name);
         return collective::GlobalCommit::Local{.version = c.version, .realtime_ns = c.realtime_ns};
+      },
+      [pipeline](const std::string& name, int64_t global, int64_t common) {
+        pipeline->SetGlobalCommit(name, global, common);
       });
   return client;
 }
