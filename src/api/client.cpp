@@ -192,18 +192,26 @@ void CountRestore(Client::Impl& impl, const std::string& name, int64_t version) 
   if (it != impl.recovered.end()) impl.recovered.erase(it);
 }
 
-// After a collective wait's global commit: the redundancy levels whose turn
-// it is (docs/mpi.md). An explicit wait at kPersistent counts as a wait and
-// makes L4's turn, if it is one, a no-op.
-Status AddRedundancy(Client::Impl& impl, const std::string& name, int64_t version, Level level) {
-  const int64_t n = ++impl.waits;
+// CAIRN_L4_EVERY (docs/mpi.md): whether the n-th collective wait (counted
+// over all names) records `version` as persistent, after waiting for it on
+// every rank when it is L4's turn. An explicit wait at kPersistent counts as
+// a wait and makes L4's turn, if it is one, a no-op. Before the manifest
+// record, so that the wait records once (committed and persistent).
+Result<bool> PersistentTurn(Client::Impl& impl, const std::string& name, int64_t version, Level level,
+                            int64_t n) {
+  if (level == Level::kPersistent) return true;
+  if (impl.l4_every <= 0 || n % impl.l4_every != 0) return false;
   const std::string label = "version " + std::to_string(version) + " of '" + name + "'";
-  if (impl.l4_every > 0 && n % impl.l4_every == 0 && level != Level::kPersistent) {
-    Status s = impl.core->pipeline->Wait(format::EntryKind::kCheckpoint, name, version, Level::kPersistent);
-    CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, s, "making " + label + " persistent (CAIRN_L4_EVERY)"));
-    CAIRN_RETURN_IF_ERROR(RecordGlobal(impl, name, version, version));
-    impl.Count(&MpiStats::l4_waits);
-  }
+  Status s = impl.core->pipeline->Wait(format::EntryKind::kCheckpoint, name, version, Level::kPersistent);
+  CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, s, "making " + label + " persistent (CAIRN_L4_EVERY)"));
+  impl.Count(&MpiStats::l4_waits);
+  return true;
+}
+
+// After the n-th collective wait's global commit: the redundancy levels
+// L2 and L3 whose turn it is (docs/mpi.md).
+Status AddRedundancy(Client::Impl& impl, const std::string& name, int64_t version, int64_t n) {
+  const std::string label = "version " + std::to_string(version) + " of '" + name + "'";
   if (impl.l2_every > 0 && n % impl.l2_every == 0) {
     Status s = partner::Replicate(*impl.group, impl.partner, impl.config, name, version);
     CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, s, "the partner copies (L2) of " + label));
@@ -407,9 +415,10 @@ Status Client::Wait(std::string_view name, int64_t version, Level level) {
   const std::string label = "version " + std::to_string(version) + " of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl_->group, s, "waiting for " + label));
   if (level == Level::kCache) return Status::Ok();
-  CAIRN_RETURN_IF_ERROR(
-      RecordGlobal(*impl_, name, version, level == Level::kPersistent ? version : -1));
-  return AddRedundancy(*impl_, std::string(name), version, level);
+  const int64_t n = ++impl_->waits;
+  CAIRN_ASSIGN_OR_RETURN(bool persistent, PersistentTurn(*impl_, std::string(name), version, level, n));
+  CAIRN_RETURN_IF_ERROR(RecordGlobal(*impl_, name, version, persistent ? version : -1));
+  return AddRedundancy(*impl_, std::string(name), version, n);
 }
 
 
@@ -659,6 +668,9 @@ Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_p
       [pipeline](const std::string& name) {
         const auto c = pipeline->NewestLocalCommit(name);
         return collective::GlobalCommit::Local{.version = c.version, .realtime_ns = c.realtime_ns};
+      },
+      [pipeline](const std::string& name, int64_t global, int64_t common) {
+        pipeline->SetGlobalCommit(name, global, common);
       });
   return client;
 }

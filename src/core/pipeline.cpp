@@ -238,6 +238,15 @@ Pipeline::LocalCommit Pipeline::NewestLocalCommit(const std::string& name) const
   return it == local_commits_.end() ? LocalCommit{} : it->second;
 }
 
+void Pipeline::SetGlobalCommit(const std::string& name, int64_t global, int64_t common) {
+  MutexLock lock(&mu_);
+  GlobalCommit& g = global_commits_[name];
+  g.common = std::max(g.common, common);
+  if (global <= g.global) return;
+  g.global = global;
+  mover_.Retain(name);  // the deletions its commit made possible
+}
+
 // The entry's file is committed: stats, and what the mover does next.
 void Pipeline::CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
                              double io_seconds) {

@@ -142,6 +142,16 @@ class Pipeline {
     int64_t realtime_ns = -1;
   };
   LocalCommit NewestLocalCommit(const std::string& name) const CAIRN_EXCLUDES(mu_);
+  // In an MPI job (docs/mpi.md, "Retention"): the newest version of
+  // checkpoint `name` known to be committed on every rank (`global`), and the
+  // newest that may be (`common`); -1 = none. Retention then keeps in every
+  // tier, beyond the newest keep_versions, the newest keep_versions versions
+  // up to `global` and the version `common`, with what their chains read: a
+  // rank never deletes the version a restart would agree on, and the
+  // deletions a local commit makes possible wait until its global commit is
+  // recorded (they would delay that record's fsync). Values only rise; a
+  // higher `global` runs a retention pass.
+  void SetGlobalCommit(const std::string& name, int64_t global, int64_t common) CAIRN_EXCLUDES(mu_);
   Status Restore(const std::string& name, int64_t version, const std::vector<RestoreTarget>& targets)
       CAIRN_EXCLUDES(mu_);
   // Restores the newest committed version that verifies, trying older ones
@@ -390,6 +400,10 @@ class Pipeline {
   Status unreported_error_ CAIRN_GUARDED_BY(mu_);
   Stats stats_ CAIRN_GUARDED_BY(mu_);
   std::map<std::string, LocalCommit> local_commits_ CAIRN_GUARDED_BY(mu_);  // NewestLocalCommit
+  struct GlobalCommit {
+    int64_t global = -1, common = -1;
+  };
+  std::map<std::string, GlobalCommit> global_commits_ CAIRN_GUARDED_BY(mu_);  // SetGlobalCommit
   // The host cache tier's block bookkeeping (tier_cache.hpp): host chunks
   // whose blocks are written (evictable). The device tier's is the device
   // mover's.

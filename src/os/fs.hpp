@@ -21,6 +21,10 @@ namespace cairn::os {
 
 struct OpenOptions {
   bool write = false;     // open for writing (create + truncate) instead of reading
+  // With write: an existing file, opened for writing in place (neither
+  // created nor truncated; kNotFound when absent): overwrites that change no
+  // size, such as the global manifest's slots (docs/format.md 3.6.1).
+  bool in_place = false;
   bool direct = false;    // O_DIRECT; callers fall back when kUnsupported
   uint32_t mode = 0600;   // permission bits for a created file
 };

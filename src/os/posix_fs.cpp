@@ -140,7 +140,11 @@ class PosixFileSystem final : public FileSystem {
     // Writers get O_RDWR rather than O_WRONLY so they can read back what they
     // wrote (verification, copies between tiers) through the same File.
     int flags = O_CLOEXEC;
-    flags |= options.write ? (O_RDWR | O_CREAT | O_TRUNC) : O_RDONLY;
+    if (!options.write) {
+      flags |= O_RDONLY;
+    } else {
+      flags |= options.in_place ? O_RDWR : (O_RDWR | O_CREAT | O_TRUNC);
+    }
     if (options.direct) flags |= O_DIRECT;
     int fd;
     do {

@@ -49,6 +49,7 @@
 
 #include "cairn/cairn_mpi.h"
 
+#include "manifest_read.h"
 #include "mpi_check.h"
 
 enum { kBytes = 200 * 1024 + 77 }; /* several 64 KiB blocks and a partial one */
@@ -241,7 +242,8 @@ static void check(void) {
   char dir[3200];
   rank_dir(dir, sizeof dir, g_rank);
   snprintf(path, sizeof path, "%s/global", dir);
-  int64_t manifest = read_number_after(path, "committed");
+  test_manifest_t m;
+  int64_t manifest = test_manifest_read(path, &m) == 0 ? m.committed : -1;
   int64_t floor = recorded > manifest ? recorded : manifest;
   MPI_Allreduce(MPI_IN_PLACE, &floor, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
 
