@@ -87,10 +87,14 @@ Result<Header> ReadHeader(os::File& file, const std::string& path, const std::ve
   return h;
 }
 
-// A rebuild streams kWindow bytes of every chunk per round (docs/mpi.md):
-// a few MiB keep the rounds few and the buffers small (each survivor holds
-// about m + 1 windows, the lost member m - 1).
-constexpr uint64_t kWindow = uint64_t{4} << 20;
+// A rebuild streams one window of every chunk per round (docs/mpi.md): at
+// most 4 MiB keeps the buffers small (a survivor holds m + 1 windows, the
+// lost member m - 1); at least 8 rounds for chunks over 128 KiB keep the
+// survivors' and the lost member's work overlapped (and small versions, the
+// tests', stream through several rounds too).
+uint64_t WindowOf(uint64_t chunk) {
+  return std::clamp<uint64_t>((chunk + 7) / 8, uint64_t{16} << 10, uint64_t{4} << 20);
+}
 // What a survivor appends to each window it sends the lost member: its
 // verdict so far (0: its parity and bundle check out).
 constexpr size_t kVerdict = sizeof(int64_t);
@@ -483,8 +487,8 @@ class ParityLevel final : public redundancy::Level {
                            name + "' is not what its XOR parity protects (damaged or compacted since)");
   }
 
-  // A survivor's part of a rebuild, window after window (kWindow bytes of
-  // each chunk; docs/mpi.md): it reads its bundle's chunks and its parity,
+  // A survivor's part of a rebuild, window after window (WindowOf(c) bytes
+  // of each chunk; docs/mpi.md): it reads its bundle's chunks and its parity,
   // sends each other survivor the chunk that survivor's parity XORed in and
   // XORs what it receives into its parity window, which is then the lost
   // member's chunk ChunkOf(p, gone) there: that goes to the lost member in
@@ -494,7 +498,7 @@ class ParityLevel final : public redundancy::Level {
   Status SendRebuilt(Survivor& s, size_t gone) {
     const std::vector<int>& members = sets_.members();
     const size_t m = members.size(), p = static_cast<size_t>(sets_.position);
-    const uint64_t c = s.header.chunk, w = std::min(kWindow, c), rounds = (c + kWindow - 1) / kWindow;
+    const uint64_t c = s.header.chunk, window = WindowOf(c), w = std::min(window, c), rounds = (c + window - 1) / window;
     const uint64_t mine = s.bundle->size(), head = s.header.Size();
     auto fail = [&](const Status& st) {
       if (s.failure.ok() && !st.ok()) s.failure = st;
@@ -509,7 +513,7 @@ class ParityLevel final : public redundancy::Level {
     for (uint64_t r = 0; r <= rounds; ++r) {
       std::vector<Group::Outgoing> sends;
       std::vector<int> from;
-      const uint64_t off = r * kWindow, n = r < rounds ? std::min(kWindow, c - off) : 0;
+      const uint64_t off = r * window, n = r < rounds ? std::min(window, c - off) : 0;
       uint8_t* next = acc[r % 2].data();
       if (r < rounds) {
         for (size_t k = 0; k + 1 < m; ++k) {
@@ -578,7 +582,7 @@ class ParityLevel final : public redundancy::Level {
   Result<std::string> ReceiveRebuilt(const std::string& name, int64_t v, size_t gone, uint64_t c, const Member& record) {
     const std::vector<int>& members = sets_.members();
     const size_t m = members.size();
-    const uint64_t rounds = (c + kWindow - 1) / kWindow, total = static_cast<uint64_t>(record.bytes);
+    const uint64_t window = WindowOf(c), rounds = (c + window - 1) / window, total = static_cast<uint64_t>(record.bytes);
     std::vector<int> from;  // from[k]: the survivor whose parity held chunk k
     for (size_t k = 0; k + 1 < m; ++k) from.push_back(members[(k + gone + 1) % m]);
     std::vector<uint32_t> crc(m - 1, 0);
@@ -588,7 +592,7 @@ class ParityLevel final : public redundancy::Level {
     std::vector<std::vector<uint8_t>> got;
     for (uint64_t r = 1; r <= rounds; ++r) {
       CAIRN_RETURN_IF_ERROR(group_.Exchange({}, from, &got));
-      const uint64_t off = (r - 1) * kWindow, n = std::min(kWindow, c - off);
+      const uint64_t off = (r - 1) * window, n = std::min(window, c - off);
       for (size_t k = 0; k < got.size(); ++k) {
         if (got[k].size() != n + kVerdict) {
           if (bad.ok()) bad = Status::Corrupt("a rebuilt piece from rank " + std::to_string(from[k]) + " is malformed");
