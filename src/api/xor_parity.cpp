@@ -5,6 +5,8 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <system_error>
+#include <thread>
 
 #include "api/bundle_stream.hpp"
 #include "format/chain.hpp"
@@ -575,7 +577,8 @@ class ParityLevel final : public redundancy::Level {
   // each chunk's CRC as the pieces arrive and writes them where they
   // belong: straight into the version file when the bundle is one file (a
   // full version), else into memory (a chain: where its later files begin
-  // is known only once their heads arrive), unbundled at the end. It
+  // is known only once their heads arrive), unbundled at the end; a thread
+  // of its own does that for one round while the next one arrives. It
   // commits only if the whole bundle has the recorded CRC and every
   // survivor's verdict is 0; otherwise the temp file goes and nothing is
   // written.
@@ -589,9 +592,9 @@ class ParityLevel final : public redundancy::Level {
     Sink sink;
     Status bad, io;
     int64_t verdict = 0;
-    std::vector<std::vector<uint8_t>> got;
-    for (uint64_t r = 1; r <= rounds; ++r) {
-      CAIRN_RETURN_IF_ERROR(group_.Exchange({}, from, &got));
+    // Round r's windows (from survivor from[k] its chunk k's), checked and
+    // written; run by `writer` while the next round's windows arrive.
+    auto consume = [&](const std::vector<std::vector<uint8_t>>& got, uint64_t r) {
       const uint64_t off = (r - 1) * window, n = std::min(window, c - off);
       for (size_t k = 0; k < got.size(); ++k) {
         if (got[k].size() != n + kVerdict) {
@@ -609,7 +612,22 @@ class ParityLevel final : public redundancy::Level {
         if (r == 1 && k == 0) io = sink.Begin(config_, config_.scratch_dir + "/" + name, v, got[0].data(), len, total);
         if (io.ok()) io = sink.Place(got[k].data(), at, len);
       }
+    };
+    // Two sets of windows alternate: one arrives while the other is written.
+    // The state above is touched by one thread at a time (join orders them).
+    std::vector<std::vector<uint8_t>> got[2];
+    std::jthread writer;
+    for (uint64_t r = 1; r <= rounds; ++r) {
+      Status s = group_.Exchange({}, from, &got[r % 2]);
+      if (writer.joinable()) writer.join();
+      CAIRN_RETURN_IF_ERROR(s);
+      try {
+        writer = std::jthread(consume, std::cref(got[r % 2]), r);
+      } catch (const std::system_error&) {
+        consume(got[r % 2], r);  // no thread to spare: the same work, not overlapped
+      }
     }
+    if (writer.joinable()) writer.join();
     if (!io.ok()) return io;
     if (bad.ok() && verdict != 0)
       bad = Status::Corrupt("version " + std::to_string(v) + " of '" + name + "' cannot be rebuilt from the XOR parity of ranks " +
