@@ -76,7 +76,12 @@ PendingFile::~PendingFile() {
 }
 
 Status PendingFile::WriteAt(const uint8_t* data, size_t n, uint64_t offset) {
-  return out_->WriteAt(data, n, offset).WithContext("writing " + dir_ + "/" + file_);
+  CAIRN_RETURN_IF_ERROR(out_->WriteAt(data, n, offset).WithContext("writing " + dir_ + "/" + file_));
+  // Written piecewise, the file goes to the device as it grows: Commit's
+  // one fsync then waits for the last pieces only. A hint: its failure
+  // (a file system without it) changes nothing that Commit checks.
+  if (config_.fsync) (void)out_->StartWriteback(offset, n);
+  return Status::Ok();
 }
 
 Status PendingFile::Commit() {

@@ -42,7 +42,8 @@ class BundleReader {
   uint64_t size_ = 0;
 };
 
-// dir/file written at any offsets into a temp file, then committed with
+// dir/file written at any offsets into a temp file (each piece's writeback
+// started as it is written, when config.fsync), then committed with
 // fsync + rename + directory fsync (docs/format.md 3.3); destroyed without
 // Commit it removes the temp file, so a failed rebuild leaves nothing.
 class PendingFile {
