@@ -29,7 +29,8 @@ Result<std::unique_ptr<BundleReader>> BundleReader::Open(const Config& c, const 
     CAIRN_ASSIGN_OR_RETURN(uint64_t bytes, file->Size());
     Put(&r->heads_, parsed->number);
     Put(&r->heads_, static_cast<int64_t>(bytes));
-    r->segments_.push_back({.at = r->size_, .bytes = r->heads_.size() - head, .file = nullptr, .head = head});
+    r->segments_.push_back(
+        {.at = r->size_, .bytes = r->heads_.size() - head, .file = nullptr, .head = head});
     r->size_ += r->heads_.size() - head;
     head = r->heads_.size();
     r->files_.push_back(std::move(file));
@@ -41,7 +42,8 @@ Result<std::unique_ptr<BundleReader>> BundleReader::Open(const Config& c, const 
 
 Status BundleReader::Read(uint64_t offset, uint8_t* dst, size_t n) {
   const uint64_t end = offset + n;
-  if (end > size_) std::memset(dst + (std::max(offset, size_) - offset), 0, end - std::max(offset, size_));
+  if (end > size_)
+    std::memset(dst + (std::max(offset, size_) - offset), 0, end - std::max(offset, size_));
   auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
                              [](uint64_t at, const Segment& s) { return at < s.at; });
   if (it != segments_.begin()) --it;
@@ -76,7 +78,8 @@ PendingFile::~PendingFile() {
 }
 
 Status PendingFile::WriteAt(const uint8_t* data, size_t n, uint64_t offset) {
-  CAIRN_RETURN_IF_ERROR(out_->WriteAt(data, n, offset).WithContext("writing " + dir_ + "/" + file_));
+  CAIRN_RETURN_IF_ERROR(
+      out_->WriteAt(data, n, offset).WithContext("writing " + dir_ + "/" + file_));
   // Written piecewise, the file goes to the device as it grows: Commit's
   // one fsync then waits for the last pieces only. A hint: its failure
   // (a file system without it) changes nothing that Commit checks.

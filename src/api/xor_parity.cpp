@@ -134,9 +134,11 @@ class Sink {
                uint64_t total) {
     int64_t head[3] = {0, -1, -1};  // count, number, bytes
     if (n >= kHead) std::memcpy(head, first, kHead);
-    if (head[0] == 1 && head[1] == v && head[2] >= 0 && static_cast<uint64_t>(head[2]) + kHead == total) {
-      CAIRN_ASSIGN_OR_RETURN(file_, redundancy::PendingFile::Create(
-                                        c, dir, format::EntryFileName(format::EntryKind::kCheckpoint, v)));
+    if (head[0] == 1 && head[1] == v && head[2] >= 0 &&
+        static_cast<uint64_t>(head[2]) + kHead == total) {
+      CAIRN_ASSIGN_OR_RETURN(file_,
+                             redundancy::PendingFile::Create(
+                                 c, dir, format::EntryFileName(format::EntryKind::kCheckpoint, v)));
     } else {
       memory_.resize(total);
     }
@@ -412,20 +414,25 @@ class ParityLevel final : public redundancy::Level {
       int64_t st = 2, c = 0, bytes = -1, crc = 0;
       size_t at = 0;
       if (q == gone) continue;
-      if (!Get(got[q], &at, &st) || !Get(got[q], &at, &c) || !Get(got[q], &at, &bytes) || !Get(got[q], &at, &crc)) st = 2;
+      if (!Get(got[q], &at, &st) || !Get(got[q], &at, &c) || !Get(got[q], &at, &bytes) ||
+          !Get(got[q], &at, &crc))
+        st = 2;
       if (st == 0 && chunk == 0) {
         chunk = c;
         record.bytes = bytes;
         record.crc = static_cast<uint32_t>(crc);
       }
       const bool sane = c > 0 && bytes > 0 && bytes <= static_cast<int64_t>(m - 1) * c;
-      if (st == 0 && (!sane || c != chunk || bytes != record.bytes || static_cast<uint32_t>(crc) != record.crc)) st = 2;
+      if (st == 0 && (!sane || c != chunk || bytes != record.bytes ||
+                      static_cast<uint32_t>(crc) != record.crc))
+        st = 2;
       worst = std::max(worst, st);
     }
     if (worst != 0) {
       if (worst == 2 && p == gone)
-        notes_.push_back("version " + std::to_string(v) + " of '" + name + "' cannot be rebuilt from the XOR parity of ranks " +
-                         RankList(members) + ": a survivor's parity or file is damaged (its rank says which)");
+        notes_.push_back("version " + std::to_string(v) + " of '" + name +
+                         "' cannot be rebuilt from the XOR parity of ranks " + RankList(members) +
+                         ": a survivor's parity or file is damaged (its rank says which)");
       if (!why.ok() && why.code() != Code::kNotFound) notes_.push_back(why.ToString());
       return std::string();
     }
@@ -473,11 +480,13 @@ class ParityLevel final : public redundancy::Level {
     s->name = name;
     s->path = ParityPath(name, v);
     auto file = Fs(config_)->Open(s->path, os::OpenOptions{});
-    if (!file.ok()) return file.status().code() == Code::kNotFound ? Status::NotFound(s->path) : file.status();
+    if (!file.ok())
+      return file.status().code() == Code::kNotFound ? Status::NotFound(s->path) : file.status();
     CAIRN_ASSIGN_OR_RETURN(s->header, ReadVersionHeader(**file, s->path, v));
     s->parity = std::move(*file);
     auto bundle = redundancy::BundleReader::Open(config_, config_.scratch_dir, name, v);
-    if (!bundle.ok() || static_cast<int64_t>((*bundle)->size()) != s->header.members[static_cast<size_t>(sets_.position)].bytes)
+    if (!bundle.ok() || static_cast<int64_t>((*bundle)->size()) !=
+                            s->header.members[static_cast<size_t>(sets_.position)].bytes)
       return NotProtected(name, v);
     s->bundle = std::move(*bundle);
     s->lost = s->header.members[gone];
@@ -485,8 +494,9 @@ class ParityLevel final : public redundancy::Level {
   }
 
   Status NotProtected(const std::string& name, int64_t v) const {
-    return Status::Corrupt("rank " + std::to_string(group_.rank()) + "'s version " + std::to_string(v) + " of '" +
-                           name + "' is not what its XOR parity protects (damaged or compacted since)");
+    return Status::Corrupt("rank " + std::to_string(group_.rank()) + "'s version " +
+                           std::to_string(v) + " of '" + name +
+                           "' is not what its XOR parity protects (damaged or compacted since)");
   }
 
   // A survivor's part of a rebuild, window after window (WindowOf(c) bytes
@@ -500,12 +510,14 @@ class ParityLevel final : public redundancy::Level {
   Status SendRebuilt(Survivor& s, size_t gone) {
     const std::vector<int>& members = sets_.members();
     const size_t m = members.size(), p = static_cast<size_t>(sets_.position);
-    const uint64_t c = s.header.chunk, window = WindowOf(c), w = std::min(window, c), rounds = (c + window - 1) / window;
+    const uint64_t c = s.header.chunk, window = WindowOf(c), w = std::min(window, c),
+                   rounds = (c + window - 1) / window;
     const uint64_t mine = s.bundle->size(), head = s.header.Size();
     auto fail = [&](const Status& st) {
       if (s.failure.ok() && !st.ok()) s.failure = st;
     };
-    std::vector<uint8_t> own((m - 1) * w), acc[2] = {std::vector<uint8_t>(w + kVerdict), std::vector<uint8_t>(w + kVerdict)};
+    std::vector<uint8_t> own((m - 1) * w),
+        acc[2] = {std::vector<uint8_t>(w + kVerdict), std::vector<uint8_t>(w + kVerdict)};
     std::vector<uint8_t> header(head);
     fail(s.parity->ReadAt(header.data(), head, 0));
     uint32_t parity_crc = crc32c::Value(header.data(), head);
@@ -534,7 +546,8 @@ class ParityLevel final : public redundancy::Level {
         parity_crc = crc32c::Extend(parity_crc, next, n);
         for (size_t j = 0; j < m; ++j) {
           if (j == p || j == gone) continue;
-          sends.push_back({.to = members[j], .data = own.data() + ChunkOf(j, p, m) * w, .bytes = n});
+          sends.push_back(
+              {.to = members[j], .data = own.data() + ChunkOf(j, p, m) * w, .bytes = n});
           from.push_back(members[j]);
         }
       } else {
@@ -549,7 +562,8 @@ class ParityLevel final : public redundancy::Level {
       CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
       for (size_t i = 0; i < got.size(); ++i) {
         if (got[i].size() != n) {
-          fail(Status::Corrupt("a parity piece from rank " + std::to_string(from[i]) + " has the wrong size"));
+          fail(Status::Corrupt("a parity piece from rank " + std::to_string(from[i]) +
+                               " has the wrong size"));
           continue;
         }
         XorInto(next, got[i].data(), n);
@@ -582,10 +596,12 @@ class ParityLevel final : public redundancy::Level {
   // commits only if the whole bundle has the recorded CRC and every
   // survivor's verdict is 0; otherwise the temp file goes and nothing is
   // written.
-  Result<std::string> ReceiveRebuilt(const std::string& name, int64_t v, size_t gone, uint64_t c, const Member& record) {
+  Result<std::string> ReceiveRebuilt(const std::string& name, int64_t v, size_t gone, uint64_t c,
+                                     const Member& record) {
     const std::vector<int>& members = sets_.members();
     const size_t m = members.size();
-    const uint64_t window = WindowOf(c), rounds = (c + window - 1) / window, total = static_cast<uint64_t>(record.bytes);
+    const uint64_t window = WindowOf(c), rounds = (c + window - 1) / window,
+                   total = static_cast<uint64_t>(record.bytes);
     std::vector<int> from;  // from[k]: the survivor whose parity held chunk k
     for (size_t k = 0; k + 1 < m; ++k) from.push_back(members[(k + gone + 1) % m]);
     std::vector<uint32_t> crc(m - 1, 0);
@@ -598,7 +614,9 @@ class ParityLevel final : public redundancy::Level {
       const uint64_t off = (r - 1) * window, n = std::min(window, c - off);
       for (size_t k = 0; k < got.size(); ++k) {
         if (got[k].size() != n + kVerdict) {
-          if (bad.ok()) bad = Status::Corrupt("a rebuilt piece from rank " + std::to_string(from[k]) + " is malformed");
+          if (bad.ok())
+            bad = Status::Corrupt("a rebuilt piece from rank " + std::to_string(from[k]) +
+                                  " is malformed");
           continue;
         }
         int64_t said = 0;
@@ -609,7 +627,8 @@ class ParityLevel final : public redundancy::Level {
         const uint64_t len = std::min(n, total - at);
         crc[k] = crc32c::Extend(crc[k], got[k].data(), len);
         if (!io.ok() || !bad.ok()) continue;
-        if (r == 1 && k == 0) io = sink.Begin(config_, config_.scratch_dir + "/" + name, v, got[0].data(), len, total);
+        if (r == 1 && k == 0)
+          io = sink.Begin(config_, config_.scratch_dir + "/" + name, v, got[0].data(), len, total);
         if (io.ok()) io = sink.Place(got[k].data(), at, len);
       }
     };
@@ -630,17 +649,21 @@ class ParityLevel final : public redundancy::Level {
     if (writer.joinable()) writer.join();
     if (!io.ok()) return io;
     if (bad.ok() && verdict != 0)
-      bad = Status::Corrupt("version " + std::to_string(v) + " of '" + name + "' cannot be rebuilt from the XOR parity of ranks " +
-                            RankList(members) + ": a survivor's parity or file is damaged (its rank says which)");
+      bad =
+          Status::Corrupt("version " + std::to_string(v) + " of '" + name +
+                          "' cannot be rebuilt from the XOR parity of ranks " + RankList(members) +
+                          ": a survivor's parity or file is damaged (its rank says which)");
     if (bad.ok() && BundleCrc(crc, total, c) != record.crc)
-      bad = Status::Corrupt("the version rebuilt from XOR parity does not have the checksum its parity recorded");
+      bad = Status::Corrupt(
+          "the version rebuilt from XOR parity does not have the checksum its parity recorded");
     if (!bad.ok()) {
       notes_.push_back(bad.ToString());
       return std::string();
     }
-    CAIRN_RETURN_IF_ERROR(sink.Commit(config_, config_.scratch_dir + "/" + name, "the XOR parity of ranks " + RankList(members)));
-    return "version " + std::to_string(v) + " of '" + name + "' rebuilt from the XOR parity of its set (ranks " +
-           RankList(members) + ") (L3)";
+    CAIRN_RETURN_IF_ERROR(sink.Commit(config_, config_.scratch_dir + "/" + name,
+                                      "the XOR parity of ranks " + RankList(members)));
+    return "version " + std::to_string(v) + " of '" + name +
+           "' rebuilt from the XOR parity of its set (ranks " + RankList(members) + ") (L3)";
   }
 
   Group& group_;

@@ -227,8 +227,8 @@ uint32_t MultiplyModP(uint32_t a, uint32_t b) {
 
 // x^(8 n) modulo the polynomial: n zero bytes appended shift a CRC by it.
 uint32_t ShiftOfBytes(uint64_t n) {
-  uint32_t result = 1u << 31;    // x^0
-  uint32_t power = 1u << 23;     // x^8: one byte
+  uint32_t result = 1u << 31;  // x^0
+  uint32_t power = 1u << 23;   // x^8: one byte
   for (; n != 0; n >>= 1) {
     if (n & 1) result = MultiplyModP(power, result);
     power = MultiplyModP(power, power);
