@@ -81,6 +81,14 @@ class PosixFile final : public File {
     return Status::Ok();
   }
 
+  Status StartWriteback(uint64_t offset, uint64_t n) override {
+    if (fd_ < 0) return Closed("sync_file_range");
+    if (::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(n),
+                          SYNC_FILE_RANGE_WRITE) != 0)
+      return ErrnoStatus(errno, "sync_file_range", path_);
+    return Status::Ok();
+  }
+
   Status Sync() override {
     if (fd_ < 0) return Closed("fdatasync");
     int rc;
