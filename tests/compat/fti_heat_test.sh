@@ -8,6 +8,8 @@
 #   l4        level 4 only; the local directory is deleted before the relaunch
 #   l2        level 2; the first simulated node's local directory is deleted
 #             (its ranks come back from their partner copies)
+#   l3        level 3; the same deletion (its ranks are rebuilt from the XOR
+#             parity of their sets)
 #   snapshot  FTI_Snapshot at every iteration, ckpt_l1 = 4 calls, ckpt_l4 = 10
 #   dcp       as l1 with enable_dcp = 1 (Cairn's hash change detection)
 set -u
@@ -26,6 +28,7 @@ case $scenario in
   l1) ;;
   l4) level=4 ;;
   l2) level=2 ;;
+  l3) level=3 ;;
   snapshot) every=0; ckpt_l1=4; ckpt_l4=10 ;;
   dcp) dcp=1 ;;
   *) fail "unknown scenario" ;;
@@ -71,7 +74,7 @@ FTI_HEAT_STOP_AT=23 "$@" -np "$np" "$heat" "$root/job/config.fti" 40 "$root/job/
 [ -e "$root/job/result" ] && fail "the killed run finished"
 case $scenario in
   l4) rm -rf "$root/job/local" && mkdir "$root/job/local" ;;
-  l2) [ -d "$root/job/local/node0" ] || fail "no node0 directory: $(ls "$root/job/local")"
+  l2|l3) [ -d "$root/job/local/node0" ] || fail "no node0 directory: $(ls "$root/job/local")"
       rm -rf "$root/job/local/node0" ;;
 esac
 "$@" -np "$np" "$heat" "$root/job/config.fti" 40 "$root/job/result" > "$root/job/out2" 2>&1 ||
@@ -83,6 +86,10 @@ grep -q "resumed at iteration $expect\$" "$root/job/out2" ||
 if [ "$scenario" = l2 ]; then
   grep -q "from its partner copy" "$root/job/out2" ||
     { cat "$root/job/out2"; fail "node 0's ranks were not restored from their partner copies (L2)"; }
+fi
+if [ "$scenario" = l3 ]; then
+  grep -q "rebuilt from the XOR parity" "$root/job/out2" ||
+    { cat "$root/job/out2"; fail "node 0's ranks were not rebuilt from the XOR parity (L3)"; }
 fi
 cmp -s "$root/ref/result" "$root/job/result" ||
   { cat "$root/ref/result" "$root/job/result"; fail "the resumed run's grid differs from the uninterrupted run's"; }
