@@ -128,8 +128,8 @@ FTI_EXPORT int FTI_Recover(void);
  * the configuration's interval of a level (ckpt_l1..ckpt_l4) is due.
  * FTI_DONE when it checkpointed, FTI_SCES when not due. */
 FTI_EXPORT int FTI_Snapshot(void);
-/** Collective: completes the checkpoints, closes Cairn, frees
- * FTI_COMM_WORLD (before MPI_Finalize). */
+/** Collective: completes the checkpoints, closes Cairn (before
+ * MPI_Finalize). FTI_COMM_WORLD stays valid until MPI_Finalize. */
 FTI_EXPORT int FTI_Finalize(void);
 
 #ifdef __cplusplus

@@ -240,6 +240,7 @@ extern "C" int FTI_Init(const char* configFile, MPI_Comm globalComm) {
     for (const std::string& note : c->config.notes) std::printf("[ FTI Information - 000000 ] : %s\n", note.c_str());
   }
   if (OpenCairn(c.get(), globalComm, size) != FTI_SCES) return FTI_NSCS;
+  if (FTI_COMM_WORLD != MPI_COMM_NULL) MPI_Comm_free(&FTI_COMM_WORLD);  // a second FTI_Init
   MPI_Comm_dup(globalComm, &FTI_COMM_WORLD);
   MPI_Comm_dup(globalComm, &c->internal);
   c->start = MPI_Wtime();
@@ -405,7 +406,8 @@ extern "C" int FTI_Finalize(void) {
   if (cairn_close(g->client) != CAIRN_OK) rc = Fail("FTI_Finalize: closing Cairn");
   g->client = nullptr;
   MPI_Comm_free(&g->internal);
-  MPI_Comm_free(&FTI_COMM_WORLD);
+  // FTI_COMM_WORLD stays valid until MPI_Finalize: programs use it after
+  // FTI_Finalize (a last reduction, a barrier), as FTI allows.
   g.reset();
   g_types.assign(std::begin(kBasicSizes), std::end(kBasicSizes));
   return rc;

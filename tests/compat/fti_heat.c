@@ -105,6 +105,7 @@ int main(int argc, char **argv) {
   }
   free(all);
   FTI_Finalize();
+  MPI_Barrier(FTI_COMM_WORLD); /* still valid after FTI_Finalize, as in FTI */
   free(h);
   free(g);
   MPI_Finalize();
