@@ -253,6 +253,16 @@ extern "C" int FTI_Init(const char* configFile, MPI_Comm globalComm) {
   return FindCheckpoint(g.get());
 }
 
+// For the Fortran module fti (src/compat/fti.f90), as FTI's own wrapper: the
+// communicator's Fortran handle in, FTI_COMM_WORLD's out. Exported (FTI_*)
+// but not declared in fti.h.
+extern "C" FTI_EXPORT int FTI_Init_fort_wrapper(const char* configFile, MPI_Fint* globalComm) {
+  if (globalComm == nullptr) return FTI_NSCS;
+  const int rc = FTI_Init(configFile, MPI_Comm_f2c(*globalComm));
+  if (rc == FTI_SCES) *globalComm = MPI_Comm_c2f(FTI_COMM_WORLD);
+  return rc;
+}
+
 extern "C" int FTI_Status(void) { return g && g->reco ? 1 : 0; }
 
 extern "C" int FTI_InitType(fti_id_t* type, int size) {
