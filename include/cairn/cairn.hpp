@@ -167,6 +167,7 @@ struct ProtectOptions {
 class History;
 class Group;
 struct GlobalCommitState;  // cairn/group.hpp
+struct WaitLevels;         // cairn/group.hpp
 
 class CAIRN_EXPORT Client {
  public:
@@ -302,6 +303,8 @@ class CAIRN_EXPORT Client {
   // are collective over a group of processes (docs/mpi.md).
   friend Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_ptr<Group> group);
   friend Result<GlobalCommitState> ProgressGlobalCommit(Client& client, std::string_view name);
+  friend Status WaitAtLevels(Client& client, std::string_view name, int64_t version,
+                             WaitLevels levels);
 };
 
 // A sequence of steps pushed in a forward pass and popped (usually in reverse)
