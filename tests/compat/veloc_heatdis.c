@@ -4,12 +4,13 @@
  * a checkpoint every `every` iterations. Driven by veloc_heatdis.sh
  * (docs/veloc.md, "Tests").
  *
- *   veloc_heatdis <cfg> <mem|file> <iterations> <every> <out>
+ *   veloc_heatdis <cfg> <mem|file|single> <iterations> <every> <out>
  *
  * mem:  the iteration and the grid are protected memory regions
  *       (VELOC_Mem_protect, VELOC_Checkpoint / VELOC_Restart_test + Restart);
  * file: the application writes them to a file it routes (VELOC_Route_file)
- *       in the checkpoint phase, and reads it back in the restart phase.
+ *       in the checkpoint phase, and reads it back in the restart phase;
+ * single: as mem, each rank opened on its own (VELOC_Init_single(rank)).
  * HEATDIS_KILL_AT=K: after iteration K, wait for the last checkpoint
  *       (VELOC_Checkpoint_wait), then every rank SIGKILLs itself: a crash
  *       after a checkpoint that is known durable.
@@ -93,16 +94,17 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (argc != 6) {
-    if (rank == 0) fprintf(stderr, "usage: %s <cfg> <mem|file> <iterations> <every> <out>\n", argv[0]);
+    if (rank == 0) fprintf(stderr, "usage: %s <cfg> <mem|file|single> <iterations> <every> <out>\n", argv[0]);
     MPI_Finalize();
     return 1;
   }
   const int file_mode = strcmp(argv[2], "file") == 0;
+  const int single = strcmp(argv[2], "single") == 0;
   const int iterations = atoi(argv[3]), every = atoi(argv[4]);
   const char *kill_at_env = getenv("HEATDIS_KILL_AT");
   const int kill_at = kill_at_env ? atoi(kill_at_env) : -1;
 
-  if (VELOC_Init(MPI_COMM_WORLD, argv[1]) != VELOC_SUCCESS) {
+  if ((single ? VELOC_Init_single((unsigned)rank, argv[1]) : VELOC_Init(MPI_COMM_WORLD, argv[1])) != VELOC_SUCCESS) {
     printf("Error initializing VELOC! Aborting...\n");
     MPI_Finalize();
     return 2;
