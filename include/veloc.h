@@ -28,14 +28,25 @@ int VELOC_Init_single(unsigned int id, const char *cfg_file);
 int VELOC_Finalize(int cleanup);
 
 /* Memory registration: region id = count * base_size bytes at ptr
- * (count = 0 unregisters it). */
+ * (count = 0 unregisters it). The Region_ forms register in the group of
+ * checkpoint `name`: a checkpoint (and restart) of a name that has regions of
+ * its own uses those, any other the default group (the Mem_ forms).
+ * Mem_clear / Region_clear drop every region of the group. */
 int VELOC_Mem_protect(int id, void *ptr, size_t count, size_t base_size);
+int VELOC_Region_protect(int id, void *ptr, size_t count, size_t base_size, const char *name);
 int VELOC_Mem_unprotect(int id);
+int VELOC_Region_unprotect(int id, const char *name);
+int VELOC_Mem_clear();
+int VELOC_Region_clear(const char *name);
 
 /* File registration: within a checkpoint or restart phase, the path under
  * which to write (or read) the file `original` of the current checkpoint.
  * routed must hold VELOC_MAX_NAME characters. */
 int VELOC_Route_file(const char *original, char *routed);
+
+/* Deleting the scratch copies of checkpoint `name`: not supported (Cairn's
+ * retention, max_versions, deletes old versions); returns VELOC_FAILURE. */
+int VELOC_Cleanup(const char *name);
 
 /* Checkpoint routines. */
 int VELOC_Checkpoint_begin(const char *name, int version);
@@ -43,6 +54,7 @@ int VELOC_Checkpoint_selective(int mode, int *ids, int id_count);
 int VELOC_Checkpoint_mem();
 int VELOC_Checkpoint_end(int success);
 int VELOC_Checkpoint_wait();
+int VELOC_Checkpoint_finished();
 int VELOC_Backend_ready();
 int VELOC_Checkpoint(const char *name, int version);
 

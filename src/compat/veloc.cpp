@@ -116,11 +116,34 @@ int VELOC_Finalize(int cleanup) {
 // --- Memory and files --------------------------------------------------------
 
 int VELOC_Mem_protect(int id, void* ptr, size_t count, size_t base_size) {
-  return WithShim("VELOC_Mem_protect", [&](Shim& s) { return s.MemProtect(id, ptr, count, base_size); });
+  return WithShim("VELOC_Mem_protect", [&](Shim& s) { return s.MemProtect(id, ptr, count, base_size, ""); });
+}
+
+int VELOC_Region_protect(int id, void* ptr, size_t count, size_t base_size, const char* name) {
+  return WithShim("VELOC_Region_protect", [&](Shim& s) { return s.MemProtect(id, ptr, count, base_size, name); });
 }
 
 int VELOC_Mem_unprotect(int id) {
-  return WithShim("VELOC_Mem_unprotect", [&](Shim& s) { return s.MemUnprotect(id); });
+  return WithShim("VELOC_Mem_unprotect", [&](Shim& s) { return s.MemUnprotect(id, ""); });
+}
+
+int VELOC_Region_unprotect(int id, const char* name) {
+  return WithShim("VELOC_Region_unprotect", [&](Shim& s) { return s.MemUnprotect(id, name); });
+}
+
+int VELOC_Mem_clear() {
+  return WithShim("VELOC_Mem_clear", [&](Shim& s) { return s.MemClear(""); });
+}
+
+int VELOC_Region_clear(const char* name) {
+  return WithShim("VELOC_Region_clear", [&](Shim& s) { return s.MemClear(name); });
+}
+
+int VELOC_Cleanup(const char* name) {
+  return WithShim("VELOC_Cleanup", [&](Shim&) {
+    return Status::Unsupported(std::string("deleting the checkpoints of '") + (name ? name : "(null)") +
+                               "' is not supported: Cairn deletes old versions itself (max_versions, docs/veloc.md)");
+  });
 }
 
 int VELOC_Route_file(const char* original, char* routed) {
@@ -154,6 +177,16 @@ int VELOC_Checkpoint_end(int /*success*/) {  // VELOC ignores it too (docs/veloc
 
 int VELOC_Checkpoint_wait() {
   return WithShim("VELOC_Checkpoint_wait", [&](Shim& s) { return s.CheckpointWait(); });
+}
+
+int VELOC_Checkpoint_finished() {
+  int ready = 0;
+  int rc = WithShim("VELOC_Checkpoint_finished", [&](Shim& s) -> Status {
+    CAIRN_ASSIGN_OR_RETURN(bool r, s.BackendReady());
+    ready = r ? 1 : 0;
+    return Status::Ok();
+  });
+  return rc == VELOC_SUCCESS && ready ? VELOC_SUCCESS : VELOC_FAILURE;
 }
 
 int VELOC_Backend_ready() {
@@ -206,7 +239,9 @@ int VELOC_Recover_mem() {
 int VELOC_Recover_size(int id) {
   int64_t size = -1;
   WithShim("VELOC_Recover_size", [&](Shim& s) -> Status {
-    CAIRN_ASSIGN_OR_RETURN(int64_t bytes, s.RecoverSize(id));
+    Result<int64_t> r = s.RecoverSize(id);
+    if (!r.ok() && r.status().code() == cairn::Code::kNotFound) return Status::Ok();  // -1, quietly (its normal answer)
+    CAIRN_ASSIGN_OR_RETURN(int64_t bytes, std::move(r));
     if (bytes > INT_MAX) return Status::InvalidArgument("region " + std::to_string(id) + " has " + std::to_string(bytes) + " bytes, more than an int holds");
     size = bytes;
     return Status::Ok();

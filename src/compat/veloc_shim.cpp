@@ -53,30 +53,50 @@ Result<std::set<int>> IdSet(const int* ids, int id_count) {
   return std::set<int>(ids, ids + id_count);
 }
 
+Result<std::string> GroupName(const char* group) {
+  if (group == nullptr) return Status::InvalidArgument("the checkpoint name of a region group is NULL");
+  return std::string(group);
+}
+
 }  // namespace
 
 Shim::Shim(std::unique_ptr<Client> client, bool sync, std::string scratch_root, std::string tag)
     : client_(std::move(client)), sync_(sync), scratch_root_(std::move(scratch_root)), tag_(std::move(tag)) {}
 
-Status Shim::MemProtect(int id, void* ptr, size_t count, size_t base_size) {
+Status Shim::MemProtect(int id, void* ptr, size_t count, size_t base_size, const char* group) {
+  CAIRN_ASSIGN_OR_RETURN(std::string g, GroupName(group));
   if (id < kReservedBelow) {
     return Status::InvalidArgument("region id " + std::to_string(id) + " is reserved (ids below INT_MIN + 65536 are libcairn_veloc's)");
   }
   if (count == 0) {  // VELOC's documented way to drop a region
-    regions_.erase(id);
+    groups_[g].erase(id);
     return Status::Ok();
   }
   if (base_size != 0 && count > std::numeric_limits<size_t>::max() / base_size) {
     return Status::InvalidArgument("region " + std::to_string(id) + ": count * base_size overflows");
   }
   if (ptr == nullptr) return Status::InvalidArgument("region " + std::to_string(id) + ": ptr is NULL");
-  regions_[id] = {ptr, count * base_size};
+  groups_[g][id] = {ptr, count * base_size};
   return Status::Ok();
 }
 
-Status Shim::MemUnprotect(int id) {
-  if (regions_.erase(id) == 0) return Status::NotFound("region " + std::to_string(id) + " is not protected");
+Status Shim::MemUnprotect(int id, const char* group) {
+  CAIRN_ASSIGN_OR_RETURN(std::string g, GroupName(group));
+  if (groups_[g].erase(id) == 0) {
+    return Status::NotFound("region " + std::to_string(id) + " is not protected" + (g.empty() ? "" : " in the group of '" + g + "'"));
+  }
   return Status::Ok();
+}
+
+Status Shim::MemClear(const char* group) {
+  CAIRN_ASSIGN_OR_RETURN(std::string g, GroupName(group));
+  groups_[g].clear();
+  return Status::Ok();
+}
+
+std::map<int, Shim::Region>& Shim::Regions() {
+  auto named = groups_.find(name_);
+  return named != groups_.end() && !named->second.empty() ? named->second : groups_[""];
 }
 
 Status Shim::Register(const std::map<int, Region>& want) {
@@ -127,12 +147,12 @@ Status Shim::CheckpointSelective(int mode, const int* ids, int id_count) {
   if (phase_ != Phase::kCheckpoint) return Status::State("VELOC_Checkpoint_mem: call VELOC_Checkpoint_begin first");
   CAIRN_ASSIGN_OR_RETURN(std::set<int> set, IdSet(ids, id_count));
   std::set<int> chosen;
-  for (const auto& [id, r] : regions_) {
+  for (const auto& [id, r] : Regions()) {
     CAIRN_ASSIGN_OR_RETURN(bool take, Selected(mode, set, id));
     if (take) chosen.insert(id);
   }
   if (chosen.empty()) {
-    return Status::InvalidArgument("empty selection of memory regions to checkpoint (" + std::to_string(regions_.size()) + " protected)");
+    return Status::InvalidArgument("empty selection of memory regions to checkpoint (" + std::to_string(Regions().size()) + " protected for '" + name_ + "')");
   }
   mem_selected_ = true;
   selection_.insert(chosen.begin(), chosen.end());
@@ -150,9 +170,10 @@ Status Shim::CheckpointEnd() {
   }
   std::map<int, Region> want;
   table_.clear();
+  std::map<int, Region>& regions = Regions();
   for (int id : selection_) {
-    auto it = regions_.find(id);
-    if (it == regions_.end()) continue;  // unprotected since Checkpoint_mem
+    auto it = regions.find(id);
+    if (it == regions.end()) continue;  // unprotected since Checkpoint_mem
     want[id] = it->second;
     table_.push_back({id, TableEntry::kMemory, it->second.bytes, {}});
   }
@@ -268,8 +289,8 @@ Status Shim::RecoverSelective(int mode, const int* ids, int id_count) {
     if (e.kind != TableEntry::kMemory) continue;
     CAIRN_ASSIGN_OR_RETURN(bool take, Selected(mode, set, e.id));
     if (!take) continue;
-    auto it = regions_.find(e.id);
-    if (it == regions_.end()) {
+    auto it = Regions().find(e.id);
+    if (it == Regions().end()) {
       return Status::NotFound("no protected memory region for id " + std::to_string(e.id) + ", which version " +
                               std::to_string(version_) + " of '" + name_ + "' holds");
     }

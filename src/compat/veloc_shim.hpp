@@ -41,8 +41,10 @@ class Shim {
   // tag names this process in routed paths ("rank3", "id7").
   Shim(std::unique_ptr<Client> client, bool sync, std::string scratch_root, std::string tag);
 
-  Status MemProtect(int id, void* ptr, size_t count, size_t base_size);
-  Status MemUnprotect(int id);
+  // group: the checkpoint name the region belongs to, "" = the default group.
+  Status MemProtect(int id, void* ptr, size_t count, size_t base_size, const char* group);
+  Status MemUnprotect(int id, const char* group);
+  Status MemClear(const char* group);
   Result<std::string> RouteFile(const char* original);
 
   Status CheckpointBegin(const char* name, int version);
@@ -85,7 +87,11 @@ class Shim {
   const bool sync_;
   const std::string scratch_root_;
   const std::string tag_;
-  std::map<int, Region> regions_;     // the application's, by VELOC id
+  // The regions that a checkpoint or restart of name_ uses: name_'s group
+  // if it has regions, else the default group (VELOC's rule).
+  std::map<int, Region>& Regions();
+
+  std::map<std::string, std::map<int, Region>> groups_;  // the application's, by group and VELOC id
   std::map<int, Region> registered_;  // what Cairn has protected now
 
   Phase phase_ = Phase::kNone;

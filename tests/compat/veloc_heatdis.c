@@ -4,13 +4,16 @@
  * a checkpoint every `every` iterations. Driven by veloc_heatdis.sh
  * (docs/veloc.md, "Tests").
  *
- *   veloc_heatdis <cfg> <mem|file|single> <iterations> <every> <out>
+ *   veloc_heatdis <cfg> <mem|file|single|region> <iterations> <every> <out>
  *
  * mem:  the iteration and the grid are protected memory regions
  *       (VELOC_Mem_protect, VELOC_Checkpoint / VELOC_Restart_test + Restart);
  * file: the application writes them to a file it routes (VELOC_Route_file)
  *       in the checkpoint phase, and reads it back in the restart phase;
- * single: as mem, each rank opened on its own (VELOC_Init_single(rank)).
+ * single: as mem, each rank opened on its own (VELOC_Init_single(rank));
+ * region: as mem, the regions in the group of "heatdis"
+ *       (VELOC_Region_protect) and a decoy region in the default group,
+ *       which the checkpoints must leave out (VELOC_Recover_size gives -1).
  * HEATDIS_KILL_AT=K: after iteration K, wait for the last checkpoint
  *       (VELOC_Checkpoint_wait), then every rank SIGKILLs itself: a crash
  *       after a checkpoint that is known durable.
@@ -100,6 +103,8 @@ int main(int argc, char **argv) {
   }
   const int file_mode = strcmp(argv[2], "file") == 0;
   const int single = strcmp(argv[2], "single") == 0;
+  const int region = strcmp(argv[2], "region") == 0;
+  double decoy[4] = {0};
   const int iterations = atoi(argv[3]), every = atoi(argv[4]);
   const char *kill_at_env = getenv("HEATDIS_KILL_AT");
   const int kill_at = kill_at_env ? atoi(kill_at_env) : -1;
@@ -113,7 +118,16 @@ int main(int argc, char **argv) {
   double *h = malloc(sizeof(double) * kCols * (kRows + 2));
   int i = 0;
   init(rank, g);
-  if (!file_mode) {
+  if (region) {
+    must(VELOC_Region_protect(0, &i, 1, sizeof(int), kName) == VELOC_SUCCESS, "VELOC_Region_protect(0)");
+    must(VELOC_Region_protect(1, g, kCols * (kRows + 2), sizeof(double), kName) == VELOC_SUCCESS,
+         "VELOC_Region_protect(1)");
+    must(VELOC_Mem_protect(5, decoy, 4, sizeof(double)) == VELOC_SUCCESS, "VELOC_Mem_protect(decoy)");
+    must(VELOC_Mem_protect(6, decoy, 4, sizeof(double)) == VELOC_SUCCESS, "VELOC_Mem_protect(decoy 6)");
+    must(VELOC_Mem_clear() == VELOC_SUCCESS, "VELOC_Mem_clear");
+    must(VELOC_Mem_unprotect(6) == VELOC_FAILURE, "VELOC_Mem_unprotect after VELOC_Mem_clear fails");
+    must(VELOC_Mem_protect(5, decoy, 4, sizeof(double)) == VELOC_SUCCESS, "VELOC_Mem_protect(decoy)");
+  } else if (!file_mode) {
     must(VELOC_Mem_protect(0, &i, 1, sizeof(int)) == VELOC_SUCCESS, "VELOC_Mem_protect(0)");
     must(VELOC_Mem_protect(1, g, kCols * (kRows + 2), sizeof(double)) == VELOC_SUCCESS, "VELOC_Mem_protect(1)");
   }
@@ -132,6 +146,7 @@ int main(int argc, char **argv) {
     } else {
       must(VELOC_Restart_begin(kName, v) == VELOC_SUCCESS, "VELOC_Restart_begin");
       must(VELOC_Recover_size(1) == (int)(sizeof(double) * kCols * (kRows + 2)), "VELOC_Recover_size");
+      if (region) must(VELOC_Recover_size(5) == -1, "VELOC_Recover_size of the decoy is -1");
       must(VELOC_Recover_mem() == VELOC_SUCCESS, "VELOC_Recover_mem");
       must(VELOC_Restart_end(1) == VELOC_SUCCESS, "VELOC_Restart_end");
     }
@@ -168,6 +183,11 @@ int main(int argc, char **argv) {
          "writing the result");
     fclose(f);
     free(all);
+  }
+  if (region) {
+    must(VELOC_Checkpoint_wait() == VELOC_SUCCESS, "VELOC_Checkpoint_wait");
+    must(VELOC_Checkpoint_finished() == VELOC_SUCCESS, "VELOC_Checkpoint_finished after the wait");
+    must(VELOC_Cleanup(kName) == VELOC_FAILURE, "VELOC_Cleanup is refused");
   }
   must(VELOC_Finalize(1) == VELOC_SUCCESS, "VELOC_Finalize");
   free(g);

@@ -2,7 +2,7 @@
 # Kill and relaunch trials of tests/compat/veloc_heatdis.c (docs/veloc.md,
 # "Tests"):
 #
-#   veloc_heatdis.sh <np> <mem|file|single> <keep|noscratch> <program> <mpiexec> [mpiexec flags...]
+#   veloc_heatdis.sh <np> <mem|file|single|region> <keep|noscratch> <program> <mpiexec> [mpiexec flags...]
 #
 # 1. an uninterrupted run gives the reference grid;
 # 2. a run in fresh directories checkpoints every 10 of 45 iterations and
