@@ -413,6 +413,26 @@ Result<int64_t> Client::Latest(std::string_view name) {
   return CommonLatest(*impl_, name, std::numeric_limits<int64_t>::max());
 }
 
+Result<int64_t> Client::Latest(std::string_view name, int64_t at_most) {
+  if (at_most < 0) {
+    return Status::InvalidArgument("Latest: at_most is " + std::to_string(at_most) + ", must be >= 0");
+  }
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  if (impl_->group) {
+    ProgressGlobal(*impl_);
+    return CommonLatest(*impl_, name, at_most);
+  }
+  // IntactVersions lists the newest first.
+  CAIRN_ASSIGN_OR_RETURN(std::vector<int64_t> intact,
+                         impl_->core->pipeline->IntactVersions(std::string(name)));
+  for (int64_t v : intact) {
+    if (v <= at_most) return v;
+  }
+  return Status::NotFound("no committed, intact version of '" + std::string(name) +
+                          "' is <= " + std::to_string(at_most));
+}
+
 
 Status Client::Restore(std::string_view name, int64_t version) {
   std::shared_lock lock(impl_->core->lifecycle);
