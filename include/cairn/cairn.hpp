@@ -119,7 +119,8 @@ struct ZeroCopyStats {
   uint64_t red = 0;             // first writes that waited for their page's read
   uint64_t orange = 0;          // first writes copied into the COW buffer
   uint64_t green = 0;           // pages read before any write
-  uint64_t blue = 0;            // first writes after the version was read (not monitored yet: 0)
+  uint64_t blue = 0;            // first writes after the version was read (learned order, userfaultfd)
+  uint64_t watch_faults = 0;    // first writes trapped after their page's read (GREEN + BLUE; the watch's cost)
   uint64_t faults = 0;          // write faults handled
   double red_wait_s = 0;        // application time blocked in RED faults
   double fault_s = 0;           // handler time on faults (divide by faults: per page)

@@ -90,6 +90,7 @@ Status Pipeline::Init() {
                                                        .hash_chunk = config_.hash_chunk_bytes,
                                                        .engine = copier_.get()},
                                          static_cast<uint32_t>(config_.block_bytes));
+  if (config_.capture == CaptureMode::kZeroCopy) UseZeroCopyPageSources();
   auto named = [this](const char* name) { return [this, name] { tracer_.NameThread(name); }; };
   if (gpu_) device_mover_.Start(named("cairn device mover (device <-> host)"));
   checksummer_.Start(named("cairn checksummer"));
@@ -108,6 +109,7 @@ Status Pipeline::Shutdown() {
     MutexLock capture_lock(&capture_mu_);
     JoinZeroCopy();  // a zero-copy epoch is read to the end (it needs the threads below)
   }
+  WaitZeroCopyIdle();  // and its watch ends: no protection is left after close
   // Histories first: their unflushed steps are consumed, not written.
   std::vector<std::string> open_histories;
   {
@@ -448,6 +450,7 @@ Stats Pipeline::GetStats() const {
     s.zero_copy.orange = c.orange;
     s.zero_copy.green = c.green;
     s.zero_copy.blue = c.blue;
+    s.zero_copy.watch_faults = c.watch_faults;
     s.zero_copy.faults = c.faults;
     s.zero_copy.red_wait_s = c.red_wait_s;
     s.zero_copy.fault_s = c.fault_s;

@@ -293,8 +293,15 @@ class Pipeline {
                     std::chrono::steady_clock::time_point t0, double interval_s) CAIRN_EXCLUDES(mu_);
   // The previous epoch's reader is done (joined).
   void JoinZeroCopy() CAIRN_REQUIRES(capture_mu_) CAIRN_EXCLUDES(mu_);
+  // checkpoint.changes = pages under zero-copy: the regions' written pages
+  // come from the zero-copy engine's watch (ZeroCopy::Written), not from an
+  // os::PageTracker (which would own the memory's write protection).
+  void UseZeroCopyPageSources();
+  // *epochs: zero-copy epochs begun so far (the watched one is the last).
+  Result<ExtentList> ZeroCopyWritten(const void* data, uint64_t bytes, uint64_t* epochs) CAIRN_EXCLUDES(mu_);
   // No zero-copy epoch is being read (restore and pop write into memory that
-  // may be protected, holding mu_, which the reader needs).
+  // may be protected, holding mu_, which the reader needs), and the last
+  // epoch's watch of first writes is over (no protection left).
   void WaitZeroCopyIdle() CAIRN_EXCLUDES(mu_);
   // A device copy failed: this version never existed.
   Status RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, const Status& copied)
