@@ -105,6 +105,17 @@ struct MpiStats {
   uint64_t l3_parity_bytes = 0;   // their bytes
   uint64_t l3_rebuilds = 0;       // versions of this rank rebuilt from parity
   double l3_rebuild_s = 0;        // time of the recoveries that rebuilt them
+  // Where the rebuilds this rank took part in (lost member or survivor)
+  // spent their time (docs/mpi.md "Measuring a rebuild"). The lost
+  // member's CRC and write run on a thread of their own, beside its
+  // exchanges; write_wait_s is what its receiving waited for them.
+  double l3_read_s = 0;        // survivor: reading its bundle and parity
+  double l3_exchange_s = 0;    // in the exchanges (sending, receiving, waiting)
+  double l3_xor_s = 0;         // survivor: XOR of the received windows
+  double l3_crc_s = 0;         // CRCs of the windows read or received
+  double l3_write_s = 0;       // lost member: writing the rebuilt file
+  double l3_write_wait_s = 0;  // lost member: receiving waited for the writes
+  double l3_sync_s = 0;        // lost member: the commit (fsync, rename, dir fsync)
   uint64_t l4_waits = 0;          // versions made persistent by CAIRN_L4_EVERY
 };
 

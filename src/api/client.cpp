@@ -154,14 +154,22 @@ Status RecoverLost(Client::Impl& impl, const std::string& name, int64_t bound, i
     owned.push_back(partner::MakeLevel(*impl.group, impl.partner, impl.config));
     kinds.push_back(2);
   }
+  MpiStats phases;  // the l3_*_s of this recovery's rebuild, if any
   if (impl.l3_every > 0) {
-    owned.push_back(parity::MakeLevel(*impl.group, impl.sets, impl.config));
+    owned.push_back(parity::MakeLevel(*impl.group, impl.sets, impl.config, &phases));
     kinds.push_back(3);
   }
   std::vector<redundancy::Level*> levels;
   for (auto& level : owned) levels.push_back(level.get());
   const SteadyTime start = std::chrono::steady_clock::now();
   auto r = redundancy::Recover(*impl.group, impl.config, levels, name, *mine, bound, distrust);
+  {
+    MutexLock lock(&impl.stats_mu);
+    for (double MpiStats::*f : {&MpiStats::l3_read_s, &MpiStats::l3_exchange_s, &MpiStats::l3_xor_s,
+                                &MpiStats::l3_crc_s, &MpiStats::l3_write_s, &MpiStats::l3_write_wait_s,
+                                &MpiStats::l3_sync_s})
+      impl.mpi.*f += phases.*f;
+  }
   if (r.ok()) {
     for (const std::string& note : r->notes)
       std::fprintf(stderr, "cairn: rank %d: %s\n", impl.group->rank(), note.c_str());

@@ -181,6 +181,13 @@ class MpiStats:
     l3_parity_bytes: int  #: their bytes
     l3_rebuilds: int  #: versions of this rank rebuilt from XOR parity
     l3_rebuild_s: float  #: time of the recoveries that rebuilt them
+    l3_read_s: float  #: rebuilds survived: reading the bundle and parity
+    l3_exchange_s: float  #: rebuilds taken part in: time in their exchanges
+    l3_xor_s: float  #: rebuilds survived: XOR of the windows received
+    l3_crc_s: float  #: rebuilds taken part in: CRCs of the windows
+    l3_write_s: float  #: rebuilds of this rank: writing the rebuilt file
+    l3_write_wait_s: float  #: rebuilds of this rank: receiving waited for the writes
+    l3_sync_s: float  #: rebuilds of this rank: committing the rebuilt file
     l4_waits: int  #: versions made persistent by CAIRN_L4_EVERY
 
 
