@@ -245,6 +245,11 @@ Result<Topology> ReadHwlocTopology(const std::string& xml_path) {
     hwloc_topology_t t;
     ~Destroy() { hwloc_topology_destroy(t); }
   } destroy{topo};
+  // Nodes and PUs are all we read: caches and I/O devices are not
+  // discovered (less work at the first client's open).
+  (void)hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+  (void)hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+  (void)hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
   if (!xml_path.empty() && hwloc_topology_set_xml(topo, xml_path.c_str()) != 0) {
     return Status::InvalidArgument("hwloc: cannot use topology XML '" + xml_path + "': " + std::strerror(errno));
   }
