@@ -161,6 +161,10 @@ struct Stats {
   // was evicted first), and the holds released for the cache's room.
   uint64_t persist_file_copies = 0;
   uint64_t persist_holds_released = 0;
+  // host_cache.numa: captured blocks whose chunk is on their source's node,
+  // and those that got another node's (theirs had none free).
+  uint64_t numa_local_chunks = 0;
+  uint64_t numa_remote_chunks = 0;
   InitStats init;
   DeviceStats device;
   ChangeStats changes;

@@ -145,6 +145,10 @@ struct CAIRN_EXPORT Config {
   // zero-copy: how memory is write-protected. CAIRN_WRITE_PROTECT
   WriteProtectMode write_protect = WriteProtectMode::kAuto;
 
+  // auto | on | off: host-cache chunks bound per NUMA node (docs/config.md).
+  // CAIRN_HOST_CACHE_NUMA
+  std::string host_cache_numa = "auto";
+
   // Placement records (docs/design.md, "Placement"): sampled page nodes and
   // thread affinities beside every version. CAIRN_RECORD_PLACEMENT
   bool record_placement = true;

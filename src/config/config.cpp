@@ -587,6 +587,10 @@ Status Config::Validate() const {
     return Status::Config("host_cache.copy_threads (CAIRN_COPY_THREADS) is " + std::to_string(copy_threads) +
                           "; it must be between 0 and 64, or -1 for automatic");
   }
+  if (host_cache_numa != "auto" && host_cache_numa != "on" && host_cache_numa != "off") {
+    return Status::Config("host_cache.numa (CAIRN_HOST_CACHE_NUMA) is '" + host_cache_numa +
+                          "'; it must be auto, on or off");
+  }
   if (placement != "restore" && placement != "keep" && placement != "interleave") {
     return Status::Config("restart.placement (CAIRN_PLACEMENT) is '" + placement +
                           "'; it must be restore, keep or interleave");

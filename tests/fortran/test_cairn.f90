@@ -97,6 +97,14 @@ program test_cairn
   call check_rc(cairn_restore_latest(client, "nothing-here", v), CAIRN_ERR_NOT_FOUND, __LINE__, &
                 "restore_latest unknown")
   call check(v == -1, __LINE__, "restore_latest unknown gives -1")
+  ! Placement: the restored version (3) recorded this thread's affinity.
+  call check_rc(cairn_register_thread(client, -2_c_int), CAIRN_ERR_INVALID_ARGUMENT, __LINE__, &
+                "register_thread with a negative index")
+  call check_rc(cairn_register_thread(client, 0_c_int), CAIRN_OK, __LINE__, "register_thread 0")
+  call check_rc(cairn_restore_affinity(client, CAIRN_CHECKPOINTING_THREAD), CAIRN_OK, __LINE__, &
+                "restore_affinity of the checkpointing thread")
+  call check_rc(cairn_restore_affinity(client, 9_c_int), CAIRN_ERR_NOT_FOUND, __LINE__, &
+                "restore_affinity of an index not recorded")
 
   ! Errors -------------------------------------------------------------------
   call check_rc(cairn_checkpoint(client, "bad/name", 4_c_int64_t), CAIRN_ERR_INVALID_ARGUMENT, &
@@ -116,7 +124,7 @@ program test_cairn
   ! The same layout as C's cairn_stats_t (both from include/cairn/cairn_stats.def):
   ! the library filled exactly this type's bytes, so C's struct is no smaller.
   call check(stats%size == c_sizeof(stats), __LINE__, "stats: size = the bytes filled = the type's size")
-  call check(c_sizeof(stats) == 784, __LINE__, "stats: cairn_stats_t is 784 bytes, as in C")
+  call check(c_sizeof(stats) == 800, __LINE__, "stats: cairn_stats_t is 800 bytes, as in C")
   call check(stats%init_strategy >= CAIRN_INIT_EAGER .and. stats%init_strategy <= CAIRN_INIT_ADAPTIVE, &
              __LINE__, "stats: init_strategy is a cairn_cache_init_t")
   ! The GPU tier: host arrays only, no device cache.

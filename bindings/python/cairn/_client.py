@@ -232,6 +232,8 @@ class Stats:
     failed_flushes: int  #: flushes that failed (reported by wait)
     persist_file_copies: int  #: checkpoints copied local file -> persistent (not from the cache)
     persist_holds_released: int  #: checkpoints whose cache blocks a capture took back from the persister
+    numa_local_chunks: int  #: captured blocks copied into a chunk on their source's NUMA node
+    numa_remote_chunks: int  #: captured blocks copied into another node's chunk (none free on theirs)
     init: InitStats  #: how the host cache was prepared (host_cache.init)
     device: DeviceStats  #: the GPU tier (device_cache)
     changes: ChangeStats  #: change detection (checkpoint.changes)
@@ -471,6 +473,9 @@ class Client(_Closable):
     ``pin``                       pin the cache once it is fully touched
     ``pin_serialize``             processes of a node pin one at a time
     ``pin_lock``                  the node's pin lock file (``""`` = default)
+    ``host_cache_numa``           cache chunks per NUMA node: ``"auto"``
+                                  (default: on with more than one node),
+                                  ``"on"`` or ``"off"``
     ``device_cache``              GPU cache size: bytes or ``"4GiB"``; ``0`` = none
                                   (device regions go straight to the host cache)
     ``device_cache_init``         ``"incremental"`` (default: mapped in the
@@ -536,6 +541,7 @@ class Client(_Closable):
         pin: Optional[bool] = None,
         pin_serialize: Optional[bool] = None,
         pin_lock: Optional[PathArg] = None,
+        host_cache_numa: Optional[str] = None,
         device_cache: Union[int, str, None] = None,
         device_cache_init: Optional[DeviceCacheInit] = None,
         device_map_chunk: Union[int, str, None] = None,
@@ -681,6 +687,34 @@ class Client(_Closable):
         """
         with self._lock:
             self._impl.restore(name, version)
+
+    #: The index under which the thread that called :meth:`checkpoint` is
+    #: recorded (``CAIRN_CHECKPOINTING_THREAD``).
+    CHECKPOINTING_THREAD = -1
+
+    def register_thread(self, index: int) -> None:
+        """Remembers the calling thread under ``index`` (>= 0, e.g. a worker's
+        number) so that later checkpoints record its CPU affinity;
+        registering an index again replaces its thread. A thread that has
+        exited by a checkpoint is left out of it (docs/design.md,
+        "Placement").
+
+        Raises:
+            InvalidArgumentError: ``index`` is negative.
+        """
+        self._impl.register_thread(index)
+
+    def restore_affinity(self, index: int = CHECKPOINTING_THREAD) -> None:
+        """Sets the calling thread's CPU affinity to the one recorded under
+        ``index`` (:attr:`CHECKPOINTING_THREAD` or a registered index) in the
+        version last restored by this client; CPUs this machine lacks are
+        wrapped around its CPUs. Does nothing with ``placement="keep"``.
+
+        Raises:
+            StateError: no version with a placement record was restored.
+            NotFoundError: the version recorded no such index.
+        """
+        self._impl.restore_affinity(index)
 
     def restore_latest(self, name: str) -> Optional[int]:
         """The restart in one pass: restores the newest committed version of

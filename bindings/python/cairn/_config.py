@@ -41,6 +41,13 @@ def _type_name(value: object) -> str:
     return type(value).__name__
 
 
+def _word(key: str, value: object) -> object:
+    # A string value such as restart.placement's; the core names a bad one.
+    if not isinstance(value, str):
+        raise ConfigError(f"{key} must be a str, not {_type_name(value)}")
+    return value
+
+
 def _dir(key: str, value: object) -> object:
     if not isinstance(value, (str, os.PathLike)):
         raise ConfigError(f"{key} must be a path (str or os.PathLike), not {_type_name(value)}")
@@ -161,6 +168,7 @@ def _mode(key: str, value: object) -> object:
 
 _CONVERT: Dict[str, Callable[[str, object], object]] = {
     "path": _dir,
+    "word": _word,
     "bool": _bool,
     "int": _int,
     "size": _size,
