@@ -261,6 +261,10 @@ static void test_checkpoint_due(void) {
   CHECK(st.interval_waste > 0 && st.interval_waste < 1e-3, "stats: the expected waste");
   CHECK(st.interval_restore_s == (double)sizeof g_a / 1e9, "stats: R estimated at 1 GB/s");
   CHECK_RC(cairn_close(c), CAIRN_OK);
+  c = NULL;
+done:
+  unsetenv("CAIRN_MTBF");
+  if (c != NULL) cairn_close(c);
 }
 
 static void test_stats_layout(void) {

@@ -678,7 +678,7 @@ TEST_F(ConfigTest, MtbfKey) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_DOUBLE_EQ(r->mtbf_s, 15000);
   const std::pair<const char*, const char*> bad[] = {
-      {"[checkpoint]\nmtbf_s = \"1h\"\n", "checkpoint.mtbf_s must be a number, not a string"},
+      {"[checkpoint]\nmtbf_s = \"1h\"\n", "key 'checkpoint.mtbf_s' in cairn.toml (line 2) must be a number, not a string"},
       {"[checkpoint]\nmtbf_s = -1\n", "checkpoint.mtbf_s (CAIRN_MTBF) is -1; it must be a number of seconds >= 0"},
       {"[checkpoint]\nmtbf_s = inf\n", "checkpoint.mtbf_s (CAIRN_MTBF) is inf"},
       {"[checkpoint]\nmtbf_s = nan\n", "checkpoint.mtbf_s (CAIRN_MTBF) is nan"},
