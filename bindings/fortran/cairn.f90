@@ -72,6 +72,7 @@ module cairn
   public :: cairn_open, cairn_close, cairn_protect, cairn_protect_ptr, cairn_unprotect
   public :: cairn_checkpoint, cairn_wait, cairn_latest, cairn_restore, cairn_stats
   public :: cairn_restore_latest, cairn_register_thread, cairn_restore_affinity
+  public :: cairn_checkpoint_due
   public :: cairn_history_open, cairn_history_push, cairn_history_push_ptr
   public :: cairn_history_pop, cairn_history_pop_ptr, cairn_history_close
   public :: cairn_strerror, cairn_last_error
@@ -126,6 +127,14 @@ module cairn
       integer(c_int), value :: level
       integer(c_int) :: ierr
     end function c_cairn_wait
+
+    function c_cairn_checkpoint_due(c, name, due) bind(C, name="cairn_checkpoint_due") result(ierr)
+      import :: c_char, c_int, c_ptr
+      type(c_ptr), value :: c
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_int), intent(out) :: due
+      integer(c_int) :: ierr
+    end function c_cairn_checkpoint_due
 
     function c_cairn_latest(c, name, version_out) bind(C, name="cairn_latest") result(ierr)
       import :: c_char, c_int, c_int64_t, c_ptr
@@ -385,6 +394,23 @@ contains
     integer(c_int) :: ierr
     ierr = c_cairn_wait(client%ptr, to_c(name), version, level)
   end function cairn_wait
+
+  !> cairn_checkpoint_due - due is .true. if a checkpoint of name is due
+  !> under the optimal interval sqrt(2 C (MTBF - R)) (docs/design.md, "When
+  !> to checkpoint"): before the client's first checkpoint of name, then once
+  !> the interval has passed since the last one. CAIRN_ERR_CONFIG (due =
+  !> .false.) when checkpoint.mtbf_s (CAIRN_MTBF) is not set. Collective on a
+  !> client opened with cairn_open_mpi.
+  function cairn_checkpoint_due(client, name, due) result(ierr)
+    type(cairn_client), intent(in) :: client
+    character(len=*), intent(in) :: name
+    logical, intent(out) :: due
+    integer(c_int) :: ierr
+    integer(c_int) :: d
+    d = 0
+    ierr = c_cairn_checkpoint_due(client%ptr, to_c(name), d)
+    due = ierr == CAIRN_OK .and. d /= 0
+  end function cairn_checkpoint_due
 
   !> cairn_latest - newest committed version of name whose file's structure
   !> checks out (header, footer, tables and their CRCs; such damage is

@@ -138,6 +138,16 @@ struct ZeroCopyStats {
   double call_s = 0;            // time inside checkpoint calls captured zero-copy
 };
 
+// The optimal checkpoint interval (Client::CheckpointDue; docs/design.md,
+// "When to checkpoint"): the last decision, for the name it was asked about.
+// All zero before the first call that had a measured checkpoint.
+struct IntervalStats {
+  double period_s = 0;      // the optimal interval T_opt in use
+  double waste = 0;         // expected waste fraction (0 to 1) checkpointing every period_s
+  double checkpoint_s = 0;  // C: median blocking cost of the recent checkpoints
+  double restore_s = 0;     // R: the measured (or estimated) restore cost
+};
+
 struct Stats {
   TierStats capture;           // application memory -> host cache (app thread);
                                // seconds: copy time, without the waits below
@@ -170,6 +180,7 @@ struct Stats {
   ChangeStats changes;
   MpiStats mpi;
   ZeroCopyStats zero_copy;
+  IntervalStats interval;
 };
 
 // Per-region options of Client::Protect.
@@ -292,6 +303,19 @@ class CAIRN_EXPORT Client {
   Status ReadSavedRegion(std::string_view name, int64_t version, int saved_rank, int region,
                          uint64_t offset, void* dst, size_t bytes);
 
+  // Whether a checkpoint of `name` is due under the optimal interval
+  // (docs/design.md, "When to checkpoint"): true before any checkpoint of
+  // `name` by this client (it measures the cost), then once
+  // T = max(C, sqrt(2 C (MTBF - R))) has passed since the last checkpoint of
+  // `name` returned (or the last wait on it): C is the median blocking time
+  // of its last 5 checkpoints (each call plus the waits on its version), R
+  // its last restore's time (else its bytes over the last restore's read
+  // bandwidth, or 1 GB/s), MTBF checkpoint.mtbf_s. kConfig when
+  // checkpoint.mtbf_s is not set. In a group (cairn_open_mpi) it is
+  // collective: true on every rank when it is true on any, so that the ranks
+  // checkpoint the same versions. Updates Stats::interval.
+  Result<bool> CheckpointDue(std::string_view name);
+
   // Opens the adjoint history `name` (see History).
   Result<std::unique_ptr<History>> OpenHistory(std::string_view name);
 
@@ -317,6 +341,11 @@ class CAIRN_EXPORT Client {
 
  private:
   explicit Client(std::unique_ptr<Impl> impl);
+  // The bodies of Wait, Restore and RestoreLatest, which time them for
+  // CheckpointDue's model.
+  Status WaitFor(std::string_view name, int64_t version, Level level);
+  Status RestoreVersion(std::string_view name, int64_t version);
+  Result<int64_t> RestoreNewest(std::string_view name);
   std::unique_ptr<Impl> impl_;
   friend class History;
   // cairn/group.hpp: a client whose Latest, RestoreLatest, Restore and Wait

@@ -212,6 +212,19 @@ class ZeroCopyStats:
 
 
 @dataclass(frozen=True)
+class IntervalStats:
+    """The optimal checkpoint interval (``cairn::IntervalStats``;
+    :meth:`Client.checkpoint_due`, docs/design.md "When to checkpoint"): the
+    last decision, for the name it was asked about. Zero before the first
+    call that found a measured checkpoint."""
+
+    period_s: float  #: optimal interval T_opt = max(C, sqrt(2 C (MTBF - R)))
+    waste: float  #: expected waste fraction (0 to 1) at that interval
+    checkpoint_s: float  #: C: median blocking cost of the recent checkpoints
+    restore_s: float  #: R: measured (or estimated) restore cost
+
+
+@dataclass(frozen=True)
 class Stats:
     """A snapshot of a client's statistics (``cairn::Stats``; docs/stats.md)."""
 
@@ -239,6 +252,7 @@ class Stats:
     changes: ChangeStats  #: change detection (checkpoint.changes)
     mpi: MpiStats  #: redundancy levels of an MPI client (docs/mpi.md)
     zero_copy: ZeroCopyStats  #: zero-copy captures (checkpoint.capture)
+    interval: IntervalStats  #: the optimal checkpoint interval (checkpoint_due)
 
     @property
     def capture_blocked_seconds(self) -> float:
@@ -274,6 +288,7 @@ _NESTED: Dict[str, type] = {
     "ChangeStats": ChangeStats,
     "MpiStats": MpiStats,
     "ZeroCopyStats": ZeroCopyStats,
+    "IntervalStats": IntervalStats,
 }
 _ENUM_NAMES: Dict[str, Tuple[str, ...]] = {
     "init_strategy": _config.INIT_STRATEGIES,
@@ -297,7 +312,7 @@ def _build(cls: Type[_T], d: Mapping[str, Union[int, float, str]], prefix: str, 
             values[f.name] = _when(value)
         elif kind == "ENUM":
             values[f.name] = _ENUM_NAMES[key][int(value)]
-        elif kind == "F64":
+        elif kind in ("F64", "RATIO"):
             values[f.name] = float(value)
         elif kind == "U64":
             values[f.name] = int(value)
@@ -498,6 +513,8 @@ class Client(_Closable):
                                   ``"address"`` (docs/design.md, "Flush order")
     ``write_protect``             zero-copy: ``"auto"`` (default),
                                   ``"userfaultfd"`` or ``"mprotect"``
+    ``mtbf_s``                    mean time between failures in seconds, for
+                                  :meth:`checkpoint_due` (``0`` = not set)
     ============================  ================================================
 
     ``comm`` (an mpi4py communicator, e.g. ``MPI.COMM_WORLD``) opens the
@@ -556,6 +573,7 @@ class Client(_Closable):
         cow_fraction: Optional[float] = None,
         zero_copy_order: Optional[str] = None,
         write_protect: Optional[str] = None,
+        mtbf_s: Optional[float] = None,
         comm: Any = None,
         **unknown: NoReturn,
     ) -> None:
@@ -653,6 +671,23 @@ class Client(_Closable):
         """
         with self._lock:
             self._impl.checkpoint(name, version)
+
+    def checkpoint_due(self, name: str) -> bool:
+        """Whether a checkpoint of ``name`` is due under the optimal interval
+        (``cairn_checkpoint_due``; docs/design.md "When to checkpoint"):
+        True before this client's first checkpoint of ``name`` (it measures
+        the cost), then once T = max(C, sqrt(2 C (MTBF - R))) has passed
+        since the last one returned (or the last :meth:`wait` on it). C: the
+        median blocking time of its last 5 checkpoints (each call plus the
+        waits on its version), R: its last restore's time (else estimated
+        from its bytes), MTBF: the ``mtbf_s`` keyword (``checkpoint.mtbf_s``,
+        ``$CAIRN_MTBF``). With ``comm``: collective, True on every rank when
+        it is True on any. :attr:`stats` ``.interval`` shows the decision.
+
+        Raises:
+            ConfigError: no MTBF is configured.
+        """
+        return self._impl.checkpoint_due(name)
 
     def wait(self, name: str, version: int, level: LevelArg = "local") -> None:
         """Blocks until ``version`` of ``name`` is durable at ``level``:

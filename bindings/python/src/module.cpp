@@ -312,6 +312,7 @@ class Borrowed {
 #define CAIRN_STAT_IS_FLAG_U64 false
 #define CAIRN_STAT_IS_FLAG_F64 false
 #define CAIRN_STAT_IS_FLAG_WHEN false
+#define CAIRN_STAT_IS_FLAG_RATIO false
 #define CAIRN_STAT_IS_FLAG_ENUM false
 #define CAIRN_STAT_IS_FLAG_FLAG true
 
@@ -354,13 +355,13 @@ constexpr const char* KindOf(std::string_view member) {
   else if constexpr (std::is_same_v<T, cairn::ChangeDetection>) return "changes";
   else if constexpr (std::is_same_v<T, cairn::CaptureMode>) return "capture";
   else if constexpr (std::is_same_v<T, cairn::WriteProtectMode>) return "write_protect";
-  else if constexpr (std::is_same_v<T, double>) return "fraction";
+  else if constexpr (std::is_same_v<T, double>) return "number";
   else static_assert(sizeof(T) == 0, "a Config member of a type the Python package does not know");
 }
 
 // [(keyword, Config attribute, "section.key", environment variable, kind)] of
 // config_keys.def; kind: path, word, bool, int, size, mode, init, device_init, changes,
-// capture, write_protect, fraction.
+// capture, write_protect, number.
 nb::list ConfigKeys() {
   nb::list out;
 #define CAIRN_CONFIG_KEY(section, key, member, lo, env, py, type, dflt, doc) \
@@ -538,6 +539,10 @@ class PyClient {
     Check(WithoutGil([&] { return client_->Wait(name, version, l); }));
   }
 
+  bool CheckpointDue(const std::string& name) {
+    return Value(WithoutGil([&] { return client_->CheckpointDue(name); }));
+  }
+
   std::optional<int64_t> Latest(const std::string& name) {
     cairn::Result<int64_t> r = WithoutGil([&] { return client_->Latest(name); });
     if (!r.ok() && r.status().code() == cairn::Code::kNotFound) return std::nullopt;
@@ -692,6 +697,7 @@ NB_MODULE(_cairn, m) {
       .def("unprotect", &PyClient::Unprotect, nb::arg("id"))
       .def("checkpoint", &PyClient::Checkpoint, nb::arg("name"), nb::arg("version"))
       .def("wait", &PyClient::Wait, nb::arg("name"), nb::arg("version"), nb::arg("level"))
+      .def("checkpoint_due", &PyClient::CheckpointDue, nb::arg("name"))
       .def("latest", &PyClient::Latest, nb::arg("name"))
       .def("restore_latest", &PyClient::RestoreLatest, nb::arg("name"))
       .def("restore", &PyClient::Restore, nb::arg("name"), nb::arg("version"))
