@@ -184,9 +184,10 @@ Result<FtiConfig> ParseConfig(const std::string& text, const std::string& path) 
     if (line.front() == '[') {
       if (line.back() != ']') return Status::Config(at + "'" + line + "' is not a [section] line");
       section = Lower(Trim(line.substr(1, line.size() - 2)));
-      if (section != "basic" && section != "restart" && section != "injection" && section != "advanced") {
+      if (std::none_of(std::begin(kKeys), std::end(kKeys), [&](const Key& k) { return section == k.section; })) {
         return Status::Config(at + "unknown section [" + section +
-                              "]; FTI's are [basic], [restart], [injection] and [advanced]");
+                              "]; FTI's are [basic], [restart], [injection] and [advanced], "
+                              "and Cairn's own [cairn]");
       }
       continue;
     }
