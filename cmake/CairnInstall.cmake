@@ -71,6 +71,14 @@ foreach(_d LIBDIR INCLUDEDIR)
     set(CAIRN_PC_${_d} "\${prefix}/${CMAKE_INSTALL_${_d}}")
   endif()
 endforeach()
+# libcairn links hwloc when built with it: a static link must name it too.
+# -lhwloc rather than Requires.private: hwloc, whose --static closure asks for
+# hwloc's own static dependencies (libudev, ...), which a shared libhwloc
+# does not need.
+set(CAIRN_PC_LIBS_PRIVATE "")
+if(CAIRN_HAVE_HWLOC)
+  set(CAIRN_PC_LIBS_PRIVATE " -lhwloc")
+endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/cairn.pc.in ${PROJECT_BINARY_DIR}/cairn.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/cairn.pc
   DESTINATION ${CAIRN_INSTALL_PKGCONFIGDIR} COMPONENT devel)
