@@ -74,6 +74,22 @@ TEST(FtiConfig, RejectsWhatCairnCannotDo) {
   ExpectError("[basic\n", "is not a [section] line");
 }
 
+// kGood with `from` replaced by `to`.
+std::string Good(const std::string& from, const std::string& to) {
+  std::string s = kGood;
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? s : s.replace(at, from.size(), to);
+}
+
+TEST(FtiConfig, RejectsBadFilesNamingTheProblem) {
+  ExpectError(std::string(kGood) + "[extra]\nx = 1\n", "unknown section [extra]");
+  ExpectError(Good("Ckpt_L1 = 3", "Ckpt_L1 = often"), "ckpt_l1 is 'often'; it must be a whole number");
+  ExpectError(Good("dcp_block_size = 4096", "dcp_block_size = 100"),
+              "dcp_block_size is '100'; it must be a whole number from 512");
+  ExpectError(std::string(kGood) + "[basic]\nckpt_l2\n", "'ckpt_l2' is not 'key = value'");
+}
+
 TEST(FtiConfig, CairnSectionAsksForTheOptimalInterval) {
   auto off = ParseConfig(kGood, "config.fti");
   ASSERT_TRUE(off.ok());
