@@ -62,15 +62,20 @@ class PlacementTest : public ScratchDirTest {
     auto client = OpenClient(c);
     ASSERT_NE(client, nullptr);
     if (cpu) ASSERT_OK(at_save_.SetAffinity(0, {*cpu}));
+    PlaceAndCheckpoint(*client);
+  }
+  // Places a_ (node 1 then 3) and b_ (node 2) on at_save_'s nodes, fills
+  // them, protects them and checkpoints version 1 to the local level.
+  void PlaceAndCheckpoint(Client& client) {
     at_save_.Place(a_.data, kGranule, 1);
     at_save_.Place(a_.data + kGranule, 2 * kGranule, 3);
     at_save_.Place(b_.data, b_.bytes, 2);
     std::memset(a_.data, 7, a_.bytes);
     std::memset(b_.data, 9, b_.bytes);
-    ASSERT_OK(client->Protect(1, a_.data, a_.bytes));
-    ASSERT_OK(client->Protect(2, b_.data, b_.bytes));
-    ASSERT_OK(client->Checkpoint("sim", 1));
-    ASSERT_OK(client->Wait("sim", 1, Level::kLocal));
+    ASSERT_OK(client.Protect(1, a_.data, a_.bytes));
+    ASSERT_OK(client.Protect(2, b_.data, b_.bytes));
+    ASSERT_OK(client.Checkpoint("sim", 1));
+    ASSERT_OK(client.Wait("sim", 1, Level::kLocal));
   }
   // The restarted job: a new client with config `c`, a_ (and b_ when
   // `both`) protected, version 1 restored; nullptr if it could not open.
@@ -235,15 +240,7 @@ TEST_F(PlacementTest, NumaCacheCapturesIntoChunksOfTheSourcesNode) {
     EXPECT_EQ(at_save_.binds()[k].node, k);
     EXPECT_EQ(at_save_.binds()[k].bytes, 4 * kMiB);
   }
-  at_save_.Place(a_.data, kGranule, 1);
-  at_save_.Place(a_.data + kGranule, 2 * kGranule, 3);
-  at_save_.Place(b_.data, b_.bytes, 2);
-  std::memset(a_.data, 7, a_.bytes);
-  std::memset(b_.data, 9, b_.bytes);
-  ASSERT_OK(client->Protect(1, a_.data, a_.bytes));
-  ASSERT_OK(client->Protect(2, b_.data, b_.bytes));
-  ASSERT_OK(client->Checkpoint("sim", 1));
-  ASSERT_OK(client->Wait("sim", 1, Level::kLocal));
+  ASSERT_NO_FATAL_FAILURE(PlaceAndCheckpoint(*client));
   const Stats st = client->GetStats();
   EXPECT_EQ(st.numa_local_chunks, 8u);
   EXPECT_EQ(st.numa_remote_chunks, 0u);

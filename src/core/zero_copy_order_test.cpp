@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -85,6 +86,26 @@ class LockStepTest : public ::testing::TestWithParam<double> {
   }
   // Runs `epochs` epochs; returns RED/ORANGE counts of each.
   std::vector<EpochCounts> Run(bool learned, int epochs);
+  // A userfaultfd engine in zc_, watching or not: the reason when this kernel
+  // cannot write-protect (the test skips with it), else empty.
+  std::string UseUffd(bool watch) {
+    auto z = ZeroCopy::Create(GetParam(), WriteProtectMode::kUserfaultfd, watch);
+    if (!z.ok()) return "userfaultfd write-protection unavailable: " + z.status().ToString();
+    zc_ = std::move(z).value();
+    return "";
+  }
+  // One epoch over every page: Begin, read them all into `got`, End.
+  void ReadEpoch(std::vector<uint8_t>& got) {
+    ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, kPages * page_, {}}}).ok());
+    ASSERT_TRUE(zc_->Read(mem_, got.data(), kPages * page_).ok());
+    zc_->End();
+  }
+  // Pages of mem_ still write-protected by userfaultfd.
+  uint64_t ProtectedPages() {
+    auto r = os::CountUffdProtectedPages(mem_, kPages * page_);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : ~uint64_t{0};
+  }
 
   size_t page_ = 4096;
   uint8_t* mem_ = static_cast<uint8_t*>(MAP_FAILED);
@@ -190,15 +211,8 @@ TEST_P(LockStepTest, HistoryRanksByFirstWriteNotReadOrder) {
 // (in the last read order), which rank last. One fault per watched first
 // write (watch_faults); a second write to the page does not fault.
 TEST_P(LockStepTest, WatchedFirstWritesAfterTheReadAreGreenThenBlueInOrder) {
-  auto z = ZeroCopy::Create(GetParam(), WriteProtectMode::kUserfaultfd, /*watch=*/true);
-  if (!z.ok()) GTEST_SKIP() << "userfaultfd write-protection unavailable: " << z.status().ToString();
-  zc_ = std::move(z).value();
+  if (const std::string why = UseUffd(/*watch=*/true); !why.empty()) GTEST_SKIP() << why;
   const size_t bytes = kPages * page_;
-  auto protected_pages = [&] {
-    auto r = os::CountUffdProtectedPages(mem_, bytes);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : ~uint64_t{0};
-  };
   format::Layout layout =
       format::Layout::Make({format::RegionSpec{1, MemoryKind::kHost, bytes}}, static_cast<uint32_t>(page_));
   std::vector<CaptureSource> sources{CaptureSource{layout.regions[0].spec, mem_, std::nullopt}};
@@ -207,16 +221,16 @@ TEST_P(LockStepTest, WatchedFirstWritesAfterTheReadAreGreenThenBlueInOrder) {
   ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
   const std::vector<uint8_t> want(mem_, mem_ + bytes);
   ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
-  EXPECT_EQ(protected_pages(), kPages) << "read pages stay protected until their first write";
+  EXPECT_EQ(ProtectedPages(), kPages) << "read pages stay protected until their first write";
   for (const size_t p : {9, 2, 5}) Store(mem_ + p * page_, 100 + p);  // GREEN: read, then written
   Store(mem_ + 9 * page_ + 8, 1);                                      // a second write: no fault
   EXPECT_EQ(zc_->counters().watch_faults, 3u);
   EXPECT_EQ(zc_->counters().blue, 0u);
-  EXPECT_EQ(protected_pages(), kPages - 3);
+  EXPECT_EQ(ProtectedPages(), kPages - 3);
   zc_->End();
   EXPECT_TRUE(zc_->watching());
   EXPECT_FALSE(zc_->in_epoch());
-  EXPECT_EQ(protected_pages(), kPages - 3) << "the watch goes on after End";
+  EXPECT_EQ(ProtectedPages(), kPages - 3) << "the watch goes on after End";
   for (const size_t p : {12, 1}) Store(mem_ + p * page_, 200 + p);  // BLUE: after the version completed
   EXPECT_EQ(zc_->counters().watch_faults, 5u);
   EXPECT_EQ(zc_->counters().blue, 2u);
@@ -230,7 +244,7 @@ TEST_P(LockStepTest, WatchedFirstWritesAfterTheReadAreGreenThenBlueInOrder) {
   zc_->End();
   zc_->StopWatching();
   EXPECT_FALSE(zc_->watching());
-  EXPECT_EQ(protected_pages(), 0u) << "StopWatching removes the protection";
+  EXPECT_EQ(ProtectedPages(), 0u) << "StopWatching removes the protection";
   Store(mem_, 1);  // would hang if still protected with no handler deciding
 }
 
@@ -240,9 +254,7 @@ TEST_P(LockStepTest, WatchedFirstWritesAfterTheReadAreGreenThenBlueInOrder) {
 // layered version protects the whole range: a page outside its extents is
 // watched (its write is recorded and goes through, it is not read).
 TEST_P(LockStepTest, WrittenReportsPagesWrittenSinceBeginAndLateOnesNextTime) {
-  auto z = ZeroCopy::Create(GetParam(), WriteProtectMode::kUserfaultfd, /*watch=*/true);
-  if (!z.ok()) GTEST_SKIP() << "userfaultfd write-protection unavailable: " << z.status().ToString();
-  zc_ = std::move(z).value();
+  if (const std::string why = UseUffd(/*watch=*/true); !why.empty()) GTEST_SKIP() << why;
   const size_t bytes = kPages * page_;
   auto pages_of = [&](Result<ExtentList> r) {
     std::vector<uint64_t> out;
@@ -274,9 +286,7 @@ TEST_P(LockStepTest, WrittenReportsPagesWrittenSinceBeginAndLateOnesNextTime) {
   const std::vector<uint8_t> want(mem_, mem_ + bytes);
   const ExtentList stored{Extent{3 * page_, page_}, Extent{7 * page_, page_}, Extent{40 * page_, page_}};
   ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, stored}}).ok());
-  auto r = os::CountUffdProtectedPages(mem_, bytes);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(*r, kPages) << "a watching epoch protects the whole range";
+  EXPECT_EQ(ProtectedPages(), kPages) << "a watching epoch protects the whole range";
   Store(mem_ + 20 * page_, 2);  // not stored: watched, goes through
   for (const Extent& x : stored) ASSERT_TRUE(zc_->Read(mem_ + x.offset, got.data() + x.offset, page_).ok());
   for (const Extent& x : stored) EXPECT_EQ(std::memcmp(got.data() + x.offset, want.data() + x.offset, page_), 0);
@@ -289,18 +299,11 @@ TEST_P(LockStepTest, WrittenReportsPagesWrittenSinceBeginAndLateOnesNextTime) {
 // Without a watch (the address order, or mprotect) End removes everything,
 // and every page read from memory counts as GREEN for the next order.
 TEST_P(LockStepTest, UnwatchedEndRemovesAllProtection) {
-  auto z = ZeroCopy::Create(GetParam(), WriteProtectMode::kUserfaultfd, /*watch=*/false);
-  if (!z.ok()) GTEST_SKIP() << "userfaultfd write-protection unavailable: " << z.status().ToString();
-  zc_ = std::move(z).value();
-  const size_t bytes = kPages * page_;
-  std::vector<uint8_t> got(bytes);
-  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
-  ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
-  zc_->End();
+  if (const std::string why = UseUffd(/*watch=*/false); !why.empty()) GTEST_SKIP() << why;
+  std::vector<uint8_t> got(kPages * page_);
+  ASSERT_NO_FATAL_FAILURE(ReadEpoch(got));
   EXPECT_FALSE(zc_->watching());
-  auto r = os::CountUffdProtectedPages(mem_, bytes);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(*r, 0u);
+  EXPECT_EQ(ProtectedPages(), 0u);
   Store(mem_ + 3 * page_, 1);
   EXPECT_EQ(zc_->counters().watch_faults, 0u);
   EXPECT_EQ(zc_->history().RankOf(reinterpret_cast<uintptr_t>(mem_)), 0u);
@@ -308,19 +311,12 @@ TEST_P(LockStepTest, UnwatchedEndRemovesAllProtection) {
 
 // The engine destroyed while watching leaves no protection behind.
 TEST_P(LockStepTest, DestructionWhileWatchingRemovesProtection) {
-  auto z = ZeroCopy::Create(GetParam(), WriteProtectMode::kUserfaultfd, /*watch=*/true);
-  if (!z.ok()) GTEST_SKIP() << "userfaultfd write-protection unavailable: " << z.status().ToString();
-  zc_ = std::move(z).value();
-  const size_t bytes = kPages * page_;
-  std::vector<uint8_t> got(bytes);
-  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
-  ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
-  zc_->End();
+  if (const std::string why = UseUffd(/*watch=*/true); !why.empty()) GTEST_SKIP() << why;
+  std::vector<uint8_t> got(kPages * page_);
+  ASSERT_NO_FATAL_FAILURE(ReadEpoch(got));
   ASSERT_TRUE(zc_->watching());
   zc_.reset();
-  auto r = os::CountUffdProtectedPages(mem_, bytes);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(*r, 0u);
+  EXPECT_EQ(ProtectedPages(), 0u);
   Store(mem_, 1);
 }
 
