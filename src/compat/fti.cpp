@@ -241,6 +241,46 @@ int ReadStored(Context* c, const char* what, int region, void* dst, size_t bytes
   return FTI_SCES;
 }
 
+// FTI_Realloc's work; *done tells whether ptr was reallocated (FTI_Realloc
+// returns ptr unchanged either way on failure, the Fortran module needs to know).
+void* Realloc(int id, void* ptr, bool* done) {
+  *done = false;
+  if (!Ready("FTI_Realloc")) return ptr;
+  if (!g->reco) {
+    Print(FTI_WARN, "FTI_Realloc: dataset %d: this is not a restart, nothing to reallocate", id);
+    return ptr;
+  }
+  auto it = g->data.find(id);
+  if (it == g->data.end()) {
+    Print(FTI_WARN, "FTI_Realloc: dataset %d is not protected (FTI_Protect it first)", id);
+    return ptr;
+  }
+  size_t stored = 0;
+  if (cairn_saved_region_size(g->client, kName, g->found, g->rank, id, &stored) != CAIRN_OK || stored == 0) {
+    Print(FTI_WARN, "FTI_Realloc: dataset %d: %s", id,
+          stored == 0 ? "its stored size is 0 (or unknown), not reallocated" : cairn_last_error());
+    return ptr;
+  }
+  void* grown = std::realloc(ptr, stored);
+  if (grown == nullptr) {
+    Print(FTI_WARN, "FTI_Realloc: dataset %d: no memory for %zu bytes", id, stored);
+    return ptr;
+  }
+  *done = true;
+  // The old buffer is gone: protect the new one before anything else runs.
+  if (cairn_protect(g->client, id, grown, stored) != CAIRN_OK) {
+    Print(FTI_EROR, "FTI_Realloc: protecting dataset %d's new buffer failed: %s", id, cairn_last_error());
+    // The old buffer is freed: no checkpoint may read it.
+    (void)cairn_unprotect(g->client, id);
+    g->data.erase(it);
+    return grown;
+  }
+  it->second.ptr = grown;
+  it->second.bytes = static_cast<int64_t>(stored);
+  Print(FTI_DBUG, "FTI_Realloc: dataset %d reallocated to %zu bytes", id, stored);
+  return grown;
+}
+
 size_t TypeSize(fti_id_t t) {
   return t >= 0 && static_cast<size_t>(t) < g_types.size() ? g_types[static_cast<size_t>(t)] : 0;
 }
@@ -350,39 +390,21 @@ extern "C" int64_t FTI_GetStoredSize(int id) {
 }
 
 extern "C" void* FTI_Realloc(int id, void* ptr) {
-  if (!Ready("FTI_Realloc")) return ptr;
-  if (!g->reco) {
-    Print(FTI_WARN, "FTI_Realloc: dataset %d: this is not a restart, nothing to reallocate", id);
-    return ptr;
-  }
-  auto it = g->data.find(id);
-  if (it == g->data.end()) {
-    Print(FTI_WARN, "FTI_Realloc: dataset %d is not protected (FTI_Protect it first)", id);
-    return ptr;
-  }
-  size_t stored = 0;
-  if (cairn_saved_region_size(g->client, kName, g->found, g->rank, id, &stored) != CAIRN_OK || stored == 0) {
-    Print(FTI_WARN, "FTI_Realloc: dataset %d: %s", id,
-          stored == 0 ? "its stored size is 0 (or unknown), not reallocated" : cairn_last_error());
-    return ptr;
-  }
-  void* grown = std::realloc(ptr, stored);
-  if (grown == nullptr) {
-    Print(FTI_WARN, "FTI_Realloc: dataset %d: no memory for %zu bytes", id, stored);
-    return ptr;
-  }
-  // The old buffer is gone: protect the new one before anything else runs.
-  if (cairn_protect(g->client, id, grown, stored) != CAIRN_OK) {
-    Print(FTI_EROR, "FTI_Realloc: protecting dataset %d's new buffer failed: %s", id, cairn_last_error());
-    // The old buffer is freed: no checkpoint may read it.
-    (void)cairn_unprotect(g->client, id);
-    g->data.erase(it);
-    return grown;
-  }
-  it->second.ptr = grown;
-  it->second.bytes = static_cast<int64_t>(stored);
-  Print(FTI_DBUG, "FTI_Realloc: dataset %d reallocated to %zu bytes", id, stored);
-  return grown;
+  bool done = false;
+  return Realloc(id, ptr, &done);
+}
+
+// For the Fortran module fti: FTI_Realloc, saying whether it reallocated
+// (FTI_SCES, *ptr and *bytes updated) or not (FTI_NSCS, nothing changed).
+// Exported (FTI_*) but not declared in fti.h, as FTI_Init_fort_wrapper.
+extern "C" FTI_EXPORT int FTI_Realloc_fort_wrapper(int id, void** ptr, int64_t* bytes) {
+  if (ptr == nullptr || bytes == nullptr) return FTI_NSCS;
+  bool done = false;
+  void* moved = Realloc(id, *ptr, &done);
+  if (!done) return FTI_NSCS;
+  *ptr = moved;
+  *bytes = FTI_GetStoredSize(id);
+  return FTI_SCES;
 }
 
 extern "C" int FTI_SetAttribute(int id, FTIT_attribute attribute, FTIT_attributeFlag flag) {
