@@ -58,6 +58,23 @@ static void recover_var(int rank) {
   check(FTI_Status() == 0, rank, "FTI_Status is not 0 after FTI_RecoverVarFinalize");
 }
 
+/* FTI_HEAT_RECOVER=var also names and shapes the grid (FTI_SetAttribute):
+ * accepted for a protected dataset, refused for another or bad dimensions. */
+static void set_attributes(int rank, int nprocs) {
+  FTIT_attribute a;
+  memset(&a, 0, sizeof a);
+  strcpy(a.name, "temperature");
+  a.dim.ndims = 2;
+  a.dim.count[0] = kCols;
+  a.dim.count[1] = (FTIT_hsize_t)(kRowsPerRank + 2) * (FTIT_hsize_t)nprocs;
+  check(FTI_SetAttribute(1, a, (FTIT_attributeFlag)(FTI_ATTRIBUTE_NAME | FTI_ATTRIBUTE_DIM)) == FTI_SCES, rank,
+        "FTI_SetAttribute of the grid failed");
+  check(FTI_SetAttribute(7, a, FTI_ATTRIBUTE_NAME) == FTI_NSCS, rank,
+        "FTI_SetAttribute of an unprotected dataset did not fail");
+  a.dim.ndims = 0;
+  check(FTI_SetAttribute(1, a, FTI_ATTRIBUTE_DIM) == FTI_NSCS, rank, "FTI_SetAttribute with 0 dimensions did not fail");
+}
+
 /* FTI_HEAT_REALLOC=1 on a restart: the history gets its stored size. */
 static double *realloc_history(double *hist, int *nhist, int rank) {
   const int64_t stored = FTI_GetStoredSize(3);
@@ -120,7 +137,10 @@ int main(int argc, char **argv) {
   double *hist = calloc(1, sizeof(double));
   FTI_Protect(0, &i, 1, FTI_INTG);
   FTI_Protect(1, h, (int64_t)cells, FTI_DBLE);
-  if (by_var) FTI_Protect(2, &launch, 1, FTI_INTG);
+  if (by_var) {
+    FTI_Protect(2, &launch, 1, FTI_INTG);
+    set_attributes(rank, nprocs);
+  }
   if (use_realloc) FTI_Protect(3, hist, nhist, FTI_DBLE);
   if (FTI_Status() != 0) {
     if (use_realloc) hist = realloc_history(hist, &nhist, rank);
