@@ -486,8 +486,12 @@ extern "C" int FTI_Recover(void) {
 extern "C" int FTI_RecoverVarInit(void) {
   if (!Ready("FTI_RecoverVarInit")) return FTI_NSCS;
   if (!g->reco) return FTI_SCES;  // not a restart: nothing to do (as FTI)
-  // The schedule of FTI_Snapshot travels with the datasets.
-  return ReadStored(g.get(), "FTI_RecoverVarInit", kSnapshotRegion, &g->snap, sizeof g->snap);
+  // The schedule of FTI_Snapshot travels with the datasets; read aside, so
+  // that a failed read leaves the current one whole.
+  SnapshotState snap;
+  const int rc = ReadStored(g.get(), "FTI_RecoverVarInit", kSnapshotRegion, &snap, sizeof snap);
+  if (rc == FTI_SCES) g->snap = snap;
+  return rc;
 }
 
 extern "C" int FTI_RecoverVar(int id) {
@@ -514,6 +518,7 @@ extern "C" int FTI_RecoverVar(int id) {
           static_cast<long long>(g->found), static_cast<unsigned long long>(stored));
     return FTI_NSCS;
   }
+  if (stored == 0) return FTI_SCES;  // an empty dataset: nothing to read
   return ReadStored(g.get(), "FTI_RecoverVar", id, d.ptr, stored) == FTI_SCES ? FTI_SCES : FTI_NSCS;
 }
 
