@@ -3,9 +3,9 @@
  * A program written for FTI compiles unchanged against this header and links
  * with -lcairn_fti (CMake: Cairn::fti). What maps to what, what differs and
  * what is not provided: docs/fti.md. Only the functions declared here exist;
- * FTI's HDF5 datasets, staging, incremental checkpoints (ICP), FTI_RecoverVar*
- * and failure injection are not provided (a program using them does not
- * link, rather than running with a silent no-op).
+ * FTI's HDF5 datasets, staging, incremental checkpoints (ICP) and failure
+ * injection are not provided (a program using them does not link, rather
+ * than running with a silent no-op).
  *
  * Return codes are FTI's: FTI_SCES (0) success, FTI_NSCS (-1) failure,
  * FTI_DONE (1) a checkpoint was taken, FTI_NREC (-2) recovery failed. Failures
@@ -76,6 +76,26 @@ typedef int fti_id_t;
 /** HDF5 group (opaque here: the HDF5 layout is not provided). */
 typedef struct FTIT_H5Group FTIT_H5Group;
 
+/** Maximum number of dimensions of a dataset attribute (FTI_HDF5_MAX_DIM). */
+#define FTI_HDF5_MAX_DIM 32
+/** HDF5's hsize_t, as FTI declares it. */
+typedef unsigned long long FTIT_hsize_t;
+/** A dataset's dimensions (FTI_SetAttribute with FTI_ATTRIBUTE_DIM). */
+typedef struct FTIT_dimension {
+  int ndims;
+  FTIT_hsize_t count[FTI_HDF5_MAX_DIM];
+} FTIT_dimension;
+/** Descriptive attributes of a dataset (FTI_SetAttribute). */
+typedef struct FTIT_attribute {
+  FTIT_dimension dim;
+  char name[FTI_BUFS];
+} FTIT_attribute;
+/** Which fields of an FTIT_attribute FTI_SetAttribute sets (or-able). */
+typedef enum FTIT_attributeFlag {
+  FTI_ATTRIBUTE_NAME = 1,
+  FTI_ATTRIBUTE_DIM = 2
+} FTIT_attributeFlag;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -115,15 +135,45 @@ FTI_EXPORT int FTI_AddVectorField(fti_id_t id, const char *name, fti_id_t tid, s
 /** Protects count elements of type tid at ptr (host, CUDA device or managed
  * memory) as dataset id; protecting an id again replaces it. */
 FTI_EXPORT int FTI_Protect(int id, void *ptr, int64_t count, fti_id_t tid);
+/** Sets descriptive attributes of protected dataset id: its name and/or
+ * dimensions (flag: FTI_ATTRIBUTE_NAME | FTI_ATTRIBUTE_DIM). FTI only writes
+ * them into its HDF5 output, which is not provided: they are checked and kept
+ * with the dataset, nothing else. FTI_NSCS when id is not protected or the
+ * dimensions are out of range. */
+FTI_EXPORT int FTI_SetAttribute(int id, FTIT_attribute attribute, FTIT_attributeFlag flag);
 /** Bytes of dataset id in the checkpoint being recovered (after FTI_Init on a
  * restart), else its protected size; 0 if unknown. */
 FTI_EXPORT int64_t FTI_GetStoredSize(int id);
+/** On a restart (FTI_Status() == 1): reallocates ptr (memory from malloc, as
+ * for realloc) to the size dataset id has in the checkpoint being recovered,
+ * protects the new buffer as dataset id with that size and returns it; its
+ * content is then restored by FTI_Recover or FTI_RecoverVar(id). Otherwise,
+ * and on any error (not a restart, id not protected, a stored size of 0, no
+ * memory), returns ptr unchanged with a warning. */
+FTI_EXPORT void *FTI_Realloc(int id, void *ptr);
 /** Collective: checkpoint id of the protected datasets at level 1-4 (5-8:
  * the same levels with differential checkpointing). FTI_DONE on success. */
 FTI_EXPORT int FTI_Checkpoint(int id, int level);
 /** Collective: restores the newest checkpoint every rank has into the
  * protected datasets. FTI_SCES, or FTI_NREC when none can be restored. */
 FTI_EXPORT int FTI_Recover(void);
+/** Begins a recovery of single datasets (FTI_RecoverVar): on a restart it
+ * restores FTI_Snapshot's schedule from the checkpoint being recovered;
+ * otherwise it does nothing. FTI_SCES, or FTI_NREC when the checkpoint cannot
+ * be read. Local (no other rank is involved). */
+FTI_EXPORT int FTI_RecoverVarInit(void);
+/** Restores protected dataset id (host memory, protected with its stored size)
+ * from the checkpoint being recovered, verifying its checksums: from the
+ * local copy, else from glbl_dir. Local; may be called without
+ * FTI_RecoverVarInit. FTI_SCES; FTI_NREC when this is not a restart; FTI_NSCS
+ * when id is not protected, its size differs from the stored one
+ * (FTI_GetStoredSize, FTI_Realloc), it is device memory (use FTI_Recover) or
+ * the data cannot be read. */
+FTI_EXPORT int FTI_RecoverVar(int id);
+/** Ends a recovery of single datasets: the checkpoint counts as recovered
+ * (FTI_Status() becomes 0, FTI_Snapshot no longer recovers and goes on from
+ * the recovered schedule). FTI_SCES; FTI_NSCS when FTI is not initialized. */
+FTI_EXPORT int FTI_RecoverVarFinalize(void);
 /** Collective: on a restart, FTI_Recover; otherwise takes a checkpoint when
  * the configuration's interval of a level (ckpt_l1..ckpt_l4) is due.
  * FTI_DONE when it checkpointed, FTI_SCES when not due. */

@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,6 +54,10 @@ enum class Unit { kMinutes, kSeconds, kCalls };
 struct Dataset {
   void* ptr = nullptr;
   int64_t bytes = 0;
+  // FTI_SetAttribute's values: FTI writes them into HDF5 output only, which
+  // is not provided; kept so that the call has its documented effect.
+  std::string name;
+  std::vector<uint64_t> dims;
 };
 
 struct Context {
@@ -213,6 +218,69 @@ int Fail(const char* what) {
   return FTI_NSCS;
 }
 
+// The checkpoint found at init counts as recovered as `v` (FTI_Recover,
+// FTI_RecoverVarFinalize): FTI_Snapshot's schedule goes on from the
+// recovered count (time restarts now).
+void Recovered(Context* c, int64_t v) {
+  c->reco = false;
+  c->last = v;
+  c->base = c->snap.count;
+  c->start = MPI_Wtime();
+  if (c->snap.next_id <= v) c->snap.next_id = v + 1;
+}
+
+// Copies region `region` of the checkpoint being recovered (this rank's) into
+// host memory [dst, dst + bytes): Cairn's read of a saved region verifies
+// every block and falls back from the local copy to glbl_dir.
+int ReadStored(Context* c, const char* what, int region, void* dst, size_t bytes) {
+  if (cairn_read_saved_region(c->client, kName, c->found, c->rank, region, 0, dst, bytes) != CAIRN_OK) {
+    Print(FTI_EROR, "%s: reading dataset %d of checkpoint %lld failed: %s", what, region,
+          static_cast<long long>(c->found), cairn_last_error());
+    return FTI_NREC;
+  }
+  return FTI_SCES;
+}
+
+// FTI_Realloc's work; *done tells whether ptr was reallocated (FTI_Realloc
+// returns ptr unchanged either way on failure, the Fortran module needs to know).
+void* Realloc(int id, void* ptr, bool* done) {
+  *done = false;
+  if (!Ready("FTI_Realloc")) return ptr;
+  if (!g->reco) {
+    Print(FTI_WARN, "FTI_Realloc: dataset %d: this is not a restart, nothing to reallocate", id);
+    return ptr;
+  }
+  auto it = g->data.find(id);
+  if (it == g->data.end()) {
+    Print(FTI_WARN, "FTI_Realloc: dataset %d is not protected (FTI_Protect it first)", id);
+    return ptr;
+  }
+  size_t stored = 0;
+  if (cairn_saved_region_size(g->client, kName, g->found, g->rank, id, &stored) != CAIRN_OK || stored == 0) {
+    Print(FTI_WARN, "FTI_Realloc: dataset %d: %s", id,
+          stored == 0 ? "its stored size is 0 (or unknown), not reallocated" : cairn_last_error());
+    return ptr;
+  }
+  void* grown = std::realloc(ptr, stored);
+  if (grown == nullptr) {
+    Print(FTI_WARN, "FTI_Realloc: dataset %d: no memory for %zu bytes", id, stored);
+    return ptr;
+  }
+  *done = true;
+  // The old buffer is gone: protect the new one before anything else runs.
+  if (cairn_protect(g->client, id, grown, stored) != CAIRN_OK) {
+    Print(FTI_EROR, "FTI_Realloc: protecting dataset %d's new buffer failed: %s", id, cairn_last_error());
+    // The old buffer is freed: no checkpoint may read it.
+    (void)cairn_unprotect(g->client, id);
+    g->data.erase(it);
+    return grown;
+  }
+  it->second.ptr = grown;
+  it->second.bytes = static_cast<int64_t>(stored);
+  Print(FTI_DBUG, "FTI_Realloc: dataset %d reallocated to %zu bytes", id, stored);
+  return grown;
+}
+
 size_t TypeSize(fti_id_t t) {
   return t >= 0 && static_cast<size_t>(t) < g_types.size() ? g_types[static_cast<size_t>(t)] : 0;
 }
@@ -303,7 +371,9 @@ extern "C" int FTI_Protect(int id, void* ptr, int64_t count, fti_id_t tid) {
   if (cairn_protect(g->client, id, ptr, static_cast<size_t>(bytes)) != CAIRN_OK) {
     return Fail("FTI_Protect");
   }
-  g->data[id] = Dataset{ptr, bytes};
+  Dataset& d = g->data[id];  // its attributes stay
+  d.ptr = ptr;
+  d.bytes = bytes;
   return FTI_SCES;
 }
 
@@ -317,6 +387,46 @@ extern "C" int64_t FTI_GetStoredSize(int id) {
   }
   auto it = g->data.find(id);
   return it == g->data.end() ? 0 : it->second.bytes;
+}
+
+extern "C" void* FTI_Realloc(int id, void* ptr) {
+  bool done = false;
+  return Realloc(id, ptr, &done);
+}
+
+// For the Fortran module fti: FTI_Realloc, saying whether it reallocated
+// (FTI_SCES, *ptr and *bytes updated) or not (FTI_NSCS, nothing changed).
+// Exported (FTI_*) but not declared in fti.h, as FTI_Init_fort_wrapper.
+extern "C" FTI_EXPORT int FTI_Realloc_fort_wrapper(int id, void** ptr, int64_t* bytes) {
+  if (ptr == nullptr || bytes == nullptr) return FTI_NSCS;
+  bool done = false;
+  void* moved = Realloc(id, *ptr, &done);
+  if (!done) return FTI_NSCS;
+  *ptr = moved;
+  *bytes = FTI_GetStoredSize(id);
+  return FTI_SCES;
+}
+
+extern "C" int FTI_SetAttribute(int id, FTIT_attribute attribute, FTIT_attributeFlag flag) {
+  if (!Ready("FTI_SetAttribute")) return FTI_NSCS;
+  auto it = g->data.find(id);
+  if (it == g->data.end()) {
+    Print(FTI_WARN, "FTI_SetAttribute: dataset %d is not protected (FTI_Protect it first)", id);
+    return FTI_NSCS;
+  }
+  const int f = static_cast<int>(flag);
+  if ((f & FTI_ATTRIBUTE_DIM) != 0 && (attribute.dim.ndims < 1 || attribute.dim.ndims > FTI_HDF5_MAX_DIM)) {
+    Print(FTI_WARN, "FTI_SetAttribute: dataset %d: ndims = %d, it must be 1 to %d", id, attribute.dim.ndims,
+          FTI_HDF5_MAX_DIM);
+    return FTI_NSCS;
+  }
+  if ((f & FTI_ATTRIBUTE_NAME) != 0) {
+    it->second.name.assign(attribute.name, strnlen(attribute.name, sizeof attribute.name));
+  }
+  if ((f & FTI_ATTRIBUTE_DIM) != 0) {
+    it->second.dims.assign(attribute.dim.count, attribute.dim.count + attribute.dim.ndims);
+  }
+  return FTI_SCES;
 }
 
 extern "C" int FTI_Checkpoint(int id, int level) {
@@ -368,13 +478,56 @@ extern "C" int FTI_Recover(void) {
     Print(FTI_EROR, "FTI_Recover: %s", cairn_last_error());
     return FTI_NREC;
   }
-  g->reco = false;
-  g->last = v;
-  // The schedule goes on from the recovered count (time restarts at init).
-  g->base = g->snap.count;
-  g->start = MPI_Wtime();
-  if (g->snap.next_id <= v) g->snap.next_id = v + 1;
+  Recovered(g.get(), v);
   Print(FTI_INFO, "Recovered from checkpoint %lld", static_cast<long long>(v));
+  return FTI_SCES;
+}
+
+extern "C" int FTI_RecoverVarInit(void) {
+  if (!Ready("FTI_RecoverVarInit")) return FTI_NSCS;
+  if (!g->reco) return FTI_SCES;  // not a restart: nothing to do (as FTI)
+  // The schedule of FTI_Snapshot travels with the datasets; read aside, so
+  // that a failed read leaves the current one whole.
+  SnapshotState snap;
+  const int rc = ReadStored(g.get(), "FTI_RecoverVarInit", kSnapshotRegion, &snap, sizeof snap);
+  if (rc == FTI_SCES) g->snap = snap;
+  return rc;
+}
+
+extern "C" int FTI_RecoverVar(int id) {
+  if (!Ready("FTI_RecoverVar")) return FTI_NSCS;
+  if (!g->reco) {
+    Print(FTI_WARN, "FTI_RecoverVar: there is no checkpoint to recover");
+    return FTI_NREC;
+  }
+  auto it = g->data.find(id);
+  if (it == g->data.end()) {
+    Print(FTI_WARN, "FTI_RecoverVar: dataset %d is not protected (FTI_Protect it first)", id);
+    return FTI_NSCS;
+  }
+  size_t stored = 0;
+  if (cairn_saved_region_size(g->client, kName, g->found, g->rank, id, &stored) != CAIRN_OK) {
+    Print(FTI_EROR, "FTI_RecoverVar: dataset %d of checkpoint %lld: %s", id, static_cast<long long>(g->found),
+          cairn_last_error());
+    return FTI_NSCS;
+  }
+  const Dataset& d = it->second;
+  if (static_cast<int64_t>(stored) != d.bytes) {
+    Print(FTI_WARN, "FTI_RecoverVar: dataset %d is protected with %lld bytes but checkpoint %lld stored %llu "
+          "(FTI_GetStoredSize; FTI_Realloc resizes it)", id, static_cast<long long>(d.bytes),
+          static_cast<long long>(g->found), static_cast<unsigned long long>(stored));
+    return FTI_NSCS;
+  }
+  if (stored == 0) return FTI_SCES;  // an empty dataset: nothing to read
+  return ReadStored(g.get(), "FTI_RecoverVar", id, d.ptr, stored) == FTI_SCES ? FTI_SCES : FTI_NSCS;
+}
+
+extern "C" int FTI_RecoverVarFinalize(void) {
+  if (!Ready("FTI_RecoverVarFinalize")) return FTI_NSCS;
+  if (g->reco) {
+    Recovered(g.get(), g->found);
+    Print(FTI_INFO, "Recovered datasets of checkpoint %lld", static_cast<long long>(g->found));
+  }
   return FTI_SCES;
 }
 

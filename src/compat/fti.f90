@@ -29,7 +29,8 @@ module fti
   type(FTI_type), public, save :: FTI_REAL8
 
   public :: FTI_Init, FTI_Status, FTI_InitType, FTI_Protect, FTI_Checkpoint, FTI_Recover, &
-            FTI_Snapshot, FTI_Finalize, FTI_GetStoredSize
+            FTI_Snapshot, FTI_Finalize, FTI_GetStoredSize, FTI_Realloc, FTI_RecoverVarInit, &
+            FTI_RecoverVar, FTI_RecoverVarFinalize
 
   interface
     function c_init(config, comm) bind(C, name="FTI_Init_fort_wrapper") result(r)
@@ -78,7 +79,42 @@ module fti
       import :: c_int
       integer(c_int) :: r
     end function c_finalize
+    function c_realloc(id, ptr, bytes) bind(C, name="FTI_Realloc_fort_wrapper") result(r)
+      import :: c_int, c_ptr, c_int64_t
+      integer(c_int), value :: id
+      type(c_ptr), intent(inout) :: ptr
+      integer(c_int64_t), intent(out) :: bytes
+      integer(c_int) :: r
+    end function c_realloc
+    function c_recover_var_init() bind(C, name="FTI_RecoverVarInit") result(r)
+      import :: c_int
+      integer(c_int) :: r
+    end function c_recover_var_init
+    function c_recover_var(id) bind(C, name="FTI_RecoverVar") result(r)
+      import :: c_int
+      integer(c_int), value :: id
+      integer(c_int) :: r
+    end function c_recover_var
+    function c_recover_var_finalize() bind(C, name="FTI_RecoverVarFinalize") result(r)
+      import :: c_int
+      integer(c_int) :: r
+    end function c_recover_var_finalize
   end interface
+
+  !> FTI_Realloc(id, data, err) on a restart: data (a POINTER scalar or rank-1
+  !> array allocated with ALLOCATE, protected as dataset id) is reallocated to
+  !> the dataset's stored size and points to the new memory (a rank-1 array
+  !> gets the stored element count); or FTI_Realloc(id, c_ptr, err).
+  !> err = FTI_NSCS when nothing was reallocated (as FTI: not a restart, an
+  !> unknown id, ...; data is unchanged then) or for arrays of rank >= 2 (use
+  !> the c_ptr form).
+  interface FTI_Realloc
+    module procedure FTI_Realloc_Ptr
+    module procedure FTI_Realloc_INTEGER4
+    module procedure FTI_Realloc_INTEGER8
+    module procedure FTI_Realloc_REAL4
+    module procedure FTI_Realloc_REAL8
+  end interface FTI_Realloc
 
   !> FTI_Protect(id, data, err): data a POINTER scalar or array (rank 1-7)
   !> whose elements are contiguous in memory (its first element's address and
@@ -199,5 +235,134 @@ contains
     integer, intent(out) :: err
     err = int(c_finalize())
   end subroutine FTI_Finalize
+
+  !> err is optional (codes call it both ways).
+  subroutine FTI_RecoverVarInit(err)
+    integer, intent(out), optional :: err
+    integer :: e
+    e = int(c_recover_var_init())
+    if (present(err)) err = e
+  end subroutine FTI_RecoverVarInit
+
+  subroutine FTI_RecoverVar(id_F, err)
+    integer, intent(in) :: id_F
+    integer, intent(out) :: err
+    err = int(c_recover_var(int(id_F, c_int)))
+  end subroutine FTI_RecoverVar
+
+  subroutine FTI_RecoverVarFinalize(err)
+    integer, intent(out), optional :: err
+    integer :: e
+    e = int(c_recover_var_finalize())
+    if (present(err)) err = e
+  end subroutine FTI_RecoverVarFinalize
+
+  subroutine FTI_Realloc_Ptr(id_F, ptr, err)
+    integer, intent(in) :: id_F
+    type(c_ptr), intent(inout) :: ptr
+    integer, intent(out) :: err
+    integer(c_int64_t) :: bytes
+    err = int(c_realloc(int(id_F, c_int), ptr, bytes))
+  end subroutine FTI_Realloc_Ptr
+
+  !> Reallocates the memory at `first` (holding elements of `each` bytes) when
+  !> the stored size is a whole number of them, and `want` of them if want >=
+  !> 0; returns their count (-1: nothing was done) and the new address.
+  function realloc_first(id_F, first, each, want, moved) result(count)
+    integer, intent(in) :: id_F
+    type(c_ptr), intent(in) :: first
+    integer, intent(in) :: each
+    integer(8), intent(in) :: want
+    type(c_ptr), intent(out) :: moved
+    integer(8) :: count, stored
+    integer(c_int64_t) :: bytes
+    count = -1
+    moved = first
+    stored = int(c_stored_size(int(id_F, c_int)), 8)
+    if (c_status() /= 1 .or. stored <= 0 .or. mod(stored, int(each, 8)) /= 0) return
+    if (want >= 0 .and. stored / each /= want) return
+    if (c_realloc(int(id_F, c_int), moved, bytes) /= FTI_SCES) return
+    count = int(bytes, 8) / each
+  end function realloc_first
+
+  subroutine FTI_Realloc_INTEGER4(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(4), pointer, intent(inout) :: data(..)
+    integer, intent(out) :: err
+    type(c_ptr) :: moved
+    integer(8) :: n
+    err = FTI_NSCS
+    select rank (data)
+    rank (0)
+      n = realloc_first(id_F, c_loc(data), 4, 1_8, moved)
+      if (n == 1) call c_f_pointer(moved, data)
+    rank (1)
+      n = realloc_first(id_F, c_loc(data), 4, -1_8, moved)
+      if (n >= 0) call c_f_pointer(moved, data, [n])
+    rank default
+      n = -1
+    end select
+    if (n >= 0) err = FTI_SCES
+  end subroutine FTI_Realloc_INTEGER4
+
+  subroutine FTI_Realloc_INTEGER8(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(8), pointer, intent(inout) :: data(..)
+    integer, intent(out) :: err
+    type(c_ptr) :: moved
+    integer(8) :: n
+    err = FTI_NSCS
+    select rank (data)
+    rank (0)
+      n = realloc_first(id_F, c_loc(data), 8, 1_8, moved)
+      if (n == 1) call c_f_pointer(moved, data)
+    rank (1)
+      n = realloc_first(id_F, c_loc(data), 8, -1_8, moved)
+      if (n >= 0) call c_f_pointer(moved, data, [n])
+    rank default
+      n = -1
+    end select
+    if (n >= 0) err = FTI_SCES
+  end subroutine FTI_Realloc_INTEGER8
+
+  subroutine FTI_Realloc_REAL4(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(4), pointer, intent(inout) :: data(..)
+    integer, intent(out) :: err
+    type(c_ptr) :: moved
+    integer(8) :: n
+    err = FTI_NSCS
+    select rank (data)
+    rank (0)
+      n = realloc_first(id_F, c_loc(data), 4, 1_8, moved)
+      if (n == 1) call c_f_pointer(moved, data)
+    rank (1)
+      n = realloc_first(id_F, c_loc(data), 4, -1_8, moved)
+      if (n >= 0) call c_f_pointer(moved, data, [n])
+    rank default
+      n = -1
+    end select
+    if (n >= 0) err = FTI_SCES
+  end subroutine FTI_Realloc_REAL4
+
+  subroutine FTI_Realloc_REAL8(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(8), pointer, intent(inout) :: data(..)
+    integer, intent(out) :: err
+    type(c_ptr) :: moved
+    integer(8) :: n
+    err = FTI_NSCS
+    select rank (data)
+    rank (0)
+      n = realloc_first(id_F, c_loc(data), 8, 1_8, moved)
+      if (n == 1) call c_f_pointer(moved, data)
+    rank (1)
+      n = realloc_first(id_F, c_loc(data), 8, -1_8, moved)
+      if (n >= 0) call c_f_pointer(moved, data, [n])
+    rank default
+      n = -1
+    end select
+    if (n >= 0) err = FTI_SCES
+  end subroutine FTI_Realloc_REAL8
 
 end module fti

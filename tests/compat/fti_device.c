@@ -89,6 +89,9 @@ int main(int argc, char **argv) {
   CHECK(FTI_Protect(0, (void *)(uintptr_t)dev, kCount, FTI_DBLE) == FTI_SCES, "FTI_Protect (device)");
   CHECK(FTI_Protect(1, managed, kCount, FTI_DBLE) == FTI_SCES, "FTI_Protect (managed)");
   CHECK(FTI_GetStoredSize(0) == (int64_t)bytes, "FTI_GetStoredSize");
+  /* A single dataset is read into host memory only (docs/fti.md). */
+  CHECK(FTI_RecoverVar(0) == FTI_NSCS, "FTI_RecoverVar of device memory is refused");
+  CHECK(FTI_Status() == 1, "the refused FTI_RecoverVar left the recovery to do");
   CHECK(FTI_Recover() == FTI_SCES, "FTI_Recover");
   CHECK(dtoh(back, dev, bytes) == 0, "cuMemcpyDtoH");
   CHECK(memcmp(back, host, bytes) == 0, "the device memory came back");

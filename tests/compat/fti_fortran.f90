@@ -1,6 +1,8 @@
 ! Module fti (src/compat/fti.f90) from Fortran, as FTI's Fortran examples use
 ! it: POINTER data protected, checkpointed at level 1, finalized, overwritten,
-! FTI initialized again (a restart), recovered and checked.
+! FTI initialized again (a restart), recovered and checked. Then a third
+! launch: a history array allocated with 1 element is given its stored size (3)
+! by FTI_Realloc, and FTI_RecoverVar restores datasets 0 and 2 but not 1.
 !   fti_fortran <config.fti>
 program fti_fortran
   use mpi
@@ -9,12 +11,13 @@ program fti_fortran
   integer :: ierr, comm, rank, status, i, j
   integer(8) :: stored
   character(len=4096) :: cfg
-  real(8), pointer :: field(:, :)
+  real(8), pointer :: field(:, :), hist(:)
   integer(4), pointer :: step
 
   call MPI_Init(ierr)
   call get_command_argument(1, cfg)
-  allocate(field(50, 30), step)
+  allocate(field(50, 30), step, hist(3))
+  hist = [1.5d0, 2.5d0, 3.5d0]
   comm = MPI_COMM_WORLD
   call FTI_Init(cfg, comm, ierr)
   call check(ierr == FTI_SCES, 'FTI_Init')
@@ -29,6 +32,7 @@ program fti_fortran
   call check(ierr == FTI_SCES, 'FTI_Protect (scalar)')
   call FTI_Protect(1, field, ierr)
   call check(ierr == FTI_SCES, 'FTI_Protect (array)')
+  call FTI_Protect(2, hist, ierr)
   call FTI_Status(status)
   call check(status == 0, 'a fresh job has nothing to recover')
   call FTI_Checkpoint(1, 1, ierr)
@@ -56,8 +60,41 @@ program fti_fortran
     end do
   end do
   call FTI_Finalize(ierr)
+
+  ! The third launch: FTI_Realloc, then FTI_RecoverVar of 0 and 2 only.
+  field = 0
+  step = 0
+  deallocate(hist)
+  allocate(hist(1))
+  hist = 0
+  comm = MPI_COMM_WORLD
+  call FTI_Init(cfg, comm, ierr)
+  call check(ierr == FTI_SCES, 'FTI_Init (third launch)')
+  call FTI_Protect(0, step, ierr)
+  call FTI_Protect(1, field, ierr)
+  call FTI_Protect(2, hist, ierr)
+  call FTI_Status(status)
+  call check(status == 1, 'the third launch finds the checkpoint')
+  call FTI_Realloc(2, hist, ierr)
+  call check(ierr == FTI_SCES, 'FTI_Realloc')
+  call check(size(hist) == 3, 'FTI_Realloc gave the history its stored size')
+  call FTI_RecoverVarInit(ierr)
+  call check(ierr == FTI_SCES, 'FTI_RecoverVarInit')
+  call FTI_RecoverVar(2, ierr)
+  call check(ierr == FTI_SCES, 'FTI_RecoverVar(2)')
+  call FTI_RecoverVar(0, ierr)
+  call check(ierr == FTI_SCES, 'FTI_RecoverVar(0)')
+  call FTI_RecoverVarFinalize()
+  call FTI_Status(status)
+  call check(status == 0, 'FTI_RecoverVarFinalize ends the recovery')
+  call check(step == 7, 'dataset 0 came back')
+  call check(all(hist == [1.5d0, 2.5d0, 3.5d0]), 'the reallocated history came back')
+  call check(all(field == 0), 'dataset 1, not asked for, was left alone')
+  call FTI_Realloc(2, hist, ierr)
+  call check(ierr == FTI_NSCS .and. size(hist) == 3, 'FTI_Realloc after the recovery does nothing')
+  call FTI_Finalize(ierr)
   if (rank == 0) print '(a)', 'PASS fti_fortran'
-  deallocate(field, step)
+  deallocate(field, step, hist)
   call MPI_Finalize(ierr)
 
 contains

@@ -12,6 +12,17 @@
 #             parity of their sets)
 #   snapshot  FTI_Snapshot at every iteration, ckpt_l1 = 4 calls, ckpt_l4 = 10
 #   dcp       as l1 with enable_dcp = 1 (Cairn's hash change detection)
+#   recovervar  as l1, the restart through FTI_RecoverVarInit/RecoverVar/
+#             RecoverVarFinalize of datasets 0 and 1 only (dataset 2 must keep
+#             the relaunch's value)
+#   realloc   as l1 with a history (dataset 3) that grows at every checkpoint:
+#             the restart sizes it with FTI_Realloc before FTI_Recover
+#   auto      FTI_Snapshot at every iteration under [cairn] auto_level = 1,
+#             mtbf_s = 1 (Young/Daly decides when): when a checkpoint happens
+#             depends on time, so the run is not killed at a fixed iteration
+#             but right after the first iteration >= 20 that checkpointed (S,
+#             printed by the run); the relaunch must resume at S, and both it
+#             and the uninterrupted run go on to S + 10
 set -u
 heat=$1; np=$2; scenario=$3; shift 3
 run() { "$@" -np "$np" "$heat"; }
@@ -23,9 +34,12 @@ node_size=1; group=2
 [ "$np" -ge 4 ] && node_size=2
 [ "$np" -lt 4 ] && group=$np
 [ "$group" -lt 2 ] && group=2
-ckpt_l1=0; ckpt_l4=0; dcp=0; level=1; every=5
+ckpt_l1=0; ckpt_l4=0; dcp=0; level=1; every=5; auto=0
 case $scenario in
   l1) ;;
+  recovervar) export FTI_HEAT_RECOVER=var ;;
+  realloc) export FTI_HEAT_REALLOC=1 ;;
+  auto) every=0; auto=1 ;;
   l4) level=4 ;;
   l2) level=2 ;;
   l3) level=3 ;;
@@ -61,26 +75,42 @@ exec_id = XXXX-XX-XX_XX-XX-XX
 [advanced]
 local_test = 1
 CFG
+  if [ "$auto" = 1 ]; then
+    printf '[cairn]\nauto_level = 1\nmtbf_s = 1\n' >> "$1/config.fti"
+  fi
 }
 export FTI_HEAT_EVERY=$every FTI_HEAT_LEVEL=$level CAIRN_FTI_INTERVAL_UNIT=calls
 export CAIRN_HOST_CACHE=1MiB CAIRN_BLOCK_SIZE=64KiB CAIRN_COPY_THREADS=0 CAIRN_HOST_CACHE_INIT=lazy
 
+# The killed run first: under auto its length decides the others'.
+config "$root/job"
+iterations=40; stop=23
+if [ "$auto" = 1 ]; then
+  iterations=1000000000; stop=20   # it stops at the gate, long before
+  export FTI_HEAT_STOP_AFTER_CKPT=1
+fi
+FTI_HEAT_STOP_AT=$stop "$@" -np "$np" "$heat" "$root/job/config.fti" $iterations "$root/job/result" > "$root/job/out1" 2>&1
+[ -e "$root/job/result" ] && fail "the killed run finished"
+unset FTI_HEAT_STOP_AFTER_CKPT
+iterations=40; expect=20
+[ "$scenario" = snapshot ] && expect=23   # the 24th call (4 | 24) checkpointed before iteration 23
+if [ "$auto" = 1 ]; then
+  expect=$(sed -n 's/^stopped after the checkpoint at iteration \([0-9]*\)$/\1/p' "$root/job/out1")
+  [ -n "$expect" ] || { cat "$root/job/out1"; fail "the killed run did not stop after a checkpoint"; }
+  iterations=$((expect + 10))
+fi
+
 config "$root/ref"
-"$@" -np "$np" "$heat" "$root/ref/config.fti" 40 "$root/ref/result" > "$root/ref/out" 2>&1 ||
+"$@" -np "$np" "$heat" "$root/ref/config.fti" $iterations "$root/ref/result" > "$root/ref/out" 2>&1 ||
   { cat "$root/ref/out"; fail "the uninterrupted run failed"; }
 
-config "$root/job"
-FTI_HEAT_STOP_AT=23 "$@" -np "$np" "$heat" "$root/job/config.fti" 40 "$root/job/result" > "$root/job/out1" 2>&1
-[ -e "$root/job/result" ] && fail "the killed run finished"
 case $scenario in
   l4) rm -rf "$root/job/local" && mkdir "$root/job/local" ;;
   l2|l3) [ -d "$root/job/local/node0" ] || fail "no node0 directory: $(ls "$root/job/local")"
       rm -rf "$root/job/local/node0" ;;
 esac
-"$@" -np "$np" "$heat" "$root/job/config.fti" 40 "$root/job/result" > "$root/job/out2" 2>&1 ||
+"$@" -np "$np" "$heat" "$root/job/config.fti" $iterations "$root/job/result" > "$root/job/out2" 2>&1 ||
   { cat "$root/job/out1" "$root/job/out2"; fail "the relaunch failed"; }
-expect=20
-[ "$scenario" = snapshot ] && expect=23   # the 24th call (4 | 24) checkpointed before iteration 23
 grep -q "resumed at iteration $expect\$" "$root/job/out2" ||
   { cat "$root/job/out2"; fail "did not resume at iteration $expect"; }
 if [ "$scenario" = l2 ]; then
@@ -93,4 +123,4 @@ if [ "$scenario" = l3 ]; then
 fi
 cmp -s "$root/ref/result" "$root/job/result" ||
   { cat "$root/ref/result" "$root/job/result"; fail "the resumed run's grid differs from the uninterrupted run's"; }
-echo "PASS ($scenario, np $np)"
+echo "PASS ($scenario, np $np): resumed at iteration $expect of $iterations"
