@@ -26,13 +26,14 @@ program veloc_fortran
   integer, parameter :: cols = 64, rows = 16
   character(len=*), parameter :: ckpt = 'heatdis'
   integer :: rank, nranks, ierr, err, iterations, every, kill_at, v, b, w, i
+  integer :: success = 1  ! a variable: VELOC's module takes `success` intent(inout)
   character(len=4096) :: cfg, mode, arg, out
   logical :: file_mode
   real(8), pointer :: g(:, :), h(:, :)
   real(8), allocatable :: whole(:, :)
   integer(4), pointer :: iter
   ! The typed state: one region per type (check_state has the same shapes).
-  character(len=3), pointer :: s_char(:)
+  character(len=1), pointer :: s_char(:)
   logical(1), pointer :: s_log(:)
   integer(1), pointer :: s_i1(:, :)
   integer(2), pointer :: s_i2(:)
@@ -95,7 +96,7 @@ program veloc_fortran
       call VELOC_Recover_mem(err)
       call must(err == VELOC_SCES, 'VELOC_Recover_mem')
       call load_file()
-      call VELOC_Restart_end(1, err)
+      call VELOC_Restart_end(success, err)
       call must(err == VELOC_SCES, 'VELOC_Restart_end')
     else
       call VELOC_Restart(ckpt, v, err)
@@ -120,7 +121,7 @@ program veloc_fortran
         call VELOC_Checkpoint_mem(err)
         call must(err == VELOC_SCES, 'VELOC_Checkpoint_mem')
         call save_file()
-        call VELOC_Checkpoint_end(1, err)
+        call VELOC_Checkpoint_end(success, err)
         call must(err == VELOC_SCES, 'VELOC_Checkpoint_end')
       else
         call VELOC_Checkpoint(ckpt, iter, err)
@@ -146,6 +147,7 @@ program veloc_fortran
   end if
   call VELOC_Finalize(1, err)
   call must(err == VELOC_SCES, 'VELOC_Finalize')
+  deallocate(g, h, iter, s_char, s_log, s_i1, s_i2, s_i8, s_r4, s_c4, s_c8, whole)
   call MPI_Finalize(ierr)
 
 contains
@@ -203,10 +205,7 @@ contains
   subroutine set_state(it)
     integer, intent(in) :: it
     integer :: k
-    do k = 1, size(s_char)
-      write (s_char(k), '(i3.3)') mod(it * k + rank, 1000)
-      if (it < 0) s_char(k) = '???'
-    end do
+    s_char = [(achar(iachar('a') + modulo(it * k + rank, 26)), k = 1, size(s_char))]
     s_log = [(mod(it + k + rank, 2) == 0, k = 1, size(s_log))]
     s_i1 = int(mod(it + rank, 100), 1)
     s_i2 = int([(it * k + rank, k = 1, size(s_i2))], 2)
@@ -219,7 +218,7 @@ contains
 
   subroutine check_state(it)
     integer, intent(in) :: it
-    character(len=3) :: c(4)
+    character(len=1) :: c(4)
     logical(1) :: l(6)
     integer(1) :: i1(3, 5)
     integer(2) :: i2(7)
