@@ -1,6 +1,6 @@
 #!/bin/sh
-# Kill and relaunch trials of tests/compat/veloc_heatdis.c (docs/veloc.md,
-# "Tests"):
+# Kill and relaunch trials of tests/compat/veloc_heatdis.c and of its Fortran
+# twin veloc_fortran.f90 (mem and file only) (docs/veloc.md, "Tests"):
 #
 #   veloc_heatdis.sh <np> <mem|file|single|region> <keep|noscratch> <program> <mpiexec> [mpiexec flags...]
 #
