@@ -175,3 +175,25 @@ if(CAIRN_FUZZ)
     -fno-omit-frame-pointer -g1)
   target_link_options(cairn_fuzz_options INTERFACE -fsanitize=address,undefined)
 endif()
+
+# cairn_mpi_library(<target> MAP <version script> EXPORT_NAME <name>
+#                   [DEFINE <private definitions>...] SOURCES <sources>...)
+# One of the MPI-side shared libraries (libcairn_mpi, libcairn_veloc,
+# libcairn_fti): linked to MPI's C library, versioned like libcairn, hidden
+# visibility with the version script naming what it exports, alias
+# Cairn::<name>. Its install rules are the caller's (cmake/CairnInstall.cmake).
+function(cairn_mpi_library target)
+  cmake_parse_arguments(ARG "" "MAP;EXPORT_NAME" "DEFINE;SOURCES" ${ARGN})
+  add_library(${target} SHARED ${ARG_SOURCES})
+  target_include_directories(${target} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_link_libraries(${target} PUBLIC MPI::MPI_C PRIVATE $<BUILD_INTERFACE:cairn_options>)
+  target_compile_definitions(${target} PRIVATE ${ARG_DEFINE})
+  set_target_properties(${target} PROPERTIES
+    VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR} EXPORT_NAME ${ARG_EXPORT_NAME}
+    CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON
+    LINK_DEPENDS ${ARG_MAP})
+  target_link_options(${target} PRIVATE -Wl,--version-script=${ARG_MAP})
+  add_library(Cairn::${ARG_EXPORT_NAME} ALIAS ${target})
+endfunction()
