@@ -84,6 +84,34 @@ class CAIRN_EXPORT Group {
   };
   virtual Status Exchange(const std::vector<Outgoing>& sends, const std::vector<int>& from,
                           std::vector<std::vector<uint8_t>>* received) = 0;
+
+  // Nonblocking point-to-point (the partner copies in the background,
+  // docs/mpi.md), on a channel of its own (libcairn_mpi: a third duplicate of
+  // the communicator): nothing sent here matches AllReduce, Exchange or the
+  // nonblocking reductions. Messages from one member to another on one tag
+  // arrive in the order they were started, and the receives a member starts
+  // for one (from, tag) are matched in the order it started them. Same
+  // thread rules as the nonblocking reductions. A Request must be complete
+  // (Test() true) or cancelled before it is destroyed; the buffer it was
+  // given must live until then. Optional: point_to_point() false (the
+  // default) has none, and the partner copies then ride on the collective
+  // wait (Exchange).
+  class CAIRN_EXPORT Request {
+   public:
+    virtual ~Request();
+    // Done? Once true, bytes() is the size of the message (a receive).
+    virtual Result<bool> Test() = 0;
+    virtual size_t bytes() const = 0;
+    // Withdraws a receive no message matched yet; it is then complete.
+    virtual Status Cancel() = 0;
+  };
+  virtual bool point_to_point() const { return false; }
+  virtual Result<std::unique_ptr<Request>> StartSend(int to, int tag, const uint8_t* data,
+                                                     size_t bytes);
+  // Receives one message of at most `capacity` bytes (a longer one is an
+  // error) from member `from` with `tag`.
+  virtual Result<std::unique_ptr<Request>> StartReceive(int from, int tag, uint8_t* data,
+                                                        size_t capacity);
 };
 
 // Opens a client on every member of `group` (collective): `config` is each

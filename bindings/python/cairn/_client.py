@@ -176,7 +176,7 @@ class MpiStats:
     restored_l2: int  #: ... by a partner copy brought back (L2)
     restored_l3: int  #: ... by a file rebuilt from XOR parity (L3)
     restored_l4: int  #: ... by the rank's persistent file (L4)
-    l2_copies: int  #: versions sent to the partner
+    l2_copies: int  #: versions stored at the partner (L2 turns)
     l3_parity_writes: int  #: XOR parity files written
     l3_parity_bytes: int  #: their bytes
     l3_rebuilds: int  #: versions of this rank rebuilt from XOR parity
