@@ -69,6 +69,7 @@ struct Transfers::Out {
     std::unique_ptr<Group::Request> req;
   };
   std::deque<Flight> flights;
+  std::vector<uint8_t> spare;
   int64_t ack[2] = {-1, -1};
   std::unique_ptr<Group::Request> ack_req;
   Status failed;  // this member could not send it (no ack expected)
@@ -281,12 +282,14 @@ Status Transfers::SendChunks(Out& o) {
   while (!o.flights.empty()) {
     CAIRN_ASSIGN_OR_RETURN(bool done, o.flights.front().req->Test());
     if (!done) break;
+    o.spare = std::move(o.flights.front().buf);
     o.flights.pop_front();
   }
   while (o.next_chunk < o.chunks && o.flights.size() < static_cast<size_t>(limits_.window)) {
     const uint64_t begin = o.next_chunk * limits_.chunk_bytes;
     const size_t n = static_cast<size_t>(std::min<uint64_t>(limits_.chunk_bytes, o.total - begin));
     Out::Flight f;
+    f.buf = std::move(o.spare);  // a sent chunk's buffer: not zeroed again
     f.buf.resize(n + kTrailer);
     uint64_t file_start = 0;
     for (const auto& file : o.files) {
@@ -310,8 +313,10 @@ Status Transfers::SendChunks(Out& o) {
 
 // --- Receiving ---------------------------------------------------------------
 
-Status Transfers::Post(In& in) {
+// `buf`: a handled message's buffer, reused (not zeroed again).
+Status Transfers::Post(In& in, std::vector<uint8_t> buf) {
   Out::Flight p;
+  p.buf = std::move(buf);
   p.buf.resize(std::max(limits_.chunk_bytes + kTrailer, kMinReceive));
   CAIRN_ASSIGN_OR_RETURN(p.req, group_->StartReceive(in.source, kDataTag, p.buf.data(), p.buf.size()));
   in.posted.push_back(std::move(p));
@@ -327,7 +332,7 @@ void Transfers::StepIn(In& in) {
   }
   while (!in.bye) {
     while (in.posted.size() < static_cast<size_t>(limits_.window)) {
-      if (Status s = Post(in); !s.ok()) return Fail(s);
+      if (Status s = Post(in, {}); !s.ok()) return Fail(s);
     }
     auto done = in.posted.front().req->Test();
     if (!done.ok()) return Fail(done.status());
@@ -335,6 +340,9 @@ void Transfers::StepIn(In& in) {
     Out::Flight msg = std::move(in.posted.front());
     in.posted.pop_front();
     if (Status s = Handle(in, msg.buf.data(), msg.req->bytes()); !s.ok()) return Fail(s);
+    if (!in.bye) {
+      if (Status s = Post(in, std::move(msg.buf)); !s.ok()) return Fail(s);
+    }
   }
 }
 

@@ -98,7 +98,7 @@ class Transfers {
   Status SendChunks(Out& out) CAIRN_REQUIRES(mu_);
   Status Handle(In& in, const uint8_t* msg, size_t bytes) CAIRN_REQUIRES(mu_);
   Status Begin(In& in, const uint8_t* msg, size_t bytes) CAIRN_REQUIRES(mu_);
-  Status Post(In& in) CAIRN_REQUIRES(mu_);
+  Status Post(In& in, std::vector<uint8_t> buf) CAIRN_REQUIRES(mu_);
   Status Store(In& in) CAIRN_REQUIRES(mu_);
   Status Ack(In& in, int64_t version, Code code) CAIRN_REQUIRES(mu_);
   void Fail(const Status& s) CAIRN_REQUIRES(mu_);
