@@ -33,6 +33,7 @@
 #include "cairn/cairn.hpp"
 #include "cairn/status.hpp"
 #include "changes.hpp"
+#include "timing.hpp"
 
 namespace cairn::bench {
 
@@ -256,11 +257,6 @@ struct TrialResult {
   VerifyStats verify;
 };
 
-using Clock = std::chrono::steady_clock;
-inline double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
 class BenchBuffer;  // memory.hpp
 
 // Runs one trial. `app` has MaxBytes(plan) (adjoint) or options.size
@@ -287,13 +283,5 @@ int RunRestartChild(const Options& options);
 int RunProcesses(const Options& options, int argc, char** argv);
 // In a child of RunProcesses: blocks until every sibling is ready; no-op otherwise.
 void WaitAtBarrier();
-
-// The median (mean of the middle two for an even count); 0 for an empty vector.
-inline double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 == 1 ? v[h] : (v[h - 1] + v[h]) / 2;
-}
 
 }  // namespace cairn::bench

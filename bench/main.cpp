@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "ai_ckpt.hpp"
 #include "bench.hpp"
 #include "files.hpp"
 #include "memory.hpp"
@@ -249,6 +251,7 @@ int Run(const Options& o) {
 
 int main(int argc, char** argv) {
   using namespace cairn::bench;
+  if (argc > 1 && std::string_view(argv[1]) == "ai-ckpt") return RunAiCkpt(argc - 1, argv + 1);
   cairn::Result<Options> parsed = ParseOptions(argc, argv);
   if (!parsed.ok()) {
     std::fprintf(stderr, "cairn-bench: %s\nRun 'cairn-bench --help' for usage.\n",

@@ -20,16 +20,13 @@
 
 #include "core/placement.hpp"
 #include "os/numa.hpp"
+#include "timing.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using cairn::bench::Clock;
+using cairn::bench::Median;
+using cairn::bench::Since;
 
 template <typename F>
 double Time(int rounds, F f) {

@@ -20,16 +20,13 @@
 
 #include "os/memory.hpp"
 #include "os/page_tracker.hpp"
+#include "timing.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using cairn::bench::Clock;
+using cairn::bench::Median;
+using cairn::bench::Since;
 
 // AnonHugePages of /proc/self/smaps_rollup in KiB (THP actually in use).
 long AnonHugeKiB() {

@@ -295,7 +295,7 @@ Result<std::unique_ptr<os::File>> FaultFs::Open(const std::string& path, const o
   if (int err = Check(FaultOp::kOpen, path); err != 0) return os::ErrnoStatus(err, "open", path);
   auto file = base_->Open(path, options);
   if (!file.ok()) return file.status();
-  const uint64_t inode = options.write && model_.Tracks(path) ? model_.OnOpenWrite(path) : 0;
+  const uint64_t inode = options.write && model_.Tracks(path) ? model_.OnOpenWrite(path, !options.in_place) : 0;
   return std::unique_ptr<os::File>(new FaultFile(this, std::move(file).value(), inode));
 }
 

@@ -95,10 +95,10 @@ void PowerLossModel::Apply(const DataOp& op, std::string* content) {
   content->replace(op.offset, op.bytes.size(), op.bytes);
 }
 
-uint64_t PowerLossModel::OnOpenWrite(const std::string& path) {
+uint64_t PowerLossModel::OnOpenWrite(const std::string& path, bool truncate) {
   if (auto it = current_.find(path); it != current_.end() && !it->second.dir) {
     // O_TRUNC on an existing file: same file, its size change is data.
-    inodes_[it->second.inode].pending.push_back(DataOp{.offset = 0, .truncate = true});
+    if (truncate) inodes_[it->second.inode].pending.push_back(DataOp{.offset = 0, .truncate = true});
     return it->second.inode;
   }
   const uint64_t inode = next_inode_++;

@@ -46,8 +46,9 @@ class PowerLossModel {
   bool Tracks(const std::string& path) const;
 
   // Changes that reached the base file system (call only after success).
-  // Open for writing (create or truncate): returns the file's identity.
-  uint64_t OnOpenWrite(const std::string& path);
+  // Open for writing (create or truncate; in place when !truncate, of an
+  // existing file): returns the file's identity.
+  uint64_t OnOpenWrite(const std::string& path, bool truncate = true);
   void OnWrite(uint64_t inode, const void* buf, size_t n, uint64_t offset);
   void OnTruncate(uint64_t inode, uint64_t size);
   void OnSync(uint64_t inode);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "cairn/cairn.hpp"
@@ -49,31 +50,43 @@ class PlacementTest : public ScratchDirTest {
   std::string DataPath(const Config& c, int64_t v) {
     return format::EntryPath(c.scratch_dir, "sim", format::EntryKind::kCheckpoint, v);
   }
-};
 
-// Saves version 1 of two regions spread over the fake's nodes.
-void SaveOverFourNodes(Client& client, os::FakeNuma& numa, Aligned& a, Aligned& b) {
-  numa.Place(a.data, kGranule, 1);
-  numa.Place(a.data + kGranule, 2 * kGranule, 3);
-  numa.Place(b.data, b.bytes, 2);
-  std::memset(a.data, 7, a.bytes);
-  std::memset(b.data, 9, b.bytes);
-  ASSERT_OK(client.Protect(1, a.data, a.bytes));
-  ASSERT_OK(client.Protect(2, b.data, b.bytes));
-  ASSERT_OK(client.Checkpoint("sim", 1));
-  ASSERT_OK(client.Wait("sim", 1, Level::kLocal));
-}
-
-TEST_F(PlacementTest, RecordRoundTripsOverSeveralNodesAndRestoreBindsEachRun) {
-  os::FakeNuma at_save(Nodes(4));
-  Aligned a(3 * kGranule), b(kGranule);
-  Config c = WithNuma(&at_save);
-  {
+  // The job before the restart: saves version 1 of a_ and b_ spread over
+  // at_save_'s four nodes (a_: node 1 then 3, b_: node 2), with the
+  // checkpointing thread on `cpu` when given, and closes its client.
+  void SaveJob(const Config& c, std::optional<int> cpu = std::nullopt) {
     auto client = OpenClient(c);
     ASSERT_NE(client, nullptr);
-    ASSERT_OK(at_save.SetAffinity(0, {6}));
-    SaveOverFourNodes(*client, at_save, a, b);
+    if (cpu) ASSERT_OK(at_save_.SetAffinity(0, {*cpu}));
+    at_save_.Place(a_.data, kGranule, 1);
+    at_save_.Place(a_.data + kGranule, 2 * kGranule, 3);
+    at_save_.Place(b_.data, b_.bytes, 2);
+    std::memset(a_.data, 7, a_.bytes);
+    std::memset(b_.data, 9, b_.bytes);
+    ASSERT_OK(client->Protect(1, a_.data, a_.bytes));
+    ASSERT_OK(client->Protect(2, b_.data, b_.bytes));
+    ASSERT_OK(client->Checkpoint("sim", 1));
+    ASSERT_OK(client->Wait("sim", 1, Level::kLocal));
   }
+  // The restarted job: a new client with config `c`, a_ (and b_ when
+  // `both`) protected, version 1 restored; nullptr if it could not open.
+  std::unique_ptr<Client> Restart(const Config& c, bool both = true) {
+    auto client = OpenClient(c);
+    EXPECT_NE(client, nullptr);
+    if (!client) return nullptr;
+    EXPECT_OK(client->Protect(1, a_.data, a_.bytes));
+    if (both) EXPECT_OK(client->Protect(2, b_.data, b_.bytes));
+    EXPECT_OK(client->Restore("sim", 1));
+    return client;
+  }
+
+  os::FakeNuma at_save_{Nodes(4)};
+  Aligned a_{3 * kGranule}, b_{kGranule};
+};
+
+TEST_F(PlacementTest, RecordRoundTripsOverSeveralNodesAndRestoreBindsEachRun) {
+  const Config c = WithNuma(&at_save_);
+  SaveJob(c, 6);
   auto rec = format::ReadPlacementOf(os::FileSystem::Default(), DataPath(c, 1));
   ASSERT_TRUE(rec.ok()) << rec.status().ToString();
   EXPECT_EQ(rec->node_count, 4u);
@@ -85,14 +98,11 @@ TEST_F(PlacementTest, RecordRoundTripsOverSeveralNodesAndRestoreBindsEachRun) {
 
   // A restart: a new process (client), pages wherever (all on node 0).
   os::FakeNuma at_restart(Nodes(4));
-  auto client = OpenClient(WithNuma(&at_restart));
+  std::memset(a_.data, 0, a_.bytes);
+  auto client = Restart(WithNuma(&at_restart));
   ASSERT_NE(client, nullptr);
-  std::memset(a.data, 0, a.bytes);
-  ASSERT_OK(client->Protect(1, a.data, a.bytes));
-  ASSERT_OK(client->Protect(2, b.data, b.bytes));
-  ASSERT_OK(client->Restore("sim", 1));
-  EXPECT_EQ(a.data[a.bytes - 1], 7);
-  const auto A = reinterpret_cast<uintptr_t>(a.data), B = reinterpret_cast<uintptr_t>(b.data);
+  EXPECT_EQ(a_.data[a_.bytes - 1], 7);
+  const auto A = reinterpret_cast<uintptr_t>(a_.data), B = reinterpret_cast<uintptr_t>(b_.data);
   const std::vector<os::FakeNuma::BindCall> want = {{A, kGranule, 1}, {A + kGranule, 2 * kGranule, 3}, {B, kGranule, 2}};
   EXPECT_EQ(at_restart.binds(), want);
   EXPECT_EQ(at_restart.unbinds(), 3);  // the default policy again afterwards
@@ -105,21 +115,10 @@ TEST_F(PlacementTest, RecordRoundTripsOverSeveralNodesAndRestoreBindsEachRun) {
 }
 
 TEST_F(PlacementTest, FewerNodesAtRestartMapNodeKToKModN) {
-  os::FakeNuma at_save(Nodes(4));
-  Aligned a(3 * kGranule), b(kGranule);
-  Config c = WithNuma(&at_save);
-  {
-    auto client = OpenClient(c);
-    ASSERT_NE(client, nullptr);
-    ASSERT_OK(at_save.SetAffinity(0, {7}));
-    SaveOverFourNodes(*client, at_save, a, b);
-  }
+  SaveJob(WithNuma(&at_save_), 7);
   os::FakeNuma at_restart(Nodes(2));  // cpus 0..3
-  auto client = OpenClient(WithNuma(&at_restart));
+  auto client = Restart(WithNuma(&at_restart));
   ASSERT_NE(client, nullptr);
-  ASSERT_OK(client->Protect(1, a.data, a.bytes));
-  ASSERT_OK(client->Protect(2, b.data, b.bytes));
-  ASSERT_OK(client->Restore("sim", 1));
   std::vector<int> nodes;
   for (const auto& call : at_restart.binds()) nodes.push_back(call.node);
   EXPECT_EQ(nodes, (std::vector<int>{1, 1, 0}));  // 1, 3 mod 2, 2 mod 2
@@ -130,68 +129,40 @@ TEST_F(PlacementTest, FewerNodesAtRestartMapNodeKToKModN) {
 }
 
 TEST_F(PlacementTest, VersionWithoutRecordRestoresAsBefore) {
-  os::FakeNuma numa(Nodes(4));
-  Aligned a(3 * kGranule), b(kGranule);
-  Config c = WithNuma(&numa);
-  {
-    auto client = OpenClient(c);
-    ASSERT_NE(client, nullptr);
-    SaveOverFourNodes(*client, numa, a, b);
-  }
+  const Config c = WithNuma(&at_save_);
+  SaveJob(c);
   ASSERT_TRUE(fs::remove(RecordPath(c, 1)));  // as written by an older build
   os::FakeNuma at_restart(Nodes(4));
-  auto client = OpenClient(WithNuma(&at_restart));
+  std::memset(a_.data, 0, a_.bytes);
+  auto client = Restart(WithNuma(&at_restart));
   ASSERT_NE(client, nullptr);
-  std::memset(a.data, 0, a.bytes);
-  ASSERT_OK(client->Protect(1, a.data, a.bytes));
-  ASSERT_OK(client->Protect(2, b.data, b.bytes));
-  ASSERT_OK(client->Restore("sim", 1));
-  EXPECT_EQ(a.data[0], 7);
+  EXPECT_EQ(a_.data[0], 7);
   EXPECT_TRUE(at_restart.binds().empty());
   EXPECT_EQ(client->RestoreAffinity(Client::kCheckpointingThread).code(), Code::kState);
 }
 
 TEST_F(PlacementTest, RecordOfAnEarlierFileIsIgnored) {
-  os::FakeNuma numa(Nodes(4));
-  Aligned a(3 * kGranule), b(kGranule);
-  Config c = WithNuma(&numa);
-  {
-    auto client = OpenClient(c);
-    ASSERT_NE(client, nullptr);
-    SaveOverFourNodes(*client, numa, a, b);
-  }
+  const Config c = WithNuma(&at_save_);
+  SaveJob(c);
   // Another file of version 1 (data_created_ns differs from the record's).
   auto rec = format::ReadPlacementOf(os::FileSystem::Default(), DataPath(c, 1));
   ASSERT_TRUE(rec.ok());
   rec->data_created_ns += 1;
   ASSERT_OK(format::WritePlacement(os::FileSystem::Default(), RecordPath(c, 1), *rec));
   os::FakeNuma at_restart(Nodes(4));
-  auto client = OpenClient(WithNuma(&at_restart));
+  auto client = Restart(WithNuma(&at_restart));
   ASSERT_NE(client, nullptr);
-  ASSERT_OK(client->Protect(1, a.data, a.bytes));
-  ASSERT_OK(client->Protect(2, b.data, b.bytes));
-  ASSERT_OK(client->Restore("sim", 1));
   EXPECT_TRUE(at_restart.binds().empty());
 }
 
 TEST_F(PlacementTest, KeepAndInterleave) {
-  os::FakeNuma numa(Nodes(4));
-  Aligned a(3 * kGranule), b(kGranule);
-  Config c = WithNuma(&numa);
-  {
-    auto client = OpenClient(c);
-    ASSERT_NE(client, nullptr);
-    ASSERT_OK(numa.SetAffinity(0, {5}));
-    SaveOverFourNodes(*client, numa, a, b);
-  }
+  SaveJob(WithNuma(&at_save_), 5);
   os::FakeNuma keep(Nodes(4));
   Config k = WithNuma(&keep);
   k.placement = "keep";
   {
-    auto client = OpenClient(k);
+    auto client = Restart(k, /*both=*/false);
     ASSERT_NE(client, nullptr);
-    ASSERT_OK(client->Protect(1, a.data, a.bytes));
-    ASSERT_OK(client->Restore("sim", 1));
     EXPECT_TRUE(keep.binds().empty());
     ASSERT_OK(keep.SetAffinity(0, {1}));
     ASSERT_OK(client->RestoreAffinity(Client::kCheckpointingThread));  // opt-out: no-op
@@ -202,25 +173,19 @@ TEST_F(PlacementTest, KeepAndInterleave) {
   os::FakeNuma inter(Nodes(4));
   Config i = WithNuma(&inter);
   i.placement = "interleave";
-  auto client = OpenClient(i);
+  auto client = Restart(i, /*both=*/false);
   ASSERT_NE(client, nullptr);
-  ASSERT_OK(client->Protect(1, a.data, a.bytes));
-  ASSERT_OK(client->Restore("sim", 1));
   ASSERT_EQ(inter.binds().size(), 1u);
-  EXPECT_EQ(inter.binds()[0], (os::FakeNuma::BindCall{reinterpret_cast<uintptr_t>(a.data), a.bytes, -1}));
+  EXPECT_EQ(inter.binds()[0], (os::FakeNuma::BindCall{reinterpret_cast<uintptr_t>(a_.data), a_.bytes, -1}));
 }
 
 TEST_F(PlacementTest, RecordingOffWritesAndQueriesNothing) {
-  os::FakeNuma numa(Nodes(4));
-  Aligned a(3 * kGranule), b(kGranule);
-  Config c = WithNuma(&numa);
+  Config c = WithNuma(&at_save_);
   c.record_placement = false;
-  auto client = OpenClient(c);
-  ASSERT_NE(client, nullptr);
-  SaveOverFourNodes(*client, numa, a, b);
+  SaveJob(c);
   EXPECT_TRUE(fs::exists(DataPath(c, 1)));
   EXPECT_FALSE(fs::exists(RecordPath(c, 1)));
-  EXPECT_EQ(numa.query_pages(), 0);
+  EXPECT_EQ(at_save_.query_pages(), 0);
 }
 
 // Both ways to the persistent tier: the persister writing from the cache,

@@ -3,11 +3,14 @@
 // checkpoint call while application threads keep writing, for COW buffers
 // from none to ample, full and layered (hash); back-to-back checkpoints;
 // no protection left at close; the fallback to copying with a note; the
-// application's own SIGSEGV handler untouched.
+// application's own SIGSEGV handler untouched (userfaultfd) or chained to
+// (mprotect). Each with both write-protection mechanisms.
 #include <gtest/gtest.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -18,6 +21,7 @@
 
 #include "cairn/cairn.hpp"
 #include "os/page_tracker.hpp"
+#include "os/segv_handler.hpp"
 #include "os/write_protect.hpp"
 #include "testing/test_util.hpp"
 
@@ -40,33 +44,39 @@ std::vector<uint8_t> Snapshot(const uint8_t* p, size_t n) {
   return out;
 }
 
-// Pages write-protected by a userfaultfd now (/proc/self/pagemap).
-uint64_t ProtectedPages(const void* p, size_t n) {
-  auto r = os::CountUffdProtectedPages(p, n);
+os::WpMechanism MechanismOf(WriteProtectMode m) {
+  return m == WriteProtectMode::kMprotect ? os::WpMechanism::kMprotect : os::WpMechanism::kUserfaultfd;
+}
+
+// Pages write-protected by `m` now (/proc/self/pagemap, /proc/self/maps).
+uint64_t ProtectedPages(const void* p, size_t n, WriteProtectMode m = WriteProtectMode::kUserfaultfd) {
+  auto r = os::CountProtectedPages(MechanismOf(m), p, n);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? *r : ~uint64_t{0};
 }
 
-bool ZeroCopyAvailable(std::string* why) {
-  auto wp = os::WriteProtect::Create([](uintptr_t) { return true; });
+bool ZeroCopyAvailable(std::string* why, WriteProtectMode m = WriteProtectMode::kUserfaultfd) {
+  auto wp = os::WriteProtect::Create(MechanismOf(m), [](uintptr_t) { return true; });
   if (!wp.ok()) *why = wp.status().ToString();
   return wp.ok();
 }
 
-class ZeroCopyCaptureTest : public ScratchDirTest,
-                            public ::testing::WithParamInterface<std::tuple<double, ChangeDetection>> {
+class ZeroCopyCaptureTest
+    : public ScratchDirTest,
+      public ::testing::WithParamInterface<std::tuple<double, ChangeDetection, WriteProtectMode>> {
  protected:
   ZeroCopyCaptureTest() : ScratchDirTest("zero_copy_capture") {}
   void SetUp() override {
     ScratchDirTest::SetUp();
     std::string why;
-    if (!ZeroCopyAvailable(&why)) GTEST_SKIP() << "userfaultfd write-protection unavailable: " << why;
+    if (!ZeroCopyAvailable(&why, std::get<2>(GetParam()))) GTEST_SKIP() << "write-protection unavailable: " << why;
     // A small cache: the reader waits for the flush, so epochs overlap the
     // application's writes and the next checkpoint calls.
     config_ = MakeConfig(256 * kKiB, 64 * kKiB);
     config_.capture = CaptureMode::kZeroCopy;
     config_.cow_fraction = std::get<0>(GetParam());
     config_.changes = std::get<1>(GetParam());
+    config_.write_protect = std::get<2>(GetParam());
     config_.keep_versions = 100;
     auto b = TrackedBuffer::Create(kBytes);
     ASSERT_TRUE(b.ok()) << b.status().ToString();
@@ -124,14 +134,14 @@ TEST_P(ZeroCopyCaptureTest, VersionsEqualMemoryAtTheCallUnderConcurrentWriters) 
     EXPECT_EQ(std::memcmp(mem_, content[v].data(), kBytes), 0) << "version " << v;
   }
   ASSERT_OK(c->Close());
-  auto left = os::CountUffdProtectedPages(mem_, kBytes);
-  ASSERT_TRUE(left.ok()) << left.status().ToString();
-  EXPECT_EQ(*left, 0u) << "close leaves no protection";
+  EXPECT_EQ(ProtectedPages(mem_, kBytes, config_.write_protect), 0u) << "close leaves no protection";
 }
 
 INSTANTIATE_TEST_SUITE_P(CowAndChanges, ZeroCopyCaptureTest,
                          ::testing::Combine(::testing::Values(0.0, 0.05, 1.0),
-                                            ::testing::Values(ChangeDetection::kFull, ChangeDetection::kHash)));
+                                            ::testing::Values(ChangeDetection::kFull, ChangeDetection::kHash),
+                                            ::testing::Values(WriteProtectMode::kUserfaultfd,
+                                                              WriteProtectMode::kMprotect)));
 
 class ZeroCopyClientTest : public ScratchDirTest {
  protected:
@@ -149,11 +159,53 @@ class ZeroCopyClientTest : public ScratchDirTest {
   uint8_t* mem_ = nullptr;
 };
 
+// checkpoint.zero_copy_order: with the learned order the reader reads blocks
+// out of file order (RED and ORANGE pages first, then the previous epoch's
+// order) while two threads write the pages in reverse; every version still
+// restores byte for byte, for both orders, with and without COW slots.
+TEST_F(ZeroCopyClientTest, ReversedWritersEitherOrderVersionsExact) {
+  for (const char* order : {"address", "learned"}) {
+    for (const double cow : {0.0, 0.05}) {
+      Config config = MakeConfig(256 * kKiB, 64 * kKiB);
+      config.capture = CaptureMode::kZeroCopy;
+      config.zero_copy_order = order;
+      config.cow_fraction = cow;
+      config.keep_versions = 100;
+      const std::string name = std::string("rev_") + order + (cow > 0 ? "_cow" : "");
+      auto c = OpenClient(config);
+      ASSERT_NE(c, nullptr);
+      ASSERT_OK(c->Protect(1, mem_, kBytes));
+      constexpr int kVersions = 4;
+      std::vector<std::vector<uint8_t>> content(kVersions + 1);
+      for (int v = 1; v <= kVersions; ++v) {
+        content[v] = Snapshot(mem_, kBytes);
+        ASSERT_OK(c->Checkpoint(name, v));
+        std::vector<std::thread> writers;
+        for (int t = 0; t < 2; ++t) {  // thread t writes word t of every page, last page first
+          writers.emplace_back([&, t, v] {
+            for (size_t p = kBytes / kPage; p-- > 0;) Store(mem_ + p * kPage + size_t(t) * 8, (uint64_t(v) << 32) | p);
+          });
+        }
+        for (auto& w : writers) w.join();
+      }
+      ASSERT_OK(c->Wait(name, kVersions, Level::kLocal));
+      EXPECT_EQ(c->GetStats().zero_copy.versions, uint64_t{kVersions});
+      for (int v = kVersions; v >= 1; --v) {
+        std::memset(mem_, 0, kBytes);
+        ASSERT_OK(c->Restore(name, v));
+        EXPECT_EQ(std::memcmp(mem_, content[v].data(), kBytes), 0) << order << " cow " << cow << " version " << v;
+      }
+      ASSERT_OK(c->Close());
+    }
+  }
+}
+
 // Memory that checkpoint.changes = pages tracks belongs to the tracker's
 // userfaultfd: the checkpoint is copied instead, and the stats say why.
 TEST_F(ZeroCopyClientTest, UnprotectableMemoryFallsBackToCopyWithANote) {
   Config config = MakeConfig(4 * kMiB, 64 * kKiB);
   config.capture = CaptureMode::kZeroCopy;
+  config.write_protect = WriteProtectMode::kUserfaultfd;
   config.changes = ChangeDetection::kPages;
   auto c = OpenClient(config);
   ASSERT_NE(c, nullptr);
@@ -179,19 +231,23 @@ TEST_F(ZeroCopyClientTest, UnprotectableMemoryFallsBackToCopyWithANote) {
 // Closing right after a zero-copy checkpoint reads the epoch to the end
 // (the version is committed) and leaves nothing protected: writes after
 // close do not fault (a fault with no handler would hang here).
-TEST_F(ZeroCopyClientTest, CloseFinishesTheEpochAndRemovesProtection) {
+class ZeroCopyCloseTest : public ZeroCopyClientTest, public ::testing::WithParamInterface<WriteProtectMode> {};
+
+TEST_P(ZeroCopyCloseTest, CloseFinishesTheEpochAndRemovesProtection) {
   Config config = MakeConfig(128 * kKiB, 64 * kKiB);
   config.capture = CaptureMode::kZeroCopy;
   config.cow_fraction = 0;
+  config.write_protect = GetParam();
   {
     auto c = OpenClient(config);
     ASSERT_NE(c, nullptr);
     ASSERT_OK(c->Protect(1, mem_, kBytes));
     std::memset(mem_, 9, kBytes);
     ASSERT_OK(c->Checkpoint(kName, 1));
+    EXPECT_EQ(c->GetStats().zero_copy.versions, 1u) << c->GetStats().zero_copy.note;
     ASSERT_OK(c->Close());
   }
-  EXPECT_EQ(ProtectedPages(mem_, kBytes), 0u);
+  EXPECT_EQ(ProtectedPages(mem_, kBytes, GetParam()), 0u);
   std::memset(mem_, 1, kBytes);
   auto c = OpenClient(config);
   ASSERT_NE(c, nullptr);
@@ -199,6 +255,9 @@ TEST_F(ZeroCopyClientTest, CloseFinishesTheEpochAndRemovesProtection) {
   ASSERT_OK(c->Restore(kName, 1));
   EXPECT_EQ(mem_[kBytes - 1], 9);
 }
+
+INSTANTIATE_TEST_SUITE_P(Mechanisms, ZeroCopyCloseTest,
+                         ::testing::Values(WriteProtectMode::kUserfaultfd, WriteProtectMode::kMprotect));
 
 sigjmp_buf g_jump;
 std::atomic<int> g_app_segvs{0};
@@ -231,6 +290,48 @@ TEST_F(ZeroCopyClientTest, ApplicationSegvHandlerStillWorks) {
   ASSERT_OK(c->Close());
   ::sigaction(SIGSEGV, &old, nullptr);
   ::munmap(guard, kPage);
+}
+
+// mprotect: the application's plain (not SA_SIGINFO) handler, installed
+// before the client, gets its own faults during an epoch and none of
+// Cairn's; the versions are zero-copy and exact. In a child: the SIGSEGV
+// handler is process-wide and installed once.
+TEST_F(ZeroCopyClientTest, MprotectChainsToTheApplicationsPlainHandler) {
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::alarm(60);
+    os::segv::UninstallForTest();  // an earlier test may have installed it
+    g_app_segvs = 0;               // and counted its own faults
+    struct sigaction sa {};
+    sa.sa_handler = AppSegv;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGSEGV, &sa, nullptr);
+    void* guard = ::mmap(nullptr, kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    Config config = MakeConfig(256 * kKiB, 64 * kKiB);
+    config.capture = CaptureMode::kZeroCopy;
+    config.write_protect = WriteProtectMode::kMprotect;
+    config.cow_fraction = 0.05;
+    auto c = Client::Open(config);
+    if (!c.ok()) ::_exit(10);
+    if (!(*c)->Protect(1, mem_, kBytes).ok()) ::_exit(11);
+    std::memset(mem_, 2, kBytes);
+    if (!(*c)->Checkpoint(kName, 1).ok()) ::_exit(12);
+    if (sigsetjmp(g_jump, 1) == 0) *static_cast<volatile uint8_t*>(guard) = 1;
+    if (g_app_segvs.load() != 1) ::_exit(13);
+    for (size_t o = 0; o < kBytes; o += kPage) Store(mem_ + o, 3);  // Cairn's faults (ORANGE or RED)
+    if (g_app_segvs.load() != 1) ::_exit(14);
+    if (!(*c)->Wait(kName, 1, Level::kLocal).ok()) ::_exit(15);
+    const Stats s = (*c)->GetStats();
+    if (s.zero_copy.versions != 1 || s.zero_copy.fallbacks != 0 || s.zero_copy.faults == 0) ::_exit(16);
+    if (!(*c)->Restore(kName, 1).ok() || mem_[0] != 2 || mem_[kBytes - 1] != 2) ::_exit(17);
+    if (!(*c)->Close().ok()) ::_exit(18);
+    ::_exit(g_app_segvs.load() == 1 ? 0 : 19);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

@@ -111,7 +111,7 @@ struct MpiStats {
 // Zero-copy captures (checkpoint.capture = zero-copy; docs/design.md,
 // "Zero-copy captures"). All zero in copy mode.
 struct ZeroCopyStats {
-  std::string note;             // why a checkpoint was copied instead ("" = none)
+  std::string note;             // why a checkpoint was copied instead, why mprotect under auto ("" = none)
   uint64_t versions = 0;        // checkpoints captured zero-copy
   uint64_t fallbacks = 0;       // checkpoints copied because protection failed
   uint64_t protected_bytes = 0; // bytes write-protected, summed over versions

@@ -66,6 +66,17 @@ CAIRN_EXPORT const char* CaptureModeName(CaptureMode mode);  // "copy", "zero-co
 // "copy" or "zero-copy"; kConfig on anything else.
 CAIRN_EXPORT Result<CaptureMode> ParseCaptureMode(std::string_view text);
 
+// How zero-copy checkpoints write-protect memory (docs/design.md, "Zero-copy
+// captures"). checkpoint.write_protect; CAIRN_WRITE_PROTECT.
+enum class WriteProtectMode : int {
+  kAuto = 0,         // userfaultfd where it works, else mprotect
+  kUserfaultfd = 1,  // synchronous userfaultfd write-protection only
+  kMprotect = 2,     // mprotect(PROT_READ) + a SIGSEGV handler only
+};
+CAIRN_EXPORT const char* WriteProtectModeName(WriteProtectMode mode);  // "auto", "userfaultfd", "mprotect"
+// "auto", "userfaultfd" or "mprotect"; kConfig on anything else.
+CAIRN_EXPORT Result<WriteProtectMode> ParseWriteProtectMode(std::string_view text);
+
 struct CAIRN_EXPORT Config {
   // [storage]
   std::string scratch_dir;     // local (node-local) directory; CAIRN_SCRATCH
@@ -128,6 +139,11 @@ struct CAIRN_EXPORT Config {
   // zero-copy: the copy-on-write buffer as a fraction of the bytes a version
   // protects (floor 16 pages unless 0, cap 1 GiB). CAIRN_COW
   double cow_fraction = 0.05;
+  // zero-copy: learned | address, the order the epoch's pages are read in
+  // (docs/design.md, "Flush order"). CAIRN_ZERO_COPY_ORDER
+  std::string zero_copy_order = "learned";
+  // zero-copy: how memory is write-protected. CAIRN_WRITE_PROTECT
+  WriteProtectMode write_protect = WriteProtectMode::kAuto;
 
   // Placement records (docs/design.md, "Placement"): sampled page nodes and
   // thread affinities beside every version. CAIRN_RECORD_PLACEMENT

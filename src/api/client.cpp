@@ -318,8 +318,9 @@ Status Client::Wait(std::string_view name, int64_t version, Level level) {
   const std::string label = "version " + std::to_string(version) + " of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl_->group, s, "waiting for " + label));
   if (level == Level::kCache) return Status::Ok();
-  CAIRN_RETURN_IF_ERROR(
-      RecordGlobal(*impl_, name, version, level == Level::kPersistent ? version : -1));
+  // Levels records the global commit: after the persistent copy on an L4
+  // turn, so that the wait writes each manifest once (committed and
+  // persistent together).
   return impl_->levels->AfterWait(std::string(name), version, level);
 }
 
@@ -566,6 +567,9 @@ Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_p
       [pipeline](const std::string& name) {
         const auto c = pipeline->NewestLocalCommit(name);
         return collective::GlobalCommit::Local{.version = c.version, .realtime_ns = c.realtime_ns};
+      },
+      [pipeline](const std::string& name, int64_t global, int64_t common) {
+        pipeline->SetGlobalCommit(name, global, common);
       });
   return client;
 }

@@ -2,13 +2,7 @@
 #include "api/collective.hpp"
 
 #include <algorithm>
-#include <array>
 #include <limits>
-
-#include <unistd.h>  // getpid: the temp file's name (docs/format.md, 3.3)
-
-#include "format/naming.hpp"
-#include "os/fs.hpp"
 
 namespace cairn {
 Group::~Group() = default;
@@ -107,103 +101,6 @@ Result<int64_t> NewestCommon(Group& group, const std::vector<int64_t>& descendin
     bound = c - 1;
   }
   return int64_t{-1};
-}
-
-Result<Manifest> ParseManifest(std::string_view text, std::string_view path) {
-  auto bad = [&](const std::string& why) {
-    return Status::Corrupt(std::string(path) + ": not a Cairn global manifest: " + why);
-  };
-  constexpr std::string_view kMagic = "cairn-global 1\n";
-  if (text.substr(0, kMagic.size()) != kMagic) return bad("the first line is not 'cairn-global 1'");
-  text.remove_prefix(kMagic.size());
-  Manifest m;
-  std::array<std::pair<std::string_view, int64_t*>, 4> keys{
-      {{"ranks", &m.ranks},
-       {"committed", &m.committed},
-       {"persistent", &m.persistent},
-       {"ranks_per_node", &m.ranks_per_node}}};
-  for (auto& [key, out] : keys) {
-    if (key == "ranks_per_node" && text.empty()) break;  // written before it existed: 0
-    const size_t eol = text.find('\n');
-    if (eol == std::string_view::npos) return bad("no line '" + std::string(key) + " <n>'");
-    std::string_view line = text.substr(0, eol);
-    text.remove_prefix(eol + 1);
-    if (line.substr(0, key.size() + 1) != std::string(key) + " ") {
-      return bad("expected '" + std::string(key) + " <n>', found '" + std::string(line) + "'");
-    }
-    // Built by appending: GCC 12 warns falsely (-Wrestrict, its PR 105329)
-    // on "'" + std::string(...) here.
-    std::string not_number(1, '\'');
-    not_number.append(line).append("' is not a number");
-    try {
-      size_t used = 0;
-      const std::string number(line.substr(key.size() + 1));
-      *out = std::stoll(number, &used);
-      if (used != number.size()) return bad(not_number);
-    } catch (const std::exception&) {
-      return bad(not_number);
-    }
-  }
-  return m;
-}
-
-namespace {
-
-Result<std::string> ReadSmallFile(os::FileSystem* fs, const std::string& path) {
-  CAIRN_ASSIGN_OR_RETURN(auto file, fs->Open(path, os::OpenOptions{}));
-  CAIRN_ASSIGN_OR_RETURN(uint64_t size, file->Size());
-  if (size > 4096) return Status::Corrupt(path + ": " + std::to_string(size) + " bytes, too big for a manifest");
-  std::string text(size, '\0');
-  CAIRN_RETURN_IF_ERROR(file->ReadAt(text.data(), text.size(), 0));
-  return text;
-}
-
-}  // namespace
-
-Result<Manifest> ReadManifest(os::FileSystem* fs, const std::string& dir, const std::string& name) {
-  if (fs == nullptr) fs = os::FileSystem::Default();
-  const std::string path = dir + "/" + name + "/global";
-  CAIRN_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(fs, path));
-  return ParseManifest(text, path);
-}
-
-Status RecordGlobal(os::FileSystem* fs, const Config& config, const std::string& root,
-                    const std::string& name, const Manifest& shape, int64_t committed,
-                    int64_t persistent) {
-  if (fs == nullptr) fs = os::FileSystem::Default();
-  const std::string dir = root + "/" + name;
-  const std::string path = dir + "/global";
-  Manifest m = shape;
-  m.committed = m.persistent = -1;
-  // A damaged manifest is replaced: it only ever records what the ranks
-  // agree on again at their next collective call. One of another job shape
-  // is replaced too: this job's commits are the directory's newest.
-  if (auto old = ReadManifest(fs, root, name);
-      old.ok() && old->ranks == shape.ranks && old->ranks_per_node == shape.ranks_per_node) {
-    if (committed <= old->committed && persistent <= old->persistent) return Status::Ok();
-    m = *old;
-  }
-  m.committed = std::max(m.committed, committed);
-  m.persistent = std::max(m.persistent, persistent);
-  const std::string text = "cairn-global 1\nranks " + std::to_string(m.ranks) + "\ncommitted " +
-                           std::to_string(m.committed) + "\npersistent " +
-                           std::to_string(m.persistent) + "\nranks_per_node " +
-                           std::to_string(m.ranks_per_node) + "\n";
-  CAIRN_RETURN_IF_ERROR(fs->CreateDirs(dir, 0700));
-  const std::string tmp = dir + "/.global." + std::to_string(::getpid()) + ".tmp";
-  Status s = [&]() -> Status {
-    CAIRN_ASSIGN_OR_RETURN(auto file, fs->Open(tmp, os::OpenOptions{.write = true, .mode = config.file_mode}));
-    CAIRN_RETURN_IF_ERROR(file->WriteAt(text.data(), text.size(), 0));
-    if (config.fsync) CAIRN_RETURN_IF_ERROR(file->Sync());
-    CAIRN_RETURN_IF_ERROR(file->Close());
-    CAIRN_RETURN_IF_ERROR(fs->Rename(tmp, path));
-    return config.fsync ? fs->SyncDir(dir) : Status::Ok();
-  }();
-  if (!s.ok()) {
-    (void)fs->Remove(tmp);
-    return s.WithContext("recording the global commit of '" + name + "' in " + path);
-  }
-  return Status::Ok();
 }
 
 }  // namespace cairn::collective

@@ -1,6 +1,6 @@
 // The collective side of a client opened in a Group (docs/mpi.md): agreeing
 // on errors, configurations and versions with integer reductions only, and
-// the global manifest (docs/format.md, 3.6). MPI-free: libcairn_mpi supplies
+// the global manifest (docs/format.md, 3.6; manifest.hpp). MPI-free: libcairn_mpi supplies
 // the Group.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/manifest.hpp"
 #include "cairn/config.hpp"
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
@@ -39,25 +40,5 @@ Config RankConfig(const Config& config, const Group& group);
 // Newest version <= bound present in every member's `descending` list (its
 // candidates, newest first); -1 when there is none. Collective.
 Result<int64_t> NewestCommon(Group& group, const std::vector<int64_t>& descending, int64_t bound);
-
-struct Manifest {
-  int64_t ranks = 0;
-  int64_t committed = -1;
-  int64_t persistent = -1;
-  int64_t ranks_per_node = 0;  // CAIRN_MPI_RANKS_PER_NODE; 0 = real nodes
-};
-
-// The global manifest of `name` in dir/name (docs/format.md, 3.6): raises
-// committed / persistent to the given values (-1 = leave; the file's ranks
-// and ranks_per_node must be `shape`'s, else it starts afresh) and rewrites
-// it with temp + fsync + rename + directory fsync (config.fsync). Local.
-Status RecordGlobal(os::FileSystem* fs, const Config& config, const std::string& dir,
-                    const std::string& name, const Manifest& shape, int64_t committed,
-                    int64_t persistent);
-
-// Parses a manifest's text; kCorrupt naming what is wrong.
-Result<Manifest> ParseManifest(std::string_view text, std::string_view path);
-// Reads and parses dir/name/global: kNotFound when absent.
-Result<Manifest> ReadManifest(os::FileSystem* fs, const std::string& dir, const std::string& name);
 
 }  // namespace cairn::collective

@@ -1,6 +1,7 @@
 // The global commit learned in the background (global_commit.hpp).
 #include "api/global_commit.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -21,18 +22,22 @@ int64_t NowRealtimeNs() {
       .count();
 }
 
-// A round's contribution: MIN over members of {v, -v, d, -d} gives the least
-// and the largest newest committed version, and the least and largest name
-// digest; equal pairs mean every member committed v of the same name.
-constexpr size_t kValues = 4;
+// A round's contribution: MIN over members of {v, -v, d, -d, g} gives the
+// least and the largest newest committed version, and the least and largest
+// name digest (equal pairs mean every member committed v of the same name),
+// and the least global commit the members have recorded of it: every member
+// has recorded g, so retention may now delete what g allows without its
+// unlinks delaying another member's record on a shared disk.
+constexpr size_t kValues = 5;
 
 }  // namespace
 
-GlobalCommit::GlobalCommit(Group* group, Config config, Manifest shape, LocalOf local_of)
+GlobalCommit::GlobalCommit(Group* group, Config config, Manifest shape, LocalOf local_of, Keep keep)
     : group_(group),
       config_(std::move(config)),
       shape_(shape),
       local_of_(std::move(local_of)),
+      keep_(std::move(keep)),
       rounds_on_(group->nonblocking()) {
   recorder_ = std::jthread([this](std::stop_token stop) { RecorderLoop(stop); });
 }
@@ -58,7 +63,7 @@ void GlobalCommit::Checkpointed(std::string_view name) {
 void GlobalCommit::Start() {
   const Local mine = name_.empty() ? Local{} : local_of_(name_);
   const int64_t d = name_.empty() ? 0 : Digest(name_);
-  const int64_t values[kValues] = {mine.version, -mine.version, d, -d};
+  const int64_t values[kValues] = {mine.version, -mine.version, d, -d, RecordedLocked(name_)};
   auto p = group_->StartAllReduce(Group::Op::kMin, values, kValues);
   if (!p.ok()) {
     stopped_ = true;
@@ -70,11 +75,28 @@ void GlobalCommit::Start() {
   ++started_;
 }
 
+int64_t GlobalCommit::RecordedLocked(const std::string& name) const {
+  auto it = recorded_.find(name);
+  return name.empty() || it == recorded_.end() ? -1 : it->second.version;
+}
+
+void GlobalCommit::KeepLocked(const std::string& name, int64_t global, int64_t common) {
+  auto& [g, c] = kept_.try_emplace(name, -1, -1).first->second;
+  if (global <= g && common <= c) return;
+  g = std::max(g, global);
+  c = std::max(c, common);
+  if (keep_) keep_(name, g, c);
+}
+
 void GlobalCommit::Completed(const std::vector<int64_t>& r, const std::string& name) {
   ++rounds_;
   if (r.size() != kValues || name.empty()) return;
+  if (r[2] != -r[3] || r[2] != Digest(name)) return;  // the members were not all at this name
   const int64_t v = r[0];
-  if (v < 0 || v != -r[1] || r[2] != -r[3] || r[2] != Digest(name)) return;
+  // Every member's newest commit was at least v when it started the round:
+  // v may be common to all, so retention keeps it even before it is proven.
+  KeepLocked(name, r[4], v);
+  if (v < 0 || v != -r[1]) return;
   if (auto it = recorded_.find(name); it != recorded_.end() && it->second.version >= v) return;
   Recorded& queued = queued_[name];
   if (queued.version < v) queued = {.version = v, .learned_ns = NowRealtimeNs()};
@@ -149,7 +171,12 @@ Status GlobalCommit::Finish() {
     }
     const Local last = name.empty() ? Local{} : local_of_(name);
     const int64_t d = name.empty() ? 0 : Digest(name);
-    std::vector<int64_t> values = {last.version, -last.version, d, -d};
+    int64_t recorded = -1;
+    {
+      MutexLock lock(&mu_);
+      recorded = RecordedLocked(name);
+    }
+    std::vector<int64_t> values = {last.version, -last.version, d, -d, recorded};
     s = group_->AllReduce(Group::Op::kMin, values.data(), values.size());
     if (s.ok()) {
       MutexLock lock(&mu_);
@@ -183,6 +210,7 @@ Status GlobalCommit::Record(const std::string& name, int64_t committed, int64_t 
     MutexLock lock(&mu_);
     Recorded& r = recorded_[name];
     if (committed > r.version) r = {committed, now, now};
+    KeepLocked(name, committed, -1);
   }
   return s;
 }

@@ -43,9 +43,18 @@ class GlobalCommit {
     int64_t realtime_ns = -1;
   };
   using LocalOf = std::function<Local(const std::string& name)>;
+  // Tells retention of a name (Pipeline::SetGlobalCommit) the newest global
+  // commit and the newest version that may be common to every member (a
+  // round's least newest local commit), so that a member running ahead never
+  // deletes the version a restart would agree on (docs/mpi.md,
+  // "Retention"). The global commit is passed once it is recorded: by a
+  // collective call's record at once, and from the background only once a
+  // round shows every member recorded it, so that the deletions it allows
+  // do not delay any member's record on a shared disk.
+  using Keep = std::function<void(const std::string& name, int64_t global, int64_t common)>;
 
   // `group` outlives this object. Starts the recorder thread.
-  GlobalCommit(Group* group, Config config, Manifest shape, LocalOf local_of);
+  GlobalCommit(Group* group, Config config, Manifest shape, LocalOf local_of, Keep keep = {});
   ~GlobalCommit();
   GlobalCommit(const GlobalCommit&) = delete;
   GlobalCommit& operator=(const GlobalCommit&) = delete;
@@ -82,6 +91,10 @@ class GlobalCommit {
   // A round of `name` is done: queues its record when it proves a new
   // global commit.
   void Completed(const std::vector<int64_t>& result, const std::string& name) CAIRN_REQUIRES(mu_);
+  // The newest global commit of `name` this member recorded (-1: none).
+  int64_t RecordedLocked(const std::string& name) const CAIRN_REQUIRES(mu_);
+  // Raises what retention keeps of `name` (either -1: unchanged).
+  void KeepLocked(const std::string& name, int64_t global, int64_t common) CAIRN_REQUIRES(mu_);
   Status WriteLocked(const std::string& name, int64_t committed, int64_t persistent)
       CAIRN_REQUIRES(write_mu_);
   void RecorderLoop(std::stop_token stop);
@@ -90,6 +103,7 @@ class GlobalCommit {
   const Config config_;
   const Manifest shape_;
   const LocalOf local_of_;
+  const Keep keep_;
   const bool rounds_on_;  // group_->nonblocking(): else Progress and Finish do no MPI
 
   Mutex write_mu_;  // one manifest write at a time (recorder or a collective call); before mu_
@@ -105,6 +119,8 @@ class GlobalCommit {
   std::map<std::string, Recorded> queued_ CAIRN_GUARDED_BY(mu_);
   bool writing_ CAIRN_GUARDED_BY(mu_) = false;                   // the recorder holds an entry
   std::map<std::string, Recorded> recorded_ CAIRN_GUARDED_BY(mu_);
+  // name -> {newest global commit, newest possibly common version}: KeepLocked
+  std::map<std::string, std::pair<int64_t, int64_t>> kept_ CAIRN_GUARDED_BY(mu_);
   Status error_ CAIRN_GUARDED_BY(mu_);
   std::jthread recorder_;  // last: started after everything it uses
 };

@@ -108,16 +108,20 @@ MpiStats Levels::stats() const {
 }
 
 // An explicit wait at kPersistent counts as a wait and makes L4's turn, if
-// it is one, a no-op.
+// it is one, a no-op. On an L4 turn the persistent copies are waited for
+// FIRST, so that the wait records the manifest once, committed and
+// persistent together (docs/mpi.md, "CAIRN_L4_EVERY").
 Status Levels::AfterWait(const std::string& name, int64_t version, cairn::Level level) {
   const int64_t n = ++waits_;
   const std::string label = "version " + std::to_string(version) + " of '" + name + "'";
-  if (plan_.l4_every > 0 && n % plan_.l4_every == 0 && level != cairn::Level::kPersistent) {
+  bool persistent = level == cairn::Level::kPersistent;
+  if (!persistent && plan_.l4_every > 0 && n % plan_.l4_every == 0) {
     Status s = hooks_.make_persistent(name, version);
     CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, s, "making " + label + " persistent (CAIRN_L4_EVERY)"));
-    CAIRN_RETURN_IF_ERROR(hooks_.record(name, version, version));
     Count(&MpiStats::l4_waits);
+    persistent = true;
   }
+  CAIRN_RETURN_IF_ERROR(hooks_.record(name, version, persistent ? version : -1));
   if (plan_.l2_every > 0) CAIRN_RETURN_IF_ERROR(CompleteL2(name, version));
   if (plan_.l3_every > 0 && n % plan_.l3_every == 0) {
     auto bytes = parity::Encode(*group_, plan_.sets, config_, name, version);

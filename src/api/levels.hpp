@@ -77,9 +77,12 @@ class Levels {
   // L2 or L3 on: lost versions may come back from a level.
   bool redundant() const { return plan_.l2_every > 0 || plan_.l3_every > 0; }
 
-  // After a collective wait's global commit of `version` at `level`
-  // (kLocal / kPersistent): the levels whose turn it is. Every member's
-  // n-th call is its n-th wait. Collective.
+  // After a collective wait for `version` at `level` (kLocal /
+  // kPersistent): on an L4 turn the persistent copies first, then the
+  // global commit's record (hooks.record, once per wait: committed, and
+  // persistent when the wait or its L4 turn made it so), then the L2 / L3
+  // levels whose turn it is. Every member's n-th call is its n-th wait.
+  // Collective.
   Status AfterWait(const std::string& name, int64_t version, cairn::Level level);
 
   // Before a collective latest / restore (redundancy::Recover): members that

@@ -1,14 +1,13 @@
 // Shared by the redundancy levels (redundancy.hpp; docs/format.md 3.8, 3.9).
 #include "api/redundancy.hpp"
 
-#include <unistd.h>  // getpid: temp file names (docs/format.md, 3.3)
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <set>
 
+#include "api/bundle_stream.hpp"
 #include "api/collective.hpp"
 #include "format/chain.hpp"
 #include "format/naming.hpp"
@@ -33,53 +32,18 @@ bool Get(const std::vector<uint8_t>& in, size_t* at, int64_t* v) {
 
 Status WriteFile(const Config& c, const std::string& dir, const std::string& file,
                  const uint8_t* data, size_t bytes) {
-  os::FileSystem* fs = Fs(c);
-  CAIRN_RETURN_IF_ERROR(fs->CreateDirs(dir, 0700));
-  const std::string tmp = dir + "/." + file + "." + std::to_string(::getpid()) + ".tmp";
-  Status s = [&]() -> Status {
-    CAIRN_ASSIGN_OR_RETURN(auto f,
-                           fs->Open(tmp, os::OpenOptions{.write = true, .mode = c.file_mode}));
-    CAIRN_RETURN_IF_ERROR(f->WriteAt(data, bytes, 0));
-    if (c.fsync) CAIRN_RETURN_IF_ERROR(f->Sync());
-    CAIRN_RETURN_IF_ERROR(f->Close());
-    CAIRN_RETURN_IF_ERROR(fs->Rename(tmp, dir + "/" + file));
-    return c.fsync ? fs->SyncDir(dir) : Status::Ok();
-  }();
-  if (!s.ok()) (void)fs->Remove(tmp);
-  return s.WithContext("writing " + dir + "/" + file);
+  CAIRN_ASSIGN_OR_RETURN(auto out, PendingFile::Create(c, dir, file));
+  CAIRN_RETURN_IF_ERROR(out->WriteAt(data, bytes, 0));
+  return out->Commit();
 }
 
 Result<std::vector<uint8_t>> Bundle(const Config& c, const std::string& dir,
                                     const std::string& name, int64_t version) {
-  CAIRN_ASSIGN_OR_RETURN(format::Chain chain, format::Chain::Open(Fs(c), dir, name, version));
   // Sized first and read in place: a rank's whole version passes through
   // memory once (it is the largest thing the levels move).
-  struct Link {
-    int64_t number;
-    std::unique_ptr<os::File> file;
-    uint64_t bytes;
-  };
-  std::vector<Link> links;
-  size_t total = sizeof(int64_t);
-  for (const auto& link : chain.links()) {
-    const std::string& path = link->path();
-    auto parsed = format::ParseEntryFileName(path.substr(path.rfind('/') + 1));
-    if (!parsed) return Status::Internal(path + ": not a version file name");
-    CAIRN_ASSIGN_OR_RETURN(auto file, Fs(c)->Open(path, os::OpenOptions{}));
-    CAIRN_ASSIGN_OR_RETURN(uint64_t bytes, file->Size());
-    total += 2 * sizeof(int64_t) + bytes;
-    links.push_back({parsed->number, std::move(file), bytes});
-  }
-  std::vector<uint8_t> out;
-  out.reserve(total);
-  Put(&out, static_cast<int64_t>(links.size()));
-  for (const Link& link : links) {
-    Put(&out, link.number);
-    Put(&out, static_cast<int64_t>(link.bytes));
-    const size_t at = out.size();
-    out.resize(at + link.bytes);
-    CAIRN_RETURN_IF_ERROR(link.file->ReadAt(out.data() + at, link.bytes, 0));
-  }
+  CAIRN_ASSIGN_OR_RETURN(auto reader, BundleReader::Open(c, dir, name, version));
+  std::vector<uint8_t> out(reader->size());
+  CAIRN_RETURN_IF_ERROR(reader->Read(0, out.data(), out.size()));
   return out;
 }
 

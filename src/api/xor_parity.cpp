@@ -2,9 +2,13 @@
 #include "api/xor_parity.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
+#include <system_error>
+#include <thread>
 
+#include "api/bundle_stream.hpp"
 #include "format/chain.hpp"
 #include "format/le.hpp"
 #include "format/naming.hpp"
@@ -85,6 +89,81 @@ Result<Header> ReadHeader(os::File& file, const std::string& path, const std::ve
   return h;
 }
 
+// A rebuild streams one window of every chunk per round (docs/mpi.md): at
+// most 4 MiB keeps the buffers small (a survivor holds m + 1 windows, the
+// lost member m - 1); at least 8 rounds for chunks over 128 KiB keep the
+// survivors' and the lost member's work overlapped (and small versions, the
+// tests', stream through several rounds too).
+uint64_t WindowOf(uint64_t chunk) {
+  return std::clamp<uint64_t>((chunk + 7) / 8, uint64_t{16} << 10, uint64_t{4} << 20);
+}
+// What a survivor appends to each window it sends the lost member: its
+// verdict so far (0: its parity and bundle check out).
+constexpr size_t kVerdict = sizeof(int64_t);
+
+// dst ^= src, 32 bytes at a time (SIMD where the target has it).
+void XorInto(uint8_t* dst, const uint8_t* src, size_t n) {
+  typedef uint64_t Words __attribute__((vector_size(32)));
+  size_t i = 0;
+  for (; i + sizeof(Words) <= n; i += sizeof(Words)) {
+    Words a, b;
+    std::memcpy(&a, dst + i, sizeof a);
+    std::memcpy(&b, src + i, sizeof b);
+    a ^= b;
+    std::memcpy(dst + i, &a, sizeof a);
+  }
+  for (; i < n; ++i) dst[i] ^= src[i];
+}
+
+// The CRC of a bundle of `total` bytes from the CRCs of its chunks of c
+// bytes (the last one cut at `total`), which were computed as they streamed.
+uint32_t BundleCrc(const std::vector<uint32_t>& chunks, uint64_t total, uint64_t c) {
+  uint32_t whole = 0;
+  for (size_t k = 0; k < chunks.size() && k * c < total; ++k)
+    whole = k == 0 ? chunks[0] : crc32c::Combine(whole, chunks[k], std::min(c, total - k * c));
+  return whole;
+}
+
+// Where the lost member's rebuilt bundle goes while it streams in.
+class Sink {
+ public:
+  // From the bundle's first bytes: a full version (one file) goes straight
+  // into its file; a chain is kept in memory (its later files' places are
+  // known only once their heads arrive).
+  Status Begin(const Config& c, const std::string& dir, int64_t v, const uint8_t* first, uint64_t n,
+               uint64_t total) {
+    int64_t head[3] = {0, -1, -1};  // count, number, bytes
+    if (n >= kHead) std::memcpy(head, first, kHead);
+    if (head[0] == 1 && head[1] == v && head[2] >= 0 &&
+        static_cast<uint64_t>(head[2]) + kHead == total) {
+      CAIRN_ASSIGN_OR_RETURN(file_,
+                             redundancy::PendingFile::Create(
+                                 c, dir, format::EntryFileName(format::EntryKind::kCheckpoint, v)));
+    } else {
+      memory_.resize(total);
+    }
+    return Status::Ok();
+  }
+  // Bundle bytes [at, at + n).
+  Status Place(const uint8_t* data, uint64_t at, uint64_t n) {
+    if (file_ == nullptr) {
+      std::memcpy(memory_.data() + at, data, n);
+      return Status::Ok();
+    }
+    if (at + n <= kHead) return Status::Ok();
+    const uint64_t from = std::max(at, kHead);
+    return file_->WriteAt(data + (from - at), at + n - from, from - kHead);
+  }
+  Status Commit(const Config& c, const std::string& dir, const std::string& from) {
+    return file_ != nullptr ? file_->Commit() : redundancy::Unbundle(c, dir, memory_, from);
+  }
+
+ private:
+  static constexpr uint64_t kHead = 3 * sizeof(int64_t);
+  std::unique_ptr<redundancy::PendingFile> file_;  // destroyed uncommitted: removed
+  std::vector<uint8_t> memory_;
+};
+
 // Chunk of member p that member j's parity holds (j != p).
 size_t ChunkOf(size_t j, size_t p, size_t m) { return (j + m - p - 1) % m; }
 
@@ -108,7 +187,7 @@ Status XorScatter(Group& group, const Sets& sets, size_t excluded, const std::ve
   CAIRN_RETURN_IF_ERROR(group.Exchange(sends, from, &got));
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i].size() > c) return Status::Corrupt("a parity chunk from rank " + std::to_string(from[i]) + " is too long");
-    for (size_t b = 0; b < got[i].size(); ++b) (*acc)[b] ^= got[i][b];
+    XorInto(acc->data(), got[i].data(), got[i].size());
   }
   return Status::Ok();
 }
@@ -316,128 +395,275 @@ class ParityLevel final : public redundancy::Level {
     }
     if (lost.size() != 1) return std::string();
     const size_t gone = lost[0];
-    // 2. The survivors check their parity and their own bundle against it;
-    // all go on only if every survivor can (0 ok, 1 absent, 2 damaged).
-    Header h;
-    std::vector<uint8_t> acc, bundle;
+    // 2. The survivors open their parity and bundle and check what needs no
+    // data read (headers, sizes); every member learns each survivor's state
+    // (0 ok, 1 absent, 2 damaged) and what its parity records of the lost
+    // member. All go on only if every survivor can and they agree.
+    Survivor s;
     Status why;
-    if (p != gone) why = Prepare(name, v, &h, &acc, &bundle);
+    if (p != gone) why = OpenSurvivor(name, v, gone, &s);
     std::vector<uint8_t> state;
     Put(&state, why.ok() ? 0 : why.code() == Code::kNotFound ? 1 : 2);
+    Put(&state, static_cast<int64_t>(s.header.chunk));
+    Put(&state, s.lost.bytes);
+    Put(&state, s.lost.crc);
     CAIRN_RETURN_IF_ERROR(ShareInSet(group_, sets_, state, &got));
-    int64_t worst = 0;
+    int64_t worst = 0, chunk = 0;
+    Member record{.rank = members[gone]};
     for (size_t q = 0; q < m; ++q) {
-      int64_t s = 0;
+      int64_t st = 2, c = 0, bytes = -1, crc = 0;
       size_t at = 0;
-      Get(got[q], &at, &s);
-      worst = std::max(worst, s);
+      if (q == gone) continue;
+      if (!Get(got[q], &at, &st) || !Get(got[q], &at, &c) || !Get(got[q], &at, &bytes) ||
+          !Get(got[q], &at, &crc))
+        st = 2;
+      if (st == 0 && chunk == 0) {
+        chunk = c;
+        record.bytes = bytes;
+        record.crc = static_cast<uint32_t>(crc);
+      }
+      const bool sane = c > 0 && bytes > 0 && bytes <= static_cast<int64_t>(m - 1) * c;
+      if (st == 0 && (!sane || c != chunk || bytes != record.bytes ||
+                      static_cast<uint32_t>(crc) != record.crc))
+        st = 2;
+      worst = std::max(worst, st);
     }
     if (worst != 0) {
       if (worst == 2 && p == gone)
-        notes_.push_back("version " + std::to_string(v) + " of '" + name + "' cannot be rebuilt from the XOR parity of ranks " +
-                         RankList(members) + ": a survivor's parity or file is damaged (its rank says which)");
+        notes_.push_back("version " + std::to_string(v) + " of '" + name +
+                         "' cannot be rebuilt from the XOR parity of ranks " + RankList(members) +
+                         ": a survivor's parity or file is damaged (its rank says which)");
       if (!why.ok() && why.code() != Code::kNotFound) notes_.push_back(why.ToString());
       return std::string();
     }
-    // 3. Survivors XOR the others' chunks into their parity: each then holds
-    // one chunk of the lost member, which it sends there.
-    std::vector<Group::Outgoing> sends;
-    std::vector<int> from;
-    std::vector<uint8_t> piece;
-    if (p != gone) {
-      CAIRN_RETURN_IF_ERROR(XorScatter(group_, sets_, gone, bundle, h.chunk, &acc));
-      Put(&piece, h.members[gone].bytes);
-      Put(&piece, h.members[gone].crc);
-      Put(&piece, static_cast<int64_t>(h.chunk));
-      piece.insert(piece.end(), acc.begin(), acc.end());
-      sends.push_back({.to = members[gone], .data = piece.data(), .bytes = piece.size()});
-    } else {
-      for (size_t j = 0; j < m; ++j) if (j != gone) from.push_back(members[j]);
-    }
-    CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
-    if (p != gone) return std::string();
-    // 4. The lost member assembles its bundle, checks it and commits it.
-    // A rebuild that does not check out is not written: the member then
-    // lacks v, and the collective calls fall back as for any loss.
-    auto rebuilt = Assemble(got, from);
-    if (!rebuilt.ok()) {
-      notes_.push_back(rebuilt.status().ToString());
-      return std::string();
-    }
-    CAIRN_RETURN_IF_ERROR(redundancy::Unbundle(config_, config_.scratch_dir + "/" + name, *rebuilt,
-                                               "the XOR parity of ranks " + RankList(members)));
-    return "version " + std::to_string(v) + " of '" + name + "' rebuilt from the XOR parity of its set (ranks " +
-           RankList(members) + ") (L3)";
+    // 3. Streamed: the survivors send, the lost member checks and writes.
+    if (p == gone) return ReceiveRebuilt(name, v, gone, static_cast<uint64_t>(chunk), record);
+    CAIRN_RETURN_IF_ERROR(SendRebuilt(s, gone));
+    if (!s.failure.ok()) notes_.push_back(s.failure.ToString());
+    return std::string();
   }
 
   std::vector<std::string> Notes() const override { return notes_; }
 
  private:
+  // What a survivor of a rebuild reads: its parity file and its bundle.
+  struct Survivor {
+    Header header;
+    Member lost;  // what the parity records of the lost member
+    std::string name, path;
+    std::unique_ptr<os::File> parity;
+    std::unique_ptr<redundancy::BundleReader> bundle;
+    Status failure;  // the first thing that did not check out while streaming
+  };
+
+  std::string ParityPath(const std::string& name, int64_t v) const {
+    return format::EntryPath(ParityDir(config_), name, format::EntryKind::kCheckpoint, v);
+  }
+
   Result<Header> ReadParityHeader(const std::string& name, int64_t v) {
-    const std::string path = format::EntryPath(ParityDir(config_), name, format::EntryKind::kCheckpoint, v);
+    const std::string path = ParityPath(name, v);
     CAIRN_ASSIGN_OR_RETURN(auto file, Fs(config_)->Open(path, os::OpenOptions{}));
-    CAIRN_ASSIGN_OR_RETURN(Header h, ReadHeader(*file, path, sets_.members()));
+    return ReadVersionHeader(*file, path, v);
+  }
+
+  Result<Header> ReadVersionHeader(os::File& file, const std::string& path, int64_t v) {
+    CAIRN_ASSIGN_OR_RETURN(Header h, ReadHeader(file, path, sets_.members()));
     if (h.version != v || h.position != static_cast<uint32_t>(sets_.position))
       return Status::Corrupt(path + ": not this rank's parity of version " + std::to_string(v));
     return h;
   }
 
-  // A survivor's parity chunk (CRC checked) and its own bundle (size and
-  // CRC as the parity recorded them). kNotFound when it has no parity of v.
-  Status Prepare(const std::string& name, int64_t v, Header* h, std::vector<uint8_t>* acc,
-                 std::vector<uint8_t>* bundle) {
-    const std::string path = format::EntryPath(ParityDir(config_), name, format::EntryKind::kCheckpoint, v);
-    auto header = ReadParityHeader(name, v);
-    if (!header.ok()) return header.status().code() == Code::kNotFound ? Status::NotFound(path) : header.status();
-    *h = std::move(*header);
-    // Read in place: the chunk straight into *acc, its CRC extended over it.
-    CAIRN_ASSIGN_OR_RETURN(auto file, Fs(config_)->Open(path, os::OpenOptions{}));
-    CAIRN_ASSIGN_OR_RETURN(uint64_t size, file->Size());
-    if (size != h->Size() + h->chunk + kCrc) return Status::Corrupt(path + ": changed while it was read");
-    std::vector<uint8_t> head(h->Size());
-    uint8_t tail[kCrc];
-    acc->resize(h->chunk);
-    CAIRN_RETURN_IF_ERROR(file->ReadAt(head.data(), head.size(), 0));
-    CAIRN_RETURN_IF_ERROR(file->ReadAt(acc->data(), acc->size(), head.size()));
-    CAIRN_RETURN_IF_ERROR(file->ReadAt(tail, kCrc, head.size() + acc->size()));
-    if (crc32c::Extend(crc32c::Value(head.data(), head.size()), acc->data(), acc->size()) != format::le::Get32(tail))
-      return Status::Corrupt(path + ": the XOR parity file's checksum does not match (damaged)");
-    auto mine = redundancy::Bundle(config_, config_.scratch_dir, name, v);
-    const Member& me = h->members[static_cast<size_t>(sets_.position)];
-    if (!mine.ok() || static_cast<int64_t>(mine->size()) != me.bytes ||
-        crc32c::Value(mine->data(), mine->size()) != me.crc) {
-      return Status::Corrupt("rank " + std::to_string(group_.rank()) + "'s version " + std::to_string(v) + " of '" +
-                             name + "' is not what its XOR parity protects (damaged or compacted since)");
-    }
-    *bundle = std::move(*mine);
+  // A survivor's parity (header checked) and bundle (of the size the parity
+  // recorded); their data are checked while they stream. kNotFound when it
+  // has no parity of v.
+  Status OpenSurvivor(const std::string& name, int64_t v, size_t gone, Survivor* s) {
+    s->name = name;
+    s->path = ParityPath(name, v);
+    auto file = Fs(config_)->Open(s->path, os::OpenOptions{});
+    if (!file.ok())
+      return file.status().code() == Code::kNotFound ? Status::NotFound(s->path) : file.status();
+    CAIRN_ASSIGN_OR_RETURN(s->header, ReadVersionHeader(**file, s->path, v));
+    s->parity = std::move(*file);
+    auto bundle = redundancy::BundleReader::Open(config_, config_.scratch_dir, name, v);
+    if (!bundle.ok() || static_cast<int64_t>((*bundle)->size()) !=
+                            s->header.members[static_cast<size_t>(sets_.position)].bytes)
+      return NotProtected(name, v);
+    s->bundle = std::move(*bundle);
+    s->lost = s->header.members[gone];
     return Status::Ok();
   }
 
-  // The lost member's bundle from the survivors' chunks (got[i] from
-  // member from[i]), checked against the size and CRC the parity recorded.
-  Result<std::vector<uint8_t>> Assemble(const std::vector<std::vector<uint8_t>>& got, const std::vector<int>& from) {
+  Status NotProtected(const std::string& name, int64_t v) const {
+    return Status::Corrupt("rank " + std::to_string(group_.rank()) + "'s version " +
+                           std::to_string(v) + " of '" + name +
+                           "' is not what its XOR parity protects (damaged or compacted since)");
+  }
+
+  // A survivor's part of a rebuild, window after window (WindowOf(c) bytes
+  // of each chunk; docs/mpi.md): it reads its bundle's chunks and its parity,
+  // sends each other survivor the chunk that survivor's parity XORed in and
+  // XORs what it receives into its parity window, which is then the lost
+  // member's chunk ChunkOf(p, gone) there: that goes to the lost member in
+  // the next round, with this survivor's verdict so far (0: all checks
+  // out). Two windows alternate, one being sent while the next is built.
+  // Its own failures do not stop the rounds: the others wait for them.
+  Status SendRebuilt(Survivor& s, size_t gone) {
     const std::vector<int>& members = sets_.members();
     const size_t m = members.size(), p = static_cast<size_t>(sets_.position);
-    std::vector<uint8_t> out;
-    int64_t crc = -1;
-    for (size_t i = 0; i < got.size(); ++i) {
-      int64_t bytes = 0, c = 0, want = 0;
-      size_t at = 0;
-      if (!Get(got[i], &at, &bytes) || !Get(got[i], &at, &want) || !Get(got[i], &at, &c) || bytes < 0 || c <= 0 ||
-          got[i].size() - at != static_cast<uint64_t>(c))
-        return Status::Corrupt("a rebuilt chunk from rank " + std::to_string(from[i]) + " is malformed");
-      out.resize(static_cast<size_t>(bytes));
-      crc = want;
-      const size_t j = static_cast<size_t>(std::find(members.begin(), members.end(), from[i]) - members.begin());
-      const uint64_t off = ChunkOf(j, p, m) * static_cast<uint64_t>(c);
-      if (off < out.size()) {
-        const size_t n = std::min<uint64_t>(static_cast<uint64_t>(c), out.size() - off);
-        std::copy_n(got[i].begin() + static_cast<long>(at), n, out.begin() + static_cast<long>(off));
+    const uint64_t c = s.header.chunk, window = WindowOf(c), w = std::min(window, c),
+                   rounds = (c + window - 1) / window;
+    const uint64_t mine = s.bundle->size(), head = s.header.Size();
+    auto fail = [&](const Status& st) {
+      if (s.failure.ok() && !st.ok()) s.failure = st;
+    };
+    std::vector<uint8_t> own((m - 1) * w),
+        acc[2] = {std::vector<uint8_t>(w + kVerdict), std::vector<uint8_t>(w + kVerdict)};
+    std::vector<uint8_t> header(head);
+    fail(s.parity->ReadAt(header.data(), head, 0));
+    uint32_t parity_crc = crc32c::Value(header.data(), head);
+    std::vector<uint32_t> own_crc(m - 1, 0);
+    std::vector<std::vector<uint8_t>> got;
+    uint64_t sent = 0;  // bytes of the previous window
+    for (uint64_t r = 0; r <= rounds; ++r) {
+      std::vector<Group::Outgoing> sends;
+      std::vector<int> from;
+      const uint64_t off = r * window, n = r < rounds ? std::min(window, c - off) : 0;
+      uint8_t* next = acc[r % 2].data();
+      if (r < rounds) {
+        for (size_t k = 0; k + 1 < m; ++k) {
+          uint8_t* piece = own.data() + k * w;
+          const uint64_t at = k * c + off;
+          if (Status st = s.bundle->Read(at, piece, n); !st.ok()) {
+            fail(st);
+            std::fill_n(piece, n, 0);
+          }
+          if (at < mine) own_crc[k] = crc32c::Extend(own_crc[k], piece, std::min(n, mine - at));
+        }
+        if (Status st = s.parity->ReadAt(next, n, head + off); !st.ok()) {
+          fail(st);
+          std::fill_n(next, n, 0);
+        }
+        parity_crc = crc32c::Extend(parity_crc, next, n);
+        for (size_t j = 0; j < m; ++j) {
+          if (j == p || j == gone) continue;
+          sends.push_back(
+              {.to = members[j], .data = own.data() + ChunkOf(j, p, m) * w, .bytes = n});
+          from.push_back(members[j]);
+        }
+      } else {
+        fail(CheckSurvivor(s, parity_crc, own_crc));
+      }
+      if (r > 0) {
+        uint8_t* prev = acc[(r + 1) % 2].data();
+        const int64_t verdict = s.failure.ok() ? 0 : 2;
+        std::memcpy(prev + sent, &verdict, kVerdict);
+        sends.push_back({.to = members[gone], .data = prev, .bytes = sent + kVerdict});
+      }
+      CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (got[i].size() != n) {
+          fail(Status::Corrupt("a parity piece from rank " + std::to_string(from[i]) +
+                               " has the wrong size"));
+          continue;
+        }
+        XorInto(next, got[i].data(), n);
+      }
+      sent = n;
+    }
+    return Status::Ok();
+  }
+
+  // Once streamed: the parity file's CRC and this member's bundle's
+  // (combined from its chunks' CRCs) against what was recorded.
+  Status CheckSurvivor(Survivor& s, uint32_t parity_crc, const std::vector<uint32_t>& own_crc) {
+    uint8_t tail[kCrc];
+    CAIRN_RETURN_IF_ERROR(s.parity->ReadAt(tail, kCrc, s.header.Size() + s.header.chunk));
+    if (parity_crc != format::le::Get32(tail))
+      return Status::Corrupt(s.path + ": the XOR parity file's checksum does not match (damaged)");
+    const Member& me = s.header.members[static_cast<size_t>(sets_.position)];
+    if (BundleCrc(own_crc, static_cast<uint64_t>(me.bytes), s.header.chunk) != me.crc)
+      return NotProtected(s.name, s.header.version);
+    return Status::Ok();
+  }
+
+  // The lost member's part: each round brings one window of each of its
+  // chunks (chunk k from the survivor whose parity held it). It extends
+  // each chunk's CRC as the pieces arrive and writes them where they
+  // belong: straight into the version file when the bundle is one file (a
+  // full version), else into memory (a chain: where its later files begin
+  // is known only once their heads arrive), unbundled at the end; a thread
+  // of its own does that for one round while the next one arrives. It
+  // commits only if the whole bundle has the recorded CRC and every
+  // survivor's verdict is 0; otherwise the temp file goes and nothing is
+  // written.
+  Result<std::string> ReceiveRebuilt(const std::string& name, int64_t v, size_t gone, uint64_t c,
+                                     const Member& record) {
+    const std::vector<int>& members = sets_.members();
+    const size_t m = members.size();
+    const uint64_t window = WindowOf(c), rounds = (c + window - 1) / window,
+                   total = static_cast<uint64_t>(record.bytes);
+    std::vector<int> from;  // from[k]: the survivor whose parity held chunk k
+    for (size_t k = 0; k + 1 < m; ++k) from.push_back(members[(k + gone + 1) % m]);
+    std::vector<uint32_t> crc(m - 1, 0);
+    Sink sink;
+    Status bad, io;
+    int64_t verdict = 0;
+    // Round r's windows (from survivor from[k] its chunk k's), checked and
+    // written; run by `writer` while the next round's windows arrive.
+    auto consume = [&](const std::vector<std::vector<uint8_t>>& got, uint64_t r) {
+      const uint64_t off = (r - 1) * window, n = std::min(window, c - off);
+      for (size_t k = 0; k < got.size(); ++k) {
+        if (got[k].size() != n + kVerdict) {
+          if (bad.ok())
+            bad = Status::Corrupt("a rebuilt piece from rank " + std::to_string(from[k]) +
+                                  " is malformed");
+          continue;
+        }
+        int64_t said = 0;
+        std::memcpy(&said, got[k].data() + n, kVerdict);
+        verdict = std::max(verdict, said);
+        const uint64_t at = k * c + off;
+        if (at >= total) continue;
+        const uint64_t len = std::min(n, total - at);
+        crc[k] = crc32c::Extend(crc[k], got[k].data(), len);
+        if (!io.ok() || !bad.ok()) continue;
+        if (r == 1 && k == 0)
+          io = sink.Begin(config_, config_.scratch_dir + "/" + name, v, got[0].data(), len, total);
+        if (io.ok()) io = sink.Place(got[k].data(), at, len);
+      }
+    };
+    // Two sets of windows alternate: one arrives while the other is written.
+    // The state above is touched by one thread at a time (join orders them).
+    std::vector<std::vector<uint8_t>> got[2];
+    std::jthread writer;
+    for (uint64_t r = 1; r <= rounds; ++r) {
+      Status s = group_.Exchange({}, from, &got[r % 2]);
+      if (writer.joinable()) writer.join();
+      CAIRN_RETURN_IF_ERROR(s);
+      try {
+        writer = std::jthread(consume, std::cref(got[r % 2]), r);
+      } catch (const std::system_error&) {
+        consume(got[r % 2], r);  // no thread to spare: the same work, not overlapped
       }
     }
-    if (crc32c::Value(out.data(), out.size()) != static_cast<uint32_t>(crc))
-      return Status::Corrupt("the version rebuilt from XOR parity does not have the checksum its parity recorded");
-    return out;
+    if (writer.joinable()) writer.join();
+    if (!io.ok()) return io;
+    if (bad.ok() && verdict != 0)
+      bad =
+          Status::Corrupt("version " + std::to_string(v) + " of '" + name +
+                          "' cannot be rebuilt from the XOR parity of ranks " + RankList(members) +
+                          ": a survivor's parity or file is damaged (its rank says which)");
+    if (bad.ok() && BundleCrc(crc, total, c) != record.crc)
+      bad = Status::Corrupt(
+          "the version rebuilt from XOR parity does not have the checksum its parity recorded");
+    if (!bad.ok()) {
+      notes_.push_back(bad.ToString());
+      return std::string();
+    }
+    CAIRN_RETURN_IF_ERROR(sink.Commit(config_, config_.scratch_dir + "/" + name,
+                                      "the XOR parity of ranks " + RankList(members)));
+    return "version " + std::to_string(v) + " of '" + name +
+           "' rebuilt from the XOR parity of its set (ranks " + RankList(members) + ") (L3)";
   }
 
   Group& group_;

@@ -282,6 +282,14 @@ std::string ReadCapture(const toml::node& n, CaptureMode* out) {
   return "";
 }
 
+std::string ReadWriteProtect(const toml::node& n, WriteProtectMode* out) {
+  if (!n.is_string()) return Expect("a string (auto, userfaultfd, mprotect)", n);
+  auto r = ParseWriteProtectMode(n.as_string()->get());
+  if (!r.ok()) return ": " + r.status().message();
+  *out = r.value();
+  return "";
+}
+
 std::string ReadFraction(const toml::node& n, double* out) {
   if (n.is_floating_point()) {
     *out = n.as_floating_point()->get();
@@ -322,6 +330,7 @@ std::string Read(const toml::node& n, int64_t, CacheInit* out) { return ReadInit
 std::string Read(const toml::node& n, int64_t, DeviceCacheInit* out) { return ReadDeviceInit(n, out); }
 std::string Read(const toml::node& n, int64_t, ChangeDetection* out) { return ReadChanges(n, out); }
 std::string Read(const toml::node& n, int64_t, CaptureMode* out) { return ReadCapture(n, out); }
+std::string Read(const toml::node& n, int64_t, WriteProtectMode* out) { return ReadWriteProtect(n, out); }
 std::string Read(const toml::node& n, int64_t, double* out) { return ReadFraction(n, out); }
 
 const std::vector<KeySpec>& Schema() {
@@ -482,6 +491,13 @@ Status FromEnv(const char* name, const char* v, int64_t, CaptureMode* out) {
   return Status::Ok();
 }
 
+Status FromEnv(const char* name, const char* v, int64_t, WriteProtectMode* out) {
+  auto r = ParseWriteProtectMode(v);
+  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
+  *out = r.value();
+  return Status::Ok();
+}
+
 Status FromEnv(const char* name, const char* v, int64_t, double* out) {
   char* end = nullptr;
   errno = 0;
@@ -574,6 +590,10 @@ Status Config::Validate() const {
   if (placement != "restore" && placement != "keep" && placement != "interleave") {
     return Status::Config("restart.placement (CAIRN_PLACEMENT) is '" + placement +
                           "'; it must be restore, keep or interleave");
+  }
+  if (zero_copy_order != "learned" && zero_copy_order != "address") {
+    return Status::Config("checkpoint.zero_copy_order (CAIRN_ZERO_COPY_ORDER) is '" + zero_copy_order +
+                          "'; it must be learned or address");
   }
   if (prefetch_depth < 0) {
     return Status::Config("history.prefetch_depth (CAIRN_PREFETCH_DEPTH) is " + std::to_string(prefetch_depth) +

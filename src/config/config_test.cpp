@@ -668,5 +668,29 @@ TEST_F(ConfigTest, ZeroCopyKeys) {
   ::unsetenv("CAIRN_COW");
 }
 
+TEST_F(ConfigTest, WriteProtectKey) {
+  EXPECT_EQ(DefaultConfig().write_protect, WriteProtectMode::kAuto);
+  for (const char* name : {"auto", "userfaultfd", "mprotect"}) {
+    auto p = ParseWriteProtectMode(name);
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_STREQ(WriteProtectModeName(*p), name);
+  }
+  auto r = Parse("[checkpoint]\nwrite_protect = \"mprotect\"\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->write_protect, WriteProtectMode::kMprotect);
+  EXPECT_CONTAINS(ErrorOf("[checkpoint]\nwrite_protect = \"sigsegv\"\n"),
+                  "'sigsegv' is not a write protection (auto, userfaultfd, mprotect)");
+  EXPECT_CONTAINS(ErrorOf("[checkpoint]\nwrite_protect = 1\n"), "a string (auto, userfaultfd, mprotect)");
+  ::setenv("CAIRN_WRITE_PROTECT", "userfaultfd", 1);
+  auto env = Parse("[checkpoint]\nwrite_protect = \"mprotect\"\n", true);
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  EXPECT_EQ(env->write_protect, WriteProtectMode::kUserfaultfd);
+  ::setenv("CAIRN_WRITE_PROTECT", "uffd", 1);
+  auto e = Parse("", true);
+  ::unsetenv("CAIRN_WRITE_PROTECT");
+  ASSERT_FALSE(e.ok());
+  EXPECT_CONTAINS(e.status().message(), "CAIRN_WRITE_PROTECT");
+}
+
 }  // namespace
 }  // namespace cairn

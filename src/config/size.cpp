@@ -185,6 +185,11 @@ constexpr std::pair<CaptureMode, const char*> kCaptureNames[] = {
     {CaptureMode::kCopy, "copy"},
     {CaptureMode::kZeroCopy, "zero-copy"},
 };
+constexpr std::pair<WriteProtectMode, const char*> kWriteProtectNames[] = {
+    {WriteProtectMode::kAuto, "auto"},
+    {WriteProtectMode::kUserfaultfd, "userfaultfd"},
+    {WriteProtectMode::kMprotect, "mprotect"},
+};
 }  // namespace
 
 const char* CaptureModeName(CaptureMode mode) {
@@ -199,6 +204,20 @@ Result<CaptureMode> ParseCaptureMode(std::string_view text) {
     if (text == name) return value;
   }
   return Status::Config("'" + std::string(text) + "' is not a capture mode (copy, zero-copy)");
+}
+
+const char* WriteProtectModeName(WriteProtectMode mode) {
+  for (const auto& [value, name] : kWriteProtectNames) {
+    if (value == mode) return name;
+  }
+  return "unknown";
+}
+
+Result<WriteProtectMode> ParseWriteProtectMode(std::string_view text) {
+  for (const auto& [value, name] : kWriteProtectNames) {
+    if (text == name) return value;
+  }
+  return Status::Config("'" + std::string(text) + "' is not a write protection (auto, userfaultfd, mprotect)");
 }
 
 const char* ChangeDetectionName(ChangeDetection mode) {

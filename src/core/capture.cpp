@@ -7,9 +7,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <optional>
 
 #include "core/memory_copy.hpp"
 #include "core/pipeline.hpp"
+#include "core/source_pieces.hpp"
+#include "core/zero_copy_order.hpp"
 #include "format/naming.hpp"
 #include "util/clock.hpp"
 
@@ -52,58 +56,21 @@ Status Pipeline::BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time
   return Status::Ok();
 }
 
-namespace {
-
-// Where each extent of `l` starts in its region's packed stream.
-std::vector<uint64_t> PackedStarts(const format::Layout& l) {
-  std::vector<uint64_t> starts(l.extents.size());
-  for (const auto& r : l.regions) {
-    uint64_t at = 0;
-    for (uint32_t k = r.first_extent; k < r.first_extent + r.extent_count; ++k) {
-      starts[k] = at;
-      at += l.extents[k].bytes;
-    }
-  }
-  return starts;
-}
-
-// Calls fn(region_offset, payload_offset, bytes) for the pieces of block b's
-// payload, in order: one for a region stored whole, one per extent (or part
-// of one) the block covers in a layered region's packed stream.
-template <typename Fn>
-void SourcePieces(const format::Layout& l, const std::vector<uint64_t>& packed, uint32_t b, Fn&& fn) {
-  const auto& blk = l.blocks[b];
-  const auto& region = l.regions[blk.region];
-  const uint64_t first = blk.offset - region.data_offset;  // the block's start in the packed stream
-  const auto begin = packed.begin() + region.first_extent;
-  const auto end = begin + region.extent_count;
-  // The extent holding `first`: the last one starting at or before it.
-  auto k = std::upper_bound(begin, end, first) - 1;
-  for (uint64_t done = 0; done < blk.length; ++k) {
-    const Extent& x = l.extents[static_cast<size_t>(k - packed.begin())];
-    const uint64_t skip = first + done - *k;
-    const uint64_t n = std::min<uint64_t>(x.bytes - skip, blk.length - done);
-    fn(x.offset + skip, done, n);
-    done += n;
-  }
-}
-
-}  // namespace
 
 // The first block of a batch may wait for space, the others take whatever is
 // free or evictable right now. A block of a device or managed region goes to
 // a device-cache slot when there is a device cache, else straight into a
 // host chunk.
 void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources,
-                         const std::vector<uint64_t>& packed, uint32_t b, CaptureBatch* batch) {
-  constexpr uint32_t kMaxBatch = 16;
-  const uint32_t nblocks = static_cast<uint32_t>(e->layout.blocks.size());
-  *batch = CaptureBatch{.first = b};
+                         const std::vector<uint64_t>& packed, const std::vector<uint32_t>& want,
+                         CaptureBatch* batch) {
+  *batch = CaptureBatch{};
+  if (StreamsCapture(e->layout.stored_bytes)) batch->stores = CopyEngine::Stores::kStreaming;
   // A sequential toucher may end the slice it is in when a capture starts (a
   // few ms): that is not touching during captures.
   batch->touching_allowed = initializer_.TouchingAllowed();
-  for (; b < nblocks && b - batch->first < kMaxBatch; ++b) {
-    const bool first = b == batch->first;
+  for (const uint32_t b : want) {
+    const bool first = batch->blocks.empty();
     const auto& blk = e->layout.blocks[b];
     const auto& region = e->layout.regions[blk.region];
     const bool gpu_source = region.spec.memory != MemoryKind::kHost;
@@ -126,6 +93,7 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
       if (slot) {
         e->blocks[b].slot = *slot;
         add(batch->gpu, reinterpret_cast<uint8_t*>(dcache_->address(static_cast<uint32_t>(*slot))));
+        batch->blocks.push_back(b);
         batch->to_slot.push_back(true);
         continue;
       }
@@ -149,13 +117,13 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
     initializer_.NoteCaptureChunk(was_touched, blk.length);
     uint8_t* dst = cache_->data(static_cast<uint32_t>(chunk));
     add(gpu_source ? batch->gpu : batch->host[was_touched ? 1 : 0], dst);
+    batch->blocks.push_back(b);
     batch->to_slot.push_back(false);
     // Direct I/O writes whole 4 KiB pages: the tail is zeroed so no stale
     // bytes of an older entry reach the file. (Drained slots get theirs in
     // DeviceMover::DrainBlock.)
     if (write_bytes > blk.length) batch->tails.emplace_back(dst + blk.length, write_bytes - blk.length);
   }
-  batch->end = b;
 }
 
 Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_bytes[2], bool* touching,
@@ -175,7 +143,7 @@ Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_
         if (copied.ok()) copied = zc->Read(seg.src, seg.dst, seg.bytes);
       }
     } else {
-      CopyIn(MemoryKind::kHost, *copier_, batch.host[touched]);
+      CopyIn(MemoryKind::kHost, *copier_, batch.host[touched], batch.stores);
     }
     copy_s[touched] = SecondsSince(c0);
     for (const auto& seg : batch.host[touched]) copy_bytes[touched] += seg.bytes;
@@ -188,7 +156,7 @@ Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_
 Status Pipeline::RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, const Status& copied) {
   // Its blocks are released and the flusher skips it; committed versions are
   // untouched.
-  for (uint32_t k = batch.first; k < batch.end; ++k) {
+  for (const uint32_t k : batch.blocks) {
     BlockState& bs = e->blocks[k];
     if (bs.chunk >= 0) cache_->Free(static_cast<uint32_t>(bs.chunk));
     if (bs.slot >= 0) dcache_->Free(static_cast<uint32_t>(bs.slot));
@@ -208,9 +176,10 @@ Status Pipeline::RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, c
 }
 
 void Pipeline::SealBatch(const EntryPtr& e, const CaptureBatch& batch) {
-  for (uint32_t k = batch.first; k < batch.end; ++k) {
+  for (size_t j = 0; j < batch.blocks.size(); ++j) {
+    const uint32_t k = batch.blocks[j];
     BlockState& bs = e->blocks[k];
-    if (batch.to_slot[k - batch.first]) {
+    if (batch.to_slot[j]) {
       bs.dsealed = true;
       device_mover_.Push(e, k);  // drained, or evictable at once if e failed or was consumed
       continue;
@@ -285,7 +254,10 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
     return Status::Ok();
   }
   blocked_before = CaptureBlockedSeconds();
-  CAIRN_RETURN_IF_ERROR(CaptureBlocks(e, sources, nullptr));
+  SetCaptureCopying(true);  // the application waits for this copy: it goes first
+  const Status copied = CaptureBlocks(e, sources, nullptr);
+  SetCaptureCopying(false);
+  CAIRN_RETURN_IF_ERROR(copied);
   EndCapture(e, t0, interval_s, blocked_before);
   return Status::Ok();
 }
@@ -294,9 +266,24 @@ Status Pipeline::CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSourc
   const std::vector<uint64_t> packed = PackedStarts(e->layout);
   uint64_t gpu_bytes = 0;
   double gpu_seconds = 0;
+  constexpr uint32_t kMaxBatch = 16;
+  const auto nblocks = static_cast<uint32_t>(e->blocks.size());
+  std::unique_ptr<ZeroCopyOrder> order;
+  if (zc != nullptr) {
+    order = std::make_unique<ZeroCopyOrder>(e->layout, sources, packed, zc, config_.zero_copy_order == "learned");
+  }
   CaptureBatch batch;
-  for (uint32_t b = 0; b < e->blocks.size(); b = batch.end) {
-    PlanBatch(e, sources, packed, b, &batch);
+  std::vector<uint32_t> want;
+  for (uint32_t b = 0;;) {
+    want.clear();
+    if (order) {  // one block at a time: a page that goes RED meanwhile jumps the queue
+      if (const std::optional<uint32_t> k = order->Next()) want.push_back(*k);
+    } else {
+      for (uint32_t k = b; k < nblocks && k - b < kMaxBatch; ++k) want.push_back(k);
+    }
+    if (want.empty()) break;
+    PlanBatch(e, sources, packed, want, &batch);
+    b += static_cast<uint32_t>(batch.blocks.size());
     double copy_s[2] = {0, 0};  // into untouched, into touched
     uint64_t copy_bytes[2] = {0, 0};
     bool touching = false;

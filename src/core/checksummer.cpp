@@ -9,10 +9,16 @@ namespace cairn::core {
 Checksummer::Checksummer(Mutex* mu, std::condition_variable_any* done, Owner owner)
     : mu_(mu),
       owner_(std::move(owner)),
-      worker_(mu, done, {.run = [this](Job& j) {
-                mu_->AssertHeld();  // the Worker runs jobs with *mu held
-                ChecksumBlock(j.e, j.block);
-              }}) {}
+      worker_(mu, done,
+              {.take = [this](Worker<Job>& w) -> std::optional<Job> {
+                 mu_->AssertHeld();  // the Worker takes jobs with *mu held
+                 if (owner_.paused && owner_.paused()) return std::nullopt;
+                 return w.PopFront();
+               },
+               .run = [this](Job& j) {
+                 mu_->AssertHeld();
+                 ChecksumBlock(j.e, j.block);
+               }}) {}
 
 void Checksummer::ChecksumBlock(const EntryPtr& e, uint32_t block) {
   BlockState& bs = e->blocks[block];

@@ -9,6 +9,13 @@
 // Locking: it shares its owner's mutex (*mu), which guards the entries' fields
 // and the queue. ChecksumBlock pins the entry and drops *mu for the CRC (a
 // pinned entry's chunks are never freed, entry.hpp).
+//
+// Yielding: while the owner says `paused` (an application thread is copying a
+// capture), it takes no further block; a block in hand is finished. The CRC
+// reads as many bytes as the capture writes and would share the cores and
+// the memory bandwidth with the very copy the application is blocked on
+// (docs/design.md, "Capture precedence"). The owner calls Wake() when the
+// pause ends.
 #pragma once
 
 #include <condition_variable>
@@ -34,6 +41,8 @@ class Checksummer {
     std::function<void(const EntryPtr&)> unpin;
     // A block's checksum is ready (the owner wakes the flusher).
     std::function<void()> checksummed;
+    // Optional: true while the next block must wait (asked before each one).
+    std::function<bool()> paused;
   };
 
   // done: notified (under *mu) after every block, for waiters on progress.

@@ -141,5 +141,42 @@ TEST(ChecksummerTest, AnEntryConsumedDuringTheChecksumIsReleasedAtTheUnpin) {
   EXPECT_EQ(e->pins, 0);
 }
 
+TEST(ChecksummerTest, TakesNoBlockWhilePausedAndResumesWhenWoken) {
+  // The owner pauses it while a capture copies (capture precedence). The
+  // fake's `paused` notifies `done` each time it is asked, so the test waits
+  // for the thread to have looked at its queue and declined, not for time.
+  FakeOwner o;
+  EntryPtr e = o.MakeEntry({0, 1}, 1000);
+  bool paused = true;  // guarded by o.mu
+  int declined = 0;    // guarded by o.mu
+  Checksummer::Owner owner = o.Interface();
+  owner.paused = [&]() CAIRN_REQUIRES(o.mu) {
+    if (paused) ++declined;
+    o.done.notify_all();
+    return paused;
+  };
+  Checksummer c(&o.mu, &o.done, owner);
+  c.Start(nullptr);
+  {
+    MutexLock l(&o.mu);
+    c.Push(e, 0);
+    c.Push(e, 1);
+    const int before = declined;
+    // Either the thread declined the queued blocks, or (wrongly) took one.
+    o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return declined > before || o.unpins > 0; });
+    EXPECT_FALSE(e->blocks[0].crc_ready);
+    EXPECT_FALSE(e->blocks[1].crc_ready);
+    EXPECT_EQ(o.unpins, 0);
+    EXPECT_FALSE(c.Idle());
+    paused = false;
+    c.Wake();  // what the owner does when the pause ends
+  }
+  WaitIdle(o, c);
+  MutexLock l(&o.mu);
+  EXPECT_TRUE(e->blocks[0].crc_ready);
+  EXPECT_TRUE(e->blocks[1].crc_ready);
+  EXPECT_EQ(o.wakeups, 2);
+}
+
 }  // namespace
 }  // namespace cairn::core

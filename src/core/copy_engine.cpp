@@ -2,6 +2,10 @@
 
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace cairn::core {
 
 int CopyEngine::DefaultHelpers(int configured) {
@@ -25,16 +29,52 @@ CopyEngine::~CopyEngine() {
   threads_.clear();  // joins
 }
 
+void CopyEngine::StreamCopy(void* dst, const void* src, size_t n) {
+#if defined(__SSE2__)
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* s = static_cast<const uint8_t*>(src);
+  if (n < kMinStreamingBytes) {
+    std::memcpy(d, s, n);
+    return;
+  }
+  // A cached head up to the first 16-byte aligned destination byte.
+  const size_t head = (16 - reinterpret_cast<uintptr_t>(d) % 16) % 16;
+  std::memcpy(d, s, head);
+  size_t i = head;
+  for (; i + 64 <= n; i += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
+  }
+  std::memcpy(d + i, s + i, n - i);  // the tail, < 64 bytes
+  // Streaming stores are weakly ordered: visible to the thread that reads
+  // the chunk next (checksummer, flusher) once the copy is published.
+  _mm_sfence();
+#else
+  std::memcpy(dst, src, n);
+#endif
+}
+
 // Copies payload bytes [begin, end) of the concatenated segments.
-void CopyEngine::CopyPart(std::span<const CopySegment> segments, size_t begin, size_t end) {
+void CopyEngine::CopyPart(std::span<const CopySegment> segments, size_t begin, size_t end, Stores stores) {
   size_t pos = 0;
   for (const auto& s : segments) {
     const size_t seg_end = pos + s.bytes;
     if (seg_end > begin && pos < end) {
       const size_t from = std::max(begin, pos) - pos;
       const size_t to = std::min(end, seg_end) - pos;
-      std::memcpy(static_cast<uint8_t*>(s.dst) + from, static_cast<const uint8_t*>(s.src) + from,
-                  to - from);
+      auto* d = static_cast<uint8_t*>(s.dst) + from;
+      const auto* src = static_cast<const uint8_t*>(s.src) + from;
+      if (stores == Stores::kStreaming) {
+        StreamCopy(d, src, to - from);
+      } else {
+        std::memcpy(d, src, to - from);
+      }
     }
     pos = seg_end;
     if (pos >= end) break;
@@ -54,11 +94,12 @@ void CopyEngine::HelperLoop(std::stop_token stop, size_t part) {
   }
 }
 
-void CopyEngine::Copy(std::span<const CopySegment> segments) {
+void CopyEngine::Copy(std::span<const CopySegment> segments, Stores stores) {
   size_t total = 0;
   for (const auto& s : segments) total += s.bytes;
   // Whole cache lines per thread.
-  ForEach(total, kMinParallelBytes, 64, [segments](size_t begin, size_t end) { CopyPart(segments, begin, end); });
+  ForEach(total, kMinParallelBytes, 64,
+          [segments, stores](size_t begin, size_t end) { CopyPart(segments, begin, end, stores); });
 }
 
 void CopyEngine::ForEach(size_t items, size_t min_parallel, size_t align,

@@ -43,8 +43,9 @@ class DeviceIo {
   Status BackgroundCopy(std::span<const CopySegment> segments);
   // The drain stream: one device block into host memory at dst, the tail up
   // to `padded` zeroed. registered: dst is page-locked (DMA straight into
-  // it); otherwise through a bounce buffer (a pageable destination would make
-  // the driver stage the copy itself, synchronously and slower).
+  // it); otherwise through the bounce buffers, in pieces that overlap the
+  // link with the copy out (a pageable destination would make the driver
+  // stage the copy itself, synchronously and slower).
   Status Drain(uint8_t* dst, const void* src, uint32_t length, uint32_t padded, bool registered);
 
   // The restore stream, any thread (calls Ensure itself).
@@ -52,6 +53,7 @@ class DeviceIo {
 
  private:
   static Status Copy(gpu::Stream& stream, std::span<const CopySegment> segments);
+  Status DrainBounced(uint8_t* dst, const uint8_t* src, uint32_t length);
 
   gpu::Runtime* const rt_;
   const Status unavailable_;

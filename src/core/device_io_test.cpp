@@ -90,6 +90,28 @@ TEST_F(DeviceIoFakeTest, DrainZeroesTheTailWithOrWithoutABounceBuffer) {
   }
 }
 
+// Several pieces alternating over 1, 2 and 3 bounce buffers (a piece is a
+// quarter of the buffer): every byte lands at its offset, whichever buffer
+// carried it, and the tail is zeroed.
+TEST_F(DeviceIoFakeTest, DrainThroughSeveralBounceBuffersKeepsEveryPieceInPlace) {
+  auto rt = OpenRuntime();
+  ASSERT_NE(rt, nullptr);
+  constexpr uint32_t kBlock = 64 * 1024, kLength = kBlock - 1000;  // 4 pieces, the last partial
+  std::vector<uint8_t> in(kLength);
+  for (uint32_t i = 0; i < kLength; ++i) in[i] = static_cast<uint8_t>(i * 7 + i / 4096);
+  void* dev = DeviceAlloc(kBlock);
+  for (int buffers : {1, 2, 3}) {
+    DeviceIo io(rt.get(), Status::Ok(), kBlock, buffers);
+    ASSERT_TRUE(io.Ensure().ok());
+    const CopySegment up{.dst = dev, .src = in.data(), .bytes = in.size()};
+    ASSERT_TRUE(io.CaptureCopy({&up, 1}).ok());
+    std::vector<uint8_t> chunk(kBlock, 0xff);
+    ASSERT_TRUE(io.Drain(chunk.data(), dev, kLength, kBlock, /*registered=*/false).ok()) << buffers;
+    EXPECT_TRUE(std::equal(in.begin(), in.end(), chunk.begin())) << buffers << " buffers";
+    EXPECT_TRUE(std::all_of(chunk.begin() + kLength, chunk.end(), [](uint8_t c) { return c == 0; })) << buffers;
+  }
+}
+
 #endif  // CAIRN_TEST_FAKE_CUDA
 
 }  // namespace

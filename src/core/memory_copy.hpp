@@ -14,8 +14,9 @@
 namespace cairn::core {
 
 // Precondition: kind == MemoryKind::kHost (checked by the callers).
-inline void CopyIn(MemoryKind /*kind*/, CopyEngine& engine, std::span<const CopySegment> segments) {
-  engine.Copy(segments);
+inline void CopyIn(MemoryKind /*kind*/, CopyEngine& engine, std::span<const CopySegment> segments,
+                   CopyEngine::Stores stores = CopyEngine::Stores::kCached) {
+  engine.Copy(segments, stores);
 }
 inline void CopyOut(MemoryKind /*kind*/, CopyEngine& engine, std::span<const CopySegment> segments) {
   engine.Copy(segments);

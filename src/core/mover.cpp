@@ -1,5 +1,7 @@
 #include "core/mover.hpp"
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -172,6 +174,17 @@ void Mover::ApplyRetention(const std::string& name) {
     const auto first_kept = versions->end() - static_cast<ptrdiff_t>(keep_);
     std::set<int64_t> needed;
     for (auto it = first_kept; it != versions->end(); ++it) AddChain(*tier, name, *it, &needed);
+    int64_t global = -1;
+    if (owner_.global_of) {
+      MutexLock lock(mu_);
+      global = owner_.global_of(name);
+    }
+    if (global >= 0) {
+      // The newest keep_ versions up to the global commit, too.
+      const auto end = std::upper_bound(versions->begin(), versions->end(), global);
+      const auto begin = end - std::min(end - versions->begin(), static_cast<ptrdiff_t>(keep_));
+      for (auto it = begin; it != end; ++it) AddChain(*tier, name, *it, &needed);
+    }
     for (auto it = std::make_reverse_iterator(first_kept); it != versions->rend(); ++it) {
       if (needed.contains(*it)) continue;
       bool retire;

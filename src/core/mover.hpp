@@ -9,8 +9,9 @@
 //            same content id, are not copied again; a base the owner is still
 //            persisting delays the copy until Resume)
 //   Retain   keeps the newest keep_versions committed versions of a name in
-//            each tier, and every version their chains (in that tier) read,
-//            removing older ones its owner lets go
+//            each tier (and, in an MPI job, the newest keep_versions up to its
+//            global commit), and every version their chains (in that tier)
+//            read, removing older ones its owner lets go
 //   Remove   deletes one entry's file (consumed history steps, versions
 //            consumed while their commit ran)
 //   Run      any other chore (the pipeline's history-directory removal)
@@ -59,6 +60,10 @@ class Mover {
     // tier by other means (the persister, or a copy queued earlier): a
     // layered version built on it waits (Copy copies no base twice at once).
     std::function<bool(const std::string& name, int64_t v)> persisting;
+    // The newest version of checkpoint `name` committed on every rank of an
+    // MPI job (-1: none, or not in a job): retention also keeps the newest
+    // `keep` versions up to it.
+    std::function<int64_t(const std::string& name)> global_of;
     // The base of version v of checkpoint `name` if the owner knows it (-1:
     // a full version), so retention reads no file the owner wrote itself;
     // nullopt: retention reads the file's header and tables.

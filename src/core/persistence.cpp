@@ -45,6 +45,10 @@ Mover::Owner Pipeline::MoverOwner() {
         EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
         return e && e->persist_pending;
       },
+      .global_of = [this](const std::string& name) CAIRN_REQUIRES(mu_) -> int64_t {
+        auto it = global_commits_.find(name);
+        return it == global_commits_.end() ? -1 : it->second.global;
+      },
       .base_of = [this](const std::string& name, int64_t v)
           CAIRN_REQUIRES(mu_) -> std::optional<int64_t> {
         EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
@@ -130,8 +134,10 @@ void Pipeline::NotePersisted(const EntryPtr& e, const Status& s, std::chrono::st
 }
 
 // Retention: a version still bound for the persistent tier, or not yet
-// committed locally, is kept (a later pass removes it).
+// committed locally, is kept (a later pass removes it), and so is an MPI
+// job's newest possibly common version (SetGlobalCommit).
 bool Pipeline::MayRetire(const std::string& name, int64_t v, bool local) {
+  if (auto it = global_commits_.find(name); it != global_commits_.end() && it->second.common == v) return false;
   EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
   if (e && (e->persist_pending || !e->local_committed)) return false;
   // The base of a layered version still in flight (captured before a newer

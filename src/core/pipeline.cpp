@@ -50,7 +50,8 @@ Pipeline::Pipeline(const Config& config)
                         [this] {
                           flusher_.Wake();
                           persister_.Wake();
-                        }}),
+                        },
+                    .paused = [this]() CAIRN_REQUIRES(mu_) { return capture_copying_; }}),
       flusher_(&mu_, &cv_app_, FlusherOwner()),
       persister_(&mu_, &cv_app_, PersisterOwner(),
                  {.written = &BlockState::persisted, .started = &Entry::persist_started}, /*verify=*/true),
@@ -237,6 +238,15 @@ Pipeline::LocalCommit Pipeline::NewestLocalCommit(const std::string& name) const
   return it == local_commits_.end() ? LocalCommit{} : it->second;
 }
 
+void Pipeline::SetGlobalCommit(const std::string& name, int64_t global, int64_t common) {
+  MutexLock lock(&mu_);
+  GlobalCommit& g = global_commits_[name];
+  g.common = std::max(g.common, common);
+  if (global <= g.global) return;
+  g.global = global;
+  mover_.Retain(name);  // the deletions its commit made possible
+}
+
 // The entry's file is committed: stats, and what the mover does next.
 void Pipeline::CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
                              double io_seconds) {
@@ -300,11 +310,20 @@ int32_t Pipeline::AcquireChunk(uint32_t write_bytes, bool* was_touched) {
 }
 
 void Pipeline::WaitAsCaptureBlocked(const char* span, bool device) {
+  const bool copying = capture_copying_;
+  SetCaptureCopying(false);
   const auto w0 = std::chrono::steady_clock::now();
   cv_app_.wait(mu_);
   const auto w1 = std::chrono::steady_clock::now();
+  SetCaptureCopying(copying);
   (device ? stats_.device.capture_blocked_s : stats_.capture_blocked_s) += SecondsBetween(w0, w1);
   tracer_.Span(span, "app", w0, w1, 0);
+}
+
+void Pipeline::SetCaptureCopying(bool copying) {
+  const bool ended = capture_copying_ && !copying;
+  capture_copying_ = copying;
+  if (ended) checksummer_.Wake();
 }
 
 // While device blocks wait to be drained, a capture into the host cache may

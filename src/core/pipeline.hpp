@@ -142,6 +142,16 @@ class Pipeline {
     int64_t realtime_ns = -1;
   };
   LocalCommit NewestLocalCommit(const std::string& name) const CAIRN_EXCLUDES(mu_);
+  // In an MPI job (docs/mpi.md, "Retention"): the newest version of
+  // checkpoint `name` known to be committed on every rank (`global`), and the
+  // newest that may be (`common`); -1 = none. Retention then keeps in every
+  // tier, beyond the newest keep_versions, the newest keep_versions versions
+  // up to `global` and the version `common`, with what their chains read: a
+  // rank never deletes the version a restart would agree on, and the
+  // deletions a local commit makes possible wait until its global commit is
+  // recorded (they would delay that record's fsync). Values only rise; a
+  // higher `global` runs a retention pass.
+  void SetGlobalCommit(const std::string& name, int64_t global, int64_t common) CAIRN_EXCLUDES(mu_);
   Status Restore(const std::string& name, int64_t version, const std::vector<RestoreTarget>& targets)
       CAIRN_EXCLUDES(mu_);
   // Restores the newest committed version that verifies, trying older ones
@@ -178,7 +188,7 @@ class Pipeline {
   // One batch of a capture (pipeline.cpp): the blocks [first, end) and where
   // their bytes go.
   struct CaptureBatch {
-    uint32_t first = 0, end = 0;
+    std::vector<uint32_t> blocks;  // planned, in the order asked for
     // host -> host chunk (CPU copies), into untouched [0] and touched [1]
     // chunks: copied one after the other, so that the touch model gets both
     // rates.
@@ -187,7 +197,17 @@ class Pipeline {
     std::vector<bool> to_slot;     // per block of the batch
     std::vector<std::pair<uint8_t*, size_t>> tails;  // chunk tails to zero
     bool touching_allowed = false;  // the touch mode allowed touching meanwhile
+    // Host copies with streaming stores: the capture is larger than the
+    // last-level cache, so its chunks leave the caches anyway
+    // (CopyEngine::Stores; Pipeline::StreamsCapture).
+    CopyEngine::Stores stores = CopyEngine::Stores::kCached;
   };
+  // Whether a capture of `bytes` copies into the cache with streaming stores:
+  // from the size of a server's last-level cache on (32 MiB, our VM's L3).
+  // Not asked of the system: CPUID (sysconf, glibc) claims 256 MiB here.
+  // Below it, cached stores leave the blocks in the cache for the checksummer.
+  static constexpr uint64_t kStreamCaptureBytes = 32ull << 20;
+  static bool StreamsCapture(uint64_t bytes) { return bytes >= kStreamCaptureBytes; }
 
   explicit Pipeline(const Config& config);
   Status Init();
@@ -201,7 +221,15 @@ class Pipeline {
   // One wait on cv_app_ that the capturing application sits through: added
   // to capture_blocked_s (device: to device.capture_blocked_s, a wait for a
   // device-cache slot) and traced as `span` on the app track.
+  // The capture gives the cores back for the wait: what it waits for may
+  // need the checksummer (SetCaptureCopying).
   void WaitAsCaptureBlocked(const char* span, bool device = false) CAIRN_REQUIRES(mu_);
+  // Capture precedence (docs/design.md): while an application thread copies
+  // a capture, the checksummer takes no new block, so the copy does not
+  // share the cores and the memory bandwidth with the CRC of its own earlier
+  // blocks. Cleared when the copy ends or waits for room; clearing wakes the
+  // checksummer.
+  void SetCaptureCopying(bool copying) CAIRN_REQUIRES(mu_);
   double CaptureBlockedSeconds() const CAIRN_REQUIRES(mu_) {  // both kinds of wait
     return stats_.capture_blocked_s + stats_.device.capture_blocked_s;
   }
@@ -237,18 +265,21 @@ class Pipeline {
   // queue); kExists/kState.
   Status BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double* interval_s)
       CAIRN_REQUIRES(mu_);
-  // Plans blocks [b, ...) into `batch`: slots and chunks taken, the first
-  // block waiting for room, the others taking what is free right now.
-  // packed: where each of the layout's extents starts in its region's
-  // packed stream (SourcePieces).
+  // Plans a prefix of the blocks `want` (at least the first) into `batch`:
+  // slots and chunks taken, the first block waiting for room, the others
+  // taking what is free right now. packed: where each of the layout's
+  // extents starts in its region's packed stream (SourcePieces).
   void PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources,
-                 const std::vector<uint64_t>& packed, uint32_t b, CaptureBatch* batch) CAIRN_REQUIRES(mu_);
+                 const std::vector<uint64_t>& packed, const std::vector<uint32_t>& want, CaptureBatch* batch)
+      CAIRN_REQUIRES(mu_);
   // Copies a planned batch (no lock): device copies, then host copies, then
   // the chunk tails. Adds the device bytes and seconds to the totals.
   Status CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_bytes[2], bool* touching,
                    uint64_t* gpu_bytes, double* gpu_seconds, ZeroCopy* zc) CAIRN_EXCLUDES(mu_);
   // Copies e's blocks into the cache, batch by batch (mu_ dropped around each
-  // copy); zc: host pieces are read through the zero-copy epoch instead.
+  // copy), in address order; zc: host pieces are read through the zero-copy
+  // epoch instead, one block at a time in the flush order
+  // (checkpoint.zero_copy_order; ZeroCopyOrder, zero_copy_capture.cpp).
   Status CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSource>& sources, ZeroCopy* zc)
       CAIRN_REQUIRES(mu_);
 
@@ -364,10 +395,15 @@ class Pipeline {
   std::deque<EntryPtr> persist_holds_ CAIRN_GUARDED_BY(mu_);  // persist_hold set, oldest first
   uint64_t dirty_bytes_ CAIRN_GUARDED_BY(mu_) = 0;
   bool closing_ CAIRN_GUARDED_BY(mu_) = false;
+  bool capture_copying_ CAIRN_GUARDED_BY(mu_) = false;  // SetCaptureCopying
   bool shut_down_ CAIRN_GUARDED_BY(mu_) = false;
   Status unreported_error_ CAIRN_GUARDED_BY(mu_);
   Stats stats_ CAIRN_GUARDED_BY(mu_);
   std::map<std::string, LocalCommit> local_commits_ CAIRN_GUARDED_BY(mu_);  // NewestLocalCommit
+  struct GlobalCommit {
+    int64_t global = -1, common = -1;
+  };
+  std::map<std::string, GlobalCommit> global_commits_ CAIRN_GUARDED_BY(mu_);  // SetGlobalCommit
   // The host cache tier's block bookkeeping (tier_cache.hpp): host chunks
   // whose blocks are written (evictable). The device tier's is the device
   // mover's.

@@ -14,6 +14,11 @@
 // handler takes them), page states and slot numbers are arrays sized at
 // Begin. A RED writer stays blocked in the kernel until the reader's Release
 // of its page (or End) wakes it.
+//
+// For the flush order (core/flush_order.hpp) the handler also numbers each
+// page's first trapped write (one CAS on a preallocated word) and appends
+// pages that go RED or ORANGE to two preallocated queues (one slot per page:
+// a page enters each at most once per epoch, so they never fill up).
 #include "core/zero_copy.hpp"
 
 #include <sched.h>
@@ -65,6 +70,28 @@ void CopyStable(void* dst, const void* src, size_t n) {
 #endif
 }
 
+// Pages in the order the handler queued them: many producers (the handler
+// thread, or signal handlers), one consumer (the reader). Each page is pushed
+// at most once, so `slot` (one per page) never wraps.
+struct PageQueue {
+  std::vector<std::atomic<uint32_t>> slot;  // 1 + page; 0 = being written
+  std::atomic<uint32_t> tail{0};
+  uint32_t head = 0;  // the reader's
+  explicit PageQueue(size_t pages) : slot(pages) {}
+  void Push(size_t page) {  // async-signal-safe
+    const uint32_t t = tail.fetch_add(1, std::memory_order_relaxed);
+    if (t < slot.size()) slot[t].store(static_cast<uint32_t>(page) + 1, std::memory_order_release);
+  }
+  int64_t Pop() {
+    const uint32_t t = std::min<uint32_t>(tail.load(std::memory_order_acquire), static_cast<uint32_t>(slot.size()));
+    if (head >= t) return -1;
+    const uint32_t v = slot[head].load(std::memory_order_acquire);
+    if (v == 0) return -1;  // its producer is between the two steps: next time
+    ++head;
+    return static_cast<int64_t>(v) - 1;
+  }
+};
+
 }  // namespace
 
 struct ZeroCopy::Epoch {
@@ -84,8 +111,20 @@ struct ZeroCopy::Epoch {
   std::atomic<uint64_t> tail{0};  // the reader's
   uint32_t spare = kNoSlot;        // the handler's: a slot it took and did not use
   std::atomic<uint64_t> cow_used{0};
+  // The flush order's (flush_order.hpp).
+  std::vector<std::atomic<uint32_t>> first_write;  // 1 + sequence number; 0 = none yet
+  std::atomic<uint32_t> write_seq{0};
+  PageQueue red_q, orange_q;
+  std::vector<PageSeen> seen;  // the reader's: color and read position of done pages
+  uint32_t reads = 0;          // the reader's
 
-  Epoch(size_t pages, size_t nslots) : state(pages), slot_of(pages, kNoSlot), slots(nslots), ring(nslots) {}
+  Epoch(size_t pages, size_t nslots)
+      : state(pages), slot_of(pages, kNoSlot), slots(nslots), ring(nslots), first_write(pages), red_q(pages),
+        orange_q(pages), seen(pages) {}
+  void Seen(size_t page, PageColor c) {  // reader only
+    seen[page].color = c;
+    seen[page].read_pos = reads++;
+  }
 
   // The page index of page-aligned address a, or -1.
   int64_t PageOf(uintptr_t a) const {
@@ -128,11 +167,30 @@ uint64_t ZeroCopy::CowBytes(double cow_fraction, uint64_t protected_bytes) {
 
 ZeroCopy::ZeroCopy(double cow_fraction) : cow_fraction_(cow_fraction) {}
 
-Result<std::unique_ptr<ZeroCopy>> ZeroCopy::Create(double cow_fraction) {
+Result<std::unique_ptr<ZeroCopy>> ZeroCopy::Create(double cow_fraction, WriteProtectMode mode) {
   std::unique_ptr<ZeroCopy> z(new ZeroCopy(cow_fraction));
-  CAIRN_ASSIGN_OR_RETURN(z->wp_, os::WriteProtect::Create([p = z.get()](uintptr_t page) { return p->OnFault(page); }));
+  // OnFault runs on the userfaultfd handler thread, or (mprotect) in the
+  // writing thread's SIGSEGV handler: the same logic either way.
+  auto on_fault = [p = z.get()](uintptr_t page) { return p->OnFault(page); };
+  std::string skipped;
+  if (mode != WriteProtectMode::kMprotect) {
+    auto wp = os::WriteProtect::Create(os::WpMechanism::kUserfaultfd, on_fault);
+    if (wp.ok() || mode == WriteProtectMode::kUserfaultfd) {
+      CAIRN_ASSIGN_OR_RETURN(z->wp_, std::move(wp));
+      return z;
+    }
+    skipped = "userfaultfd: " + wp.status().message();
+  }
+  auto wp = os::WriteProtect::Create(os::WpMechanism::kMprotect, on_fault);
+  if (!wp.ok()) {
+    return Status::Unsupported((skipped.empty() ? "" : skipped + "; ") + "mprotect: " + wp.status().message());
+  }
+  z->wp_ = std::move(wp).value();
+  z->wp_note_ = std::move(skipped);
   return z;
 }
+
+os::WpMechanism ZeroCopy::mechanism() const { return wp_->mechanism(); }
 
 ZeroCopy::~ZeroCopy() {
   End();
@@ -209,6 +267,13 @@ bool ZeroCopy::OnFault(uintptr_t addr) {
   if (i >= 0) {
     std::atomic<uint8_t>& st = e->state[static_cast<size_t>(i)];
     uint32_t slot = kNoSlot;
+    if (const uint8_t low = st.load(std::memory_order_acquire) & kStateMask; low == kProtected || low == kReading) {
+      std::atomic<uint32_t>& fw = e->first_write[static_cast<size_t>(i)];
+      if (uint32_t none = 0; fw.load(std::memory_order_relaxed) == 0) {
+        fw.compare_exchange_strong(none, e->write_seq.fetch_add(1, std::memory_order_relaxed) + 1,
+                                   std::memory_order_relaxed);
+      }
+    }
     for (uint8_t s = st.load(std::memory_order_acquire);;) {
       const uint8_t low = s & kStateMask;
       if (low != kProtected && low != kReading) break;  // read or copied already: release
@@ -219,6 +284,7 @@ bool ZeroCopy::OnFault(uintptr_t addr) {
         e->slot_of[static_cast<size_t>(i)] = slot;
         slot = kNoSlot;
         st.store(kCowed, std::memory_order_release);
+        e->orange_q.Push(static_cast<size_t>(i));
         const uint64_t used = (e->cow_used.fetch_add(1, std::memory_order_relaxed) + 1) * os::PageSize();
         for (uint64_t peak = cow_peak_.load(); used > peak && !cow_peak_.compare_exchange_weak(peak, used);) {
         }
@@ -229,7 +295,8 @@ bool ZeroCopy::OnFault(uintptr_t addr) {
       release = false;
       if ((s & kRed) != 0) break;  // another thread already waits on it
       if (!st.compare_exchange_weak(s, static_cast<uint8_t>(s | kRed), std::memory_order_acq_rel)) continue;
-      red_.fetch_add(1, std::memory_order_relaxed);
+      e->red_q.Push(static_cast<size_t>(i));
+      red_.fetch_add(1, std::memory_order_release);  // after the push: a reader that sees it pops it
       red_wait_ns_.fetch_sub(t0, std::memory_order_relaxed);
       break;
     }
@@ -284,6 +351,7 @@ Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
         } else {
           green_.fetch_add(1, std::memory_order_relaxed);
         }
+        e->Seen(static_cast<size_t>(i), (old & kRed) != 0 ? PageColor::kRed : PageColor::kGreen);
         if (run_end != pg) flush_run();
         if (run_end == 0) run_start = pg;
         run_end = pg + page;
@@ -300,6 +368,7 @@ Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
       std::memcpy(out + (at - a), e->SlotData(slot) + (at - pg), piece_end - at);
       if (last_piece) {
         st.store(kDone, std::memory_order_release);
+        e->Seen(static_cast<size_t>(i), PageColor::kOrange);
         e->cow_used.fetch_sub(1, std::memory_order_relaxed);
         e->GiveSlot(slot);
       }
@@ -325,7 +394,23 @@ void ZeroCopy::End() {
   for (const auto& r : e->registered) (void)wp_->Unregister(reinterpret_cast<void*>(r.start), r.bytes);
   live_.store(nullptr, std::memory_order_seq_cst);
   while (in_handler_.load(std::memory_order_seq_cst) != 0) ::sched_yield();
+  // What this epoch saw orders the next one (first writes after End are not
+  // trapped: BLUE pages are not told apart from pages never written).
+  for (size_t i = 0; i < e->seen.size(); ++i) e->seen[i].first_write = e->first_write[i].load(std::memory_order_relaxed);
+  std::vector<FlushHistory::Range> ranges;
+  for (const auto& r : e->ranges) ranges.push_back({r.start, r.bytes, r.first_page});
+  history_.Learn(std::move(ranges), e->seen, os::PageSize());
   epoch_.reset();
+}
+
+int64_t ZeroCopy::PageIndex(uintptr_t a) const { return epoch_ ? epoch_->PageOf(a) : -1; }
+
+size_t ZeroCopy::pages() const { return epoch_ ? epoch_->state.size() : 0; }
+
+int64_t ZeroCopy::NextUrgentPage() {
+  if (!epoch_) return -1;
+  const int64_t red = epoch_->red_q.Pop();
+  return red >= 0 ? red : epoch_->orange_q.Pop();
 }
 
 ZeroCopyCounters ZeroCopy::counters() const {
@@ -334,7 +419,7 @@ ZeroCopyCounters ZeroCopy::counters() const {
   c.protected_bytes = protected_bytes_.load(std::memory_order_relaxed);
   c.cow_bytes = cow_bytes_.load(std::memory_order_relaxed);
   c.cow_peak_bytes = cow_peak_.load(std::memory_order_relaxed);
-  c.red = red_.load(std::memory_order_relaxed);
+  c.red = red_.load(std::memory_order_acquire);
   c.orange = orange_.load(std::memory_order_relaxed);
   c.green = green_.load(std::memory_order_relaxed);
   c.faults = faults_.load(std::memory_order_relaxed);

@@ -8,7 +8,11 @@
 //
 // One epoch at a time: Begin (protects), Read (any number, one reader
 // thread), End (removes what protection is left). The fault handler runs on
-// os::WriteProtect's owned thread and touches only preallocated state.
+// os::WriteProtect's owned thread and touches only preallocated state (it
+// may run in a signal handler too: lock-free, no allocation). It numbers the
+// first trapped write of each page and queues pages that go RED or ORANGE,
+// so the reader can take them first (NextUrgentPage); End keeps what the
+// epoch saw for the next epoch's order (history(); core/flush_order.hpp).
 //
 // Thread safety: Begin, Read, End and the destructor from one thread at a time
 // (the capture's), counters() from any thread.
@@ -18,14 +22,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "cairn/config.hpp"
 #include "cairn/status.hpp"
+#include "core/flush_order.hpp"
 #include "os/memory.hpp"
 #include "util/extent.hpp"
 
 namespace cairn::os {
 class WriteProtect;
+enum class WpMechanism : uint8_t;
 }
 
 namespace cairn::core {
@@ -60,10 +68,16 @@ class ZeroCopy {
   static constexpr size_t kMinCowPages = 16;
   static constexpr uint64_t kMaxCowBytes = uint64_t{1} << 30;
   static uint64_t CowBytes(double cow_fraction, uint64_t protected_bytes);
+  // Bookkeeping per page of an epoch's ranges, at most: state, slot, first
+  // write, two queue entries, what was seen, the reader's block map and the
+  // rank kept for the next epoch (the extra memory besides the COW buffer).
+  static constexpr size_t kMetadataBytesPerPage = 1 + 4 + 4 + 8 + sizeof(PageSeen) + 4 + 4;
 
-  // kUnsupported with the reason when synchronous userfaultfd
-  // write-protection is not available here (the caller copies instead).
-  static Result<std::unique_ptr<ZeroCopy>> Create(double cow_fraction);
+  // Write protection by `mode` (kAuto: userfaultfd, else mprotect, and
+  // wp_note() says why userfaultfd was skipped). kUnsupported with the
+  // reasons when no allowed mechanism works here (the caller copies instead).
+  static Result<std::unique_ptr<ZeroCopy>> Create(double cow_fraction,
+                                                  WriteProtectMode mode = WriteProtectMode::kAuto);
   ~ZeroCopy();  // ends an epoch in progress: no protection is left behind
   ZeroCopy(const ZeroCopy&) = delete;
   ZeroCopy& operator=(const ZeroCopy&) = delete;
@@ -83,7 +97,21 @@ class ZeroCopy {
   // COW buffer is freed.
   void End();
 
+  // The reader's (during an epoch): the epoch's page index of the page at
+  // page-aligned address a, or -1; the number of pages of the epoch's ranges.
+  int64_t PageIndex(uintptr_t a) const;
+  size_t pages() const;
+  // The reader's: the next page whose first write waits for its read (RED),
+  // else the next one copied into a slot (ORANGE), in the order the handler
+  // trapped them; -1 when none is queued. A page may already be read.
+  int64_t NextUrgentPage();
+  // What the last ended epoch saw (the capture thread's, between epochs).
+  const FlushHistory& history() const { return history_; }
+
   ZeroCopyCounters counters() const;
+  // The mechanism in use, and why kAuto did not get userfaultfd ("" if it did).
+  os::WpMechanism mechanism() const;
+  const std::string& wp_note() const { return wp_note_; }
 
   // Tests: called by the handler before it decides on a fault (the test may
   // block in it to force an interleaving). Set before Begin.
@@ -100,11 +128,13 @@ class ZeroCopy {
 
   const double cow_fraction_;
   std::unique_ptr<os::WriteProtect> wp_;
+  std::string wp_note_;
   std::unique_ptr<Epoch> epoch_;          // the capture thread's
   std::atomic<Epoch*> live_{nullptr};     // the handler's view of epoch_
   std::atomic<int> in_handler_{0};
   std::atomic<void (*)(void*)> hook_{nullptr};  // atomic: set while the handler runs
   std::atomic<void*> hook_arg_{nullptr};
+  FlushHistory history_;  // the capture thread's
 
   std::atomic<uint64_t> epochs_{0}, protected_bytes_{0}, cow_bytes_{0}, cow_peak_{0};
   std::atomic<uint64_t> red_{0}, orange_{0}, green_{0}, faults_{0};

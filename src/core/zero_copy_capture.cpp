@@ -41,20 +41,23 @@ bool Pipeline::StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>
     CAIRN_RETURN_IF_ERROR(zero_copy_unavailable_);
     CAIRN_ASSIGN_OR_RETURN(std::vector<ZeroCopyRange> ranges, RangesOf(e->layout, sources));
     if (!zero_copy_) {
-      auto z = ZeroCopy::Create(config_.cow_fraction);
+      auto z = ZeroCopy::Create(config_.cow_fraction, config_.write_protect);
       if (!z.ok()) {
         zero_copy_unavailable_ = z.status();
         return z.status();
       }
       zero_copy_ = std::move(z).value();
+      if (!zero_copy_->wp_note().empty()) {
+        stats_.zero_copy.note = "write protection by mprotect + SIGSEGV (" + zero_copy_->wp_note() + ")";
+      }
     }
     return zero_copy_->Begin(ranges);
   }();
   if (!s.ok()) {
     stats_.zero_copy.fallbacks += 1;
-    if (stats_.zero_copy.note.empty()) {
-      stats_.zero_copy.note = "checkpoint '" + e->name + "' " + std::to_string(e->number) +
-                              " was copied, not zero-copy: " + s.message();
+    if (stats_.zero_copy.fallbacks == 1) {  // the first copy says why (after the mechanism's note, if any)
+      stats_.zero_copy.note += (stats_.zero_copy.note.empty() ? "" : "; ") + std::string("checkpoint '") + e->name +
+                               "' " + std::to_string(e->number) + " was copied, not zero-copy: " + s.message();
     }
     return false;
   }

@@ -21,6 +21,10 @@ namespace cairn::os {
 
 struct OpenOptions {
   bool write = false;     // open for writing (create + truncate) instead of reading
+  // With write: an existing file, opened for writing in place (neither
+  // created nor truncated; kNotFound when absent): overwrites that change no
+  // size, such as the global manifest's slots (docs/format.md 3.6.1).
+  bool in_place = false;
   bool direct = false;    // O_DIRECT; callers fall back when kUnsupported
   uint32_t mode = 0600;   // permission bits for a created file
 };
@@ -35,6 +39,15 @@ class File {
   // Reads exactly n bytes at offset; kCorrupt("short read") at end of file.
   virtual Status ReadAt(void* buf, size_t n, uint64_t offset) = 0;
   virtual Status Sync() = 0;           // fdatasync
+  // Starts writing [offset, offset + n) back to the device without waiting
+  // (sync_file_range WRITE), so that a later Sync() finds less to do when
+  // a file is written piecewise. A hint that durability does not rely on:
+  // the default (wrappers, file systems without it) does nothing.
+  virtual Status StartWriteback(uint64_t offset, uint64_t n) {
+    (void)offset;
+    (void)n;
+    return Status::Ok();
+  }
   virtual Result<uint64_t> Size() = 0;
   virtual Status Truncate(uint64_t size) = 0;
   virtual Status Close() = 0;          // idempotent; the destructor closes too

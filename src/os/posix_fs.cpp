@@ -81,6 +81,14 @@ class PosixFile final : public File {
     return Status::Ok();
   }
 
+  Status StartWriteback(uint64_t offset, uint64_t n) override {
+    if (fd_ < 0) return Closed("sync_file_range");
+    if (::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(n),
+                          SYNC_FILE_RANGE_WRITE) != 0)
+      return ErrnoStatus(errno, "sync_file_range", path_);
+    return Status::Ok();
+  }
+
   Status Sync() override {
     if (fd_ < 0) return Closed("fdatasync");
     int rc;
@@ -140,7 +148,11 @@ class PosixFileSystem final : public FileSystem {
     // Writers get O_RDWR rather than O_WRONLY so they can read back what they
     // wrote (verification, copies between tiers) through the same File.
     int flags = O_CLOEXEC;
-    flags |= options.write ? (O_RDWR | O_CREAT | O_TRUNC) : O_RDONLY;
+    if (!options.write) {
+      flags |= O_RDONLY;
+    } else {
+      flags |= options.in_place ? O_RDWR : (O_RDWR | O_CREAT | O_TRUNC);
+    }
     if (options.direct) flags |= O_DIRECT;
     int fd;
     do {

@@ -105,6 +105,27 @@ TEST_F(PosixFsTest, OpenForWriteTruncatesAndUsesMode) {
   EXPECT_EQ((*f)->Size().value(), 8192u);
 }
 
+// In place: an existing file keeps its size and the bytes not written; an
+// absent one is not created.
+TEST_F(PosixFsTest, OpenInPlaceNeitherCreatesNorTruncates) {
+  const OpenOptions in_place{.write = true, .in_place = true};
+  EXPECT_EQ(fs_->Open(Path("absent"), in_place).status().code(), Code::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(Path("absent")));
+  {
+    auto f = fs_->Open(Path("p"), OpenOptions{.write = true});
+    ASSERT_TRUE(f.ok());
+    ASSERT_TRUE((*f)->WriteAt("0123456789", 10, 0).ok());
+  }
+  auto f = fs_->Open(Path("p"), in_place);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ((*f)->Size().value(), 10u);
+  ASSERT_TRUE((*f)->WriteAt("ab", 2, 4).ok());
+  ASSERT_TRUE((*f)->Sync().ok());
+  char back[11] = {0};
+  ASSERT_TRUE((*f)->ReadAt(back, 10, 0).ok());
+  EXPECT_STREQ(back, "0123ab6789");
+}
+
 TEST_F(PosixFsTest, DescriptorsAreCloseOnExec) {
   OpenOptions w;
   w.write = true;

@@ -1,4 +1,5 @@
-// Synchronous userfaultfd write-protection (os/write_protect.hpp).
+// Synchronous userfaultfd write-protection (os/write_protect.hpp), and the
+// mechanism-neutral pieces (Create, CountProtectedPages).
 //
 // The handler thread reads fault messages and asks the owner's callback what
 // to do; pages left blocked are woken by the owner's later Release (a
@@ -14,9 +15,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "os/memory.hpp"
@@ -62,14 +66,37 @@ int WriteProtectIoctl(int fd, uintptr_t start, size_t len, bool wp) {
 
 std::atomic<uint64_t> g_features{0};  // negotiated features (same on every descriptor)
 
+class UffdWriteProtect final : public WriteProtect {
+ public:
+  UffdWriteProtect(int uffd, int stop_fd, FaultFn fn)
+      : WriteProtect(WpMechanism::kUserfaultfd, std::move(fn)), uffd_(uffd), stop_fd_(stop_fd) {
+    handler_ = std::jthread([this](std::stop_token st) { Loop(st); });
+  }
+  ~UffdWriteProtect() override;
+  Status Register(void* addr, size_t bytes) override;
+  Status Unregister(void* addr, size_t bytes) override;
+  Status Protect(uintptr_t start, size_t len) override;
+  Status Release(uintptr_t start, size_t len) override;
+
+ private:
+  void Loop(std::stop_token st);
+  void OnFault(uintptr_t addr);
+
+  const int uffd_;
+  const int stop_fd_;
+  std::jthread handler_;
+};
+
 }  // namespace
 
-WriteProtect::WriteProtect(int uffd, int stop_fd, FaultFn fn)
-    : uffd_(uffd), stop_fd_(stop_fd), on_fault_(std::move(fn)) {
-  handler_ = std::jthread([this](std::stop_token st) { Loop(st); });
+const char* WpMechanismName(WpMechanism m) { return m == WpMechanism::kMprotect ? "mprotect" : "userfaultfd"; }
+
+Result<std::unique_ptr<WriteProtect>> WriteProtect::Create(WpMechanism mechanism, FaultFn on_fault) {
+  return mechanism == WpMechanism::kMprotect ? internal::NewMprotectWriteProtect(std::move(on_fault))
+                                             : internal::NewUffdWriteProtect(std::move(on_fault));
 }
 
-Result<std::unique_ptr<WriteProtect>> WriteProtect::Create(FaultFn on_fault) {
+Result<std::unique_ptr<WriteProtect>> internal::NewUffdWriteProtect(WriteProtect::FaultFn on_fault) {
   uint64_t features = 0;
   CAIRN_ASSIGN_OR_RETURN(int uffd, OpenWpUffd(&features));
   g_features.store(features, std::memory_order_relaxed);
@@ -79,10 +106,10 @@ Result<std::unique_ptr<WriteProtect>> WriteProtect::Create(FaultFn on_fault) {
     ::close(uffd);
     return Status::Unsupported(Errno("eventfd", err));
   }
-  return std::unique_ptr<WriteProtect>(new WriteProtect(uffd, stop, std::move(on_fault)));
+  return std::unique_ptr<WriteProtect>(std::make_unique<UffdWriteProtect>(uffd, stop, std::move(on_fault)));
 }
 
-WriteProtect::~WriteProtect() {
+UffdWriteProtect::~UffdWriteProtect() {
   const uint64_t one = 1;
   (void)!::write(stop_fd_, &one, sizeof one);
   handler_.request_stop();
@@ -93,7 +120,7 @@ WriteProtect::~WriteProtect() {
   ::close(uffd_);
 }
 
-Status WriteProtect::Register(void* addr, size_t bytes) {
+Status UffdWriteProtect::Register(void* addr, size_t bytes) {
   const auto start = reinterpret_cast<uintptr_t>(addr);
   const size_t page = PageSize();
   if (addr == nullptr || bytes == 0 || start % page != 0 || bytes % page != 0) {
@@ -103,27 +130,27 @@ Status WriteProtect::Register(void* addr, size_t bytes) {
                          "checkpoint.changes = pages tracks it, or another library");
 }
 
-Status WriteProtect::Unregister(void* addr, size_t bytes) {
+Status UffdWriteProtect::Unregister(void* addr, size_t bytes) {
   uffdio_range r{reinterpret_cast<uintptr_t>(addr), bytes};
   if (::ioctl(uffd_, UFFDIO_UNREGISTER, &r) != 0) return Status::Io(Errno("UFFDIO_UNREGISTER", errno));
   return Status::Ok();
 }
 
-Status WriteProtect::Protect(uintptr_t start, size_t len) {
+Status UffdWriteProtect::Protect(uintptr_t start, size_t len) {
   if (int err = WriteProtectIoctl(uffd_, start, len, true); err != 0) {
     return Status::Io(Errno("UFFDIO_WRITEPROTECT (protect)", err));
   }
   return Status::Ok();
 }
 
-Status WriteProtect::Release(uintptr_t start, size_t len) {
+Status UffdWriteProtect::Release(uintptr_t start, size_t len) {
   if (int err = WriteProtectIoctl(uffd_, start, len, false); err != 0) {
     return Status::Io(Errno("UFFDIO_WRITEPROTECT (release)", err));
   }
   return Status::Ok();
 }
 
-void WriteProtect::OnFault(uintptr_t addr) {
+void UffdWriteProtect::OnFault(uintptr_t addr) {
   const size_t page = PageSize();
   addr = addr / page * page;
   faults_.fetch_add(1, std::memory_order_relaxed);
@@ -135,7 +162,7 @@ void WriteProtect::OnFault(uintptr_t addr) {
   }
 }
 
-void WriteProtect::Loop(std::stop_token st) {
+void UffdWriteProtect::Loop(std::stop_token st) {
   while (!st.stop_requested()) {
     pollfd fds[2] = {{uffd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
@@ -161,6 +188,34 @@ Result<uint64_t> CountUffdProtectedPages(const void* addr, size_t bytes) {
   uint64_t count = 0;
   for (uint64_t e : entries) count += (e >> 57) & 1;  // PM_UFFD_WP
   return count;
+}
+
+namespace {
+
+// Pages of [addr, addr + bytes) inside /proc/self/maps mappings that are
+// readable and not writable (what mprotect(PROT_READ) leaves).
+Result<uint64_t> CountReadOnlyPages(const void* addr, size_t bytes) {
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (f == nullptr) return Status::Io(Errno("open /proc/self/maps", errno));
+  const auto lo = reinterpret_cast<uintptr_t>(addr);
+  const uintptr_t hi = lo + bytes;
+  uint64_t count = 0;
+  char line[512];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned long start = 0, end = 0;
+    char perms[8] = {};
+    if (std::sscanf(line, "%lx-%lx %7s", &start, &end, perms) != 3) continue;
+    const uintptr_t a = std::max<uintptr_t>(start, lo), b = std::min<uintptr_t>(end, hi);
+    if (a < b && perms[0] == 'r' && perms[1] != 'w') count += (b - a) / PageSize();
+  }
+  std::fclose(f);
+  return count;
+}
+
+}  // namespace
+
+Result<uint64_t> CountProtectedPages(WpMechanism mechanism, const void* addr, size_t bytes) {
+  return mechanism == WpMechanism::kMprotect ? CountReadOnlyPages(addr, bytes) : CountUffdProtectedPages(addr, bytes);
 }
 
 }  // namespace cairn::os

@@ -107,6 +107,7 @@ std::string Default(cairn::CacheInit v) { return std::string("`") + cairn::Cache
 std::string Default(cairn::DeviceCacheInit v) { return std::string("`") + cairn::DeviceCacheInitName(v) + "`"; }
 std::string Default(cairn::ChangeDetection v) { return std::string("`") + cairn::ChangeDetectionName(v) + "`"; }
 std::string Default(cairn::CaptureMode v) { return std::string("`") + cairn::CaptureModeName(v) + "`"; }
+std::string Default(cairn::WriteProtectMode v) { return std::string("`") + cairn::WriteProtectModeName(v) + "`"; }
 std::string Default(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "`%g`", v);

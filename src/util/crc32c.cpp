@@ -213,6 +213,36 @@ uint32_t ExtendPortable(uint32_t crc, const void* data, size_t n) {
   return ExtendSlicing(crc, static_cast<const unsigned char*>(data), n);
 }
 
+namespace {
+
+// a * b modulo the polynomial, in the reflected bit order (x^0 is the top bit).
+uint32_t MultiplyModP(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t bit = 1u << 31; bit != 0; bit >>= 1) {
+    if (a & bit) product ^= b;
+    b = (b & 1) ? (b >> 1) ^ kPoly : b >> 1;
+  }
+  return product;
+}
+
+// x^(8 n) modulo the polynomial: n zero bytes appended shift a CRC by it.
+uint32_t ShiftOfBytes(uint64_t n) {
+  uint32_t result = 1u << 31;  // x^0
+  uint32_t power = 1u << 23;   // x^8: one byte
+  for (; n != 0; n >>= 1) {
+    if (n & 1) result = MultiplyModP(power, result);
+    power = MultiplyModP(power, power);
+  }
+  return result;
+}
+
+}  // namespace
+
+uint32_t Combine(uint32_t crc_a, uint32_t crc_b, uint64_t length_b) {
+  // The pre- and post-inversions of A's and B's CRCs cancel (as in zlib).
+  return MultiplyModP(ShiftOfBytes(length_b), crc_a) ^ crc_b;
+}
+
 bool IsHardwareAccelerated() { return Impl() != &ExtendSlicing; }
 
 }  // namespace cairn::crc32c

@@ -92,6 +92,24 @@ TEST(Crc32c, ExtendInPiecesEqualsOneShot) {
   }
 }
 
+TEST(Crc32c, CombineEqualsTheCrcOfTheConcatenation) {
+  std::mt19937_64 rng(11);
+  std::vector<unsigned char> buf(70000);
+  for (auto& b : buf) b = static_cast<unsigned char>(rng());
+  for (size_t cut : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{33333}, buf.size()}) {
+    const uint32_t a = Value(buf.data(), cut), b = Value(buf.data() + cut, buf.size() - cut);
+    ASSERT_EQ(Value(buf.data(), buf.size()), Combine(a, b, buf.size() - cut)) << "cut at " << cut;
+  }
+  // A B of several MiB, in pieces, as a rebuild's chunks arrive.
+  std::vector<unsigned char> zeros(1 << 20, 0);
+  uint32_t whole = Value(buf.data(), 100), b = 0;
+  for (int i = 0; i < 3; ++i) {
+    whole = Extend(whole, zeros.data(), zeros.size());
+    b = Extend(b, zeros.data(), zeros.size());
+  }
+  EXPECT_EQ(whole, Combine(Value(buf.data(), 100), b, uint64_t{3} << 20));
+}
+
 TEST(Crc32c, UsesHardwareWhenTheCpuHasIt) {
 #if defined(__x86_64__)
   EXPECT_EQ(__builtin_cpu_supports("sse4.2") != 0, IsHardwareAccelerated());

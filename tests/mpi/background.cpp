@@ -11,14 +11,21 @@
 //   3. the last rank commits 4: every manifest reaches 4;
 //   4. version 5 checkpointed and never polled, rank 0 runs rounds ahead of
 //      the others: close completes the outstanding rounds on every rank (no
-//      hang: mpirun's --timeout would kill it) and records 5.
+//      hang: mpirun's --timeout would kill it) and records 5;
+//   5. retention keeps the newest global commit (CAIRN_KEEP=1): version 1 of
+//      'ahead' is committed with a collective wait, then rank 0 alone
+//      commits versions 2-4; it keeps exactly versions 1 and 4 (keep 1 alone
+//      would leave it only 4, and no version common to every rank), and a
+//      reopened job's collective restore_latest finds 1, byte-exact.
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -26,6 +33,7 @@
 
 #include "cairn/cairn_mpi.h"
 #include "cairn/group.hpp"
+#include "manifest_read.h"
 
 namespace {
 
@@ -62,13 +70,8 @@ void Setup() {
 int64_t ManifestCommitted() {
   const std::string path = g_root + "/scratch/node" + std::to_string(g_rank / 2) + "/rank" +
                            std::to_string(g_rank) + "/state/global";
-  std::ifstream in(path);
-  std::string key;
-  int64_t value = 0;
-  while (in >> key >> value) {
-    if (key == "committed") return value;
-  }
-  return -2;
+  test_manifest_t m;
+  return test_manifest_read(path.c_str(), &m) == 0 ? m.committed : -2;
 }
 
 // Makes Cairn calls until `done` holds or 30 s pass (then a failure). The
@@ -76,11 +79,11 @@ int64_t ManifestCommitted() {
 // leaves the cores to the flush threads on this oversubscribed machine.
 cairn::GlobalCommitState PollUntil(cairn::Client& c,
                                    const std::function<bool(const cairn::GlobalCommitState&)>& done,
-                                   const char* what) {
+                                   const char* what, const char* name = "state") {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   cairn::GlobalCommitState st;
   for (;;) {
-    auto s = cairn::ProgressGlobalCommit(c, "state");
+    auto s = cairn::ProgressGlobalCommit(c, name);
     if (!s.ok()) {
       CHECK(false, ("ProgressGlobalCommit: " + s.status().ToString()).c_str());
       return st;
@@ -150,6 +153,64 @@ void Run() {
   CHECK(ManifestCommitted() == 5, "step 4: close did not record committed 5");
 }
 
+cairn::Client& OpenOrAbort(std::unique_ptr<cairn::Client>* keep) {
+  auto opened = cairn::OpenMpi(MPI_COMM_WORLD, nullptr);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "rank %d: OpenMpi: %s\n", g_rank, opened.status().ToString().c_str());
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+  *keep = std::move(opened).value();
+  return **keep;
+}
+
+void RetentionKeepsTheNewestGlobalCommit() {
+  setenv("CAIRN_KEEP", "1", 1);
+  std::vector<unsigned char> buf(200 * 1024);
+  auto fill = [&](int64_t v) {
+    for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<unsigned char>(7 * i + v + g_rank);
+  };
+  std::unique_ptr<cairn::Client> owned;
+  cairn::Client& c = OpenOrAbort(&owned);
+  CHECK(c.Protect(1, buf.data(), buf.size()).ok(), "protect");
+  fill(1);
+  CHECK(c.Checkpoint("ahead", 1).ok(), "checkpoint 1");
+  CHECK(c.Wait("ahead", 1, cairn::Level::kLocal).ok(), "step 5: collective wait for 1");
+  if (g_rank == 0) {
+    for (int64_t v = 2; v <= 4; ++v) {
+      fill(v);
+      CHECK(c.Checkpoint("ahead", v).ok(), "checkpoint");
+    }
+    PollUntil(c, [](const auto& s) { return s.local_version == 4; },
+              "step 5: version 4 never committed locally", "ahead");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  cairn::Status closed = c.Close();  // the mover's retention passes are done
+  CHECK(closed.ok(), ("close: " + closed.ToString()).c_str());
+  if (g_rank == 0) {
+    const std::string dir = g_root + "/scratch/node0/rank0/ahead/v";
+    auto has = [&](int64_t v) {
+      char file[32];
+      std::snprintf(file, sizeof file, "%020lld.cairn", static_cast<long long>(v));
+      return std::ifstream(dir + file).good();
+    };
+    CHECK(has(1), "step 5: rank 0's retention deleted version 1, the newest global commit");
+    CHECK(!has(2) && !has(3), "step 5: retention kept versions 2 or 3 (keep 1)");
+    CHECK(has(4), "step 5: rank 0 lost its newest version 4");
+  }
+  owned.reset();
+  std::fill(buf.begin(), buf.end(), 0);
+  cairn::Client& again = OpenOrAbort(&owned);
+  CHECK(again.Protect(1, buf.data(), buf.size()).ok(), "protect");
+  auto got = again.RestoreLatest("ahead");
+  CHECK(got.ok() && *got == 1, ("step 5: collective restore_latest: " +
+                                (got.ok() ? std::to_string(*got) : got.status().ToString()) +
+                                ", want version 1").c_str());
+  std::vector<unsigned char> want = buf;
+  fill(1);
+  CHECK(want == buf, "step 5: restored data is not version 1");
+  CHECK(again.Close().ok(), "close");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,6 +219,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   Setup();
   Run();
+  RetentionKeepsTheNewestGlobalCommit();
   int failures = g_failures;
   MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0) {

@@ -49,6 +49,7 @@
 
 #include "cairn/cairn_mpi.h"
 
+#include "manifest_read.h"
 #include "mpi_check.h"
 
 enum { kBytes = 200 * 1024 + 77 }; /* several 64 KiB blocks and a partial one */
@@ -196,15 +197,7 @@ static int64_t read_number_after(const char *path, const char *key) {
   return v;
 }
 
-static cairn_client_t *open_client(unsigned char *buf) {
-  cairn_client_t *c = NULL;
-  int rc = cairn_open_mpi(MPI_COMM_WORLD, NULL, &c);
-  CHECK(rc == CAIRN_OK, "cairn_open_mpi: %d", rc);
-  if (rc != CAIRN_OK) MPI_Abort(MPI_COMM_WORLD, 3); /* nothing below can run */
-  rc = cairn_protect(c, 7, buf, kBytes);
-  CHECK(rc == CAIRN_OK, "cairn_protect: %d", rc);
-  return c;
-}
+static cairn_client_t *open_client(unsigned char *buf) { return open_client_bytes(buf, kBytes); }
 
 static void run(struct Plan p) {
   char dir[3200];
@@ -249,7 +242,8 @@ static void check(void) {
   char dir[3200];
   rank_dir(dir, sizeof dir, g_rank);
   snprintf(path, sizeof path, "%s/global", dir);
-  int64_t manifest = read_number_after(path, "committed");
+  test_manifest_t m;
+  int64_t manifest = test_manifest_read(path, &m) == 0 ? m.committed : -1;
   int64_t floor = recorded > manifest ? recorded : manifest;
   MPI_Allreduce(MPI_IN_PLACE, &floor, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
 

@@ -13,6 +13,12 @@
  *                    lost: every rank says which set lost which ranks and
  *                    ranks 1 and 2 restore from their persistent files,
  *                    byte-exact, counted as L4
+ *   l3_test damaged  (with L4 on every wait) node 1 lost and, mid-stream of
+ *                    its rebuild, a survivor's parity chunk damaged (rank
+ *                    2), then a survivor's own file damaged (rank 3): the
+ *                    rebuild is refused, nothing is left in node 1's
+ *                    directory, the job restores byte-exact from the other
+ *                    levels (not L3) and the damaged rank names its file
  *   l3_test config   L3_GROUP larger than the nodes, 1, non-numeric or
  *                    differing; L4 without a persistent directory:
  *                    CAIRN_ERR_CONFIG on every rank
@@ -20,6 +26,10 @@
  * With CAIRN_CHANGES=hash (mpi_l3_layered) versions 2.. are layered on
  * version 1 (a third of the region changes) and what is rebuilt is a chain.
  */
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include "manifest_read.h"
 #include "mpi_common.h"
 
 /* Version v's content on this rank: the first third never changes (so that
@@ -45,17 +55,6 @@ static cairn_stats_t stats_of(cairn_client_t *c) {
   int rc = cairn_stats(c, &st);
   CHECK(rc == CAIRN_OK, "cairn_stats: %d", rc);
   return st;
-}
-
-static void flip(const char *path, long at) {
-  FILE *f = fopen(path, "r+b");
-  int ch = 0;
-  CHECK(f && fseek(f, at, SEEK_SET) == 0 && (ch = fgetc(f)) != EOF, "read %s", path);
-  if (f) {
-    fseek(f, at, SEEK_SET);
-    fputc(ch ^ 0x21, f);
-    fclose(f);
-  }
 }
 
 static void lose_nodes(int a, int b) {
@@ -129,7 +128,7 @@ static void test_node(void) {
   /* Rank 1's rebuilt file is damaged (a data byte): restore(3) rebuilds it
    * again (the others' parity survived) and succeeds everywhere. */
   MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank == 1) flip(path, 4096 + 1000);
+  if (g_rank == 1) flip_byte(path, 4096 + 1000, 0x21);
   MPI_Barrier(MPI_COMM_WORLD);
   memset(buf, 0, kBytes);
   rc = restore_logged(c, 3, &got, log, sizeof log);
@@ -137,7 +136,7 @@ static void test_node(void) {
   CHECK((strstr(log, "(L3)") != NULL) == (g_rank == 1), "restore(3): rank %d's log says '%s'", g_rank, log);
   /* The same found by restore_latest: version 3 again, not 2. */
   MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank == 1) flip(path, 4096 + 20000);
+  if (g_rank == 1) flip_byte(path, 4096 + 20000, 0x21);
   MPI_Barrier(MPI_COMM_WORLD);
   memset(buf, 0, kBytes);
   rc = restore_logged(c, -1, &got, log, sizeof log);
@@ -160,14 +159,10 @@ static void test_two(void) {
   CHECK(cairn_close(c) == CAIRN_OK, "close");
   /* The persistent tier writes every version; L4 made the second one a
    * persistent global commit: the manifests record it. */
-  char mpath[4400], text[256] = {0}, want[160];
+  char mpath[4400], text[256], want[160];
   snprintf(mpath, sizeof mpath, "%s/rank%d/state/global", dir, g_rank);
-  FILE *f = fopen(mpath, "r");
-  if (f) {
-    text[fread(text, 1, sizeof text - 1, f)] = '\0';
-    fclose(f);
-  }
-  snprintf(want, sizeof want, "cairn-global 1\nranks %d\ncommitted 2\npersistent 2\nranks_per_node 1\n", g_size);
+  test_manifest_text(mpath, text, sizeof text);
+  snprintf(want, sizeof want, "ranks %d committed 2 persistent 2 ranks_per_node 1", g_size);
   CHECK(strcmp(text, want) == 0, "CAIRN_L4_EVERY=2: manifest %s is '%s', want '%s'", mpath, text, want);
 
   /* Nodes 1 and 2, both in the set of ranks 0-3, are lost. */
@@ -188,6 +183,73 @@ static void test_two(void) {
         "stats: restored local %llu, l3 %llu, l4 %llu", (unsigned long long)st.mpi_restored_local,
         (unsigned long long)st.mpi_restored_l3, (unsigned long long)st.mpi_restored_l4);
   CHECK(cairn_close(c) == CAIRN_OK, "close");
+  unsetenv("CAIRN_L4_EVERY");
+  unsetenv("CAIRN_PERSISTENT");
+  free(buf);
+}
+
+static long size_of(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* Node 1 lost, and `damaged`'s file `sub` of version v flipped in its
+ * middle (inside the parity chunk, or the data): rank 1's rebuild of v must
+ * be refused, whatever the job then restores must be byte-exact, and not
+ * from L3. */
+static void lose_and_damage(unsigned char *buf, int64_t v, int damaged, const char *sub, const char *says) {
+  char path[4400], log[4096], dir[4400];
+  lose_nodes(1, -1);
+  if (g_rank == damaged) {
+    path_of(path, sizeof path, sub, v);
+    const long size = size_of(path);
+    CHECK(size > 0, "%s missing", path);
+    if (size > 0) flip_byte(path, size / 2, 0x21);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  memset(buf, 0, kBytes);
+  cairn_client_t *c = open_client(buf);
+  int64_t got = -1;
+  int rc = restore_logged(c, -1, &got, log, sizeof log);
+  CHECK(rc == CAIRN_OK && got >= 1 && holds(buf, got), "restore_latest with %s damaged on rank %d: rc %d, version %lld",
+        sub[0] ? "the parity" : "the file", damaged, rc, (long long)got);
+  CHECK(all_equal(got), "ranks restored different versions");
+  CHECK(strstr(log, "(L3)") == NULL, "rank %d was served by L3 from a damaged set: '%s'", g_rank, log);
+  if (g_rank == 1)
+    CHECK(strstr(log, "cannot be rebuilt from the XOR parity") != NULL, "rank 1's log does not say the rebuild was refused: '%s'",
+          log);
+  if (g_rank == damaged) CHECK(strstr(log, says) != NULL, "rank %d's log does not say '%s': '%s'", g_rank, says, log);
+  cairn_stats_t st = stats_of(c);
+  CHECK(st.mpi_restored_l3 == 0 && st.mpi_l3_rebuilds == 0, "stats: l3 restores %llu, rebuilds %llu",
+        (unsigned long long)st.mpi_restored_l3, (unsigned long long)st.mpi_l3_rebuilds);
+  /* A refused rebuild leaves no file (nor temp file) of v behind. */
+  if (g_rank == 1) {
+    snprintf(dir, sizeof dir, "%s/scratch/node1/rank1/state", g_root);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+      char name[64];
+      snprintf(name, sizeof name, "%020lld", (long long)v);
+      CHECK(strstr(e->d_name, name) == NULL || got == v, "a refused rebuild left %s/%s", dir, e->d_name);
+    }
+    if (d) closedir(d);
+  }
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+}
+
+static void test_damaged(void) {
+  unsigned char *buf = malloc(kBytes);
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/persistent", g_root);
+  setenv("CAIRN_PERSISTENT", dir, 1);
+  setenv("CAIRN_L4_EVERY", "1", 1);
+  cairn_client_t *c = open_client(buf);
+  save(c, buf, 1, 3);
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+  lose_and_damage(buf, 3, 2, ".xor/", "checksum does not match");
+  c = open_client(buf);
+  save(c, buf, 4, 4);
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+  lose_and_damage(buf, 4, 3, "", "is not what its XOR parity protects");
   unsetenv("CAIRN_L4_EVERY");
   unsetenv("CAIRN_PERSISTENT");
   free(buf);
@@ -220,9 +282,11 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  if (argc != 2 || (strcmp(argv[1], "node") != 0 && strcmp(argv[1], "two") != 0 && strcmp(argv[1], "config") != 0) ||
+  if (argc != 2 ||
+      (strcmp(argv[1], "node") != 0 && strcmp(argv[1], "two") != 0 && strcmp(argv[1], "damaged") != 0 &&
+       strcmp(argv[1], "config") != 0) ||
       g_size < 4) {
-    if (g_rank == 0) fprintf(stderr, "usage: l3_test node|two|config (on 4 or more ranks)\n");
+    if (g_rank == 0) fprintf(stderr, "usage: l3_test node|two|damaged|config (on 4 or more ranks)\n");
     MPI_Finalize();
     return 2;
   }
@@ -232,6 +296,7 @@ int main(int argc, char **argv) {
   unsetenv("CAIRN_L2_EVERY");
   if (strcmp(argv[1], "node") == 0) test_node();
   else if (strcmp(argv[1], "two") == 0) test_two();
+  else if (strcmp(argv[1], "damaged") == 0) test_damaged();
   else test_config();
   cleanup();
   int failures = g_failures;

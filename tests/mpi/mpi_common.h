@@ -18,7 +18,6 @@
 enum { kBytes = 300 * 1024 + 123 }; /* several blocks and a partial one */
 static char g_root[4096];
 
-
 /* A fresh job root shared by the ranks; the configuration of every rank. */
 static inline void setup(void) {
   if (g_rank == 0) {
@@ -58,15 +57,7 @@ static inline int all_equal(int64_t v) {
   return lo == hi;
 }
 
-static inline cairn_client_t *open_client(unsigned char *buf) {
-  cairn_client_t *c = NULL;
-  int rc = cairn_open_mpi(MPI_COMM_WORLD, NULL, &c);
-  CHECK(rc == CAIRN_OK, "cairn_open_mpi: %d", rc);
-  if (rc != CAIRN_OK) MPI_Abort(MPI_COMM_WORLD, 3); /* nothing below can run */
-  rc = cairn_protect(c, 7, buf, kBytes);
-  CHECK(rc == CAIRN_OK, "cairn_protect: %d", rc);
-  return c;
-}
+static inline cairn_client_t *open_client(unsigned char *buf) { return open_client_bytes(buf, kBytes); }
 
 /* Opens with the environment as it is now: must fail on every rank with
  * CAIRN_ERR_CONFIG and a message containing `expect`. */
@@ -77,7 +68,6 @@ static inline void expect_config_error(const char *what, const char *expect) {
   CHECK(strstr(cairn_last_error(), expect) != NULL, "%s: message lacks '%s'", what, expect);
   if (c) cairn_close(c);
 }
-
 
 /* Reads a whole file into a malloc'ed buffer (*n bytes); NULL if absent. */
 static inline unsigned char *slurp(const char *path, size_t *n) {

@@ -16,6 +16,7 @@
  *   mpi_test l2        L2 partner copies and the loss of a simulated node
  *                      (test_l2 says what it checks)
  */
+#include "manifest_read.h"
 #include "mpi_common.h"
 
 /* The content of version v on this rank: differs per rank and version. */
@@ -66,15 +67,10 @@ static void test_restart(void) {
   /* The manifest records version 3 as committed on every rank. */
   char mpath[4400];
   snprintf(mpath, sizeof mpath, "%s/scratch/node%d/rank%d/state/global", g_root, g_rank / 2, g_rank);
-  FILE *f = fopen(mpath, "r");
-  char text[256] = {0};
-  if (f) {
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    fclose(f);
-  }
+  char text[256];
+  test_manifest_text(mpath, text, sizeof text);
   char want[128];
-  snprintf(want, sizeof want, "cairn-global 1\nranks %d\ncommitted 3\npersistent -1\nranks_per_node 2\n", g_size);
+  snprintf(want, sizeof want, "ranks %d committed 3 persistent -1 ranks_per_node 2", g_size);
   CHECK(strcmp(text, want) == 0, "manifest %s is '%s', want '%s'", mpath, text, want);
 
   /* Rank 0 loses its file of version 3: versions every rank has are 1, 2. */
@@ -102,15 +98,7 @@ static void test_restart(void) {
    * version 1 together. */
   if (g_rank == 1) {
     version_path(path, sizeof path, 2);
-    FILE *d = fopen(path, "r+b");
-    CHECK(d != NULL, "open %s", path);
-    if (d) {
-      fseek(d, 4096 + 1000, SEEK_SET);
-      int ch = fgetc(d);
-      fseek(d, 4096 + 1000, SEEK_SET);
-      fputc(ch ^ 0x5a, d);
-      fclose(d);
-    }
+    flip_byte(path, 4096 + 1000, 0x5a);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   memset(buf, 0, kBytes);
@@ -151,23 +139,14 @@ static void test_persistent(void) {
   rc = cairn_close(c);
   CHECK(rc == CAIRN_OK, "close: %d", rc);
 
-  char mpath[4400], text[256] = {0}, want[128];
+  char mpath[4400], text[256], want[128];
   snprintf(mpath, sizeof mpath, "%s/scratch/node%d/rank%d/state/global", g_root, g_rank / 2, g_rank);
-  FILE *f = fopen(mpath, "r");
-  if (f) {
-    text[fread(text, 1, sizeof text - 1, f)] = '\0';
-    fclose(f);
-  }
-  snprintf(want, sizeof want, "cairn-global 1\nranks %d\ncommitted 2\npersistent 2\nranks_per_node 2\n", g_size);
+  test_manifest_text(mpath, text, sizeof text);
+  snprintf(want, sizeof want, "ranks %d committed 2 persistent 2 ranks_per_node 2", g_size);
   CHECK(strcmp(text, want) == 0, "manifest %s is '%s', want '%s'", mpath, text, want);
   /* ... and its copy in the persistent directory (docs/format.md 3.6). */
   snprintf(mpath, sizeof mpath, "%s/rank%d/state/global", dir, g_rank);
-  memset(text, 0, sizeof text);
-  f = fopen(mpath, "r");
-  if (f) {
-    text[fread(text, 1, sizeof text - 1, f)] = '\0';
-    fclose(f);
-  }
+  test_manifest_text(mpath, text, sizeof text);
   CHECK(strcmp(text, want) == 0, "manifest %s is '%s', want '%s'", mpath, text, want);
 
   /* Every rank loses its local copies of version 2. */
@@ -290,14 +269,7 @@ static void test_l2(void) {
    * node 1: redundancy is not rebuilt until their next L2 wait.) */
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_rank == k) {
-    FILE *f = fopen(path, "r+b");
-    int ch = 0;
-    CHECK(f && fseek(f, 4096 + 1000, SEEK_SET) == 0 && (ch = fgetc(f)) != EOF, "read %s", path);
-    if (f) {
-      fseek(f, 4096 + 1000, SEEK_SET);
-      fputc(ch ^ 0x20, f);
-      fclose(f);
-    }
+    flip_byte(path, 4096 + 1000, 0x20);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   memset(buf, 0, kBytes);
@@ -308,14 +280,7 @@ static void test_l2(void) {
    * partner's copy instead of falling back to version 2. */
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_rank == k) {
-    FILE *f = fopen(path, "r+b");
-    int ch = 0;
-    CHECK(f && fseek(f, 4096 + 70000, SEEK_SET) == 0 && (ch = fgetc(f)) != EOF, "read %s", path);
-    if (f) {
-      fseek(f, 4096 + 70000, SEEK_SET);
-      fputc(ch ^ 0x01, f);
-      fclose(f);
-    }
+    flip_byte(path, 4096 + 70000, 0x01);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   memset(buf, 0, kBytes);

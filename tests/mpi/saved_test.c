@@ -98,15 +98,6 @@ static void expect_bytes(cairn_client_t *c, int s, int64_t v, size_t off, size_t
   free(got);
 }
 
-static void flip(const char *path, off_t at) {
-  int fd = open(path, O_RDWR);
-  unsigned char b = 0;
-  CHECK(fd >= 0 && pread(fd, &b, 1, at) == 1, "open %s", path);
-  b ^= 0x5a;
-  CHECK(fd >= 0 && pwrite(fd, &b, 1, at) == 1, "write %s", path);
-  if (fd >= 0) close(fd);
-}
-
 /* The reading job: ranks 0 .. N-2 of the world, without simulated nodes. */
 static void read_back(MPI_Comm comm) {
   const int n = g_size;
@@ -169,9 +160,9 @@ static void read_back(MPI_Comm comm) {
     snprintf(path, sizeof path, "%s/scratch/node0/rank0/state/v%020d.cairn", g_root, 2);
     CHECK(unlink(path) == 0, "unlink %s", path);
     snprintf(path, sizeof path, "%s/scratch/node0/rank1/state/v%020d.cairn", g_root, 2);
-    flip(path, 4096 + 70000);
+    flip_byte(path, 4096 + 70000, 0x5a);
     snprintf(path, sizeof path, "%s/scratch/node0/rank1/state/v%020d.cairn", g_root, 3);
-    flip(path, 4096 + 70000);
+    flip_byte(path, 4096 + 70000, 0x5a);
   }
   MPI_Barrier(comm);
   expect_bytes(c, 0, 2, 0, kBytes, "version 2 of saved rank 0 from the persistent copy");

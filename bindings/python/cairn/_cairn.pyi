@@ -60,6 +60,8 @@ class Config:
     placement: str
     capture: str
     cow_fraction: float
+    zero_copy_order: str
+    write_protect: str
     def validate(self) -> None: ...
 
 class History:

@@ -482,6 +482,10 @@ class Client(_Closable):
     ``capture``                   ``"copy"`` (default) or ``"zero-copy"``
     ``cow_fraction``              zero-copy: copy-on-write buffer, a fraction of
                                   the protected bytes (``0.05``)
+    ``zero_copy_order``           zero-copy: ``"learned"`` (default) or
+                                  ``"address"`` (docs/design.md, "Flush order")
+    ``write_protect``             zero-copy: ``"auto"`` (default),
+                                  ``"userfaultfd"`` or ``"mprotect"``
     ============================  ================================================
 
     ``comm`` (an mpi4py communicator, e.g. ``MPI.COMM_WORLD``) opens the
@@ -537,6 +541,8 @@ class Client(_Closable):
         placement: Optional[str] = None,
         capture: Optional[str] = None,
         cow_fraction: Optional[float] = None,
+        zero_copy_order: Optional[str] = None,
+        write_protect: Optional[str] = None,
         comm: Any = None,
         **unknown: NoReturn,
     ) -> None:

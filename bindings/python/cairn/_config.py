@@ -124,6 +124,17 @@ def _capture(key: str, value: object) -> object:
     return value
 
 
+#: The checkpoint.write_protect mechanisms (docs/config.md).
+WriteProtectMode = Literal["auto", "userfaultfd", "mprotect"]
+WRITE_PROTECT_MODES: Tuple[str, ...] = get_args(WriteProtectMode)
+
+
+def _write_protect(key: str, value: object) -> object:
+    if value not in WRITE_PROTECT_MODES:
+        raise ConfigError(f"{key} must be one of {', '.join(WRITE_PROTECT_MODES)}, not {value!r}")
+    return value
+
+
 def _fraction(key: str, value: object) -> object:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{key} must be a number between 0 and 1, not {_type_name(value)}")
@@ -158,6 +169,7 @@ _CONVERT: Dict[str, Callable[[str, object], object]] = {
     "device_init": _device_init,
     "changes": _changes,
     "capture": _capture,
+    "write_protect": _write_protect,
     "fraction": _fraction,
 }
 

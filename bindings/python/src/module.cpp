@@ -349,13 +349,14 @@ constexpr const char* KindOf() {
   else if constexpr (std::is_same_v<T, cairn::DeviceCacheInit>) return "device_init";
   else if constexpr (std::is_same_v<T, cairn::ChangeDetection>) return "changes";
   else if constexpr (std::is_same_v<T, cairn::CaptureMode>) return "capture";
+  else if constexpr (std::is_same_v<T, cairn::WriteProtectMode>) return "write_protect";
   else if constexpr (std::is_same_v<T, double>) return "fraction";
   else static_assert(sizeof(T) == 0, "a Config member of a type the Python package does not know");
 }
 
 // [(keyword, Config attribute, "section.key", environment variable, kind)] of
 // config_keys.def; kind: path, bool, int, size, mode, init, device_init, changes,
-// capture, fraction.
+// capture, write_protect, fraction.
 nb::list ConfigKeys() {
   nb::list out;
 #define CAIRN_CONFIG_KEY(section, key, member, lo, env, py, type, dflt, doc) \
@@ -407,6 +408,11 @@ void BindMember(nb::class_<cairn::Config>& cls, const char* name,
 
 void BindMember(nb::class_<cairn::Config>& cls, const char* name, cairn::CaptureMode cairn::Config::*member) {
   BindEnum(cls, name, member, cairn::CaptureModeName, cairn::ParseCaptureMode);
+}
+
+void BindMember(nb::class_<cairn::Config>& cls, const char* name,
+                cairn::WriteProtectMode cairn::Config::*member) {
+  BindEnum(cls, name, member, cairn::WriteProtectModeName, cairn::ParseWriteProtectMode);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""ctest ai_ckpt_smoke: `cairn-bench ai-ckpt` end to end at a tiny size; the
+JSON keys scripts rely on (issue 16) exist and hold sane values."""
+import json
+import subprocess
+import sys
+import tempfile
+import os
+
+
+def main() -> int:
+    bench = sys.argv[sys.argv.index("--bench") + 1]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "ai.json")
+        subprocess.run([bench, "ai-ckpt", "--size", "1MiB", "--pattern", "reversed", "--cow", "0.05",
+                        "--iterations", "4", "--every", "2", "--compute-ms", "5", "--repeat", "1",
+                        "--dir", tmp, "--quiet", "--json", out], check=True, stdout=subprocess.DEVNULL)
+        with open(out) as f:
+            doc = json.load(f)["ai_ckpt"]
+    errors = []
+
+    def number(path):
+        v = doc
+        for k in path.split("."):
+            if not isinstance(v, dict) or k not in v:
+                errors.append(f"ai_ckpt.{path} missing")
+                return None
+            v = v[k]
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            errors.append(f"ai_ckpt.{path} is not a number: {v!r}")
+            return None
+        return v
+
+    call = number("checkpoint_call_s")
+    if call is not None and not 0 < call < 10:
+        errors.append(f"checkpoint_call_s {call} is not in (0, 10) s")
+    for mode in ("sync", "copy", "zero_copy", "zero_copy_learned"):
+        inc = number(f"runtime_increase_s.{mode}")
+        # Against a noisy baseline a mode may come out slightly faster.
+        if inc is not None and not -5 < inc < 60:
+            errors.append(f"runtime_increase_s.{mode} {inc} is not in (-5, 60) s")
+    mem = number("extra_memory_bytes.zero_copy_learned")
+    if mem is not None and not 0 < mem < 64 << 20:
+        errors.append(f"extra_memory_bytes.zero_copy_learned {mem} is not in (0, 64 MiB)")
+    for e in errors:
+        print(e, file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+// A redundancy level's bundle (docs/format.md 3.9) read piecewise, and a
+// file written piecewise and then committed: what L3's streamed rebuild
+// (docs/mpi.md "XOR parity (L3)") needs so that no rank holds a whole
+// version in memory or reads a file twice.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cairn/config.hpp"
+#include "cairn/status.hpp"
+
+namespace cairn::os {
+class File;
+}
+
+namespace cairn::redundancy {
+
+// The bundle of `version` in dir/name, read from its chain's files on demand.
+class BundleReader {
+ public:
+  static Result<std::unique_ptr<BundleReader>> Open(const Config& c, const std::string& dir,
+                                                    const std::string& name, int64_t version);
+  ~BundleReader();
+  uint64_t size() const { return size_; }
+  // Bytes [offset, offset + n) of the bundle into dst; zeros past its end
+  // (the padding of an XOR chunk).
+  Status Read(uint64_t offset, uint8_t* dst, size_t n);
+
+ private:
+  BundleReader() = default;
+  struct Segment {
+    uint64_t at = 0, bytes = 0;  // where it lies in the bundle
+    os::File* file = nullptr;    // its contents; nullptr: heads_[head ..)
+    size_t head = 0;
+  };
+  std::vector<std::unique_ptr<os::File>> files_;
+  std::vector<uint8_t> heads_;  // the count and each file's [number][bytes]
+  std::vector<Segment> segments_;
+  uint64_t size_ = 0;
+};
+
+// dir/file written at any offsets into a temp file (each piece's writeback
+// started as it is written, when config.fsync), then committed with
+// fsync + rename + directory fsync (docs/format.md 3.3); destroyed without
+// Commit it removes the temp file, so a failed rebuild leaves nothing.
+class PendingFile {
+ public:
+  static Result<std::unique_ptr<PendingFile>> Create(const Config& c, const std::string& dir,
+                                                     const std::string& file);
+  ~PendingFile();
+  Status WriteAt(const uint8_t* data, size_t n, uint64_t offset);
+  Status Commit();
+
+ private:
+  PendingFile(const Config& c, std::string dir, std::string file, std::string tmp)
+      : config_(c), dir_(std::move(dir)), file_(std::move(file)), tmp_(std::move(tmp)) {}
+  const Config& config_;
+  std::string dir_, file_, tmp_;
+  std::unique_ptr<os::File> out_;
+  bool committed_ = false;
+};
+
+}  // namespace cairn::redundancy

@@ -1,0 +1,62 @@
+// The reader's block order of a zero-copy epoch (core/zero_copy_order.hpp).
+#include "core/zero_copy_order.hpp"
+
+#include <algorithm>
+
+#include "core/source_pieces.hpp"
+#include "os/memory.hpp"
+
+namespace cairn::core {
+
+ZeroCopyOrder::ZeroCopyOrder(const format::Layout& l, const std::vector<CaptureSource>& sources,
+                             const std::vector<uint64_t>& packed, ZeroCopy* zc, bool learned)
+    : zc_(zc), learned_(learned), taken_(l.blocks.size(), false) {
+  const auto nblocks = static_cast<uint32_t>(l.blocks.size());
+  const uintptr_t page = os::PageSize();
+  const FlushHistory& history = zc->history();
+  if (learned_) block_of_page_.assign(zc->pages(), kNoBlock);
+  // A block is needed as soon as the first of its pages is.
+  std::vector<uint64_t> key(nblocks, FlushHistory::kUnknown);
+  bool page_aligned = true;
+  for (uint32_t b = 0; b < nblocks && learned_; ++b) {
+    const auto base = reinterpret_cast<uintptr_t>(sources[l.blocks[b].region].data);
+    SourcePieces(l, packed, b, [&](uint64_t from, uint64_t, uint64_t n) {
+      if ((base + from) % page != 0 || n % page != 0) page_aligned = false;
+      for (uintptr_t a = (base + from) / page * page; a < base + from + n; a += page) {
+        key[b] = std::min<uint64_t>(key[b], history.RankOf(a));
+        const int64_t i = zc->PageIndex(a);
+        if (i >= 0 && block_of_page_[static_cast<size_t>(i)] == kNoBlock) block_of_page_[static_cast<size_t>(i)] = b;
+      }
+    });
+  }
+  // A page shared by two blocks must be read piece by piece in address order
+  // (ZeroCopy::Read): such layouts (extents not page-aligned) keep file order.
+  if (!page_aligned) {
+    learned_ = false;
+    block_of_page_.clear();
+    std::fill(key.begin(), key.end(), 0);
+  }
+  order_ = OrderByKey(key);
+}
+
+std::optional<uint32_t> ZeroCopyOrder::Next() {
+  if (learned_) {
+    for (int64_t p; (p = zc_->NextUrgentPage()) >= 0;) {
+      const uint32_t b = block_of_page_[static_cast<size_t>(p)];
+      if (b != kNoBlock && !taken_[b]) {
+        taken_[b] = true;
+        return b;
+      }
+    }
+  }
+  while (pos_ < order_.size()) {
+    const uint32_t b = order_[pos_++];
+    if (!taken_[b]) {
+      taken_[b] = true;
+      return b;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace cairn::core

@@ -1,0 +1,42 @@
+// The order in which a zero-copy epoch's reader takes the blocks of a version
+// (checkpoint.zero_copy_order; core/flush_order.hpp for the algorithm).
+// `address`: the blocks in file order. `learned`: the block of a page that
+// went RED first, then of one that went ORANGE (its slot comes back sooner),
+// then the blocks by the last epoch's rank of their first-needed page.
+// Blocks sit at fixed file offsets (docs/format.md 3.3: any order), so the
+// order changes no byte of the version.
+//
+// Thread safety: the reader thread's, during one epoch.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/layering.hpp"
+#include "core/zero_copy.hpp"
+#include "format/layout.hpp"
+
+namespace cairn::core {
+
+class ZeroCopyOrder {
+ public:
+  // zc in an epoch over the host memory of `sources`; packed: PackedStarts.
+  ZeroCopyOrder(const format::Layout& l, const std::vector<CaptureSource>& sources,
+                const std::vector<uint64_t>& packed, ZeroCopy* zc, bool learned);
+  // The next block to read (each once), nullopt when all were handed out.
+  std::optional<uint32_t> Next();
+  // The planned order (before urgent pages): for tests.
+  const std::vector<uint32_t>& planned() const { return order_; }
+
+ private:
+  static constexpr uint32_t kNoBlock = ~uint32_t{0};
+  ZeroCopy* zc_;
+  bool learned_;
+  std::vector<uint32_t> order_;
+  size_t pos_ = 0;
+  std::vector<uint32_t> block_of_page_;  // epoch page -> the first block reading it
+  std::vector<bool> taken_;
+};
+
+}  // namespace cairn::core

@@ -1,0 +1,143 @@
+// A client in a group of one (OpenInGroup over an in-process Group, no MPI):
+// what its collective waits write to the global manifests (docs/format.md
+// 3.6, docs/mpi.md), counted through a file system wrapper, and retention
+// keeping the newest global commit (docs/mpi.md, "Retention").
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cairn/cairn.hpp"
+#include "cairn/group.hpp"
+#include "os/fs.hpp"
+#include "testing/test_util.hpp"
+#include "util/mutex.hpp"
+
+namespace cairn {
+namespace {
+
+using namespace test;
+
+class SoloGroup final : public Group {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int node() const override { return 0; }
+  bool simulated_nodes() const override { return false; }
+  int ranks_per_node() const override { return 0; }
+  Status AllReduce(Op, int64_t*, size_t) override { return Status::Ok(); }
+  Status Exchange(const std::vector<Outgoing>& sends, const std::vector<int>& from,
+                  std::vector<std::vector<uint8_t>>* received) override {
+    if (!sends.empty() || !from.empty()) return Status::Internal("no partner in a group of one");
+    received->clear();
+    return Status::Ok();
+  }
+};
+
+// Forwards to the default file system, counting the opens for writing of a
+// manifest (its temp file or, in place, the file itself).
+class CountingFs final : public os::FileSystem {
+ public:
+  int manifest_writes() const CAIRN_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    return writes_;
+  }
+  Result<std::unique_ptr<os::File>> Open(const std::string& path, const os::OpenOptions& o) override {
+    const std::string file = path.substr(path.rfind('/') + 1);
+    if (o.write && (file == "global" || file.starts_with(".global."))) {
+      MutexLock lock(&mu_);
+      ++writes_;
+    }
+    return base_->Open(path, o);
+  }
+  Status Rename(const std::string& a, const std::string& b) override { return base_->Rename(a, b); }
+  Status Remove(const std::string& p) override { return base_->Remove(p); }
+  Status CreateDirs(const std::string& p, uint32_t m) override { return base_->CreateDirs(p, m); }
+  Status RemoveDir(const std::string& p) override { return base_->RemoveDir(p); }
+  Status SyncDir(const std::string& p) override { return base_->SyncDir(p); }
+  Result<std::vector<os::DirEntry>> List(const std::string& p) override { return base_->List(p); }
+  Result<os::FileInfo> Stat(const std::string& p) override { return base_->Stat(p); }
+
+ private:
+  os::FileSystem* const base_ = os::FileSystem::Default();
+  mutable Mutex mu_;
+  int writes_ CAIRN_GUARDED_BY(mu_) = 0;
+};
+
+class GlobalRecordTest : public ScratchDirTest {
+ protected:
+  GlobalRecordTest() : ScratchDirTest("global_record") {}
+  void TearDown() override { unsetenv("CAIRN_L4_EVERY"); }
+
+  std::unique_ptr<Client> OpenSolo(Config c) {
+    c.fs = &fs_;
+    auto client = OpenInGroup(c, std::make_unique<SoloGroup>());
+    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+  bool Has(const Config& c, int64_t v) const {
+    return std::filesystem::exists(c.scratch_dir + "/rank0/sim/" + VersionFileName(v));
+  }
+
+  CountingFs fs_;
+  std::vector<uint8_t> buf_ = std::vector<uint8_t>(100 * kKiB, 7);
+};
+
+// An L4 turn waits for the persistent copy first, then records committed and
+// persistent at once: one write per manifest (scratch, persistent), not a
+// second one of the scratch manifest. A wait for a version already recorded
+// writes nothing.
+TEST_F(GlobalRecordTest, AWaitWritesEachManifestOnce) {
+  setenv("CAIRN_L4_EVERY", "1", 1);
+  Config c = MakeConfig();
+  c.persistent_dir = tmp_.path() + "/persistent";
+  auto client = OpenSolo(c);
+  ASSERT_NE(client, nullptr);
+  ASSERT_OK(client->Protect(1, buf_.data(), buf_.size()));
+  for (int64_t v = 1; v <= 2; ++v) {
+    SCOPED_TRACE("version " + std::to_string(v));
+    const int before = fs_.manifest_writes();
+    ASSERT_OK(client->Checkpoint("sim", v));
+    ASSERT_OK(client->Wait("sim", v, Level::kLocal));
+    EXPECT_EQ(fs_.manifest_writes() - before, 2);
+    ASSERT_OK(client->Wait("sim", v, Level::kLocal));
+    ASSERT_OK(client->Wait("sim", v, Level::kPersistent));
+    EXPECT_EQ(fs_.manifest_writes() - before, 2);
+  }
+  ASSERT_OK(client->Close());
+}
+
+// keep_versions = 1: once version 1 is recorded globally committed, the
+// rank's retention keeps it while versions 2 and 3 commit (2 goes), so a
+// restart still finds the version every rank agreed on; the record of a
+// newer global commit lets it go.
+TEST_F(GlobalRecordTest, RetentionKeepsTheNewestGlobalCommit) {
+  Config c = MakeConfig();
+  c.keep_versions = 1;
+  auto client = OpenSolo(c);
+  ASSERT_NE(client, nullptr);
+  ASSERT_OK(client->Protect(1, buf_.data(), buf_.size()));
+  ASSERT_OK(client->Checkpoint("sim", 1));
+  ASSERT_OK(client->Wait("sim", 1, Level::kLocal));
+  ASSERT_OK(client->Checkpoint("sim", 2));
+  ASSERT_OK(client->Checkpoint("sim", 3));
+  ASSERT_OK(client->Close());  // drains the retention passes
+  EXPECT_TRUE(Has(c, 1)) << "retention deleted the newest global commit";
+  EXPECT_FALSE(Has(c, 2));
+  EXPECT_TRUE(Has(c, 3));
+  // A newer global commit lets them go (retention still bounds the files).
+  client = OpenSolo(c);
+  ASSERT_NE(client, nullptr);
+  ASSERT_OK(client->Protect(1, buf_.data(), buf_.size()));
+  ASSERT_OK(client->Checkpoint("sim", 4));
+  ASSERT_OK(client->Wait("sim", 4, Level::kLocal));
+  ASSERT_OK(client->Close());
+  EXPECT_FALSE(Has(c, 1));
+  EXPECT_FALSE(Has(c, 3));
+  EXPECT_TRUE(Has(c, 4));
+}
+
+}  // namespace
+}  // namespace cairn
