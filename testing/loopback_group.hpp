@@ -1,7 +1,8 @@
 // An in-process cairn::Group for tests: the members of one job are objects of
 // one process (driven by one thread, or one thread each). Nonblocking
 // point-to-point messages match as MPI's do (in order per sender, tag and
-// receiver); a test may damage a message on its way (Hub::damage).
+// receiver); a test may damage a message on its way (Hub::damage) or fail
+// a send as a broken transport would (Hub::fail_send).
 // AllReduce and Exchange block, so members that use them need a thread each.
 #pragma once
 
@@ -28,6 +29,10 @@ class LoopbackHub {
   // Called on every point-to-point message as it is sent (from, to, tag,
   // bytes); may change it.
   std::function<void(int, int, int, std::vector<uint8_t>&)> damage;
+  // Called on the sender's thread as a send starts (from, to, tag): an
+  // error fails StartSend with it (the message is not sent). Set before
+  // the members' threads start.
+  std::function<Status(int, int, int)> fail_send;
 
   struct Receive {
     uint8_t* data;
@@ -148,6 +153,9 @@ class LoopbackGroup final : public Group {
 
   bool point_to_point() const override { return true; }
   Result<std::unique_ptr<Request>> StartSend(int to, int tag, const uint8_t* data, size_t bytes) override {
+    if (hub_->fail_send) {
+      if (Status s = hub_->fail_send(rank_, to, tag); !s.ok()) return s;
+    }
     hub_->Send({rank_, to, tag}, std::vector<uint8_t>(data, data + bytes));
     return std::unique_ptr<Request>(new Sent);
   }

@@ -31,6 +31,7 @@ namespace {
 constexpr int64_t kMagic = 0x3164683243524143;  // "CARC2hd1" little-endian
 constexpr int64_t kNothing = -1;                // head: the source has no file to send
 constexpr int64_t kBye = -2;                    // head: the source sends nothing more
+constexpr int64_t kAbortMagic = 0x3162613243524143;  // "CARC2ab1": abort notice
 constexpr size_t kTrailer = 16;                 // chunk: [int64 index][uint32 crc32c][uint32 0]
 constexpr size_t kMinReceive = 64 << 10;        // a receive holds any head
 
@@ -96,16 +97,36 @@ struct Transfers::In {
   // Finished transfers, until Complete takes their outcome.
   std::map<std::pair<std::string, int64_t>, Status> stored;
   std::deque<std::pair<std::unique_ptr<int64_t[]>, std::unique_ptr<Group::Request>>> acks;
+  Status aborted;  // the source's abort notice: nothing more comes from it
+};
+
+// The partner or a source: the abort notice it may send, the one sent to it.
+struct Transfers::Peer {
+  int rank = -1;
+  int64_t notice[2] = {0, 0};  // [kAbortMagic][code]
+  std::unique_ptr<Group::Request> req;
+  bool heard = false;
+  int64_t sent[2] = {0, 0};
+  std::unique_ptr<Group::Request> send;
 };
 
 Transfers::Transfers(Group* group, Map map, Config config, Local local, TransferLimits limits)
     : group_(group), map_(std::move(map)), config_(std::move(config)), local_(std::move(local)),
       limits_(limits) {
   MutexLock lock(&mu_);
+  std::vector<int> peers;
+  if (map_.partner >= 0) peers.push_back(map_.partner);
   for (int s : map_.sources) {
     auto in = std::make_unique<In>();
     in->source = s;
     ins_.push_back(std::move(in));
+    peers.push_back(s);
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  for (int r : peers) {
+    peers_.push_back(std::make_unique<Peer>());
+    peers_.back()->rank = r;
   }
 }
 
@@ -115,6 +136,9 @@ Transfers::~Transfers() {
   MutexLock lock(&mu_);
   for (auto& in : ins_) {
     for (auto& p : in->posted) (void)p.req->Cancel();
+  }
+  for (auto& p : peers_) {
+    if (p->req && !p->heard) (void)p->req->Cancel();
   }
 }
 
@@ -136,7 +160,69 @@ uint64_t Transfers::copies() const {
 }
 
 void Transfers::Fail(const Status& s) {
-  if (broken_.ok()) broken_ = s.WithContext("the partner copies (L2) in the background");
+  if (!broken_.ok()) return;
+  broken_ = s.WithContext("the partner copies (L2) in the background");
+  SendAborts();
+}
+
+// --- Abort notices -----------------------------------------------------------
+
+// Best effort: a peer the notice cannot reach has lost its transport too.
+void Transfers::SendAborts() {
+  if (aborts_sent_) return;
+  aborts_sent_ = true;
+  for (auto& p : peers_) {
+    p->sent[0] = kAbortMagic;
+    p->sent[1] = static_cast<int64_t>(broken_.code());
+    auto r = group_->StartSend(p->rank, kAbortTag, reinterpret_cast<const uint8_t*>(p->sent), sizeof p->sent);
+    if (r.ok()) p->send = std::move(*r);
+  }
+}
+
+// Posts the notices' receives once, then takes the notices that came.
+void Transfers::Listen() {
+  if (!listening_) {
+    listening_ = true;
+    for (auto& p : peers_) {
+      auto r = group_->StartReceive(p->rank, kAbortTag, reinterpret_cast<uint8_t*>(p->notice), sizeof p->notice);
+      if (!r.ok()) return Fail(r.status());
+      p->req = std::move(*r);
+    }
+  }
+  for (auto& p : peers_) {
+    if (p->heard || !p->req) continue;
+    auto got = p->req->Test();
+    if (!got.ok()) return Fail(got.status());
+    if (!*got) continue;
+    p->heard = true;
+    const bool valid = p->req->bytes() == sizeof p->notice && p->notice[0] == kAbortMagic && p->notice[1] != 0;
+    Aborted(p->rank, Status(valid ? static_cast<Code>(p->notice[1]) : Code::kInternal,
+                            "rank " + std::to_string(p->rank) +
+                                " stopped its partner copies (L2) after an error (its own error says which)"));
+  }
+}
+
+// Nothing more comes from `rank`: what this member waits for from it fails
+// with `s` (a partial copy is dropped), and nothing more goes to it.
+void Transfers::Aborted(int rank, const Status& s) {
+  if (rank == map_.partner && partner_aborted_.ok()) partner_aborted_ = s;
+  os::FileSystem* fs = redundancy::Fs(config_);
+  for (auto& in : ins_) {
+    if (in->source != rank || !in->aborted.ok()) continue;
+    in->aborted = s;
+    in->bye = true;
+    for (auto& p : in->posted) (void)p.req->Cancel();
+    in->posted.clear();
+    if (in->receiving) {
+      for (auto& f : in->files) {
+        f.file.reset();
+        (void)fs->Remove(f.tmp);
+      }
+      in->files.clear();
+      in->receiving = false;
+      in->stored[{in->name, in->version}] = s;
+    }
+  }
 }
 
 void Transfers::Progress() {
@@ -146,6 +232,7 @@ void Transfers::Progress() {
 }
 
 void Transfers::Step() {
+  if (broken_.ok()) Listen();
   if (!broken_.ok()) return;
   {
     MutexLock lock(&queue_mu_);
@@ -167,6 +254,19 @@ void Transfers::Step() {
 // --- Sending -----------------------------------------------------------------
 
 void Transfers::StepOut() {
+  if (!partner_aborted_.ok()) {  // no ack will come: the transfers end here
+    for (auto& o : outs_) {
+      if (o->version != kBye) {
+        out_results_[o->seq] = partner_aborted_.WithContext("the partner copy of version " +
+                                                            std::to_string(o->version) + " of '" + o->name + "'");
+      }
+      if (o->ack_req) (void)o->ack_req->Cancel();
+      done_seq_ = o->seq;
+      abandoned_.push_back(std::move(o));
+    }
+    outs_.clear();
+    return;
+  }
   while (!outs_.empty() && broken_.ok()) {
     Out& o = *outs_.front();
     if (o.state == Out::State::kWaiting) {
@@ -324,6 +424,7 @@ Status Transfers::Post(In& in, std::vector<uint8_t> buf) {
 }
 
 void Transfers::StepIn(In& in) {
+  if (!in.aborted.ok()) return;  // its acks' sends are left to the transport
   while (!in.acks.empty()) {
     auto sent = in.acks.front().second->Test();
     if (!sent.ok()) return Fail(sent.status());
@@ -480,7 +581,8 @@ Status Transfers::Complete(const std::string& name, int64_t version) {
   blocking_ = true;
   Status s = Drive([&]() CAIRN_REQUIRES(mu_) {
     if (done_seq_ < seq) return false;
-    return std::all_of(ins_.begin(), ins_.end(), [&](const auto& in) { return in->stored.contains(key); });
+    return std::all_of(ins_.begin(), ins_.end(),
+                       [&](const auto& in) { return in->stored.contains(key) || !in->aborted.ok(); });
   });
   blocking_ = false;
   CAIRN_RETURN_IF_ERROR(s);
@@ -489,8 +591,9 @@ Status Transfers::Complete(const std::string& name, int64_t version) {
     it = out_results_.erase(it);
   }
   for (auto& in : ins_) {
-    if (s.ok()) s = in->stored[key];
-    in->stored.erase(key);
+    auto it = in->stored.find(key);
+    if (s.ok()) s = it != in->stored.end() ? it->second : in->aborted;
+    if (it != in->stored.end()) in->stored.erase(it);
   }
   MutexLock q(&queue_mu_);
   std::erase_if(seq_of_, [&](const auto& e) { return e.second <= seq; });
@@ -510,8 +613,18 @@ Status Transfers::Finish() {
   Status s = Drive([&]() CAIRN_REQUIRES(mu_) {
     if (done_seq_ < bye) return false;
     return std::all_of(ins_.begin(), ins_.end(),
-                       [](const auto& in) { return in->bye && in->acks.empty(); });
+                       [](const auto& in) { return in->bye && (in->acks.empty() || !in->aborted.ok()); });
   });
+  // A member that stopped after an error sent its abort notice instead of
+  // its end message (Fail); make sure it did.
+  if (!broken_.ok()) SendAborts();
+  for (auto& p : peers_) {
+    if (p->req && !p->heard) {
+      Status c = p->req->Cancel();
+      if (s.ok()) s = c;
+    }
+    p->req.reset();
+  }
   for (auto& in : ins_) {
     for (auto& p : in->posted) {
       Status c = p.req->Cancel();
@@ -522,6 +635,7 @@ Status Transfers::Finish() {
     for (auto& [key, st] : in->stored) {
       if (s.ok()) s = st;
     }
+    if (s.ok()) s = in->aborted;
   }
   for (auto& [seq, st] : out_results_) {
     if (s.ok()) s = st;

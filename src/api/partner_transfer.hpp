@@ -13,6 +13,15 @@
 // there fsyncs, renames (bases first) and acknowledges; a version counts at
 // L2 only when that acknowledgement came back. A damaged chunk makes the
 // holder drop the version and answer kCorrupt.
+//
+// A transport error stops this member's transfers (nothing moves any
+// more), and the member at once sends an abort notice (its own tag) to
+// its partner and its sources: they may be blocked in Complete or Finish
+// waiting for its chunks, acknowledgements or end message, which will not
+// come. A member that hears one fails what it waited for from that member
+// with the notice's error instead. So every member always ends its
+// transfers towards the others (an end message, or the abort notice after
+// an error), and Finish never waits for a member that stopped.
 #pragma once
 
 #include <cstddef>
@@ -87,10 +96,12 @@ class Transfers {
   // transport): message tags.
   static constexpr int kDataTag = 0x2c2;
   static constexpr int kAckTag = 0x2c3;
+  static constexpr int kAbortTag = 0x2c4;
 
  private:
   struct Out;
   struct In;
+  struct Peer;
   void Step() CAIRN_REQUIRES(mu_);
   void StepOut() CAIRN_REQUIRES(mu_);
   void StepIn(In& in) CAIRN_REQUIRES(mu_);
@@ -102,6 +113,9 @@ class Transfers {
   Status Store(In& in) CAIRN_REQUIRES(mu_);
   Status Ack(In& in, int64_t version, Code code) CAIRN_REQUIRES(mu_);
   void Fail(const Status& s) CAIRN_REQUIRES(mu_);
+  void Listen() CAIRN_REQUIRES(mu_);
+  void SendAborts() CAIRN_REQUIRES(mu_);
+  void Aborted(int rank, const Status& s) CAIRN_REQUIRES(mu_);
   Status Drive(const std::function<bool()>& done) CAIRN_REQUIRES(mu_);
 
   Group* const group_;
@@ -131,6 +145,16 @@ class Transfers {
   bool finishing_ CAIRN_GUARDED_BY(mu_) = false;  // no commit will come any more
   bool finished_ CAIRN_GUARDED_BY(mu_) = false;
   Status broken_ CAIRN_GUARDED_BY(mu_);  // a transport error: nothing moves any more
+  // The partner and the sources, each once: the abort notices received
+  // from them and sent to them (their buffers live until destruction: a
+  // send is never withdrawn).
+  std::vector<std::unique_ptr<Peer>> peers_ CAIRN_GUARDED_BY(mu_);
+  bool listening_ CAIRN_GUARDED_BY(mu_) = false;    // the notices' receives are posted
+  bool aborts_sent_ CAIRN_GUARDED_BY(mu_) = false;  // after broken_
+  Status partner_aborted_ CAIRN_GUARDED_BY(mu_);    // the partner's notice: no ack will come
+  // Transfers to a partner that aborted: kept while their sends may be in
+  // flight (their buffers).
+  std::vector<std::unique_ptr<Out>> abandoned_ CAIRN_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn::partner

@@ -2,7 +2,8 @@
 // members of an in-process group (testing/loopback_group.hpp): nothing
 // moves before Progress, at most `window` chunks are in flight, the copy
 // is stored only once whole and byte-exact, a damaged chunk is detected on
-// both sides, and Finish completes what no wait asked for.
+// both sides, Finish completes what no wait asked for, and a transport
+// error on one member ends the waits and the close of both.
 #include "api/partner_transfer.hpp"
 
 #include <gtest/gtest.h>
@@ -165,6 +166,64 @@ TEST_F(TransferTest, AVersionNeverCommittedFailsAtFinishWithoutHanging) {
   auto out = Both([](partner::Transfers& t) { return t.Finish(); });
   EXPECT_EQ(out[0].code(), Code::kNotFound) << out[0].ToString();
   EXPECT_TRUE(out[1].ok()) << out[1].ToString();
+}
+
+// Member 0's transport fails at its second chunk, after member 1 began
+// receiving the version: member 0 stops, and its abort notice ends what
+// member 1 waits for from it (the rest of the version, its end message, the
+// ack of member 1's own copy). Without the notice member 1's close waits
+// forever (the ctest timeout catches it). Deterministic: the loopback's
+// sends complete at once, so member 0 sends its head and chunk 0 at its
+// first Progress (window 1) and chunk 1 at the next.
+class TransferErrorTest : public TransferTest {
+ protected:
+  void Break() {
+    Commit(0, 1, 100 << 10);
+    Commit(1, 1, 100 << 10);
+    Start({.chunk_bytes = 16 << 10, .window = 1});
+    hub_.fail_send = [this](int from, int, int tag) {
+      // Only member 0's thread counts (from == 0).
+      if (from == 0 && tag == partner::Transfers::kDataTag && ++data_from_0_ == 3) {
+        return Status::Io("injected transport error");
+      }
+      return Status::Ok();
+    };
+    transfers_[0]->Queue("s", 1);
+    transfers_[1]->Queue("s", 1);
+    transfers_[0]->Progress();  // head, chunk 0
+    transfers_[1]->Progress();  // member 1 takes them: a copy half received
+    ASSERT_EQ(data_from_0_, 2);
+  }
+  void ExpectBothFailed(const std::vector<Status>& out) {
+    EXPECT_EQ(out[0].code(), Code::kIo) << out[0].ToString();
+    EXPECT_NE(out[0].message().find("injected transport error"), std::string::npos) << out[0].ToString();
+    EXPECT_EQ(out[1].code(), Code::kIo) << out[1].ToString();
+    EXPECT_NE(out[1].message().find("rank 0 stopped its partner copies"), std::string::npos)
+        << out[1].ToString();
+  }
+  // Member 1 dropped the half-received copy: no file, no temp file.
+  void ExpectNothingLeftAt1() {
+    EXPECT_FALSE(fs::exists(Copy(1, 1)));
+    for (const auto& e : fs::directory_iterator(fs::path(Copy(1, 1)).parent_path()))
+      ADD_FAILURE() << "left behind: " << e.path();
+  }
+  int data_from_0_ = 0;
+};
+
+TEST_F(TransferErrorTest, ATransportErrorOnOneSideEndsBothSidesClose) {
+  Break();
+  ExpectBothFailed(Both([](partner::Transfers& t) { return t.Finish(); }));
+  ExpectNothingLeftAt1();
+  EXPECT_EQ(transfers_[1]->copies(), 0u);  // member 0 never acknowledged
+}
+
+TEST_F(TransferErrorTest, ATransportErrorOnOneSideEndsBothSidesWaitThenClose) {
+  Break();
+  ExpectBothFailed(Both([](partner::Transfers& t) { return t.Complete("s", 1); }));
+  ExpectNothingLeftAt1();
+  auto closed = Both([](partner::Transfers& t) { return t.Finish(); });
+  EXPECT_EQ(closed[0].code(), Code::kIo) << closed[0].ToString();
+  EXPECT_EQ(closed[1].code(), Code::kIo) << closed[1].ToString();
 }
 
 }  // namespace
