@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "api/solo_group.hpp"
 #include "cairn/cairn.hpp"
 #include "cairn/group.hpp"
 #include "os/fs.hpp"
@@ -19,22 +20,6 @@ namespace cairn {
 namespace {
 
 using namespace test;
-
-class SoloGroup final : public Group {
- public:
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  int node() const override { return 0; }
-  bool simulated_nodes() const override { return false; }
-  int ranks_per_node() const override { return 0; }
-  Status AllReduce(Op, int64_t*, size_t) override { return Status::Ok(); }
-  Status Exchange(const std::vector<Outgoing>& sends, const std::vector<int>& from,
-                  std::vector<std::vector<uint8_t>>* received) override {
-    if (!sends.empty() || !from.empty()) return Status::Internal("no partner in a group of one");
-    received->clear();
-    return Status::Ok();
-  }
-};
 
 // Forwards to the default file system, counting the opens for writing of a
 // manifest (its temp file or, in place, the file itself).

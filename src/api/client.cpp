@@ -14,6 +14,7 @@
 #include "api/levels.hpp"
 #include "api/placement_state.hpp"
 #include "api/saved.hpp"
+#include "api/solo_group.hpp"
 #include "cairn/cairn.hpp"
 #include "cairn/group.hpp"
 #include "core/pipeline.hpp"
@@ -158,24 +159,6 @@ Result<int64_t> CommonLatest(Client::Impl& impl, std::string_view name, int64_t 
   CAIRN_RETURN_IF_ERROR(RecordGlobal(impl, name, common, -1));
   return common;
 }
-
-// A client opened alone is a group of one for the saved-job checks.
-class SoloGroup final : public Group {
- public:
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  int node() const override { return 0; }
-  bool simulated_nodes() const override { return false; }
-  int ranks_per_node() const override { return 0; }
-  Status AllReduce(Op, int64_t*, size_t) override { return Status::Ok(); }
-  Status Exchange(const std::vector<Outgoing>& sends, const std::vector<int>& from,
-                  std::vector<std::vector<uint8_t>>* received) override {
-    if (!sends.empty() || !from.empty())
-      return Status::Internal("a group of one has no partner to exchange with");
-    received->clear();
-    return Status::Ok();
-  }
-};
 
 // The saved job's shape, the same on every member (each reads rank 0's
 // manifest itself: members on other nodes may see other files).

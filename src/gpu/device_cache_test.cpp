@@ -397,7 +397,11 @@ TEST_F(DeviceCacheTest, LostContextStopsTheMappingAndTheCacheStillReleasesEveryt
   ASSERT_TRUE(progress_.WaitFor([&] { return c->mapped_slots() > 0; }));
   ASSERT_EQ(ctl_.set_fail("cuMemcpyAsync:1:CUDA_ERROR_ILLEGAL_ADDRESS:deferred"), 0);
   Status s = RoundTrip(*c, 0, 1);
-  EXPECT_EQ(s.code(), Code::kIo) << s.ToString();
+  // The deferred error is sticky: whichever call meets it first loses the
+  // context, this copy (kIo) or the mapping thread's next call (then the copy
+  // finds the runtime lost: kUnsupported). Scheduling decides which, as with
+  // the real driver; both name the error.
+  EXPECT_TRUE(s.code() == Code::kIo || s.code() == Code::kUnsupported) << s.ToString();
   EXPECT_TRUE(Contains(s.message(), "CUDA_ERROR_ILLEGAL_ADDRESS")) << s.ToString();
   ASSERT_TRUE(rt_->lost());
   ASSERT_EQ(ctl_.set_gbps("map", 0), 0);

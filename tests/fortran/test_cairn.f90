@@ -5,24 +5,12 @@
 !> check prints its line and what went wrong; the program then ends with
 !> `error stop 1`. Success prints "fortran: all N checks passed".
 program test_cairn
-  use, intrinsic :: iso_c_binding, only: c_char, c_double, c_int, c_int32_t, c_int64_t, &
-      c_null_char, c_ptr, c_associated, c_sizeof, c_size_t, c_f_pointer
+  use, intrinsic :: iso_c_binding, only: c_double, c_int, c_int32_t, c_int64_t, &
+      c_ptr, c_associated, c_sizeof, c_size_t, c_f_pointer
   use cairn
+  use cairn_test_support
   implicit none
 
-  interface
-    function c_setenv(name, value, overwrite) bind(C, name="setenv") result(rc)
-      import :: c_char, c_int
-      character(kind=c_char), dimension(*), intent(in) :: name, value
-      integer(c_int), value :: overwrite
-      integer(c_int) :: rc
-    end function c_setenv
-    function c_mkdtemp(template) bind(C, name="mkdtemp") result(p)
-      import :: c_char, c_ptr
-      character(kind=c_char), dimension(*), intent(inout) :: template
-      type(c_ptr) :: p
-    end function c_mkdtemp
-  end interface
 
   integer, parameter :: NI = 1000, NJ = 50, NB = 3001, NSTEPS = 5, MAXH = 100 * NSTEPS + NSTEPS
   real(c_double), allocatable, target :: a(:, :)
@@ -37,10 +25,10 @@ program test_cairn
   integer(c_int) :: rc
   integer :: n
 
-  scratch = make_scratch()
-  call check(c_setenv("CAIRN_SCRATCH" // c_null_char, scratch // c_null_char, 1_c_int) == 0, &
+  scratch = make_temp_dir("cairn-fortran-test")
+  call check(set_env("CAIRN_SCRATCH", scratch), &
              __LINE__, "setenv CAIRN_SCRATCH")
-  call check(c_setenv("CAIRN_HOST_CACHE" // c_null_char, "16MiB" // c_null_char, 1_c_int) == 0, &
+  call check(set_env("CAIRN_HOST_CACHE", "16MiB"), &
              __LINE__, "setenv CAIRN_HOST_CACHE")
 
   allocate (a(NI, NJ), b(NB), hbuf(MAXH), want(MAXH))
@@ -230,29 +218,6 @@ contains
       x(i) = real(step, c_double) * 10000.0_c_double + real(i, c_double) / 8.0_c_double
     end do
   end subroutine step_data
-
-  function make_scratch() result(dir)
-    character(len=:), allocatable :: dir
-    character(len=4096) :: tmp
-    character(kind=c_char), allocatable :: template(:)
-    integer :: i, n, st
-    call get_environment_variable("TMPDIR", tmp, status=st)
-    if (st /= 0 .or. len_trim(tmp) == 0) tmp = "/tmp"
-    dir = trim(tmp) // "/cairn-fortran-test.XXXXXX"
-    n = len(dir)
-    allocate (template(n + 1))
-    do i = 1, n
-      template(i) = dir(i:i)
-    end do
-    template(n + 1) = c_null_char
-    if (.not. c_associated(c_mkdtemp(template))) then
-      print '(a)', "test_cairn: mkdtemp failed for " // dir
-      error stop 1
-    end if
-    do i = 1, n
-      dir(i:i) = template(i)
-    end do
-  end function make_scratch
 
   subroutine check(ok, line, what)
     logical, intent(in) :: ok

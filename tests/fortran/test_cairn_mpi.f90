@@ -8,26 +8,13 @@
 !> version 3 bit-for-bit on every rank. Failures are summed over the ranks;
 !> the program then ends with `error stop 1` on every rank.
 program test_cairn_mpi
-  use, intrinsic :: iso_c_binding, only: c_associated, c_char, c_double, c_int, c_int64_t, &
-      c_null_char, c_ptr
+  use, intrinsic :: iso_c_binding, only: c_associated, c_double, c_int, c_int64_t
   use mpi_f08
   use cairn
+  use cairn_test_support
   use cairn_mpi
   implicit none
 
-  interface
-    function c_setenv(name, value, overwrite) bind(C, name="setenv") result(rc)
-      import :: c_char, c_int
-      character(kind=c_char), dimension(*), intent(in) :: name, value
-      integer(c_int), value :: overwrite
-      integer(c_int) :: rc
-    end function c_setenv
-    function c_mkdtemp(template) bind(C, name="mkdtemp") result(p)
-      import :: c_char, c_ptr
-      character(kind=c_char), dimension(*), intent(inout) :: template
-      type(c_ptr) :: p
-    end function c_mkdtemp
-  end interface
 
   integer, parameter :: N = 70001  ! several 64 KiB blocks, the last one partial
   real(c_double), allocatable, target :: x(:)
@@ -40,13 +27,13 @@ program test_cairn_mpi
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
   call MPI_Comm_size(MPI_COMM_WORLD, nranks)
-  if (rank == 0) root = make_root()
+  if (rank == 0) root = make_temp_dir("cairn-fortran-mpi-test")
   call MPI_Bcast(root, len(root), MPI_CHARACTER, 0, MPI_COMM_WORLD)
-  call check(c_setenv("CAIRN_SCRATCH" // c_null_char, trim(root) // c_null_char, 1_c_int) == 0, &
+  call check(set_env("CAIRN_SCRATCH", trim(root)), &
              __LINE__, "setenv CAIRN_SCRATCH")
-  call check(c_setenv("CAIRN_HOST_CACHE" // c_null_char, "4MiB" // c_null_char, 1_c_int) == 0, &
+  call check(set_env("CAIRN_HOST_CACHE", "4MiB"), &
              __LINE__, "setenv CAIRN_HOST_CACHE")
-  call check(c_setenv("CAIRN_BLOCK_SIZE" // c_null_char, "64KiB" // c_null_char, 1_c_int) == 0, &
+  call check(set_env("CAIRN_BLOCK_SIZE", "64KiB"), &
              __LINE__, "setenv CAIRN_BLOCK_SIZE")
   allocate (x(N))
 
@@ -115,29 +102,6 @@ contains
       if (x(i) /= expected(version, i)) matches = .false.
     end do
   end function matches
-
-  function make_root() result(dir)
-    character(len=4096) :: dir
-    character(len=4096) :: tmp
-    character(kind=c_char), allocatable :: template(:)
-    integer :: i, n0, st
-    call get_environment_variable("TMPDIR", tmp, status=st)
-    if (st /= 0 .or. len_trim(tmp) == 0) tmp = "/tmp"
-    dir = trim(tmp) // "/cairn-fortran-mpi-test.XXXXXX"
-    n0 = len_trim(dir)
-    allocate (template(n0 + 1))
-    do i = 1, n0
-      template(i) = dir(i:i)
-    end do
-    template(n0 + 1) = c_null_char
-    if (.not. c_associated(c_mkdtemp(template))) then
-      print '(a)', "test_cairn_mpi: mkdtemp failed for " // trim(dir)
-      error stop 2
-    end if
-    do i = 1, n0
-      dir(i:i) = template(i)
-    end do
-  end function make_root
 
   subroutine check(ok, line, what)
     logical, intent(in) :: ok

@@ -1,0 +1,62 @@
+// What xor_parity.cpp (the sets, the encoding) and xor_rebuild.cpp (the
+// parity level's streamed rebuild) share: the parity file's header
+// (docs/format.md 3.9 is normative) and the exchanges within a set. Internal
+// to libcairn_mpi.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "api/xor_parity.hpp"
+#include "cairn/config.hpp"
+#include "cairn/group.hpp"
+#include "cairn/status.hpp"
+#include "os/fs.hpp"
+
+namespace cairn::parity::impl {
+
+inline constexpr char kMagic[8] = {'C', 'A', 'I', 'R', 'N', 'X', 'O', 'R'};
+inline constexpr size_t kFixed = 40, kPerMember = 24, kCrc = 4;
+
+// <rank dir>/.xor: where a member keeps its parity files (under <name>/).
+std::string ParityDir(const Config& c);
+// A version's parity file name.
+std::string ParityFile(int64_t v);
+
+struct Member {
+  int64_t rank = -1;
+  int64_t bytes = -1;  // of its bundle
+  uint32_t crc = 0;    // of its bundle
+};
+struct Header {
+  int64_t version = -1;
+  uint32_t position = 0;
+  uint64_t chunk = 0;
+  std::vector<Member> members;
+  size_t Size() const { return kFixed + kPerMember * members.size(); }
+};
+
+std::vector<uint8_t> EncodeHeader(const Header& h);
+// The header of a parity file, checked against the file's size and (when
+// `members` is given) this member's set; kCorrupt naming what is wrong.
+Result<Header> ReadHeader(os::File& file, const std::string& path, const std::vector<int>& members);
+
+// dst ^= src.
+void XorInto(uint8_t* dst, const uint8_t* src, size_t n);
+// Chunk of member p that member j's parity holds (j != p).
+size_t ChunkOf(size_t j, size_t p, size_t m);
+// Every member of the set but `excluded` sends chunk ChunkOf(j, p) of its
+// bundle to each other member j but `excluded`, and XORs what it receives
+// into *acc (c bytes).
+Status XorScatter(Group& group, const Sets& sets, size_t excluded, const std::vector<uint8_t>& bundle,
+                  uint64_t c, std::vector<uint8_t>* acc);
+// The same small message to every other member of the set, and theirs;
+// (*got)[q] is member q's (this member's own at its position).
+Status ShareInSet(Group& group, const Sets& sets, const std::vector<uint8_t>& mine,
+                  std::vector<std::vector<uint8_t>>* got);
+// "1, 2, 3".
+std::string RankList(const std::vector<int>& ranks);
+
+}  // namespace cairn::parity::impl
