@@ -2,11 +2,14 @@
 // one process (driven by one thread, or one thread each). Nonblocking
 // point-to-point messages match as MPI's do (in order per sender, tag and
 // receiver); a test may damage a message on its way (Hub::damage) or fail
-// a send as a broken transport would (Hub::fail_send).
+// a send as a broken transport would (Hub::fail_send). With Hub::rendezvous
+// a send completes only once a receive took it, as MPI's large messages do,
+// and is read from the sender's buffer only then.
 // AllReduce and Exchange block, so members that use them need a thread each.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -33,6 +36,18 @@ class LoopbackHub {
   // error fails StartSend with it (the message is not sent). Set before
   // the members' threads start.
   std::function<Status(int, int, int)> fail_send;
+  // Sends complete only once matched (MPI's rendezvous protocol) and the
+  // message is copied from the sender's buffer then: a buffer freed before
+  // is a heap-use-after-free under ASan, and a send request destroyed
+  // before it completed is counted in sends_dropped. Set before the
+  // members start.
+  bool rendezvous = false;
+  std::atomic<int> sends_dropped{0};
+  struct SendState {
+    const uint8_t* data = nullptr;
+    size_t bytes = 0;
+    bool done = false;
+  };
 
   struct Receive {
     uint8_t* data;
@@ -46,8 +61,18 @@ class LoopbackHub {
   void Send(Key key, std::vector<uint8_t> msg) {
     std::lock_guard lock(mu_);
     if (damage) damage(std::get<0>(key), std::get<1>(key), std::get<2>(key), msg);
-    messages_[key].push_back(std::move(msg));
+    messages_[key].push_back({std::move(msg), nullptr});
     Match(key);
+  }
+  // Rendezvous: the message stays in the sender's buffer until matched.
+  void SendLater(Key key, std::shared_ptr<SendState> state) {
+    std::lock_guard lock(mu_);
+    messages_[key].push_back({{}, std::move(state)});
+    Match(key);
+  }
+  bool SendDone(const SendState& state) {
+    std::lock_guard lock(mu_);
+    return state.done;
   }
   void Post(Key key, std::shared_ptr<Receive> r) {
     std::lock_guard lock(mu_);
@@ -112,8 +137,13 @@ class LoopbackHub {
       auto r = recvs.front();
       recvs.pop_front();
       auto& m = msgs.front();
-      r->bytes = std::min(m.size(), r->capacity);
-      std::memcpy(r->data, m.data(), r->bytes);
+      if (m.later) {  // read from the sender's buffer now
+        m.bytes.assign(m.later->data, m.later->data + m.later->bytes);
+        if (damage) damage(std::get<0>(key), std::get<1>(key), std::get<2>(key), m.bytes);
+        m.later->done = true;
+      }
+      r->bytes = std::min(m.bytes.size(), r->capacity);
+      std::memcpy(r->data, m.bytes.data(), r->bytes);
       r->done = true;
       msgs.pop_front();
     }
@@ -122,7 +152,11 @@ class LoopbackHub {
   const int size_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::map<Key, std::deque<std::vector<uint8_t>>> messages_;
+  struct Message {
+    std::vector<uint8_t> bytes;
+    std::shared_ptr<SendState> later;  // rendezvous: not read yet
+  };
+  std::map<Key, std::deque<Message>> messages_;
   std::map<Key, std::deque<std::shared_ptr<Receive>>> receives_;
   std::map<std::pair<int, int>, std::deque<std::vector<uint8_t>>> mail_;
   int arrived_ = 0;
@@ -156,8 +190,13 @@ class LoopbackGroup final : public Group {
     if (hub_->fail_send) {
       if (Status s = hub_->fail_send(rank_, to, tag); !s.ok()) return s;
     }
+    if (hub_->rendezvous) {
+      auto state = std::make_shared<LoopbackHub::SendState>(LoopbackHub::SendState{.data = data, .bytes = bytes});
+      hub_->SendLater({rank_, to, tag}, state);
+      return std::unique_ptr<Request>(new Sent(hub_, std::move(state)));
+    }
     hub_->Send({rank_, to, tag}, std::vector<uint8_t>(data, data + bytes));
-    return std::unique_ptr<Request>(new Sent);
+    return std::unique_ptr<Request>(new Sent(hub_, nullptr));
   }
   Result<std::unique_ptr<Request>> StartReceive(int from, int tag, uint8_t* data, size_t capacity) override {
     auto r = std::make_shared<LoopbackHub::Receive>();
@@ -168,12 +207,24 @@ class LoopbackGroup final : public Group {
   }
 
  private:
-  // Sends are buffered by the hub: complete at once.
+  // Sends are buffered by the hub and complete at once; with rendezvous
+  // once matched.
   class Sent final : public Request {
    public:
-    Result<bool> Test() override { return true; }
+    Sent(LoopbackHub* hub, std::shared_ptr<LoopbackHub::SendState> later) : hub_(hub), later_(std::move(later)) {}
+    ~Sent() override {
+      if (later_ && !hub_->SendDone(*later_)) ++hub_->sends_dropped;
+    }
+    Result<bool> Test() override { return !later_ || hub_->SendDone(*later_); }
     size_t bytes() const override { return 0; }
-    Status Cancel() override { return Status::Ok(); }
+    Status Cancel() override {
+      if (!later_ || hub_->SendDone(*later_)) return Status::Ok();
+      return Status::Unsupported("a send is never withdrawn");
+    }
+
+   private:
+    LoopbackHub* hub_;
+    std::shared_ptr<LoopbackHub::SendState> later_;
   };
   class Received final : public Request {
    public:

@@ -102,7 +102,10 @@ class CAIRN_EXPORT Group {
     // Done? Once true, bytes() is the size of the message (a receive).
     virtual Result<bool> Test() = 0;
     virtual size_t bytes() const = 0;
-    // Withdraws a receive no message matched yet; it is then complete.
+    // Withdraws a receive: once it returns Ok the request is complete
+    // (withdrawn, or a message matched it meanwhile) and its buffer may go;
+    // after an error it may still be pending and the buffer must stay. A
+    // send cannot be withdrawn (an error): its owner keeps it until Test().
     virtual Status Cancel() = 0;
   };
   virtual bool point_to_point() const { return false; }

@@ -49,6 +49,35 @@ uint32_t ChunkCrc(const uint8_t* payload, size_t n, int64_t index) {
   return crc32c::Extend(crc32c::Value(payload, n), &index, sizeof index);
 }
 
+// What MPI may still read or write after its owner is gone: a send to a
+// member that stopped receiving (it never completes), a receive whose
+// withdrawal failed. Freeing its buffer would let MPI touch freed memory
+// (the heap corruption once met in MPI_Finalize), so it is kept until the
+// process exits. Error paths only; reachable from here, so LeakSanitizer
+// does not count it.
+class Kept {
+ public:
+  static void UntilExit(std::shared_ptr<void> p) {
+    static Kept* kept = new Kept;
+    MutexLock lock(&kept->mu_);
+    kept->items_.push_back(std::move(p));
+  }
+
+ private:
+  Mutex mu_;
+  std::vector<std::shared_ptr<void>> items_ CAIRN_GUARDED_BY(mu_);
+};
+
+// Complete (or none)? A failed test counts as pending: MPI may still use it.
+bool Settled(const std::unique_ptr<Group::Request>& r) {
+  if (!r) return true;
+  auto done = r->Test();
+  return done.ok() && *done;
+}
+
+// Withdraws a receive (or none); false while it may still be pending.
+bool Withdrawn(const std::unique_ptr<Group::Request>& r) { return !r || r->Cancel().ok(); }
+
 }  // namespace
 
 struct Transfers::Out {
@@ -131,14 +160,47 @@ Transfers::Transfers(Group* group, Map map, Config config, Local local, Transfer
 }
 
 Transfers::~Transfers() {
-  // Without Finish (an error, a client destroyed after MPI_Finalize): the
-  // receives are withdrawn, the sends left to the transport.
+  // After Finish everything is quiet unless an error stopped the transfers;
+  // without Finish (an error) receives may be posted and sends in flight.
+  // Nothing MPI may still touch is freed: a receive is withdrawn (cancel +
+  // wait), a send that has not completed is kept with its buffer.
   MutexLock lock(&mu_);
+  for (auto& o : outs_) abandoned_.push_back(std::move(o));
+  outs_.clear();
+  for (auto& o : abandoned_) {
+    if (!Quiet(*o)) {
+      o->files.clear();  // its chunks are read: the files can close
+      Kept::UntilExit(std::shared_ptr<Out>(std::move(o)));
+    }
+  }
   for (auto& in : ins_) {
-    for (auto& p : in->posted) (void)p.req->Cancel();
+    for (auto& p : in->posted) {
+      if (!Withdrawn(p.req)) Kept::UntilExit(std::make_shared<Out::Flight>(std::move(p)));
+    }
+    for (auto& a : in->acks) {
+      if (!Settled(a.second)) Kept::UntilExit(std::make_shared<decltype(In::acks)::value_type>(std::move(a)));
+    }
   }
   for (auto& p : peers_) {
-    if (p->req && !p->heard) (void)p->req->Cancel();
+    if (!(p->heard || Withdrawn(p->req)) || !Settled(p->send)) Kept::UntilExit(std::shared_ptr<Peer>(std::move(p)));
+  }
+}
+
+bool Transfers::Quiet(Out& o) {
+  bool quiet = Settled(o.head_req);
+  for (auto& f : o.flights) quiet = Settled(f.req) && quiet;
+  return Withdrawn(o.ack_req) && quiet;
+}
+
+void Transfers::Dispose(std::unique_ptr<Out> o) {
+  if (!Quiet(*o)) abandoned_.push_back(std::move(o));
+}
+
+// Frees what completed since: abandoned transfers, abort notices sent.
+void Transfers::Reap() {
+  std::erase_if(abandoned_, [&](auto& o) CAIRN_REQUIRES(mu_) { return Quiet(*o); });
+  for (auto& p : peers_) {
+    if (p->send && Settled(p->send)) p->send.reset();
   }
 }
 
@@ -211,7 +273,9 @@ void Transfers::Aborted(int rank, const Status& s) {
     if (in->source != rank || !in->aborted.ok()) continue;
     in->aborted = s;
     in->bye = true;
-    for (auto& p : in->posted) (void)p.req->Cancel();
+    for (auto& p : in->posted) {
+      if (!Withdrawn(p.req)) Kept::UntilExit(std::make_shared<Out::Flight>(std::move(p)));
+    }
     in->posted.clear();
     if (in->receiving) {
       for (auto& f : in->files) {
@@ -232,6 +296,7 @@ void Transfers::Progress() {
 }
 
 void Transfers::Step() {
+  Reap();
   if (broken_.ok()) Listen();
   if (!broken_.ok()) return;
   {
@@ -260,9 +325,8 @@ void Transfers::StepOut() {
         out_results_[o->seq] = partner_aborted_.WithContext("the partner copy of version " +
                                                             std::to_string(o->version) + " of '" + o->name + "'");
       }
-      if (o->ack_req) (void)o->ack_req->Cancel();
       done_seq_ = o->seq;
-      abandoned_.push_back(std::move(o));
+      Dispose(std::move(o));  // its sends may never complete: kept until quiet
     }
     outs_.clear();
     return;
@@ -308,6 +372,7 @@ void Transfers::StepOut() {
                                                  std::to_string(o.version) + " of '" + o.name + "'");
     }
     done_seq_ = o.seq;
+    Dispose(std::move(outs_.front()));  // quiet: its head, chunks and ack completed
     outs_.pop_front();
   }
 }
@@ -424,13 +489,13 @@ Status Transfers::Post(In& in, std::vector<uint8_t> buf) {
 }
 
 void Transfers::StepIn(In& in) {
-  if (!in.aborted.ok()) return;  // its acks' sends are left to the transport
-  while (!in.acks.empty()) {
+  while (!in.acks.empty()) {  // an ack's buffer lives until its send completed
     auto sent = in.acks.front().second->Test();
     if (!sent.ok()) return Fail(sent.status());
     if (!*sent) break;
     in.acks.pop_front();
   }
+  if (!in.aborted.ok()) return;  // nothing more comes from it
   while (!in.bye) {
     while (in.posted.size() < static_cast<size_t>(limits_.window)) {
       if (Status s = Post(in, {}); !s.ok()) return Fail(s);
@@ -618,19 +683,27 @@ Status Transfers::Finish() {
   // A member that stopped after an error sent its abort notice instead of
   // its end message (Fail); make sure it did.
   if (!broken_.ok()) SendAborts();
+  // The receives still posted are withdrawn (cancel + wait: their buffers
+  // may go only then); one whose withdrawal failed stays for the destructor.
   for (auto& p : peers_) {
     if (p->req && !p->heard) {
       Status c = p->req->Cancel();
-      if (s.ok()) s = c;
+      if (!c.ok()) {
+        if (s.ok()) s = c;
+        continue;
+      }
     }
     p->req.reset();
   }
   for (auto& in : ins_) {
+    std::deque<Out::Flight> pending;
     for (auto& p : in->posted) {
       Status c = p.req->Cancel();
+      if (c.ok()) continue;
       if (s.ok()) s = c;
+      pending.push_back(std::move(p));
     }
-    in->posted.clear();
+    in->posted = std::move(pending);
     // What no wait asked for: its errors are reported here.
     for (auto& [key, st] : in->stored) {
       if (s.ok()) s = st;
@@ -640,6 +713,7 @@ Status Transfers::Finish() {
   for (auto& [seq, st] : out_results_) {
     if (s.ok()) s = st;
   }
+  Reap();  // what is still in flight now is kept by the destructor
   finished_ = true;
   return s;
 }

@@ -117,6 +117,14 @@ class Transfers {
   void SendAborts() CAIRN_REQUIRES(mu_);
   void Aborted(int rank, const Status& s) CAIRN_REQUIRES(mu_);
   Status Drive(const std::function<bool()>& done) CAIRN_REQUIRES(mu_);
+  // Request lifetimes (MPI reads a send's buffer and writes a receive's
+  // until MPI_Test says done or a withdrawal completed): an Out done with
+  // is destroyed only once quiet, else kept in abandoned_ and reaped later;
+  // what is still pending when this object goes is kept until the process
+  // exits (KeepUntilExit), never freed under MPI's feet.
+  bool Quiet(Out& out) CAIRN_REQUIRES(mu_);
+  void Dispose(std::unique_ptr<Out> out) CAIRN_REQUIRES(mu_);
+  void Reap() CAIRN_REQUIRES(mu_);
 
   Group* const group_;
   const Map map_;
@@ -146,14 +154,14 @@ class Transfers {
   bool finished_ CAIRN_GUARDED_BY(mu_) = false;
   Status broken_ CAIRN_GUARDED_BY(mu_);  // a transport error: nothing moves any more
   // The partner and the sources, each once: the abort notices received
-  // from them and sent to them (their buffers live until destruction: a
-  // send is never withdrawn).
+  // from them and sent to them (a notice's send is reaped once complete;
+  // one still pending at destruction is kept, see KeepUntilExit).
   std::vector<std::unique_ptr<Peer>> peers_ CAIRN_GUARDED_BY(mu_);
   bool listening_ CAIRN_GUARDED_BY(mu_) = false;    // the notices' receives are posted
   bool aborts_sent_ CAIRN_GUARDED_BY(mu_) = false;  // after broken_
   Status partner_aborted_ CAIRN_GUARDED_BY(mu_);    // the partner's notice: no ack will come
-  // Transfers to a partner that aborted: kept while their sends may be in
-  // flight (their buffers).
+  // Transfers done with (a partner that aborted, an error) whose sends may
+  // still be in flight: kept with their buffers until they are quiet.
   std::vector<std::unique_ptr<Out>> abandoned_ CAIRN_GUARDED_BY(mu_);
 };
 

@@ -226,5 +226,44 @@ TEST_F(TransferErrorTest, ATransportErrorOnOneSideEndsBothSidesWaitThenClose) {
   EXPECT_EQ(closed[1].code(), Code::kIo) << closed[1].ToString();
 }
 
+// MPI reads a send's buffer until the send completed, and a large message
+// completes only once the receiver took it (rendezvous). Member 1's chunk 0
+// is in flight to member 0 when member 0 stops (its transport fails), so
+// member 0 never takes it and it never completes: member 1 must keep that
+// request and its buffer past its close and destruction (a buffer freed
+// under the transport is what corrupted the heap in MPI_Finalize), while
+// the close of both still returns.
+TEST_F(TransferErrorTest, ASendThatNeverCompletesIsNeverFreed) {
+  hub_.rendezvous = true;
+  Break();
+  ExpectBothFailed(Both([](partner::Transfers& t) { return t.Finish(); }));
+  EXPECT_GE(hub_.Unreceived(), 1u);  // member 1's chunk, never taken
+  transfers_[0].reset();
+  transfers_[1].reset();
+  EXPECT_EQ(hub_.sends_dropped.load(), 0);
+}
+
+// The same with sends that complete only when matched, without an error:
+// every request completes or is withdrawn by Finish, nothing is kept.
+TEST_F(TransferTest, WithRendezvousSendsEveryRequestCompletesByFinish) {
+  hub_.rendezvous = true;
+  Commit(0, 1, 100 << 10);
+  Commit(1, 1, 100 << 10);
+  Start({.chunk_bytes = 16 << 10, .window = 2});
+  transfers_[0]->Queue("s", 1);
+  transfers_[1]->Queue("s", 1);
+  auto out = Both([](partner::Transfers& t) { return t.Complete("s", 1); });
+  EXPECT_TRUE(out[0].ok()) << out[0].ToString();
+  EXPECT_TRUE(out[1].ok()) << out[1].ToString();
+  out = Both([](partner::Transfers& t) { return t.Finish(); });
+  EXPECT_TRUE(out[0].ok()) << out[0].ToString();
+  EXPECT_TRUE(out[1].ok()) << out[1].ToString();
+  EXPECT_EQ(hub_.Unreceived(), 0u);
+  EXPECT_EQ(Slurp(Copy(1, 1)), Slurp(File(0, 1)));
+  transfers_[0].reset();
+  transfers_[1].reset();
+  EXPECT_EQ(hub_.sends_dropped.load(), 0);
+}
+
 }  // namespace
 }  // namespace cairn

@@ -70,19 +70,20 @@ class MpiPending final : public Group::Pending {
   bool done_ = false;
 };
 
-// One MPI_Isend or MPI_Irecv (Group::Request). A receive destroyed before
-// it completed is cancelled; a send is left to MPI (MPI_Request_free: it
-// completes on its own).
+// One MPI_Isend or MPI_Irecv (Group::Request). Its owner keeps it, and the
+// buffer it was given, until Test() says it is done or Cancel() withdrew it
+// (group.hpp): MPI reads a send's buffer, and writes a receive's, until
+// then. A receive destroyed before that is cancelled here (MPI_Cancel +
+// MPI_Wait) as a last resort. A send destroyed before that is a bug of the
+// owner: it is NOT handed to MPI_Request_free (that lets MPI go on reading
+// a buffer the owner is about to free, the heap corruption the L2 tests
+// once met in MPI_Finalize); the request is left as it is.
 class MpiRequest final : public Group::Request {
  public:
   explicit MpiRequest(bool receive) : receive_(receive) {}
   ~MpiRequest() override {
     if (done_ || request_ == MPI_REQUEST_NULL || Finalized()) return;
-    if (receive_) {
-      (void)Cancel();
-    } else {
-      MPI_Request_free(&request_);
-    }
+    if (receive_) (void)Cancel();
   }
   MPI_Request* request() { return &request_; }
   Result<bool> Test() override {
@@ -105,10 +106,15 @@ class MpiRequest final : public Group::Request {
   Status Cancel() override {
     if (done_) return Status::Ok();
     if (Finalized()) return AfterFinalize();
+    if (!receive_) return Status::Unsupported("a send is never withdrawn: its owner waits for it to complete");
     int err = MPI_Cancel(&request_);
-    if (err == MPI_SUCCESS) err = MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS) return MpiError(err, "MPI_Cancel of a receive");
+    // Cancelled, or matched meanwhile: either way it completes, and only
+    // then may its buffer go.
+    err = MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS) return MpiError(err, "MPI_Wait for a cancelled receive");
     done_ = true;
-    return err == MPI_SUCCESS ? Status::Ok() : MpiError(err, "MPI_Cancel");
+    return Status::Ok();
   }
 
  private:
