@@ -12,19 +12,19 @@
 namespace cairn::redundancy {
 
 Result<Plan> AgreePlan(Group& group, const Config& config) {
-  CAIRN_ASSIGN_OR_RETURN(
-      std::vector<int64_t> every,
-      AgreedEnvironment(group, {"CAIRN_L2_EVERY", "CAIRN_L3_EVERY", "CAIRN_L3_GROUP", "CAIRN_L4_EVERY"}));
-  Plan plan{.l2_every = every[0], .l3_every = every[1], .l4_every = every[3]};
+  // The settings are configuration keys (mpi.*), valid by now and the same
+  // on every member (CheckConfigsAgree); what they derive from the group
+  // (partners, sets) is checked here, alike on every member.
+  Plan plan{.l2_every = config.l2_every, .l3_every = config.l3_every, .l4_every = config.l4_every};
   if (plan.l2_every > 0) {
     CAIRN_ASSIGN_OR_RETURN(plan.partner, partner::MakeMap(group));
   }
   if (plan.l3_every > 0) {
     // Derived from every rank's node alike: an error is the same everywhere.
-    CAIRN_ASSIGN_OR_RETURN(plan.sets, parity::MakeSets(group, every[2]));
+    CAIRN_ASSIGN_OR_RETURN(plan.sets, parity::MakeSets(group, config.l3_group));
   }
   if (plan.l4_every > 0 && config.persistent_dir.empty()) {
-    return Status::Config("CAIRN_L4_EVERY is " + std::to_string(plan.l4_every) +
+    return Status::Config("mpi.l4_every (CAIRN_L4_EVERY) is " + std::to_string(plan.l4_every) +
                           ", but no persistent directory is configured (storage.persistent, "
                           "CAIRN_PERSISTENT): L4 makes every such wait's version persistent there");
   }

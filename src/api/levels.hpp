@@ -1,5 +1,6 @@
 // The redundancy levels of a client opened in a group (docs/mpi.md): their
-// settings (CAIRN_L2_EVERY, CAIRN_L3_EVERY, CAIRN_L3_GROUP, CAIRN_L4_EVERY),
+// settings (the mpi.* configuration keys: CAIRN_L2_EVERY, CAIRN_L3_EVERY,
+// CAIRN_L3_GROUP, CAIRN_L4_EVERY),
 // whose turn a wait is, the recoveries before a collective restore and the
 // MPI stats. One owner for that state, so that client.cpp only says *when*
 // (after a collective wait, before a collective restore) and Levels says
@@ -34,10 +35,11 @@ struct Plan {
   parity::Sets sets;     // when l3_every > 0
 };
 
-// Reads the settings from the environment, checks they are valid and the
-// same on every member, and derives the partner map and XOR sets. `config`
-// is the job's configuration (L4 needs a persistent directory). kConfig on
-// every member naming what is wrong. Collective.
+// The settings from `config` (the mpi.* keys, checked by LoadConfig and
+// agreed across members by CheckConfigsAgree before this), and the partner
+// map and XOR sets they need; `config` is the job's configuration (L4 needs
+// a persistent directory). kConfig on every member naming what is wrong.
+// Collective.
 Result<Plan> AgreePlan(Group& group, const Config& config);
 
 class Levels {

@@ -28,7 +28,7 @@ class OneMember final : public Group {
   }
 };
 
-// Sets the levels' variables for one test and clears them after.
+// Clears the levels' environment variables a test set.
 class LevelsTest : public ::testing::Test {
  protected:
   void TearDown() override {
@@ -39,8 +39,8 @@ class LevelsTest : public ::testing::Test {
 };
 
 TEST_F(LevelsTest, L4TurnsAreEveryNthWaitAndAPersistentWaitIsOne) {
-  setenv("CAIRN_L4_EVERY", "2", 1);
   Config config;
+  config.l4_every = 2;
   config.persistent_dir = "/nonexistent-persistent";
   auto plan = redundancy::AgreePlan(group_, config);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -74,8 +74,8 @@ TEST_F(LevelsTest, L4TurnsAreEveryNthWaitAndAPersistentWaitIsOne) {
 }
 
 TEST_F(LevelsTest, AFailedPersistentWaitFailsTheWait) {
-  setenv("CAIRN_L4_EVERY", "1", 1);
   Config config;
+  config.l4_every = 1;
   config.persistent_dir = "/nonexistent-persistent";
   auto plan = redundancy::AgreePlan(group_, config);
   ASSERT_TRUE(plan.ok());
@@ -91,20 +91,42 @@ TEST_F(LevelsTest, AFailedPersistentWaitFailsTheWait) {
 
 TEST_F(LevelsTest, SettingsErrorsSayWhy) {
   Config config;
-  setenv("CAIRN_L4_EVERY", "1", 1);
+  config.l4_every = 1;
   auto no_dir = redundancy::AgreePlan(group_, config);
   ASSERT_FALSE(no_dir.ok());
   EXPECT_EQ(no_dir.status().code(), Code::kConfig);
   EXPECT_NE(no_dir.status().message().find("no persistent directory"), std::string::npos);
-  unsetenv("CAIRN_L4_EVERY");
-  setenv("CAIRN_L2_EVERY", "1", 1);
+  EXPECT_NE(no_dir.status().message().find("mpi.l4_every (CAIRN_L4_EVERY)"), std::string::npos);
+  config.l4_every = 0;
+  config.l2_every = 1;
   auto one_node = redundancy::AgreePlan(group_, config);
   ASSERT_FALSE(one_node.ok());
   EXPECT_NE(one_node.status().message().find("at least two nodes"), std::string::npos);
+}
+
+// The settings are configuration keys: from the file ([mpi]) or the
+// environment (the same variables as before), a bad value named.
+TEST_F(LevelsTest, SettingsAreConfigurationKeys) {
+  auto file = LoadConfigFromString("[mpi]\nl2_every = 2\nl3_every = 3\nl3_group = 4\nl4_every = 5\n", "cairn.toml",
+                                   /*apply_environment=*/false);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(file->l2_every, 2);
+  EXPECT_EQ(file->l3_every, 3);
+  EXPECT_EQ(file->l3_group, 4);
+  EXPECT_EQ(file->l4_every, 5);
+  setenv("CAIRN_L2_EVERY", "7", 1);
+  auto env = LoadConfigFromString("[mpi]\nl2_every = 2\n", "cairn.toml", /*apply_environment=*/true);
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  EXPECT_EQ(env->l2_every, 7);  // the environment wins
   setenv("CAIRN_L2_EVERY", "often", 1);
-  auto bad = redundancy::AgreePlan(group_, config);
+  auto bad = LoadConfigFromString("", "cairn.toml", /*apply_environment=*/true);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("'often'"), std::string::npos);
+  EXPECT_EQ(bad.status().code(), Code::kConfig);
+  EXPECT_NE(bad.status().message().find("CAIRN_L2_EVERY='often'"), std::string::npos) << bad.status().ToString();
+  unsetenv("CAIRN_L2_EVERY");
+  auto negative = LoadConfigFromString("[mpi]\nl3_every = -1\n", "cairn.toml", false);
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("'mpi.l3_every'"), std::string::npos) << negative.status().ToString();
 }
 
 TEST_F(LevelsTest, ARestoreWithoutLocalFileCountsAsPersistent) {

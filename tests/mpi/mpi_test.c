@@ -210,7 +210,7 @@ static void test_config(void) {
  * job on one node are configuration errors on every rank. */
 static void test_l2(void) {
   const int k = g_size / 2; /* two simulated nodes */
-  char text[16];
+  char text[32];
   snprintf(text, sizeof text, "%d", k);
   setenv("CAIRN_MPI_RANKS_PER_NODE", text, 1);
   setenv("CAIRN_L2_EVERY", "1", 1);
@@ -309,9 +309,10 @@ static void test_l2(void) {
 
   /* Bad settings: an error on every rank. */
   if (g_rank == 0) setenv("CAIRN_L2_EVERY", "1", 1);
-  expect_config_error("CAIRN_L2_EVERY differing", "CAIRN_L2_EVERY differs");
+  expect_config_error("CAIRN_L2_EVERY differing", "mpi.l2_every (CAIRN_L2_EVERY)");
   setenv("CAIRN_L2_EVERY", g_rank == g_size - 1 ? "often" : "1", 1);
-  expect_config_error("CAIRN_L2_EVERY not a number", g_rank == g_size - 1 ? "'often'" : "CAIRN_L2_EVERY");
+  snprintf(text, sizeof text, "rank %d", g_size - 1);
+  expect_config_error("CAIRN_L2_EVERY not a number", g_rank == g_size - 1 ? "CAIRN_L2_EVERY='often'" : text);
   setenv("CAIRN_L2_EVERY", "1", 1);
   snprintf(text, sizeof text, "%d", g_size);
   setenv("CAIRN_MPI_RANKS_PER_NODE", text, 1);

@@ -62,6 +62,10 @@ class Config:
     cow_fraction: float
     zero_copy_order: str
     write_protect: str
+    l2_every: int
+    l3_every: int
+    l3_group: int
+    l4_every: int
     def validate(self) -> None: ...
 
 class History:

@@ -486,6 +486,13 @@ class Client(_Closable):
                                   ``"address"`` (docs/design.md, "Flush order")
     ``write_protect``             zero-copy: ``"auto"`` (default),
                                   ``"userfaultfd"`` or ``"mprotect"``
+    ``l2_every``                  with ``comm``: every n-th checkpoint is copied
+                                  to the partner rank (L2), ``0`` = off
+    ``l3_every``                  with ``comm``: every n-th wait gets XOR
+                                  parity (L3), ``0`` = off
+    ``l3_group``                  with ``comm``: ranks per XOR set, ``0`` = auto
+    ``l4_every``                  with ``comm``: every n-th wait is made
+                                  persistent (L4), ``0`` = off (docs/mpi.md)
     ============================  ================================================
 
     ``comm`` (an mpi4py communicator, e.g. ``MPI.COMM_WORLD``) opens the
@@ -543,6 +550,10 @@ class Client(_Closable):
         cow_fraction: Optional[float] = None,
         zero_copy_order: Optional[str] = None,
         write_protect: Optional[str] = None,
+        l2_every: Optional[int] = None,
+        l3_every: Optional[int] = None,
+        l3_group: Optional[int] = None,
+        l4_every: Optional[int] = None,
         comm: Any = None,
         **unknown: NoReturn,
     ) -> None:
