@@ -88,6 +88,16 @@ if(CAIRN_HAVE_MPI)
       EXPORT CairnMpiTargets
       ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devel)
   endif()
+  # libcairn_fti (src/compat, docs/fti.md): FTI's API, with FTI's header name
+  # (<prefix>/include/fti.h), so that an FTI program builds unchanged.
+  if(TARGET cairn_fti)
+    install(TARGETS cairn_fti
+      EXPORT CairnMpiTargets
+      LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
+              NAMELINK_COMPONENT devel)
+    install(FILES ${PROJECT_SOURCE_DIR}/include/fti.h
+      DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT devel)
+  endif()
   install(EXPORT CairnMpiTargets
     NAMESPACE Cairn::
     FILE CairnMpiTargets.cmake

@@ -150,6 +150,30 @@ TEST_P(ClientKindTest, LatestReturnsNewestAndOlderKeptVersionRestores) {
   EXPECT_TRUE(SameBytes(buf.Read(), Pattern(buf.size(), 12)));
 }
 
+// Latest(name, at_most): the newest kept version <= the bound (VELOC's
+// Restart_test bound, docs/veloc.md); kNotFound below the oldest.
+TEST_F(ClientTest, LatestAtMostPicksNewestVersionUnderTheBound) {
+  Config c = MakeConfig();
+  c.keep_versions = 4;
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> buf = Pattern(10000, 1);
+  ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
+  for (int64_t v : {10, 20, 30, 40}) {
+    ASSERT_OK(client->Checkpoint("bnd", v));
+    ASSERT_OK(client->Wait("bnd", v, Level::kLocal));
+  }
+  for (auto [bound, want] : std::vector<std::pair<int64_t, int64_t>>{{40, 40}, {1000, 40}, {39, 30}, {30, 30}, {25, 20}, {20, 20}, {19, 10}, {10, 10}}) {
+    auto v = client->Latest("bnd", bound);
+    ASSERT_TRUE(v.ok()) << bound << ": " << v.status().ToString();
+    EXPECT_EQ(*v, want) << "bound " << bound;
+  }
+  EXPECT_EQ(client->Latest("bnd", 9).status().code(), Code::kNotFound);
+  EXPECT_EQ(client->Latest("bnd", 0).status().code(), Code::kNotFound);
+  EXPECT_EQ(client->Latest("bnd", -1).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(client->Latest("none", 100).status().code(), Code::kNotFound);
+}
+
 // A size mismatch (or a region missing from the version) is detected before
 // anything is copied: every region keeps its content.
 TEST_P(ClientKindTest, SizeMismatchAndMissingRegionLeaveRegionsUntouched) {

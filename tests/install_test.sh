@@ -6,7 +6,9 @@
 #      as examples/consumer_pkgconfig describes (shared, then static);
 #   4. when the build has libcairn_mpi: examples/consumer_mpi with
 #      find_package(Cairn COMPONENTS mpi) and with pkg-config cairn_mpi + mpicc,
-#      each run under mpirun with 2 ranks.
+#      each run under mpirun with 2 ranks; with libcairn_veloc, VELOC's heat
+#      program (tests/compat/veloc_heatdis.c) built against the installed
+#      veloc.h with mpicc and run the same way.
 # Usage: tests/install_test.sh [BUILD_DIR]
 set -euo pipefail
 
@@ -96,6 +98,20 @@ if [[ -f "$libdir/libcairn_mpi.so" ]]; then
     "$root/examples/consumer_mpi/main.c" $(pkg-config --cflags --libs cairn_mpi)
   CAIRN_SCRATCH="$work/mpi-pc" LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     mpirun -x CAIRN_SCRATCH -x LD_LIBRARY_PATH "${mpirun_flags[@]}" "$work/consumer_mpi_pc"
+
+  # A VELOC program, unchanged: -I<prefix>/include -lcairn_veloc (docs/veloc.md).
+  if [[ -f "$libdir/libcairn_veloc.so" ]]; then
+    step "VELOC's API: tests/compat/veloc_heatdis.c against <prefix>/include/veloc.h, -lcairn_veloc"
+    [[ -f "$prefix/include/veloc.h" && -f "$prefix/include/veloc/defs.h" ]] || {
+      echo "install_test: veloc.h or veloc/defs.h missing beside libcairn_veloc.so" >&2
+      exit 1
+    }
+    mpicc -std=c11 -o "$work/veloc_heatdis" "$root/tests/compat/veloc_heatdis.c" \
+      -I"$prefix" -I"$prefix/include" -L"$libdir" -lcairn_veloc -Wl,-rpath-link,"$libdir"
+    printf 'scratch = %s\npersistent = %s\n' "$work/veloc-s" "$work/veloc-p" > "$work/veloc.cfg"
+    LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      mpirun -x LD_LIBRARY_PATH "${mpirun_flags[@]}" "$work/veloc_heatdis" "$work/veloc.cfg" mem 20 10 "$work/veloc.out"
+  fi
 fi
 
 step "OK"

@@ -72,6 +72,7 @@ module cairn
   public :: cairn_history_pop, cairn_history_pop_ptr, cairn_history_close
   public :: cairn_strerror, cairn_last_error
   public :: cairn_alloc, cairn_free
+  public :: cairn_c_chars
 
   ! The C API (include/cairn/cairn.h). Names are passed as NUL-terminated
   ! character(kind=c_char) arrays.
@@ -259,6 +260,21 @@ contains
     c = trim(s) // c_null_char
   end function to_c
 
+  !> Fortran string -> NUL-terminated array of C characters (trailing blanks
+  !> removed), for C arguments passed with c_loc: a deferred-length scalar
+  !> cannot be a c_loc target portably, an array with the TARGET attribute can.
+  pure function cairn_c_chars(s) result(c)
+    character(len=*), intent(in) :: s
+    character(kind=c_char), allocatable :: c(:)
+    integer :: i, n
+    n = len_trim(s)
+    allocate (c(n + 1))
+    do i = 1, n
+      c(i) = s(i:i)
+    end do
+    c(n + 1) = c_null_char
+  end function cairn_c_chars
+
   !> NUL-terminated C string -> Fortran string ("" for a null pointer).
   function from_c(p) result(s)
     type(c_ptr), intent(in) :: p
@@ -288,14 +304,8 @@ contains
     character(len=*), intent(in), optional :: config_path
     integer(c_int) :: ierr
     character(kind=c_char), allocatable, target :: path(:)
-    integer :: i, n
     if (present(config_path)) then
-      n = len_trim(config_path)
-      allocate (path(n + 1))
-      do i = 1, n
-        path(i) = config_path(i:i)
-      end do
-      path(n + 1) = c_null_char
+      path = cairn_c_chars(config_path)
       ierr = c_cairn_open(c_loc(path), client%ptr)
     else
       ierr = c_cairn_open(c_null_ptr, client%ptr)

@@ -10,8 +10,8 @@
 !>   use mpi_f08  -> pass comm%MPI_VAL.
 !> libcairn_mpi converts it with MPI_Comm_f2c (cairn_open_mpi_f).
 module cairn_mpi
-  use, intrinsic :: iso_c_binding, only: c_char, c_int, c_loc, c_null_char, c_null_ptr, c_ptr
-  use cairn, only: cairn_client, CAIRN_OK
+  use, intrinsic :: iso_c_binding, only: c_char, c_int, c_loc, c_null_ptr, c_ptr
+  use cairn, only: cairn_client, cairn_c_chars, CAIRN_OK
   implicit none
   private
 
@@ -41,14 +41,8 @@ contains
     character(len=*), intent(in), optional :: config_path
     integer(c_int) :: ierr
     character(kind=c_char), allocatable, target :: path(:)
-    integer :: i, n
     if (present(config_path)) then
-      n = len_trim(config_path)
-      allocate (path(n + 1))
-      do i = 1, n
-        path(i) = config_path(i:i)
-      end do
-      path(n + 1) = c_null_char
+      path = cairn_c_chars(config_path)
       ierr = c_cairn_open_mpi_f(int(comm, c_int), c_loc(path), client%ptr)
     else
       ierr = c_cairn_open_mpi_f(int(comm, c_int), c_null_ptr, client%ptr)

@@ -167,6 +167,7 @@ struct ProtectOptions {
 class History;
 class Group;
 struct GlobalCommitState;  // cairn/group.hpp
+struct WaitLevels;         // cairn/group.hpp
 
 class CAIRN_EXPORT Client {
  public:
@@ -221,6 +222,10 @@ class CAIRN_EXPORT Client {
   // damaged data is found by the restore, which verifies every block as it
   // reads it (RestoreLatest falls back on its own). kNotFound if none.
   Result<int64_t> Latest(std::string_view name);
+  // The same, among the versions <= at_most (>= 0; kInvalidArgument
+  // otherwise): the newest such version, collective on a group's client like
+  // Latest. kNotFound if none (VELOC_Restart_test's bound, docs/veloc.md).
+  Result<int64_t> Latest(std::string_view name, int64_t at_most);
 
   // Copies version `version` into the protected regions (same ids and sizes).
   // Reads from the cache when resident, else from the local, else persistent
@@ -302,6 +307,8 @@ class CAIRN_EXPORT Client {
   // are collective over a group of processes (docs/mpi.md).
   friend Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_ptr<Group> group);
   friend Result<GlobalCommitState> ProgressGlobalCommit(Client& client, std::string_view name);
+  friend Status WaitAtLevels(Client& client, std::string_view name, int64_t version,
+                             WaitLevels levels);
 };
 
 // A sequence of steps pushed in a forward pass and popped (usually in reverse)

@@ -133,6 +133,10 @@ namespace cairn {
  * RestoreLatest and Wait (and SavedRanks, SavedLatest) are collective over
  * comm. Collective. The saved-job calls are Client methods (cairn.hpp). */
 CAIRN_EXPORT Result<std::unique_ptr<Client>> OpenMpi(MPI_Comm comm, const char* config_path);
+/* The same with a configuration the caller built (libcairn_veloc reads
+ * VELOC's configuration file into one): each rank's own Config, or the error
+ * building it gave, which then fails the open on every rank. Collective. */
+CAIRN_EXPORT Result<std::unique_ptr<Client>> OpenMpi(MPI_Comm comm, Result<Config> config);
 
 }  // namespace cairn
 #endif

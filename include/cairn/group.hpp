@@ -139,6 +139,23 @@ struct GlobalCommitState {
   uint64_t rounds = 0;           // background reductions completed so far (any name)
 };
 
+// The redundancy levels that one collective wait adds (docs/mpi.md), for
+// callers whose checkpoint call names its level (FTI's FTI_Checkpoint(id,
+// level), docs/fti.md) rather than counting waits as CAIRN_L2_EVERY does.
+struct WaitLevels {
+  bool l2 = false;          // partner copy
+  bool l3 = false;          // XOR parity
+  bool persistent = false;  // wait for the persistent copy and record it (L4)
+};
+
+// Collective: Client::Wait at kLocal (kPersistent when levels.persistent),
+// then exactly the levels asked, whatever the CAIRN_L*_EVERY counters say;
+// this wait is not counted by them. A level asked that the client did not set
+// up at open (CAIRN_L2_EVERY / CAIRN_L3_EVERY 0 or unset) is kConfig, on every
+// rank (the ranks make the same call). For a client in no group: kState.
+CAIRN_EXPORT Status WaitAtLevels(Client& client, std::string_view name, int64_t version,
+                                 WaitLevels levels);
+
 // Progresses the background reduction like any Cairn call on the opening
 // thread (tests it, records its result, starts the next; never blocks) and
 // returns the state of `name`. For a client in no group: kState.

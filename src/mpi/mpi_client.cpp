@@ -323,6 +323,17 @@ Result<std::unique_ptr<Client>> OpenMpi(MPI_Comm comm, const char* config_path) 
   return OpenInGroup(std::move(config), std::move(group));
 }
 
+Result<std::unique_ptr<Client>> OpenMpi(MPI_Comm comm, Result<Config> config) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) return Status::InvalidArgument("cairn::OpenMpi: MPI is not initialized (call MPI_Init first)");
+  if (comm == MPI_COMM_NULL) return Status::InvalidArgument("cairn::OpenMpi: the communicator is MPI_COMM_NULL");
+  Status setup;
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<MpiGroup> group, MpiGroup::Create(comm, &setup));
+  if (!setup.ok()) config = setup;
+  return OpenInGroup(std::move(config), std::move(group));
+}
+
 }  // namespace cairn
 
 extern "C" int cairn_open_mpi(MPI_Comm comm, const char* config_path, cairn_client_t** out) {

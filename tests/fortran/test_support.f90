@@ -2,6 +2,7 @@
 !> and a fresh scratch directory through the C library.
 module cairn_test_support
   use, intrinsic :: iso_c_binding, only: c_associated, c_char, c_int, c_null_char, c_ptr
+  use cairn, only: cairn_c_chars
   implicit none
   private
   public :: set_env, make_temp_dir
@@ -40,11 +41,7 @@ contains
     if (st /= 0 .or. len_trim(tmp) == 0) tmp = "/tmp"
     dir = trim(tmp) // "/" // prefix // ".XXXXXX"
     n = len(dir)
-    allocate (template(n + 1))
-    do i = 1, n
-      template(i) = dir(i:i)
-    end do
-    template(n + 1) = c_null_char
+    template = cairn_c_chars(dir)
     if (.not. c_associated(c_mkdtemp(template))) then
       print '(a)', "mkdtemp failed for " // dir
       error stop 2

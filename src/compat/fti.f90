@@ -1,0 +1,556 @@
+! Module FTI: FTI's Fortran interface (FTI's src/fortran/interface.F90.bpp:
+! `use fti`, FTI_Init(config_file, global_comm, err) returning FTI_COMM_WORLD
+! in global_comm, FTI_Protect(id, data, err) on POINTER scalars and arrays of
+! rank 1-7) over libcairn_fti's C API (docs/fti.md, "Fortran").
+!
+! The FTI_Protect procedures differ only in type and rank (FTI generates its
+! own with bpp; here they are written out). Types: INTEGER4, INTEGER8, REAL4,
+! REAL8 (FTI also has the 1- and 2-byte integers, LOGICAL, COMPLEX, REAL16 and
+! CHARACTER1; FTI_Protect_Ptr with FTI_InitType covers those).
+module fti
+  use, intrinsic :: iso_c_binding
+  implicit none
+  private
+
+  !> An FTI data type (FTI_InitType; the predefined ones below).
+  type, public :: FTI_type
+    integer(c_int), private :: id = -1
+  end type FTI_type
+
+  integer, parameter, public :: FTI_SCES = 0   !< success
+  integer, parameter, public :: FTI_NSCS = -1  !< failure
+  integer, parameter, public :: FTI_DONE = 1   !< a checkpoint was taken
+  integer, parameter, public :: FTI_NREC = -2  !< recovery failed
+
+  type(FTI_type), public, save :: FTI_INTEGER4
+  type(FTI_type), public, save :: FTI_INTEGER8
+  type(FTI_type), public, save :: FTI_REAL4
+  type(FTI_type), public, save :: FTI_REAL8
+
+  public :: FTI_Init, FTI_Status, FTI_InitType, FTI_Protect, FTI_Checkpoint, FTI_Recover, &
+            FTI_Snapshot, FTI_Finalize, FTI_GetStoredSize
+
+  interface
+    function c_init(config, comm) bind(C, name="FTI_Init_fort_wrapper") result(r)
+      import :: c_char, c_int
+      character(kind=c_char), intent(in) :: config(*)
+      integer(c_int), intent(inout) :: comm
+      integer(c_int) :: r
+    end function c_init
+    function c_status() bind(C, name="FTI_Status") result(r)
+      import :: c_int
+      integer(c_int) :: r
+    end function c_status
+    function c_init_type(t, bytes) bind(C, name="FTI_InitType") result(r)
+      import :: c_int
+      integer(c_int), intent(out) :: t
+      integer(c_int), value :: bytes
+      integer(c_int) :: r
+    end function c_init_type
+    function c_protect(id, ptr, count, t) bind(C, name="FTI_Protect") result(r)
+      import :: c_int, c_ptr, c_int64_t
+      integer(c_int), value :: id
+      type(c_ptr), value :: ptr
+      integer(c_int64_t), value :: count
+      integer(c_int), value :: t
+      integer(c_int) :: r
+    end function c_protect
+    function c_stored_size(id) bind(C, name="FTI_GetStoredSize") result(r)
+      import :: c_int, c_int64_t
+      integer(c_int), value :: id
+      integer(c_int64_t) :: r
+    end function c_stored_size
+    function c_checkpoint(id, level) bind(C, name="FTI_Checkpoint") result(r)
+      import :: c_int
+      integer(c_int), value :: id, level
+      integer(c_int) :: r
+    end function c_checkpoint
+    function c_recover() bind(C, name="FTI_Recover") result(r)
+      import :: c_int
+      integer(c_int) :: r
+    end function c_recover
+    function c_snapshot() bind(C, name="FTI_Snapshot") result(r)
+      import :: c_int
+      integer(c_int) :: r
+    end function c_snapshot
+    function c_finalize() bind(C, name="FTI_Finalize") result(r)
+      import :: c_int
+      integer(c_int) :: r
+    end function c_finalize
+  end interface
+
+  !> FTI_Protect(id, data, err): data a POINTER scalar or array (rank 1-7)
+  !> whose elements are contiguous in memory (its first element's address and
+  !> its size are registered, as FTI does); or FTI_Protect(id, c_ptr, count,
+  !> type, err).
+  interface FTI_Protect
+    module procedure FTI_Protect_Ptr
+    module procedure FTI_Protect_INTEGER4_r0
+    module procedure FTI_Protect_INTEGER4_r1
+    module procedure FTI_Protect_INTEGER4_r2
+    module procedure FTI_Protect_INTEGER4_r3
+    module procedure FTI_Protect_INTEGER4_r4
+    module procedure FTI_Protect_INTEGER4_r5
+    module procedure FTI_Protect_INTEGER4_r6
+    module procedure FTI_Protect_INTEGER4_r7
+    module procedure FTI_Protect_INTEGER8_r0
+    module procedure FTI_Protect_INTEGER8_r1
+    module procedure FTI_Protect_INTEGER8_r2
+    module procedure FTI_Protect_INTEGER8_r3
+    module procedure FTI_Protect_INTEGER8_r4
+    module procedure FTI_Protect_INTEGER8_r5
+    module procedure FTI_Protect_INTEGER8_r6
+    module procedure FTI_Protect_INTEGER8_r7
+    module procedure FTI_Protect_REAL4_r0
+    module procedure FTI_Protect_REAL4_r1
+    module procedure FTI_Protect_REAL4_r2
+    module procedure FTI_Protect_REAL4_r3
+    module procedure FTI_Protect_REAL4_r4
+    module procedure FTI_Protect_REAL4_r5
+    module procedure FTI_Protect_REAL4_r6
+    module procedure FTI_Protect_REAL4_r7
+    module procedure FTI_Protect_REAL8_r0
+    module procedure FTI_Protect_REAL8_r1
+    module procedure FTI_Protect_REAL8_r2
+    module procedure FTI_Protect_REAL8_r3
+    module procedure FTI_Protect_REAL8_r4
+    module procedure FTI_Protect_REAL8_r5
+    module procedure FTI_Protect_REAL8_r6
+    module procedure FTI_Protect_REAL8_r7
+  end interface FTI_Protect
+
+contains
+
+  !> Collective. global_comm (integer handle) becomes FTI_COMM_WORLD's.
+  subroutine FTI_Init(config_file, global_comm, err)
+    character(len=*), intent(in) :: config_file
+    integer, intent(inout) :: global_comm
+    integer, intent(out) :: err
+    integer(c_int) :: comm
+    comm = int(global_comm, c_int)
+    err = int(c_init(trim(config_file) // c_null_char, comm))
+    if (err /= FTI_SCES) return
+    global_comm = int(comm)
+    call FTI_InitType(FTI_INTEGER4, 4, err)
+    if (err /= FTI_SCES) return
+    call FTI_InitType(FTI_INTEGER8, 8, err)
+    if (err /= FTI_SCES) return
+    call FTI_InitType(FTI_REAL4, 4, err)
+    if (err /= FTI_SCES) return
+    call FTI_InitType(FTI_REAL8, 8, err)
+    if (err /= FTI_SCES) return
+  end subroutine FTI_Init
+
+  subroutine FTI_Status(status)
+    integer, intent(out) :: status
+    status = int(c_status())
+  end subroutine FTI_Status
+
+  subroutine FTI_InitType(type_F, size_F, err)
+    type(FTI_type), intent(out) :: type_F
+    integer, intent(in) :: size_F
+    integer, intent(out) :: err
+    err = int(c_init_type(type_F%id, int(size_F, c_int)))
+  end subroutine FTI_InitType
+
+  subroutine FTI_GetStoredSize(id_F, size)
+    integer, intent(in) :: id_F
+    integer(8), intent(out) :: size
+    size = int(c_stored_size(int(id_F, c_int)), 8)
+  end subroutine FTI_GetStoredSize
+
+  subroutine FTI_Protect_Ptr(id_F, ptr, count_F, type_F, err)
+    integer, intent(in) :: id_F
+    type(c_ptr), value :: ptr
+    integer, intent(in) :: count_F
+    type(FTI_type), intent(in) :: type_F
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), ptr, int(count_F, c_int64_t), type_F%id))
+  end subroutine FTI_Protect_Ptr
+
+  subroutine FTI_Protect_INTEGER4_r0(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(4), pointer, intent(in) :: data
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data), 1_c_int64_t, FTI_INTEGER4%id))
+  end subroutine FTI_Protect_INTEGER4_r0
+
+  subroutine FTI_Protect_INTEGER4_r1(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(4), pointer, intent(in) :: data(:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1))), &
+                        int(size(data, kind=8), c_int64_t), FTI_INTEGER4%id))
+  end subroutine FTI_Protect_INTEGER4_r1
+
+  subroutine FTI_Protect_INTEGER4_r2(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(4), pointer, intent(in) :: data(:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2))), &
+                        int(size(data, kind=8), c_int64_t), FTI_INTEGER4%id))
+  end subroutine FTI_Protect_INTEGER4_r2
+
+  subroutine FTI_Protect_INTEGER4_r3(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(4), pointer, intent(in) :: data(:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3))), &
+                        int(size(data, kind=8), c_int64_t), FTI_INTEGER4%id))
+  end subroutine FTI_Protect_INTEGER4_r3
+
+  subroutine FTI_Protect_INTEGER4_r4(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(4), pointer, intent(in) :: data(:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4))), &
+                        int(size(data, kind=8), c_int64_t), FTI_INTEGER4%id))
+  end subroutine FTI_Protect_INTEGER4_r4
+
+  subroutine FTI_Protect_INTEGER4_r5(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(4), pointer, intent(in) :: data(:,:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4), &
+                              lbound(data, 5))), &
+                        int(size(data, kind=8), c_int64_t), FTI_INTEGER4%id))
+  end subroutine FTI_Protect_INTEGER4_r5
+
+  subroutine FTI_Protect_INTEGER4_r6(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(4), pointer, intent(in) :: data(:,:,:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4), &
+                              lbound(data, 5), &
+                              lbound(data, 6))), &
+                        int(size(data, kind=8), c_int64_t), FTI_INTEGER4%id))
+  end subroutine FTI_Protect_INTEGER4_r6
+
+  subroutine FTI_Protect_INTEGER4_r7(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(4), pointer, intent(in) :: data(:,:,:,:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4), &
+                              lbound(data, 5), &
+                              lbound(data, 6), &
+                              lbound(data, 7))), &
+                        int(size(data, kind=8), c_int64_t), FTI_INTEGER4%id))
+  end subroutine FTI_Protect_INTEGER4_r7
+
+  subroutine FTI_Protect_INTEGER8_r0(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(8), pointer, intent(in) :: data
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data), 1_c_int64_t, FTI_INTEGER8%id))
+  end subroutine FTI_Protect_INTEGER8_r0
+
+  subroutine FTI_Protect_INTEGER8_r1(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(8), pointer, intent(in) :: data(:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1))), &
+                        int(size(data, kind=8), c_int64_t), FTI_INTEGER8%id))
+  end subroutine FTI_Protect_INTEGER8_r1
+
+  subroutine FTI_Protect_INTEGER8_r2(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(8), pointer, intent(in) :: data(:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2))), &
+                        int(size(data, kind=8), c_int64_t), FTI_INTEGER8%id))
+  end subroutine FTI_Protect_INTEGER8_r2
+
+  subroutine FTI_Protect_INTEGER8_r3(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(8), pointer, intent(in) :: data(:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3))), &
+                        int(size(data, kind=8), c_int64_t), FTI_INTEGER8%id))
+  end subroutine FTI_Protect_INTEGER8_r3
+
+  subroutine FTI_Protect_INTEGER8_r4(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(8), pointer, intent(in) :: data(:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4))), &
+                        int(size(data, kind=8), c_int64_t), FTI_INTEGER8%id))
+  end subroutine FTI_Protect_INTEGER8_r4
+
+  subroutine FTI_Protect_INTEGER8_r5(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(8), pointer, intent(in) :: data(:,:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4), &
+                              lbound(data, 5))), &
+                        int(size(data, kind=8), c_int64_t), FTI_INTEGER8%id))
+  end subroutine FTI_Protect_INTEGER8_r5
+
+  subroutine FTI_Protect_INTEGER8_r6(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(8), pointer, intent(in) :: data(:,:,:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4), &
+                              lbound(data, 5), &
+                              lbound(data, 6))), &
+                        int(size(data, kind=8), c_int64_t), FTI_INTEGER8%id))
+  end subroutine FTI_Protect_INTEGER8_r6
+
+  subroutine FTI_Protect_INTEGER8_r7(id_F, data, err)
+    integer, intent(in) :: id_F
+    integer(8), pointer, intent(in) :: data(:,:,:,:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4), &
+                              lbound(data, 5), &
+                              lbound(data, 6), &
+                              lbound(data, 7))), &
+                        int(size(data, kind=8), c_int64_t), FTI_INTEGER8%id))
+  end subroutine FTI_Protect_INTEGER8_r7
+
+  subroutine FTI_Protect_REAL4_r0(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(4), pointer, intent(in) :: data
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data), 1_c_int64_t, FTI_REAL4%id))
+  end subroutine FTI_Protect_REAL4_r0
+
+  subroutine FTI_Protect_REAL4_r1(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(4), pointer, intent(in) :: data(:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1))), &
+                        int(size(data, kind=8), c_int64_t), FTI_REAL4%id))
+  end subroutine FTI_Protect_REAL4_r1
+
+  subroutine FTI_Protect_REAL4_r2(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(4), pointer, intent(in) :: data(:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2))), &
+                        int(size(data, kind=8), c_int64_t), FTI_REAL4%id))
+  end subroutine FTI_Protect_REAL4_r2
+
+  subroutine FTI_Protect_REAL4_r3(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(4), pointer, intent(in) :: data(:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3))), &
+                        int(size(data, kind=8), c_int64_t), FTI_REAL4%id))
+  end subroutine FTI_Protect_REAL4_r3
+
+  subroutine FTI_Protect_REAL4_r4(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(4), pointer, intent(in) :: data(:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4))), &
+                        int(size(data, kind=8), c_int64_t), FTI_REAL4%id))
+  end subroutine FTI_Protect_REAL4_r4
+
+  subroutine FTI_Protect_REAL4_r5(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(4), pointer, intent(in) :: data(:,:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4), &
+                              lbound(data, 5))), &
+                        int(size(data, kind=8), c_int64_t), FTI_REAL4%id))
+  end subroutine FTI_Protect_REAL4_r5
+
+  subroutine FTI_Protect_REAL4_r6(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(4), pointer, intent(in) :: data(:,:,:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4), &
+                              lbound(data, 5), &
+                              lbound(data, 6))), &
+                        int(size(data, kind=8), c_int64_t), FTI_REAL4%id))
+  end subroutine FTI_Protect_REAL4_r6
+
+  subroutine FTI_Protect_REAL4_r7(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(4), pointer, intent(in) :: data(:,:,:,:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4), &
+                              lbound(data, 5), &
+                              lbound(data, 6), &
+                              lbound(data, 7))), &
+                        int(size(data, kind=8), c_int64_t), FTI_REAL4%id))
+  end subroutine FTI_Protect_REAL4_r7
+
+  subroutine FTI_Protect_REAL8_r0(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(8), pointer, intent(in) :: data
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data), 1_c_int64_t, FTI_REAL8%id))
+  end subroutine FTI_Protect_REAL8_r0
+
+  subroutine FTI_Protect_REAL8_r1(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(8), pointer, intent(in) :: data(:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1))), &
+                        int(size(data, kind=8), c_int64_t), FTI_REAL8%id))
+  end subroutine FTI_Protect_REAL8_r1
+
+  subroutine FTI_Protect_REAL8_r2(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(8), pointer, intent(in) :: data(:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2))), &
+                        int(size(data, kind=8), c_int64_t), FTI_REAL8%id))
+  end subroutine FTI_Protect_REAL8_r2
+
+  subroutine FTI_Protect_REAL8_r3(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(8), pointer, intent(in) :: data(:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3))), &
+                        int(size(data, kind=8), c_int64_t), FTI_REAL8%id))
+  end subroutine FTI_Protect_REAL8_r3
+
+  subroutine FTI_Protect_REAL8_r4(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(8), pointer, intent(in) :: data(:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4))), &
+                        int(size(data, kind=8), c_int64_t), FTI_REAL8%id))
+  end subroutine FTI_Protect_REAL8_r4
+
+  subroutine FTI_Protect_REAL8_r5(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(8), pointer, intent(in) :: data(:,:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4), &
+                              lbound(data, 5))), &
+                        int(size(data, kind=8), c_int64_t), FTI_REAL8%id))
+  end subroutine FTI_Protect_REAL8_r5
+
+  subroutine FTI_Protect_REAL8_r6(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(8), pointer, intent(in) :: data(:,:,:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4), &
+                              lbound(data, 5), &
+                              lbound(data, 6))), &
+                        int(size(data, kind=8), c_int64_t), FTI_REAL8%id))
+  end subroutine FTI_Protect_REAL8_r6
+
+  subroutine FTI_Protect_REAL8_r7(id_F, data, err)
+    integer, intent(in) :: id_F
+    real(8), pointer, intent(in) :: data(:,:,:,:,:,:,:)
+    integer, intent(out) :: err
+    err = int(c_protect(int(id_F, c_int), c_loc(data( &
+                              lbound(data, 1), &
+                              lbound(data, 2), &
+                              lbound(data, 3), &
+                              lbound(data, 4), &
+                              lbound(data, 5), &
+                              lbound(data, 6), &
+                              lbound(data, 7))), &
+                        int(size(data, kind=8), c_int64_t), FTI_REAL8%id))
+  end subroutine FTI_Protect_REAL8_r7
+
+  subroutine FTI_Checkpoint(id_F, level, err)
+    integer, intent(in) :: id_F, level
+    integer, intent(out) :: err
+    err = int(c_checkpoint(int(id_F, c_int), int(level, c_int)))
+  end subroutine FTI_Checkpoint
+
+  subroutine FTI_Recover(err)
+    integer, intent(out) :: err
+    err = int(c_recover())
+  end subroutine FTI_Recover
+
+  subroutine FTI_Snapshot(err)
+    integer, intent(out) :: err
+    err = int(c_snapshot())
+  end subroutine FTI_Snapshot
+
+  subroutine FTI_Finalize(err)
+    integer, intent(out) :: err
+    err = int(c_finalize())
+  end subroutine FTI_Finalize
+
+end module fti

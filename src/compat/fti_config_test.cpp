@@ -1,0 +1,78 @@
+// The pure parts of libcairn_fti: FTI_Snapshot's schedule and the
+// configuration parser (src/compat/fti_snapshot.hpp, fti_config.cpp).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "compat/fti_config.hpp"
+#include "compat/fti_snapshot.hpp"
+
+namespace cairn::fti {
+namespace {
+
+std::vector<int> Levels(Schedule s, int64_t upto) {
+  std::vector<int> out;
+  for (int64_t c = 1; c <= upto; ++c) out.push_back(s.Due(c));
+  return out;
+}
+
+TEST(FtiSchedule, HighestDueLevelWins) {
+  Schedule s;
+  s.interval = {2, 0, 0, 3};
+  EXPECT_EQ(Levels(s, 7), (std::vector<int>{0, 1, 4, 1, 0, 4, 0}));
+}
+
+TEST(FtiSchedule, OffLevelsNeverDue) {
+  Schedule s;
+  EXPECT_EQ(Levels(s, 5), (std::vector<int>{0, 0, 0, 0, 0}));
+}
+
+TEST(FtiSchedule, SkipsMissedIntervals) {
+  Schedule s;
+  s.interval = {5, 0, 0, 0};
+  EXPECT_EQ(s.Due(3), 0);
+  EXPECT_EQ(s.Due(17), 1);  // 5, 10, 15 missed: one checkpoint
+  EXPECT_EQ(s.next[0], 20);
+  EXPECT_EQ(s.Due(19), 0);
+  EXPECT_EQ(s.Due(20), 1);
+}
+
+const char* kGood =
+    "[Basic]\nHead = 0\nNode_size = 2\nCkpt_dir = ./Local\t#/path/to/local/storage/\n"
+    "Glbl_dir = ./Global ; comment\nCkpt_L1 = 3\nckpt_l4 = 11\nenable_dcp = 1\n"
+    "dcp_block_size = 4096\nmeta_dir = ./Meta\n[restart]\nfailure = 0\n[advanced]\nlocal_test = 1\n";
+
+TEST(FtiConfig, ParsesFtisExample) {
+  auto c = ParseConfig(kGood, "config.fti");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->ckpt_dir, "./Local");
+  EXPECT_EQ(c->glbl_dir, "./Global");
+  EXPECT_EQ(c->node_size, 2);
+  EXPECT_EQ(c->interval[0], 3);
+  EXPECT_EQ(c->interval[3], 11);
+  EXPECT_TRUE(c->dcp);
+  EXPECT_EQ(c->dcp_block_size, 4096);
+  EXPECT_TRUE(c->local_test);
+  ASSERT_EQ(c->notes.size(), 2u);  // meta_dir, failure
+  EXPECT_NE(c->notes[0].find("meta_dir has no effect"), std::string::npos);
+}
+
+void ExpectError(const std::string& text, const std::string& want) {
+  auto c = ParseConfig(text, "f.fti");
+  ASSERT_FALSE(c.ok()) << text;
+  EXPECT_NE(c.status().message().find(want), std::string::npos) << c.status().message();
+}
+
+TEST(FtiConfig, RejectsWhatCairnCannotDo) {
+  ExpectError(std::string(kGood) + "[basic]\nhead = 1\n", "dedicated FTI head rank");
+  ExpectError(std::string(kGood) + "[basic]\nenable_staging = 1\n", "staging");
+  ExpectError(std::string(kGood) + "[basic]\nckpt_l9 = 1\n", "f.fti:16: unknown key 'ckpt_l9' in [basic]");
+  ExpectError(std::string(kGood) + "[basic]\nverbosity = 7\n", "from 1 to 4");
+  ExpectError("[basic]\nckpt_dir = a\n", "glbl_dir is missing");
+  ExpectError("ckpt_dir = a\n", "key before any [section]");
+  ExpectError("[basic\n", "is not a [section] line");
+}
+
+}  // namespace
+}  // namespace cairn::fti

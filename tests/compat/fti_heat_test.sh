@@ -1,0 +1,96 @@
+#!/bin/bash
+# FTI's heat program (fti_heat.c) killed mid-run and relaunched over
+# libcairn_fti (docs/fti.md, "Tests"):
+#   fti_heat_test.sh <fti_heat> <np> <scenario> <mpiexec and its flags...>
+# scenarios:
+#   l1        checkpoints at level 1 every 5 iterations; killed after 23,
+#             resumed: must resume at 20 and end with the uninterrupted result
+#   l4        level 4 only; the local directory is deleted before the relaunch
+#   l2        level 2; the first simulated node's local directory is deleted
+#             (its ranks come back from their partner copies)
+#   l3        level 3; the same deletion (its ranks are rebuilt from the XOR
+#             parity of their sets)
+#   snapshot  FTI_Snapshot at every iteration, ckpt_l1 = 4 calls, ckpt_l4 = 10
+#   dcp       as l1 with enable_dcp = 1 (Cairn's hash change detection)
+set -u
+heat=$1; np=$2; scenario=$3; shift 3
+run() { "$@" -np "$np" "$heat"; }
+root=$(mktemp -d "${TMPDIR:-/tmp}/fti-heat.XXXXXX")
+trap 'rm -rf "$root"' EXIT
+fail() { echo "FAIL ($scenario, np $np): $*"; exit 1; }
+
+node_size=1; group=2
+[ "$np" -ge 4 ] && node_size=2
+[ "$np" -lt 4 ] && group=$np
+[ "$group" -lt 2 ] && group=2
+ckpt_l1=0; ckpt_l4=0; dcp=0; level=1; every=5
+case $scenario in
+  l1) ;;
+  l4) level=4 ;;
+  l2) level=2 ;;
+  l3) level=3 ;;
+  snapshot) every=0; ckpt_l1=4; ckpt_l4=10 ;;
+  dcp) dcp=1 ;;
+  *) fail "unknown scenario" ;;
+esac
+config() {  # $1: directory of the job
+  mkdir -p "$1/local" "$1/global" "$1/meta"
+  cat > "$1/config.fti" <<CFG
+[basic]
+head = 0
+node_size = $node_size
+ckpt_dir = $1/local
+glbl_dir = $1/global
+meta_dir = $1/meta   # has no effect in Cairn
+ckpt_l1 = $ckpt_l1
+ckpt_l2 = 0
+ckpt_l3 = 0
+ckpt_l4 = $ckpt_l4
+inline_l2 = 1
+inline_l3 = 1
+inline_l4 = 1
+keep_last_ckpt = 0
+group_size = $group
+enable_dcp = $dcp
+dcp_mode = 1
+dcp_block_size = 4096
+verbosity = 3
+[restart]
+failure = 0
+exec_id = XXXX-XX-XX_XX-XX-XX
+[advanced]
+local_test = 1
+CFG
+}
+export FTI_HEAT_EVERY=$every FTI_HEAT_LEVEL=$level CAIRN_FTI_INTERVAL_UNIT=calls
+export CAIRN_HOST_CACHE=1MiB CAIRN_BLOCK_SIZE=64KiB CAIRN_COPY_THREADS=0 CAIRN_HOST_CACHE_INIT=lazy
+
+config "$root/ref"
+"$@" -np "$np" "$heat" "$root/ref/config.fti" 40 "$root/ref/result" > "$root/ref/out" 2>&1 ||
+  { cat "$root/ref/out"; fail "the uninterrupted run failed"; }
+
+config "$root/job"
+FTI_HEAT_STOP_AT=23 "$@" -np "$np" "$heat" "$root/job/config.fti" 40 "$root/job/result" > "$root/job/out1" 2>&1
+[ -e "$root/job/result" ] && fail "the killed run finished"
+case $scenario in
+  l4) rm -rf "$root/job/local" && mkdir "$root/job/local" ;;
+  l2|l3) [ -d "$root/job/local/node0" ] || fail "no node0 directory: $(ls "$root/job/local")"
+      rm -rf "$root/job/local/node0" ;;
+esac
+"$@" -np "$np" "$heat" "$root/job/config.fti" 40 "$root/job/result" > "$root/job/out2" 2>&1 ||
+  { cat "$root/job/out1" "$root/job/out2"; fail "the relaunch failed"; }
+expect=20
+[ "$scenario" = snapshot ] && expect=23   # the 24th call (4 | 24) checkpointed before iteration 23
+grep -q "resumed at iteration $expect\$" "$root/job/out2" ||
+  { cat "$root/job/out2"; fail "did not resume at iteration $expect"; }
+if [ "$scenario" = l2 ]; then
+  grep -q "from its partner copy" "$root/job/out2" ||
+    { cat "$root/job/out2"; fail "node 0's ranks were not restored from their partner copies (L2)"; }
+fi
+if [ "$scenario" = l3 ]; then
+  grep -q "rebuilt from the XOR parity" "$root/job/out2" ||
+    { cat "$root/job/out2"; fail "node 0's ranks were not rebuilt from the XOR parity (L3)"; }
+fi
+cmp -s "$root/ref/result" "$root/job/result" ||
+  { cat "$root/ref/result" "$root/job/result"; fail "the resumed run's grid differs from the uninterrupted run's"; }
+echo "PASS ($scenario, np $np)"
