@@ -584,30 +584,13 @@ Status WaitAtLevels(Client& client, std::string_view name, int64_t version, Wait
   if (!impl.group) return Status::State("WaitAtLevels needs a client opened in a group (cairn_open_mpi)");
   const std::string label = "version " + std::to_string(version) + " of '" + std::string(name) + "'";
   // The same on every rank (set up at open from agreed settings): no agreement needed.
-  if ((levels.l2 && impl.l2_every <= 0) || (levels.l3 && impl.l3_every <= 0)) {
-    return Status::Config(std::string("the ") + (levels.l2 && impl.l2_every <= 0 ? "partner (L2)" : "XOR (L3)") +
-                          " level was not set up when this client was opened (CAIRN_L2_EVERY / "
-                          "CAIRN_L3_EVERY), so " + label + " cannot get it");
-  }
+  CAIRN_RETURN_IF_ERROR(impl.levels->CheckAsked(levels, label));
   const Level level = levels.persistent ? Level::kPersistent : Level::kLocal;
   Status s = impl.core->pipeline->Wait(format::EntryKind::kCheckpoint, std::string(name), version, level);
   ProgressGlobal(impl);
   if (s.ok()) s = impl.global->TakeError();
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, s, "waiting for " + label));
-  if (levels.persistent) impl.Count(&MpiStats::l4_waits);
-  CAIRN_RETURN_IF_ERROR(RecordGlobal(impl, name, version, levels.persistent ? version : -1));
-  if (levels.l2) {
-    Status p = partner::Replicate(*impl.group, impl.partner, impl.config, std::string(name), version);
-    CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, p, "the partner copies (L2) of " + label));
-    impl.Count(&MpiStats::l2_copies);
-  }
-  if (levels.l3) {
-    auto bytes = parity::Encode(*impl.group, impl.sets, impl.config, std::string(name), version);
-    CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, bytes.status(), "the XOR parity (L3) of " + label));
-    impl.Count(&MpiStats::l3_parity_writes);
-    impl.Count(&MpiStats::l3_parity_bytes, *bytes);
-  }
-  return Status::Ok();
+  return impl.levels->AtLevels(std::string(name), version, levels);
 }
 
 Result<GlobalCommitState> ProgressGlobalCommit(Client& client, std::string_view name) {

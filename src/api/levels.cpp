@@ -132,6 +132,41 @@ Status Levels::AfterWait(const std::string& name, int64_t version, cairn::Level 
   return Status::Ok();
 }
 
+Status Levels::CheckAsked(const WaitLevels& asked, const std::string& label) const {
+  if ((asked.l2 && plan_.l2_every <= 0) || (asked.l3 && plan_.l3_every <= 0)) {
+    return Status::Config(std::string("the ") + (asked.l2 && plan_.l2_every <= 0 ? "partner (L2)" : "XOR (L3)") +
+                          " level was not set up when this client was opened (mpi.l2_every / mpi.l3_every, "
+                          "CAIRN_L2_EVERY / CAIRN_L3_EVERY), so " + label + " cannot get it");
+  }
+  return Status::Ok();
+}
+
+Status Levels::AtLevels(const std::string& name, int64_t version, const WaitLevels& asked) {
+  const std::string label = "version " + std::to_string(version) + " of '" + name + "'";
+  if (asked.persistent) Count(&MpiStats::l4_waits);
+  CAIRN_RETURN_IF_ERROR(hooks_.record(name, version, asked.persistent ? version : -1));
+  if (asked.l2) {
+    Status s;
+    if (transfers_) {
+      // Every member asks for the same version (the ranks make the same
+      // call), so every partner queues and sends it alike.
+      if (!transfers_->Queued(name, version)) transfers_->Queue(name, version);
+      s = transfers_->Complete(name, version);
+    } else {
+      s = partner::Replicate(*group_, plan_.partner, config_, name, version);
+    }
+    CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, s, "the partner copies (L2) of " + label));
+    if (!transfers_) Count(&MpiStats::l2_copies);
+  }
+  if (asked.l3) {
+    auto bytes = parity::Encode(*group_, plan_.sets, config_, name, version);
+    CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, bytes.status(), "the XOR parity (L3) of " + label));
+    Count(&MpiStats::l3_parity_writes);
+    Count(&MpiStats::l3_parity_bytes, *bytes);
+  }
+  return Status::Ok();
+}
+
 // Says so on stderr: which level served the rank matters to whoever reads
 // the job's log.
 Status Levels::Recover(const std::string& name, int64_t bound, int64_t distrust) {

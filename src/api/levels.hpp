@@ -87,6 +87,15 @@ class Levels {
   // Collective.
   Status AfterWait(const std::string& name, int64_t version, cairn::Level level);
 
+  // WaitAtLevels (cairn/group.hpp): kConfig when a level asked was not set
+  // up at open (its mpi.l*_every is 0). The same on every member.
+  Status CheckAsked(const WaitLevels& asked, const std::string& label) const;
+  // After that wait: records the global commit (persistent too when asked),
+  // then exactly the levels asked, whatever the turn counters say (an L2
+  // copy of a version that was no turn is queued now). Not counted as a
+  // wait. Collective.
+  Status AtLevels(const std::string& name, int64_t version, const WaitLevels& asked);
+
   // Before a collective latest / restore (redundancy::Recover): members that
   // lack the newest version <= bound every member has (or distrust their
   // copy of it) get it back from L2 or L3. Logs which level served this
