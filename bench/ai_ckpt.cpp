@@ -134,7 +134,7 @@ void SpinFor(double seconds) {
 struct ModeRun {
   double runtime_s = 0;
   std::vector<double> call_s;
-  uint64_t red = 0, orange = 0, extra_bytes = 0;
+  uint64_t red = 0, orange = 0, blue = 0, watch_faults = 0, extra_bytes = 0;
 };
 
 Status SyncCheckpoint(const std::string& dir, uint64_t v, const uint8_t* data, size_t n) {
@@ -198,6 +198,8 @@ Result<ModeRun> RunMode(const AiOptions& o, int mode, uint8_t* mem, const std::s
     const Stats s = c->GetStats();
     r.red = s.zero_copy.red;
     r.orange = s.zero_copy.orange;
+    r.blue = s.zero_copy.blue;
+    r.watch_faults = s.zero_copy.watch_faults;
     if (mode == 2) {
       r.extra_bytes = s.cache_capacity_bytes;
     } else {
@@ -219,7 +221,7 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
   };
   const double base = median(0, [](const ModeRun& r) { return r.runtime_s; });
   Json runtime = Json::Object(), increase = Json::Object(), memory = Json::Object(), red = Json::Object(),
-       orange = Json::Object(), calls = Json::Object();
+       orange = Json::Object(), blue = Json::Object(), watch = Json::Object(), calls = Json::Object();
   for (int m = 0; m < kModeCount; ++m) {
     const double rt = median(m, [](const ModeRun& r) { return r.runtime_s; });
     runtime.Set(kModes[m], rt);
@@ -232,6 +234,8 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
     if (m >= 3) {
       red.Set(kModes[m], median(m, [](const ModeRun& r) { return r.red; }));
       orange.Set(kModes[m], median(m, [](const ModeRun& r) { return r.orange; }));
+      blue.Set(kModes[m], median(m, [](const ModeRun& r) { return r.blue; }));
+      watch.Set(kModes[m], median(m, [](const ModeRun& r) { return r.watch_faults; }));
     }
   }
   const char* patterns[] = {"sequential", "reversed", "random", "irregular"};
@@ -249,7 +253,9 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
       .Set("runtime_increase_s", increase)
       .Set("extra_memory_bytes", memory)
       .Set("red", red)
-      .Set("orange", orange);
+      .Set("orange", orange)
+      .Set("blue", blue)
+      .Set("watch_faults", watch);
   Json doc = Json::Object();
   doc.Set("ai_ckpt", a);
   return doc;

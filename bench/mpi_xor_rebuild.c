@@ -75,9 +75,21 @@ static void warm(const char *scratch) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* Rank 1's time of one collective restore_latest on a fresh client, and
- * its mpi_l3_rebuild_s of it. */
-static void timed_restore(void *buf, size_t bytes, double *restore_s, double *rebuild_s) {
+/* The phases of a rebuild (cairn_stats_t's mpi_l3_*_s; docs/mpi.md
+ * "Measuring a rebuild"), as the JSON names them. */
+enum { kPhases = 7 };
+static const char *const kPhaseNames[kPhases] = {"read_s", "exchange_s", "xor_s", "crc_s",
+                                                 "write_s", "write_wait_s", "sync_s"};
+static void phases_of(const cairn_stats_t *st, double *out) {
+  const double v[kPhases] = {st->mpi_l3_read_s,  st->mpi_l3_exchange_s,   st->mpi_l3_xor_s,
+                             st->mpi_l3_crc_s,   st->mpi_l3_write_s,      st->mpi_l3_write_wait_s,
+                             st->mpi_l3_sync_s};
+  memcpy(out, v, sizeof v);
+}
+
+/* This rank's time of one collective restore_latest on a fresh client, its
+ * mpi_l3_rebuild_s and the phases of the rebuild it took part in. */
+static void timed_restore(void *buf, size_t bytes, double *restore_s, double *rebuild_s, double *phases) {
   cairn_client_t *c = open_client(buf, bytes);
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = MPI_Wtime();
@@ -89,6 +101,7 @@ static void timed_restore(void *buf, size_t bytes, double *restore_s, double *re
   if ((rc = cairn_stats(c, &st)) != CAIRN_OK) die("cairn_stats", rc);
   *restore_s = t1 - t0;
   *rebuild_s = st.mpi_l3_rebuild_s;
+  phases_of(&st, phases);
   if ((rc = cairn_close(c)) != CAIRN_OK) die("cairn_close", rc);
 }
 
@@ -140,29 +153,49 @@ int main(int argc, char **argv) {
   if ((rc = cairn_wait(c, "bench", 1, CAIRN_LEVEL_LOCAL)) != CAIRN_OK) die("cairn_wait (with L3)", rc);
   if ((rc = cairn_close(c)) != CAIRN_OK) die("cairn_close", rc);
 
-  double read_s[100], rebuild_s[100], restore_s[100], unused = 0;
+  double read_s[100], rebuild_s[100], restore_s[100], unused = 0, phases[kPhases][100], none[kPhases];
   for (int t = 0; t < trials; ++t) {
+    double ph[kPhases];
     warm(dir);
-    timed_restore(buf, bytes, &read_s[t], &unused);
+    timed_restore(buf, bytes, &read_s[t], &unused, none);
     MPI_Barrier(MPI_COMM_WORLD);
     if (g_rank == 0) {
       snprintf(cmd, sizeof cmd, "rm -rf '%s/node1'", dir);
       if (system(cmd) != 0) die(cmd, -1);
     }
     warm(dir);
-    timed_restore(buf, bytes, &restore_s[t], &rebuild_s[t]);
+    timed_restore(buf, bytes, &restore_s[t], &rebuild_s[t], ph);
+    for (int k = 0; k < kPhases; ++k) phases[k][t] = ph[k];
   }
+  /* Every rank's median phases to rank 0: rank 1's (the lost member) and
+   * the slowest survivor's are printed. */
+  double mine_ph[kPhases], *all_ph = malloc(sizeof(double) * kPhases * (size_t)size);
+  if (all_ph == NULL) die("malloc", -1);
+  for (int k = 0; k < kPhases; ++k) mine_ph[k] = median(phases[k], trials);
+  MPI_Gather(mine_ph, kPhases, MPI_DOUBLE, all_ph, kPhases, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   /* Rank 1's figures to rank 0. */
   double mine[3] = {median(read_s, trials), median(rebuild_s, trials), median(restore_s, trials)};
   if (g_rank == 1) MPI_Send(mine, 3, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);
   if (g_rank == 0) {
     MPI_Recv(mine, 3, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     printf("{\"ranks\": %d, \"bytes_per_rank\": %zu, \"trials\": %d, \"local_read_s\": %.6f, "
-           "\"rebuild_s\": %.6f, \"restore_after_loss_s\": %.6f, \"rebuild_vs_local_read\": %.3f}\n",
+           "\"rebuild_s\": %.6f, \"restore_after_loss_s\": %.6f, \"rebuild_vs_local_read\": %.3f",
            size, bytes, trials, mine[0], mine[1], mine[2], mine[1] / mine[0]);
+    for (int who = 0; who < 2; ++who) {
+      printf(", \"%s\": {", who == 0 ? "lost_phases" : "survivor_phases_max");
+      for (int k = 0; k < kPhases; ++k) {
+        double v = who == 0 ? all_ph[kPhases + k] : 0;
+        for (int r = 0; who == 1 && r < size && r < 4; ++r)  /* rank 1's set: ranks 0-3 */
+          if (r != 1 && all_ph[r * kPhases + k] > v) v = all_ph[r * kPhases + k];
+        printf("%s\"%s\": %.4f", k ? ", " : "", kPhaseNames[k], v);
+      }
+      printf("}");
+    }
+    printf("}\n");
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
   }
+  free(all_ph);
   free(buf);
   MPI_Finalize();
   return 0;

@@ -138,6 +138,33 @@ else()
   endif()
 endif()
 
+# --- Topology through hwloc (src/os/numa.cpp) ---------------------------------
+# CAIRN_WITH_HWLOC: AUTO uses hwloc (Debian's libhwloc-dev, found with
+# pkg-config) when present, ON requires it, OFF leaves it out. With it the
+# NUMA topology comes from hwloc, so HWLOC_XMLFILE can stand in another
+# machine's layout (tests/data/topology-2pkg-4numa.xml); without it from
+# /sys/devices/system/node (docs/design.md, "Placement").
+set(CAIRN_WITH_HWLOC AUTO CACHE STRING "NUMA topology through hwloc: AUTO (if pkg-config finds hwloc), ON or OFF")
+set_property(CACHE CAIRN_WITH_HWLOC PROPERTY STRINGS AUTO ON OFF)
+set(CAIRN_HAVE_HWLOC OFF)
+if(NOT CAIRN_WITH_HWLOC STREQUAL "AUTO" AND NOT CAIRN_WITH_HWLOC)
+  message(STATUS "Cairn: hwloc disabled (CAIRN_WITH_HWLOC=${CAIRN_WITH_HWLOC}); topology from sysfs")
+else()
+  find_package(PkgConfig QUIET)
+  if(PKG_CONFIG_FOUND)
+    pkg_check_modules(CAIRN_HWLOC QUIET hwloc>=2.0)
+  endif()
+  if(CAIRN_HWLOC_FOUND)
+    set(CAIRN_HAVE_HWLOC ON)
+    message(STATUS "Cairn: NUMA topology through hwloc ${CAIRN_HWLOC_VERSION}")
+  elseif(CAIRN_WITH_HWLOC STREQUAL "AUTO")
+    message(STATUS "Cairn: hwloc >= 2.0 not found (pkg-config); topology from sysfs")
+  else()
+    message(FATAL_ERROR "CAIRN_WITH_HWLOC=${CAIRN_WITH_HWLOC} but pkg-config found no hwloc >= 2.0: "
+                        "install libhwloc-dev")
+  endif()
+endif()
+
 # What every fuzz-tree target is compiled with: libFuzzer's coverage
 # instrumentation, ASan and UBSan (CAIRN_SANITIZE adds the same when set),
 # line tables for the reports. The fuzz_* executables link -fsanitize=fuzzer.

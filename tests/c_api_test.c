@@ -149,6 +149,11 @@ static void test_null_handles(void) {
   CHECK_RC(cairn_history_pop(NULL, 0, buf, sizeof buf, &n), CAIRN_ERR_INVALID_ARGUMENT);
   CHECK_RC(cairn_history_close(NULL), CAIRN_OK);
   CHECK_RC(cairn_register_thread(NULL, 0), CAIRN_ERR_INVALID_ARGUMENT);
+  {
+    int due = 1;
+    CHECK_RC(cairn_checkpoint_due(NULL, "x", &due), CAIRN_ERR_INVALID_ARGUMENT);
+    CHECK(due == 0, "checkpoint_due on a NULL client sets *due to 0");
+  }
   CHECK_RC(cairn_restore_affinity(NULL, CAIRN_CHECKPOINTING_THREAD), CAIRN_ERR_INVALID_ARGUMENT);
   st.size = sizeof st;
   CHECK_RC(cairn_stats(NULL, &st), CAIRN_ERR_INVALID_ARGUMENT);
@@ -220,13 +225,55 @@ done:
 /* cairn_stats_t's layout: the size header, then the rows of cairn_stats.def
  * naturally aligned with no hidden padding (the Fortran binding mirrors it;
  * tests/fortran checks the same size). */
+/* cairn_checkpoint_due: CAIRN_ERR_CONFIG without an MTBF; with one, due
+ * before the first checkpoint of a name and not right after it (an MTBF of
+ * 1e15 s puts the interval at >= 1400 s for any measured cost). */
+static void test_checkpoint_due(void) {
+  cairn_client_t* c = NULL;
+  cairn_stats_t st = CAIRN_STATS_INIT;
+  int due = 7;
+  REQUIRE_RC(cairn_open(NULL, &c), CAIRN_OK);
+  CHECK_RC(cairn_checkpoint_due(c, "due", &due), CAIRN_ERR_CONFIG);
+  CHECK(due == 0, "no MTBF: *due is 0");
+  CHECK(strstr(cairn_last_error(), "checkpoint.mtbf_s (CAIRN_MTBF) is not set") != NULL,
+        "the error names the missing key");
+  CHECK_RC(cairn_checkpoint_due(c, NULL, &due), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_checkpoint_due(c, "due", NULL), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_close(c), CAIRN_OK);
+  c = NULL;
+
+  setenv("CAIRN_MTBF", "1e15", 1);
+  REQUIRE_RC(cairn_open(NULL, &c), CAIRN_OK);
+  unsetenv("CAIRN_MTBF");
+  REQUIRE_RC(cairn_protect(c, 0, g_a, sizeof g_a), CAIRN_OK);
+  CHECK_RC(cairn_checkpoint_due(c, "due", &due), CAIRN_OK);
+  CHECK(due == 1, "due before the first checkpoint");
+  CHECK_RC(cairn_checkpoint(c, "due", 1), CAIRN_OK);
+  CHECK_RC(cairn_checkpoint_due(c, "due", &due), CAIRN_OK);
+  CHECK(due == 0, "not due right after a checkpoint");
+  CHECK_RC(cairn_checkpoint_due(c, "due2", &due), CAIRN_OK);
+  CHECK(due == 1, "another name is due");
+  CHECK_RC(cairn_checkpoint_due(c, "a/b", &due), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_checkpoint_due(c, "due", &due), CAIRN_OK);
+  CHECK_RC(cairn_stats(c, &st), CAIRN_OK);
+  CHECK(st.interval_checkpoint_s > 0, "stats: the measured checkpoint cost");
+  CHECK(st.interval_period_s >= 1400, "stats: the interval in use");
+  CHECK(st.interval_waste > 0 && st.interval_waste < 1e-3, "stats: the expected waste");
+  CHECK(st.interval_restore_s == (double)sizeof g_a / 1e9, "stats: R estimated at 1 GB/s");
+  CHECK_RC(cairn_close(c), CAIRN_OK);
+  c = NULL;
+done:
+  unsetenv("CAIRN_MTBF");
+  if (c != NULL) cairn_close(c);
+}
+
 static void test_stats_layout(void) {
   CHECK(offsetof(cairn_stats_t, size) == 0, "size comes first");
   CHECK(offsetof(cairn_stats_t, capture_bytes) == 8, "the first row follows size");
   CHECK(offsetof(cairn_stats_t, device_capacity_bytes) % 8 == 0, "64-bit fields are 8-aligned");
-  CHECK(offsetof(cairn_stats_t, zero_copy_call_s) + sizeof(double) == sizeof(cairn_stats_t),
+  CHECK(offsetof(cairn_stats_t, interval_restore_s) + sizeof(double) == sizeof(cairn_stats_t),
         "no padding at the end");
-  CHECK(sizeof(cairn_stats_t) == 720, "cairn_stats_t is 720 bytes (tests/fortran checks the same)");
+  CHECK(sizeof(cairn_stats_t) == 832, "cairn_stats_t is 832 bytes (tests/fortran checks the same)");
   CHECK(CAIRN_DEVICE_CACHE_DIRECT == 0 && CAIRN_DEVICE_CACHE_INCREMENTAL == 1,
         "cairn_device_cache_init_t values match cairn::DeviceCacheInit");
 }
@@ -470,6 +517,8 @@ int main(void) {
 
   CHECK_RC(cairn_close(c), CAIRN_OK);
   c = NULL;
+
+  test_checkpoint_due();
 
   /* A new client finds the committed versions in the scratch directory. */
   REQUIRE_RC(cairn_open(NULL, &c), CAIRN_OK);

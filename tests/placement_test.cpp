@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "cairn/cairn.hpp"
@@ -41,9 +42,12 @@ struct Aligned {
 class PlacementTest : public ScratchDirTest {
  protected:
   PlacementTest() : ScratchDirTest("placement") {}
+  // host_cache.numa off: the binds checked below are the restore's only
+  // (the NUMA cache's tests turn it on).
   Config WithNuma(os::Numa* numa) {
     Config c = MakeConfig(16 * kMiB, 1 * kMiB);
     c.numa = numa;
+    c.host_cache_numa = "off";
     return c;
   }
   std::string RecordPath(const Config& c, int64_t v) { return format::PlacementPath(c.scratch_dir, "sim", v); }
@@ -216,6 +220,106 @@ TEST_F(PlacementTest, RetentionRemovesRecordsWithTheirVersions) {
                                        format::EntryPath(c.persistent_dir, "sim", format::EntryKind::kCheckpoint, 4));
     EXPECT_TRUE(rec.ok()) << rec.status().ToString();
   }
+}
+
+// host_cache.numa = auto on four simulated nodes: 16 chunks of 1 MiB, four
+// per node; a capture copies each block into a chunk of its source's node,
+// and the flusher moves to that node's CPUs to write it.
+TEST_F(PlacementTest, NumaCacheCapturesIntoChunksOfTheSourcesNode) {
+  Config c = WithNuma(&at_save_);
+  c.host_cache_numa = "auto";
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  ASSERT_EQ(at_save_.binds().size(), 4u) << "one range per node, bound at open";
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(at_save_.binds()[k].node, k);
+    EXPECT_EQ(at_save_.binds()[k].bytes, 4 * kMiB);
+  }
+  at_save_.Place(a_.data, kGranule, 1);
+  at_save_.Place(a_.data + kGranule, 2 * kGranule, 3);
+  at_save_.Place(b_.data, b_.bytes, 2);
+  std::memset(a_.data, 7, a_.bytes);
+  std::memset(b_.data, 9, b_.bytes);
+  ASSERT_OK(client->Protect(1, a_.data, a_.bytes));
+  ASSERT_OK(client->Protect(2, b_.data, b_.bytes));
+  ASSERT_OK(client->Checkpoint("sim", 1));
+  ASSERT_OK(client->Wait("sim", 1, Level::kLocal));
+  const Stats st = client->GetStats();
+  EXPECT_EQ(st.numa_local_chunks, 8u);
+  EXPECT_EQ(st.numa_remote_chunks, 0u);
+  std::set<std::vector<int>> moved;  // where background threads went
+  for (const auto& [tid, cpus] : at_save_.affinity_sets()) {
+    if (tid != os::CurrentTid()) moved.insert(cpus);
+  }
+  EXPECT_EQ(moved, (std::set<std::vector<int>>{{2, 3}, {4, 5}, {6, 7}})) << "nodes 1, 2 and 3";
+}
+
+// Recording off: the capture samples the source's nodes itself. A node with
+// fewer free chunks than blocks gives the rest to other nodes.
+TEST_F(PlacementTest, NumaCacheWithoutRecordSamplesAndFallsBackWhenTheNodeIsFull) {
+  Config c = WithNuma(&at_save_);
+  c.host_cache_numa = "auto";
+  c.record_placement = false;
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  at_save_.Place(a_.data, a_.bytes, 3);  // 6 blocks, node 3 has 4 chunks
+  std::memset(a_.data, 5, a_.bytes);
+  ASSERT_OK(client->Protect(1, a_.data, a_.bytes));
+  ASSERT_OK(client->Checkpoint("sim", 1));
+  ASSERT_OK(client->Wait("sim", 1, Level::kLocal));
+  EXPECT_FALSE(fs::exists(RecordPath(c, 1)));
+  EXPECT_GT(at_save_.query_pages(), 0);
+  const Stats st = client->GetStats();
+  EXPECT_EQ(st.numa_local_chunks, 4u);
+  EXPECT_EQ(st.numa_remote_chunks, 2u);
+  std::memset(a_.data, 0, a_.bytes);
+  ASSERT_OK(client->Restore("sim", 1));
+  EXPECT_EQ(a_.data[0], 5);
+  EXPECT_EQ(a_.data[a_.bytes - 1], 5);
+}
+
+// One node (auto): nothing is bound, sampled or moved.
+TEST_F(PlacementTest, NumaCacheOffOnOneNode) {
+  os::FakeNuma one(Nodes(1));
+  Config c = WithNuma(&one);
+  c.host_cache_numa = "auto";
+  c.record_placement = false;
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::memset(a_.data, 5, a_.bytes);
+  ASSERT_OK(client->Protect(1, a_.data, a_.bytes));
+  ASSERT_OK(client->Checkpoint("sim", 1));
+  ASSERT_OK(client->Wait("sim", 1, Level::kLocal));
+  EXPECT_TRUE(one.binds().empty());
+  EXPECT_EQ(one.query_pages(), 0);
+  EXPECT_TRUE(one.affinity_sets().empty());
+  const Stats st = client->GetStats();
+  EXPECT_EQ(st.numa_local_chunks + st.numa_remote_chunks, 0u);
+}
+
+// A topology the kernel disagrees with (hwloc's XML of a 4-node machine on
+// this one): `auto` leaves the cache unbound and works; `on` says why not.
+TEST_F(PlacementTest, NumaCacheOnAnotherMachinesTopology) {
+  if (!os::HaveHwloc()) GTEST_SKIP() << "built without hwloc (libhwloc-dev; scripts/deps.sh installs it)";
+  if (os::RealNuma().topology().nodes() >= 4) GTEST_SKIP() << "this machine has the XML's nodes";
+  auto xml = os::ReadHwlocTopology(CAIRN_SOURCE_DIR "/tests/data/topology-2pkg-4numa.xml");
+  ASSERT_TRUE(xml.ok()) << xml.status().ToString();
+  auto numa = os::MakeRealNuma(*xml);
+  Config c = WithNuma(numa.get());
+  c.host_cache_numa = "auto";
+  c.record_placement = false;
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::memset(a_.data, 5, a_.bytes);
+  ASSERT_OK(client->Protect(1, a_.data, a_.bytes));
+  ASSERT_OK(client->Checkpoint("sim", 1));
+  ASSERT_OK(client->Wait("sim", 1, Level::kLocal));
+  EXPECT_EQ(client->GetStats().numa_local_chunks, 0u) << "unbound: no node preference";
+  client.reset();
+  c.host_cache_numa = "on";
+  auto refused = Client::Open(c);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("NUMA node 1"), std::string::npos) << refused.status().ToString();
 }
 
 TEST_F(PlacementTest, BadPlacementModeIsAConfigError) {

@@ -122,7 +122,17 @@ TEST_P(ZeroCopyCaptureTest, VersionsEqualMemoryAtTheCallUnderConcurrentWriters) 
   const Stats s = c->GetStats();
   EXPECT_EQ(s.zero_copy.versions, uint64_t{kVersions}) << s.zero_copy.note;
   EXPECT_EQ(s.zero_copy.fallbacks, 0u) << s.zero_copy.note;
-  EXPECT_EQ(s.zero_copy.blue, 0u);
+  // BLUE first writes are watched with the learned order on userfaultfd only.
+  if (config_.write_protect == WriteProtectMode::kMprotect) {
+    EXPECT_EQ(s.zero_copy.blue, 0u);
+    EXPECT_EQ(s.zero_copy.watch_faults, 0u);
+  }
+  EXPECT_LE(s.zero_copy.blue, s.zero_copy.watch_faults);
+  // pages: the engine's watch is the page source; mprotect has no watch, so
+  // every version is full (layered chains: PagesChainIsLayeredAndExact).
+  if (config_.changes == ChangeDetection::kPages && config_.write_protect == WriteProtectMode::kMprotect) {
+    EXPECT_EQ(s.changes.layered_versions, 0u);
+  }
   if (config_.cow_fraction == 0) {
     EXPECT_EQ(s.zero_copy.orange, 0u);
   }
@@ -139,7 +149,8 @@ TEST_P(ZeroCopyCaptureTest, VersionsEqualMemoryAtTheCallUnderConcurrentWriters) 
 
 INSTANTIATE_TEST_SUITE_P(CowAndChanges, ZeroCopyCaptureTest,
                          ::testing::Combine(::testing::Values(0.0, 0.05, 1.0),
-                                            ::testing::Values(ChangeDetection::kFull, ChangeDetection::kHash),
+                                            ::testing::Values(ChangeDetection::kFull, ChangeDetection::kHash,
+                                                              ChangeDetection::kPages),
                                             ::testing::Values(WriteProtectMode::kUserfaultfd,
                                                               WriteProtectMode::kMprotect)));
 
@@ -200,13 +211,62 @@ TEST_F(ZeroCopyClientTest, ReversedWritersEitherOrderVersionsExact) {
   }
 }
 
-// Memory that checkpoint.changes = pages tracks belongs to the tracker's
-// userfaultfd: the checkpoint is copied instead, and the stats say why.
+// checkpoint.changes = pages under zero-copy (userfaultfd): the engine's
+// watch of first writes is the page source, so a version stores only the
+// pages written since the last checkpoint, whenever they were written: before
+// the call, during the epoch (RED/ORANGE/GREEN) or after it completed
+// (BLUE). Each version is waited for before the next, so each is layered on
+// the one before; the whole chain restores byte for byte.
+TEST_F(ZeroCopyClientTest, PagesChainIsLayeredAndExact) {
+  Config config = MakeConfig(256 * kKiB, 64 * kKiB);
+  config.capture = CaptureMode::kZeroCopy;
+  config.write_protect = WriteProtectMode::kUserfaultfd;
+  config.changes = ChangeDetection::kPages;
+  config.keep_versions = 100;
+  auto c = OpenClient(config);
+  ASSERT_NE(c, nullptr);
+  ASSERT_OK(c->Protect(1, mem_, kBytes));
+  std::mt19937_64 rng(11);
+  for (size_t o = 0; o < kBytes; o += 8) Store(mem_ + o, rng());
+  constexpr int kVersions = 6;
+  constexpr size_t kPages = kBytes / kPage;
+  std::vector<std::vector<uint8_t>> content(kVersions + 1);
+  uint64_t value = 1;
+  auto write_some = [&](int n) {  // n random pages, each a value never stored before
+    for (int i = 0; i < n; ++i) Store(mem_ + (rng() % kPages) * kPage + (rng() % (kPage / 8)) * 8, value++);
+  };
+  for (int v = 1; v <= kVersions; ++v) {
+    write_some(5);
+    content[v] = Snapshot(mem_, kBytes);
+    ASSERT_OK(c->Checkpoint(kName, v));
+    std::thread during([&] { write_some(5); });  // while the epoch is read
+    during.join();
+    ASSERT_OK(c->Wait(kName, v, Level::kLocal));
+    write_some(5);  // after the version completed: BLUE
+  }
+  const Stats s = c->GetStats();
+  EXPECT_EQ(s.zero_copy.versions, uint64_t{kVersions}) << s.zero_copy.note;
+  EXPECT_EQ(s.changes.layered_versions, uint64_t{kVersions - 1}) << s.changes.fallback_note;
+  EXPECT_GT(s.zero_copy.blue, 0u);
+  // At most 15 pages written per version, against 256 in a full one.
+  EXPECT_LT(s.changes.bytes_stored, kBytes + (kVersions - 1) * 16 * kPage);
+  for (int v = kVersions; v >= 1; --v) {
+    std::memset(mem_, 0, kBytes);
+    ASSERT_OK(c->Restore(kName, v));
+    EXPECT_EQ(std::memcmp(mem_, content[v].data(), kBytes), 0) << "version " << v;
+  }
+  ASSERT_OK(c->Close());
+  EXPECT_EQ(ProtectedPages(mem_, kBytes), 0u);
+}
+
+// Memory that checkpoint.changes = auto tracks belongs to the tracker's
+// userfaultfd: the checkpoint is copied instead, and the stats say why
+// (`pages` uses the zero-copy engine's own watch instead: above).
 TEST_F(ZeroCopyClientTest, UnprotectableMemoryFallsBackToCopyWithANote) {
   Config config = MakeConfig(4 * kMiB, 64 * kKiB);
   config.capture = CaptureMode::kZeroCopy;
   config.write_protect = WriteProtectMode::kUserfaultfd;
-  config.changes = ChangeDetection::kPages;
+  config.changes = ChangeDetection::kAuto;
   auto c = OpenClient(config);
   ASSERT_NE(c, nullptr);
   ASSERT_OK(c->Protect(1, mem_, kBytes));
@@ -226,6 +286,39 @@ TEST_F(ZeroCopyClientTest, UnprotectableMemoryFallsBackToCopyWithANote) {
   EXPECT_EQ(mem_[5], 3);
   ASSERT_OK(c->Restore(kName, 2));
   EXPECT_EQ(mem_[5], 4);
+}
+
+// The learned order watches first writes after a page's read until the next
+// checkpoint: once the version is committed, pages stay protected until
+// their first write, which counts as BLUE (one watch fault each); a restore
+// ends the watch, and so does close (no protection left either way).
+TEST_F(ZeroCopyClientTest, FirstWritesAfterTheVersionAreBlueUntilRestoreOrClose) {
+  Config config = MakeConfig(256 * kKiB, 64 * kKiB);
+  config.capture = CaptureMode::kZeroCopy;
+  config.zero_copy_order = "learned";
+  config.write_protect = WriteProtectMode::kUserfaultfd;
+  auto c = OpenClient(config);
+  ASSERT_NE(c, nullptr);
+  ASSERT_OK(c->Protect(1, mem_, kBytes));
+  for (int round = 0; round < 2; ++round) {
+    std::memset(mem_, 7 + round, kBytes);
+    ASSERT_OK(c->Checkpoint(kName, round + 1));
+    ASSERT_OK(c->Wait(kName, round + 1, Level::kLocal));
+    const uint64_t blue = c->GetStats().zero_copy.blue;
+    EXPECT_EQ(ProtectedPages(mem_, kBytes), kBytes / kPage) << "committed, and watched";
+    for (const size_t p : {40, 3, 17}) Store(mem_ + p * kPage, p);
+    const Stats s = c->GetStats();
+    EXPECT_EQ(s.zero_copy.versions, uint64_t(round) + 1) << s.zero_copy.note;
+    EXPECT_EQ(s.zero_copy.blue, blue + 3);
+    EXPECT_EQ(ProtectedPages(mem_, kBytes), kBytes / kPage - 3);
+    if (round == 0) {
+      ASSERT_OK(c->Restore(kName, 1));
+      EXPECT_EQ(ProtectedPages(mem_, kBytes), 0u) << "a restore ends the watch";
+      EXPECT_EQ(mem_[40 * kPage], 7);
+    }
+  }
+  ASSERT_OK(c->Close());
+  EXPECT_EQ(ProtectedPages(mem_, kBytes), 0u) << "close ends the watch";
 }
 
 // Closing right after a zero-copy checkpoint reads the epoch to the end

@@ -42,6 +42,10 @@ module cairn
   integer(c_int), parameter, public :: CAIRN_LEVEL_LOCAL = 1      !< committed to the local (scratch) directory
   integer(c_int), parameter, public :: CAIRN_LEVEL_PERSISTENT = 2 !< committed to the persistent directory
 
+  !> The index under which the thread that called cairn_checkpoint is recorded
+  !> (cairn_restore_affinity).
+  integer(c_int), parameter, public :: CAIRN_CHECKPOINTING_THREAD = -1
+
   ! host_cache.init strategies (cairn_cache_init_t), as in cairn_stats_t%init_strategy.
   integer(c_int32_t), parameter, public :: CAIRN_INIT_EAGER = 0
   integer(c_int32_t), parameter, public :: CAIRN_INIT_MEMSET = 1
@@ -67,7 +71,8 @@ module cairn
 
   public :: cairn_open, cairn_close, cairn_protect, cairn_protect_ptr, cairn_unprotect
   public :: cairn_checkpoint, cairn_wait, cairn_latest, cairn_restore, cairn_stats
-  public :: cairn_restore_latest
+  public :: cairn_restore_latest, cairn_register_thread, cairn_restore_affinity
+  public :: cairn_checkpoint_due
   public :: cairn_history_open, cairn_history_push, cairn_history_push_ptr
   public :: cairn_history_pop, cairn_history_pop_ptr, cairn_history_close
   public :: cairn_strerror, cairn_last_error
@@ -123,6 +128,14 @@ module cairn
       integer(c_int) :: ierr
     end function c_cairn_wait
 
+    function c_cairn_checkpoint_due(c, name, due) bind(C, name="cairn_checkpoint_due") result(ierr)
+      import :: c_char, c_int, c_ptr
+      type(c_ptr), value :: c
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_int), intent(out) :: due
+      integer(c_int) :: ierr
+    end function c_cairn_checkpoint_due
+
     function c_cairn_latest(c, name, version_out) bind(C, name="cairn_latest") result(ierr)
       import :: c_char, c_int, c_int64_t, c_ptr
       type(c_ptr), value :: c
@@ -139,6 +152,20 @@ module cairn
       integer(c_int64_t), intent(out) :: version_out
       integer(c_int) :: ierr
     end function c_cairn_restore_latest
+
+    function c_cairn_register_thread(c, index) bind(C, name="cairn_register_thread") result(ierr)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: c
+      integer(c_int), value :: index
+      integer(c_int) :: ierr
+    end function c_cairn_register_thread
+
+    function c_cairn_restore_affinity(c, index) bind(C, name="cairn_restore_affinity") result(ierr)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: c
+      integer(c_int), value :: index
+      integer(c_int) :: ierr
+    end function c_cairn_restore_affinity
 
     function c_cairn_restore(c, name, version) bind(C, name="cairn_restore") result(ierr)
       import :: c_char, c_int, c_int64_t, c_ptr
@@ -368,6 +395,23 @@ contains
     ierr = c_cairn_wait(client%ptr, to_c(name), version, level)
   end function cairn_wait
 
+  !> cairn_checkpoint_due - due is .true. if a checkpoint of name is due
+  !> under the optimal interval sqrt(2 C (MTBF - R)) (docs/design.md, "When
+  !> to checkpoint"): before the client's first checkpoint of name, then once
+  !> the interval has passed since the last one. CAIRN_ERR_CONFIG (due =
+  !> .false.) when checkpoint.mtbf_s (CAIRN_MTBF) is not set. Collective on a
+  !> client opened with cairn_open_mpi.
+  function cairn_checkpoint_due(client, name, due) result(ierr)
+    type(cairn_client), intent(in) :: client
+    character(len=*), intent(in) :: name
+    logical, intent(out) :: due
+    integer(c_int) :: ierr
+    integer(c_int) :: d
+    d = 0
+    ierr = c_cairn_checkpoint_due(client%ptr, to_c(name), d)
+    due = ierr == CAIRN_OK .and. d /= 0
+  end function cairn_checkpoint_due
+
   !> cairn_latest - newest committed version of name whose file's structure
   !> checks out (header, footer, tables and their CRCs; such damage is
   !> skipped). The data is not read: the restore verifies it.
@@ -413,6 +457,30 @@ contains
     version = -1
     if (ierr == CAIRN_OK) version = v
   end function cairn_restore_latest
+
+  !> cairn_register_thread - remember the calling thread under index (>= 0,
+  !> e.g. omp_get_thread_num()) so that later checkpoints record its CPU
+  !> affinity (docs/design.md, "Placement"); registering an index again
+  !> replaces its thread. CAIRN_ERR_INVALID_ARGUMENT for a negative index.
+  function cairn_register_thread(client, index) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: index
+    integer(c_int) :: ierr
+    ierr = c_cairn_register_thread(client%ptr, index)
+  end function cairn_register_thread
+
+  !> cairn_restore_affinity - set the calling thread's CPU affinity to the one
+  !> recorded under index (CAIRN_CHECKPOINTING_THREAD or a registered index)
+  !> in the version last restored by this client; CPUs this machine lacks
+  !> are wrapped around its CPUs. A no-op with restart.placement = keep.
+  !> CAIRN_ERR_STATE if no version with a placement record was restored,
+  !> CAIRN_ERR_NOT_FOUND if the version recorded no such index.
+  function cairn_restore_affinity(client, index) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int), intent(in) :: index
+    integer(c_int) :: ierr
+    ierr = c_cairn_restore_affinity(client%ptr, index)
+  end function cairn_restore_affinity
 
   !> cairn_stats - snapshot of the client's pipeline statistics.
   function cairn_stats(client, stats) result(ierr)

@@ -103,6 +103,20 @@ CAIRN_EXPORT int cairn_checkpoint(cairn_client_t *c, const char *name, int64_t v
 CAIRN_EXPORT int cairn_wait(cairn_client_t *c, const char *name, int64_t version,
                             cairn_level_t level);
 
+/* cairn_checkpoint_due - set *due to 1 if a checkpoint of name is due under
+ * the optimal interval, else 0 (docs/design.md, "When to checkpoint"): 1
+ * before this client's first checkpoint of name (it measures the cost), then
+ * once T = max(C, sqrt(2 C (MTBF - R))) has passed since its last checkpoint
+ * of name returned (or the last cairn_wait on that version). C: median
+ * blocking time of the last 5 checkpoints of name (cairn_checkpoint plus the
+ * cairn_wait calls on its version); R: the last restore of name, else its
+ * bytes over the last restore's read bandwidth (1 GB/s before any restore);
+ * MTBF: checkpoint.mtbf_s (CAIRN_MTBF). CAIRN_ERR_CONFIG (*due = 0) when no
+ * MTBF is configured. On a client opened with cairn_open_mpi it is collective
+ * (every rank calls it in the same order): *due is 1 on every rank when it is
+ * 1 on any. The stats' interval_* fields show the decision. */
+CAIRN_EXPORT int cairn_checkpoint_due(cairn_client_t *c, const char *name, int *due);
+
 /* cairn_latest - newest committed version of name whose file's structure
  * checks out (header, footer, tables and their CRCs; such damage is skipped).
  * The data is not read: the restore verifies it (cairn_restore_latest falls
@@ -213,6 +227,7 @@ CAIRN_EXPORT const char *cairn_last_error(void);
 #define CAIRN_STATS_CTYPE_WHEN double
 #define CAIRN_STATS_CTYPE_FLAG int32_t
 #define CAIRN_STATS_CTYPE_ENUM int32_t
+#define CAIRN_STATS_CTYPE_RATIO double
 typedef struct {
   uint64_t size; /* in: sizeof the caller's struct; out: bytes filled */
 #define CAIRN_STAT(kind, name, expr, doc) CAIRN_STATS_CTYPE_##kind name;

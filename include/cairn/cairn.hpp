@@ -105,6 +105,17 @@ struct MpiStats {
   uint64_t l3_parity_bytes = 0;   // their bytes
   uint64_t l3_rebuilds = 0;       // versions of this rank rebuilt from parity
   double l3_rebuild_s = 0;        // time of the recoveries that rebuilt them
+  // Where the rebuilds this rank took part in (lost member or survivor)
+  // spent their time (docs/mpi.md "Measuring a rebuild"). The lost
+  // member's CRC and write run on a thread of their own, beside its
+  // exchanges; write_wait_s is what its receiving waited for them.
+  double l3_read_s = 0;        // survivor: reading its bundle and parity
+  double l3_exchange_s = 0;    // in the exchanges (sending, receiving, waiting)
+  double l3_xor_s = 0;         // survivor: XOR of the received windows
+  double l3_crc_s = 0;         // CRCs of the windows read or received
+  double l3_write_s = 0;       // lost member: writing the rebuilt file
+  double l3_write_wait_s = 0;  // lost member: receiving waited for the writes
+  double l3_sync_s = 0;        // lost member: the commit (fsync, rename, dir fsync)
   uint64_t l4_waits = 0;          // versions made persistent by CAIRN_L4_EVERY
 };
 
@@ -119,11 +130,22 @@ struct ZeroCopyStats {
   uint64_t red = 0;             // first writes that waited for their page's read
   uint64_t orange = 0;          // first writes copied into the COW buffer
   uint64_t green = 0;           // pages read before any write
-  uint64_t blue = 0;            // first writes after the version was read (not monitored yet: 0)
+  uint64_t blue = 0;            // first writes after the version was read (learned order, userfaultfd)
+  uint64_t watch_faults = 0;    // first writes trapped after their page's read (GREEN + BLUE; the watch's cost)
   uint64_t faults = 0;          // write faults handled
   double red_wait_s = 0;        // application time blocked in RED faults
   double fault_s = 0;           // handler time on faults (divide by faults: per page)
   double call_s = 0;            // time inside checkpoint calls captured zero-copy
+};
+
+// The optimal checkpoint interval (Client::CheckpointDue; docs/design.md,
+// "When to checkpoint"): the last decision, for the name it was asked about.
+// All zero before the first call that had a measured checkpoint.
+struct IntervalStats {
+  double period_s = 0;      // the optimal interval T_opt in use
+  double waste = 0;         // expected waste fraction (0 to 1) checkpointing every period_s
+  double checkpoint_s = 0;  // C: median blocking cost of the recent checkpoints
+  double restore_s = 0;     // R: the measured (or estimated) restore cost
 };
 
 struct Stats {
@@ -149,11 +171,16 @@ struct Stats {
   // was evicted first), and the holds released for the cache's room.
   uint64_t persist_file_copies = 0;
   uint64_t persist_holds_released = 0;
+  // host_cache.numa: captured blocks whose chunk is on their source's node,
+  // and those that got another node's (theirs had none free).
+  uint64_t numa_local_chunks = 0;
+  uint64_t numa_remote_chunks = 0;
   InitStats init;
   DeviceStats device;
   ChangeStats changes;
   MpiStats mpi;
   ZeroCopyStats zero_copy;
+  IntervalStats interval;
 };
 
 // Per-region options of Client::Protect.
@@ -276,6 +303,19 @@ class CAIRN_EXPORT Client {
   Status ReadSavedRegion(std::string_view name, int64_t version, int saved_rank, int region,
                          uint64_t offset, void* dst, size_t bytes);
 
+  // Whether a checkpoint of `name` is due under the optimal interval
+  // (docs/design.md, "When to checkpoint"): true before any checkpoint of
+  // `name` by this client (it measures the cost), then once
+  // T = max(C, sqrt(2 C (MTBF - R))) has passed since the last checkpoint of
+  // `name` returned (or the last wait on it): C is the median blocking time
+  // of its last 5 checkpoints (each call plus the waits on its version), R
+  // its last restore's time (else its bytes over the last restore's read
+  // bandwidth, or 1 GB/s), MTBF checkpoint.mtbf_s. kConfig when
+  // checkpoint.mtbf_s is not set. In a group (cairn_open_mpi) it is
+  // collective: true on every rank when it is true on any, so that the ranks
+  // checkpoint the same versions. Updates Stats::interval.
+  Result<bool> CheckpointDue(std::string_view name);
+
   // Opens the adjoint history `name` (see History).
   Result<std::unique_ptr<History>> OpenHistory(std::string_view name);
 
@@ -301,6 +341,11 @@ class CAIRN_EXPORT Client {
 
  private:
   explicit Client(std::unique_ptr<Impl> impl);
+  // The bodies of Wait, Restore and RestoreLatest, which time them for
+  // CheckpointDue's model.
+  Status WaitFor(std::string_view name, int64_t version, Level level);
+  Status RestoreVersion(std::string_view name, int64_t version);
+  Result<int64_t> RestoreNewest(std::string_view name);
   std::unique_ptr<Impl> impl_;
   friend class History;
   // cairn/group.hpp: a client whose Latest, RestoreLatest, Restore and Wait

@@ -5,6 +5,7 @@
 // wins), and validates it. docs/config.md lists every key.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -144,6 +145,14 @@ struct CAIRN_EXPORT Config {
   std::string zero_copy_order = "learned";
   // zero-copy: how memory is write-protected. CAIRN_WRITE_PROTECT
   WriteProtectMode write_protect = WriteProtectMode::kAuto;
+  // The mean time between failures in seconds, for Client::CheckpointDue's
+  // optimal interval (docs/design.md, "When to checkpoint"); 0 = not set.
+  // CAIRN_MTBF
+  double mtbf_s = 0;
+
+  // auto | on | off: host-cache chunks bound per NUMA node (docs/config.md).
+  // CAIRN_HOST_CACHE_NUMA
+  std::string host_cache_numa = "auto";
 
   // Placement records (docs/design.md, "Placement"): sampled page nodes and
   // thread affinities beside every version. CAIRN_RECORD_PLACEMENT
@@ -175,6 +184,10 @@ struct CAIRN_EXPORT Config {
   // Not a config key: the NUMA layer (tests simulate nodes with os::FakeNuma).
   // nullptr = the real one. Not owned.
   os::Numa* numa = nullptr;
+  // Not a config key: the clock of Client::CheckpointDue's model, which
+  // times checkpoints, waits and restores and measures the interval (tests
+  // inject one). nullptr = std::chrono::steady_clock::now.
+  std::chrono::steady_clock::time_point (*now)() = nullptr;
 
   // Checks invariants (sizes, directories non-empty, ...). Returns kConfig
   // naming the offending key.

@@ -142,6 +142,19 @@ int cairn_wait(cairn_client_t* c, const char* name, int64_t version, cairn_level
   });
 }
 
+int cairn_checkpoint_due(cairn_client_t* c, const char* name, int* due) {
+  return Guard([&]() -> int {
+    if (due != nullptr) *due = 0;
+    if (c == nullptr) return InvalidHandle("client");
+    if (name == nullptr) return InvalidHandle("name");
+    if (due == nullptr) return InvalidHandle("due");
+    auto d = c->client->CheckpointDue(name);
+    if (!d.ok()) return Report(d.status());
+    *due = *d ? 1 : 0;
+    return CAIRN_OK;
+  });
+}
+
 int cairn_latest(cairn_client_t* c, const char* name, int64_t* version_out) {
   return Guard([&]() -> int {
     if (c == nullptr) return InvalidHandle("client");

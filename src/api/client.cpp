@@ -17,8 +17,10 @@
 #include "api/solo_group.hpp"
 #include "cairn/cairn.hpp"
 #include "cairn/group.hpp"
+#include "core/interval_model.hpp"
 #include "core/pipeline.hpp"
 #include "format/chain.hpp"
+#include "format/naming.hpp"
 #include "util/clock.hpp"
 #include "util/mutex.hpp"
 
@@ -93,6 +95,26 @@ struct Client::Impl {
   // the thread that opened the client, the one that may call MPI.
   std::unique_ptr<collective::GlobalCommit> global;
   std::thread::id opener;
+
+  // CheckpointDue's model (core/interval_model.hpp), fed with the blocking
+  // time of every successful Checkpoint, Wait and restore, and the stats
+  // of its last decision.
+  Mutex interval_mu;
+  core::IntervalModel interval CAIRN_GUARDED_BY(interval_mu);
+  IntervalStats interval_stats CAIRN_GUARDED_BY(interval_mu);
+  SteadyTime Now() const { return config.now != nullptr ? config.now() : std::chrono::steady_clock::now(); }
+  uint64_t ProtectedBytes() CAIRN_EXCLUDES(core->regions_mu) {
+    MutexLock regions_lock(&core->regions_mu);
+    uint64_t bytes = 0;
+    for (const auto& [id, r] : core->regions) bytes += r.bytes;
+    return bytes;
+  }
+  void Restored(std::string_view name, SteadyTime start) CAIRN_EXCLUDES(interval_mu) {
+    const uint64_t bytes = ProtectedBytes();
+    const SteadyTime end = Now();
+    MutexLock lock(&interval_mu);
+    interval.OnRestore(std::string(name), bytes, SecondsBetween(start, end));
+  }
 };
 
 struct History::Impl {
@@ -266,14 +288,17 @@ Status Client::Unprotect(int id) {
 }
 
 Status Client::Checkpoint(std::string_view name, int64_t version) {
+  const SteadyTime start = impl_->Now();
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
   std::vector<core::CaptureSource> sources;
+  uint64_t bytes = 0;
   {
     MutexLock regions_lock(&impl_->core->regions_mu);
     for (const auto& [id, r] : impl_->core->regions) {
       sources.push_back({.spec = {.id = id, .memory = r.memory, .bytes = r.bytes}, .data = r.ptr,
                          .changes = r.changes});
+      bytes += r.bytes;
     }
   }
   Status s = impl_->core->pipeline->Capture(format::EntryKind::kCheckpoint, std::string(name),
@@ -285,10 +310,26 @@ Status Client::Checkpoint(std::string_view name, int64_t version) {
     // partner copy (it is not committed yet anyway).
     impl_->levels->Checkpointed(std::string(name), version, s.ok());
   }
+  if (s.ok()) {
+    const SteadyTime end = impl_->Now();
+    MutexLock interval_lock(&impl_->interval_mu);
+    impl_->interval.OnCheckpoint(std::string(name), version, bytes, SecondsBetween(start, end), end);
+  }
   return s;
 }
 
 Status Client::Wait(std::string_view name, int64_t version, Level level) {
+  const SteadyTime start = impl_->Now();
+  Status s = WaitFor(name, version, level);
+  if (s.ok()) {
+    const SteadyTime end = impl_->Now();
+    MutexLock interval_lock(&impl_->interval_mu);
+    impl_->interval.OnWait(std::string(name), version, SecondsBetween(start, end), end);
+  }
+  return s;
+}
+
+Status Client::WaitFor(std::string_view name, int64_t version, Level level) {
   if (level != Level::kCache && level != Level::kLocal && level != Level::kPersistent) {
     return Status::InvalidArgument("unknown level " + std::to_string(static_cast<int>(level)));
   }
@@ -338,6 +379,13 @@ Result<int64_t> Client::Latest(std::string_view name, int64_t at_most) {
 
 
 Status Client::Restore(std::string_view name, int64_t version) {
+  const SteadyTime start = impl_->Now();
+  Status s = RestoreVersion(name, version);
+  if (s.ok()) impl_->Restored(name, start);
+  return s;
+}
+
+Status Client::RestoreVersion(std::string_view name, int64_t version) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
   if (!impl_->group) {
@@ -370,6 +418,13 @@ Status Client::Restore(std::string_view name, int64_t version) {
 }
 
 Result<int64_t> Client::RestoreLatest(std::string_view name) {
+  const SteadyTime start = impl_->Now();
+  Result<int64_t> v = RestoreNewest(name);
+  if (v.ok()) impl_->Restored(name, start);
+  return v;
+}
+
+Result<int64_t> Client::RestoreNewest(std::string_view name) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
   if (!impl_->group) {
@@ -497,6 +552,32 @@ Status Client::ReadSavedRegion(std::string_view name, int64_t version, int saved
                            offset, dst, bytes);
 }
 
+Result<bool> Client::CheckpointDue(std::string_view name) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  ProgressGlobal(*impl_);
+  Status s;
+  int64_t due = 0;
+  if (!(impl_->config.mtbf_s > 0)) {
+    s = Status::Config("checkpoint.mtbf_s (CAIRN_MTBF) is not set: cairn_checkpoint_due needs the mean time "
+                       "between failures in seconds to compute the optimal checkpoint interval");
+  } else {
+    MutexLock interval_lock(&impl_->interval_mu);
+    const core::IntervalDecision d = impl_->interval.Due(std::string(name), impl_->config.mtbf_s, impl_->Now());
+    if (d.measured) impl_->interval_stats = {d.interval_s, d.waste, d.checkpoint_s, d.restore_s};
+    due = d.due ? 1 : 0;
+  }
+  if (!impl_->group) {
+    if (!s.ok()) return s;
+    return due != 0;
+  }
+  // The ranks must checkpoint the same versions: due anywhere is due everywhere.
+  CAIRN_RETURN_IF_ERROR(collective::Agree(*impl_->group, s, "cairn_checkpoint_due of '" + std::string(name) + "'"));
+  CAIRN_RETURN_IF_ERROR(impl_->group->AllReduce(Group::Op::kMax, &due, 1));
+  return due != 0;
+}
+
 Result<std::unique_ptr<History>> Client::OpenHistory(std::string_view name) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
@@ -525,6 +606,8 @@ Stats Client::GetStats() const {
   ProgressGlobal(*impl_);
   Stats stats = impl_->core->pipeline->GetStats();
   if (impl_->levels) stats.mpi = impl_->levels->stats();
+  MutexLock interval_lock(&impl_->interval_mu);
+  stats.interval = impl_->interval_stats;
   return stats;
 }
 

@@ -179,14 +179,22 @@ Status Levels::Recover(const std::string& name, int64_t bound, int64_t distrust)
     owned.push_back(partner::MakeLevel(*group_, plan_.partner, config_));
     kinds.push_back(2);
   }
+  MpiStats phases;  // the l3_*_s of this recovery's rebuild, if any
   if (plan_.l3_every > 0) {
-    owned.push_back(parity::MakeLevel(*group_, plan_.sets, config_));
+    owned.push_back(parity::MakeLevel(*group_, plan_.sets, config_, &phases));
     kinds.push_back(3);
   }
   std::vector<Level*> levels;
   for (auto& level : owned) levels.push_back(level.get());
   const SteadyTime start = std::chrono::steady_clock::now();
   auto r = redundancy::Recover(*group_, config_, levels, name, *mine, bound, distrust);
+  {
+    MutexLock lock(&stats_mu_);
+    for (double MpiStats::*f : {&MpiStats::l3_read_s, &MpiStats::l3_exchange_s, &MpiStats::l3_xor_s,
+                                &MpiStats::l3_crc_s, &MpiStats::l3_write_s, &MpiStats::l3_write_wait_s,
+                                &MpiStats::l3_sync_s})
+      stats_.*f += phases.*f;
+  }
   if (r.ok()) {
     for (const std::string& note : r->notes)
       std::fprintf(stderr, "cairn: rank %d: %s\n", group_->rank(), note.c_str());

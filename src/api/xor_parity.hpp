@@ -15,6 +15,10 @@
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
 
+namespace cairn {
+struct MpiStats;  // cairn/cairn.hpp
+}
+
 namespace cairn::parity {
 
 // Every XOR set of the job (members in node order) and this member's.
@@ -42,7 +46,9 @@ Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config,
 // The parity level of redundancy::Recover: offers the versions the member's
 // set can rebuild for it (it alone lacks them and every other member has
 // them and its parity); rebuilds them. Notes name the sets that lost two
-// members (they cannot rebuild).
-std::unique_ptr<redundancy::Level> MakeLevel(Group& group, const Sets& sets, const Config& config);
+// members (they cannot rebuild). The phases of its rebuilds are added to
+// *times (the l3_*_s of MpiStats; docs/mpi.md "Measuring a rebuild").
+std::unique_ptr<redundancy::Level> MakeLevel(Group& group, const Sets& sets, const Config& config,
+                                             MpiStats* times);
 
 }  // namespace cairn::parity

@@ -5,16 +5,17 @@
 #include <cstring>
 #include <map>
 #include <set>
-#include <system_error>
-#include <thread>
 
 #include "api/bundle_stream.hpp"
+#include "api/write_behind.hpp"
 #include "api/xor_parity.hpp"
 #include "api/xor_parity_impl.hpp"
+#include "cairn/cairn.hpp"
 #include "format/chain.hpp"
 #include "format/le.hpp"
 #include "format/naming.hpp"
 #include "os/fs.hpp"
+#include "util/clock.hpp"
 #include "util/crc32c.hpp"
 
 namespace cairn::parity {
@@ -37,6 +38,19 @@ uint64_t WindowOf(uint64_t chunk) {
 // What a survivor appends to each window it sends the lost member: its
 // verdict so far (0: its parity and bundle check out).
 constexpr size_t kVerdict = sizeof(int64_t);
+// How many rounds the lost member holds (one arriving, the others waiting
+// for or in their write): 3 x (m - 1) windows, 36 MiB for m = 4. Two (the
+// lockstep of receive and write) left the survivors waiting for every slow
+// write; a third absorbs most of it (docs/mpi.md "Measuring a rebuild").
+constexpr size_t kRoundsBehind = 3;
+
+// Adds the seconds since *t to *phase and restarts *t there: the phases of
+// a rebuild (MpiStats' l3_*_s) timed back to back.
+void Lap(SteadyTime* t, double* phase) {
+  const SteadyTime now = std::chrono::steady_clock::now();
+  *phase += SecondsBetween(*t, now);
+  *t = now;
+}
 
 // The CRC of a bundle of `total` bytes from the CRCs of its chunks of c
 // bytes (the last one cut at `total`), which were computed as they streamed.
@@ -91,8 +105,8 @@ class Sink {
 // Recover's steps for the parity level (docs/mpi.md "XOR parity (L3)").
 class ParityLevel final : public redundancy::Level {
  public:
-  ParityLevel(Group& group, const Sets& sets, const Config& config)
-      : group_(group), sets_(sets), config_(config) {}
+  ParityLevel(Group& group, const Sets& sets, const Config& config, MpiStats* times)
+      : group_(group), sets_(sets), config_(config), times_(times) {}
 
   Result<std::vector<int64_t>> Offers(const std::string& name, int64_t bound, int64_t distrust) override {
     // 1. Every member of the set learns what the others have: their local
@@ -301,6 +315,7 @@ class ParityLevel final : public redundancy::Level {
     std::vector<uint32_t> own_crc(m - 1, 0);
     std::vector<std::vector<uint8_t>> got;
     uint64_t sent = 0;  // bytes of the previous window
+    SteadyTime t = std::chrono::steady_clock::now();
     for (uint64_t r = 0; r <= rounds; ++r) {
       std::vector<Group::Outgoing> sends;
       std::vector<int> from;
@@ -314,13 +329,18 @@ class ParityLevel final : public redundancy::Level {
             fail(st);
             std::fill_n(piece, n, 0);
           }
-          if (at < mine) own_crc[k] = crc32c::Extend(own_crc[k], piece, std::min(n, mine - at));
         }
         if (Status st = s.parity->ReadAt(next, n, head + off); !st.ok()) {
           fail(st);
           std::fill_n(next, n, 0);
         }
+        Lap(&t, &times_->l3_read_s);
+        for (size_t k = 0; k + 1 < m; ++k) {
+          const uint64_t at = k * c + off;
+          if (at < mine) own_crc[k] = crc32c::Extend(own_crc[k], own.data() + k * w, std::min(n, mine - at));
+        }
         parity_crc = crc32c::Extend(parity_crc, next, n);
+        Lap(&t, &times_->l3_crc_s);
         for (size_t j = 0; j < m; ++j) {
           if (j == p || j == gone) continue;
           sends.push_back(
@@ -329,6 +349,7 @@ class ParityLevel final : public redundancy::Level {
         }
       } else {
         fail(CheckSurvivor(s, parity_crc, own_crc));
+        Lap(&t, &times_->l3_crc_s);
       }
       if (r > 0) {
         uint8_t* prev = acc[(r + 1) % 2].data();
@@ -337,6 +358,7 @@ class ParityLevel final : public redundancy::Level {
         sends.push_back({.to = members[gone], .data = prev, .bytes = sent + kVerdict});
       }
       CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
+      Lap(&t, &times_->l3_exchange_s);
       for (size_t i = 0; i < got.size(); ++i) {
         if (got[i].size() != n) {
           fail(Status::Corrupt("a parity piece from rank " + std::to_string(from[i]) +
@@ -345,6 +367,7 @@ class ParityLevel final : public redundancy::Level {
         }
         XorInto(next, got[i].data(), n);
       }
+      Lap(&t, &times_->l3_xor_s);
       sent = n;
     }
     return Status::Ok();
@@ -369,7 +392,7 @@ class ParityLevel final : public redundancy::Level {
   // belong: straight into the version file when the bundle is one file (a
   // full version), else into memory (a chain: where its later files begin
   // is known only once their heads arrive), unbundled at the end; a thread
-  // of its own does that for one round while the next one arrives. It
+  // of its own does that a few rounds behind the receiving. It
   // commits only if the whole bundle has the recorded CRC and every
   // survivor's verdict is 0; otherwise the temp file goes and nothing is
   // written.
@@ -386,9 +409,10 @@ class ParityLevel final : public redundancy::Level {
     Status bad, io;
     int64_t verdict = 0;
     // Round r's windows (from survivor from[k] its chunk k's), checked and
-    // written; run by `writer` while the next round's windows arrive.
+    // written, on WriteBehind's thread while the next rounds arrive.
     auto consume = [&](const std::vector<std::vector<uint8_t>>& got, uint64_t r) {
       const uint64_t off = (r - 1) * window, n = std::min(window, c - off);
+      SteadyTime t = std::chrono::steady_clock::now();
       for (size_t k = 0; k < got.size(); ++k) {
         if (got[k].size() != n + kVerdict) {
           if (bad.ok())
@@ -403,27 +427,27 @@ class ParityLevel final : public redundancy::Level {
         if (at >= total) continue;
         const uint64_t len = std::min(n, total - at);
         crc[k] = crc32c::Extend(crc[k], got[k].data(), len);
+        Lap(&t, &times_->l3_crc_s);
         if (!io.ok() || !bad.ok()) continue;
         if (r == 1 && k == 0)
           io = sink.Begin(config_, config_.scratch_dir + "/" + name, v, got[0].data(), len, total);
         if (io.ok()) io = sink.Place(got[k].data(), at, len);
+        Lap(&t, &times_->l3_write_s);
       }
     };
-    // Two sets of windows alternate: one arrives while the other is written.
-    // The state above is touched by one thread at a time (join orders them).
-    std::vector<std::vector<uint8_t>> got[2];
-    std::jthread writer;
+    // Rounds arrive up to kRoundsBehind ahead of their checks and writes
+    // (WriteBehind). The state above is its thread's until Finish.
+    redundancy::WriteBehind behind(kRoundsBehind, consume);
+    SteadyTime t = std::chrono::steady_clock::now();
     for (uint64_t r = 1; r <= rounds; ++r) {
-      Status s = group_.Exchange({}, from, &got[r % 2]);
-      if (writer.joinable()) writer.join();
-      CAIRN_RETURN_IF_ERROR(s);
-      try {
-        writer = std::jthread(consume, std::cref(got[r % 2]), r);
-      } catch (const std::system_error&) {
-        consume(got[r % 2], r);  // no thread to spare: the same work, not overlapped
-      }
+      redundancy::WriteBehind::Round* got = behind.Next();
+      Lap(&t, &times_->l3_write_wait_s);
+      CAIRN_RETURN_IF_ERROR(group_.Exchange({}, from, got));
+      Lap(&t, &times_->l3_exchange_s);
+      behind.Push(r);
     }
-    if (writer.joinable()) writer.join();
+    behind.Finish();
+    Lap(&t, &times_->l3_write_wait_s);
     if (!io.ok()) return io;
     if (bad.ok() && verdict != 0)
       bad =
@@ -437,8 +461,10 @@ class ParityLevel final : public redundancy::Level {
       notes_.push_back(bad.ToString());
       return std::string();
     }
+    t = std::chrono::steady_clock::now();
     CAIRN_RETURN_IF_ERROR(sink.Commit(config_, config_.scratch_dir + "/" + name,
                                       "the XOR parity of ranks " + RankList(members)));
+    Lap(&t, &times_->l3_sync_s);
     return "version " + std::to_string(v) + " of '" + name +
            "' rebuilt from the XOR parity of its set (ranks " + RankList(members) + ") (L3)";
   }
@@ -446,13 +472,15 @@ class ParityLevel final : public redundancy::Level {
   Group& group_;
   const Sets& sets_;
   const Config& config_;
+  MpiStats* const times_;
   std::vector<std::string> notes_;
 };
 
 }  // namespace
 
-std::unique_ptr<redundancy::Level> MakeLevel(Group& group, const Sets& sets, const Config& config) {
-  return std::make_unique<ParityLevel>(group, sets, config);
+std::unique_ptr<redundancy::Level> MakeLevel(Group& group, const Sets& sets, const Config& config,
+                                             MpiStats* times) {
+  return std::make_unique<ParityLevel>(group, sets, config, times);
 }
 
 }  // namespace cairn::parity

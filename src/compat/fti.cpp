@@ -173,6 +173,7 @@ int OpenCairn(Context* c, MPI_Comm comm, int size) {
   env.Set("CAIRN_SCRATCH", f.ckpt_dir);
   env.Set("CAIRN_PERSISTENT", f.glbl_dir);
   if (f.local_test) env.Set("CAIRN_MPI_RANKS_PER_NODE", std::to_string(f.node_size));
+  if (f.mtbf_s > 0) env.Set("CAIRN_MTBF", std::to_string(f.mtbf_s));
   if (f.dcp) {
     env.Set("CAIRN_CHANGES", "hash");
     if (f.dcp_block_size > 0) env.Set("CAIRN_HASH_CHUNK", std::to_string(f.dcp_block_size));
@@ -382,6 +383,19 @@ extern "C" int FTI_Snapshot(void) {
   if (!Ready("FTI_Snapshot")) return FTI_NSCS;
   if (g->reco) return FTI_Recover();
   Context& c = *g;
+  // [cairn] auto_level: Young/Daly's interval (cairn_checkpoint_due, from
+  // this client's measured checkpoint and restore costs and the MTBF)
+  // decides instead of the fixed ckpt_l1..ckpt_l4; collective, so every rank
+  // takes the same decision.
+  if (c.config.auto_level > 0) {
+    int due = 0;
+    if (cairn_checkpoint_due(c.client, kName, &due) != CAIRN_OK) {
+      Print(FTI_EROR, "FTI_Snapshot: %s", cairn_last_error());
+      return FTI_NSCS;
+    }
+    if (!due) return FTI_SCES;
+    return FTI_Checkpoint(static_cast<int>(c.snap.next_id), c.config.auto_level);
+  }
   int64_t count = 0;
   if (c.unit == Unit::kCalls) {
     count = c.snap.count + 1;
@@ -397,10 +411,6 @@ extern "C" int FTI_Snapshot(void) {
     schedule.interval[i] = c.config.interval[i];
     schedule.next[i] = c.snap.next[i];
   }
-  // >>> AUTOMATIC INTERVAL (issue 18, part 3): when the configuration asks for
-  // automatic intervals, cairn_checkpoint_due (Young/Daly) decides here
-  // whether a checkpoint is due, instead of the fixed ckpt_l1..ckpt_l4. This
-  // is the only place FTI_Snapshot decides. <<<
   const int level = schedule.Due(count);
   for (size_t i = 0; i < 4; ++i) c.snap.next[i] = schedule.next[i];
   if (level == 0) return FTI_SCES;

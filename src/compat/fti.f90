@@ -3,9 +3,10 @@
 ! in global_comm, FTI_Protect(id, data, err) on POINTER scalars and arrays of
 ! rank 1-7) over libcairn_fti's C API (docs/fti.md, "Fortran").
 !
-! The FTI_Protect procedures differ only in type and rank (FTI generates its
-! own with bpp; here they are written out). Types: INTEGER4, INTEGER8, REAL4,
-! REAL8 (FTI also has the 1- and 2-byte integers, LOGICAL, COMPLEX, REAL16 and
+! FTI generates one FTI_Protect procedure per type and rank with bpp; here
+! each type has one, over an assumed-rank pointer (Fortran 2018, data(..):
+! rank 0-15 in one procedure). Types: INTEGER4, INTEGER8, REAL4, REAL8 (FTI
+! also has the 1- and 2-byte integers, LOGICAL, COMPLEX, REAL16 and
 ! CHARACTER1; FTI_Protect_Ptr with FTI_InitType covers those).
 module fti
   use, intrinsic :: iso_c_binding
@@ -85,38 +86,10 @@ module fti
   !> type, err).
   interface FTI_Protect
     module procedure FTI_Protect_Ptr
-    module procedure FTI_Protect_INTEGER4_r0
-    module procedure FTI_Protect_INTEGER4_r1
-    module procedure FTI_Protect_INTEGER4_r2
-    module procedure FTI_Protect_INTEGER4_r3
-    module procedure FTI_Protect_INTEGER4_r4
-    module procedure FTI_Protect_INTEGER4_r5
-    module procedure FTI_Protect_INTEGER4_r6
-    module procedure FTI_Protect_INTEGER4_r7
-    module procedure FTI_Protect_INTEGER8_r0
-    module procedure FTI_Protect_INTEGER8_r1
-    module procedure FTI_Protect_INTEGER8_r2
-    module procedure FTI_Protect_INTEGER8_r3
-    module procedure FTI_Protect_INTEGER8_r4
-    module procedure FTI_Protect_INTEGER8_r5
-    module procedure FTI_Protect_INTEGER8_r6
-    module procedure FTI_Protect_INTEGER8_r7
-    module procedure FTI_Protect_REAL4_r0
-    module procedure FTI_Protect_REAL4_r1
-    module procedure FTI_Protect_REAL4_r2
-    module procedure FTI_Protect_REAL4_r3
-    module procedure FTI_Protect_REAL4_r4
-    module procedure FTI_Protect_REAL4_r5
-    module procedure FTI_Protect_REAL4_r6
-    module procedure FTI_Protect_REAL4_r7
-    module procedure FTI_Protect_REAL8_r0
-    module procedure FTI_Protect_REAL8_r1
-    module procedure FTI_Protect_REAL8_r2
-    module procedure FTI_Protect_REAL8_r3
-    module procedure FTI_Protect_REAL8_r4
-    module procedure FTI_Protect_REAL8_r5
-    module procedure FTI_Protect_REAL8_r6
-    module procedure FTI_Protect_REAL8_r7
+    module procedure FTI_Protect_INTEGER4
+    module procedure FTI_Protect_INTEGER8
+    module procedure FTI_Protect_REAL4
+    module procedure FTI_Protect_REAL8
   end interface FTI_Protect
 
 contains
@@ -168,369 +141,43 @@ contains
     err = int(c_protect(int(id_F, c_int), ptr, int(count_F, c_int64_t), type_F%id))
   end subroutine FTI_Protect_Ptr
 
-  subroutine FTI_Protect_INTEGER4_r0(id_F, data, err)
+  !> The first element's address and the element count, as FTI registers
+  !> them: the elements must be contiguous (FTI makes the same demand).
+  integer function protect_contiguous(id_F, first, count, t) result(err)
     integer, intent(in) :: id_F
-    integer(4), pointer, intent(in) :: data
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data), 1_c_int64_t, FTI_INTEGER4%id))
-  end subroutine FTI_Protect_INTEGER4_r0
+    type(c_ptr), intent(in) :: first
+    integer(8), intent(in) :: count
+    type(FTI_type), intent(in) :: t
+    err = int(c_protect(int(id_F, c_int), first, int(count, c_int64_t), t%id))
+  end function protect_contiguous
 
-  subroutine FTI_Protect_INTEGER4_r1(id_F, data, err)
+  subroutine FTI_Protect_INTEGER4(id_F, data, err)
     integer, intent(in) :: id_F
-    integer(4), pointer, intent(in) :: data(:)
+    integer(4), pointer, intent(in) :: data(..)
     integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1))), &
-                        int(size(data, kind=8), c_int64_t), FTI_INTEGER4%id))
-  end subroutine FTI_Protect_INTEGER4_r1
+    err = protect_contiguous(id_F, c_loc(data), size(data, kind=8), FTI_INTEGER4)
+  end subroutine FTI_Protect_INTEGER4
 
-  subroutine FTI_Protect_INTEGER4_r2(id_F, data, err)
+  subroutine FTI_Protect_INTEGER8(id_F, data, err)
     integer, intent(in) :: id_F
-    integer(4), pointer, intent(in) :: data(:,:)
+    integer(8), pointer, intent(in) :: data(..)
     integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2))), &
-                        int(size(data, kind=8), c_int64_t), FTI_INTEGER4%id))
-  end subroutine FTI_Protect_INTEGER4_r2
+    err = protect_contiguous(id_F, c_loc(data), size(data, kind=8), FTI_INTEGER8)
+  end subroutine FTI_Protect_INTEGER8
 
-  subroutine FTI_Protect_INTEGER4_r3(id_F, data, err)
+  subroutine FTI_Protect_REAL4(id_F, data, err)
     integer, intent(in) :: id_F
-    integer(4), pointer, intent(in) :: data(:,:,:)
+    real(4), pointer, intent(in) :: data(..)
     integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3))), &
-                        int(size(data, kind=8), c_int64_t), FTI_INTEGER4%id))
-  end subroutine FTI_Protect_INTEGER4_r3
+    err = protect_contiguous(id_F, c_loc(data), size(data, kind=8), FTI_REAL4)
+  end subroutine FTI_Protect_REAL4
 
-  subroutine FTI_Protect_INTEGER4_r4(id_F, data, err)
+  subroutine FTI_Protect_REAL8(id_F, data, err)
     integer, intent(in) :: id_F
-    integer(4), pointer, intent(in) :: data(:,:,:,:)
+    real(8), pointer, intent(in) :: data(..)
     integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4))), &
-                        int(size(data, kind=8), c_int64_t), FTI_INTEGER4%id))
-  end subroutine FTI_Protect_INTEGER4_r4
-
-  subroutine FTI_Protect_INTEGER4_r5(id_F, data, err)
-    integer, intent(in) :: id_F
-    integer(4), pointer, intent(in) :: data(:,:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4), &
-                              lbound(data, 5))), &
-                        int(size(data, kind=8), c_int64_t), FTI_INTEGER4%id))
-  end subroutine FTI_Protect_INTEGER4_r5
-
-  subroutine FTI_Protect_INTEGER4_r6(id_F, data, err)
-    integer, intent(in) :: id_F
-    integer(4), pointer, intent(in) :: data(:,:,:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4), &
-                              lbound(data, 5), &
-                              lbound(data, 6))), &
-                        int(size(data, kind=8), c_int64_t), FTI_INTEGER4%id))
-  end subroutine FTI_Protect_INTEGER4_r6
-
-  subroutine FTI_Protect_INTEGER4_r7(id_F, data, err)
-    integer, intent(in) :: id_F
-    integer(4), pointer, intent(in) :: data(:,:,:,:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4), &
-                              lbound(data, 5), &
-                              lbound(data, 6), &
-                              lbound(data, 7))), &
-                        int(size(data, kind=8), c_int64_t), FTI_INTEGER4%id))
-  end subroutine FTI_Protect_INTEGER4_r7
-
-  subroutine FTI_Protect_INTEGER8_r0(id_F, data, err)
-    integer, intent(in) :: id_F
-    integer(8), pointer, intent(in) :: data
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data), 1_c_int64_t, FTI_INTEGER8%id))
-  end subroutine FTI_Protect_INTEGER8_r0
-
-  subroutine FTI_Protect_INTEGER8_r1(id_F, data, err)
-    integer, intent(in) :: id_F
-    integer(8), pointer, intent(in) :: data(:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1))), &
-                        int(size(data, kind=8), c_int64_t), FTI_INTEGER8%id))
-  end subroutine FTI_Protect_INTEGER8_r1
-
-  subroutine FTI_Protect_INTEGER8_r2(id_F, data, err)
-    integer, intent(in) :: id_F
-    integer(8), pointer, intent(in) :: data(:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2))), &
-                        int(size(data, kind=8), c_int64_t), FTI_INTEGER8%id))
-  end subroutine FTI_Protect_INTEGER8_r2
-
-  subroutine FTI_Protect_INTEGER8_r3(id_F, data, err)
-    integer, intent(in) :: id_F
-    integer(8), pointer, intent(in) :: data(:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3))), &
-                        int(size(data, kind=8), c_int64_t), FTI_INTEGER8%id))
-  end subroutine FTI_Protect_INTEGER8_r3
-
-  subroutine FTI_Protect_INTEGER8_r4(id_F, data, err)
-    integer, intent(in) :: id_F
-    integer(8), pointer, intent(in) :: data(:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4))), &
-                        int(size(data, kind=8), c_int64_t), FTI_INTEGER8%id))
-  end subroutine FTI_Protect_INTEGER8_r4
-
-  subroutine FTI_Protect_INTEGER8_r5(id_F, data, err)
-    integer, intent(in) :: id_F
-    integer(8), pointer, intent(in) :: data(:,:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4), &
-                              lbound(data, 5))), &
-                        int(size(data, kind=8), c_int64_t), FTI_INTEGER8%id))
-  end subroutine FTI_Protect_INTEGER8_r5
-
-  subroutine FTI_Protect_INTEGER8_r6(id_F, data, err)
-    integer, intent(in) :: id_F
-    integer(8), pointer, intent(in) :: data(:,:,:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4), &
-                              lbound(data, 5), &
-                              lbound(data, 6))), &
-                        int(size(data, kind=8), c_int64_t), FTI_INTEGER8%id))
-  end subroutine FTI_Protect_INTEGER8_r6
-
-  subroutine FTI_Protect_INTEGER8_r7(id_F, data, err)
-    integer, intent(in) :: id_F
-    integer(8), pointer, intent(in) :: data(:,:,:,:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4), &
-                              lbound(data, 5), &
-                              lbound(data, 6), &
-                              lbound(data, 7))), &
-                        int(size(data, kind=8), c_int64_t), FTI_INTEGER8%id))
-  end subroutine FTI_Protect_INTEGER8_r7
-
-  subroutine FTI_Protect_REAL4_r0(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(4), pointer, intent(in) :: data
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data), 1_c_int64_t, FTI_REAL4%id))
-  end subroutine FTI_Protect_REAL4_r0
-
-  subroutine FTI_Protect_REAL4_r1(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(4), pointer, intent(in) :: data(:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1))), &
-                        int(size(data, kind=8), c_int64_t), FTI_REAL4%id))
-  end subroutine FTI_Protect_REAL4_r1
-
-  subroutine FTI_Protect_REAL4_r2(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(4), pointer, intent(in) :: data(:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2))), &
-                        int(size(data, kind=8), c_int64_t), FTI_REAL4%id))
-  end subroutine FTI_Protect_REAL4_r2
-
-  subroutine FTI_Protect_REAL4_r3(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(4), pointer, intent(in) :: data(:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3))), &
-                        int(size(data, kind=8), c_int64_t), FTI_REAL4%id))
-  end subroutine FTI_Protect_REAL4_r3
-
-  subroutine FTI_Protect_REAL4_r4(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(4), pointer, intent(in) :: data(:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4))), &
-                        int(size(data, kind=8), c_int64_t), FTI_REAL4%id))
-  end subroutine FTI_Protect_REAL4_r4
-
-  subroutine FTI_Protect_REAL4_r5(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(4), pointer, intent(in) :: data(:,:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4), &
-                              lbound(data, 5))), &
-                        int(size(data, kind=8), c_int64_t), FTI_REAL4%id))
-  end subroutine FTI_Protect_REAL4_r5
-
-  subroutine FTI_Protect_REAL4_r6(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(4), pointer, intent(in) :: data(:,:,:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4), &
-                              lbound(data, 5), &
-                              lbound(data, 6))), &
-                        int(size(data, kind=8), c_int64_t), FTI_REAL4%id))
-  end subroutine FTI_Protect_REAL4_r6
-
-  subroutine FTI_Protect_REAL4_r7(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(4), pointer, intent(in) :: data(:,:,:,:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4), &
-                              lbound(data, 5), &
-                              lbound(data, 6), &
-                              lbound(data, 7))), &
-                        int(size(data, kind=8), c_int64_t), FTI_REAL4%id))
-  end subroutine FTI_Protect_REAL4_r7
-
-  subroutine FTI_Protect_REAL8_r0(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(8), pointer, intent(in) :: data
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data), 1_c_int64_t, FTI_REAL8%id))
-  end subroutine FTI_Protect_REAL8_r0
-
-  subroutine FTI_Protect_REAL8_r1(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(8), pointer, intent(in) :: data(:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1))), &
-                        int(size(data, kind=8), c_int64_t), FTI_REAL8%id))
-  end subroutine FTI_Protect_REAL8_r1
-
-  subroutine FTI_Protect_REAL8_r2(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(8), pointer, intent(in) :: data(:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2))), &
-                        int(size(data, kind=8), c_int64_t), FTI_REAL8%id))
-  end subroutine FTI_Protect_REAL8_r2
-
-  subroutine FTI_Protect_REAL8_r3(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(8), pointer, intent(in) :: data(:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3))), &
-                        int(size(data, kind=8), c_int64_t), FTI_REAL8%id))
-  end subroutine FTI_Protect_REAL8_r3
-
-  subroutine FTI_Protect_REAL8_r4(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(8), pointer, intent(in) :: data(:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4))), &
-                        int(size(data, kind=8), c_int64_t), FTI_REAL8%id))
-  end subroutine FTI_Protect_REAL8_r4
-
-  subroutine FTI_Protect_REAL8_r5(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(8), pointer, intent(in) :: data(:,:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4), &
-                              lbound(data, 5))), &
-                        int(size(data, kind=8), c_int64_t), FTI_REAL8%id))
-  end subroutine FTI_Protect_REAL8_r5
-
-  subroutine FTI_Protect_REAL8_r6(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(8), pointer, intent(in) :: data(:,:,:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4), &
-                              lbound(data, 5), &
-                              lbound(data, 6))), &
-                        int(size(data, kind=8), c_int64_t), FTI_REAL8%id))
-  end subroutine FTI_Protect_REAL8_r6
-
-  subroutine FTI_Protect_REAL8_r7(id_F, data, err)
-    integer, intent(in) :: id_F
-    real(8), pointer, intent(in) :: data(:,:,:,:,:,:,:)
-    integer, intent(out) :: err
-    err = int(c_protect(int(id_F, c_int), c_loc(data( &
-                              lbound(data, 1), &
-                              lbound(data, 2), &
-                              lbound(data, 3), &
-                              lbound(data, 4), &
-                              lbound(data, 5), &
-                              lbound(data, 6), &
-                              lbound(data, 7))), &
-                        int(size(data, kind=8), c_int64_t), FTI_REAL8%id))
-  end subroutine FTI_Protect_REAL8_r7
+    err = protect_contiguous(id_F, c_loc(data), size(data, kind=8), FTI_REAL8)
+  end subroutine FTI_Protect_REAL8
 
   subroutine FTI_Checkpoint(id_F, level, err)
     integer, intent(in) :: id_F, level

@@ -79,6 +79,9 @@ constexpr Key kKeys[] = {
     {"advanced", "lustre_striping_unit", Use::kNoEffect, "Lustre striping is left to the file system's defaults"},
     {"advanced", "lustre_striping_factor", Use::kNoEffect, "Lustre striping is left to the file system's defaults"},
     {"advanced", "lustre_striping_offset", Use::kNoEffect, "Lustre striping is left to the file system's defaults"},
+    // Cairn's extension (docs/fti.md, "FTI_Snapshot"): the optimal interval.
+    {"cairn", "auto_level", Use::kMapped, ""},
+    {"cairn", "mtbf_s", Use::kMapped, ""},
 };
 
 std::string Lower(std::string s) {
@@ -148,6 +151,8 @@ Status Apply(FtiConfig* c, const std::string& key, const std::string& v, const s
   if (key == "dcp_block_size") return set(&c->dcp_block_size, 512, 65535);
   if (key == "verbosity") return set(&c->verbosity, 1, 4);
   if (key == "local_test") return flag(&c->local_test);
+  if (key == "auto_level") return set(&c->auto_level, 0, 4);
+  if (key == "mtbf_s") return set(&c->mtbf_s, 1, INT_MAX);
   if (key == "enable_staging") {
     CAIRN_ASSIGN_OR_RETURN(int n, Int(where, v, 0, 1));
     if (n == 1) {

@@ -22,6 +22,9 @@ struct FtiConfig {
   int dcp_block_size = 0;   // dcp_block_size -> checkpoint.hash_chunk (0: Cairn's default)
   int verbosity = 2;        // FTI_DBUG 1 .. FTI_EROR 4
   bool local_test = false;  // [advanced] local_test: nodes simulated on one machine
+  // [cairn] (Cairn's own section; FTI ignores sections it does not know):
+  int auto_level = 0;  // auto_level: FTI_Snapshot's level under Young/Daly (0 = off)
+  int mtbf_s = 0;      // mtbf_s -> checkpoint.mtbf_s (0: CAIRN_MTBF or Cairn's config)
   // Keys read but without effect in Cairn, each with why (printed at
   // verbosity <= FTI_INFO by rank 0).
   std::vector<std::string> notes;

@@ -74,5 +74,18 @@ TEST(FtiConfig, RejectsWhatCairnCannotDo) {
   ExpectError("[basic\n", "is not a [section] line");
 }
 
+TEST(FtiConfig, CairnSectionAsksForTheOptimalInterval) {
+  auto off = ParseConfig(kGood, "config.fti");
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->auto_level, 0);  // FTI's own files keep FTI's fixed intervals
+  auto c = ParseConfig(std::string(kGood) + "[cairn]\nauto_level = 2\nmtbf_s = 3600\n", "config.fti");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->auto_level, 2);
+  EXPECT_EQ(c->mtbf_s, 3600);
+  ExpectError(std::string(kGood) + "[cairn]\nauto_level = 5\n", "from 0 to 4");
+  ExpectError(std::string(kGood) + "[cairn]\nmtbf_s = 0\n", "from 1 to");
+  ExpectError(std::string(kGood) + "[cairn]\nmtbf = 10\n", "unknown key 'mtbf' in [cairn]");
+}
+
 }  // namespace
 }  // namespace cairn::fti

@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -290,13 +291,13 @@ std::string ReadWriteProtect(const toml::node& n, WriteProtectMode* out) {
   return "";
 }
 
-std::string ReadFraction(const toml::node& n, double* out) {
+std::string ReadNumber(const toml::node& n, double* out) {
   if (n.is_floating_point()) {
     *out = n.as_floating_point()->get();
   } else if (n.is_integer()) {
     *out = static_cast<double>(n.as_integer()->get());
   } else {
-    return Expect("a number (a fraction like 0.05)", n);
+    return Expect("a number", n);
   }
   return "";
 }
@@ -331,7 +332,7 @@ std::string Read(const toml::node& n, int64_t, DeviceCacheInit* out) { return Re
 std::string Read(const toml::node& n, int64_t, ChangeDetection* out) { return ReadChanges(n, out); }
 std::string Read(const toml::node& n, int64_t, CaptureMode* out) { return ReadCapture(n, out); }
 std::string Read(const toml::node& n, int64_t, WriteProtectMode* out) { return ReadWriteProtect(n, out); }
-std::string Read(const toml::node& n, int64_t, double* out) { return ReadFraction(n, out); }
+std::string Read(const toml::node& n, int64_t, double* out) { return ReadNumber(n, out); }
 
 const std::vector<KeySpec>& Schema() {
   static const std::vector<KeySpec> schema = {
@@ -503,7 +504,7 @@ Status FromEnv(const char* name, const char* v, int64_t, double* out) {
   errno = 0;
   const double d = std::strtod(v, &end);
   if (end == v || *end != '\0' || errno != 0) {
-    return Status::Config(std::string(name) + "='" + v + "' is not a number (a fraction like 0.05)");
+    return Status::Config(std::string(name) + "='" + v + "' is not a number");
   }
   *out = d;
   return Status::Ok();
@@ -587,6 +588,10 @@ Status Config::Validate() const {
     return Status::Config("host_cache.copy_threads (CAIRN_COPY_THREADS) is " + std::to_string(copy_threads) +
                           "; it must be between 0 and 64, or -1 for automatic");
   }
+  if (host_cache_numa != "auto" && host_cache_numa != "on" && host_cache_numa != "off") {
+    return Status::Config("host_cache.numa (CAIRN_HOST_CACHE_NUMA) is '" + host_cache_numa +
+                          "'; it must be auto, on or off");
+  }
   if (placement != "restore" && placement != "keep" && placement != "interleave") {
     return Status::Config("restart.placement (CAIRN_PLACEMENT) is '" + placement +
                           "'; it must be restore, keep or interleave");
@@ -629,6 +634,12 @@ Status Config::Validate() const {
     std::snprintf(value, sizeof value, "%g", cow_fraction);
     return Status::Config("checkpoint.cow_fraction (CAIRN_COW) is " + std::string(value) +
                           "; it must be between 0 and 1 (a fraction of the bytes a version protects)");
+  }
+  if (!(mtbf_s >= 0) || !std::isfinite(mtbf_s)) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", mtbf_s);
+    return Status::Config("checkpoint.mtbf_s (CAIRN_MTBF) is " + std::string(value) +
+                          "; it must be a number of seconds >= 0 (0 = not set)");
   }
   if (file_mode > 0777) {
     return Status::Config("storage.file_mode (CAIRN_FILE_MODE) is " + OctalString(file_mode) +

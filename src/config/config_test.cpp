@@ -21,7 +21,7 @@ constexpr const char* kVars[] = {"CAIRN_SCRATCH", "CAIRN_PERSISTENT",   "CAIRN_H
                                  "CAIRN_HOST_CACHE_INIT", "CAIRN_HUGE_PAGES", "CAIRN_PIN",
                                  "CAIRN_DEVICE_CACHE", "CAIRN_DEVICE_CACHE_INIT", "CAIRN_DEVICE",
                                  "CAIRN_CHANGES", "CAIRN_MAX_LAYERS", "CAIRN_HASH_CHUNK",
-                                 "CAIRN_CAPTURE", "CAIRN_COW",
+                                 "CAIRN_CAPTURE", "CAIRN_COW", "CAIRN_MTBF",
                                  "TMPDIR"};
 
 // Clears every variable the loader reads and restores them afterwards, so
@@ -666,6 +666,35 @@ TEST_F(ConfigTest, ZeroCopyKeys) {
   }
   ::unsetenv("CAIRN_CAPTURE");
   ::unsetenv("CAIRN_COW");
+}
+
+// checkpoint.mtbf_s: seconds, 0 (the default) = not set; TOML and CAIRN_MTBF.
+TEST_F(ConfigTest, MtbfKey) {
+  EXPECT_EQ(DefaultConfig().mtbf_s, 0);
+  auto r = Parse("[checkpoint]\nmtbf_s = 3600\n");  // an integer is a number too
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_DOUBLE_EQ(r->mtbf_s, 3600);
+  r = Parse("[checkpoint]\nmtbf_s = 1.5e4\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_DOUBLE_EQ(r->mtbf_s, 15000);
+  const std::pair<const char*, const char*> bad[] = {
+      {"[checkpoint]\nmtbf_s = \"1h\"\n", "key 'checkpoint.mtbf_s' in cairn.toml (line 2) must be a number, not a string"},
+      {"[checkpoint]\nmtbf_s = -1\n", "checkpoint.mtbf_s (CAIRN_MTBF) is -1; it must be a number of seconds >= 0"},
+      {"[checkpoint]\nmtbf_s = inf\n", "checkpoint.mtbf_s (CAIRN_MTBF) is inf"},
+      {"[checkpoint]\nmtbf_s = nan\n", "checkpoint.mtbf_s (CAIRN_MTBF) is nan"},
+  };
+  for (const auto& [toml, message] : bad) EXPECT_CONTAINS(ErrorOf(toml), message);
+  ::setenv("CAIRN_MTBF", "86400", 1);
+  auto env = Parse("[checkpoint]\nmtbf_s = 60\n", true);
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  EXPECT_DOUBLE_EQ(env->mtbf_s, 86400);
+  for (const char* value : {"1h", "", "-5", "inf"}) {
+    ::setenv("CAIRN_MTBF", value, 1);
+    auto e = Parse("", true);
+    ASSERT_FALSE(e.ok()) << "CAIRN_MTBF=" << value;
+    EXPECT_CONTAINS(e.status().message(), "CAIRN_MTBF");
+  }
+  ::unsetenv("CAIRN_MTBF");
 }
 
 TEST_F(ConfigTest, WriteProtectKey) {

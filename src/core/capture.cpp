@@ -12,6 +12,7 @@
 
 #include "core/memory_copy.hpp"
 #include "core/pipeline.hpp"
+#include "core/placement.hpp"
 #include "core/source_pieces.hpp"
 #include "core/zero_copy_order.hpp"
 #include "format/naming.hpp"
@@ -103,17 +104,21 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
     int32_t chunk;
     bool was_touched = false;
     const uint32_t write_bytes = static_cast<uint32_t>(format::AlignUp(blk.length));
+    const int node = e->block_nodes.empty() ? -1 : e->block_nodes[b];
     if (first) {
       WaitForDrainRoom(*e);
-      chunk = AcquireChunk(write_bytes, &was_touched);
+      chunk = AcquireChunk(write_bytes, &was_touched, node);
     } else if (!DrainRoomAfterTaking(*e)) {
       break;
-    } else if (auto c = TryAcquireChunk(write_bytes, &was_touched)) {
+    } else if (auto c = TryAcquireChunk(write_bytes, &was_touched, UINT64_MAX, node)) {
       chunk = static_cast<int32_t>(*c);
     } else {
       break;
     }
     e->blocks[b].chunk = chunk;
+    if (node >= 0) {
+      ++(cache_->node_of(static_cast<uint32_t>(chunk)) == node ? stats_.numa_local_chunks : stats_.numa_remote_chunks);
+    }
     initializer_.NoteCaptureChunk(was_touched, blk.length);
     uint8_t* dst = cache_->data(static_cast<uint32_t>(chunk));
     add(gpu_source ? batch->gpu : batch->host[was_touched ? 1 : 0], dst);
@@ -235,6 +240,7 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   e->placement = std::move(placement);  // placement (issue 19)
   MutexLock lock(&mu_);
   CAIRN_RETURN_IF_ERROR(CheckCapturable(*e));
+  const bool numa_chunks = cache_ && cache_->nodes().partitioned();
   // What the version stores (change detection reads the sources: without
   // mu_). Nothing else captures meanwhile (capture_mu_).
   lock.Unlock();
@@ -244,6 +250,7 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   } else {
     e->layout = format::Layout::Make(SpecsOf(sources), static_cast<uint32_t>(config_.block_bytes));
   }
+  if (numa_chunks) e->block_nodes = SourceNodes(*e, sources);
   lock.Lock();
   if (Status s = BeginCapture(e, t0, &interval_s); !s.ok()) {
     if (checkpoint) layering_->Dropped(name, number);
@@ -260,6 +267,38 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   CAIRN_RETURN_IF_ERROR(copied);
   EndCapture(e, t0, interval_s, blocked_before);
   return Status::Ok();
+}
+
+// The node of each block's first source byte, from the entry's placement
+// record, or (recording off, or a history step) sampled now the same way
+// (core::RecordRegion: one page per 2 MiB). Best effort: a failed query
+// leaves the region without preference.
+std::vector<int32_t> Pipeline::SourceNodes(const Entry& e, const std::vector<CaptureSource>& sources) {
+  std::vector<format::RegionPlacement> sampled(e.layout.regions.size());
+  std::vector<const format::RegionPlacement*> where(e.layout.regions.size(), nullptr);
+  for (size_t r = 0; r < e.layout.regions.size(); ++r) {
+    const auto& spec = e.layout.regions[r].spec;
+    if (spec.memory != MemoryKind::kHost) continue;
+    where[r] = e.placement ? e.placement->region(spec.id) : nullptr;
+    if (where[r] != nullptr) continue;
+    auto rec = RecordRegion(*numa_, spec.id, sources[r].data, spec.bytes, format::kPlacementGranule);
+    if (rec.ok()) {
+      sampled[r] = std::move(rec).value();
+      where[r] = &sampled[r];
+    }
+  }
+  const std::vector<uint64_t> packed = PackedStarts(e.layout);
+  std::vector<int32_t> nodes(e.layout.blocks.size(), -1);
+  for (uint32_t b = 0; b < nodes.size(); ++b) {
+    const format::RegionPlacement* p = where[e.layout.blocks[b].region];
+    if (p == nullptr) continue;
+    bool first = true;
+    SourcePieces(e.layout, packed, b, [&](uint64_t from, uint64_t, uint64_t) {
+      if (first) nodes[b] = NodeAt(*p, from);
+      first = false;
+    });
+  }
+  return nodes;
 }
 
 Status Pipeline::CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSource>& sources, ZeroCopy* zc) {

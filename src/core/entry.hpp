@@ -44,6 +44,10 @@ struct Entry {
   // (docs/format.md 5); null = none. Set before the entry is published,
   // immutable after.
   std::shared_ptr<const format::Placement> placement;
+  // With a NUMA-partitioned host cache (host_cache.numa): the node of each
+  // block's source memory (-1: any), so its chunk is taken on that node.
+  // Empty: no preference. Set before the entry is published, immutable after.
+  std::vector<int32_t> block_nodes;
 
   uint32_t sealed_blocks = 0;    // blocks with sealed == true
   uint32_t resident_blocks = 0;  // blocks with chunk >= 0 and sealed

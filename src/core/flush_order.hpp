@@ -3,7 +3,8 @@
 // each page (its color, the sequence number of its first trapped write, when
 // the reader finished it) ranks the pages for the next epoch:
 //
-//   pages RED last epoch, then ORANGE, then GREEN, then pages not seen;
+//   pages RED last epoch, then ORANGE, then GREEN, then BLUE, then pages not
+//   written (watched epochs) or not seen;
 //   within a color by first-write order (pages with no trapped write after
 //   those with one), ties by the last epoch's read order.
 //
@@ -24,7 +25,10 @@
 
 namespace cairn::core {
 
-enum class PageColor : uint8_t { kRed = 0, kOrange = 1, kGreen = 2, kNone = 3 };
+// BLUE (first written after the version was complete) and kNone (not written
+// between two checkpoints) are known only when the epoch was watched
+// (core/zero_copy.hpp); unwatched, every page read from memory is GREEN.
+enum class PageColor : uint8_t { kRed = 0, kOrange = 1, kGreen = 2, kBlue = 3, kNone = 4 };
 
 // What one epoch saw of one page.
 struct PageSeen {

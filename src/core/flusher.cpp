@@ -103,6 +103,7 @@ Status Flusher::WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& wr
   Status s;
   {
     MutexUnlock unlocked(mu_);  // the block write (and its check)
+    follower_.Follow(data);
     if (verify_ && crc32c::Value(data, length) != crc) {
       s = Status::Corrupt("block " + std::to_string(b) +
                           " changed in the host cache after its checksum was taken");

@@ -33,6 +33,7 @@
 #include <string>
 
 #include "cairn/status.hpp"
+#include "core/node_follower.hpp"
 #include "core/entry.hpp"
 #include "core/worker.hpp"
 #include "format/file_writer.hpp"
@@ -88,6 +89,9 @@ class Flusher {
   Flusher(Mutex* mu, std::condition_variable_any* done, Owner owner, Marks marks = {},
           bool verify = false);
 
+  // Before Start: the thread moves near each chunk it works on
+  // (host_cache.numa; node_follower.hpp).
+  void FollowNodes(NodeFollower follower) { follower_ = std::move(follower); }
   void Start(std::function<void()> on_start) { worker_.Start(std::move(on_start)); }
   void RequestStop() { worker_.RequestStop(); }
   void Stop() { worker_.Stop(); }  // joins
@@ -132,6 +136,7 @@ class Flusher {
   Mutex* const mu_;
   std::condition_variable_any* const done_;
   const Owner owner_;
+  NodeFollower follower_;  // used by the worker's thread only
   const Marks marks_;
   const bool verify_;
   Worker<EntryPtr> worker_;  // last: its thread is joined before the rest goes

@@ -1,11 +1,17 @@
 #include "core/host_cache.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace cairn::core {
 
+int ChunkNodes::node_of(uint32_t chunk) const {
+  if (begin.empty()) return -1;
+  return static_cast<int>(std::upper_bound(begin.begin(), begin.end(), chunk) - begin.begin()) - 1;
+}
+
 Result<HostCache> HostCache::Create(uint64_t capacity_bytes, uint32_t chunk_bytes,
-                                    const os::MapOptions& options) {
+                                    const os::MapOptions& options, os::Numa* numa) {
   if (chunk_bytes == 0) return Status::InvalidArgument("host cache: block size is 0");
   uint64_t count = capacity_bytes / chunk_bytes;
   if (count < 2) {
@@ -15,9 +21,17 @@ Result<HostCache> HostCache::Create(uint64_t capacity_bytes, uint32_t chunk_byte
   }
   if (count > UINT32_MAX) return Status::Config("host_cache.size: too many blocks");
   HostCache cache;
-  CAIRN_ASSIGN_OR_RETURN(cache.mapping_, os::Mapping::Create(count * chunk_bytes, options));
+  // Bound before the first touch, so that populating (eager) or the
+  // initializer's touching allocates every page on its node at once.
+  os::MapOptions map = options;
+  if (numa != nullptr) map.populate = false;
+  CAIRN_ASSIGN_OR_RETURN(cache.mapping_, os::Mapping::Create(count * chunk_bytes, map));
   cache.chunk_bytes_ = chunk_bytes;
   cache.chunk_count_ = static_cast<uint32_t>(count);
+  if (numa != nullptr) {
+    CAIRN_RETURN_IF_ERROR(cache.BindNodes(*numa));
+    if (options.populate) os::TouchPages(cache.mapping_.data(), cache.mapping_.size());
+  }
   cache.progress_.assign(cache.chunk_count_, 0);
   cache.visited_.assign(cache.chunk_count_, false);
   for (uint32_t i = 0; i < cache.chunk_count_; ++i) {
@@ -25,6 +39,23 @@ Result<HostCache> HostCache::Create(uint64_t capacity_bytes, uint32_t chunk_byte
   }
   if (options.populate) cache.MarkAllTouched();
   return cache;
+}
+
+// Node k gets chunks [count * k / n, count * (k + 1) / n): equal shares, in
+// node order, one mbind each. A node left with no chunk (more nodes than
+// chunks) is skipped.
+Status HostCache::BindNodes(os::Numa& numa) {
+  const auto n = static_cast<uint64_t>(numa.topology().nodes());
+  nodes_.begin.resize(n + 1);
+  for (uint64_t k = 0; k <= n; ++k) nodes_.begin[k] = static_cast<uint32_t>(chunk_count_ * k / n);
+  for (uint64_t k = 0; k < n; ++k) {
+    const uint32_t first = nodes_.begin[k];
+    const uint32_t end = nodes_.begin[k + 1];
+    if (first == end) continue;
+    Status s = numa.Bind(data(first), uint64_t{end - first} * chunk_bytes_, os::Binding{.node = static_cast<int>(k)});
+    if (!s.ok()) return s.WithContext("binding host cache chunks to NUMA node " + std::to_string(k));
+  }
+  return Status::Ok();
 }
 
 void HostCache::MarkAllTouched() {
@@ -52,12 +83,37 @@ void HostCache::AddProgress(uint32_t chunk, uint32_t bytes) {
   }
 }
 
-std::optional<uint32_t> HostCache::Allocate(bool* was_touched, uint32_t write_bytes) {
-  std::set<uint32_t>* from = !free_touched_.empty() ? &free_touched_ : &free_untouched_;
-  if (from->empty()) return std::nullopt;
-  const uint32_t c = *from->begin();
-  from->erase(from->begin());
-  if (was_touched != nullptr) *was_touched = from == &free_touched_;
+// The lowest free chunk of `node`: touched, else untouched.
+std::optional<uint32_t> HostCache::TakeOnNode(int node, bool* touched) {
+  const uint32_t lo = nodes_.begin[node];
+  const uint32_t hi = nodes_.begin[node + 1];
+  for (std::set<uint32_t>* from : {&free_touched_, &free_untouched_}) {
+    auto it = from->lower_bound(lo);
+    if (it != from->end() && *it < hi) {
+      const uint32_t c = *it;
+      from->erase(it);
+      *touched = from == &free_touched_;
+      return c;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<uint32_t> HostCache::Allocate(bool* was_touched, uint32_t write_bytes, int node) {
+  bool touched = false;
+  std::optional<uint32_t> local;
+  if (node >= 0 && nodes_.partitioned() && static_cast<size_t>(node) + 1 < nodes_.begin.size()) {
+    local = TakeOnNode(node, &touched);
+  }
+  if (!local) {
+    std::set<uint32_t>* from = !free_touched_.empty() ? &free_touched_ : &free_untouched_;
+    if (from->empty()) return std::nullopt;
+    local = *from->begin();
+    from->erase(from->begin());
+    touched = from == &free_touched_;
+  }
+  const uint32_t c = *local;
+  if (was_touched != nullptr) *was_touched = touched;
   if (!visited_[c]) {
     visited_[c] = true;
     ++visited_count_;

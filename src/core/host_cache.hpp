@@ -14,6 +14,12 @@
 // free untouched chunk, so touched memory builds up right where the next
 // allocations go.
 //
+// NUMA (host_cache.numa, docs/design.md "Placement"): with a Numa layer the
+// chunks are split into one contiguous range per node, each range bound to
+// its node (mbind through os::Numa) before any page is touched; Allocate
+// takes a chunk of the node it is asked for first. Without one (the default
+// on one node) nothing is bound and `node` is ignored.
+//
 // Not thread-safe: the Pipeline calls it under its mutex. Touching runs
 // outside that mutex on a chunk *claimed* for it (off the free lists), so no
 // writer can be given a chunk while it is being touched.
@@ -27,15 +33,25 @@
 
 #include "cairn/status.hpp"
 #include "os/memory.hpp"
+#include "os/numa.hpp"
 
 namespace cairn::core {
+
+// Which node each chunk's memory is bound to: chunk c is on the node k with
+// begin[k] <= c < begin[k + 1]. Fixed at Create; copied by the threads that
+// follow their chunks' nodes (NodeFollower), so they read it without a lock.
+struct ChunkNodes {
+  std::vector<uint32_t> begin;  // nodes + 1 entries; empty: not partitioned
+  bool partitioned() const { return !begin.empty(); }
+  int node_of(uint32_t chunk) const;  // -1 when not partitioned
+};
 
 class HostCache {
  public:
   // capacity_bytes is rounded down to a whole number of chunks (>= 2).
   // populate: every page is faulted in now and every chunk starts touched.
   static Result<HostCache> Create(uint64_t capacity_bytes, uint32_t chunk_bytes,
-                                  const os::MapOptions& options);
+                                  const os::MapOptions& options, os::Numa* numa = nullptr);
 
   uint32_t chunk_count() const { return chunk_count_; }
   uint32_t chunk_bytes() const { return chunk_bytes_; }
@@ -52,7 +68,10 @@ class HostCache {
   // those pages count as touched from now on; a shorter write leaves the
   // chunk partly touched, to be finished by the initializer.
   // `was_touched` (optional) tells whether the chunk was fully touched before.
-  std::optional<uint32_t> Allocate(bool* was_touched = nullptr, uint32_t write_bytes = UINT32_MAX);
+  // `node` >= 0 (a partitioned cache): a free chunk of that node first, in
+  // the same order (touched, then untouched); another node's when it has none.
+  std::optional<uint32_t> Allocate(bool* was_touched = nullptr, uint32_t write_bytes = UINT32_MAX,
+                                   int node = -1);
   // Precondition: chunk was allocated and not yet freed.
   void Free(uint32_t chunk);
 
@@ -74,11 +93,16 @@ class HostCache {
   // Marks every chunk touched (after the eager strategy populated the mapping).
   void MarkAllTouched();
 
+  const ChunkNodes& nodes() const { return nodes_; }
+  int node_of(uint32_t chunk) const { return nodes_.node_of(chunk); }
+
   uint8_t* data(uint32_t chunk) const { return mapping_.data() + uint64_t{chunk} * chunk_bytes_; }
   uint8_t* base() const { return mapping_.data(); }
   size_t mapped_bytes() const { return mapping_.size(); }
 
  private:
+  Status BindNodes(os::Numa& numa);
+  std::optional<uint32_t> TakeOnNode(int node, bool* was_touched);
   void MarkTouched(uint32_t chunk);
   void AddProgress(uint32_t chunk, uint32_t bytes);
 
@@ -92,6 +116,7 @@ class HostCache {
   std::vector<bool> visited_;       // given to a writer at least once
   uint32_t visited_count_ = 0;
   std::optional<uint32_t> claimed_;
+  ChunkNodes nodes_;
 };
 
 }  // namespace cairn::core

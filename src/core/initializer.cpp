@@ -45,6 +45,13 @@ constexpr uint32_t kSliceBytes = 2u << 20;
 
 }  // namespace
 
+os::Numa* CacheNuma(const Config& config) {
+  if (config.host_cache_numa == "off") return nullptr;
+  os::Numa* numa = config.numa != nullptr ? config.numa : &os::RealNuma();
+  if (config.host_cache_numa == "auto" && numa->topology().nodes() < 2) return nullptr;
+  return numa;
+}
+
 Initializer::Initializer(Mutex* mu, std::condition_variable_any* progress, Tracer* tracer,
                          const Config& config, Owner owner)
     : mu_(mu),
@@ -62,8 +69,16 @@ void Initializer::UseRegistrationPinner(os::MemoryPinner* pinner) {
 Status Initializer::Prepare() {
   const auto t0 = std::chrono::steady_clock::now();
   const bool eager = config_.init == CacheInit::kEager;
-  auto mapped = HostCache::Create(config_.host_cache_bytes, static_cast<uint32_t>(config_.block_bytes),
-                                  os::MapOptions{.populate = eager, .huge_pages = config_.huge_pages});
+  const os::MapOptions map{.populate = eager, .huge_pages = config_.huge_pages};
+  const auto block = static_cast<uint32_t>(config_.block_bytes);
+  os::Numa* const numa = CacheNuma(config_);
+  auto mapped = HostCache::Create(config_.host_cache_bytes, block, map, numa);
+  // Under `auto` the binding is advisory: a topology the kernel disagrees
+  // with (HWLOC_XMLFILE naming another machine) leaves the cache unbound;
+  // `on` reports the mbind error.
+  if (!mapped.ok() && numa != nullptr && config_.host_cache_numa == "auto") {
+    mapped = HostCache::Create(config_.host_cache_bytes, block, map, nullptr);
+  }
   if (!mapped.ok()) return mapped.status().WithContext("host cache");
   MutexLock lock(mu_);
   owner_.adopt(std::move(mapped).value());

@@ -33,10 +33,16 @@
 #include "core/touch_model.hpp"
 #include "core/trace.hpp"
 #include "os/memory.hpp"
+#include "os/numa.hpp"
 #include "util/mutex.hpp"
 #include "util/thread_annotations.hpp"
 
 namespace cairn::core {
+
+// host_cache.numa: the layer the host cache's chunks are bound to nodes
+// through (config.numa, else the real one), or null: `off`, or `auto` on a
+// machine of one node (then nothing is bound and nothing costs).
+os::Numa* CacheNuma(const Config& config);
 
 class Initializer {
  public:

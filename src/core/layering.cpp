@@ -235,11 +235,18 @@ void Layering::Retire(const std::shared_ptr<ChangeDetector>& d) {
   std::erase(live_, d);
 }
 
+void Layering::SetPageSources(PageSourceFactory f) {
+  MutexLock l(&mu_);
+  page_sources_ = std::move(f);
+}
+
 Result<std::unique_ptr<ChangeDetector>> Layering::MakeDetector(const CaptureSource& s) {
   ChangeOptions o = options_;
   o.mode = s.changes.value_or(options_.mode);
   std::unique_ptr<PageSource> pages;
-  if (o.mode == ChangeDetection::kPages || o.mode == ChangeDetection::kAuto) {
+  if (o.mode == ChangeDetection::kPages && page_sources_) {
+    pages = page_sources_(s.data, s.spec.bytes);
+  } else if (o.mode == ChangeDetection::kPages || o.mode == ChangeDetection::kAuto) {
     if (!ranges_) ranges_ = std::make_unique<TrackedRanges>();
     Result<std::unique_ptr<PageSource>> sub = ranges_->Subscribe(s.data, s.spec.bytes);
     if (sub.ok()) {

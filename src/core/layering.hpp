@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -89,6 +90,13 @@ class Layering {
   // read(2) into protected pages) and reported whole at its next capture.
   void BeforeRestore(const void* data, uint64_t bytes) CAIRN_EXCLUDES(mu_);
 
+  // checkpoint.changes = pages under zero-copy captures: the zero-copy
+  // engine's watch of first writes is the regions' page source (an
+  // os::PageTracker would own the write protection zero-copy needs). Set
+  // before the first Plan; `auto` keeps the tracker.
+  using PageSourceFactory = std::function<std::unique_ptr<PageSource>(const void* data, uint64_t bytes)>;
+  void SetPageSources(PageSourceFactory f) CAIRN_EXCLUDES(mu_);
+
   // Totals over every detector this client made, live and replaced.
   ChangeStats stats() const CAIRN_EXCLUDES(mu_);
 
@@ -124,6 +132,7 @@ class Layering {
   mutable Mutex mu_;
   std::map<std::string, Name> names_ CAIRN_GUARDED_BY(mu_);
   std::unique_ptr<TrackedRanges> ranges_ CAIRN_GUARDED_BY(mu_);  // made at the first tracked region
+  PageSourceFactory page_sources_ CAIRN_GUARDED_BY(mu_);  // set: `pages` regions use it, not ranges_
   ChangeStats stats_ CAIRN_GUARDED_BY(mu_);      // versions, fallbacks, notes
   ChangeCounters retired_ CAIRN_GUARDED_BY(mu_);  // counters of replaced detectors
   std::vector<std::shared_ptr<ChangeDetector>> live_ CAIRN_GUARDED_BY(mu_);

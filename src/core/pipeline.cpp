@@ -36,6 +36,7 @@ std::optional<tiers::FileTier> PersistentTier(const Config& c, os::FileSystem* f
 
 Pipeline::Pipeline(const Config& config)
     : config_(config),
+      numa_(config.numa != nullptr ? config.numa : &os::RealNuma()),
       fs_(config.fs ? config.fs : os::FileSystem::Default()),
       local_(Level::kLocal, config.scratch_dir, fs_, CheckpointWriterOptions(config)),
       history_(Level::kLocal, config.scratch_dir, fs_, HistoryWriterOptions(config)),
@@ -84,12 +85,22 @@ Status Pipeline::Init() {
   // driver (page-locked and DMA-mapped at once); mlock otherwise.
   if (config_.pinner == nullptr && gpu_) initializer_.UseRegistrationPinner(gpu_->host_pinner());
   CAIRN_RETURN_IF_ERROR(initializer_.Prepare());
+  {
+    MutexLock lock(&mu_);
+    if (cache_->nodes().partitioned()) {  // host_cache.numa: the threads follow their chunks' nodes
+      const NodeFollower follower(numa_, *cache_);
+      flusher_.FollowNodes(follower);
+      persister_.FollowNodes(follower);
+      prefetcher_.FollowNodes(follower);
+    }
+  }
   copier_ = std::make_unique<CopyEngine>(CopyEngine::DefaultHelpers(config_.copy_threads));
   layering_ = std::make_unique<Layering>(ChangeOptions{.mode = config_.changes,
                                                        .max_layers = config_.max_layers,
                                                        .hash_chunk = config_.hash_chunk_bytes,
                                                        .engine = copier_.get()},
                                          static_cast<uint32_t>(config_.block_bytes));
+  if (config_.capture == CaptureMode::kZeroCopy) UseZeroCopyPageSources();
   auto named = [this](const char* name) { return [this, name] { tracer_.NameThread(name); }; };
   if (gpu_) device_mover_.Start(named("cairn device mover (device <-> host)"));
   checksummer_.Start(named("cairn checksummer"));
@@ -108,6 +119,7 @@ Status Pipeline::Shutdown() {
     MutexLock capture_lock(&capture_mu_);
     JoinZeroCopy();  // a zero-copy epoch is read to the end (it needs the threads below)
   }
+  WaitZeroCopyIdle();  // and its watch ends: no protection is left after close
   // Histories first: their unflushed steps are consumed, not written.
   std::vector<std::string> open_histories;
   {
@@ -287,23 +299,24 @@ void Pipeline::TraceCache() {
 // ---------------------------------------------------------------------------
 // Chunks
 
-std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* was_touched, uint64_t below_seq) {
-  auto c = host_tier_.TryAcquire([&](HostCache& cache) { return cache.Allocate(was_touched, write_bytes); },
+std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* was_touched, uint64_t below_seq,
+                                                  int node) {
+  auto c = host_tier_.TryAcquire([&](HostCache& cache) { return cache.Allocate(was_touched, write_bytes, node); },
                                  below_seq);
   if (c) NoteTouchProgress();  // the writer touches it: the cache may be fully touched now
   return c;
 }
 
-std::optional<uint32_t> Pipeline::TakeChunk(uint32_t write_bytes, bool* was_touched) {
+std::optional<uint32_t> Pipeline::TakeChunk(uint32_t write_bytes, bool* was_touched, int node) {
   for (;;) {
-    if (auto c = TryAcquireChunk(write_bytes, was_touched)) return c;
+    if (auto c = TryAcquireChunk(write_bytes, was_touched, UINT64_MAX, node)) return c;
     if (!ReleasePersistHold()) return std::nullopt;
   }
 }
 
-int32_t Pipeline::AcquireChunk(uint32_t write_bytes, bool* was_touched) {
+int32_t Pipeline::AcquireChunk(uint32_t write_bytes, bool* was_touched, int node) {
   for (;;) {
-    if (auto c = TakeChunk(write_bytes, was_touched)) return static_cast<int32_t>(*c);
+    if (auto c = TakeChunk(write_bytes, was_touched, node)) return static_cast<int32_t>(*c);
     // Back-pressure: every chunk holds data not yet flushed (or pinned).
     WaitAsCaptureBlocked("blocked: cache full");
   }
@@ -448,6 +461,7 @@ Stats Pipeline::GetStats() const {
     s.zero_copy.orange = c.orange;
     s.zero_copy.green = c.green;
     s.zero_copy.blue = c.blue;
+    s.zero_copy.watch_faults = c.watch_faults;
     s.zero_copy.faults = c.faults;
     s.zero_copy.red_wait_s = c.red_wait_s;
     s.zero_copy.fault_s = c.fault_s;

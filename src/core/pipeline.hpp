@@ -78,6 +78,7 @@
 #include "core/copy_engine.hpp"
 #include "core/device_io.hpp"
 #include "core/device_mover.hpp"
+#include "os/numa.hpp"
 #include "core/flusher.hpp"
 #include "core/mover.hpp"
 #include "core/prefetcher.hpp"
@@ -217,7 +218,8 @@ class Pipeline {
   // was_touched (optional): whether the chunk's memory was fully touched
   // before. Blocks for space (the application's blocking, capture_blocked_s);
   // before waiting it takes back the room held for the persister (TakeChunk).
-  int32_t AcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr) CAIRN_REQUIRES(mu_);
+  // `node` >= 0: a chunk on that NUMA node first (HostCache::Allocate).
+  int32_t AcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr, int node = -1) CAIRN_REQUIRES(mu_);
   // One wait on cv_app_ that the capturing application sits through: added
   // to capture_blocked_s (device: to device.capture_blocked_s, a wait for a
   // device-cache slot) and traced as `span` on the app track.
@@ -236,10 +238,10 @@ class Pipeline {
   // No waiting; evicts only clean blocks of entries captured before
   // below_seq (the prefetcher's rule: nothing needed sooner goes).
   std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr,
-                                          uint64_t below_seq = UINT64_MAX) CAIRN_REQUIRES(mu_);
+                                          uint64_t below_seq = UINT64_MAX, int node = -1) CAIRN_REQUIRES(mu_);
   // TryAcquireChunk, taking the room held for the persister back when that
   // is what it takes (a capture's or a drain's chunk; never waits).
-  std::optional<uint32_t> TakeChunk(uint32_t write_bytes, bool* was_touched = nullptr)
+  std::optional<uint32_t> TakeChunk(uint32_t write_bytes, bool* was_touched = nullptr, int node = -1)
       CAIRN_REQUIRES(mu_);
   // Host-cache room for the device mover while drains are pending: whether a
   // capture of `capturing` may take a chunk now, and waiting until it may.
@@ -280,6 +282,9 @@ class Pipeline {
   // copy), in address order; zc: host pieces are read through the zero-copy
   // epoch instead, one block at a time in the flush order
   // (checkpoint.zero_copy_order; ZeroCopyOrder, zero_copy_capture.cpp).
+  // The NUMA node of each block's source (Entry::block_nodes); without mu_,
+  // before the entry is published.
+  std::vector<int32_t> SourceNodes(const Entry& e, const std::vector<CaptureSource>& sources);
   Status CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSource>& sources, ZeroCopy* zc)
       CAIRN_REQUIRES(mu_);
 
@@ -293,8 +298,15 @@ class Pipeline {
                     std::chrono::steady_clock::time_point t0, double interval_s) CAIRN_EXCLUDES(mu_);
   // The previous epoch's reader is done (joined).
   void JoinZeroCopy() CAIRN_REQUIRES(capture_mu_) CAIRN_EXCLUDES(mu_);
+  // checkpoint.changes = pages under zero-copy: the regions' written pages
+  // come from the zero-copy engine's watch (ZeroCopy::Written), not from an
+  // os::PageTracker (which would own the memory's write protection).
+  void UseZeroCopyPageSources();
+  // *epochs: zero-copy epochs begun so far (the watched one is the last).
+  Result<ExtentList> ZeroCopyWritten(const void* data, uint64_t bytes, uint64_t* epochs) CAIRN_EXCLUDES(mu_);
   // No zero-copy epoch is being read (restore and pop write into memory that
-  // may be protected, holding mu_, which the reader needs).
+  // may be protected, holding mu_, which the reader needs), and the last
+  // epoch's watch of first writes is over (no protection left).
   void WaitZeroCopyIdle() CAIRN_EXCLUDES(mu_);
   // A device copy failed: this version never existed.
   Status RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, const Status& copied)
@@ -377,6 +389,7 @@ class Pipeline {
   tiers::FileTier& tier_for(format::EntryKind kind) { return kind == format::EntryKind::kCheckpoint ? local_ : history_; }
 
   const Config config_;
+  os::Numa* const numa_;  // config_.numa or the real one
   os::FileSystem* fs_;
   tiers::FileTier local_;    // durable checkpoint files
   tiers::FileTier history_;  // same directory, history write options

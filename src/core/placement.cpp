@@ -61,6 +61,15 @@ Result<format::RegionPlacement> RecordRegion(os::Numa& numa, int32_t id, const v
   return r;
 }
 
+int NodeAt(const format::RegionPlacement& r, uint64_t offset) {
+  uint64_t end = 0;
+  for (const auto& run : r.runs) {
+    end += run.bytes;
+    if (offset < end) return run.node;
+  }
+  return -1;
+}
+
 int MapNode(int recorded, int nodes) {
   if (recorded < 0 || nodes <= 0) return -1;
   return recorded < nodes ? recorded : recorded % nodes;

@@ -26,6 +26,10 @@ Result<PlacementMode> ParsePlacementMode(std::string_view text);  // kConfig nam
 Result<format::RegionPlacement> RecordRegion(os::Numa& numa, int32_t id, const void* data, size_t bytes,
                                              uint32_t granule);
 
+// The recorded node of byte `offset` of the region (-1: unknown, or past
+// the runs).
+int NodeAt(const format::RegionPlacement& r, uint64_t offset);
+
 // Where recorded node k goes on a machine of `nodes` nodes: k itself when it
 // exists, else k mod nodes (docs/design.md, "Topology mismatch").
 int MapNode(int recorded, int nodes);

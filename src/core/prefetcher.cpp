@@ -101,7 +101,10 @@ Status Prefetcher::ReadBlocks(const EntryPtr& e, const std::vector<uint8_t*>& ds
   auto reader = format::FileReader::Open(tier.fs(), path);
   Status s = reader.status();
   for (uint32_t b = 0; s.ok() && b < nblocks; ++b) {
-    if (dst[b]) s = (*reader)->ReadBlock(b, dst[b], /*verify=*/true);
+    if (dst[b]) {
+      follower_.Follow(dst[b]);
+      s = (*reader)->ReadBlock(b, dst[b], /*verify=*/true);
+    }
   }
   if (s.ok()) {
     crcs->resize(nblocks);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cairn/status.hpp"
+#include "core/node_follower.hpp"
 #include "core/catalog.hpp"
 #include "core/entry.hpp"
 #include "core/step_walk.hpp"
@@ -76,6 +77,9 @@ class Prefetcher {
   // after every step.
   Prefetcher(Mutex* mu, std::condition_variable_any* done, int depth, Owner owner);
 
+  // Before Start: the thread moves near each chunk it works on
+  // (host_cache.numa; node_follower.hpp).
+  void FollowNodes(NodeFollower follower) { follower_ = std::move(follower); }
   void Start(std::function<void()> on_start) { worker_.Start(std::move(on_start)); }
   void RequestStop() { worker_.RequestStop(); }
   void Stop() { worker_.Stop(); }  // joins
@@ -110,6 +114,7 @@ class Prefetcher {
   std::condition_variable_any* const done_;
   const int depth_;
   const Owner owner_;
+  NodeFollower follower_;  // used by the worker's thread only
   Worker<EntryPtr> worker_;  // last: its thread is joined before the rest goes
 };
 

@@ -7,7 +7,20 @@
 //
 //   kProtected --reader--> kReading --reader--> kDone   (GREEN, or RED if a
 //        |                     ^ writer waits: kRed bit, set by the handler)
+//        |                     +-----reader--> kWatched --handler--> kDone
 //        +--handler, slot free--> kCowing --> kCowed --reader--> kDone (ORANGE)
+//
+// Watching (userfaultfd only, when the owner asks for it): a page read with
+// no writer waiting stays protected (kWatched) until its first write, which
+// the handler numbers and releases (one extra fault per page first-written
+// after its read: GREEN before End, BLUE after); End then keeps the ranges
+// registered, and the next Begin (or StopWatching) ends the watch. So the
+// history knows every page's first write, and which pages were not written
+// at all since the last Begin (Written: checkpoint.changes = pages). A
+// watching Begin protects its ranges whole: pages outside the version's
+// extents start as kWatched (not read, their first write only recorded).
+// A write after Written looked (the checkpoint call is between its Plan and
+// its Begin) is marked `late` and reported by the next epoch's Written.
 //
 // The handler never allocates: slots come from a ring filled at Begin
 // (single producer: the reader gives slots back; single consumer: the
@@ -41,7 +54,7 @@
 namespace cairn::core {
 namespace {
 
-enum : uint8_t { kIdle = 0, kProtected = 1, kReading = 2, kCowing = 3, kCowed = 4, kDone = 5 };
+enum : uint8_t { kIdle = 0, kProtected = 1, kReading = 2, kCowing = 3, kCowed = 4, kDone = 5, kWatched = 6 };
 constexpr uint8_t kRed = 0x80;  // a writer waits for this page's read
 constexpr uint8_t kStateMask = 0x7f;
 constexpr uint32_t kNoSlot = ~uint32_t{0};
@@ -117,10 +130,19 @@ struct ZeroCopy::Epoch {
   PageQueue red_q, orange_q;
   std::vector<PageSeen> seen;  // the reader's: color and read position of done pages
   uint32_t reads = 0;          // the reader's
+  // Watching: set by End once every page was read; first writes numbered
+  // from completed_at on came after the version was complete (BLUE).
+  std::atomic<bool> completed{false};
+  std::atomic<uint32_t> completed_at{0};
+  // Written was asked (seq_cst with the handler's state change): first
+  // writes from then on are `late`, reported again next epoch (`carry`).
+  std::atomic<bool> collected{false};
+  std::vector<std::atomic<uint8_t>> late;
+  std::vector<uint8_t> carry;  // the capture thread's
 
   Epoch(size_t pages, size_t nslots)
       : state(pages), slot_of(pages, kNoSlot), slots(nslots), ring(nslots), first_write(pages), red_q(pages),
-        orange_q(pages), seen(pages) {}
+        orange_q(pages), seen(pages), late(pages), carry(pages, 0) {}
   void Seen(size_t page, PageColor c) {  // reader only
     seen[page].color = c;
     seen[page].read_pos = reads++;
@@ -167,7 +189,16 @@ uint64_t ZeroCopy::CowBytes(double cow_fraction, uint64_t protected_bytes) {
 
 ZeroCopy::ZeroCopy(double cow_fraction) : cow_fraction_(cow_fraction) {}
 
-Result<std::unique_ptr<ZeroCopy>> ZeroCopy::Create(double cow_fraction, WriteProtectMode mode) {
+Result<std::unique_ptr<ZeroCopy>> ZeroCopy::Create(double cow_fraction, WriteProtectMode mode, bool watch) {
+  auto z = CreateUnwatched(cow_fraction, mode);
+  // mprotect: each page released singly splits the mapping (VMAs), so a
+  // watch over many pages written in random order would run into
+  // vm.max_map_count; only userfaultfd watches.
+  if (z.ok()) (*z)->watch_ = watch && (*z)->mechanism() == os::WpMechanism::kUserfaultfd;
+  return z;
+}
+
+Result<std::unique_ptr<ZeroCopy>> ZeroCopy::CreateUnwatched(double cow_fraction, WriteProtectMode mode) {
   std::unique_ptr<ZeroCopy> z(new ZeroCopy(cow_fraction));
   // OnFault runs on the userfaultfd handler thread, or (mprotect) in the
   // writing thread's SIGSEGV handler: the same logic either way.
@@ -194,11 +225,13 @@ os::WpMechanism ZeroCopy::mechanism() const { return wp_->mechanism(); }
 
 ZeroCopy::~ZeroCopy() {
   End();
+  StopWatching();
   wp_.reset();  // joins the handler
 }
 
 Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
-  if (epoch_) return Status::State("zero-copy: an epoch is already in progress");
+  if (in_epoch()) return Status::State("zero-copy: an epoch is already in progress");
+  StopWatching();  // the last epoch's watch ends here: its history is complete
   const size_t page = os::PageSize();
   size_t pages = 0;
   uint64_t protect_bytes = 0;
@@ -222,7 +255,18 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
     e->ranges.push_back(Epoch::Range{reinterpret_cast<uintptr_t>(r.data), r.bytes, first});
     first += r.bytes / page;
   }
+  // Pages written after the last Written looked are reported again.
+  for (const uintptr_t a : late_pages_) {
+    if (const int64_t i = e->PageOf(a); i >= 0) e->carry[static_cast<size_t>(i)] = 1;
+  }
+  late_pages_.clear();
   // States first, then the handler may see the epoch, then protection.
+  // Watching: every page of the ranges is watched, those stored are read.
+  for (size_t i = 0; watch_ && i < sorted.size(); ++i) {
+    for (size_t p = 0; p < sorted[i].bytes / page; ++p) {
+      e->state[e->ranges[i].first_page + p].store(kWatched, std::memory_order_relaxed);
+    }
+  }
   for (size_t i = 0; i < sorted.size(); ++i) {
     const ExtentList whole{Extent{0, sorted[i].bytes}};
     for (const Extent& x : sorted[i].extents.empty() ? whole : sorted[i].extents) {
@@ -239,7 +283,7 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
     if (!s.ok()) break;
     epoch_->registered.push_back(epoch_->ranges[i]);
     const ExtentList whole{Extent{0, sorted[i].bytes}};
-    for (const Extent& x : sorted[i].extents.empty() ? whole : sorted[i].extents) {
+    for (const Extent& x : sorted[i].extents.empty() || watch_ ? whole : sorted[i].extents) {
       const uint64_t from = x.offset / page * page;
       const uint64_t to = (x.end() + page - 1) / page * page;
       s = wp_->Protect(reinterpret_cast<uintptr_t>(sorted[i].data) + from, to - from);
@@ -267,7 +311,8 @@ bool ZeroCopy::OnFault(uintptr_t addr) {
   if (i >= 0) {
     std::atomic<uint8_t>& st = e->state[static_cast<size_t>(i)];
     uint32_t slot = kNoSlot;
-    if (const uint8_t low = st.load(std::memory_order_acquire) & kStateMask; low == kProtected || low == kReading) {
+    if (const uint8_t low = st.load(std::memory_order_acquire) & kStateMask;
+        low == kProtected || low == kReading || low == kWatched) {
       std::atomic<uint32_t>& fw = e->first_write[static_cast<size_t>(i)];
       if (uint32_t none = 0; fw.load(std::memory_order_relaxed) == 0) {
         fw.compare_exchange_strong(none, e->write_seq.fetch_add(1, std::memory_order_relaxed) + 1,
@@ -276,6 +321,13 @@ bool ZeroCopy::OnFault(uintptr_t addr) {
     }
     for (uint8_t s = st.load(std::memory_order_acquire);;) {
       const uint8_t low = s & kStateMask;
+      if (low == kWatched) {  // read already: its first write is numbered above, now it goes
+        if (!st.compare_exchange_weak(s, kDone, std::memory_order_seq_cst)) continue;
+        if (e->collected.load(std::memory_order_seq_cst)) e->late[static_cast<size_t>(i)].store(1, std::memory_order_relaxed);
+        watch_faults_.fetch_add(1, std::memory_order_relaxed);
+        if (e->completed.load(std::memory_order_acquire)) blue_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
       if (low != kProtected && low != kReading) break;  // read or copied already: release
       if (low == kProtected && (s & kRed) == 0 && slot == kNoSlot) slot = e->TakeSlot();
       if (low == kProtected && (s & kRed) == 0 && slot != kNoSlot) {
@@ -309,8 +361,8 @@ bool ZeroCopy::OnFault(uintptr_t addr) {
 }
 
 Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
+  if (!in_epoch()) return Status::State("zero-copy: no epoch in progress");
   Epoch* e = epoch_.get();
-  if (e == nullptr) return Status::State("zero-copy: no epoch in progress");
   const size_t page = os::PageSize();
   const auto a = reinterpret_cast<uintptr_t>(src);
   auto* out = static_cast<uint8_t*>(dst);
@@ -345,16 +397,24 @@ Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
     if (low == kProtected) {
       CopyStable(out + (at - a), reinterpret_cast<const void*>(at), piece_end - at);
       if (last_piece) {
-        const uint8_t old = st.exchange(kDone, std::memory_order_acq_rel);
+        // Watching: a page nobody waits for stays protected until its
+        // first write; a RED writer's page is released now.
+        uint8_t old = st.load(std::memory_order_acquire);
+        while (!st.compare_exchange_weak(old, (old & kRed) != 0 || !watch_ ? kDone : kWatched,
+                                         std::memory_order_acq_rel)) {
+        }
+        const bool release = (old & kRed) != 0 || !watch_;
         if ((old & kRed) != 0) {
           red_wait_ns_.fetch_add(NowNs(), std::memory_order_relaxed);
         } else {
           green_.fetch_add(1, std::memory_order_relaxed);
         }
         e->Seen(static_cast<size_t>(i), (old & kRed) != 0 ? PageColor::kRed : PageColor::kGreen);
-        if (run_end != pg) flush_run();
-        if (run_end == 0) run_start = pg;
-        run_end = pg + page;
+        if (release) {
+          if (run_end != pg) flush_run();
+          if (run_end == 0) run_start = pg;
+          run_end = pg + page;
+        }
       } else {
         // Not the page's last piece: back to protected (a writer that came
         // meanwhile stays RED until the last piece).
@@ -384,7 +444,26 @@ Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
 }
 
 void ZeroCopy::End() {
-  if (!epoch_) return;
+  if (!in_epoch()) return;
+  Epoch* e = epoch_.get();
+  bool all_read = true;
+  for (const auto& st : e->state) {
+    const uint8_t low = st.load(std::memory_order_acquire) & kStateMask;
+    all_read = all_read && (low == kIdle || low == kDone || low == kWatched);
+  }
+  if (watch_ && all_read) {  // the version is complete: first writes from now on are BLUE
+    e->completed_at.store(e->write_seq.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    e->completed.store(true, std::memory_order_release);
+    return;
+  }
+  Finish();
+}
+
+void ZeroCopy::StopWatching() {
+  if (epoch_ && epoch_->completed.load(std::memory_order_relaxed)) Finish();
+}
+
+void ZeroCopy::Finish() {
   Epoch* e = epoch_.get();
   // Writers still waiting (only when pages were left unread: an error) go on.
   const int64_t now = NowNs();
@@ -394,21 +473,62 @@ void ZeroCopy::End() {
   for (const auto& r : e->registered) (void)wp_->Unregister(reinterpret_cast<void*>(r.start), r.bytes);
   live_.store(nullptr, std::memory_order_seq_cst);
   while (in_handler_.load(std::memory_order_seq_cst) != 0) ::sched_yield();
-  // What this epoch saw orders the next one (first writes after End are not
-  // trapped: BLUE pages are not told apart from pages never written).
-  for (size_t i = 0; i < e->seen.size(); ++i) e->seen[i].first_write = e->first_write[i].load(std::memory_order_relaxed);
+  // What this epoch saw orders the next one. Watched: a page read before any
+  // write is GREEN if first written before End, BLUE after, and has no color
+  // if it was not written at all; unwatched, every page read from memory is
+  // GREEN (its first write was not seen).
+  const bool watched = e->completed.load(std::memory_order_relaxed);
+  const uint32_t completed_at = e->completed_at.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < e->seen.size(); ++i) {
+    PageSeen& p = e->seen[i];
+    p.first_write = e->first_write[i].load(std::memory_order_relaxed);
+    if (e->late[i].load(std::memory_order_relaxed) != 0) late_pages_.push_back(e->AddressOf(i));
+    // Watched pages outside the version's extents were never read (kNone).
+    if (watched && (p.color == PageColor::kGreen || p.color == PageColor::kNone)) {
+      if (p.first_write == 0) p.color = PageColor::kNone;
+      else if (p.first_write - 1 >= completed_at) p.color = PageColor::kBlue;
+      else p.color = PageColor::kGreen;
+    }
+  }
   std::vector<FlushHistory::Range> ranges;
   for (const auto& r : e->ranges) ranges.push_back({r.start, r.bytes, r.first_page});
   history_.Learn(std::move(ranges), e->seen, os::PageSize());
   epoch_.reset();
 }
 
-int64_t ZeroCopy::PageIndex(uintptr_t a) const { return epoch_ ? epoch_->PageOf(a) : -1; }
+Result<ExtentList> ZeroCopy::Written(const void* data, size_t bytes) {
+  if (!watching()) {
+    return Status::Unsupported("zero-copy: first writes are not watched now (no epoch yet, the watch ended at a "
+                               "restore or pop, or protection is by mprotect)");
+  }
+  Epoch* e = epoch_.get();
+  const auto start = reinterpret_cast<uintptr_t>(data);
+  auto r = std::find_if(e->ranges.begin(), e->ranges.end(), [&](const Epoch::Range& x) { return x.start == start; });
+  if (r == e->ranges.end() || r->bytes != bytes) {
+    return Status::Unsupported("zero-copy: this region was not part of the last epoch (new, moved or resized)");
+  }
+  e->collected.store(true, std::memory_order_seq_cst);  // before the states: see the top of the file
+  const size_t page = os::PageSize();
+  ExtentList out;
+  for (size_t p = 0; p < bytes / page; ++p) {
+    const size_t i = r->first_page + p;
+    if ((e->state[i].load(std::memory_order_seq_cst) & kStateMask) != kWatched || e->carry[i] != 0) {
+      AppendExtent(out, p * page, page);
+    }
+  }
+  return out;
+}
 
-size_t ZeroCopy::pages() const { return epoch_ ? epoch_->state.size() : 0; }
+bool ZeroCopy::in_epoch() const { return epoch_ != nullptr && !epoch_->completed.load(std::memory_order_relaxed); }
+
+bool ZeroCopy::watching() const { return epoch_ != nullptr && epoch_->completed.load(std::memory_order_relaxed); }
+
+int64_t ZeroCopy::PageIndex(uintptr_t a) const { return in_epoch() ? epoch_->PageOf(a) : -1; }
+
+size_t ZeroCopy::pages() const { return in_epoch() ? epoch_->state.size() : 0; }
 
 int64_t ZeroCopy::NextUrgentPage() {
-  if (!epoch_) return -1;
+  if (!in_epoch()) return -1;
   const int64_t red = epoch_->red_q.Pop();
   return red >= 0 ? red : epoch_->orange_q.Pop();
 }
@@ -423,6 +543,8 @@ ZeroCopyCounters ZeroCopy::counters() const {
   c.orange = orange_.load(std::memory_order_relaxed);
   c.green = green_.load(std::memory_order_relaxed);
   c.faults = faults_.load(std::memory_order_relaxed);
+  c.blue = blue_.load(std::memory_order_relaxed);
+  c.watch_faults = watch_faults_.load(std::memory_order_relaxed);
   // Exact between epochs; during one, waits in progress are left out.
   c.red_wait_s = static_cast<double>(std::max<int64_t>(0, red_wait_ns_.load(std::memory_order_relaxed))) * 1e-9;
   c.fault_s = static_cast<double>(fault_ns_.load(std::memory_order_relaxed)) * 1e-9;

@@ -6,8 +6,17 @@
 // released (ORANGE), or, with no slot free, the writer waits until the page
 // is read (RED). Pages read before any write are GREEN.
 //
+// Watching (Create's `watch`, userfaultfd only): a page read before any write
+// stays protected until its first write, which is numbered (GREEN during the
+// epoch, BLUE after End) and released; End keeps the watch until the next
+// Begin or StopWatching, so the next epoch's order knows every page's first
+// write, and pages with no write at all rank last. Cost: one more fault per
+// page first-written after its read (watch_faults), and no release ioctl for
+// pages read before their write.
+//
 // One epoch at a time: Begin (protects), Read (any number, one reader
-// thread), End (removes what protection is left). The fault handler runs on
+// thread), End (removes what protection is left; watching, it stays on pages
+// not written yet until the next Begin or StopWatching). The fault handler runs on
 // os::WriteProtect's owned thread and touches only preallocated state (it
 // may run in a signal handler too: lock-free, no allocation). It numbers the
 // first trapped write of each page and queues pages that go RED or ORANGE,
@@ -55,7 +64,8 @@ struct ZeroCopyCounters {
   uint64_t red = 0;              // first writes that waited for the page's read
   uint64_t orange = 0;           // first writes copied into the COW buffer
   uint64_t green = 0;            // pages read before any write
-  uint64_t blue = 0;             // first writes after the epoch's end (not monitored yet: 0)
+  uint64_t blue = 0;             // first writes after the epoch's end (watching only)
+  uint64_t watch_faults = 0;     // first writes trapped after their page's read (watching: GREEN + BLUE)
   uint64_t faults = 0;           // write faults handled
   double red_wait_s = 0;         // application time blocked in RED faults
   double fault_s = 0;            // handler time spent on faults
@@ -69,15 +79,19 @@ class ZeroCopy {
   static constexpr uint64_t kMaxCowBytes = uint64_t{1} << 30;
   static uint64_t CowBytes(double cow_fraction, uint64_t protected_bytes);
   // Bookkeeping per page of an epoch's ranges, at most: state, slot, first
-  // write, two queue entries, what was seen, the reader's block map and the
-  // rank kept for the next epoch (the extra memory besides the COW buffer).
-  static constexpr size_t kMetadataBytesPerPage = 1 + 4 + 4 + 8 + sizeof(PageSeen) + 4 + 4;
+  // write, two queue entries, what was seen, the reader's block map, the
+  // rank kept for the next epoch and the late/carry marks of the watch (the
+  // extra memory besides the COW buffer).
+  static constexpr size_t kMetadataBytesPerPage = 1 + 4 + 4 + 8 + sizeof(PageSeen) + 4 + 4 + 2;
 
   // Write protection by `mode` (kAuto: userfaultfd, else mprotect, and
   // wp_note() says why userfaultfd was skipped). kUnsupported with the
   // reasons when no allowed mechanism works here (the caller copies instead).
+  // watch: keep read pages protected until their first write (see the top;
+  // ignored with mprotect).
   static Result<std::unique_ptr<ZeroCopy>> Create(double cow_fraction,
-                                                  WriteProtectMode mode = WriteProtectMode::kAuto);
+                                                  WriteProtectMode mode = WriteProtectMode::kAuto,
+                                                  bool watch = false);
   ~ZeroCopy();  // ends an epoch in progress: no protection is left behind
   ZeroCopy(const ZeroCopy&) = delete;
   ZeroCopy& operator=(const ZeroCopy&) = delete;
@@ -85,8 +99,12 @@ class ZeroCopy {
   // Starts an epoch: allocates the COW slots, registers and protects the
   // ranges' extents. kState when an epoch is in progress; kUnsupported when a
   // range cannot be protected (nothing is left protected then).
+  // A watch left by the last epoch ends first (StopWatching).
   Status Begin(const std::vector<ZeroCopyRange>& ranges);
-  bool in_epoch() const { return epoch_ != nullptr; }
+  // Between Begin and End (pages left to read).
+  bool in_epoch() const;
+  // After End, watching: pages not written since their read are protected.
+  bool watching() const;
   // Copies [src, src + n) as it was at Begin into dst. src lies in one
   // protected extent; pieces come in increasing order within a page, and a
   // page is done (its protection removed, its slot freed) by the piece that
@@ -94,8 +112,19 @@ class ZeroCopy {
   // the epoch or was already read.
   Status Read(const void* src, void* dst, size_t n);
   // Ends the epoch: every protection is removed (blocked writers go on), the
-  // COW buffer is freed.
+  // COW buffer is freed. Watching, once every page was read: pages not
+  // written yet stay protected, and their first writes are BLUE, until
+  // StopWatching or the next Begin.
   void End();
+  // Ends a watch: every protection is removed, and what the epoch saw
+  // becomes history(). Nothing when not watching.
+  void StopWatching();
+  // Watching: the page-aligned extents of region [data, data + bytes) (a
+  // range of the last epoch) written since that epoch's Begin, for
+  // checkpoint.changes = pages; a write from now on is reported again by
+  // the next epoch's Written. kUnsupported (naming why) when not watching or
+  // the region was not a range of the epoch: nothing is known.
+  Result<ExtentList> Written(const void* data, size_t bytes);
 
   // The reader's (during an epoch): the epoch's page index of the page at
   // page-aligned address a, or -1; the number of pages of the epoch's ranges.
@@ -105,7 +134,8 @@ class ZeroCopy {
   // else the next one copied into a slot (ORANGE), in the order the handler
   // trapped them; -1 when none is queued. A page may already be read.
   int64_t NextUrgentPage();
-  // What the last ended epoch saw (the capture thread's, between epochs).
+  // What the last finished epoch saw (the capture thread's, between epochs;
+  // watching, it is complete once the watch ends).
   const FlushHistory& history() const { return history_; }
 
   ZeroCopyCounters counters() const;
@@ -123,10 +153,13 @@ class ZeroCopy {
  private:
   struct Epoch;
   explicit ZeroCopy(double cow_fraction);
+  static Result<std::unique_ptr<ZeroCopy>> CreateUnwatched(double cow_fraction, WriteProtectMode mode);
   bool OnFault(uintptr_t page);  // the handler thread
+  void Finish();                 // removes every protection, learns the history
   void AddWait(int64_t ns);
 
   const double cow_fraction_;
+  bool watch_ = false;  // set by Create
   std::unique_ptr<os::WriteProtect> wp_;
   std::string wp_note_;
   std::unique_ptr<Epoch> epoch_;          // the capture thread's
@@ -135,9 +168,10 @@ class ZeroCopy {
   std::atomic<void (*)(void*)> hook_{nullptr};  // atomic: set while the handler runs
   std::atomic<void*> hook_arg_{nullptr};
   FlushHistory history_;  // the capture thread's
+  std::vector<uintptr_t> late_pages_;  // the capture thread's: late writes of the finished epoch
 
   std::atomic<uint64_t> epochs_{0}, protected_bytes_{0}, cow_bytes_{0}, cow_peak_{0};
-  std::atomic<uint64_t> red_{0}, orange_{0}, green_{0}, faults_{0};
+  std::atomic<uint64_t> red_{0}, orange_{0}, green_{0}, blue_{0}, watch_faults_{0}, faults_{0};
   std::atomic<int64_t> red_wait_ns_{0}, fault_ns_{0};
 };
 

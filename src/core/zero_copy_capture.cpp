@@ -4,8 +4,12 @@
 // thread then runs the copy capture's batch loop (CaptureBlocks), taking each
 // host piece through ZeroCopy::Read, so the host cache is only the flush's
 // staging area. One epoch at a time: the next capture, a restore and a pop
-// wait for the reader first.
+// wait for the reader first. With the learned order the engine watches first
+// writes after the read until the next checkpoint; a restore, a pop and
+// Shutdown end that watch.
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,7 +45,8 @@ bool Pipeline::StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>
     CAIRN_RETURN_IF_ERROR(zero_copy_unavailable_);
     CAIRN_ASSIGN_OR_RETURN(std::vector<ZeroCopyRange> ranges, RangesOf(e->layout, sources));
     if (!zero_copy_) {
-      auto z = ZeroCopy::Create(config_.cow_fraction, config_.write_protect);
+      // The learned order watches first writes between checkpoints too.
+      auto z = ZeroCopy::Create(config_.cow_fraction, config_.write_protect, config_.zero_copy_order == "learned");
       if (!z.ok()) {
         zero_copy_unavailable_ = z.status();
         return z.status();
@@ -84,6 +89,53 @@ void Pipeline::ReadZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>&
   cv_app_.notify_all();
 }
 
+namespace {
+
+// A `pages` region's written pages, from the zero-copy engine's watch. The
+// watch covers writes since the last epoch's Begin, so it answers for this
+// region's checkpoint name only if that epoch is the one begun right after
+// this source's previous Collect (another name's checkpoint, or a copied one,
+// in between: nothing is known, the version is full).
+class ZeroCopyPageSource final : public PageSource {
+ public:
+  // The written extents, and through *epochs the epochs begun so far.
+  using Fn = std::function<Result<ExtentList>(uint64_t* epochs)>;
+  explicit ZeroCopyPageSource(Fn fn) : fn_(std::move(fn)) {}
+  // Called by Plan before the epoch's Begin; an error makes the version full.
+  Result<ExtentList> Collect() override {
+    uint64_t epochs = 0;
+    Result<ExtentList> r = fn_(&epochs);
+    const uint64_t expect = next_;
+    next_ = epochs + 1;  // the epoch this version's capture begins
+    if (r.ok() && epochs != expect) {
+      return Status::Unsupported("zero-copy: the watched epoch is not this checkpoint's previous one");
+    }
+    return r;
+  }
+
+ private:
+  const Fn fn_;
+  uint64_t next_ = 0;  // the capture thread's (Plan)
+};
+
+}  // namespace
+
+void Pipeline::UseZeroCopyPageSources() {
+  layering_->SetPageSources([this](const void* data, uint64_t bytes) -> std::unique_ptr<PageSource> {
+    return std::make_unique<ZeroCopyPageSource>(
+        [this, data, bytes](uint64_t* epochs) { return ZeroCopyWritten(data, bytes, epochs); });
+  });
+}
+
+// Plan runs after the last epoch's reader was joined (capture_mu_), so only
+// the watch's handler runs beside it.
+Result<ExtentList> Pipeline::ZeroCopyWritten(const void* data, uint64_t bytes, uint64_t* epochs) {
+  MutexLock lock(&mu_);
+  *epochs = zero_copy_ ? zero_copy_->counters().epochs : 0;
+  if (!zero_copy_) return Status::Unsupported("zero-copy: no epoch yet");
+  return zero_copy_->Written(data, bytes);
+}
+
 void Pipeline::JoinZeroCopy() {
   if (zero_copy_reader_.joinable()) zero_copy_reader_.join();
 }
@@ -91,6 +143,10 @@ void Pipeline::JoinZeroCopy() {
 void Pipeline::WaitZeroCopyIdle() {
   MutexLock lock(&mu_);
   cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) { return !zero_copy_busy_; });
+  // A restore or pop writes into memory the last epoch may still watch (and
+  // read(2) into it would fail with a user-mode-only userfaultfd): the watch
+  // ends, the next epoch's order keeps what it saw so far.
+  if (zero_copy_) zero_copy_->StopWatching();
 }
 
 }  // namespace cairn::core

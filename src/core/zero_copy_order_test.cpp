@@ -14,6 +14,7 @@
 
 #include "core/source_pieces.hpp"
 #include "os/memory.hpp"
+#include "os/write_protect.hpp"
 
 namespace cairn::core {
 namespace {
@@ -180,6 +181,147 @@ TEST_P(LockStepTest, HistoryRanksByFirstWriteNotReadOrder) {
   EXPECT_EQ(rank(0), 3u);  // then GREEN pages in read order
   EXPECT_EQ(rank(4), 6u);  // 0, 1, 2, 4, 6, 8, ...
   EXPECT_EQ(rank(8), 8u);
+}
+
+// Watching (learned order, userfaultfd): pages read before any write stay
+// protected; their first writes are trapped, GREEN in write order while the
+// epoch runs and BLUE after it completed, and the next epoch reads them in
+// that order: GREEN 9, 2, 5, then BLUE 12, 1, then the pages never written
+// (in the last read order), which rank last. One fault per watched first
+// write (watch_faults); a second write to the page does not fault.
+TEST_P(LockStepTest, WatchedFirstWritesAfterTheReadAreGreenThenBlueInOrder) {
+  auto z = ZeroCopy::Create(GetParam(), WriteProtectMode::kUserfaultfd, /*watch=*/true);
+  if (!z.ok()) GTEST_SKIP() << "userfaultfd write-protection unavailable: " << z.status().ToString();
+  zc_ = std::move(z).value();
+  const size_t bytes = kPages * page_;
+  auto protected_pages = [&] {
+    auto r = os::CountUffdProtectedPages(mem_, bytes);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : ~uint64_t{0};
+  };
+  format::Layout layout =
+      format::Layout::Make({format::RegionSpec{1, MemoryKind::kHost, bytes}}, static_cast<uint32_t>(page_));
+  std::vector<CaptureSource> sources{CaptureSource{layout.regions[0].spec, mem_, std::nullopt}};
+  const std::vector<uint64_t> packed = PackedStarts(layout);
+  std::vector<uint8_t> got(bytes);
+  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+  const std::vector<uint8_t> want(mem_, mem_ + bytes);
+  ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
+  EXPECT_EQ(protected_pages(), kPages) << "read pages stay protected until their first write";
+  for (const size_t p : {9, 2, 5}) Store(mem_ + p * page_, 100 + p);  // GREEN: read, then written
+  Store(mem_ + 9 * page_ + 8, 1);                                      // a second write: no fault
+  EXPECT_EQ(zc_->counters().watch_faults, 3u);
+  EXPECT_EQ(zc_->counters().blue, 0u);
+  EXPECT_EQ(protected_pages(), kPages - 3);
+  zc_->End();
+  EXPECT_TRUE(zc_->watching());
+  EXPECT_FALSE(zc_->in_epoch());
+  EXPECT_EQ(protected_pages(), kPages - 3) << "the watch goes on after End";
+  for (const size_t p : {12, 1}) Store(mem_ + p * page_, 200 + p);  // BLUE: after the version completed
+  EXPECT_EQ(zc_->counters().watch_faults, 5u);
+  EXPECT_EQ(zc_->counters().blue, 2u);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), bytes), 0);
+
+  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());  // ends the watch, learns it
+  const ZeroCopyOrder order(layout, sources, packed, zc_.get(), /*learned=*/true);
+  const std::vector<uint32_t> head(order.planned().begin(), order.planned().begin() + 7);
+  EXPECT_EQ(head, (std::vector<uint32_t>{9, 2, 5, 12, 1, 0, 3}));
+  ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
+  zc_->End();
+  zc_->StopWatching();
+  EXPECT_FALSE(zc_->watching());
+  EXPECT_EQ(protected_pages(), 0u) << "StopWatching removes the protection";
+  Store(mem_, 1);  // would hang if still protected with no handler deciding
+}
+
+// Written (checkpoint.changes = pages): the pages written since the watched
+// epoch's Begin; a write after Written looked (during the next checkpoint
+// call) is reported by the next epoch's Written. A watching Begin of a
+// layered version protects the whole range: a page outside its extents is
+// watched (its write is recorded and goes through, it is not read).
+TEST_P(LockStepTest, WrittenReportsPagesWrittenSinceBeginAndLateOnesNextTime) {
+  auto z = ZeroCopy::Create(GetParam(), WriteProtectMode::kUserfaultfd, /*watch=*/true);
+  if (!z.ok()) GTEST_SKIP() << "userfaultfd write-protection unavailable: " << z.status().ToString();
+  zc_ = std::move(z).value();
+  const size_t bytes = kPages * page_;
+  auto pages_of = [&](Result<ExtentList> r) {
+    std::vector<uint64_t> out;
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (r.ok()) {
+      for (const Extent& x : *r) {
+        for (uint64_t o = x.offset; o < x.end(); o += page_) out.push_back(o / page_);
+      }
+    }
+    return out;
+  };
+  EXPECT_FALSE(zc_->Written(mem_, bytes).ok()) << "no epoch yet: nothing known";
+  std::vector<uint8_t> got(bytes);
+  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+  std::jthread early([&] {  // before or after their read (RED with no COW slot: waits for it)
+    Store(mem_ + 3 * page_, 1);
+    Store(mem_ + 7 * page_, 1);
+  });
+  ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
+  early.join();
+  EXPECT_FALSE(zc_->Written(mem_, bytes).ok()) << "the epoch is still in progress";
+  zc_->End();
+  Store(mem_ + 40 * page_, 1);  // BLUE
+  EXPECT_EQ(pages_of(zc_->Written(mem_, bytes)), (std::vector<uint64_t>{3, 7, 40}));
+  EXPECT_FALSE(zc_->Written(mem_, bytes / 2).ok()) << "not a range of the epoch";
+  Store(mem_ + 9 * page_, 1);  // late: after Written, before the next Begin
+
+  // The next version stores pages 3, 7 and 40 only.
+  const std::vector<uint8_t> want(mem_, mem_ + bytes);
+  const ExtentList stored{Extent{3 * page_, page_}, Extent{7 * page_, page_}, Extent{40 * page_, page_}};
+  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, stored}}).ok());
+  auto r = os::CountUffdProtectedPages(mem_, bytes);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, kPages) << "a watching epoch protects the whole range";
+  Store(mem_ + 20 * page_, 2);  // not stored: watched, goes through
+  for (const Extent& x : stored) ASSERT_TRUE(zc_->Read(mem_ + x.offset, got.data() + x.offset, page_).ok());
+  for (const Extent& x : stored) EXPECT_EQ(std::memcmp(got.data() + x.offset, want.data() + x.offset, page_), 0);
+  EXPECT_FALSE(zc_->Read(mem_ + 20 * page_, got.data(), page_).ok()) << "not part of the version";
+  zc_->End();
+  EXPECT_TRUE(zc_->watching());
+  EXPECT_EQ(pages_of(zc_->Written(mem_, bytes)), (std::vector<uint64_t>{9, 20}));
+}
+
+// Without a watch (the address order, or mprotect) End removes everything,
+// and every page read from memory counts as GREEN for the next order.
+TEST_P(LockStepTest, UnwatchedEndRemovesAllProtection) {
+  auto z = ZeroCopy::Create(GetParam(), WriteProtectMode::kUserfaultfd, /*watch=*/false);
+  if (!z.ok()) GTEST_SKIP() << "userfaultfd write-protection unavailable: " << z.status().ToString();
+  zc_ = std::move(z).value();
+  const size_t bytes = kPages * page_;
+  std::vector<uint8_t> got(bytes);
+  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+  ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
+  zc_->End();
+  EXPECT_FALSE(zc_->watching());
+  auto r = os::CountUffdProtectedPages(mem_, bytes);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, 0u);
+  Store(mem_ + 3 * page_, 1);
+  EXPECT_EQ(zc_->counters().watch_faults, 0u);
+  EXPECT_EQ(zc_->history().RankOf(reinterpret_cast<uintptr_t>(mem_)), 0u);
+}
+
+// The engine destroyed while watching leaves no protection behind.
+TEST_P(LockStepTest, DestructionWhileWatchingRemovesProtection) {
+  auto z = ZeroCopy::Create(GetParam(), WriteProtectMode::kUserfaultfd, /*watch=*/true);
+  if (!z.ok()) GTEST_SKIP() << "userfaultfd write-protection unavailable: " << z.status().ToString();
+  zc_ = std::move(z).value();
+  const size_t bytes = kPages * page_;
+  std::vector<uint8_t> got(bytes);
+  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+  ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
+  zc_->End();
+  ASSERT_TRUE(zc_->watching());
+  zc_.reset();
+  auto r = os::CountUffdProtectedPages(mem_, bytes);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, 0u);
+  Store(mem_, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cow, LockStepTest, ::testing::Values(0.0, 0.05));

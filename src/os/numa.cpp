@@ -14,6 +14,10 @@
 
 #include "os/fs.hpp"
 
+#ifdef CAIRN_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
 namespace cairn::os {
 
 int Topology::cpus() const {
@@ -119,9 +123,37 @@ Topology ReadTopology(const std::string& root) {
   return t;
 }
 
+#ifdef CAIRN_HAVE_HWLOC
+// Every NUMA node hwloc reports, by OS index, with the CPUs (OS indexes) of
+// its cpuset; a topology without NUMA nodes is one node of every PU.
+Topology FromHwloc(hwloc_topology_t topo) {
+  Topology t;
+  auto cpus_of = [](hwloc_const_cpuset_t set) {
+    std::vector<int> cpus;
+    for (int c = hwloc_bitmap_first(set); c >= 0; c = hwloc_bitmap_next(set, c)) cpus.push_back(c);
+    return cpus;
+  };
+  for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, n)) != nullptr;) {
+    if (n->os_index >= static_cast<unsigned>(kMaxNodes)) continue;
+    if (t.node_cpus.size() <= n->os_index) t.node_cpus.resize(n->os_index + 1);
+    t.node_cpus[n->os_index] = cpus_of(n->cpuset);
+  }
+  if (t.node_cpus.empty()) t.node_cpus.push_back(cpus_of(hwloc_get_root_obj(topo)->cpuset));
+  return t;
+}
+#endif
+
+// The machine's topology: hwloc's when built with it (which honours
+// HWLOC_XMLFILE), else sysfs.
+Topology SystemTopology() {
+  if (auto t = ReadHwlocTopology(""); t.ok()) return std::move(t).value();
+  return ReadTopology("/sys/devices/system/node");
+}
+
 class RealNumaImpl final : public Numa {
  public:
   explicit RealNumaImpl(const std::string& root) : topology_(ReadTopology(root)) {}
+  explicit RealNumaImpl(Topology t) : topology_(std::move(t)) {}
   const Topology& topology() const override { return topology_; }
 
   Status QueryNodes(std::span<void* const> pages, std::span<int> nodes) override {
@@ -197,13 +229,52 @@ class RealNumaImpl final : public Numa {
 
 }  // namespace
 
+bool HaveHwloc() {
+#ifdef CAIRN_HAVE_HWLOC
+  return true;
+#else
+  return false;
+#endif
+}
+
+Result<Topology> ReadHwlocTopology(const std::string& xml_path) {
+#ifdef CAIRN_HAVE_HWLOC
+  hwloc_topology_t topo;
+  if (hwloc_topology_init(&topo) != 0) return ErrnoStatus(errno, "hwloc_topology_init", "");
+  struct Destroy {
+    hwloc_topology_t t;
+    ~Destroy() { hwloc_topology_destroy(t); }
+  } destroy{topo};
+  // Nodes and PUs are all we read: caches and I/O devices are not
+  // discovered (less work at the first client's open).
+  (void)hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+  (void)hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+  (void)hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+  if (!xml_path.empty() && hwloc_topology_set_xml(topo, xml_path.c_str()) != 0) {
+    return Status::InvalidArgument("hwloc: cannot use topology XML '" + xml_path + "': " + std::strerror(errno));
+  }
+  if (hwloc_topology_load(topo) != 0) {
+    return Status::Io(std::string("hwloc: loading the topology") +
+                      (xml_path.empty() ? "" : " from '" + xml_path + "'") + " failed: " + std::strerror(errno));
+  }
+  return FromHwloc(topo);
+#else
+  (void)xml_path;
+  return Status::Unsupported("built without hwloc (pkg-config found no hwloc >= 2.0 at build time)");
+#endif
+}
+
 Numa& RealNuma() {
-  static RealNumaImpl numa("/sys/devices/system/node");
+  static RealNumaImpl numa(SystemTopology());
   return numa;
 }
 
 std::unique_ptr<Numa> MakeRealNuma(const std::string& sysfs_root) {
   return std::make_unique<RealNumaImpl>(sysfs_root);
+}
+
+std::unique_ptr<Numa> MakeRealNuma(Topology topology) {
+  return std::make_unique<RealNumaImpl>(std::move(topology));
 }
 
 // --- FakeNuma ------------------------------------------------------------------
@@ -262,6 +333,7 @@ Result<std::vector<int>> FakeNuma::GetAffinity(pid_t tid) {
 Status FakeNuma::SetAffinity(pid_t tid, const std::vector<int>& cpus) {
   MutexLock l(&mu_);
   affinity_[tid == 0 ? CurrentTid() : tid] = cpus;
+  affinity_sets_.emplace_back(tid == 0 ? CurrentTid() : tid, cpus);
   return Status::Ok();
 }
 
@@ -272,6 +344,10 @@ std::vector<FakeNuma::BindCall> FakeNuma::binds() const {
 int FakeNuma::unbinds() const {
   MutexLock l(&mu_);
   return unbinds_;
+}
+std::vector<std::pair<pid_t, std::vector<int>>> FakeNuma::affinity_sets() const {
+  MutexLock l(&mu_);
+  return affinity_sets_;
 }
 int FakeNuma::query_pages() const {
   MutexLock l(&mu_);

@@ -5,9 +5,10 @@
 //
 // The real implementation (numa.cpp) uses the kernel's calls directly
 // (get/set affinity, move_pages in query mode, mbind with MPOL_MF_MOVE) and
-// reads the topology from sysfs (<root>/node<k>/cpulist), so libcairn gains
-// no run-time dependency; a kernel or container without NUMA support (no
-// sysfs node directory, ENOSYS) is one node holding every CPU.
+// reads the topology from hwloc when built with it (optional: CMake finds
+// it with pkg-config), else from sysfs (<root>/node<k>/cpulist); a kernel or
+// container without NUMA support (no sysfs node directory, ENOSYS) is one
+// node holding every CPU.
 #pragma once
 
 #include <sys/types.h>
@@ -18,6 +19,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cairn/status.hpp"
@@ -57,11 +59,21 @@ class Numa {
   virtual Status SetAffinity(pid_t tid, const std::vector<int>& cpus) = 0;
 };
 
-// The process's real NUMA layer; `sysfs_root` (default
-// /sys/devices/system/node) is read once, when first called.
+// The process's real NUMA layer. Its topology is read once, when first
+// called: from hwloc when built with it (so HWLOC_XMLFILE can stand in
+// another machine's layout), else from /sys/devices/system/node.
 Numa& RealNuma();
 // A real layer over another sysfs tree (tests give one made in a temp dir).
 std::unique_ptr<Numa> MakeRealNuma(const std::string& sysfs_root);
+// A real layer (the kernel's calls) that believes in `topology`.
+std::unique_ptr<Numa> MakeRealNuma(Topology topology);
+// Whether libcairn was built with hwloc (CMake found it with pkg-config).
+bool HaveHwloc();
+// The topology as hwloc sees it: from the XML file `xml_path` (an hwloc
+// export, `lstopo file.xml`), or with "" the machine's (or HWLOC_XMLFILE's).
+// kUnsupported when built without hwloc; kInvalidArgument / kIo name the
+// file when it cannot be read.
+Result<Topology> ReadHwlocTopology(const std::string& xml_path);
 // The calling thread's kernel thread id.
 pid_t CurrentTid();
 // Parses a sysfs CPU list ("0-3,8,10-11"); kInvalidArgument names the bad part.
@@ -94,6 +106,8 @@ class FakeNuma final : public Numa {
   std::vector<BindCall> binds() const CAIRN_EXCLUDES(mu_);
   int unbinds() const CAIRN_EXCLUDES(mu_);
   int query_pages() const CAIRN_EXCLUDES(mu_);  // pages asked about so far
+  // Every SetAffinity so far: (kernel thread id, cpus), in order.
+  std::vector<std::pair<pid_t, std::vector<int>>> affinity_sets() const CAIRN_EXCLUDES(mu_);
 
  private:
   int NodeOf(uintptr_t page) const CAIRN_REQUIRES(mu_);
@@ -103,6 +117,7 @@ class FakeNuma final : public Numa {
   std::map<uintptr_t, int> page_node_ CAIRN_GUARDED_BY(mu_);  // page address -> node
   std::map<pid_t, std::vector<int>> affinity_ CAIRN_GUARDED_BY(mu_);
   std::vector<BindCall> binds_ CAIRN_GUARDED_BY(mu_);
+  std::vector<std::pair<pid_t, std::vector<int>>> affinity_sets_ CAIRN_GUARDED_BY(mu_);
   int unbinds_ CAIRN_GUARDED_BY(mu_) = 0;
   int query_pages_ CAIRN_GUARDED_BY(mu_) = 0;
 };

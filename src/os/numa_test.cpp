@@ -119,5 +119,63 @@ TEST(FakeNuma, RecordsBindsAndMovesPages) {
   EXPECT_EQ(numa.query_pages(), 4);
 }
 
+
+// hwloc (optional at build time): a 2-package, 4-node machine from an XML
+// topology, as HWLOC_XMLFILE would give it to RealNuma on this one-node
+// machine.
+constexpr const char* kXml = CAIRN_SOURCE_DIR "/tests/data/topology-2pkg-4numa.xml";
+
+void ExpectFourNodes(const Topology& t) {
+  ASSERT_EQ(t.nodes(), 4);
+  EXPECT_EQ(t.node_cpus[0], (std::vector<int>{0, 1}));
+  EXPECT_EQ(t.node_cpus[1], (std::vector<int>{2, 3}));
+  EXPECT_EQ(t.node_cpus[2], (std::vector<int>{4, 5}));
+  EXPECT_EQ(t.node_cpus[3], (std::vector<int>{6, 7}));
+  EXPECT_EQ(t.cpus(), 8);
+  EXPECT_EQ(t.NodeOfCpu(5), 2);
+}
+
+TEST(Hwloc, ReadsNodesAndCpusOfAnXmlTopology) {
+  if (!HaveHwloc()) GTEST_SKIP() << "built without hwloc (libhwloc-dev; scripts/deps.sh installs it)";
+  auto t = ReadHwlocTopology(kXml);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ExpectFourNodes(*t);
+}
+
+TEST(Hwloc, HonoursHwlocXmlfile) {
+  if (!HaveHwloc()) GTEST_SKIP() << "built without hwloc (libhwloc-dev; scripts/deps.sh installs it)";
+  const char* old = std::getenv("HWLOC_XMLFILE");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("HWLOC_XMLFILE", kXml, 1);
+  auto t = ReadHwlocTopology("");
+  if (old != nullptr) {
+    ::setenv("HWLOC_XMLFILE", saved.c_str(), 1);
+  } else {
+    ::unsetenv("HWLOC_XMLFILE");
+  }
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ExpectFourNodes(*t);
+}
+
+TEST(Hwloc, MissingXmlIsAnErrorNamingTheFile) {
+  if (!HaveHwloc()) {
+    EXPECT_EQ(ReadHwlocTopology(kXml).status().code(), Code::kUnsupported);
+    return;
+  }
+  auto t = ReadHwlocTopology("/nonexistent/topo.xml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("/nonexistent/topo.xml"), std::string::npos) << t.status().ToString();
+}
+
+// The machine's own topology through hwloc agrees with sysfs on the nodes.
+TEST(Hwloc, MachineTopologyMatchesSysfs) {
+  if (!HaveHwloc()) GTEST_SKIP() << "built without hwloc (libhwloc-dev; scripts/deps.sh installs it)";
+  if (std::getenv("HWLOC_XMLFILE") != nullptr) GTEST_SKIP() << "HWLOC_XMLFILE is set";
+  auto t = ReadHwlocTopology("");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  auto sysfs = MakeRealNuma("/sys/devices/system/node");
+  EXPECT_EQ(t->nodes(), sysfs->topology().nodes());
+}
+
 }  // namespace
 }  // namespace cairn::os

@@ -69,7 +69,7 @@ std::string Fortran() {
        "    integer(c_int64_t) :: size = 0 !< bytes filled (set by cairn_stats)\n";
   for (const Stat& s : Stats()) {
     const std::string_view k = s.kind;
-    const char* type = k == "U64" ? "integer(c_int64_t)" : (k == "F64" || k == "WHEN") ? "real(c_double)"
+    const char* type = k == "U64" ? "integer(c_int64_t)" : (k == "F64" || k == "WHEN" || k == "RATIO") ? "real(c_double)"
                                                                                        : "integer(c_int32_t)";
     o << FortranLine(std::string("    ") + type + " :: " + s.name + " = 0", s.doc);
   }
@@ -83,6 +83,7 @@ std::string StatsTable() {
   for (const Stat& s : Stats()) {
     const std::string_view k = s.kind;
     const char* type = k == "U64" ? "`uint64_t`" : k == "F64" ? "`double` (s)" : k == "WHEN" ? "`double` (s since open, < 0 = not yet)"
+                       : k == "RATIO" ? "`double` (fraction, 0 to 1)"
                        : k == "FLAG" ? "`int32_t` (0 or 1)" : "`int32_t` (enum)";
     o << "| `" << s.name << "` | " << type << " | " << s.doc << " |\n";
   }

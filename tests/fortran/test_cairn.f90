@@ -97,6 +97,14 @@ program test_cairn
   call check_rc(cairn_restore_latest(client, "nothing-here", v), CAIRN_ERR_NOT_FOUND, __LINE__, &
                 "restore_latest unknown")
   call check(v == -1, __LINE__, "restore_latest unknown gives -1")
+  ! Placement: the restored version (3) recorded this thread's affinity.
+  call check_rc(cairn_register_thread(client, -2_c_int), CAIRN_ERR_INVALID_ARGUMENT, __LINE__, &
+                "register_thread with a negative index")
+  call check_rc(cairn_register_thread(client, 0_c_int), CAIRN_OK, __LINE__, "register_thread 0")
+  call check_rc(cairn_restore_affinity(client, CAIRN_CHECKPOINTING_THREAD), CAIRN_OK, __LINE__, &
+                "restore_affinity of the checkpointing thread")
+  call check_rc(cairn_restore_affinity(client, 9_c_int), CAIRN_ERR_NOT_FOUND, __LINE__, &
+                "restore_affinity of an index not recorded")
 
   ! Errors -------------------------------------------------------------------
   call check_rc(cairn_checkpoint(client, "bad/name", 4_c_int64_t), CAIRN_ERR_INVALID_ARGUMENT, &
@@ -116,7 +124,7 @@ program test_cairn
   ! The same layout as C's cairn_stats_t (both from include/cairn/cairn_stats.def):
   ! the library filled exactly this type's bytes, so C's struct is no smaller.
   call check(stats%size == c_sizeof(stats), __LINE__, "stats: size = the bytes filled = the type's size")
-  call check(c_sizeof(stats) == 720, __LINE__, "stats: cairn_stats_t is 720 bytes, as in C")
+  call check(c_sizeof(stats) == 832, __LINE__, "stats: cairn_stats_t is 832 bytes, as in C")
   call check(stats%init_strategy >= CAIRN_INIT_EAGER .and. stats%init_strategy <= CAIRN_INIT_ADAPTIVE, &
              __LINE__, "stats: init_strategy is a cairn_cache_init_t")
   ! The GPU tier: host arrays only, no device cache.
@@ -163,6 +171,33 @@ program test_cairn
   call check_rc(cairn_close(client), CAIRN_OK, __LINE__, "close")
   call check(.not. c_associated(client%ptr), __LINE__, "close nulls the handle")
   call check_rc(cairn_close(client), CAIRN_OK, __LINE__, "close of a null client")
+
+  ! cairn_checkpoint_due: an error without an MTBF; with one (1e15 s: an
+  ! interval >= 1400 s for any measured cost) due first, then not --------------
+  block
+    logical :: due
+    due = .true.
+    call check_rc(cairn_open(client), CAIRN_OK, __LINE__, "open without an MTBF")
+    call check_rc(cairn_checkpoint_due(client, "fdue", due), CAIRN_ERR_CONFIG, __LINE__, &
+                  "checkpoint_due without an MTBF")
+    call check(.not. due, __LINE__, "no MTBF: due is .false.")
+    call check_rc(cairn_close(client), CAIRN_OK, __LINE__, "close")
+    call check(set_env("CAIRN_MTBF", "1e15"), __LINE__, "setenv CAIRN_MTBF")
+    call check_rc(cairn_open(client), CAIRN_OK, __LINE__, "open with CAIRN_MTBF")
+    call check(set_env("CAIRN_MTBF", "0"), __LINE__, "setenv CAIRN_MTBF=0")
+    call check_rc(cairn_protect(client, 0_c_int, a), CAIRN_OK, __LINE__, "protect a")
+    call check_rc(cairn_checkpoint_due(client, "fdue", due), CAIRN_OK, __LINE__, "checkpoint_due, first")
+    call check(due, __LINE__, "due before the first checkpoint")
+    call check_rc(cairn_checkpoint(client, "fdue", 1_c_int64_t), CAIRN_OK, __LINE__, "checkpoint fdue")
+    call check_rc(cairn_checkpoint_due(client, "fdue", due), CAIRN_OK, __LINE__, "checkpoint_due, after")
+    call check(.not. due, __LINE__, "not due right after a checkpoint")
+    call check_rc(cairn_stats(client, stats), CAIRN_OK, __LINE__, "stats")
+    call check(stats%interval_period_s >= 1400 .and. stats%interval_checkpoint_s > 0, __LINE__, &
+               "stats: the interval in use and the measured cost")
+    call check(stats%interval_waste > 0 .and. stats%interval_waste < 1.0e-3_c_double, __LINE__, &
+               "stats: the expected waste")
+    call check_rc(cairn_close(client), CAIRN_OK, __LINE__, "close")
+  end block
   call finish()
 
 contains

@@ -32,6 +32,17 @@
  *         watcher reads the event, so the exact byte is random, not chosen.
  * The trial's choices are printed first (rank 0), so a failing seed replays
  * the same choices; which byte a file kill lands on can differ in a replay.
+ *
+ * CAIRN_KILL_LOSE_NODE=1 (with CAIRN_L2_EVERY or CAIRN_L3_EVERY on, 4 ranks
+ * or more: 2 simulated nodes or more) also loses the victim's simulated node
+ * before the relaunch: the check job first deletes its local directory
+ * (<root>/scratch/node<victim / 2>, every file of its ranks, manifests
+ * included). The ranks of that node must then restore a version rebuilt
+ * from the partner copies (L2) or the XOR parity (L3), which the stats must
+ * say, and no version whose collective wait returned (redundancy done) may
+ * be lost. The manifests' `committed` line does not count there: a version
+ * is recorded globally committed before its redundancy is added, so a kill
+ * in between leaves a committed version that a lost node cannot rebuild.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -234,7 +245,45 @@ static void run(struct Plan p) {
   free(buf);
 }
 
-static void check(void) {
+/* CAIRN_KILL_LOSE_NODE=1: the simulated node whose local directory the
+ * relaunch loses (the victim's), else -1. */
+static int lost_node(struct Plan p) {
+  const char *v = getenv("CAIRN_KILL_LOSE_NODE");
+  return v != NULL && strcmp(v, "1") == 0 ? p.victim / 2 : -1;
+}
+
+static void lose_node(int node) {
+  if (g_rank == 0) {
+    char cmd[3300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/scratch/node%d'", g_root, node);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    printf("kill_test: node %d (ranks %d, %d) lost its local directory before the relaunch\n", node, 2 * node,
+           2 * node + 1);
+    fflush(stdout);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* After a restore of version `got` with node `lost` gone: its ranks were
+ * served by a redundancy level, the others by their own files. */
+static void check_served(cairn_client_t *c, int lost, int64_t got) {
+  cairn_stats_t st = CAIRN_STATS_INIT;
+  CHECK(cairn_stats(c, &st) == CAIRN_OK, "stats");
+  const uint64_t rebuilt = st.mpi_restored_l2 + st.mpi_restored_l3;
+  if (g_rank / 2 == lost) {
+    CHECK(rebuilt == 1 && st.mpi_restored_local == 0,
+          "rank %d of the lost node restored version %lld from L1 %llu times, L2 %llu, L3 %llu: want L2 or L3 once",
+          g_rank, (long long)got, (unsigned long long)st.mpi_restored_local,
+          (unsigned long long)st.mpi_restored_l2, (unsigned long long)st.mpi_restored_l3);
+  } else {
+    CHECK(st.mpi_restored_local == 1 && rebuilt == 0,
+          "rank %d (node kept) restored version %lld from L1 %llu times, L2 %llu, L3 %llu: want L1 once", g_rank,
+          (long long)got, (unsigned long long)st.mpi_restored_local, (unsigned long long)st.mpi_restored_l2,
+          (unsigned long long)st.mpi_restored_l3);
+  }
+}
+
+static void check(struct Plan p) {
   /* What the killed job knew to be globally committed. */
   char path[3300];
   snprintf(path, sizeof path, "%s/committed.r%d", g_root, g_rank);
@@ -244,8 +293,11 @@ static void check(void) {
   snprintf(path, sizeof path, "%s/global", dir);
   test_manifest_t m;
   int64_t manifest = test_manifest_read(path, &m) == 0 ? m.committed : -1;
+  const int lost = lost_node(p);
   int64_t floor = recorded > manifest ? recorded : manifest;
+  if (lost >= 0) floor = recorded; /* see the top: the manifest's line does not survive a node */
   MPI_Allreduce(MPI_IN_PLACE, &floor, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  if (lost >= 0) lose_node(lost);
 
   unsigned char *buf = calloc(1, kBytes);
   cairn_client_t *c = open_client(buf);
@@ -261,6 +313,7 @@ static void check(void) {
           (long long)latest);
     CHECK(got >= 1 && got <= kVersions, "restored version %lld was never checkpointed", (long long)got);
     CHECK(holds(buf, got), "restored data is not version %lld of rank %d", (long long)got, g_rank);
+    if (rc == CAIRN_OK && lost >= 0) check_served(c, lost, got);
   } else {
     CHECK(rc == CAIRN_ERR_NOT_FOUND, "restore_latest with nothing committed: %d, want NOT_FOUND", rc);
   }
@@ -306,7 +359,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
     run(p);
   } else {
-    check();
+    check(p);
   }
   int failures = g_failures;
   MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -305,3 +305,30 @@ def test_size_helpers() -> None:
     assert cairn.format_size(512 << 20) == "512 MiB"
     with pytest.raises(cairn.ConfigError):
         cairn.parse_size("lots")
+
+
+def test_checkpoint_due(scratch: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """checkpoint_due: needs an MTBF; due first, then not within the optimal
+    interval (an MTBF of 1e15 s puts it at >= 1400 s for any measured cost);
+    the stats show the decision."""
+    with cairn.Client(scratch_dir=scratch, host_cache="8MiB", block_size="1MiB") as c:
+        with pytest.raises(cairn.ConfigError, match=re.escape("checkpoint.mtbf_s (CAIRN_MTBF) is not set")):
+            c.checkpoint_due("x")
+    with cairn.Client(scratch_dir=scratch, host_cache="8MiB", block_size="1MiB", mtbf_s=1e15) as c:
+        assert c.config["mtbf_s"] == 1e15
+        a = np.ones(1 << 16)
+        c.protect(0, a)
+        assert c.checkpoint_due("x") is True
+        assert c.stats().interval == cairn.IntervalStats(0.0, 0.0, 0.0, 0.0)
+        c.checkpoint("x", 1)
+        assert c.checkpoint_due("x") is False
+        iv = c.stats().interval
+        assert iv.checkpoint_s > 0 and iv.period_s >= 1400
+        assert iv.restore_s == (8 << 16) / 1e9  # estimated: 512 KiB at 1 GB/s
+        assert 0 < iv.waste < 1e-3
+    monkeypatch.setenv("CAIRN_MTBF", "7200")
+    with cairn.Client(scratch_dir=scratch, host_cache="8MiB", block_size="1MiB") as c:
+        assert c.config["mtbf_s"] == 7200
+    for bad, match in ((-1, "checkpoint.mtbf_s (CAIRN_MTBF) is -1"), ("1h", "mtbf_s must be a number, not str")):
+        with pytest.raises(cairn.ConfigError, match=re.escape(match)):
+            cairn.Client(scratch_dir=scratch, mtbf_s=bad)  # type: ignore[arg-type]

@@ -181,6 +181,13 @@ class MpiStats:
     l3_parity_bytes: int  #: their bytes
     l3_rebuilds: int  #: versions of this rank rebuilt from XOR parity
     l3_rebuild_s: float  #: time of the recoveries that rebuilt them
+    l3_read_s: float  #: rebuilds survived: reading the bundle and parity
+    l3_exchange_s: float  #: rebuilds taken part in: time in their exchanges
+    l3_xor_s: float  #: rebuilds survived: XOR of the windows received
+    l3_crc_s: float  #: rebuilds taken part in: CRCs of the windows
+    l3_write_s: float  #: rebuilds of this rank: writing the rebuilt file
+    l3_write_wait_s: float  #: rebuilds of this rank: receiving waited for the writes
+    l3_sync_s: float  #: rebuilds of this rank: committing the rebuilt file
     l4_waits: int  #: versions made persistent by CAIRN_L4_EVERY
 
 
@@ -205,6 +212,19 @@ class ZeroCopyStats:
 
 
 @dataclass(frozen=True)
+class IntervalStats:
+    """The optimal checkpoint interval (``cairn::IntervalStats``;
+    :meth:`Client.checkpoint_due`, docs/design.md "When to checkpoint"): the
+    last decision, for the name it was asked about. Zero before the first
+    call that found a measured checkpoint."""
+
+    period_s: float  #: optimal interval T_opt = max(C, sqrt(2 C (MTBF - R)))
+    waste: float  #: expected waste fraction (0 to 1) at that interval
+    checkpoint_s: float  #: C: median blocking cost of the recent checkpoints
+    restore_s: float  #: R: measured (or estimated) restore cost
+
+
+@dataclass(frozen=True)
 class Stats:
     """A snapshot of a client's statistics (``cairn::Stats``; docs/stats.md)."""
 
@@ -225,11 +245,14 @@ class Stats:
     failed_flushes: int  #: flushes that failed (reported by wait)
     persist_file_copies: int  #: checkpoints copied local file -> persistent (not from the cache)
     persist_holds_released: int  #: checkpoints whose cache blocks a capture took back from the persister
+    numa_local_chunks: int  #: captured blocks copied into a chunk on their source's NUMA node
+    numa_remote_chunks: int  #: captured blocks copied into another node's chunk (none free on theirs)
     init: InitStats  #: how the host cache was prepared (host_cache.init)
     device: DeviceStats  #: the GPU tier (device_cache)
     changes: ChangeStats  #: change detection (checkpoint.changes)
     mpi: MpiStats  #: redundancy levels of an MPI client (docs/mpi.md)
     zero_copy: ZeroCopyStats  #: zero-copy captures (checkpoint.capture)
+    interval: IntervalStats  #: the optimal checkpoint interval (checkpoint_due)
 
     @property
     def capture_blocked_seconds(self) -> float:
@@ -265,6 +288,7 @@ _NESTED: Dict[str, type] = {
     "ChangeStats": ChangeStats,
     "MpiStats": MpiStats,
     "ZeroCopyStats": ZeroCopyStats,
+    "IntervalStats": IntervalStats,
 }
 _ENUM_NAMES: Dict[str, Tuple[str, ...]] = {
     "init_strategy": _config.INIT_STRATEGIES,
@@ -288,7 +312,7 @@ def _build(cls: Type[_T], d: Mapping[str, Union[int, float, str]], prefix: str, 
             values[f.name] = _when(value)
         elif kind == "ENUM":
             values[f.name] = _ENUM_NAMES[key][int(value)]
-        elif kind == "F64":
+        elif kind in ("F64", "RATIO"):
             values[f.name] = float(value)
         elif kind == "U64":
             values[f.name] = int(value)
@@ -464,6 +488,9 @@ class Client(_Closable):
     ``pin``                       pin the cache once it is fully touched
     ``pin_serialize``             processes of a node pin one at a time
     ``pin_lock``                  the node's pin lock file (``""`` = default)
+    ``host_cache_numa``           cache chunks per NUMA node: ``"auto"``
+                                  (default: on with more than one node),
+                                  ``"on"`` or ``"off"``
     ``device_cache``              GPU cache size: bytes or ``"4GiB"``; ``0`` = none
                                   (device regions go straight to the host cache)
     ``device_cache_init``         ``"incremental"`` (default: mapped in the
@@ -493,6 +520,8 @@ class Client(_Closable):
     ``l3_group``                  with ``comm``: ranks per XOR set, ``0`` = auto
     ``l4_every``                  with ``comm``: every n-th wait is made
                                   persistent (L4), ``0`` = off (docs/mpi.md)
+    ``mtbf_s``                    mean time between failures in seconds, for
+                                  :meth:`checkpoint_due` (``0`` = not set)
     ============================  ================================================
 
     ``comm`` (an mpi4py communicator, e.g. ``MPI.COMM_WORLD``) opens the
@@ -536,6 +565,7 @@ class Client(_Closable):
         pin: Optional[bool] = None,
         pin_serialize: Optional[bool] = None,
         pin_lock: Optional[PathArg] = None,
+        host_cache_numa: Optional[str] = None,
         device_cache: Union[int, str, None] = None,
         device_cache_init: Optional[DeviceCacheInit] = None,
         device_map_chunk: Union[int, str, None] = None,
@@ -554,6 +584,7 @@ class Client(_Closable):
         l3_every: Optional[int] = None,
         l3_group: Optional[int] = None,
         l4_every: Optional[int] = None,
+        mtbf_s: Optional[float] = None,
         comm: Any = None,
         **unknown: NoReturn,
     ) -> None:
@@ -652,6 +683,23 @@ class Client(_Closable):
         with self._lock:
             self._impl.checkpoint(name, version)
 
+    def checkpoint_due(self, name: str) -> bool:
+        """Whether a checkpoint of ``name`` is due under the optimal interval
+        (``cairn_checkpoint_due``; docs/design.md "When to checkpoint"):
+        True before this client's first checkpoint of ``name`` (it measures
+        the cost), then once T = max(C, sqrt(2 C (MTBF - R))) has passed
+        since the last one returned (or the last :meth:`wait` on it). C: the
+        median blocking time of its last 5 checkpoints (each call plus the
+        waits on its version), R: its last restore's time (else estimated
+        from its bytes), MTBF: the ``mtbf_s`` keyword (``checkpoint.mtbf_s``,
+        ``$CAIRN_MTBF``). With ``comm``: collective, True on every rank when
+        it is True on any. :attr:`stats` ``.interval`` shows the decision.
+
+        Raises:
+            ConfigError: no MTBF is configured.
+        """
+        return self._impl.checkpoint_due(name)
+
     def wait(self, name: str, version: int, level: LevelArg = "local") -> None:
         """Blocks until ``version`` of ``name`` is durable at ``level``:
         ``"cache"``, ``"local"`` (the default) or ``"persistent"``.
@@ -685,6 +733,34 @@ class Client(_Closable):
         """
         with self._lock:
             self._impl.restore(name, version)
+
+    #: The index under which the thread that called :meth:`checkpoint` is
+    #: recorded (``CAIRN_CHECKPOINTING_THREAD``).
+    CHECKPOINTING_THREAD = -1
+
+    def register_thread(self, index: int) -> None:
+        """Remembers the calling thread under ``index`` (>= 0, e.g. a worker's
+        number) so that later checkpoints record its CPU affinity;
+        registering an index again replaces its thread. A thread that has
+        exited by a checkpoint is left out of it (docs/design.md,
+        "Placement").
+
+        Raises:
+            InvalidArgumentError: ``index`` is negative.
+        """
+        self._impl.register_thread(index)
+
+    def restore_affinity(self, index: int = CHECKPOINTING_THREAD) -> None:
+        """Sets the calling thread's CPU affinity to the one recorded under
+        ``index`` (:attr:`CHECKPOINTING_THREAD` or a registered index) in the
+        version last restored by this client; CPUs this machine lacks are
+        wrapped around its CPUs. Does nothing with ``placement="keep"``.
+
+        Raises:
+            StateError: no version with a placement record was restored.
+            NotFoundError: the version recorded no such index.
+        """
+        self._impl.restore_affinity(index)
 
     def restore_latest(self, name: str) -> Optional[int]:
         """The restart in one pass: restores the newest committed version of

@@ -312,6 +312,7 @@ class Borrowed {
 #define CAIRN_STAT_IS_FLAG_U64 false
 #define CAIRN_STAT_IS_FLAG_F64 false
 #define CAIRN_STAT_IS_FLAG_WHEN false
+#define CAIRN_STAT_IS_FLAG_RATIO false
 #define CAIRN_STAT_IS_FLAG_ENUM false
 #define CAIRN_STAT_IS_FLAG_FLAG true
 
@@ -337,10 +338,14 @@ nb::list StatsFields() {
   return out;
 }
 
-// The kind of value a Config member holds, by its type.
+// The kind of value a Config member holds, by its type; a string member is
+// a path when its name says so (scratch_dir, trace_path, ...), else a word
+// that the C++ Validate checks (restart.placement, host_cache.numa, ...).
 template <typename T>
-constexpr const char* KindOf() {
-  if constexpr (std::is_same_v<T, std::string>) return "path";
+constexpr const char* KindOf(std::string_view member) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return member.ends_with("_dir") || member.ends_with("_path") ? "path" : "word";
+  }
   else if constexpr (std::is_same_v<T, bool>) return "bool";
   else if constexpr (std::is_same_v<T, int>) return "int";
   else if constexpr (std::is_same_v<T, uint64_t>) return "size";
@@ -350,17 +355,17 @@ constexpr const char* KindOf() {
   else if constexpr (std::is_same_v<T, cairn::ChangeDetection>) return "changes";
   else if constexpr (std::is_same_v<T, cairn::CaptureMode>) return "capture";
   else if constexpr (std::is_same_v<T, cairn::WriteProtectMode>) return "write_protect";
-  else if constexpr (std::is_same_v<T, double>) return "fraction";
+  else if constexpr (std::is_same_v<T, double>) return "number";
   else static_assert(sizeof(T) == 0, "a Config member of a type the Python package does not know");
 }
 
 // [(keyword, Config attribute, "section.key", environment variable, kind)] of
-// config_keys.def; kind: path, bool, int, size, mode, init, device_init, changes,
-// capture, write_protect, fraction.
+// config_keys.def; kind: path, word, bool, int, size, mode, init, device_init, changes,
+// capture, write_protect, number.
 nb::list ConfigKeys() {
   nb::list out;
 #define CAIRN_CONFIG_KEY(section, key, member, lo, env, py, type, dflt, doc) \
-  out.append(nb::make_tuple(#py, #member, #section "." #key, env, KindOf<decltype(cairn::Config::member)>()));
+  out.append(nb::make_tuple(#py, #member, #section "." #key, env, KindOf<decltype(cairn::Config::member)>(#member)));
 #include "cairn/config_keys.def"
 #undef CAIRN_CONFIG_KEY
   return out;
@@ -534,6 +539,10 @@ class PyClient {
     Check(WithoutGil([&] { return client_->Wait(name, version, l); }));
   }
 
+  bool CheckpointDue(const std::string& name) {
+    return Value(WithoutGil([&] { return client_->CheckpointDue(name); }));
+  }
+
   std::optional<int64_t> Latest(const std::string& name) {
     cairn::Result<int64_t> r = WithoutGil([&] { return client_->Latest(name); });
     if (!r.ok() && r.status().code() == cairn::Code::kNotFound) return std::nullopt;
@@ -545,6 +554,15 @@ class PyClient {
       std::shared_lock guard(regions_guard_);
       return client_->Restore(name, version);
     }));
+  }
+
+  // Placement (docs/design.md): both act on the calling OS thread, which
+  // stays the same with the GIL released.
+  void RegisterThread(int index) {
+    Check(WithoutGil([&] { return client_->RegisterThread(index); }));
+  }
+  void RestoreAffinity(int index) {
+    Check(WithoutGil([&] { return client_->RestoreAffinity(index); }));
   }
 
   std::optional<int64_t> RestoreLatest(const std::string& name) {
@@ -679,9 +697,12 @@ NB_MODULE(_cairn, m) {
       .def("unprotect", &PyClient::Unprotect, nb::arg("id"))
       .def("checkpoint", &PyClient::Checkpoint, nb::arg("name"), nb::arg("version"))
       .def("wait", &PyClient::Wait, nb::arg("name"), nb::arg("version"), nb::arg("level"))
+      .def("checkpoint_due", &PyClient::CheckpointDue, nb::arg("name"))
       .def("latest", &PyClient::Latest, nb::arg("name"))
       .def("restore_latest", &PyClient::RestoreLatest, nb::arg("name"))
       .def("restore", &PyClient::Restore, nb::arg("name"), nb::arg("version"))
+      .def("register_thread", &PyClient::RegisterThread, nb::arg("index"))
+      .def("restore_affinity", &PyClient::RestoreAffinity, nb::arg("index"))
       .def("saved_latest", &PyClient::SavedLatest, nb::arg("name"))
       .def("saved_ranks", &PyClient::SavedRanks, nb::arg("name"), nb::arg("version"))
       .def("saved_region_size", &PyClient::SavedRegionSize, nb::arg("name"), nb::arg("version"),
