@@ -184,9 +184,11 @@ Result<FtiConfig> ParseConfig(const std::string& text, const std::string& path) 
     if (line.front() == '[') {
       if (line.back() != ']') return Status::Config(at + "'" + line + "' is not a [section] line");
       section = Lower(Trim(line.substr(1, line.size() - 2)));
-      if (section != "basic" && section != "restart" && section != "injection" && section != "advanced") {
+      // [cairn]: Cairn's extension (kKeys' last rows; docs/fti.md).
+      if (section != "basic" && section != "restart" && section != "injection" && section != "advanced" &&
+          section != "cairn") {
         return Status::Config(at + "unknown section [" + section +
-                              "]; FTI's are [basic], [restart], [injection] and [advanced]");
+                              "]; FTI's are [basic], [restart], [injection] and [advanced], Cairn's is [cairn]");
       }
       continue;
     }
