@@ -141,7 +141,8 @@ struct GlobalCommitState {
 
 // The redundancy levels that one collective wait adds (docs/mpi.md), for
 // callers whose checkpoint call names its level (FTI's FTI_Checkpoint(id,
-// level), docs/fti.md) rather than counting waits as CAIRN_L2_EVERY does.
+// level), docs/fti.md) rather than counting checkpoints (L2) or waits (L3,
+// L4) as the mpi.l*_every keys do.
 struct WaitLevels {
   bool l2 = false;          // partner copy
   bool l3 = false;          // XOR parity
@@ -151,7 +152,7 @@ struct WaitLevels {
 // Collective: Client::Wait at kLocal (kPersistent when levels.persistent),
 // then exactly the levels asked, whatever the CAIRN_L*_EVERY counters say;
 // this wait is not counted by them. A level asked that the client did not set
-// up at open (CAIRN_L2_EVERY / CAIRN_L3_EVERY 0 or unset) is kConfig, on every
+// up at open (mpi.l2_every / mpi.l3_every, CAIRN_L2_EVERY / CAIRN_L3_EVERY, 0) is kConfig, on every
 // rank (the ranks make the same call). For a client in no group: kState.
 CAIRN_EXPORT Status WaitAtLevels(Client& client, std::string_view name, int64_t version,
                                  WaitLevels levels);
