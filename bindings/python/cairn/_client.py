@@ -204,11 +204,12 @@ class ZeroCopyStats:
     red: int  #: first writes that waited for their page to be read
     orange: int  #: first writes copied into the copy-on-write buffer
     green: int  #: pages read before any write
-    blue: int  #: first writes after the version was read (not monitored yet: 0)
+    blue: int  #: first writes after the version was read (watched: learned order with userfaultfd)
     faults: int  #: write faults handled
     red_wait_s: float  #: application time blocked in RED faults
     fault_s: float  #: handler time on write faults
     call_s: float  #: time inside checkpoint calls captured zero-copy
+    watch_faults: int  #: first writes trapped after their page was read (the learned order's watch)
 
 
 @dataclass(frozen=True)
