@@ -4,7 +4,6 @@
 // keeping the newest global commit (docs/mpi.md, "Retention").
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -54,7 +53,6 @@ class CountingFs final : public os::FileSystem {
 class GlobalRecordTest : public ScratchDirTest {
  protected:
   GlobalRecordTest() : ScratchDirTest("global_record") {}
-  void TearDown() override { unsetenv("CAIRN_L4_EVERY"); }
 
   std::unique_ptr<Client> OpenSolo(Config c) {
     c.fs = &fs_;
@@ -75,8 +73,8 @@ class GlobalRecordTest : public ScratchDirTest {
 // second one of the scratch manifest. A wait for a version already recorded
 // writes nothing.
 TEST_F(GlobalRecordTest, AWaitWritesEachManifestOnce) {
-  setenv("CAIRN_L4_EVERY", "1", 1);
   Config c = MakeConfig();
+  c.l4_every = 1;  // mpi.l4_every: a key of the Config (CAIRN_L4_EVERY is read by LoadConfig only)
   c.persistent_dir = tmp_.path() + "/persistent";
   auto client = OpenSolo(c);
   ASSERT_NE(client, nullptr);

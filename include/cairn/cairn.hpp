@@ -100,7 +100,7 @@ struct MpiStats {
   uint64_t restored_l2 = 0;     // ... by a partner copy brought back first (L2)
   uint64_t restored_l3 = 0;     // ... by a file rebuilt from XOR parity first (L3)
   uint64_t restored_l4 = 0;     // ... by the rank's persistent file (L4)
-  uint64_t l2_copies = 0;       // versions sent to the partner (L2 waits)
+  uint64_t l2_copies = 0;       // versions stored at the partner (L2 turns)
   uint64_t l3_parity_writes = 0;  // parity files written (L3 waits)
   uint64_t l3_parity_bytes = 0;   // their bytes
   uint64_t l3_rebuilds = 0;       // versions of this rank rebuilt from parity

@@ -166,6 +166,13 @@ struct CAIRN_EXPORT Config {
   int prefetch_depth = 0;        // steps prefetched ahead of pops; 0 = as many as fit
   bool history_persistent = false;  // false: history files are deleted on close
 
+  // [mpi]: the redundancy levels of a client opened in an MPI job
+  // (docs/mpi.md); 0 = off. A client outside a job ignores them.
+  int l2_every = 0;  // every n-th checkpoint is an L2 turn; CAIRN_L2_EVERY
+  int l3_every = 0;  // every n-th collective wait gets XOR parity; CAIRN_L3_EVERY
+  int l3_group = 0;  // ranks per XOR set, 0 = min(4, nodes); CAIRN_L3_GROUP
+  int l4_every = 0;  // every n-th collective wait is made persistent; CAIRN_L4_EVERY
+
   // [trace]
   std::string trace_path;  // Chrome/Perfetto trace file written at close, "" = off; CAIRN_TRACE
 

@@ -84,6 +84,37 @@ class CAIRN_EXPORT Group {
   };
   virtual Status Exchange(const std::vector<Outgoing>& sends, const std::vector<int>& from,
                           std::vector<std::vector<uint8_t>>* received) = 0;
+
+  // Nonblocking point-to-point (the partner copies in the background,
+  // docs/mpi.md), on a channel of its own (libcairn_mpi: a third duplicate of
+  // the communicator): nothing sent here matches AllReduce, Exchange or the
+  // nonblocking reductions. Messages from one member to another on one tag
+  // arrive in the order they were started, and the receives a member starts
+  // for one (from, tag) are matched in the order it started them. Same
+  // thread rules as the nonblocking reductions. A Request must be complete
+  // (Test() true) or cancelled before it is destroyed; the buffer it was
+  // given must live until then. Optional: point_to_point() false (the
+  // default) has none, and the partner copies then ride on the collective
+  // wait (Exchange).
+  class CAIRN_EXPORT Request {
+   public:
+    virtual ~Request();
+    // Done? Once true, bytes() is the size of the message (a receive).
+    virtual Result<bool> Test() = 0;
+    virtual size_t bytes() const = 0;
+    // Withdraws a receive: once it returns Ok the request is complete
+    // (withdrawn, or a message matched it meanwhile) and its buffer may go;
+    // after an error it may still be pending and the buffer must stay. A
+    // send cannot be withdrawn (an error): its owner keeps it until Test().
+    virtual Status Cancel() = 0;
+  };
+  virtual bool point_to_point() const { return false; }
+  virtual Result<std::unique_ptr<Request>> StartSend(int to, int tag, const uint8_t* data,
+                                                     size_t bytes);
+  // Receives one message of at most `capacity` bytes (a longer one is an
+  // error) from member `from` with `tag`.
+  virtual Result<std::unique_ptr<Request>> StartReceive(int from, int tag, uint8_t* data,
+                                                        size_t capacity);
 };
 
 // Opens a client on every member of `group` (collective): `config` is each
@@ -110,7 +141,8 @@ struct GlobalCommitState {
 
 // The redundancy levels that one collective wait adds (docs/mpi.md), for
 // callers whose checkpoint call names its level (FTI's FTI_Checkpoint(id,
-// level), docs/fti.md) rather than counting waits as CAIRN_L2_EVERY does.
+// level), docs/fti.md) rather than counting checkpoints (L2) or waits (L3,
+// L4) as the mpi.l*_every keys do.
 struct WaitLevels {
   bool l2 = false;          // partner copy
   bool l3 = false;          // XOR parity
@@ -120,7 +152,7 @@ struct WaitLevels {
 // Collective: Client::Wait at kLocal (kPersistent when levels.persistent),
 // then exactly the levels asked, whatever the CAIRN_L*_EVERY counters say;
 // this wait is not counted by them. A level asked that the client did not set
-// up at open (CAIRN_L2_EVERY / CAIRN_L3_EVERY 0 or unset) is kConfig, on every
+// up at open (mpi.l2_every / mpi.l3_every, CAIRN_L2_EVERY / CAIRN_L3_EVERY, 0) is kConfig, on every
 // rank (the ranks make the same call). For a client in no group: kState.
 CAIRN_EXPORT Status WaitAtLevels(Client& client, std::string_view name, int64_t version,
                                  WaitLevels levels);

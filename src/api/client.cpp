@@ -11,12 +11,10 @@
 
 #include "api/collective.hpp"
 #include "api/global_commit.hpp"
-#include "api/partner.hpp"
+#include "api/levels.hpp"
 #include "api/placement_state.hpp"
-#include "api/redundancy.hpp"
 #include "api/saved.hpp"
 #include "api/solo_group.hpp"
-#include "api/xor_parity.hpp"
 #include "cairn/cairn.hpp"
 #include "cairn/group.hpp"
 #include "core/interval_model.hpp"
@@ -69,15 +67,9 @@ struct Client::Impl {
   // The configuration before the rank's subdirectories (= config when not
   // in a group): the roots where a saved job's ranks are found.
   Config root;
-  // The redundancy levels (docs/mpi.md): every l2_every-th collective wait
-  // (at kLocal/kPersistent, counted in `waits` over all names) sends the
-  // version to `partner` (L2, partner.hpp), every l3_every-th stores its XOR
-  // parity in `sets` (L3, xor_parity.hpp), every l4_every-th makes it
-  // persistent (L4); 0 = off. Collective calls are made by one thread at a
-  // time (docs/mpi.md), so these need no lock.
-  int64_t l2_every = 0, l3_every = 0, l4_every = 0;
-  int64_t waits = 0;
-  partner::Map partner;
+  // In a group: the redundancy levels L2-L4, their turns, recoveries and
+  // stats (levels.hpp).
+  std::unique_ptr<redundancy::Levels> levels;
   // Placement recording and restoring (placement_state.hpp).
   std::unique_ptr<placement::State> placement;
 
@@ -97,18 +89,7 @@ struct Client::Impl {
   void PlaceAfter(const std::string& name, int64_t version) {
     (void)PlacedRestore(name, version, [] { return Status::Ok(); });
   }
-  parity::Sets sets;
-  // The level that last brought a version of a name back (2 or 3), for the
-  // stats of the restore that follows.
-  std::map<std::string, std::pair<int64_t, int>> recovered;
-  mutable Mutex stats_mu;  // GetStats may run on another thread
-  MpiStats mpi CAIRN_GUARDED_BY(stats_mu);
-
-  bool redundant() const { return l2_every > 0 || l3_every > 0; }
-  void Count(uint64_t MpiStats::*field, uint64_t n = 1) CAIRN_EXCLUDES(stats_mu) {
-    MutexLock lock(&stats_mu);
-    mpi.*field += n;
-  }
+  bool redundant() const { return levels && levels->redundant(); }
   // In a group: the global commit learned in the background and every
   // manifest record (global_commit.hpp). Its rounds are progressed only on
   // the thread that opened the client, the one that may call MPI.
@@ -146,10 +127,13 @@ namespace {
 
 Status Closed() { return Status::State("the client is closed"); }
 
-// Any Cairn call on the opening thread moves the background global commit on
-// (never blocks: an MPI_Test, maybe an MPI_Iallreduce start).
+// Any Cairn call on the opening thread moves the background global commit
+// and the partner copies on (never blocks: MPI_Test, MPI_Iallreduce /
+// MPI_Isend / MPI_Irecv starts, chunk reads and writes).
 void ProgressGlobal(Client::Impl& impl) {
-  if (impl.global && std::this_thread::get_id() == impl.opener) impl.global->Progress();
+  if (!impl.global || std::this_thread::get_id() != impl.opener) return;
+  impl.global->Progress();
+  impl.levels->Progress();
 }
 
 // In the rank's scratch directory, and after a persistent commit also in its
@@ -158,103 +142,6 @@ void ProgressGlobal(Client::Impl& impl) {
 Status RecordGlobal(Client::Impl& impl, std::string_view name, int64_t committed, int64_t persistent) {
   Status s = impl.global->Record(std::string(name), committed, persistent);
   return collective::Agree(*impl.group, s, "recording the global commit of '" + std::string(name) + "'");
-}
-
-// With redundancy levels on: ranks that lack the newest version <= bound
-// that every rank has (itself, or from a level), or distrust their copy of
-// it, get it back from the partner (L2) or rebuilt from XOR parity (L3)
-// (redundancy::Recover). Says so on stderr: which level served the rank
-// matters to whoever reads the job's log.
-Status RecoverLost(Client::Impl& impl, const std::string& name, int64_t bound, int64_t distrust) {
-  if (!impl.redundant()) return Status::Ok();
-  auto mine = impl.core->pipeline->IntactVersions(name);
-  CAIRN_RETURN_IF_ERROR(
-      collective::Agree(*impl.group, mine.status(), "listing the versions of '" + name + "'"));
-  std::vector<std::unique_ptr<redundancy::Level>> owned;
-  std::vector<int> kinds;  // 2 or 3, per level
-  if (impl.l2_every > 0) {
-    owned.push_back(partner::MakeLevel(*impl.group, impl.partner, impl.config));
-    kinds.push_back(2);
-  }
-  MpiStats phases;  // the l3_*_s of this recovery's rebuild, if any
-  if (impl.l3_every > 0) {
-    owned.push_back(parity::MakeLevel(*impl.group, impl.sets, impl.config, &phases));
-    kinds.push_back(3);
-  }
-  std::vector<redundancy::Level*> levels;
-  for (auto& level : owned) levels.push_back(level.get());
-  const SteadyTime start = std::chrono::steady_clock::now();
-  auto r = redundancy::Recover(*impl.group, impl.config, levels, name, *mine, bound, distrust);
-  {
-    MutexLock lock(&impl.stats_mu);
-    for (double MpiStats::*f : {&MpiStats::l3_read_s, &MpiStats::l3_exchange_s, &MpiStats::l3_xor_s,
-                                &MpiStats::l3_crc_s, &MpiStats::l3_write_s, &MpiStats::l3_write_wait_s,
-                                &MpiStats::l3_sync_s})
-      impl.mpi.*f += phases.*f;
-  }
-  if (r.ok()) {
-    for (const std::string& note : r->notes)
-      std::fprintf(stderr, "cairn: rank %d: %s\n", impl.group->rank(), note.c_str());
-    if (r->level >= 0) {
-      std::fprintf(stderr, "cairn: rank %d: restored %s\n", impl.group->rank(), r->served.c_str());
-      const int kind = kinds[static_cast<size_t>(r->level)];
-      impl.recovered[name] = {r->version, kind};
-      if (kind == 3) {
-        MutexLock lock(&impl.stats_mu);
-        ++impl.mpi.l3_rebuilds;
-        impl.mpi.l3_rebuild_s += SecondsSince(start);
-      }
-    }
-  }
-  return collective::Agree(*impl.group, r.status(),
-                           "recovering '" + name + "' from the redundancy levels");
-}
-
-// After a collective restore of `version`: which level served this rank.
-void CountRestore(Client::Impl& impl, const std::string& name, int64_t version) {
-  auto it = impl.recovered.find(name);
-  if (it != impl.recovered.end() && it->second.first == version) {
-    impl.Count(it->second.second == 2 ? &MpiStats::restored_l2 : &MpiStats::restored_l3);
-  } else if (format::Chain::Open(redundancy::Fs(impl.config), impl.config.scratch_dir, name, version).ok()) {
-    impl.Count(&MpiStats::restored_local);
-  } else {
-    impl.Count(&MpiStats::restored_l4);
-  }
-  if (it != impl.recovered.end()) impl.recovered.erase(it);
-}
-
-// CAIRN_L4_EVERY (docs/mpi.md): whether the n-th collective wait (counted
-// over all names) records `version` as persistent, after waiting for it on
-// every rank when it is L4's turn. An explicit wait at kPersistent counts as
-// a wait and makes L4's turn, if it is one, a no-op. Before the manifest
-// record, so that the wait records once (committed and persistent).
-Result<bool> PersistentTurn(Client::Impl& impl, const std::string& name, int64_t version, Level level,
-                            int64_t n) {
-  if (level == Level::kPersistent) return true;
-  if (impl.l4_every <= 0 || n % impl.l4_every != 0) return false;
-  const std::string label = "version " + std::to_string(version) + " of '" + name + "'";
-  Status s = impl.core->pipeline->Wait(format::EntryKind::kCheckpoint, name, version, Level::kPersistent);
-  CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, s, "making " + label + " persistent (CAIRN_L4_EVERY)"));
-  impl.Count(&MpiStats::l4_waits);
-  return true;
-}
-
-// After the n-th collective wait's global commit: the redundancy levels
-// L2 and L3 whose turn it is (docs/mpi.md).
-Status AddRedundancy(Client::Impl& impl, const std::string& name, int64_t version, int64_t n) {
-  const std::string label = "version " + std::to_string(version) + " of '" + name + "'";
-  if (impl.l2_every > 0 && n % impl.l2_every == 0) {
-    Status s = partner::Replicate(*impl.group, impl.partner, impl.config, name, version);
-    CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, s, "the partner copies (L2) of " + label));
-    impl.Count(&MpiStats::l2_copies);
-  }
-  if (impl.l3_every > 0 && n % impl.l3_every == 0) {
-    auto bytes = parity::Encode(*impl.group, impl.sets, impl.config, name, version);
-    CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, bytes.status(), "the XOR parity (L3) of " + label));
-    impl.Count(&MpiStats::l3_parity_writes);
-    impl.Count(&MpiStats::l3_parity_bytes, *bytes);
-  }
-  return Status::Ok();
 }
 
 // A job of another size must not restore a saved job's versions rank by
@@ -277,7 +164,7 @@ Status CheckSameSize(Client::Impl& impl, const std::string& name) {
 Result<int64_t> CommonLatest(Client::Impl& impl, std::string_view name, int64_t bound,
                              int64_t distrust = -1) {
   CAIRN_RETURN_IF_ERROR(CheckSameSize(impl, std::string(name)));
-  CAIRN_RETURN_IF_ERROR(RecoverLost(impl, std::string(name), bound, distrust));
+  CAIRN_RETURN_IF_ERROR(impl.levels->Recover(std::string(name), bound, distrust));
   auto mine = impl.core->pipeline->IntactVersions(std::string(name));
   const std::string what = "finding the latest version of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, mine.status(), what));
@@ -352,6 +239,11 @@ Status Client::Close() {
   std::unique_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Status::Ok();
   Status s = impl_->core->pipeline->Shutdown();
+  if (impl_->levels) {
+    // Collective (every rank closes): the partner copies still in flight.
+    Status l = impl_->levels->Finish();
+    if (s.ok()) s = l;
+  }
   if (impl_->global) {
     // Collective (every rank closes): completes the background rounds, so
     // that no nonblocking collective is left to MPI_Finalize, and records
@@ -414,6 +306,9 @@ Status Client::Checkpoint(std::string_view name, int64_t version) {
   if (impl_->global) {
     impl_->global->Checkpointed(name);
     ProgressGlobal(*impl_);
+    // After the progress: a checkpoint never starts its own version's
+    // partner copy (it is not committed yet anyway).
+    impl_->levels->Checkpointed(std::string(name), version, s.ok());
   }
   if (s.ok()) {
     const SteadyTime end = impl_->Now();
@@ -447,10 +342,10 @@ Status Client::WaitFor(std::string_view name, int64_t version, Level level) {
   const std::string label = "version " + std::to_string(version) + " of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl_->group, s, "waiting for " + label));
   if (level == Level::kCache) return Status::Ok();
-  const int64_t n = ++impl_->waits;
-  CAIRN_ASSIGN_OR_RETURN(bool persistent, PersistentTurn(*impl_, std::string(name), version, level, n));
-  CAIRN_RETURN_IF_ERROR(RecordGlobal(*impl_, name, version, persistent ? version : -1));
-  return AddRedundancy(*impl_, std::string(name), version, n);
+  // Levels records the global commit: after the persistent copy on an L4
+  // turn, so that the wait writes each manifest once (committed and
+  // persistent together).
+  return impl_->levels->AfterWait(std::string(name), version, level);
 }
 
 
@@ -502,7 +397,7 @@ Status Client::RestoreVersion(std::string_view name, int64_t version) {
   const std::string what =
       "restoring version " + std::to_string(version) + " of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(CheckSameSize(*impl_, std::string(name)));
-  CAIRN_RETURN_IF_ERROR(RecoverLost(*impl_, std::string(name), version, -1));
+  CAIRN_RETURN_IF_ERROR(impl_->levels->Recover(std::string(name), version, -1));
   Status s = impl_->PlacedRestore(std::string(name), version, [&] {
     return impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
   });
@@ -513,12 +408,12 @@ Status Client::RestoreVersion(std::string_view name, int64_t version) {
     CAIRN_RETURN_IF_ERROR(impl_->group->AllReduce(Group::Op::kMax, &damaged, 1));
     if (damaged != 0) {
       const bool mine = s.code() == Code::kCorrupt || s.code() == Code::kIo;
-      CAIRN_RETURN_IF_ERROR(RecoverLost(*impl_, std::string(name), version, mine ? version : -1));
+      CAIRN_RETURN_IF_ERROR(impl_->levels->Recover(std::string(name), version, mine ? version : -1));
       s = impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
     }
   }
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl_->group, s, what));
-  CountRestore(*impl_, std::string(name), version);
+  impl_->levels->CountRestore(std::string(name), version);
   return Status::Ok();
 }
 
@@ -551,7 +446,7 @@ Result<int64_t> Client::RestoreNewest(std::string_view name) {
     CAIRN_RETURN_IF_ERROR(impl_->group->AllReduce(Group::Op::kMax, &fault, 1));
     if (fault == 0) {
       impl_->PlaceAfter(std::string(name), *common);  // moves the restored pages
-      CountRestore(*impl_, std::string(name), *common);
+      impl_->levels->CountRestore(std::string(name), *common);
       return *common;
     }
     const std::string what = "restoring version " + std::to_string(*common) + " of '" + std::string(name) + "'";
@@ -710,10 +605,7 @@ Stats Client::GetStats() const {
   if (!impl_->core->pipeline) return Stats{};
   ProgressGlobal(*impl_);
   Stats stats = impl_->core->pipeline->GetStats();
-  {
-    MutexLock stats_lock(&impl_->stats_mu);
-    stats.mpi = impl_->mpi;
-  }
+  if (impl_->levels) stats.mpi = impl_->levels->stats();
   MutexLock interval_lock(&impl_->interval_mu);
   stats.interval = impl_->interval_stats;
   return stats;
@@ -727,36 +619,33 @@ Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_p
   CAIRN_RETURN_IF_ERROR(collective::CheckConfigsAgree(*group, *config));
   // The redundancy levels' settings: valid and the same on every rank
   // (docs/mpi.md), then the partners and the XOR sets.
-  CAIRN_ASSIGN_OR_RETURN(
-      std::vector<int64_t> every,
-      redundancy::AgreedEnvironment(
-          *group, {"CAIRN_L2_EVERY", "CAIRN_L3_EVERY", "CAIRN_L3_GROUP", "CAIRN_L4_EVERY"}));
-  partner::Map map;
-  if (every[0] > 0) {
-    CAIRN_ASSIGN_OR_RETURN(map, partner::MakeMap(*group));
-  }
-  parity::Sets sets;
-  if (every[1] > 0) {
-    // Derived from every rank's node alike: an error is the same everywhere.
-    CAIRN_ASSIGN_OR_RETURN(sets, parity::MakeSets(*group, every[2]));
-  }
-  if (every[3] > 0 && config->persistent_dir.empty()) {
-    return Status::Config("CAIRN_L4_EVERY is " + std::to_string(every[3]) +
-                          ", but no persistent directory is configured (storage.persistent, "
-                          "CAIRN_PERSISTENT): L4 makes every such wait's version persistent there");
-  }
+  CAIRN_ASSIGN_OR_RETURN(redundancy::Plan plan, redundancy::AgreePlan(*group, *config));
   auto client = Client::Open(collective::RankConfig(*config, *group));
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group, client.status(), "opening the client"));
-  (*client)->impl_->l2_every = every[0];
-  (*client)->impl_->l3_every = every[1];
-  (*client)->impl_->l4_every = every[3];
-  (*client)->impl_->partner = std::move(map);
-  (*client)->impl_->sets = std::move(sets);
   Client::Impl& impl = *(*client)->impl_;
   impl.group = std::move(group);
   impl.root = *config;
   impl.opener = std::this_thread::get_id();
   core::Pipeline* pipeline = impl.core->pipeline.get();
+  Client::Impl* self = &impl;
+  impl.levels = std::make_unique<redundancy::Levels>(
+      impl.group.get(), impl.config, std::move(plan),
+      redundancy::Levels::Hooks{
+          .make_persistent =
+              [pipeline](const std::string& name, int64_t v) {
+                return pipeline->Wait(format::EntryKind::kCheckpoint, name, v, Level::kPersistent);
+              },
+          .record = [self](const std::string& name, int64_t committed,
+                           int64_t persistent) { return RecordGlobal(*self, name, committed, persistent); },
+          .intact = [pipeline](const std::string& name) { return pipeline->IntactVersions(name); },
+          .local = {.committed =
+                        [pipeline](const std::string& name, int64_t v) {
+                          return pipeline->NewestLocalCommit(name).version >= v;
+                        },
+                    .wait =
+                        [pipeline](const std::string& name, int64_t v) {
+                          return pipeline->Wait(format::EntryKind::kCheckpoint, name, v, Level::kLocal);
+                        }}});
   impl.global = std::make_unique<collective::GlobalCommit>(
       impl.group.get(), impl.config,
       collective::Manifest{.ranks = impl.group->size(),
@@ -778,30 +667,13 @@ Status WaitAtLevels(Client& client, std::string_view name, int64_t version, Wait
   if (!impl.group) return Status::State("WaitAtLevels needs a client opened in a group (cairn_open_mpi)");
   const std::string label = "version " + std::to_string(version) + " of '" + std::string(name) + "'";
   // The same on every rank (set up at open from agreed settings): no agreement needed.
-  if ((levels.l2 && impl.l2_every <= 0) || (levels.l3 && impl.l3_every <= 0)) {
-    return Status::Config(std::string("the ") + (levels.l2 && impl.l2_every <= 0 ? "partner (L2)" : "XOR (L3)") +
-                          " level was not set up when this client was opened (CAIRN_L2_EVERY / "
-                          "CAIRN_L3_EVERY), so " + label + " cannot get it");
-  }
+  CAIRN_RETURN_IF_ERROR(impl.levels->CheckAsked(levels, label));
   const Level level = levels.persistent ? Level::kPersistent : Level::kLocal;
   Status s = impl.core->pipeline->Wait(format::EntryKind::kCheckpoint, std::string(name), version, level);
   ProgressGlobal(impl);
   if (s.ok()) s = impl.global->TakeError();
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, s, "waiting for " + label));
-  if (levels.persistent) impl.Count(&MpiStats::l4_waits);
-  CAIRN_RETURN_IF_ERROR(RecordGlobal(impl, name, version, levels.persistent ? version : -1));
-  if (levels.l2) {
-    Status p = partner::Replicate(*impl.group, impl.partner, impl.config, std::string(name), version);
-    CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, p, "the partner copies (L2) of " + label));
-    impl.Count(&MpiStats::l2_copies);
-  }
-  if (levels.l3) {
-    auto bytes = parity::Encode(*impl.group, impl.sets, impl.config, std::string(name), version);
-    CAIRN_RETURN_IF_ERROR(collective::Agree(*impl.group, bytes.status(), "the XOR parity (L3) of " + label));
-    impl.Count(&MpiStats::l3_parity_writes);
-    impl.Count(&MpiStats::l3_parity_bytes, *bytes);
-  }
-  return Status::Ok();
+  return impl.levels->AtLevels(std::string(name), version, levels);
 }
 
 Result<GlobalCommitState> ProgressGlobalCommit(Client& client, std::string_view name) {

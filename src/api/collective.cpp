@@ -31,6 +31,11 @@ std::vector<AgreedKey> AgreedKeys(const Config& c) {
       {"storage.fsync (CAIRN_FSYNC)", c.fsync ? "true" : "false"},
       {"host_cache.block_size (CAIRN_BLOCK_SIZE)", std::to_string(c.block_bytes)},
       {"retention.keep_versions (CAIRN_KEEP)", std::to_string(c.keep_versions)},
+      // The redundancy levels: every rank must take the same turns.
+      {"mpi.l2_every (CAIRN_L2_EVERY)", std::to_string(c.l2_every)},
+      {"mpi.l3_every (CAIRN_L3_EVERY)", std::to_string(c.l3_every)},
+      {"mpi.l3_group (CAIRN_L3_GROUP)", std::to_string(c.l3_group)},
+      {"mpi.l4_every (CAIRN_L4_EVERY)", std::to_string(c.l4_every)},
   };
 }
 

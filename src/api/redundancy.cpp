@@ -2,7 +2,6 @@
 #include "api/redundancy.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -119,51 +118,6 @@ Result<std::vector<int>> NodesOf(Group& group) {
   nodes[static_cast<size_t>(group.rank())] = group.node();
   CAIRN_RETURN_IF_ERROR(group.AllReduce(Group::Op::kMax, nodes.data(), nodes.size()));
   return std::vector<int>(nodes.begin(), nodes.end());
-}
-
-namespace {
-
-Result<int64_t> FromEnvironment(const char* var) {
-  const char* env = std::getenv(var);
-  if (env == nullptr || *env == '\0') return int64_t{0};
-  char* end = nullptr;
-  const long long v = std::strtoll(env, &end, 10);
-  if (*end != '\0' || v < 0) {
-    return Status::Config(std::string(var) + " is '" + env +
-                          "'; it must be a whole number >= 0 (docs/mpi.md; 0 or unset = off/default)");
-  }
-  return static_cast<int64_t>(v);
-}
-
-}  // namespace
-
-Result<std::vector<int64_t>> AgreedEnvironment(Group& group, std::initializer_list<const char*> vars) {
-  std::vector<int64_t> values;
-  Status bad;
-  for (const char* var : vars) {
-    auto v = FromEnvironment(var);
-    if (!v.ok() && bad.ok()) bad = v.status();
-    values.push_back(v.ok() ? *v : 0);
-  }
-  std::string names;
-  for (const char* var : vars) names += (names.empty() ? "" : ", ") + std::string(var);
-  CAIRN_RETURN_IF_ERROR(collective::Agree(group, bad, "reading " + names));
-  std::vector<int64_t> range;
-  for (int64_t v : values) range.insert(range.end(), {v, -v});
-  CAIRN_RETURN_IF_ERROR(group.AllReduce(Group::Op::kMin, range.data(), range.size()));
-  std::string differ;
-  size_t i = 0;
-  for (const char* var : vars) {
-    if (range[2 * i] != -range[2 * i + 1]) {
-      differ += (differ.empty() ? "" : "; ") + std::string(var) + " differs across ranks (here " +
-                std::to_string(values[i]) + ", between " + std::to_string(range[2 * i]) + " and " +
-                std::to_string(-range[2 * i + 1]) + " on the " + std::to_string(group.size()) +
-                " ranks)";
-    }
-    ++i;
-  }
-  if (!differ.empty()) return Status::Config(differ);
-  return values;
 }
 
 Result<Recovered> Recover(Group& group, const Config& config, const std::vector<Level*>& levels,

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -54,12 +53,6 @@ void Retain(const Config& c, const std::string& dir, const std::string& name, bo
 
 // Every member's node (one reduction of a vector of group.size() integers).
 Result<std::vector<int>> NodesOf(Group& group);
-
-// Whole numbers >= 0 from the environment (unset or empty = 0), the same on
-// every member: kConfig on every member naming the variable that is not a
-// number, or that differs across ranks. Collective.
-Result<std::vector<int64_t>> AgreedEnvironment(Group& group,
-                                               std::initializer_list<const char*> vars);
 
 // One redundancy level's part in Recover. An object lives for one Recover
 // (it may keep what Offers learned for Fetch). Both calls are collective.

@@ -36,7 +36,8 @@ constexpr const char* kName = "fti";  // the Cairn checkpoint name of FTI's data
 constexpr int kSnapshotRegion = 0x7ffffff0;
 // CAIRN_L2_EVERY / CAIRN_L3_EVERY while opening: the levels are set up, but no
 // count of waits ever reaches this, so only FTI_Checkpoint's level adds them.
-constexpr const char* kOnRequest = "4611686018427387904";  // 2^62
+// (mpi.l2_every / mpi.l3_every are ints: the largest.)
+constexpr const char* kOnRequest = "2147483647";  // INT_MAX
 
 const size_t kBasicSizes[] = {sizeof(char), sizeof(short), sizeof(int), sizeof(long),
                               sizeof(unsigned char), sizeof(unsigned short), sizeof(unsigned),

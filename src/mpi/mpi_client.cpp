@@ -5,6 +5,7 @@
 // rank.
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <new>
 #include <string>
 #include <vector>
@@ -69,12 +70,67 @@ class MpiPending final : public Group::Pending {
   bool done_ = false;
 };
 
+// One MPI_Isend or MPI_Irecv (Group::Request). Its owner keeps it, and the
+// buffer it was given, until Test() says it is done or Cancel() withdrew it
+// (group.hpp): MPI reads a send's buffer, and writes a receive's, until
+// then. A receive destroyed before that is cancelled here (MPI_Cancel +
+// MPI_Wait) as a last resort. A send destroyed before that is a bug of the
+// owner: it is NOT handed to MPI_Request_free (that lets MPI go on reading
+// a buffer the owner is about to free, the heap corruption the L2 tests
+// once met in MPI_Finalize); the request is left as it is.
+class MpiRequest final : public Group::Request {
+ public:
+  explicit MpiRequest(bool receive) : receive_(receive) {}
+  ~MpiRequest() override {
+    if (done_ || request_ == MPI_REQUEST_NULL || Finalized()) return;
+    if (receive_) (void)Cancel();
+  }
+  MPI_Request* request() { return &request_; }
+  Result<bool> Test() override {
+    if (done_) return true;
+    if (Finalized()) return AfterFinalize();
+    int flag = 0;
+    MPI_Status status;
+    int err = MPI_Test(&request_, &flag, &status);
+    if (err != MPI_SUCCESS) return MpiError(err, receive_ ? "MPI_Test of a receive" : "MPI_Test of a send");
+    if (flag == 0) return false;
+    done_ = true;
+    if (receive_) {
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      bytes_ = count > 0 ? static_cast<size_t>(count) : 0;
+    }
+    return true;
+  }
+  size_t bytes() const override { return bytes_; }
+  Status Cancel() override {
+    if (done_) return Status::Ok();
+    if (Finalized()) return AfterFinalize();
+    if (!receive_) return Status::Unsupported("a send is never withdrawn: its owner waits for it to complete");
+    int err = MPI_Cancel(&request_);
+    if (err != MPI_SUCCESS) return MpiError(err, "MPI_Cancel of a receive");
+    // Cancelled, or matched meanwhile: either way it completes, and only
+    // then may its buffer go.
+    err = MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS) return MpiError(err, "MPI_Wait for a cancelled receive");
+    done_ = true;
+    return Status::Ok();
+  }
+
+ private:
+  const bool receive_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  bool done_ = false;
+  size_t bytes_ = 0;
+};
+
 class MpiGroup final : public Group {
  public:
   ~MpiGroup() override {
     if (Finalized()) return;
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
     if (background_ != MPI_COMM_NULL) MPI_Comm_free(&background_);
+    if (transfers_ != MPI_COMM_NULL) MPI_Comm_free(&transfers_);
   }
 
   // Collective over comm. Errors that every rank sees alike (MPI itself)
@@ -92,6 +148,10 @@ class MpiGroup final : public Group {
     err = MPI_Comm_dup(comm, &g->background_);
     if (err != MPI_SUCCESS) return MpiError(err, "MPI_Comm_dup");
     MPI_Comm_set_errhandler(g->background_, MPI_ERRORS_RETURN);
+    // The background point-to-point messages' own (StartSend/StartReceive).
+    err = MPI_Comm_dup(comm, &g->transfers_);
+    if (err != MPI_SUCCESS) return MpiError(err, "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(g->transfers_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(g->comm_, &g->rank_);
     MPI_Comm_size(g->comm_, &g->size_);
     CAIRN_RETURN_IF_ERROR(g->FindNode());
@@ -156,6 +216,28 @@ class MpiGroup final : public Group {
     return std::unique_ptr<Pending>(std::move(p));
   }
 
+  bool point_to_point() const override { return true; }
+  Result<std::unique_ptr<Request>> StartSend(int to, int tag, const uint8_t* data,
+                                             size_t bytes) override {
+    if (Finalized()) return AfterFinalize();
+    if (bytes > static_cast<size_t>(std::numeric_limits<int>::max()))
+      return Status::InvalidArgument("a message of " + std::to_string(bytes) + " bytes: too big for one MPI_Isend");
+    auto r = std::make_unique<MpiRequest>(false);
+    int err = MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, to, tag, transfers_, r->request());
+    if (err != MPI_SUCCESS) return MpiError(err, "MPI_Isend");
+    return std::unique_ptr<Request>(std::move(r));
+  }
+  Result<std::unique_ptr<Request>> StartReceive(int from, int tag, uint8_t* data,
+                                                size_t capacity) override {
+    if (Finalized()) return AfterFinalize();
+    if (capacity > static_cast<size_t>(std::numeric_limits<int>::max()))
+      return Status::InvalidArgument("a receive of " + std::to_string(capacity) + " bytes: too big for one MPI_Irecv");
+    auto r = std::make_unique<MpiRequest>(true);
+    int err = MPI_Irecv(data, static_cast<int>(capacity), MPI_BYTE, from, tag, transfers_, r->request());
+    if (err != MPI_SUCCESS) return MpiError(err, "MPI_Irecv");
+    return std::unique_ptr<Request>(std::move(r));
+  }
+
   Status AllReduce(Op op, int64_t* values, size_t n) override {
     if (Finalized()) return AfterFinalize();
     int err = MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(n), MPI_INT64_T,
@@ -215,6 +297,7 @@ class MpiGroup final : public Group {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm background_ = MPI_COMM_NULL;  // StartAllReduce only
+  MPI_Comm transfers_ = MPI_COMM_NULL;   // StartSend / StartReceive only
   int rank_ = 0;
   int size_ = 1;
   int node_ = 0;

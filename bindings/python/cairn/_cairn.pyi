@@ -63,6 +63,10 @@ class Config:
     cow_fraction: float
     zero_copy_order: str
     write_protect: str
+    l2_every: int
+    l3_every: int
+    l3_group: int
+    l4_every: int
     mtbf_s: float
     def validate(self) -> None: ...
 
