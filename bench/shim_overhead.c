@@ -17,7 +17,8 @@
  * changed data. Every side opens its own client on the same Cairn settings
  * (<dir>/cairn.toml: VELOC's file names it with cairn_config, FTI's open
  * reads it through CAIRN_CONFIG), so each starts with a fresh host cache, and
- * writes in its own directories. A round runs the four sides, in reverse
+ * writes in its own directories, removed when it is done (so a tmpfs <dir>
+ * holds one side's versions at a time). A round runs the four sides, in reverse
  * order every other round. Blocking is the slowest rank's per checkpoint; the
  * first checkpoint of each side is left out (nothing to wait for yet).
  * rank 0 prints one JSON line. Everything is written in a fresh
@@ -112,14 +113,16 @@ struct side {
   void (*open)(double *state, size_t n);
   void (*step)(int k);
   void (*close)(int last);
+  const char *dirs[2]; /* its directories under the run's, removed after it */
 };
 enum { kSides = 4 };
 static const struct side sides[kSides] = {
-    {"native_async", native_open, native_async_step, native_async_close},
-    {"veloc", veloc_open, veloc_step, veloc_close},
-    {"native_l1", native_open, native_l1_step, native_l1_close},
-    {"fti_l1", fti_open, fti_step, fti_close},
+    {"native_async", native_open, native_async_step, native_async_close, {"native-scratch", "native-persistent"}},
+    {"veloc", veloc_open, veloc_step, veloc_close, {"veloc-scratch", "veloc-persistent"}},
+    {"native_l1", native_open, native_l1_step, native_l1_close, {"native-scratch", "native-persistent"}},
+    {"fti_l1", fti_open, fti_step, fti_close, {"fti-local", "fti-global"}},
 };
+static char run_dir[3000];
 
 /* One side, `count` checkpoints: the slowest rank's blocking (s) of each
  * checkpoint after the first into out[]. */
@@ -134,6 +137,17 @@ static void run_side(const struct side *s, double *state, size_t n, int count, d
     if (k > 1) out[k - 2] = slowest;
   }
   s->close(count);
+  /* Its files go before the next side starts: the run holds one side's
+   * versions at a time (a tmpfs directory holds them all in memory). */
+  MPI_Barrier(MPI_COMM_WORLD);
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  for (int i = 0; i < 2 && rank == 0; ++i) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", run_dir, s->dirs[i]);
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static double median(double *v, int n) {
@@ -197,6 +211,7 @@ int main(int argc, char **argv) {
     if (mkdtemp(dir) == NULL) die("mkdtemp under the directory given", -1);
   }
   MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  snprintf(run_dir, sizeof run_dir, "%s", dir);
   const long mib = argc > 2 ? atol(argv[2]) : 1024;
   const int count = argc > 3 ? atoi(argv[3]) : 8;
   const int rounds = argc > 4 ? atoi(argv[4]) : 2;
