@@ -8,7 +8,8 @@
 #      find_package(Cairn COMPONENTS mpi) and with pkg-config cairn_mpi + mpicc,
 #      each run under mpirun with 2 ranks; with libcairn_veloc, VELOC's heat
 #      program (tests/compat/veloc_heatdis.c) built against the installed
-#      veloc.h with mpicc and run the same way.
+#      veloc.h with mpicc and run the same way; with libcairn_fti, FTI's
+#      (tests/compat/fti_heat.c) against the installed fti.h.
 # Usage: tests/install_test.sh [BUILD_DIR]
 set -euo pipefail
 
@@ -111,6 +112,22 @@ if [[ -f "$libdir/libcairn_mpi.so" ]]; then
     printf 'scratch = %s\npersistent = %s\n' "$work/veloc-s" "$work/veloc-p" > "$work/veloc.cfg"
     LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
       mpirun -x LD_LIBRARY_PATH "${mpirun_flags[@]}" "$work/veloc_heatdis" "$work/veloc.cfg" mem 20 10 "$work/veloc.out"
+  fi
+
+  # An FTI program, unchanged: -I<prefix>/include -lcairn_fti (docs/fti.md).
+  if [[ -f "$libdir/libcairn_fti.so" ]]; then
+    step "FTI's API: tests/compat/fti_heat.c against <prefix>/include/fti.h, -lcairn_fti"
+    [[ -f "$prefix/include/fti.h" ]] || {
+      echo "install_test: fti.h missing beside libcairn_fti.so" >&2
+      exit 1
+    }
+    mpicc -std=c11 -o "$work/fti_heat" "$root/tests/compat/fti_heat.c" \
+      -I"$prefix" -I"$prefix/include" -L"$libdir" -lcairn_fti -Wl,-rpath-link,"$libdir"
+    printf '[basic]\nnode_size = 2\nckpt_dir = %s\nglbl_dir = %s\nverbosity = 3\n' \
+      "$work/fti-local" "$work/fti-global" > "$work/fti.cfg"
+    LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      mpirun -x LD_LIBRARY_PATH "${mpirun_flags[@]}" "$work/fti_heat" "$work/fti.cfg" 20 "$work/fti.out"
+    [[ -s "$work/fti.out" ]] || { echo "install_test: fti_heat wrote no result" >&2; exit 1; }
   fi
 fi
 
