@@ -176,7 +176,7 @@ class MpiStats:
     restored_l2: int  #: ... by a partner copy brought back (L2)
     restored_l3: int  #: ... by a file rebuilt from XOR parity (L3)
     restored_l4: int  #: ... by the rank's persistent file (L4)
-    l2_copies: int  #: versions sent to the partner
+    l2_copies: int  #: versions stored at the partner (L2 turns)
     l3_parity_writes: int  #: XOR parity files written
     l3_parity_bytes: int  #: their bytes
     l3_rebuilds: int  #: versions of this rank rebuilt from XOR parity
@@ -204,12 +204,12 @@ class ZeroCopyStats:
     red: int  #: first writes that waited for their page to be read
     orange: int  #: first writes copied into the copy-on-write buffer
     green: int  #: pages read before any write
-    blue: int  #: first writes after the version was read (watched: learned order, userfaultfd)
-    watch_faults: int  #: first writes trapped after their page was read (GREEN and BLUE)
+    blue: int  #: first writes after the version was read (watched: learned order with userfaultfd)
     faults: int  #: write faults handled
     red_wait_s: float  #: application time blocked in RED faults
     fault_s: float  #: handler time on write faults
     call_s: float  #: time inside checkpoint calls captured zero-copy
+    watch_faults: int  #: first writes trapped after their page was read (the learned order's watch)
 
 
 @dataclass(frozen=True)
@@ -514,6 +514,13 @@ class Client(_Closable):
                                   ``"address"`` (docs/design.md, "Flush order")
     ``write_protect``             zero-copy: ``"auto"`` (default),
                                   ``"userfaultfd"`` or ``"mprotect"``
+    ``l2_every``                  with ``comm``: every n-th checkpoint is copied
+                                  to the partner rank (L2), ``0`` = off
+    ``l3_every``                  with ``comm``: every n-th wait gets XOR
+                                  parity (L3), ``0`` = off
+    ``l3_group``                  with ``comm``: ranks per XOR set, ``0`` = auto
+    ``l4_every``                  with ``comm``: every n-th wait is made
+                                  persistent (L4), ``0`` = off (docs/mpi.md)
     ``mtbf_s``                    mean time between failures in seconds, for
                                   :meth:`checkpoint_due` (``0`` = not set)
     ============================  ================================================
@@ -574,6 +581,10 @@ class Client(_Closable):
         cow_fraction: Optional[float] = None,
         zero_copy_order: Optional[str] = None,
         write_protect: Optional[str] = None,
+        l2_every: Optional[int] = None,
+        l3_every: Optional[int] = None,
+        l3_group: Optional[int] = None,
+        l4_every: Optional[int] = None,
         mtbf_s: Optional[float] = None,
         comm: Any = None,
         **unknown: NoReturn,
