@@ -10,23 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "api/solo_group.hpp"
+
 namespace cairn {
 namespace {
-
-class OneMember final : public Group {
- public:
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-  int node() const override { return 0; }
-  bool simulated_nodes() const override { return false; }
-  int ranks_per_node() const override { return 0; }
-  Status AllReduce(Op, int64_t*, size_t) override { return Status::Ok(); }
-  Status Exchange(const std::vector<Outgoing>&, const std::vector<int>&,
-                  std::vector<std::vector<uint8_t>>* received) override {
-    received->clear();
-    return Status::Ok();
-  }
-};
 
 // Clears the levels' environment variables a test set.
 class LevelsTest : public ::testing::Test {
@@ -35,7 +22,7 @@ class LevelsTest : public ::testing::Test {
     for (const char* v : {"CAIRN_L2_EVERY", "CAIRN_L3_EVERY", "CAIRN_L3_GROUP", "CAIRN_L4_EVERY"})
       unsetenv(v);
   }
-  OneMember group_;
+  SoloGroup group_;  // one process: no partner, no exchange
 };
 
 TEST_F(LevelsTest, L4TurnsAreEveryNthWaitAndAPersistentWaitIsOne) {
