@@ -135,6 +135,7 @@ struct ModeRun {
   double runtime_s = 0;
   std::vector<double> call_s;
   uint64_t red = 0, orange = 0, blue = 0, watch_faults = 0, extra_bytes = 0;
+  double capture_s = 0;  // per version: the call to its last byte in the cache (zero-copy: the reader's pass)
 };
 
 Status SyncCheckpoint(const std::string& dir, uint64_t v, const uint8_t* data, size_t n) {
@@ -200,6 +201,7 @@ Result<ModeRun> RunMode(const AiOptions& o, int mode, uint8_t* mem, const std::s
     r.orange = s.zero_copy.orange;
     r.blue = s.zero_copy.blue;
     r.watch_faults = s.zero_copy.watch_faults;
+    if (s.capture.ops > 0) r.capture_s = (s.capture.seconds + s.capture_blocked_s) / static_cast<double>(s.capture.ops);
     if (mode == 2) {
       r.extra_bytes = s.cache_capacity_bytes;
     } else {
@@ -221,7 +223,8 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
   };
   const double base = median(0, [](const ModeRun& r) { return r.runtime_s; });
   Json runtime = Json::Object(), increase = Json::Object(), memory = Json::Object(), red = Json::Object(),
-       orange = Json::Object(), blue = Json::Object(), watch = Json::Object(), calls = Json::Object();
+       orange = Json::Object(), blue = Json::Object(), watch = Json::Object(), calls = Json::Object(),
+       first_calls = Json::Object(), capture = Json::Object();
   for (int m = 0; m < kModeCount; ++m) {
     const double rt = median(m, [](const ModeRun& r) { return r.runtime_s; });
     runtime.Set(kModes[m], rt);
@@ -231,6 +234,8 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
     std::vector<double> all;
     for (const ModeRun& r : runs[m]) all.insert(all.end(), r.call_s.begin(), r.call_s.end());
     calls.Set(kModes[m], Median(all));
+    first_calls.Set(kModes[m], median(m, [](const ModeRun& r) { return r.call_s.empty() ? 0.0 : r.call_s[0]; }));
+    if (m >= 2) capture.Set(kModes[m], median(m, [](const ModeRun& r) { return r.capture_s; }));
     if (m >= 3) {
       red.Set(kModes[m], median(m, [](const ModeRun& r) { return r.red; }));
       orange.Set(kModes[m], median(m, [](const ModeRun& r) { return r.orange; }));
@@ -249,6 +254,8 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
       .Set("repeat", o.repeat)
       .Set("checkpoint_call_s", calls.Number("zero_copy_learned").value_or(0))
       .Set("call_s", calls)
+      .Set("first_call_s", first_calls)
+      .Set("capture_s", capture)
       .Set("runtime_s", runtime)
       .Set("runtime_increase_s", increase)
       .Set("extra_memory_bytes", memory)

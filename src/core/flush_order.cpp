@@ -3,22 +3,44 @@
 
 #include <algorithm>
 #include <numeric>
-#include <tuple>
+#include <utility>
 
 namespace cairn::core {
 
+namespace {
+
+// One stable counting-sort pass of `by` on the 16-bit digit digit(i); a pass
+// whose digit is the same for every page changes nothing and is skipped.
+template <typename Digit>
+void SortPass(std::vector<uint32_t>& by, std::vector<uint32_t>& tmp, std::vector<uint32_t>& count, Digit digit) {
+  std::fill(count.begin(), count.end(), 0u);
+  for (const uint32_t i : by) ++count[digit(i)];
+  if (!by.empty() && count[digit(by[0])] == by.size()) return;
+  uint32_t sum = 0;
+  for (uint32_t& c : count) sum += std::exchange(c, sum);
+  for (const uint32_t i : by) tmp[count[digit(i)]++] = i;
+  by.swap(tmp);
+}
+
+}  // namespace
+
+// Runs at every checkpoint call that ends a watch, so it must be cheap for
+// millions of pages: a least-significant-digit radix sort (stable, so ties
+// stay in page order) by read_pos, then first_write - 1, then color, in
+// 16-bit digits: a few linear passes instead of a comparison sort (~30 ms
+// for 1 GiB of 4 KiB pages with std::stable_sort).
 std::vector<uint32_t> RankPages(const std::vector<PageSeen>& seen) {
-  std::vector<uint32_t> by(seen.size());
+  std::vector<uint32_t> by(seen.size()), tmp(seen.size()), count(1u << 16);
   std::iota(by.begin(), by.end(), 0u);
+  SortPass(by, tmp, count, [&](uint32_t i) { return seen[i].read_pos & 0xffffu; });
+  SortPass(by, tmp, count, [&](uint32_t i) { return seen[i].read_pos >> 16; });
   // No trapped write: after every page with one (first_write - 1 wraps).
-  auto key = [&](uint32_t i) {
-    const PageSeen& s = seen[i];
-    return std::tuple(static_cast<uint8_t>(s.color), s.first_write - 1u, s.read_pos);
-  };
-  std::stable_sort(by.begin(), by.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
-  std::vector<uint32_t> rank(seen.size());
+  SortPass(by, tmp, count, [&](uint32_t i) { return (seen[i].first_write - 1u) & 0xffffu; });
+  SortPass(by, tmp, count, [&](uint32_t i) { return (seen[i].first_write - 1u) >> 16; });
+  SortPass(by, tmp, count, [&](uint32_t i) { return static_cast<uint32_t>(seen[i].color); });
+  std::vector<uint32_t>& rank = tmp;  // reused: every slot is written below
   for (uint32_t r = 0; r < by.size(); ++r) rank[by[r]] = r;
-  return rank;
+  return std::move(rank);
 }
 
 std::vector<uint32_t> OrderByKey(const std::vector<uint64_t>& key) {

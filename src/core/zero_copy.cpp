@@ -91,6 +91,11 @@ struct PageQueue {
   std::atomic<uint32_t> tail{0};
   uint32_t head = 0;  // the reader's
   explicit PageQueue(size_t pages) : slot(pages) {}
+  void Reset() {
+    for (auto& s : slot) s.store(0, std::memory_order_relaxed);
+    tail.store(0, std::memory_order_relaxed);
+    head = 0;
+  }
   void Push(size_t page) {  // async-signal-safe
     const uint32_t t = tail.fetch_add(1, std::memory_order_relaxed);
     if (t < slot.size()) slot[t].store(static_cast<uint32_t>(page) + 1, std::memory_order_release);
@@ -117,7 +122,7 @@ struct ZeroCopy::Epoch {
   std::vector<Range> registered;  // the capture thread's: what End unregisters
   std::vector<std::atomic<uint8_t>> state;
   std::vector<uint32_t> slot_of;  // written by the handler before kCowed (release)
-  os::Mapping cow;
+  uint8_t* cow = nullptr;         // ZeroCopy::cow_'s first `slots` pages
   size_t slots = 0;
   std::vector<uint32_t> ring;  // free slots, SPSC
   std::atomic<uint64_t> head{0};  // the handler's
@@ -130,6 +135,7 @@ struct ZeroCopy::Epoch {
   PageQueue red_q, orange_q;
   std::vector<PageSeen> seen;  // the reader's: color and read position of done pages
   uint32_t reads = 0;          // the reader's
+  uint32_t to_read = 0;        // pages the version stores (Begin)
   // Watching: set by End once every page was read; first writes numbered
   // from completed_at on came after the version was complete (BLUE).
   std::atomic<bool> completed{false};
@@ -143,6 +149,33 @@ struct ZeroCopy::Epoch {
   Epoch(size_t pages, size_t nslots)
       : state(pages), slot_of(pages, kNoSlot), slots(nslots), ring(nslots), first_write(pages), red_q(pages),
         orange_q(pages), seen(pages), late(pages), carry(pages, 0) {}
+  // A finished epoch made new for the same page and slot counts: refilling
+  // arrays whose memory is already there is a few ms for 1 GiB, where fresh
+  // allocations of ~10 MB would fault every page in again on the checkpoint
+  // call. Only after the handler can no longer see it (Finish).
+  bool Fits(size_t pages, size_t nslots) const { return state.size() == pages && slots == nslots; }
+  void Reset() {
+    ranges.clear();
+    registered.clear();
+    for (auto& x : state) x.store(kIdle, std::memory_order_relaxed);
+    std::fill(slot_of.begin(), slot_of.end(), kNoSlot);
+    head.store(0, std::memory_order_relaxed);
+    tail.store(0, std::memory_order_relaxed);
+    spare = kNoSlot;
+    cow_used.store(0, std::memory_order_relaxed);
+    for (auto& x : first_write) x.store(0, std::memory_order_relaxed);
+    write_seq.store(0, std::memory_order_relaxed);
+    red_q.Reset();
+    orange_q.Reset();
+    std::fill(seen.begin(), seen.end(), PageSeen{});
+    reads = 0;
+    completed.store(false, std::memory_order_relaxed);
+    completed_at.store(0, std::memory_order_relaxed);
+    to_read = 0;
+    collected.store(false, std::memory_order_relaxed);
+    for (auto& x : late) x.store(0, std::memory_order_relaxed);
+    std::fill(carry.begin(), carry.end(), 0);
+  }
   void Seen(size_t page, PageColor c) {  // reader only
     seen[page].color = c;
     seen[page].read_pos = reads++;
@@ -176,7 +209,13 @@ struct ZeroCopy::Epoch {
     ring[t % slots] = s;
     tail.store(t + 1, std::memory_order_release);
   }
-  uint8_t* SlotData(uint32_t s) const { return cow.data() + static_cast<size_t>(s) * os::PageSize(); }
+  uint8_t* SlotData(uint32_t s) const { return cow + static_cast<size_t>(s) * os::PageSize(); }
+  // The range holding page index i.
+  const Range& RangeOfPage(size_t i) const {
+    auto it = std::upper_bound(ranges.begin(), ranges.end(), i,
+                               [](size_t p, const Range& r) { return p < r.first_page; });
+    return *--it;
+  }
 };
 
 uint64_t ZeroCopy::CowBytes(double cow_fraction, uint64_t protected_bytes) {
@@ -189,12 +228,16 @@ uint64_t ZeroCopy::CowBytes(double cow_fraction, uint64_t protected_bytes) {
 
 ZeroCopy::ZeroCopy(double cow_fraction) : cow_fraction_(cow_fraction) {}
 
-Result<std::unique_ptr<ZeroCopy>> ZeroCopy::Create(double cow_fraction, WriteProtectMode mode, bool watch) {
+Result<std::unique_ptr<ZeroCopy>> ZeroCopy::Create(double cow_fraction, WriteProtectMode mode, bool watch,
+                                                  size_t watch_group) {
   auto z = CreateUnwatched(cow_fraction, mode);
   // mprotect: each page released singly splits the mapping (VMAs), so a
   // watch over many pages written in random order would run into
   // vm.max_map_count; only userfaultfd watches.
-  if (z.ok()) (*z)->watch_ = watch && (*z)->mechanism() == os::WpMechanism::kUserfaultfd;
+  if (z.ok()) {
+    (*z)->watch_ = watch && (*z)->mechanism() == os::WpMechanism::kUserfaultfd;
+    (*z)->watch_group_ = std::max<size_t>(watch_group, 1);
+  }
   return z;
 }
 
@@ -231,12 +274,22 @@ ZeroCopy::~ZeroCopy() {
 
 Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
   if (in_epoch()) return Status::State("zero-copy: an epoch is already in progress");
-  StopWatching();  // the last epoch's watch ends here: its history is complete
+  std::vector<ZeroCopyRange> sorted = ranges;
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.data < b.data; });
+  // The last epoch's watch ends here: its history is complete. The same
+  // ranges stay registered (unregistering 1 GiB of 4 KiB pages walks every
+  // page table entry: ~12 ms on the checkpoint call); their watched pages
+  // are still protected, and until the protection below a write to one is
+  // released by the handler (no epoch).
+  const bool keep = watching() && std::equal(sorted.begin(), sorted.end(), epoch_->registered.begin(),
+                                             epoch_->registered.end(), [](const auto& a, const auto& b) {
+                                               return reinterpret_cast<uintptr_t>(a.data) == b.start &&
+                                                      a.bytes == b.bytes;
+                                             });
+  if (watching()) Finish(/*keep_registered=*/keep);
   const size_t page = os::PageSize();
   size_t pages = 0;
   uint64_t protect_bytes = 0;
-  std::vector<ZeroCopyRange> sorted = ranges;
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.data < b.data; });
   for (const auto& r : sorted) {
     if (r.bytes % page != 0 || reinterpret_cast<uintptr_t>(r.data) % page != 0) {
       return Status::Unsupported("zero-copy capture needs page-aligned regions (start and size; use cairn_alloc)");
@@ -245,11 +298,24 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
     protect_bytes += r.extents.empty() ? r.bytes : ExtentBytes(r.extents);
   }
   const uint64_t cow_bytes = CowBytes(cow_fraction_, protect_bytes);
-  auto e = std::make_unique<Epoch>(pages, cow_bytes / page);
-  if (cow_bytes > 0) {
-    CAIRN_ASSIGN_OR_RETURN(e->cow, os::Mapping::Create(cow_bytes, os::MapOptions{.populate = true}));
-    for (uint32_t s = 0; s < e->slots; ++s) e->GiveSlot(s);
+  // The COW buffer stays from one epoch to the next, grown when needed. It
+  // is not populated here: faulting 50 MiB of fresh memory in would cost the
+  // first checkpoint call ~35 ms, and a slot's page costs its first ORANGE
+  // copy (on the handler thread) ~1 us instead, once.
+  if (cow_bytes > cow_.size()) {
+    cow_ = os::Mapping();
+    CAIRN_ASSIGN_OR_RETURN(cow_, os::Mapping::Create(cow_bytes, os::MapOptions{}));
   }
+  std::unique_ptr<Epoch> e;
+  if (spare_ && spare_->Fits(pages, cow_bytes / page)) {
+    e = std::move(spare_);
+    e->Reset();
+  } else {
+    spare_.reset();
+    e = std::make_unique<Epoch>(pages, cow_bytes / page);
+  }
+  e->cow = cow_.data();
+  for (uint32_t s = 0; s < e->slots; ++s) e->GiveSlot(s);
   size_t first = 0;
   for (const auto& r : sorted) {
     e->ranges.push_back(Epoch::Range{reinterpret_cast<uintptr_t>(r.data), r.bytes, first});
@@ -271,7 +337,9 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
     const ExtentList whole{Extent{0, sorted[i].bytes}};
     for (const Extent& x : sorted[i].extents.empty() ? whole : sorted[i].extents) {
       for (uint64_t o = x.offset / page * page; o < x.end(); o += page) {
-        e->state[e->ranges[i].first_page + o / page].store(kProtected, std::memory_order_relaxed);
+        std::atomic<uint8_t>& st = e->state[e->ranges[i].first_page + o / page];
+        if (st.load(std::memory_order_relaxed) != kProtected) ++e->to_read;  // extents may share a page
+        st.store(kProtected, std::memory_order_relaxed);
       }
     }
   }
@@ -279,7 +347,7 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
   live_.store(epoch_.get(), std::memory_order_release);
   Status s;
   for (size_t i = 0; i < sorted.size() && s.ok(); ++i) {
-    s = wp_->Register(sorted[i].data, sorted[i].bytes);
+    if (!keep) s = wp_->Register(sorted[i].data, sorted[i].bytes);
     if (!s.ok()) break;
     epoch_->registered.push_back(epoch_->ranges[i]);
     const ExtentList whole{Extent{0, sorted[i].bytes}};
@@ -326,6 +394,7 @@ bool ZeroCopy::OnFault(uintptr_t addr) {
         if (e->collected.load(std::memory_order_seq_cst)) e->late[static_cast<size_t>(i)].store(1, std::memory_order_relaxed);
         watch_faults_.fetch_add(1, std::memory_order_relaxed);
         if (e->completed.load(std::memory_order_acquire)) blue_.fetch_add(1, std::memory_order_relaxed);
+        ReleaseWatchGroup(e, static_cast<size_t>(i));  // wakes the writer: after its counts
         break;
       }
       if (low != kProtected && low != kReading) break;  // read or copied already: release
@@ -358,6 +427,41 @@ bool ZeroCopy::OnFault(uintptr_t addr) {
   fault_ns_.fetch_add(NowNs() - t0, std::memory_order_relaxed);
   in_handler_.fetch_sub(1, std::memory_order_seq_cst);
   return release;
+}
+
+// The handler, after a watched page i was released: the other watched pages
+// of i's watch group (watch_group_ pages, aligned in the address space so
+// that a 2 MiB group is one huge page, within i's range) go too, numbered as
+// i's first write. The order is learned per block, so a finer watch would
+// only cost more faults; under checkpoint.changes = pages the group counts
+// as written. Pages of the group in any other state (not read yet, copied)
+// are not touched. Runs of released pages are one ioctl each (i's run
+// includes i, which the caller releases again with its wake: one redundant
+// ioctl per group).
+void ZeroCopy::ReleaseWatchGroup(Epoch* e, size_t i) {
+  if (watch_group_ <= 1) return;
+  const size_t page = os::PageSize();
+  const Epoch::Range& r = e->RangeOfPage(i);
+  const uintptr_t a = r.start + (i - r.first_page) * page, span = watch_group_ * page;
+  const uintptr_t from = std::max(r.start, a / span * span), to = std::min(r.start + r.bytes, a / span * span + span);
+  const uint32_t number = e->first_write[i].load(std::memory_order_relaxed);
+  uintptr_t run = 0;  // start of the current run of released pages, 0 = none
+  for (uintptr_t p = from; p <= to; p += page) {
+    const size_t k = r.first_page + (p - r.start) / page;
+    uint8_t watched = kWatched;
+    const bool take =
+        p < to && (k == i || e->state[k].compare_exchange_strong(watched, kDone, std::memory_order_seq_cst));
+    if (take && k != i) {
+      uint32_t none = 0;
+      e->first_write[k].compare_exchange_strong(none, number, std::memory_order_relaxed);
+      if (e->collected.load(std::memory_order_seq_cst)) e->late[k].store(1, std::memory_order_relaxed);
+    }
+    if (take && run == 0) run = p;
+    if (!take && run != 0) {
+      (void)wp_->Release(run, p - run);  // an error leaves the page to fault on its own
+      run = 0;
+    }
+  }
 }
 
 Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
@@ -410,6 +514,7 @@ Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
           green_.fetch_add(1, std::memory_order_relaxed);
         }
         e->Seen(static_cast<size_t>(i), (old & kRed) != 0 ? PageColor::kRed : PageColor::kGreen);
+        if (e->reads == e->to_read) Complete(e);
         if (release) {
           if (run_end != pg) flush_run();
           if (run_end == 0) run_start = pg;
@@ -429,6 +534,7 @@ Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
       if (last_piece) {
         st.store(kDone, std::memory_order_release);
         e->Seen(static_cast<size_t>(i), PageColor::kOrange);
+        if (e->reads == e->to_read) Complete(e);
         e->cow_used.fetch_sub(1, std::memory_order_relaxed);
         e->GiveSlot(slot);
       }
@@ -451,26 +557,37 @@ void ZeroCopy::End() {
     const uint8_t low = st.load(std::memory_order_acquire) & kStateMask;
     all_read = all_read && (low == kIdle || low == kDone || low == kWatched);
   }
-  if (watch_ && all_read) {  // the version is complete: first writes from now on are BLUE
-    e->completed_at.store(e->write_seq.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    e->completed.store(true, std::memory_order_release);
+  if (watch_ && all_read) {  // (Read completes an epoch whose pages it all read)
+    Complete(e);
     return;
   }
-  Finish();
+  Finish(/*keep_registered=*/false);
+}
+
+// Watching: the version is complete once its last page is read, before the
+// reader hands that block on (its commit may follow at once, and the
+// application's next first writes must count as BLUE); in_epoch() is false
+// from now on.
+void ZeroCopy::Complete(Epoch* e) {
+  if (!watch_) return;
+  e->completed_at.store(e->write_seq.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  e->completed.store(true, std::memory_order_release);
 }
 
 void ZeroCopy::StopWatching() {
-  if (epoch_ && epoch_->completed.load(std::memory_order_relaxed)) Finish();
+  if (epoch_ && epoch_->completed.load(std::memory_order_relaxed)) Finish(/*keep_registered=*/false);
 }
 
-void ZeroCopy::Finish() {
+void ZeroCopy::Finish(bool keep_registered) {
   Epoch* e = epoch_.get();
   // Writers still waiting (only when pages were left unread: an error) go on.
   const int64_t now = NowNs();
   for (auto& st : e->state) {
     if ((st.load(std::memory_order_acquire) & kRed) != 0) red_wait_ns_.fetch_add(now, std::memory_order_relaxed);
   }
-  for (const auto& r : e->registered) (void)wp_->Unregister(reinterpret_cast<void*>(r.start), r.bytes);
+  for (const auto& r : e->registered) {
+    if (!keep_registered) (void)wp_->Unregister(reinterpret_cast<void*>(r.start), r.bytes);
+  }
   live_.store(nullptr, std::memory_order_seq_cst);
   while (in_handler_.load(std::memory_order_seq_cst) != 0) ::sched_yield();
   // What this epoch saw orders the next one. Watched: a page read before any
@@ -493,7 +610,7 @@ void ZeroCopy::Finish() {
   std::vector<FlushHistory::Range> ranges;
   for (const auto& r : e->ranges) ranges.push_back({r.start, r.bytes, r.first_page});
   history_.Learn(std::move(ranges), e->seen, os::PageSize());
-  epoch_.reset();
+  spare_ = std::move(epoch_);  // the next Begin reuses its arrays
 }
 
 Result<ExtentList> ZeroCopy::Written(const void* data, size_t bytes) {

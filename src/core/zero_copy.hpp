@@ -8,11 +8,14 @@
 //
 // Watching (Create's `watch`, userfaultfd only): a page read before any write
 // stays protected until its first write, which is numbered (GREEN during the
-// epoch, BLUE after End) and released; End keeps the watch until the next
-// Begin or StopWatching, so the next epoch's order knows every page's first
-// write, and pages with no write at all rank last. Cost: one more fault per
-// page first-written after its read (watch_faults), and no release ioctl for
-// pages read before their write.
+// epoch, BLUE after End) and released together with the watched pages of
+// its watch group (Create's watch_group pages, aligned: the order is learned
+// per block, and a 2 MiB group keeps a huge page whole), which take its
+// number; End keeps the watch until the next Begin or StopWatching, so the
+// next epoch's order knows every group's first write, and groups with no
+// write at all rank last. Cost: one more fault per group first-written after
+// its read (watch_faults), and no release ioctl for pages read before their
+// write.
 //
 // One epoch at a time: Begin (protects), Read (any number, one reader
 // thread), End (removes what protection is left; watching, it stays on pages
@@ -89,9 +92,11 @@ class ZeroCopy {
   // reasons when no allowed mechanism works here (the caller copies instead).
   // watch: keep read pages protected until their first write (see the top;
   // ignored with mprotect).
+  // watch_group: pages released together by one watched first write (see
+  // the top; >= 1).
   static Result<std::unique_ptr<ZeroCopy>> Create(double cow_fraction,
                                                   WriteProtectMode mode = WriteProtectMode::kAuto,
-                                                  bool watch = false);
+                                                  bool watch = false, size_t watch_group = 1);
   ~ZeroCopy();  // ends an epoch in progress: no protection is left behind
   ZeroCopy(const ZeroCopy&) = delete;
   ZeroCopy& operator=(const ZeroCopy&) = delete;
@@ -101,7 +106,8 @@ class ZeroCopy {
   // range cannot be protected (nothing is left protected then).
   // A watch left by the last epoch ends first (StopWatching).
   Status Begin(const std::vector<ZeroCopyRange>& ranges);
-  // Between Begin and End (pages left to read).
+  // Between Begin and End; watching, only until the Read of its last page
+  // (the version is complete then: first writes from there on are BLUE).
   bool in_epoch() const;
   // After End, watching: pages not written since their read are protected.
   bool watching() const;
@@ -155,14 +161,22 @@ class ZeroCopy {
   explicit ZeroCopy(double cow_fraction);
   static Result<std::unique_ptr<ZeroCopy>> CreateUnwatched(double cow_fraction, WriteProtectMode mode);
   bool OnFault(uintptr_t page);  // the handler thread
-  void Finish();                 // removes every protection, learns the history
+  void ReleaseWatchGroup(Epoch* e, size_t page_index);  // the handler thread
+  void Complete(Epoch* e);                              // the reader, watching
+  // Removes every protection (keep_registered: the registration of the
+  // epoch's ranges stays, for the next Begin of the same ranges), learns the
+  // history.
+  void Finish(bool keep_registered);
   void AddWait(int64_t ns);
 
   const double cow_fraction_;
   bool watch_ = false;  // set by Create
+  size_t watch_group_ = 1;  // set by Create
   std::unique_ptr<os::WriteProtect> wp_;
   std::string wp_note_;
   std::unique_ptr<Epoch> epoch_;          // the capture thread's
+  std::unique_ptr<Epoch> spare_;          // the capture thread's: the last finished epoch, reused
+  os::Mapping cow_;                       // the COW slots of every epoch (grows, kept)
   std::atomic<Epoch*> live_{nullptr};     // the handler's view of epoch_
   std::atomic<int> in_handler_{0};
   std::atomic<void (*)(void*)> hook_{nullptr};  // atomic: set while the handler runs

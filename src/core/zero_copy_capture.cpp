@@ -7,6 +7,7 @@
 // wait for the reader first. With the learned order the engine watches first
 // writes after the read until the next checkpoint; a restore, a pop and
 // Shutdown end that watch.
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -18,6 +19,8 @@
 
 namespace cairn::core {
 namespace {
+
+constexpr uint64_t kMaxWatchGroupBytes = 2ull << 20;  // a huge page
 
 // The epoch's ranges: each non-empty host region with the extents it stores.
 Result<std::vector<ZeroCopyRange>> RangesOf(const format::Layout& l, const std::vector<CaptureSource>& sources) {
@@ -45,8 +48,15 @@ bool Pipeline::StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>
     CAIRN_RETURN_IF_ERROR(zero_copy_unavailable_);
     CAIRN_ASSIGN_OR_RETURN(std::vector<ZeroCopyRange> ranges, RangesOf(e->layout, sources));
     if (!zero_copy_) {
-      // The learned order watches first writes between checkpoints too.
-      auto z = ZeroCopy::Create(config_.cow_fraction, config_.write_protect, config_.zero_copy_order == "learned");
+      // The learned order watches first writes between checkpoints too. It
+      // orders blocks, so it watches a block (at most a 2 MiB huge page) at a
+      // time: one fault per block. checkpoint.changes = pages / auto learns
+      // the written pages from the watch (ZeroCopyPageSource), so it watches
+      // page by page, as the page tracker would.
+      const bool pages = config_.changes == ChangeDetection::kPages || config_.changes == ChangeDetection::kAuto;
+      const size_t group = pages ? 1 : std::min<uint64_t>(config_.block_bytes, kMaxWatchGroupBytes) / os::PageSize();
+      auto z = ZeroCopy::Create(config_.cow_fraction, config_.write_protect, config_.zero_copy_order == "learned",
+                                group);
       if (!z.ok()) {
         zero_copy_unavailable_ = z.status();
         return z.status();

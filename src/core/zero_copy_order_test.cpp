@@ -5,10 +5,14 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <numeric>
+#include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -35,6 +39,32 @@ TEST(FlushOrderTest, RedThenOrangeThenGreenByFirstWriteTiesByReadOrder) {
   // GREEN by read order (0, 1), then pages with no color.
   const std::vector<uint32_t> want = {4, 5, 3, 0, 2, 1, 6};
   EXPECT_EQ(rank, want);
+}
+
+// RankPages is a radix sort: it must equal the comparison sort it replaced
+// (stable by page index) on random epochs whose fields use every digit,
+// including first_write 0 (no trapped write: after those with one) and the
+// values that differ only in a high digit.
+TEST(FlushOrderTest, RankPagesEqualsAStableSortByColorFirstWriteReadPos) {
+  std::mt19937 rng(7);
+  for (const size_t n : {size_t{1}, size_t{300}, size_t{70000}}) {
+    std::vector<PageSeen> seen(n);
+    for (PageSeen& p : seen) {
+      p.color = static_cast<PageColor>(rng() % 5);
+      const uint32_t pick = rng() % 4;
+      p.first_write = pick == 0 ? 0u : pick == 1 ? (rng() % 3) << 16 : pick == 2 ? ~0u - rng() % 2 : rng();
+      p.read_pos = rng() % 2 == 0 ? rng() % 8 : rng() % 3 << 16 | rng() % 2;
+    }
+    std::vector<uint32_t> by(n);
+    std::iota(by.begin(), by.end(), 0u);
+    auto key = [&](uint32_t i) {
+      return std::tuple(static_cast<uint8_t>(seen[i].color), seen[i].first_write - 1u, seen[i].read_pos);
+    };
+    std::stable_sort(by.begin(), by.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    std::vector<uint32_t> want(n);
+    for (uint32_t r = 0; r < n; ++r) want[by[r]] = r;
+    EXPECT_EQ(RankPages(seen), want) << n << " pages";
+  }
 }
 
 TEST(FlushOrderTest, BlocksByKeyTiesKeepIndexOrder) {
@@ -206,7 +236,7 @@ TEST_P(LockStepTest, HistoryRanksByFirstWriteNotReadOrder) {
 
 // Watching (learned order, userfaultfd): pages read before any write stay
 // protected; their first writes are trapped, GREEN in write order while the
-// epoch runs and BLUE after it completed, and the next epoch reads them in
+// epoch runs and BLUE once its last page was read, and the next epoch reads them in
 // that order: GREEN 9, 2, 5, then BLUE 12, 1, then the pages never written
 // (in the last read order), which rank last. One fault per watched first
 // write (watch_faults); a second write to the page does not fault.
@@ -220,13 +250,17 @@ TEST_P(LockStepTest, WatchedFirstWritesAfterTheReadAreGreenThenBlueInOrder) {
   std::vector<uint8_t> got(bytes);
   ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
   const std::vector<uint8_t> want(mem_, mem_ + bytes);
-  ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
+  const size_t last = bytes - page_;  // the last page is read after the GREEN writes
+  ASSERT_TRUE(zc_->Read(mem_, got.data(), last).ok());
   EXPECT_EQ(ProtectedPages(), kPages) << "read pages stay protected until their first write";
   for (const size_t p : {9, 2, 5}) Store(mem_ + p * page_, 100 + p);  // GREEN: read, then written
   Store(mem_ + 9 * page_ + 8, 1);                                      // a second write: no fault
   EXPECT_EQ(zc_->counters().watch_faults, 3u);
   EXPECT_EQ(zc_->counters().blue, 0u);
   EXPECT_EQ(ProtectedPages(), kPages - 3);
+  ASSERT_TRUE(zc_->in_epoch());
+  ASSERT_TRUE(zc_->Read(mem_ + last, got.data() + last, page_).ok());
+  EXPECT_FALSE(zc_->in_epoch()) << "reading the last page completes the version";
   zc_->End();
   EXPECT_TRUE(zc_->watching());
   EXPECT_FALSE(zc_->in_epoch());
@@ -246,6 +280,37 @@ TEST_P(LockStepTest, WatchedFirstWritesAfterTheReadAreGreenThenBlueInOrder) {
   EXPECT_FALSE(zc_->watching());
   EXPECT_EQ(ProtectedPages(), 0u) << "StopWatching removes the protection";
   Store(mem_, 1);  // would hang if still protected with no handler deciding
+}
+
+// A watch group of 8 pages: the first write to a read page releases the
+// watched pages of its aligned group of 8 with one fault, numbered as that
+// write; a page of the group not read yet stays protected (and is read as
+// it was at Begin). Written reports the whole group.
+TEST_P(LockStepTest, WatchGroupReleasesTheGroupsWatchedPagesWithOneFault) {
+  auto z = ZeroCopy::Create(GetParam(), WriteProtectMode::kUserfaultfd, /*watch=*/true, /*watch_group=*/8);
+  if (!z.ok()) GTEST_SKIP() << "userfaultfd write-protection unavailable: " << z.status().ToString();
+  zc_ = std::move(z).value();
+  const size_t bytes = kPages * page_;
+  size_t g = 8;  // the first page >= 8 that starts an aligned group of 8
+  while (reinterpret_cast<uintptr_t>(mem_ + g * page_) % (8 * page_) != 0) ++g;
+  const std::vector<uint8_t> want(mem_, mem_ + bytes);
+  std::vector<uint8_t> got(bytes);
+  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+  const size_t head = (g + 5) * page_;  // pages g+5 .. g+7 of the group are not read yet
+  ASSERT_TRUE(zc_->Read(mem_, got.data(), head).ok());
+  Store(mem_ + (g + 2) * page_, 1);  // releases g .. g+4
+  EXPECT_EQ(zc_->counters().watch_faults, 1u);
+  EXPECT_EQ(ProtectedPages(), kPages - 5);
+  for (const size_t p : {g, g + 1, g + 3, g + 4}) Store(mem_ + p * page_ + 8, 2);  // released already
+  ASSERT_TRUE(zc_->Read(mem_ + head, got.data() + head, bytes - head).ok());
+  zc_->End();
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), bytes), 0) << "unread pages of the group kept their bytes";
+  Store(mem_ + (g + 6) * page_, 3);  // the rest of the group, read since: one more fault
+  EXPECT_EQ(zc_->counters().watch_faults, 2u);
+  EXPECT_EQ(ProtectedPages(), kPages - 8);
+  auto written = zc_->Written(mem_, bytes);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  EXPECT_EQ(*written, (ExtentList{Extent{g * page_, 8 * page_}}));
 }
 
 // Written (checkpoint.changes = pages): the pages written since the watched
@@ -273,9 +338,10 @@ TEST_P(LockStepTest, WrittenReportsPagesWrittenSinceBeginAndLateOnesNextTime) {
     Store(mem_ + 3 * page_, 1);
     Store(mem_ + 7 * page_, 1);
   });
-  ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
+  ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes - page_).ok());
   early.join();
   EXPECT_FALSE(zc_->Written(mem_, bytes).ok()) << "the epoch is still in progress";
+  ASSERT_TRUE(zc_->Read(mem_ + bytes - page_, got.data() + bytes - page_, page_).ok());
   zc_->End();
   Store(mem_ + 40 * page_, 1);  // BLUE
   EXPECT_EQ(pages_of(zc_->Written(mem_, bytes)), (std::vector<uint64_t>{3, 7, 40}));
