@@ -38,7 +38,9 @@
 # ctest label no-asan or no-tsan (set_tests_properties(... LABELS no-tsan))
 # and the reason in a comment next to it (grep the CMakeLists for them: the
 # Python figure smokes, the 4-rank MPI heat programs, most 1-rank and some
-# 2-rank drop-in API cases: tests/compat/CMakeLists.txt says which and why).
+# 2-rank drop-in API cases: tests/compat/CMakeLists.txt says which and why;
+# the GoogleTest sweeps and repeats TSan skips: _cairn_gtest_no_tsan in
+# tests/CMakeLists.txt). The Release tree runs every test.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
@@ -193,8 +195,9 @@ fi
 # reader's and the config parser's sources) and runs each bin/fuzz_* for
 # CAIRN_FUZZ_SECONDS (or at most 2000000 inputs) from its seed corpus and the
 # committed findings; a crash, leak, sanitizer report, timeout or out-of-memory
-# fails it. About 75 s of build from scratch and 2 x 20 s of fuzzing. Counted
-# as one test. docs/design.md, "Fuzzing", says how to run it longer.
+# fails it. About 75 s of build from scratch and 20 s of fuzzing (the two
+# targets side by side, one core each). Counted as one test. docs/design.md,
+# "Fuzzing", says how to run it longer.
 banner "fuzz (libFuzzer, scripts/fuzz.sh) in build-fuzz"
 if scripts/fuzz.sh "${CAIRN_FUZZ_SECONDS:-20}" 2000000; then
   passed=$((passed + 1))
