@@ -134,9 +134,16 @@ wrap=()
 # CMake (3.17+) and scikit-build-core take the launchers from the
 # environment; CCACHE_BASEDIR makes paths relative, so a fresh clone in
 # another directory hits the entries of the previous one.
+# The test files compile with a precompiled header (tests/CMakeLists.txt):
+# ccache takes them only with sloppiness pch_defines,time_macros (no test
+# uses __DATE__ or __TIME__, and the header is included first, by -include),
+# and, since the .gch differs at every build, only from the digest of its
+# headers beside it (CCACHE_PCH_EXTSUM, tests/pch_sum.cmake). Without these
+# every test file (over half of each tree's build) compiled at every run.
 if [[ "${CAIRN_TEST_CCACHE:-1}" != 0 ]] && command -v ccache >/dev/null 2>&1; then
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
   export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+  export CCACHE_SLOPPINESS=pch_defines,time_macros CCACHE_PCH_EXTSUM=1
 fi
 
 # 1. Release ------------------------------------------------------------------
