@@ -38,7 +38,9 @@
 # ctest label no-asan or no-tsan (set_tests_properties(... LABELS no-tsan))
 # and the reason in a comment next to it (grep the CMakeLists for them: the
 # Python figure smokes, the 4-rank MPI heat programs, most 1-rank and some
-# 2-rank drop-in API cases: tests/compat/CMakeLists.txt says which and why).
+# 2-rank drop-in API cases: tests/compat/CMakeLists.txt says which and why;
+# the GoogleTest sweeps and repeats TSan skips: _cairn_gtest_no_tsan in
+# tests/CMakeLists.txt). The Release tree runs every test.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
@@ -132,9 +134,16 @@ wrap=()
 # CMake (3.17+) and scikit-build-core take the launchers from the
 # environment; CCACHE_BASEDIR makes paths relative, so a fresh clone in
 # another directory hits the entries of the previous one.
+# The test files compile with a precompiled header (tests/CMakeLists.txt):
+# ccache takes them only with sloppiness pch_defines,time_macros (no test
+# uses __DATE__ or __TIME__, and the header is included first, by -include),
+# and, since the .gch differs at every build, only from the digest of its
+# headers beside it (CCACHE_PCH_EXTSUM, tests/pch_sum.cmake). Without these
+# every test file (over half of each tree's build) compiled at every run.
 if [[ "${CAIRN_TEST_CCACHE:-1}" != 0 ]] && command -v ccache >/dev/null 2>&1; then
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
   export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+  export CCACHE_SLOPPINESS=pch_defines,time_macros CCACHE_PCH_EXTSUM=1
 fi
 
 # 1. Release ------------------------------------------------------------------
@@ -193,8 +202,9 @@ fi
 # reader's and the config parser's sources) and runs each bin/fuzz_* for
 # CAIRN_FUZZ_SECONDS (or at most 2000000 inputs) from its seed corpus and the
 # committed findings; a crash, leak, sanitizer report, timeout or out-of-memory
-# fails it. About 75 s of build from scratch and 2 x 20 s of fuzzing. Counted
-# as one test. docs/design.md, "Fuzzing", says how to run it longer.
+# fails it. About 75 s of build from scratch and 20 s of fuzzing (the two
+# targets side by side, one core each). Counted as one test. docs/design.md,
+# "Fuzzing", says how to run it longer.
 banner "fuzz (libFuzzer, scripts/fuzz.sh) in build-fuzz"
 if scripts/fuzz.sh "${CAIRN_FUZZ_SECONDS:-20}" 2000000; then
   passed=$((passed + 1))

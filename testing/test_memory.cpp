@@ -9,7 +9,7 @@
 // Device and managed instances exist in builds that have the fake driver to
 // run them on. They are listed whether or not a driver loads at run time:
 // an instance that cannot get its memory fails loudly instead of vanishing.
-#if CAIRN_GPU_HAVE_CUDA && defined(CAIRN_FAKE_CUDA_LIB)
+#if CAIRN_GPU_HAVE_CUDA && defined(CAIRN_HAVE_FAKE_CUDA)
 #define CAIRN_TEST_GPU_KINDS 1
 #else
 #define CAIRN_TEST_GPU_KINDS 0

@@ -17,11 +17,13 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/test_paths.hpp"
+
 extern char** environ;
 
 namespace {
 
-const std::string kBench = std::string(CAIRN_BIN_DIR) + "/cairn-bench";
+const std::string kBench = std::string(cairn::test::kBinDir) + "/cairn-bench";
 
 class BenchSmokeTest : public ::testing::Test {
  protected:
@@ -302,20 +304,20 @@ TEST_F(BenchSmokeTest, RestartChangesVerifyCatchesWrongVersion) {
 }
 
 // --- GPU tier (--memory device|managed) against the fake CUDA driver -------
-// (testing/fake_cuda; CAIRN_FAKE_CUDA_LIB is defined when it is built).
+// (testing/fake_cuda; CAIRN_HAVE_FAKE_CUDA is defined when it is built).
 
 // The whole GPU path: Cairn protects/pushes device memory, captures into the
 // device cache and drains it to the host cache; the baseline copies
 // device->host itself. Needs the GPU pipeline in the core.
 TEST_F(BenchSmokeTest, UniformDeviceMemoryWithDeviceCache) {
-#ifndef CAIRN_FAKE_CUDA_LIB
+#ifndef CAIRN_HAVE_FAKE_CUDA
   GTEST_SKIP() << "the fake CUDA driver is not built (no cuda.h)";
 #else
   const std::string json = dir_ + "/out.json";
   ASSERT_EQ(Run({"uniform", "--memory", "device", "--device-cache", "8MiB", "--count", "4",
                  "--size", "1MiB", "--interval-ms", "1", "--host-cache", "8MiB", "--mode", "both",
                  "--json", json, "--dir", dir_ + "/work"},
-                {std::string("CAIRN_CUDA_DRIVER=") + CAIRN_FAKE_CUDA_LIB}),
+                {std::string("CAIRN_CUDA_DRIVER=") + cairn::test::kFakeCudaLib}),
             0)
       << log_;
   const std::string doc = ReadFile(json);
@@ -339,10 +341,10 @@ TEST_F(BenchSmokeTest, UniformDeviceMemoryWithDeviceCache) {
 // The bench's own device path (allocation, upload, download, the baseline's
 // staging copies, device limits) without Cairn: passes without the pipeline.
 TEST_F(BenchSmokeTest, SyncBaselineOnDeviceAndManagedMemory) {
-#ifndef CAIRN_FAKE_CUDA_LIB
+#ifndef CAIRN_HAVE_FAKE_CUDA
   GTEST_SKIP() << "the fake CUDA driver is not built (no cuda.h)";
 #else
-  const std::vector<std::string> env = {std::string("CAIRN_CUDA_DRIVER=") + CAIRN_FAKE_CUDA_LIB};
+  const std::vector<std::string> env = {std::string("CAIRN_CUDA_DRIVER=") + cairn::test::kFakeCudaLib};
   for (const char* memory : {"device", "managed"}) {
     const std::string json = dir_ + "/" + memory + ".json";
     ASSERT_EQ(Run({"uniform", "--memory", memory, "--mode", "sync", "--count", "3", "--size",

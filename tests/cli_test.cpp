@@ -1,5 +1,5 @@
 // End-to-end tests of the `cairn` tool: files are made with FileWriter in a
-// temporary directory, then the built binary (CAIRN_BIN_DIR/cairn) is run on
+// temporary directory, then the built binary (test::kBinDir/cairn) is run on
 // them and its output and exit status checked.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -21,6 +21,7 @@
 #include "format/file_writer.hpp"
 #include "format/naming.hpp"
 #include "format/placement.hpp"
+#include "testing/test_paths.hpp"
 #include "util/crc32c.hpp"
 
 namespace cairn {
@@ -39,7 +40,7 @@ std::string Quote(const std::string& s) { return "'" + s + "'"; }
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    bin_ = std::string(CAIRN_BIN_DIR) + "/cairn";
+    bin_ = std::string(test::kBinDir) + "/cairn";
     ASSERT_TRUE(fs::exists(bin_)) << bin_ << " not built";
     std::string tmpl = ::testing::TempDir() + "cairn_cli_test.XXXXXX";
     ASSERT_NE(nullptr, mkdtemp(tmpl.data()));

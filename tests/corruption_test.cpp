@@ -25,6 +25,7 @@
 #include "os/fs.hpp"
 #include "testing/fault_fs.hpp"
 #include "testing/test_memory.hpp"
+#include "testing/test_paths.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {
@@ -71,7 +72,7 @@ struct CliRun {
   std::string out;
 };
 
-std::string CliPath() { return std::string(CAIRN_BIN_DIR) + "/cairn"; }
+std::string CliPath() { return std::string(test::kBinDir) + "/cairn"; }
 
 CliRun RunCli(const std::string& args) {
   CliRun r;

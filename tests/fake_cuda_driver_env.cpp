@@ -5,10 +5,12 @@
 // sets it to a missing library to run the host tests without any driver.
 #include <cstdlib>
 
+#include "testing/test_paths.hpp"
+
 namespace {
 
 const bool kFakeDriverNamed = [] {
-  setenv("CAIRN_CUDA_DRIVER", CAIRN_FAKE_CUDA_LIB, /*overwrite=*/0);
+  setenv("CAIRN_CUDA_DRIVER", cairn::test::kFakeCudaLib, /*overwrite=*/0);
   return true;
 }();
 

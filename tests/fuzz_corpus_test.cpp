@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fuzz/inputs.hpp"
+#include "testing/test_paths.hpp"
 
 namespace cairn {
 namespace {
@@ -30,7 +31,7 @@ struct Input {
 // exist: a target without findings has no folder), sorted by name.
 std::vector<Input> ReadDir(const std::string& dir) {
   std::vector<Input> out;
-  const fs::path path = fs::path(CAIRN_SOURCE_DIR) / dir;
+  const fs::path path = fs::path(test::kSourceDir) / dir;
   if (!fs::exists(path)) return out;
   for (const auto& e : fs::directory_iterator(path)) {
     std::ifstream in(e.path(), std::ios::binary);

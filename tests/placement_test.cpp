@@ -16,6 +16,7 @@
 #include "format/naming.hpp"
 #include "format/placement.hpp"
 #include "os/numa.hpp"
+#include "testing/test_paths.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {
@@ -303,7 +304,7 @@ TEST_F(PlacementTest, NumaCacheOffOnOneNode) {
 TEST_F(PlacementTest, NumaCacheOnAnotherMachinesTopology) {
   if (!os::HaveHwloc()) GTEST_SKIP() << "built without hwloc (libhwloc-dev; scripts/deps.sh installs it)";
   if (os::RealNuma().topology().nodes() >= 4) GTEST_SKIP() << "this machine has the XML's nodes";
-  auto xml = os::ReadHwlocTopology(CAIRN_SOURCE_DIR "/tests/data/topology-2pkg-4numa.xml");
+  auto xml = os::ReadHwlocTopology(std::string(test::kSourceDir) + "/tests/data/topology-2pkg-4numa.xml");
   ASSERT_TRUE(xml.ok()) << xml.status().ToString();
   auto numa = os::MakeRealNuma(*xml);
   Config c = WithNuma(numa.get());

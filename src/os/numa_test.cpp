@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/test_paths.hpp"
+
 namespace cairn::os {
 namespace {
 
@@ -123,7 +125,8 @@ TEST(FakeNuma, RecordsBindsAndMovesPages) {
 // hwloc (optional at build time): a 2-package, 4-node machine from an XML
 // topology, as HWLOC_XMLFILE would give it to RealNuma on this one-node
 // machine.
-constexpr const char* kXml = CAIRN_SOURCE_DIR "/tests/data/topology-2pkg-4numa.xml";
+const std::string kXmlPath = std::string(test::kSourceDir) + "/tests/data/topology-2pkg-4numa.xml";
+const char* const kXml = kXmlPath.c_str();
 
 void ExpectFourNodes(const Topology& t) {
   ASSERT_EQ(t.nodes(), 4);

@@ -1,5 +1,5 @@
 // Test support for code that runs against the fake CUDA driver
-// (libcairn_fake_cuda.so, whose path the build passes as CAIRN_FAKE_CUDA_LIB).
+// (libcairn_fake_cuda.so, whose path is test::kFakeCudaLib, testing/test_paths.hpp).
 //
 // FakeCudaTest resets the fake (fresh state, environment re-read), loads it
 // through cairn::gpu::Driver, retains device 0's primary context and makes it
@@ -17,8 +17,9 @@
 #include <vector>
 
 #include "gpu/cuda_driver.hpp"
+#include "testing/test_paths.hpp"
 
-#if CAIRN_GPU_HAVE_CUDA && defined(CAIRN_FAKE_CUDA_LIB)
+#if CAIRN_GPU_HAVE_CUDA && defined(CAIRN_HAVE_FAKE_CUDA)
 #define CAIRN_TEST_FAKE_CUDA 1
 #include "testing/fake_cuda/fake_cuda_control.h"
 #else
@@ -54,8 +55,6 @@ class ScopedEnv {
 };
 
 #if CAIRN_TEST_FAKE_CUDA
-
-inline constexpr const char* kFakeCudaLib = CAIRN_FAKE_CUDA_LIB;
 
 // The fake's control functions (dlsym'ed once; the library stays loaded).
 inline const cairn_fake_cuda::Control& FakeControl() {
