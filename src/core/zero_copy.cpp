@@ -136,6 +136,8 @@ struct ZeroCopy::Epoch {
   std::vector<PageSeen> seen;  // the reader's: color and read position of done pages
   uint32_t reads = 0;          // the reader's
   uint32_t to_read = 0;        // pages the version stores (Begin)
+  bool watch = false;          // this epoch watches (Begin)
+  uint64_t traps_before = 0;   // RED + ORANGE counted before it (Begin)
   // Watching: set by End once every page was read; first writes numbered
   // from completed_at on came after the version was complete (BLUE).
   std::atomic<bool> completed{false};
@@ -172,6 +174,8 @@ struct ZeroCopy::Epoch {
     completed.store(false, std::memory_order_relaxed);
     completed_at.store(0, std::memory_order_relaxed);
     to_read = 0;
+    watch = false;
+    traps_before = 0;
     collected.store(false, std::memory_order_relaxed);
     for (auto& x : late) x.store(0, std::memory_order_relaxed);
     std::fill(carry.begin(), carry.end(), 0);
@@ -316,6 +320,14 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
   }
   e->cow = cow_.data();
   for (uint32_t s = 0; s < e->slots; ++s) e->GiveSlot(s);
+  // Watch this epoch? With a page-sized group (checkpoint.changes = pages:
+  // the watch tells the written pages) always. Otherwise only while the
+  // order has something to learn: when the last epoch trapped more first
+  // writes (RED + ORANGE) than this watch would cost (a fault per written
+  // group; on this VM ~0.25 ms each with the application spinning, mostly
+  // the handler thread's wake-up). The first epoch learns from its traps.
+  e->watch = watch_ && (watch_group_ <= 1 || last_traps_ > pages / watch_group_);
+  e->traps_before = red_.load(std::memory_order_relaxed) + orange_.load(std::memory_order_relaxed);
   size_t first = 0;
   for (const auto& r : sorted) {
     e->ranges.push_back(Epoch::Range{reinterpret_cast<uintptr_t>(r.data), r.bytes, first});
@@ -328,7 +340,7 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
   late_pages_.clear();
   // States first, then the handler may see the epoch, then protection.
   // Watching: every page of the ranges is watched, those stored are read.
-  for (size_t i = 0; watch_ && i < sorted.size(); ++i) {
+  for (size_t i = 0; e->watch && i < sorted.size(); ++i) {
     for (size_t p = 0; p < sorted[i].bytes / page; ++p) {
       e->state[e->ranges[i].first_page + p].store(kWatched, std::memory_order_relaxed);
     }
@@ -351,7 +363,7 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
     if (!s.ok()) break;
     epoch_->registered.push_back(epoch_->ranges[i]);
     const ExtentList whole{Extent{0, sorted[i].bytes}};
-    for (const Extent& x : sorted[i].extents.empty() || watch_ ? whole : sorted[i].extents) {
+    for (const Extent& x : sorted[i].extents.empty() || epoch_->watch ? whole : sorted[i].extents) {
       const uint64_t from = x.offset / page * page;
       const uint64_t to = (x.end() + page - 1) / page * page;
       s = wp_->Protect(reinterpret_cast<uintptr_t>(sorted[i].data) + from, to - from);
@@ -504,10 +516,10 @@ Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
         // Watching: a page nobody waits for stays protected until its
         // first write; a RED writer's page is released now.
         uint8_t old = st.load(std::memory_order_acquire);
-        while (!st.compare_exchange_weak(old, (old & kRed) != 0 || !watch_ ? kDone : kWatched,
+        while (!st.compare_exchange_weak(old, (old & kRed) != 0 || !e->watch ? kDone : kWatched,
                                          std::memory_order_acq_rel)) {
         }
-        const bool release = (old & kRed) != 0 || !watch_;
+        const bool release = (old & kRed) != 0 || !e->watch;
         if ((old & kRed) != 0) {
           red_wait_ns_.fetch_add(NowNs(), std::memory_order_relaxed);
         } else {
@@ -557,7 +569,7 @@ void ZeroCopy::End() {
     const uint8_t low = st.load(std::memory_order_acquire) & kStateMask;
     all_read = all_read && (low == kIdle || low == kDone || low == kWatched);
   }
-  if (watch_ && all_read) {  // (Read completes an epoch whose pages it all read)
+  if (e->watch && all_read) {  // (Read completes an epoch whose pages it all read)
     Complete(e);
     return;
   }
@@ -569,7 +581,7 @@ void ZeroCopy::End() {
 // application's next first writes must count as BLUE); in_epoch() is false
 // from now on.
 void ZeroCopy::Complete(Epoch* e) {
-  if (!watch_) return;
+  if (!e->watch) return;
   e->completed_at.store(e->write_seq.load(std::memory_order_relaxed), std::memory_order_relaxed);
   e->completed.store(true, std::memory_order_release);
 }
@@ -610,6 +622,7 @@ void ZeroCopy::Finish(bool keep_registered) {
   std::vector<FlushHistory::Range> ranges;
   for (const auto& r : e->ranges) ranges.push_back({r.start, r.bytes, r.first_page});
   history_.Learn(std::move(ranges), e->seen, os::PageSize());
+  last_traps_ = red_.load(std::memory_order_relaxed) + orange_.load(std::memory_order_relaxed) - e->traps_before;
   spare_ = std::move(epoch_);  // the next Begin reuses its arrays
 }
 

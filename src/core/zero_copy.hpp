@@ -13,7 +13,9 @@
 // per block, and a 2 MiB group keeps a huge page whole), which take its
 // number; End keeps the watch until the next Begin or StopWatching, so the
 // next epoch's order knows every group's first write, and groups with no
-// write at all rank last. Cost: one more fault per group first-written after
+// write at all rank last. With groups of more than a page an epoch watches
+// only when the last epoch trapped more first writes (RED + ORANGE) than it
+// has groups: once the order leaves little to learn, the watch is not paid. Cost: one more fault per group first-written after
 // its read (watch_faults), and no release ioctl for pages read before their
 // write.
 //
@@ -172,6 +174,7 @@ class ZeroCopy {
   const double cow_fraction_;
   bool watch_ = false;  // set by Create
   size_t watch_group_ = 1;  // set by Create
+  uint64_t last_traps_ = 0; // the capture thread's: RED + ORANGE of the last finished epoch
   std::unique_ptr<os::WriteProtect> wp_;
   std::string wp_note_;
   std::unique_ptr<Epoch> epoch_;          // the capture thread's

@@ -285,16 +285,26 @@ TEST_P(LockStepTest, WatchedFirstWritesAfterTheReadAreGreenThenBlueInOrder) {
 // A watch group of 8 pages: the first write to a read page releases the
 // watched pages of its aligned group of 8 with one fault, numbered as that
 // write; a page of the group not read yet stays protected (and is read as
-// it was at Begin). Written reports the whole group.
+// it was at Begin). Written reports the whole group. With groups, an epoch
+// watches only when the last one trapped more first writes than it has
+// groups (8 here): the first epoch does not; after 10 ORANGE writes the
+// second does; after none, the third does not.
 TEST_P(LockStepTest, WatchGroupReleasesTheGroupsWatchedPagesWithOneFault) {
-  auto z = ZeroCopy::Create(GetParam(), WriteProtectMode::kUserfaultfd, /*watch=*/true, /*watch_group=*/8);
+  auto z = ZeroCopy::Create(1.0, WriteProtectMode::kUserfaultfd, /*watch=*/true, /*watch_group=*/8);
   if (!z.ok()) GTEST_SKIP() << "userfaultfd write-protection unavailable: " << z.status().ToString();
   zc_ = std::move(z).value();
   const size_t bytes = kPages * page_;
+  std::vector<uint8_t> got(bytes);
+  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+  for (size_t p = 30; p < 40; ++p) Store(mem_ + p * page_, 5);  // 10 ORANGE
+  ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
+  zc_->End();
+  EXPECT_FALSE(zc_->watching()) << "the first epoch does not watch";
+  EXPECT_EQ(zc_->counters().orange, 10u);
+
   size_t g = 8;  // the first page >= 8 that starts an aligned group of 8
   while (reinterpret_cast<uintptr_t>(mem_ + g * page_) % (8 * page_) != 0) ++g;
   const std::vector<uint8_t> want(mem_, mem_ + bytes);
-  std::vector<uint8_t> got(bytes);
   ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
   const size_t head = (g + 5) * page_;  // pages g+5 .. g+7 of the group are not read yet
   ASSERT_TRUE(zc_->Read(mem_, got.data(), head).ok());
@@ -304,6 +314,7 @@ TEST_P(LockStepTest, WatchGroupReleasesTheGroupsWatchedPagesWithOneFault) {
   for (const size_t p : {g, g + 1, g + 3, g + 4}) Store(mem_ + p * page_ + 8, 2);  // released already
   ASSERT_TRUE(zc_->Read(mem_ + head, got.data() + head, bytes - head).ok());
   zc_->End();
+  EXPECT_TRUE(zc_->watching()) << "10 traps last epoch, 8 groups";
   EXPECT_EQ(std::memcmp(got.data(), want.data(), bytes), 0) << "unread pages of the group kept their bytes";
   Store(mem_ + (g + 6) * page_, 3);  // the rest of the group, read since: one more fault
   EXPECT_EQ(zc_->counters().watch_faults, 2u);
@@ -311,6 +322,10 @@ TEST_P(LockStepTest, WatchGroupReleasesTheGroupsWatchedPagesWithOneFault) {
   auto written = zc_->Written(mem_, bytes);
   ASSERT_TRUE(written.ok()) << written.status().ToString();
   EXPECT_EQ(*written, (ExtentList{Extent{g * page_, 8 * page_}}));
+
+  ASSERT_NO_FATAL_FAILURE(ReadEpoch(got));  // no trap in the second epoch: no watch in the third
+  EXPECT_FALSE(zc_->watching());
+  EXPECT_EQ(ProtectedPages(), 0u);
 }
 
 // Written (checkpoint.changes = pages): the pages written since the watched
