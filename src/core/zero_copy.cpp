@@ -194,11 +194,15 @@ struct ZeroCopy::Epoch {
     if (a >= it->start + it->bytes) return -1;
     return static_cast<int64_t>(it->first_page + (a - it->start) / os::PageSize());
   }
-  uintptr_t AddressOf(size_t page) const {
-    auto it = std::upper_bound(ranges.begin(), ranges.end(), page,
+  // The range holding page index i.
+  const Range& RangeOfPage(size_t i) const {
+    auto it = std::upper_bound(ranges.begin(), ranges.end(), i,
                                [](size_t p, const Range& r) { return p < r.first_page; });
-    --it;
-    return it->start + (page - it->first_page) * os::PageSize();
+    return *--it;
+  }
+  uintptr_t AddressOf(size_t page) const {
+    const Range& r = RangeOfPage(page);
+    return r.start + (page - r.first_page) * os::PageSize();
   }
   uint32_t TakeSlot() {  // handler only
     if (spare != kNoSlot) return std::exchange(spare, kNoSlot);
@@ -214,12 +218,6 @@ struct ZeroCopy::Epoch {
     tail.store(t + 1, std::memory_order_release);
   }
   uint8_t* SlotData(uint32_t s) const { return cow + static_cast<size_t>(s) * os::PageSize(); }
-  // The range holding page index i.
-  const Range& RangeOfPage(size_t i) const {
-    auto it = std::upper_bound(ranges.begin(), ranges.end(), i,
-                               [](size_t p, const Range& r) { return p < r.first_page; });
-    return *--it;
-  }
 };
 
 uint64_t ZeroCopy::CowBytes(double cow_fraction, uint64_t protected_bytes) {
@@ -564,12 +562,9 @@ Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
 void ZeroCopy::End() {
   if (!in_epoch()) return;
   Epoch* e = epoch_.get();
-  bool all_read = true;
-  for (const auto& st : e->state) {
-    const uint8_t low = st.load(std::memory_order_acquire) & kStateMask;
-    all_read = all_read && (low == kIdle || low == kDone || low == kWatched);
-  }
-  if (e->watch && all_read) {  // (Read completes an epoch whose pages it all read)
+  // Read completes a watched epoch at its last page; here only one that
+  // stores no page at all (nothing to read) is complete.
+  if (e->watch && e->reads == e->to_read) {
     Complete(e);
     return;
   }
@@ -597,8 +592,8 @@ void ZeroCopy::Finish(bool keep_registered) {
   for (auto& st : e->state) {
     if ((st.load(std::memory_order_acquire) & kRed) != 0) red_wait_ns_.fetch_add(now, std::memory_order_relaxed);
   }
-  for (const auto& r : e->registered) {
-    if (!keep_registered) (void)wp_->Unregister(reinterpret_cast<void*>(r.start), r.bytes);
+  if (!keep_registered) {
+    for (const auto& r : e->registered) (void)wp_->Unregister(reinterpret_cast<void*>(r.start), r.bytes);
   }
   live_.store(nullptr, std::memory_order_seq_cst);
   while (in_handler_.load(std::memory_order_seq_cst) != 0) ::sched_yield();
