@@ -51,6 +51,7 @@ struct AiOptions {
   uint64_t every = 2;
   double compute_ms = 200;  // per iteration
   double moved = 0.1;       // irregular: fraction of pages moved, redrawn every epoch
+  bool reversed_base = false;  // irregular: moved from the reversed order, not the sequential one
   uint64_t repeat = 3;
   std::string json_path, dir;
   bool quiet = false;
@@ -58,8 +59,8 @@ struct AiOptions {
 
 const char* kUsage =
     "usage: cairn-bench ai-ckpt [--size S] [--pattern sequential|reversed|random|irregular] [--cow F]\n"
-    "         [--iterations N] [--every K] [--compute-ms C] [--moved X] [--repeat R] [--dir D]\n"
-    "         [--json FILE] [--quiet]\n";
+    "         [--iterations N] [--every K] [--compute-ms C] [--moved X] [--base sequential|reversed]\n"
+    "         [--repeat R] [--dir D] [--json FILE] [--quiet]\n";
 
 Result<double> ParseFraction(std::string_view opt, const std::string& v) {
   char* end = nullptr;
@@ -88,6 +89,9 @@ Result<AiOptions> Parse(int argc, char** argv) {
       else return Bad(a, "'" + v + "' is not sequential, reversed, random or irregular");
     } else if (a == "--cow") {
       CAIRN_ASSIGN_OR_RETURN(o.cow, ParseFraction(a, v));
+    } else if (a == "--base") {
+      if (v != "sequential" && v != "reversed") return Bad(a, "'" + v + "' is not sequential or reversed");
+      o.reversed_base = v == "reversed";
     } else if (a == "--moved") {
       CAIRN_ASSIGN_OR_RETURN(o.moved, ParseFraction(a, v));
     } else if (a == "--iterations") {
@@ -115,7 +119,9 @@ Result<AiOptions> Parse(int argc, char** argv) {
 std::vector<uint32_t> PageOrder(const AiOptions& o, size_t pages, uint64_t epoch) {
   std::vector<uint32_t> order(pages);
   std::iota(order.begin(), order.end(), 0u);
-  if (o.pattern == Pattern::kReversed) std::reverse(order.begin(), order.end());
+  if (o.pattern == Pattern::kReversed || (o.pattern == Pattern::kIrregular && o.reversed_base)) {
+    std::reverse(order.begin(), order.end());
+  }
   if (o.pattern == Pattern::kRandom) std::shuffle(order.begin(), order.end(), std::mt19937_64(42));
   if (o.pattern == Pattern::kIrregular) {  // moved pages go to random places, new ones every epoch
     std::mt19937_64 rng(1000 + epoch);
@@ -134,7 +140,7 @@ void SpinFor(double seconds) {
 struct ModeRun {
   double runtime_s = 0;
   std::vector<double> call_s;
-  uint64_t red = 0, orange = 0, blue = 0, watch_faults = 0, extra_bytes = 0;
+  uint64_t red = 0, orange = 0, blue = 0, watch_faults = 0, extra_bytes = 0, huge_restored = 0;
   double capture_s = 0;  // per version: the call to its last byte in the cache (zero-copy: the reader's pass)
 };
 
@@ -201,6 +207,7 @@ Result<ModeRun> RunMode(const AiOptions& o, int mode, uint8_t* mem, const std::s
     r.orange = s.zero_copy.orange;
     r.blue = s.zero_copy.blue;
     r.watch_faults = s.zero_copy.watch_faults;
+    r.huge_restored = s.zero_copy.huge_restored_bytes;
     if (s.capture.ops > 0) r.capture_s = (s.capture.seconds + s.capture_blocked_s) / static_cast<double>(s.capture.ops);
     if (mode == 2) {
       r.extra_bytes = s.cache_capacity_bytes;
@@ -223,7 +230,8 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
   };
   const double base = median(0, [](const ModeRun& r) { return r.runtime_s; });
   Json runtime = Json::Object(), increase = Json::Object(), memory = Json::Object(), red = Json::Object(),
-       orange = Json::Object(), blue = Json::Object(), watch = Json::Object(), calls = Json::Object(),
+       orange = Json::Object(), blue = Json::Object(), watch = Json::Object(),
+       huge = Json::Object(), calls = Json::Object(),
        first_calls = Json::Object(), capture = Json::Object();
   for (int m = 0; m < kModeCount; ++m) {
     const double rt = median(m, [](const ModeRun& r) { return r.runtime_s; });
@@ -241,6 +249,7 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
       orange.Set(kModes[m], median(m, [](const ModeRun& r) { return r.orange; }));
       blue.Set(kModes[m], median(m, [](const ModeRun& r) { return r.blue; }));
       watch.Set(kModes[m], median(m, [](const ModeRun& r) { return r.watch_faults; }));
+      huge.Set(kModes[m], median(m, [](const ModeRun& r) { return r.huge_restored; }));
     }
   }
   const char* patterns[] = {"sequential", "reversed", "random", "irregular"};
@@ -248,6 +257,8 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
   a.Set("size_bytes", o.size)
       .Set("pattern", patterns[static_cast<int>(o.pattern)])
       .Set("cow_fraction", o.cow)
+      .Set("moved", o.pattern == Pattern::kIrregular ? o.moved : 0.0)
+      .Set("base", o.pattern == Pattern::kIrregular ? (o.reversed_base ? "reversed" : "sequential") : "")
       .Set("iterations", o.iterations)
       .Set("every", o.every)
       .Set("compute_ms", o.compute_ms)
@@ -262,7 +273,8 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
       .Set("red", red)
       .Set("orange", orange)
       .Set("blue", blue)
-      .Set("watch_faults", watch);
+      .Set("watch_faults", watch)
+      .Set("huge_restored_bytes", huge);
   Json doc = Json::Object();
   doc.Set("ai_ckpt", a);
   return doc;

@@ -44,7 +44,13 @@ LABELS = {"sync": "sync (write + fsync)", "copy": "copy (Cairn cache)",
 
 def run(args, pattern: str, cow: float, json_dir: Path) -> dict:
     path = json_dir / f"ai-ckpt-{pattern}-cow{cow:g}.json"
-    cmd = [args.bench, "ai-ckpt", "--size", args.size, "--pattern", pattern, "--cow", f"{cow:g}",
+    if args.reuse and path.exists():  # a sweep resumed: this run is done
+        with open(path) as f:
+            return json.load(f)["ai_ckpt"]
+    # "irregular-reversed": the irregular pattern moved from the reversed order (--base).
+    base = pattern.split("-", 1)[1] if pattern.startswith("irregular-") else None
+    cmd = [args.bench, "ai-ckpt", "--size", args.size, "--pattern", pattern.split("-", 1)[0],
+           "--cow", f"{cow:g}"] + (["--base", base] if base else []) + [
            "--iterations", str(args.iterations), "--every", str(args.every),
            "--compute-ms", f"{args.compute_ms:g}", "--moved", f"{args.moved:g}",
            "--repeat", str(args.repeat), "--quiet", "--json", str(path)]
@@ -132,7 +138,8 @@ def main(argv: list) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", default="build/bin/cairn-bench")
     ap.add_argument("--size", default="1GiB")
-    ap.add_argument("--patterns", default="sequential,reversed,irregular,random")
+    ap.add_argument("--patterns", default="sequential,reversed,irregular,random",
+                    help="comma-separated; irregular-reversed: irregular moved from the reversed order")
     ap.add_argument("--cows", default="0,0.01,0.025,0.05,0.1", help="COW buffer sizes, fractions of --size")
     ap.add_argument("--iterations", type=int, default=8)
     ap.add_argument("--every", type=int, default=2)
@@ -144,6 +151,8 @@ def main(argv: list) -> int:
     ap.add_argument("--json-dir", default=None, help="keep each run's JSON here")
     ap.add_argument("--img", default=None, help="plot directory (default: docs/img, a temporary one with --quick)")
     ap.add_argument("--out", default=None, help="also write the tables to this Markdown file")
+    ap.add_argument("--reuse", action="store_true",
+                    help="take a run's JSON from --json-dir when it is there (resume a sweep)")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     if args.quick:

@@ -13,6 +13,7 @@
 
 #include "cairn/cairn.hpp"
 #include "cairn/config.hpp"  // FormatSize
+#include "os/huge_pages.hpp"
 #include "os/memory.hpp"
 #include "util/mutex.hpp"
 
@@ -21,7 +22,7 @@ namespace {
 
 // Transparent huge pages are 2 MiB on x86-64 (and arm64 with 4 KiB pages);
 // a THP can only back a 2 MiB-aligned 2 MiB extent of the mapping.
-constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kHugePage = os::kHugePageBytes;
 
 struct Allocations {
   Mutex mu;
@@ -58,9 +59,7 @@ Result<void*> Alloc(size_t bytes) {
     const uintptr_t tail = aligned + size;
     if (start + span > tail) ::munmap(reinterpret_cast<void*>(tail), start + span - tail);
     start = aligned;
-#ifdef MADV_HUGEPAGE
-    (void)::madvise(reinterpret_cast<void*>(start), size, MADV_HUGEPAGE);  // best effort (THP may be off)
-#endif
+    os::AdviseHugePages(reinterpret_cast<void*>(start), size);  // best effort (THP may be off)
   }
   Allocations& t = Table();
   MutexLock l(&t.mu);
@@ -84,6 +83,7 @@ Status Free(void* ptr) {
     size = it->second;
     t.sizes.erase(it);
   }
+  os::ForgetHugePages(ptr);
   if (::munmap(ptr, size) != 0) return Status::Io(std::string("cairn_free: munmap failed: ") + std::strerror(errno));
   return Status::Ok();
 }

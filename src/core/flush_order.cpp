@@ -53,6 +53,8 @@ std::vector<uint32_t> OrderByKey(const std::vector<uint64_t>& key) {
 void FlushHistory::Learn(std::vector<Range> ranges, const std::vector<PageSeen>& seen, size_t page_bytes) {
   ranges_ = std::move(ranges);
   rank_ = RankPages(seen);
+  red_pages_ = static_cast<uint32_t>(
+      std::count_if(seen.begin(), seen.end(), [](const PageSeen& p) { return p.color == PageColor::kRed; }));
   page_bytes_ = page_bytes;
 }
 

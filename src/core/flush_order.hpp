@@ -56,12 +56,15 @@ class FlushHistory {
   void Learn(std::vector<Range> ranges, const std::vector<PageSeen>& seen, size_t page_bytes);
   // The rank of the page at page-aligned address a, kUnknown if not seen.
   uint32_t RankOf(uintptr_t a) const;
+  // Pages that were RED: they hold ranks 0 .. red_pages() - 1.
+  uint32_t red_pages() const { return red_pages_; }
   bool empty() const { return ranges_.empty(); }
   size_t memory_bytes() const { return rank_.capacity() * sizeof(uint32_t); }
 
  private:
   std::vector<Range> ranges_;
   std::vector<uint32_t> rank_;
+  uint32_t red_pages_ = 0;
   size_t page_bytes_ = 4096;
 };
 

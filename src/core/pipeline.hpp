@@ -296,6 +296,8 @@ class Pipeline {
                      std::chrono::steady_clock::time_point t0, double interval_s) CAIRN_REQUIRES(mu_, capture_mu_);
   void ReadZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
                     std::chrono::steady_clock::time_point t0, double interval_s) CAIRN_EXCLUDES(mu_);
+  void RestoreHugePages(const format::Layout& l, const std::vector<CaptureSource>& sources,
+                        const std::stop_token& stop) CAIRN_EXCLUDES(mu_);
   // The previous epoch's reader is done (joined).
   void JoinZeroCopy() CAIRN_REQUIRES(capture_mu_) CAIRN_EXCLUDES(mu_);
   // checkpoint.changes = pages under zero-copy: the regions' written pages

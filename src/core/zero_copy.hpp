@@ -15,9 +15,10 @@
 // next epoch's order knows every group's first write, and groups with no
 // write at all rank last. With groups of more than a page an epoch watches
 // only when the last epoch trapped more first writes (RED + ORANGE) than it
-// has groups: once the order leaves little to learn, the watch is not paid. Cost: one more fault per group first-written after
-// its read (watch_faults), and no release ioctl for pages read before their
-// write.
+// has groups, and more than 1.5x the epoch before it: once the order leaves
+// little to learn, or the traps are noise no order predicts, the watch is
+// not paid. Cost: one more fault per group first-written after its read
+// (watch_faults), and no release ioctl for pages read before their write.
 //
 // One epoch at a time: Begin (protects), Read (any number, one reader
 // thread), End (removes what protection is left; watching, it stays on pages
@@ -32,6 +33,7 @@
 // (the capture's), counters() from any thread.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -142,9 +144,10 @@ class ZeroCopy {
   // else the next one copied into a slot (ORANGE), in the order the handler
   // trapped them; -1 when none is queued. A page may already be read.
   int64_t NextUrgentPage();
-  // What the last finished epoch saw (the capture thread's, between epochs;
-  // watching, it is complete once the watch ends).
-  const FlushHistory& history() const { return history_; }
+  // What the last finished epoch saw (the capture thread's: between epochs,
+  // or the reader's before its first Read; watching, it is complete once the
+  // watch ends). The first call after a watch ended at Begin ranks it.
+  const FlushHistory& history();
 
   ZeroCopyCounters counters() const;
   // The mechanism in use, and why kAuto did not get userfaultfd ("" if it did).
@@ -157,6 +160,12 @@ class ZeroCopy {
     hook_arg_.store(arg, std::memory_order_relaxed);
     hook_.store(hook, std::memory_order_release);
   }
+  // Tests: called by Begin between ending the last epoch's watch and the
+  // new epoch going live (no epoch is live then).
+  void set_between_epochs_hook_for_test(void (*hook)(void*), void* arg) {
+    between_hook_ = hook;
+    between_arg_ = arg;
+  }
 
  private:
   struct Epoch;
@@ -165,6 +174,9 @@ class ZeroCopy {
   bool OnFault(uintptr_t page);  // the handler thread
   void ReleaseWatchGroup(Epoch* e, size_t page_index);  // the handler thread
   void Complete(Epoch* e);                              // the reader, watching
+  void SettleHistory();
+  void Tidy();
+  void TakeOrphans(Epoch* e);
   // Removes every protection (keep_registered: the registration of the
   // epoch's ranges stays, for the next Begin of the same ranges), learns the
   // history.
@@ -174,11 +186,19 @@ class ZeroCopy {
   const double cow_fraction_;
   bool watch_ = false;  // set by Create
   size_t watch_group_ = 1;  // set by Create
-  uint64_t last_traps_ = 0; // the capture thread's: RED + ORANGE of the last finished epoch
+  uint64_t last_traps_ = 0;   // the capture thread's: RED + ORANGE of the last finished epoch
+  uint64_t prior_traps_ = 0;  // the capture thread's: the same of the epoch before it
   std::unique_ptr<os::WriteProtect> wp_;
   std::string wp_note_;
   std::unique_ptr<Epoch> epoch_;          // the capture thread's
   std::unique_ptr<Epoch> spare_;          // the capture thread's: the last finished epoch, reused
+  bool spare_dirty_ = false;              // spare_ needs its Reset
+  // Finish's record of the epoch (seen_owner_->seen, pending_ranges_), not
+  // learned into history_ yet (SettleHistory). seen_owner_ is epoch_ or
+  // spare_: every path that drops an epoch settles first.
+  bool history_pending_ = false;
+  Epoch* seen_owner_ = nullptr;
+  std::vector<FlushHistory::Range> pending_ranges_;
   os::Mapping cow_;                       // the COW slots of every epoch (grows, kept)
   std::atomic<Epoch*> live_{nullptr};     // the handler's view of epoch_
   std::atomic<int> in_handler_{0};
@@ -186,6 +206,15 @@ class ZeroCopy {
   std::atomic<void*> hook_arg_{nullptr};
   FlushHistory history_;  // the capture thread's
   std::vector<uintptr_t> late_pages_;  // the capture thread's: late writes of the finished epoch
+  // First writes the handler released while no epoch was live: in Begin,
+  // between the watch's Finish (the ranges stay registered, watched pages
+  // protected) and the new epoch. Begin reports them written at the next
+  // Written (carry), or every page when more than kOrphans came.
+  static constexpr size_t kOrphans = 256;
+  std::array<std::atomic<uintptr_t>, kOrphans> orphans_{};
+  std::atomic<uint32_t> orphan_count_{0};
+  void (*between_hook_)(void*) = nullptr;
+  void* between_arg_ = nullptr;
 
   std::atomic<uint64_t> epochs_{0}, protected_bytes_{0}, cow_bytes_{0}, cow_peak_{0};
   std::atomic<uint64_t> red_{0}, orange_{0}, green_{0}, blue_{0}, watch_faults_{0}, faults_{0};

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/pipeline.hpp"
+#include "os/huge_pages.hpp"
 #include "util/clock.hpp"
 
 namespace cairn::core {
@@ -79,7 +80,10 @@ bool Pipeline::StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>
   stats_.zero_copy.versions += 1;
   stats_.zero_copy.call_s += SecondsSince(t0);
   zero_copy_busy_ = true;
-  zero_copy_reader_ = std::jthread([this, e, sources, t0, interval_s] { ReadZeroCopy(e, sources, t0, interval_s); });
+  zero_copy_reader_ = std::jthread([this, e, sources, t0, interval_s](std::stop_token stop) {
+    ReadZeroCopy(e, sources, t0, interval_s);
+    RestoreHugePages(e->layout, sources, stop);
+  });
   return true;
 }
 
@@ -146,8 +150,30 @@ Result<ExtentList> Pipeline::ZeroCopyWritten(const void* data, uint64_t bytes, u
   return zero_copy_->Written(data, bytes);
 }
 
+// After the epoch, on the reader thread, once the capture is over (a
+// checkpoint waiting for it asks it to stop: JoinZeroCopy): the epoch split
+// the huge pages of the memory it protected (os/huge_pages.hpp), which makes
+// the next checkpoint call's protection ~80x dearer. Not while a watch keeps
+// pages protected (those spans could not be collapsed anyway).
+void Pipeline::RestoreHugePages(const format::Layout& l, const std::vector<CaptureSource>& sources,
+                                const std::stop_token& stop) {
+  {
+    MutexLock lock(&mu_);
+    if (!zero_copy_ || zero_copy_->watching()) return;
+  }
+  size_t bytes = 0;
+  for (uint32_t r = 0; r < l.regions.size() && !stop.stop_requested(); ++r) {
+    if (l.regions[r].spec.memory != MemoryKind::kHost || l.regions[r].stored_bytes == 0) continue;
+    bytes += os::RestoreHugePages(sources[r].data, l.regions[r].spec.bytes, [&] { return stop.stop_requested(); });
+  }
+  MutexLock lock(&mu_);
+  stats_.zero_copy.huge_restored_bytes += bytes;
+}
+
 void Pipeline::JoinZeroCopy() {
-  if (zero_copy_reader_.joinable()) zero_copy_reader_.join();
+  if (!zero_copy_reader_.joinable()) return;
+  zero_copy_reader_.request_stop();  // a huge-page pass in progress ends at its span
+  zero_copy_reader_.join();
 }
 
 void Pipeline::WaitZeroCopyIdle() {

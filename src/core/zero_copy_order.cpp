@@ -15,19 +15,39 @@ ZeroCopyOrder::ZeroCopyOrder(const format::Layout& l, const std::vector<CaptureS
   const uintptr_t page = os::PageSize();
   const FlushHistory& history = zc->history();
   if (learned_) block_of_page_.assign(zc->pages(), kNoBlock);
-  // A block is needed as soon as the first of its pages is.
+  // A block with a page that went RED last epoch (the application waited
+  // for it) goes by that page's rank, as the slides put RED pages first.
+  // Otherwise it is read at once, so it goes by the median rank of its
+  // pages: when half of them were needed last epoch. Its earliest page
+  // would let one stray write, which the COW buffer absorbed (ORANGE), move
+  // the block to the front, and a few stray writes per block (an irregular
+  // pattern) turned the whole order into last epoch's stray writes, which
+  // do not recur; a stray write that does come early is trapped and taken
+  // first (Next), or absorbed again.
   std::vector<uint64_t> key(nblocks, FlushHistory::kUnknown);
+  std::vector<uint32_t> ranks;
   bool page_aligned = true;
   for (uint32_t b = 0; b < nblocks && learned_; ++b) {
     const auto base = reinterpret_cast<uintptr_t>(sources[l.blocks[b].region].data);
+    ranks.clear();
     SourcePieces(l, packed, b, [&](uint64_t from, uint64_t, uint64_t n) {
       if ((base + from) % page != 0 || n % page != 0) page_aligned = false;
       for (uintptr_t a = (base + from) / page * page; a < base + from + n; a += page) {
-        key[b] = std::min<uint64_t>(key[b], history.RankOf(a));
+        if (const uint32_t r = history.RankOf(a); r != FlushHistory::kUnknown) ranks.push_back(r);
         const int64_t i = zc->PageIndex(a);
         if (i >= 0 && block_of_page_[static_cast<size_t>(i)] == kNoBlock) block_of_page_[static_cast<size_t>(i)] = b;
       }
     });
+    if (!ranks.empty()) {
+      const auto red = std::min_element(ranks.begin(), ranks.end());
+      if (*red < history.red_pages()) {
+        key[b] = *red;
+        continue;
+      }
+      const auto mid = ranks.begin() + static_cast<std::ptrdiff_t>((ranks.size() - 1) / 2);
+      std::nth_element(ranks.begin(), mid, ranks.end());
+      key[b] = *mid;
+    }
   }
   // A page shared by two blocks must be read piece by piece in address order
   // (ZeroCopy::Read): such layouts (extents not page-aligned) keep file order.

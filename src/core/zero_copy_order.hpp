@@ -2,7 +2,8 @@
 // (checkpoint.zero_copy_order; core/flush_order.hpp for the algorithm).
 // `address`: the blocks in file order. `learned`: the block of a page that
 // went RED first, then of one that went ORANGE (its slot comes back sooner),
-// then the blocks by the last epoch's rank of their first-needed page.
+// then the blocks by their page that went RED last epoch, else by the last
+// epoch's median rank of their pages.
 // Blocks sit at fixed file offsets (docs/format.md 3.3: any order), so the
 // order changes no byte of the version.
 //

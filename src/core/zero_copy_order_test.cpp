@@ -130,6 +130,30 @@ class LockStepTest : public ::testing::TestWithParam<double> {
     ASSERT_TRUE(zc_->Read(mem_, got.data(), kPages * page_).ok());
     zc_->End();
   }
+  // The planned block order of the epoch after the one `first` runs, with
+  // an engine of cow_fraction over mem_ in blocks of kBlockPages pages.
+  static constexpr size_t kBlockPages = 4;
+  template <typename F>
+  std::vector<uint32_t> OrderAfter(double cow_fraction, F first) {
+    auto z = ZeroCopy::Create(cow_fraction);
+    EXPECT_TRUE(z.ok()) << z.status().ToString();
+    if (!z.ok()) return {};
+    zc_ = std::move(z).value();
+    const size_t bytes = kPages * page_;
+    format::Layout layout = format::Layout::Make({format::RegionSpec{1, MemoryKind::kHost, bytes}},
+                                                 static_cast<uint32_t>(kBlockPages * page_));
+    std::vector<CaptureSource> sources{CaptureSource{layout.regions[0].spec, mem_, std::nullopt}};
+    EXPECT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+    first();
+    std::vector<uint8_t> got(bytes);
+    EXPECT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
+    zc_->End();
+    EXPECT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+    std::vector<uint32_t> planned =
+        ZeroCopyOrder(layout, sources, PackedStarts(layout), zc_.get(), /*learned=*/true).planned();
+    zc_->End();
+    return planned;
+  }
   // Pages of mem_ still write-protected by userfaultfd.
   uint64_t ProtectedPages() {
     auto r = os::CountUffdProtectedPages(mem_, kPages * page_);
@@ -234,6 +258,37 @@ TEST_P(LockStepTest, HistoryRanksByFirstWriteNotReadOrder) {
   EXPECT_EQ(rank(8), 8u);
 }
 
+// A block is ranked by the median of its pages' ranks: one stray first write
+// per block last epoch (an irregular pattern) does not pull the block ahead.
+// Blocks of 4 pages; one page of every odd block was written before the
+// read, in the order 15, 13, ..., 1 (ORANGE: ranks 0-7); the rest are GREEN
+// in address order. By each block's earliest page the next order would be
+// 15, 13, ..., 1, 0, 2, ...; by the median it stays 0, 1, ..., 15.
+TEST_P(LockStepTest, OneStrayFirstWritePerBlockDoesNotMoveItsBlock) {
+  const size_t blocks = kPages / kBlockPages;
+  const std::vector<uint32_t> planned = OrderAfter(0.05, [&] {  // COW slots whatever the parameter
+    for (size_t b = blocks - 1; b < blocks; b -= 2) Store(mem_ + (b * kBlockPages + 1) * page_, 7);
+  });
+  EXPECT_EQ(zc_->counters().orange, blocks / 2);
+  std::vector<uint32_t> want(blocks);
+  std::iota(want.begin(), want.end(), 0u);
+  EXPECT_EQ(planned, want);
+}
+
+// A page the application waited for (RED) still takes its block to the
+// front: one RED write in block 15 (no COW buffer) puts block 15 first.
+TEST_P(LockStepTest, ARedPageTakesItsBlockFirst) {
+  std::jthread writer;
+  const std::vector<uint32_t> planned = OrderAfter(0, [&] {
+    writer = std::jthread([&] { Store(mem_ + (15 * kBlockPages + 1) * page_, 7); });  // waits for its read
+    Until([&] { return zc_->counters().red == 1; });
+  });
+  writer.join();
+  std::vector<uint32_t> want{15};
+  for (uint32_t b = 0; b < 15; ++b) want.push_back(b);
+  EXPECT_EQ(planned, want);
+}
+
 // Watching (learned order, userfaultfd): pages read before any write stay
 // protected; their first writes are trapped, GREEN in write order while the
 // epoch runs and BLUE once its last page was read, and the next epoch reads them in
@@ -326,6 +381,22 @@ TEST_P(LockStepTest, WatchGroupReleasesTheGroupsWatchedPagesWithOneFault) {
   ASSERT_NO_FATAL_FAILURE(ReadEpoch(got));  // no trap in the second epoch: no watch in the third
   EXPECT_FALSE(zc_->watching());
   EXPECT_EQ(ProtectedPages(), 0u);
+
+  // Traps that do not grow (more than 1.5x) over the epoch before's are not
+  // watched: noise no order predicts.
+  auto trapped_epoch = [&] {  // 10 ORANGE, then every page read
+    ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+    for (size_t p = 30; p < 40; ++p) Store(mem_ + p * page_, 6);
+    ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
+    zc_->End();
+  };
+  ASSERT_NO_FATAL_FAILURE(trapped_epoch());
+  EXPECT_FALSE(zc_->watching()) << "no trap in the epoch before";
+  ASSERT_NO_FATAL_FAILURE(trapped_epoch());
+  EXPECT_TRUE(zc_->watching()) << "10 traps after 0";
+  ASSERT_NO_FATAL_FAILURE(trapped_epoch());
+  EXPECT_FALSE(zc_->watching()) << "10 traps after 10";
+  EXPECT_EQ(ProtectedPages(), 0u);
 }
 
 // Written (checkpoint.changes = pages): the pages written since the watched
@@ -375,6 +446,31 @@ TEST_P(LockStepTest, WrittenReportsPagesWrittenSinceBeginAndLateOnesNextTime) {
   zc_->End();
   EXPECT_TRUE(zc_->watching());
   EXPECT_EQ(pages_of(zc_->Written(mem_, bytes)), (std::vector<uint64_t>{9, 20}));
+}
+
+// A write from another thread during the checkpoint call, after Written
+// looked and before the new epoch protects (no epoch is live then), is not
+// in this version, so the next Written must report it.
+TEST_P(LockStepTest, AWriteBetweenTheWatchAndTheNextEpochIsReportedNextTime) {
+  if (const std::string why = UseUffd(/*watch=*/true); !why.empty()) GTEST_SKIP() << why;
+  const size_t bytes = kPages * page_;
+  std::vector<uint8_t> got(bytes);
+  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+  ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
+  zc_->End();
+  Store(mem_ + 5 * page_, 1);
+  auto written = zc_->Written(mem_, bytes);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  EXPECT_EQ(*written, (ExtentList{Extent{5 * page_, page_}}));
+  zc_->set_between_epochs_hook_for_test([](void* p) { Store(static_cast<uint8_t*>(p), 2); }, mem_ + 11 * page_);
+  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, *written}}).ok());
+  zc_->set_between_epochs_hook_for_test(nullptr, nullptr);
+  EXPECT_EQ(mem_[11 * page_], 2);
+  ASSERT_TRUE(zc_->Read(mem_ + 5 * page_, got.data(), page_).ok());
+  zc_->End();
+  written = zc_->Written(mem_, bytes);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  EXPECT_EQ(*written, (ExtentList{Extent{11 * page_, page_}}));
 }
 
 // Without a watch (the address order, or mprotect) End removes everything,
