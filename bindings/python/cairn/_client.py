@@ -210,6 +210,7 @@ class ZeroCopyStats:
     fault_s: float  #: handler time on write faults
     call_s: float  #: time inside checkpoint calls captured zero-copy
     watch_faults: int  #: first writes trapped after their page was read (the learned order's watch)
+    huge_restored_bytes: int  #: cairn_alloc huge pages put back whole after epochs split them
 
 
 @dataclass(frozen=True)
