@@ -2,7 +2,7 @@
  * (L3) takes next to reading the same rank's data from its local files
  * (issue 17's closing note: rebuild <= 2x the local read; docs/mpi.md).
  *
- *   mpirun -np 4 cairn-bench-xor-rebuild [MiB per rank, 32] [trials, 3]
+ *   mpirun -np 4 cairn-bench-xor-rebuild [MiB per rank, 32] [trials, 3] [warm|cold]
  *
  * Every rank is its own simulated node (CAIRN_MPI_RANKS_PER_NODE=1; one XOR
  * set of min(4, ranks)), CAIRN_L3_EVERY=1, L2 off. Each rank checkpoints
@@ -18,12 +18,20 @@
  *   restore_s      rank 1's whole collective restore_latest after the loss
  *                  (rebuild + reading the rebuilt file)
  * and prints the medians and rebuild_s / local_read_s as one JSON line.
- * Page cache: both timings start warm. Before each, every rank reads all
- * files of its node's directory (untimed), so the local read and the
- * survivors' reads come from memory alike. Cold would not be fairer here:
- * the simulated nodes share one disk, so the survivors' reads (4/3 of a
- * file each) would queue on it behind each other, which no job of real
- * nodes sees, and dropping the machine's caches disturbs other work on it.
+ * Both sides of the ratio start from the same page-cache state:
+ *   warm (default) every rank reads all files of its node's directory
+ *                  (untimed) before each timing, and the restores read
+ *                  buffered (CAIRN_DIRECT_IO=0): the local read and the
+ *                  survivors' reads come from memory alike. With O_DIRECT
+ *                  (restores' default) the local read would go to the disk
+ *                  while the survivors' reads hit the page cache: a ratio
+ *                  that flatters the rebuild (0.65 against 2.0 on one VM).
+ *   cold           rank 0 writes 3 to /proc/sys/vm/drop_caches (root) before
+ *                  each timing and restores keep their O_DIRECT default: both
+ *                  sides read the disk. The simulated nodes share one disk,
+ *                  so the survivors' reads (4/3 of a file each) queue on it
+ *                  behind each other, which no job of real nodes sees, and
+ *                  dropping the caches disturbs other work on the machine.
  * The rebuild's write is durable (fsync on, the default); the read writes
  * nothing. Files live under $TMPDIR (default /tmp).
  */
@@ -54,8 +62,9 @@ static cairn_client_t *open_client(void *buf, size_t bytes) {
   return c;
 }
 
-/* Every file under a node's directory read once, untimed: the timings
- * start with the page cache warm (see the top). */
+/* Before each timing: warm, every file under a node's directory read once
+ * (untimed); cold, the machine's page cache dropped (see the top). */
+static int g_cold;
 static char g_warm_buf[1 << 20];
 static int warm_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
   (void)st;
@@ -68,10 +77,19 @@ static int warm_one(const char *path, const struct stat *st, int type, struct FT
   close(fd);
   return 0;
 }
-static void warm(const char *scratch) {
-  char node[4300];
-  snprintf(node, sizeof node, "%s/node%d", scratch, g_rank);
-  nftw(node, warm_one, 16, FTW_PHYS);
+static void same_start(const char *scratch) {
+  if (!g_cold) {
+    char node[4300];
+    snprintf(node, sizeof node, "%s/node%d", scratch, g_rank);
+    nftw(node, warm_one, 16, FTW_PHYS);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_cold && g_rank == 0) {
+    sync();
+    FILE *f = fopen("/proc/sys/vm/drop_caches", "w");
+    if (f == NULL || fputs("3\n", f) < 0 || fclose(f) != 0)
+      die("cold: cannot write /proc/sys/vm/drop_caches (needs root)", -1);
+  }
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -121,8 +139,10 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const long mib = argc > 1 ? atol(argv[1]) : 32;
   const int trials = argc > 2 ? atoi(argv[2]) : 3;
-  if (size < 2 || mib <= 0 || trials <= 0 || trials > 100) {
-    if (g_rank == 0) fprintf(stderr, "usage: mpirun -np N>=2 %s [MiB per rank] [trials]\n", argv[0]);
+  g_cold = argc > 3 && strcmp(argv[3], "cold") == 0;
+  if (size < 2 || mib <= 0 || trials <= 0 || trials > 100 ||
+      (argc > 3 && !g_cold && strcmp(argv[3], "warm") != 0)) {
+    if (g_rank == 0) fprintf(stderr, "usage: mpirun -np N>=2 %s [MiB per rank] [trials] [warm|cold]\n", argv[0]);
     MPI_Finalize();
     return 2;
   }
@@ -139,6 +159,7 @@ int main(int argc, char **argv) {
   setenv("CAIRN_MPI_RANKS_PER_NODE", "1", 1);
   setenv("CAIRN_L3_EVERY", "1", 1);
   unsetenv("CAIRN_L2_EVERY");
+  if (!g_cold) setenv("CAIRN_DIRECT_IO", "0", 1); /* both sides from the page cache (top) */
   char cache[64];
   snprintf(cache, sizeof cache, "%ldMiB", mib + 64);
   setenv("CAIRN_HOST_CACHE", cache, 0);
@@ -156,14 +177,14 @@ int main(int argc, char **argv) {
   double read_s[100], rebuild_s[100], restore_s[100], unused = 0, phases[kPhases][100], none[kPhases];
   for (int t = 0; t < trials; ++t) {
     double ph[kPhases];
-    warm(dir);
+    same_start(dir);
     timed_restore(buf, bytes, &read_s[t], &unused, none);
     MPI_Barrier(MPI_COMM_WORLD);
     if (g_rank == 0) {
       snprintf(cmd, sizeof cmd, "rm -rf '%s/node1'", dir);
       if (system(cmd) != 0) die(cmd, -1);
     }
-    warm(dir);
+    same_start(dir);
     timed_restore(buf, bytes, &restore_s[t], &rebuild_s[t], ph);
     for (int k = 0; k < kPhases; ++k) phases[k][t] = ph[k];
   }
@@ -178,9 +199,9 @@ int main(int argc, char **argv) {
   if (g_rank == 1) MPI_Send(mine, 3, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);
   if (g_rank == 0) {
     MPI_Recv(mine, 3, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    printf("{\"ranks\": %d, \"bytes_per_rank\": %zu, \"trials\": %d, \"local_read_s\": %.6f, "
+    printf("{\"ranks\": %d, \"bytes_per_rank\": %zu, \"trials\": %d, \"cache\": \"%s\", \"local_read_s\": %.6f, "
            "\"rebuild_s\": %.6f, \"restore_after_loss_s\": %.6f, \"rebuild_vs_local_read\": %.3f",
-           size, bytes, trials, mine[0], mine[1], mine[2], mine[1] / mine[0]);
+           size, bytes, trials, g_cold ? "cold" : "warm", mine[0], mine[1], mine[2], mine[1] / mine[0]);
     for (int who = 0; who < 2; ++who) {
       printf(", \"%s\": {", who == 0 ? "lost_phases" : "survivor_phases_max");
       for (int k = 0; k < kPhases; ++k) {
