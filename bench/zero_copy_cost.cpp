@@ -24,7 +24,7 @@
 
 #include "cairn/cairn.hpp"
 #include "core/zero_copy.hpp"
-#include "os/huge_pages.hpp"
+#include "os/mappings.hpp"
 #include "os/memory.hpp"
 #include "os/page_backing.hpp"
 #include "timing.hpp"

@@ -136,7 +136,7 @@ struct ZeroCopyStats {
   double red_wait_s = 0;        // application time blocked in RED faults
   double fault_s = 0;           // handler time on faults (divide by faults: per page)
   double call_s = 0;            // time inside checkpoint calls captured zero-copy
-  uint64_t huge_restored_bytes = 0;  // cairn_alloc huge pages whole again after epochs (os/huge_pages.hpp)
+  uint64_t huge_restored_bytes = 0;  // cairn_alloc huge pages whole again after epochs (os/mappings.hpp)
 };
 
 // The optimal checkpoint interval (Client::CheckpointDue; docs/design.md,

@@ -37,8 +37,9 @@ struct PageSeen {
   uint32_t read_pos = 0;     // when the reader finished it (0, 1, ...)
 };
 
-// The rank of each page for the next epoch (0 = first; a permutation).
-std::vector<uint32_t> RankPages(const std::vector<PageSeen>& seen);
+// The rank of each page for the next epoch (0 = first; a permutation);
+// *red (optional): how many pages were RED (they hold ranks 0 .. *red - 1).
+std::vector<uint32_t> RankPages(const std::vector<PageSeen>& seen, uint32_t* red = nullptr);
 
 // Block indices sorted by key, ties by index (stable).
 std::vector<uint32_t> OrderByKey(const std::vector<uint64_t>& key);

@@ -612,13 +612,22 @@ void ZeroCopy::StopWatching() {
   Tidy();
 }
 
+// Handlers count themselves in in_handler_ (seq_cst) around their look at
+// live_, so once it reads 0 after a store to live_, every handler that could
+// have seen the old value has left: the epoch's state is the caller's. A
+// spin, not a wait: OnFault holds no lock and never waits (a RED writer
+// waits after it returned), so it leaves within microseconds.
+void ZeroCopy::WaitForHandlers() const {
+  while (in_handler_.load(std::memory_order_seq_cst) != 0) ::sched_yield();
+}
+
 // Begin, once e is live: handlers that saw no epoch are done (in_handler_),
 // and their pages are reported written at the next Written. Without this a
 // write from another thread during the checkpoint call, after the version's
 // Written looked and before the new protection, would be in neither this
 // version (correct: it raced the call) nor the next one (lost).
 void ZeroCopy::TakeOrphans(Epoch* e) {
-  while (in_handler_.load(std::memory_order_seq_cst) != 0) ::sched_yield();
+  WaitForHandlers();
   const uint32_t n = orphan_count_.exchange(0, std::memory_order_relaxed);
   if (n == 0) return;
   e->carried = true;
@@ -668,7 +677,7 @@ void ZeroCopy::Finish(bool keep_registered) {
     for (const auto& r : e->registered) (void)wp_->Unregister(reinterpret_cast<void*>(r.start), r.bytes);
   }
   live_.store(nullptr, std::memory_order_seq_cst);
-  while (in_handler_.load(std::memory_order_seq_cst) != 0) ::sched_yield();
+  WaitForHandlers();
   // What this epoch saw orders the next one. Watched: a page read before any
   // write is GREEN if first written before End, BLUE after, and has no color
   // if it was not written at all; unwatched, every page read from memory is

@@ -176,6 +176,7 @@ class ZeroCopy {
   void Complete(Epoch* e);                              // the reader, watching
   void SettleHistory();
   void Tidy();
+  void WaitForHandlers() const;  // until no fault handler runs (zero_copy.cpp says why it suffices)
   void TakeOrphans(Epoch* e);
   // Removes every protection (keep_registered: the registration of the
   // epoch's ranges stays, for the next Begin of the same ranges), learns the

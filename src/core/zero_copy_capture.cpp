@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/pipeline.hpp"
-#include "os/huge_pages.hpp"
+#include "os/mappings.hpp"
 #include "util/clock.hpp"
 
 namespace cairn::core {
@@ -152,7 +152,7 @@ Result<ExtentList> Pipeline::ZeroCopyWritten(const void* data, uint64_t bytes, u
 
 // After the epoch, on the reader thread, once the capture is over (a
 // checkpoint waiting for it asks it to stop: JoinZeroCopy): the epoch split
-// the huge pages of the memory it protected (os/huge_pages.hpp), which makes
+// the huge pages of the memory it protected (os/mappings.hpp), which makes
 // the next checkpoint call's protection ~80x dearer. Not while a watch keeps
 // pages protected (those spans could not be collapsed anyway).
 void Pipeline::RestoreHugePages(const format::Layout& l, const std::vector<CaptureSource>& sources,

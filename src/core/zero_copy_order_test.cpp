@@ -63,7 +63,16 @@ TEST(FlushOrderTest, RankPagesEqualsAStableSortByColorFirstWriteReadPos) {
     std::stable_sort(by.begin(), by.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
     std::vector<uint32_t> want(n);
     for (uint32_t r = 0; r < n; ++r) want[by[r]] = r;
-    EXPECT_EQ(RankPages(seen), want) << n << " pages";
+    uint32_t red = ~0u;
+    EXPECT_EQ(RankPages(seen, &red), want) << n << " pages";
+    EXPECT_EQ(red, std::count_if(seen.begin(), seen.end(), [](const PageSeen& p) { return p.color == PageColor::kRed; }))
+        << n << " pages";
+  }
+  // The color pass is skipped when every page has one color: all RED, or none.
+  for (const PageColor c : {PageColor::kRed, PageColor::kGreen}) {
+    uint32_t red = ~0u;
+    (void)RankPages(std::vector<PageSeen>(5, PageSeen{c, 0, 0}), &red);
+    EXPECT_EQ(red, c == PageColor::kRed ? 5u : 0u);
   }
 }
 
@@ -84,6 +93,7 @@ TEST(FlushOrderTest, HistoryLooksPagesUpByAddress) {
   EXPECT_EQ(h.RankOf(0x11000), 2u);
   EXPECT_EQ(h.RankOf(0x12000), FlushHistory::kUnknown);
   EXPECT_EQ(h.RankOf(0x0f000), FlushHistory::kUnknown);
+  EXPECT_EQ(h.red_pages(), 1u);
 }
 
 void Store(uint8_t* p, uint64_t v) { __atomic_store_n(reinterpret_cast<uint64_t*>(p), v, __ATOMIC_RELAXED); }
