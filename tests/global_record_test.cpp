@@ -92,6 +92,55 @@ TEST_F(GlobalRecordTest, AWaitWritesEachManifestOnce) {
   ASSERT_OK(client->Close());
 }
 
+// mpi.l4_every = 2: only every 2nd checkpoint goes to the persistent tier
+// (full versions: exactly those files are there), a wait for another one at
+// kPersistent says why it cannot be, and a restart without the scratch
+// directory restores an L4 turn from the persistent tier alone. With
+// layered versions an L4 turn brings its chain (checked by restoring it).
+TEST_F(GlobalRecordTest, L4EveryWritesOnlyItsTurnsToThePersistentTier) {
+  for (const ChangeDetection changes : {ChangeDetection::kFull, ChangeDetection::kHash}) {
+    SCOPED_TRACE(ChangeDetectionName(changes));
+    Config c = MakeConfig();
+    c.scratch_dir = tmp_.path() + "/scratch-" + ChangeDetectionName(changes);
+    c.persistent_dir = tmp_.path() + "/persistent-" + ChangeDetectionName(changes);
+    c.l4_every = 2;
+    c.keep_versions = 8;
+    c.changes = changes;
+    auto client = OpenSolo(c);
+    ASSERT_NE(client, nullptr);
+    ASSERT_OK(client->Protect(1, buf_.data(), buf_.size()));
+    std::vector<std::vector<uint8_t>> content(5);
+    for (int64_t v = 1; v <= 4; ++v) {
+      buf_[static_cast<size_t>(v) * 8 * kKiB] = static_cast<uint8_t>(v);  // a change per version
+      content[static_cast<size_t>(v)] = buf_;
+      ASSERT_OK(client->Checkpoint("sim", v));
+      ASSERT_OK(client->Wait("sim", v, Level::kLocal));  // on an L4 turn: persistent too
+    }
+    const Status s = client->Wait("sim", 3, Level::kPersistent);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("not an L4 turn"), std::string::npos) << s.ToString();
+    ASSERT_OK(client->Wait("sim", 4, Level::kPersistent));
+    EXPECT_EQ(client->GetStats().mpi.l4_waits, 2u);
+    ASSERT_OK(client->Close());
+    const std::string dir = c.persistent_dir + "/rank0/sim/";
+    EXPECT_TRUE(std::filesystem::exists(dir + VersionFileName(2)));
+    EXPECT_TRUE(std::filesystem::exists(dir + VersionFileName(4)));
+    if (changes == ChangeDetection::kFull) {  // layered: 1 and 3 are in the chains of 2 and 4
+      EXPECT_FALSE(std::filesystem::exists(dir + VersionFileName(1)));
+      EXPECT_FALSE(std::filesystem::exists(dir + VersionFileName(3)));
+    }
+
+    std::filesystem::remove_all(c.scratch_dir);
+    client = OpenSolo(c);
+    ASSERT_NE(client, nullptr);
+    ASSERT_OK(client->Protect(1, buf_.data(), buf_.size()));
+    std::fill(buf_.begin(), buf_.end(), 0);
+    ASSERT_OK(client->Restore("sim", 4));
+    EXPECT_EQ(buf_, content[4]);
+    ASSERT_OK(client->Close());
+  }
+}
+
 // keep_versions = 1: once version 1 is recorded globally committed, the
 // rank's retention keeps it while versions 2 and 3 commit (2 goes), so a
 // restart still finds the version every rank agreed on; the record of a

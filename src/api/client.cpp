@@ -301,8 +301,10 @@ Status Client::Checkpoint(std::string_view name, int64_t version) {
       bytes += r.bytes;
     }
   }
-  Status s = impl_->core->pipeline->Capture(format::EntryKind::kCheckpoint, std::string(name),
-                                            version, sources, impl_->placement->Record(version, sources));
+  // In a group with mpi.l4_every, only L4 turns go to the persistent tier.
+  const bool persist = !impl_->levels || impl_->levels->PersistTurn(std::string(name), version);
+  Status s = impl_->core->pipeline->Capture(format::EntryKind::kCheckpoint, std::string(name), version,
+                                            sources, impl_->placement->Record(version, sources), persist);
   if (impl_->global) {
     impl_->global->Checkpointed(name);
     ProgressGlobal(*impl_);

@@ -26,7 +26,7 @@ Result<Plan> AgreePlan(Group& group, const Config& config) {
   if (plan.l4_every > 0 && config.persistent_dir.empty()) {
     return Status::Config("mpi.l4_every (CAIRN_L4_EVERY) is " + std::to_string(plan.l4_every) +
                           ", but no persistent directory is configured (storage.persistent, "
-                          "CAIRN_PERSISTENT): L4 makes every such wait's version persistent there");
+                          "CAIRN_PERSISTENT): L4 writes every such checkpoint there");
   }
   return plan;
 }
@@ -47,16 +47,36 @@ void Levels::Checkpointed(const std::string& name, int64_t version, bool ok) {
   if (transfers_) {
     transfers_->Queue(name, version);
   } else {
-    // Bounded: turns nobody waits for are forgotten, oldest first.
-    if (turns_.size() >= 64) turns_.erase(turns_.begin());
-    turns_.insert({name, version});
+    turns_.Add(name, version);
   }
+}
+
+bool Levels::PersistTurn(const std::string& name, int64_t version) {
+  if (plan_.l4_every <= 0) return true;
+  MutexLock lock(&turns_mu_);
+  if (++persist_checkpoints_ % plan_.l4_every != 0) return false;
+  l4_turns_.Add(name, version);
+  return true;
 }
 
 bool Levels::L2Turn(const std::string& name, int64_t version) {
   if (transfers_) return transfers_->Queued(name, version);
   MutexLock lock(&turns_mu_);
-  return turns_.contains({name, version});
+  return turns_.Contains(name, version);
+}
+
+bool Levels::L4Turn(const std::string& name, int64_t version) {
+  MutexLock lock(&turns_mu_);
+  return l4_turns_.Contains(name, version);
+}
+
+Status Levels::AgreeTurn(bool turn, const std::string& level, const std::string& label) {
+  int64_t range[2] = {turn ? 1 : 0, turn ? -1 : 0};
+  CAIRN_RETURN_IF_ERROR(group_->AllReduce(Group::Op::kMin, range, 2));
+  if (range[0] == -range[1]) return Status::Ok();
+  return Status::State(level + " of " + label + ": its checkpoint was a turn (CAIRN_" + level.substr(0, 2) +
+                       "_EVERY) on some ranks and not on others; every rank must checkpoint the same versions "
+                       "in the same order");
 }
 
 void Levels::Progress() {
@@ -75,22 +95,16 @@ Status Levels::Finish() {
 // copy its partner will never send.
 Status Levels::CompleteL2(const std::string& name, int64_t version) {
   const std::string label = "version " + std::to_string(version) + " of '" + name + "'";
-  int64_t turn = L2Turn(name, version) ? 1 : 0;
-  int64_t range[2] = {turn, -turn};
-  CAIRN_RETURN_IF_ERROR(group_->AllReduce(Group::Op::kMin, range, 2));
-  if (range[0] != -range[1]) {
-    return Status::State("the partner copy (L2) of " + label +
-                         ": its checkpoint was an L2 turn (CAIRN_L2_EVERY) on some ranks and not "
-                         "on others; every rank must checkpoint the same versions in the same order");
-  }
-  if (turn == 0) return Status::Ok();
+  const bool turn = L2Turn(name, version);
+  CAIRN_RETURN_IF_ERROR(AgreeTurn(turn, "L2 (the partner copy)", label));
+  if (!turn) return Status::Ok();
   Status s = transfers_ ? transfers_->Complete(name, version)
                         : partner::Replicate(*group_, plan_.partner, config_, name, version);
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, s, "the partner copies (L2) of " + label));
   if (!transfers_) {
     Count(&MpiStats::l2_copies);
     MutexLock lock(&turns_mu_);
-    turns_.erase({name, version});
+    turns_.Erase(name, version);
   }
   return Status::Ok();
 }
@@ -107,15 +121,21 @@ MpiStats Levels::stats() const {
   return st;
 }
 
-// An explicit wait at kPersistent counts as a wait and makes L4's turn, if
-// it is one, a no-op. On an L4 turn the persistent copies are waited for
-// FIRST, so that the wait records the manifest once, committed and
-// persistent together (docs/mpi.md, "CAIRN_L4_EVERY").
+// An explicit wait at kPersistent (on an L4 turn: any other version is not
+// in the persistent tier, and the wait said so) makes L4's work a no-op. On
+// an L4 turn the persistent copies are waited for FIRST, so that the wait
+// records the manifest once, committed and persistent together (docs/mpi.md,
+// "CAIRN_L4_EVERY").
 Status Levels::AfterWait(const std::string& name, int64_t version, cairn::Level level) {
   const int64_t n = ++waits_;
   const std::string label = "version " + std::to_string(version) + " of '" + name + "'";
   bool persistent = level == cairn::Level::kPersistent;
-  if (!persistent && plan_.l4_every > 0 && n % plan_.l4_every == 0) {
+  bool l4 = false;
+  if (plan_.l4_every > 0) {
+    l4 = L4Turn(name, version);
+    CAIRN_RETURN_IF_ERROR(AgreeTurn(l4, "L4 (the persistent copy)", label));
+  }
+  if (!persistent && l4) {
     Status s = hooks_.make_persistent(name, version);
     CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, s, "making " + label + " persistent (CAIRN_L4_EVERY)"));
     Count(&MpiStats::l4_waits);

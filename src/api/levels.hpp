@@ -42,6 +42,21 @@ struct Plan {
 // Collective.
 Result<Plan> AgreePlan(Group& group, const Config& config);
 
+// Turns (a name's version) remembered until waited for. Bounded: turns that
+// nobody waits for are forgotten, smallest first.
+class TurnSet {
+ public:
+  void Add(const std::string& name, int64_t version) {
+    if (set_.size() >= 64) set_.erase(set_.begin());
+    set_.insert({name, version});
+  }
+  bool Contains(const std::string& name, int64_t version) const { return set_.contains({name, version}); }
+  void Erase(const std::string& name, int64_t version) { set_.erase({name, version}); }
+
+ private:
+  std::set<std::pair<std::string, int64_t>> set_;
+};
+
 class Levels {
  public:
   // What the levels ask of the client (client.cpp).
@@ -69,6 +84,12 @@ class Levels {
   // names) is an L2 turn: its version is queued for the partner, to start
   // at a later Progress once committed locally. Any thread; no MPI.
   void Checkpointed(const std::string& name, int64_t version, bool ok) CAIRN_EXCLUDES(turns_mu_);
+  // Before the application's checkpoint of `version` of `name` is captured:
+  // whether the persistent tier takes it. With L4 on, every l4_every-th
+  // checkpoint of the client (over all names, failed ones too, as for L2)
+  // is an L4 turn and the others stay local; with L4 off, every one (the
+  // persistent tier, when configured, writes them all). Any thread; no MPI.
+  bool PersistTurn(const std::string& name, int64_t version) CAIRN_EXCLUDES(turns_mu_);
   // Moves the background partner copies on (never waits for another
   // member). On the thread that may call MPI.
   void Progress();
@@ -80,11 +101,13 @@ class Levels {
   bool redundant() const { return plan_.l2_every > 0 || plan_.l3_every > 0; }
 
   // After a collective wait for `version` at `level` (kLocal /
-  // kPersistent): on an L4 turn the persistent copies first, then the
-  // global commit's record (hooks.record, once per wait: committed, and
-  // persistent when the wait or its L4 turn made it so), then the L2 / L3
-  // levels whose turn it is. Every member's n-th call is its n-th wait.
-  // Collective.
+  // kPersistent): when its checkpoint was an L4 turn (PersistTurn), the
+  // persistent copies first, then the global commit's record (hooks.record,
+  // once per wait: committed, and persistent when the wait or its L4 turn
+  // made it so), then the L2 / L3 levels whose turn it is (L3: every
+  // l3_every-th call; every member's n-th call is its n-th wait). kState
+  // on every member when the version was an L2 or L4 turn on some members
+  // and not on others. Collective.
   Status AfterWait(const std::string& name, int64_t version, cairn::Level level);
 
   // WaitAtLevels (cairn/group.hpp): kConfig when a level asked was not set
@@ -111,6 +134,10 @@ class Levels {
  private:
   void Count(uint64_t MpiStats::*field, uint64_t n = 1) CAIRN_EXCLUDES(stats_mu_);
   bool L2Turn(const std::string& name, int64_t version) CAIRN_EXCLUDES(turns_mu_);
+  bool L4Turn(const std::string& name, int64_t version) CAIRN_EXCLUDES(turns_mu_);
+  // kState on every member unless `turn` is the same on all: a member that
+  // waits for a copy its partners do not make would wait forever.
+  Status AgreeTurn(bool turn, const std::string& level, const std::string& label);
   Status CompleteL2(const std::string& name, int64_t version);
 
   Group* const group_;
@@ -121,11 +148,13 @@ class Levels {
   // turn counter and the recoveries need no lock; stats may be read from
   // any thread (Client::GetStats).
   int64_t waits_ = 0;
-  // The checkpoints counted for L2's turns; without background transfers,
-  // the turns not waited for yet.
+  // The checkpoints counted for L2's and L4's turns; L2's turns not waited
+  // for yet (without background transfers), L4's.
   Mutex turns_mu_;
   int64_t checkpoints_ CAIRN_GUARDED_BY(turns_mu_) = 0;
-  std::set<std::pair<std::string, int64_t>> turns_ CAIRN_GUARDED_BY(turns_mu_);
+  int64_t persist_checkpoints_ CAIRN_GUARDED_BY(turns_mu_) = 0;
+  TurnSet turns_ CAIRN_GUARDED_BY(turns_mu_);
+  TurnSet l4_turns_ CAIRN_GUARDED_BY(turns_mu_);
   std::unique_ptr<partner::Transfers> transfers_;  // L2 in the background
   // The level that last brought a version of a name back (2 or 3), for the
   // stats of the restore that follows.

@@ -25,7 +25,7 @@ class LevelsTest : public ::testing::Test {
   SoloGroup group_;  // one process: no partner, no exchange
 };
 
-TEST_F(LevelsTest, L4TurnsAreEveryNthWaitAndAPersistentWaitIsOne) {
+TEST_F(LevelsTest, L4TurnsAreEveryNthCheckpointAndOnlyTheyArePersisted) {
   Config config;
   config.l4_every = 2;
   config.persistent_dir = "/nonexistent-persistent";
@@ -45,10 +45,14 @@ TEST_F(LevelsTest, L4TurnsAreEveryNthWaitAndAPersistentWaitIsOne) {
        },
        .intact = [](const std::string&) { return Result<std::vector<int64_t>>(std::vector<int64_t>{}); }});
   EXPECT_FALSE(levels.redundant());
+  // Every 2nd checkpoint (over all names) goes to the persistent tier.
+  std::vector<bool> turns;
+  for (int64_t v = 1; v <= 6; ++v) turns.push_back(levels.PersistTurn("s", v));
+  EXPECT_EQ(turns, (std::vector<bool>{false, true, false, true, false, true}));
   ASSERT_TRUE(levels.AfterWait("s", 1, Level::kLocal).ok());
   ASSERT_TRUE(levels.AfterWait("s", 2, Level::kLocal).ok());
   ASSERT_TRUE(levels.AfterWait("s", 3, Level::kLocal).ok());
-  // The 4th wait is L4's turn, but it waited for kPersistent itself.
+  // Version 4 is L4's turn, but its wait was for kPersistent itself.
   ASSERT_TRUE(levels.AfterWait("s", 4, Level::kPersistent).ok());
   ASSERT_TRUE(levels.AfterWait("s", 5, Level::kLocal).ok());
   ASSERT_TRUE(levels.AfterWait("s", 6, Level::kLocal).ok());
@@ -58,6 +62,27 @@ TEST_F(LevelsTest, L4TurnsAreEveryNthWaitAndAPersistentWaitIsOne) {
   EXPECT_EQ(records, (std::vector<std::pair<int64_t, int64_t>>{
                          {1, -1}, {2, 2}, {3, -1}, {4, 4}, {5, -1}, {6, 6}}));
   EXPECT_EQ(levels.stats().l4_waits, 2u);
+}
+
+TEST_F(LevelsTest, WithL4OffEveryCheckpointGoesToThePersistentTierAndNoWaitIsAnL4Turn) {
+  Config config;
+  config.persistent_dir = "/nonexistent-persistent";
+  auto plan = redundancy::AgreePlan(group_, config);
+  ASSERT_TRUE(plan.ok());
+  int persisted = 0;
+  redundancy::Levels levels(&group_, config, *plan,
+                            {.make_persistent = [&](const std::string&, int64_t) {
+                               ++persisted;
+                               return Status::Ok();
+                             },
+                             .record = [](const std::string&, int64_t, int64_t) { return Status::Ok(); },
+                             .intact = nullptr});
+  for (int64_t v = 1; v <= 3; ++v) {
+    EXPECT_TRUE(levels.PersistTurn("s", v));
+    ASSERT_TRUE(levels.AfterWait("s", v, Level::kLocal).ok());
+  }
+  EXPECT_EQ(persisted, 0);
+  EXPECT_EQ(levels.stats().l4_waits, 0u);
 }
 
 TEST_F(LevelsTest, AFailedPersistentWaitFailsTheWait) {
@@ -70,6 +95,7 @@ TEST_F(LevelsTest, AFailedPersistentWaitFailsTheWait) {
                             {.make_persistent = [](const std::string&, int64_t) { return Status::Io("disk gone"); },
                              .record = [](const std::string&, int64_t, int64_t) { return Status::Ok(); },
                              .intact = nullptr});
+  ASSERT_TRUE(levels.PersistTurn("s", 1));
   Status s = levels.AfterWait("s", 1, Level::kLocal);
   EXPECT_EQ(s.code(), Code::kIo);
   EXPECT_NE(s.message().find("persistent (CAIRN_L4_EVERY)"), std::string::npos) << s.ToString();

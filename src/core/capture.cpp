@@ -51,7 +51,7 @@ Status Pipeline::BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time
   e->blocks.resize(e->layout.blocks.size());
   catalog_.Add(e);
   flusher_.Push(e);
-  if (persistent_ && e->kind == format::EntryKind::kCheckpoint) BeginPersist(e);
+  if (persistent_ && e->kind == format::EntryKind::kCheckpoint && !e->persist_skipped) BeginPersist(e);
   // The compute interval that ended at t0 feeds the adaptive touch model.
   *interval_s = initializer_.CaptureStarted(t0);
   return Status::Ok();
@@ -224,7 +224,7 @@ void Pipeline::EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_poi
 // stream) and then sealed at once (SealBatch).
 Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_t number,
                          const std::vector<CaptureSource>& sources,
-                         std::shared_ptr<const format::Placement> placement) {
+                         std::shared_ptr<const format::Placement> placement, bool persist) {
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
   if (number < 0) return Status::InvalidArgument("version/step must be >= 0, got " + std::to_string(number));
   CAIRN_RETURN_IF_ERROR(CheckSources(sources));
@@ -238,6 +238,7 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   e->name = name;
   e->number = number;
   e->placement = std::move(placement);  // placement (issue 19)
+  e->persist_skipped = persistent_ && kind == format::EntryKind::kCheckpoint && !persist;
   MutexLock lock(&mu_);
   CAIRN_RETURN_IF_ERROR(CheckCapturable(*e));
   const bool numa_chunks = cache_ && cache_->nodes().partitioned();

@@ -65,6 +65,7 @@ struct Entry {
   // file copy takes over) or when the persister is done with it.
   bool persist_hold = false;
   bool persistent_committed = false;
+  bool persist_skipped = false;  // not for it, though there is one (Capture's `persist`)
   Status local_error;       // why the local flush failed (sticky)
   Status persistent_error;  // why the persistent copy failed (sticky)
 

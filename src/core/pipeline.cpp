@@ -410,6 +410,11 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
     lock.Unlock();
     return WaitForFiles(kind, name, number, level);
   }
+  if (level == Level::kPersistent && e->persist_skipped) {
+    return Status::InvalidArgument("version " + std::to_string(number) + " of '" + name +
+                                   "' is not written to the persistent level: its checkpoint was not an L4 turn "
+                                   "(mpi.l4_every, CAIRN_L4_EVERY)");
+  }
   cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
     switch (level) {
       case Level::kCache: return e->capture_done;

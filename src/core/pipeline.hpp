@@ -124,9 +124,13 @@ class Pipeline {
 
   // Checkpoint versions -------------------------------------------------------
   // `placement`: the checkpoint's placement record, written beside its files.
+  // `persist` false: a checkpoint that the persistent tier skips (an MPI
+  // job's mpi.l4_every: docs/mpi.md); it stays local, and a Wait for it at
+  // kPersistent says so.
   Status Capture(format::EntryKind kind, const std::string& name, int64_t number,
                  const std::vector<CaptureSource>& sources,
-                 std::shared_ptr<const format::Placement> placement = nullptr) CAIRN_EXCLUDES(mu_, capture_mu_);
+                 std::shared_ptr<const format::Placement> placement = nullptr, bool persist = true)
+      CAIRN_EXCLUDES(mu_, capture_mu_);
   Status Wait(format::EntryKind kind, const std::string& name, int64_t number, Level level)
       CAIRN_EXCLUDES(mu_);
   // Newest committed version whose file's structure checks out (no data read).

@@ -520,8 +520,10 @@ class Client(_Closable):
     ``l3_every``                  with ``comm``: every n-th wait gets XOR
                                   parity (L3), ``0`` = off
     ``l3_group``                  with ``comm``: ranks per XOR set, ``0`` = auto
-    ``l4_every``                  with ``comm``: every n-th wait is made
-                                  persistent (L4), ``0`` = off (docs/mpi.md)
+    ``l4_every``                  with ``comm``: only every n-th checkpoint
+                                  goes to the persistent directory (L4), its
+                                  wait waits for it there; ``0`` = off: all
+                                  do (docs/mpi.md)
     ``mtbf_s``                    mean time between failures in seconds, for
                                   :meth:`checkpoint_due` (``0`` = not set)
     ============================  ================================================
