@@ -52,6 +52,7 @@ struct AiOptions {
   double compute_ms = 200;  // per iteration
   double moved = 0.1;       // irregular: fraction of pages moved, redrawn every epoch
   bool reversed_base = false;  // irregular: moved from the reversed order, not the sequential one
+  WriteProtectMode write_protect = WriteProtectMode::kAuto;  // zero-copy modes (checkpoint.write_protect)
   uint64_t repeat = 3;
   std::string json_path, dir;
   bool quiet = false;
@@ -60,6 +61,7 @@ struct AiOptions {
 const char* kUsage =
     "usage: cairn-bench ai-ckpt [--size S] [--pattern sequential|reversed|random|irregular] [--cow F]\n"
     "         [--iterations N] [--every K] [--compute-ms C] [--moved X] [--base sequential|reversed]\n"
+    "         [--write-protect auto|userfaultfd|mprotect]\n"
     "         [--repeat R] [--dir D] [--json FILE] [--quiet]\n";
 
 Result<double> ParseFraction(std::string_view opt, const std::string& v) {
@@ -104,6 +106,8 @@ Result<AiOptions> Parse(int argc, char** argv) {
       char* end = nullptr;
       o.compute_ms = std::strtod(v.c_str(), &end);
       if (v.empty() || *end != '\0' || !(o.compute_ms >= 0)) return Bad(a, "'" + v + "' is not a time in ms >= 0");
+    } else if (a == "--write-protect") {
+      CAIRN_ASSIGN_OR_RETURN(o.write_protect, ParseWriteProtectMode(v));
     } else if (a == "--json") {
       o.json_path = v;
     } else if (a == "--dir") {
@@ -160,6 +164,7 @@ Config CairnConfig(const AiOptions& o, int mode, const std::string& dir) {
   c.keep_versions = 2;
   c.capture = mode == 2 ? CaptureMode::kCopy : CaptureMode::kZeroCopy;
   c.cow_fraction = o.cow;
+  c.write_protect = o.write_protect;
   c.zero_copy_order = mode == 4 ? "learned" : "address";
   // copy: a cache that holds a version; zero-copy: a staging area of a few
   // small blocks (the reader's order works block by block).
@@ -259,6 +264,7 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
       .Set("cow_fraction", o.cow)
       .Set("moved", o.pattern == Pattern::kIrregular ? o.moved : 0.0)
       .Set("base", o.pattern == Pattern::kIrregular ? (o.reversed_base ? "reversed" : "sequential") : "")
+      .Set("write_protect", WriteProtectModeName(o.write_protect))
       .Set("iterations", o.iterations)
       .Set("every", o.every)
       .Set("compute_ms", o.compute_ms)

@@ -10,7 +10,8 @@
 //
 // Within the epoch, the reader (zero_copy_capture.cpp) takes the block of any
 // page that goes RED first, then of any page that goes ORANGE (to free its
-// slot), then the blocks by that rank. The ranks are relative orders, not
+// slot; only under COW pressure or without history: ZeroCopyOrder::Next),
+// then the blocks by that rank. The ranks are relative orders, not
 // times, so an epoch longer or shorter than the last one (an irregular
 // checkpoint interval) keeps a valid order; a shifted pattern shows up as
 // RED/ORANGE pages this epoch and is learned for the next one. Only the last

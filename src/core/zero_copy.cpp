@@ -736,10 +736,14 @@ int64_t ZeroCopy::PageIndex(uintptr_t a) const { return in_epoch() ? epoch_->Pag
 
 size_t ZeroCopy::pages() const { return in_epoch() ? epoch_->state.size() : 0; }
 
-int64_t ZeroCopy::NextUrgentPage() {
+int64_t ZeroCopy::NextUrgentPage(bool orange) {
   if (!in_epoch()) return -1;
   const int64_t red = epoch_->red_q.Pop();
-  return red >= 0 ? red : epoch_->orange_q.Pop();
+  return red >= 0 || !orange ? red : epoch_->orange_q.Pop();
+}
+
+bool ZeroCopy::CowOverHalf() const {
+  return in_epoch() && 2 * epoch_->cow_used.load(std::memory_order_relaxed) > epoch_->slots;
 }
 
 ZeroCopyCounters ZeroCopy::counters() const {

@@ -141,9 +141,12 @@ class ZeroCopy {
   int64_t PageIndex(uintptr_t a) const;
   size_t pages() const;
   // The reader's: the next page whose first write waits for its read (RED),
-  // else the next one copied into a slot (ORANGE), in the order the handler
-  // trapped them; -1 when none is queued. A page may already be read.
-  int64_t NextUrgentPage();
+  // else (with `orange`) the next one copied into a slot (ORANGE), in the
+  // order the handler trapped them; -1 when none is queued. A page may
+  // already be read. ORANGE pages not taken stay queued for a later call.
+  int64_t NextUrgentPage(bool orange);
+  // During an epoch: whether more than half of its COW slots hold pages.
+  bool CowOverHalf() const;
   // What the last finished epoch saw (the capture thread's: between epochs,
   // or the reader's before its first Read; watching, it is complete once the
   // watch ends). The first call after a watch ended at Begin ranks it.

@@ -14,6 +14,7 @@ ZeroCopyOrder::ZeroCopyOrder(const format::Layout& l, const std::vector<CaptureS
   const auto nblocks = static_cast<uint32_t>(l.blocks.size());
   const uintptr_t page = os::PageSize();
   const FlushHistory& history = zc->history();
+  bootstrap_ = history.empty();
   if (learned_) block_of_page_.assign(zc->pages(), kNoBlock);
   // A block with a page that went RED last epoch (the application waited
   // for it) goes by that page's rank, as the slides put RED pages first.
@@ -59,9 +60,18 @@ ZeroCopyOrder::ZeroCopyOrder(const format::Layout& l, const std::vector<CaptureS
   order_ = OrderByKey(key);
 }
 
+// RED pages always jump the queue: the application waits for them. An
+// ORANGE page's block only frees a slot, and taking it breaks the planned
+// order: a stray write per block (an irregular pattern) would hand the reader
+// every block in the strays' random order, and the application's regular
+// writes then overtake it. So ORANGE blocks go first only while the COW
+// buffer is more than half full, or in an epoch without history: there the
+// reader following the application's trapped writes is what makes the read
+// order worth learning (a sweep is read as it is written).
 std::optional<uint32_t> ZeroCopyOrder::Next() {
   if (learned_) {
-    for (int64_t p; (p = zc_->NextUrgentPage()) >= 0;) {
+    const bool orange = bootstrap_ || zc_->CowOverHalf();
+    for (int64_t p; (p = zc_->NextUrgentPage(orange)) >= 0;) {
       const uint32_t b = block_of_page_[static_cast<size_t>(p)];
       if (b != kNoBlock && !taken_[b]) {
         taken_[b] = true;

@@ -1,7 +1,8 @@
 // The order in which a zero-copy epoch's reader takes the blocks of a version
 // (checkpoint.zero_copy_order; core/flush_order.hpp for the algorithm).
 // `address`: the blocks in file order. `learned`: the block of a page that
-// went RED first, then of one that went ORANGE (its slot comes back sooner),
+// went RED first, then of one that went ORANGE (its slot comes back sooner;
+// only while the COW buffer is over half full, or without history: Next),
 // then the blocks by their page that went RED last epoch, else by the last
 // epoch's median rank of their pages.
 // Blocks sit at fixed file offsets (docs/format.md 3.3: any order), so the
@@ -34,6 +35,7 @@ class ZeroCopyOrder {
   static constexpr uint32_t kNoBlock = ~uint32_t{0};
   ZeroCopy* zc_;
   bool learned_;
+  bool bootstrap_ = false;  // no history: ORANGE blocks always go first (Next)
   std::vector<uint32_t> order_;
   size_t pos_ = 0;
   std::vector<uint32_t> block_of_page_;  // epoch page -> the first block reading it

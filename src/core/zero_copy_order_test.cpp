@@ -299,6 +299,60 @@ TEST_P(LockStepTest, ARedPageTakesItsBlockFirst) {
   EXPECT_EQ(planned, want);
 }
 
+// An ORANGE page (its write did not wait) takes its block to the front only
+// without history or while more than half of the COW slots are in use: a
+// stray write must not break the planned order. 16 slots (the floor), blocks
+// of 4 pages. Epoch 1 (no history): a write in block 15 makes it first.
+// Epoch 2: a write in block 7 leaves the planned order alone; once 9 pages
+// are in slots, block 7 goes next.
+TEST_P(LockStepTest, AnOrangePageJumpsTheQueueOnlyWithoutHistoryOrUnderCowPressure) {
+  auto z = ZeroCopy::Create(0.05);  // COW slots whatever the parameter
+  ASSERT_TRUE(z.ok()) << z.status().ToString();
+  zc_ = std::move(z).value();
+  const size_t bytes = kPages * page_;
+  format::Layout layout = format::Layout::Make({format::RegionSpec{1, MemoryKind::kHost, bytes}},
+                                               static_cast<uint32_t>(kBlockPages * page_));
+  std::vector<CaptureSource> sources{CaptureSource{layout.regions[0].spec, mem_, std::nullopt}};
+  std::vector<uint8_t> got(bytes);
+  auto read = [&](uint32_t b) {
+    const size_t at = b * kBlockPages * page_;
+    EXPECT_TRUE(zc_->Read(mem_ + at, got.data() + at, kBlockPages * page_).ok());
+  };
+  auto write = [&](size_t block, size_t page) { Store(mem_ + (block * kBlockPages + page) * page_, 7); };
+
+  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+  ZeroCopyOrder first(layout, sources, PackedStarts(layout), zc_.get(), /*learned=*/true);
+  write(15, 1);
+  std::optional<uint32_t> b = first.Next();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(*b, 15u) << "without history an ORANGE page's block goes first";
+  for (; b; b = first.Next()) read(*b);
+  zc_->End();
+
+  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+  ZeroCopyOrder second(layout, sources, PackedStarts(layout), zc_.get(), /*learned=*/true);
+  const std::vector<uint32_t> planned = second.planned();
+  ASSERT_NE(planned[0], 7u);
+  write(7, 2);  // 1 of 16 slots
+  b = second.Next();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(*b, planned[0]) << "an ORANGE page moved the planned order while the COW buffer had room";
+  read(*b);
+  size_t used = 1;
+  for (size_t k = 0; used < 9; ++k) {  // 9 of 16 slots, in blocks not read yet
+    const size_t block = planned[planned.size() - 1 - k / kBlockPages];
+    if (block == 7) continue;
+    write(block, k % kBlockPages);
+    ++used;
+  }
+  ASSERT_EQ(zc_->counters().orange, 1u + used);
+  b = second.Next();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(*b, 7u) << "over half of the COW slots in use: the first ORANGE page's block goes next";
+  for (; b; b = second.Next()) read(*b);
+  zc_->End();
+}
+
 // Watching (learned order, userfaultfd): pages read before any write stay
 // protected; their first writes are trapped, GREEN in write order while the
 // epoch runs and BLUE once its last page was read, and the next epoch reads them in
