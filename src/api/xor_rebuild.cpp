@@ -228,8 +228,13 @@ class ParityLevel final : public redundancy::Level {
       return std::string();
     }
     // 3. Streamed: the survivors send, the lost member checks and writes.
+    // 4. The lost member tells the set whether what it received checked out
+    // (ReceiveRebuilt); only when it did not do the survivors check their
+    // own files, whole, to say which is damaged (Diagnose).
     if (p == gone) return ReceiveRebuilt(name, v, gone, static_cast<uint64_t>(chunk), record);
     CAIRN_RETURN_IF_ERROR(SendRebuilt(s, gone));
+    CAIRN_ASSIGN_OR_RETURN(const bool refused, Outcome(gone, false));
+    if (refused && s.failure.ok()) s.failure = Diagnose(s);
     if (!s.failure.ok()) notes_.push_back(s.failure.ToString());
     return std::string();
   }
@@ -291,28 +296,30 @@ class ParityLevel final : public redundancy::Level {
   }
 
   // A survivor's part of a rebuild, window after window (WindowOf(c) bytes
-  // of each chunk; docs/mpi.md): it reads its bundle's chunks and its parity,
-  // sends each other survivor the chunk that survivor's parity XORed in and
-  // XORs what it receives into its parity window, which is then the lost
-  // member's chunk ChunkOf(p, gone) there: that goes to the lost member in
-  // the next round, with this survivor's verdict so far (0: all checks
-  // out). Two windows alternate, one being sent while the next is built.
-  // Its own failures do not stop the rounds: the others wait for them.
+  // of each chunk; docs/mpi.md): it reads the chunks of its bundle that the
+  // other survivors' parity XORed in (not the one the lost member's parity
+  // holds: the rebuild does not use it) and its parity window, sends each
+  // other survivor its chunk and XORs what it receives into its parity
+  // window, which is then the lost member's chunk ChunkOf(p, gone) there:
+  // that goes to the lost member in the next round, with this survivor's
+  // verdict so far (0: every read succeeded). Two windows alternate, one
+  // being sent while the next is built. No CRC is taken here: the lost
+  // member checks the whole rebuilt bundle against the CRC the parity
+  // recorded, which any damage to what the rebuild used changes (Diagnose
+  // names the damaged file when it does). Its own failures do not stop the
+  // rounds: the others wait for them.
   Status SendRebuilt(Survivor& s, size_t gone) {
     const std::vector<int>& members = sets_.members();
     const size_t m = members.size(), p = static_cast<size_t>(sets_.position);
     const uint64_t c = s.header.chunk, window = WindowOf(c), w = std::min(window, c),
                    rounds = (c + window - 1) / window;
-    const uint64_t mine = s.bundle->size(), head = s.header.Size();
+    const uint64_t head = s.header.Size();
+    const size_t unused = ChunkOf(gone, p, m);
     auto fail = [&](const Status& st) {
       if (s.failure.ok() && !st.ok()) s.failure = st;
     };
     std::vector<uint8_t> own((m - 1) * w),
         acc[2] = {std::vector<uint8_t>(w + kVerdict), std::vector<uint8_t>(w + kVerdict)};
-    std::vector<uint8_t> header(head);
-    fail(s.parity->ReadAt(header.data(), head, 0));
-    uint32_t parity_crc = crc32c::Value(header.data(), head);
-    std::vector<uint32_t> own_crc(m - 1, 0);
     std::vector<std::vector<uint8_t>> got;
     uint64_t sent = 0;  // bytes of the previous window
     SteadyTime t = std::chrono::steady_clock::now();
@@ -323,9 +330,9 @@ class ParityLevel final : public redundancy::Level {
       uint8_t* next = acc[r % 2].data();
       if (r < rounds) {
         for (size_t k = 0; k + 1 < m; ++k) {
+          if (k == unused) continue;
           uint8_t* piece = own.data() + k * w;
-          const uint64_t at = k * c + off;
-          if (Status st = s.bundle->Read(at, piece, n); !st.ok()) {
+          if (Status st = s.bundle->Read(k * c + off, piece, n); !st.ok()) {
             fail(st);
             std::fill_n(piece, n, 0);
           }
@@ -335,21 +342,12 @@ class ParityLevel final : public redundancy::Level {
           std::fill_n(next, n, 0);
         }
         Lap(&t, &times_->l3_read_s);
-        for (size_t k = 0; k + 1 < m; ++k) {
-          const uint64_t at = k * c + off;
-          if (at < mine) own_crc[k] = crc32c::Extend(own_crc[k], own.data() + k * w, std::min(n, mine - at));
-        }
-        parity_crc = crc32c::Extend(parity_crc, next, n);
-        Lap(&t, &times_->l3_crc_s);
         for (size_t j = 0; j < m; ++j) {
           if (j == p || j == gone) continue;
           sends.push_back(
               {.to = members[j], .data = own.data() + ChunkOf(j, p, m) * w, .bytes = n});
           from.push_back(members[j]);
         }
-      } else {
-        fail(CheckSurvivor(s, parity_crc, own_crc));
-        Lap(&t, &times_->l3_crc_s);
       }
       if (r > 0) {
         uint8_t* prev = acc[(r + 1) % 2].data();
@@ -373,16 +371,53 @@ class ParityLevel final : public redundancy::Level {
     return Status::Ok();
   }
 
-  // Once streamed: the parity file's CRC and this member's bundle's
-  // (combined from its chunks' CRCs) against what was recorded.
-  Status CheckSurvivor(Survivor& s, uint32_t parity_crc, const std::vector<uint32_t>& own_crc) {
+  // After the streaming, every member of the set: the lost member says
+  // whether the rebuild was refused (its data did not check out), the
+  // survivors learn it.
+  Result<bool> Outcome(size_t gone, bool refused) {
+    std::vector<uint8_t> flag;
+    Put(&flag, refused ? 1 : 0);
+    std::vector<std::vector<uint8_t>> got;
+    CAIRN_RETURN_IF_ERROR(ShareInSet(group_, sets_, flag, &got));
+    int64_t said = 1;
+    size_t at = 0;
+    return !Get(got[gone], &at, &said) || said != 0;
+  }
+
+  // A refused rebuild: this survivor checks its parity file and its whole
+  // bundle against their recorded CRCs (one more read of each), so that the
+  // damaged one is named by its own rank. Ok when both check out.
+  Status Diagnose(Survivor& s) {
+    SteadyTime t = std::chrono::steady_clock::now();
+    const uint64_t head = s.header.Size(), window = WindowOf(s.header.chunk);
+    std::vector<uint8_t> buf(std::max<uint64_t>(head, window));
+    CAIRN_RETURN_IF_ERROR(s.parity->ReadAt(buf.data(), head, 0));
+    uint32_t parity_crc = crc32c::Value(buf.data(), head);
+    for (uint64_t off = 0; off < s.header.chunk; off += window) {
+      const uint64_t n = std::min(window, s.header.chunk - off);
+      CAIRN_RETURN_IF_ERROR(s.parity->ReadAt(buf.data(), n, head + off));
+      parity_crc = crc32c::Extend(parity_crc, buf.data(), n);
+    }
+    const Member& me = s.header.members[static_cast<size_t>(sets_.position)];
+    uint32_t own_crc = 0;
+    for (uint64_t off = 0; off < static_cast<uint64_t>(me.bytes); off += window) {
+      const uint64_t n = std::min<uint64_t>(window, static_cast<uint64_t>(me.bytes) - off);
+      CAIRN_RETURN_IF_ERROR(s.bundle->Read(off, buf.data(), n));
+      own_crc = crc32c::Extend(own_crc, buf.data(), n);
+    }
+    Lap(&t, &times_->l3_crc_s);
+    return CheckSurvivor(s, parity_crc, own_crc);
+  }
+
+  // The parity file's CRC and this member's bundle's against what was
+  // recorded.
+  Status CheckSurvivor(Survivor& s, uint32_t parity_crc, uint32_t own_crc) {
     uint8_t tail[kCrc];
     CAIRN_RETURN_IF_ERROR(s.parity->ReadAt(tail, kCrc, s.header.Size() + s.header.chunk));
     if (parity_crc != format::le::Get32(tail))
       return Status::Corrupt(s.path + ": the XOR parity file's checksum does not match (damaged)");
     const Member& me = s.header.members[static_cast<size_t>(sets_.position)];
-    if (BundleCrc(own_crc, static_cast<uint64_t>(me.bytes), s.header.chunk) != me.crc)
-      return NotProtected(s.name, s.header.version);
+    if (own_crc != me.crc) return NotProtected(s.name, s.header.version);
     return Status::Ok();
   }
 
@@ -394,8 +429,8 @@ class ParityLevel final : public redundancy::Level {
   // is known only once their heads arrive), unbundled at the end; a thread
   // of its own does that a few rounds behind the receiving. It
   // commits only if the whole bundle has the recorded CRC and every
-  // survivor's verdict is 0; otherwise the temp file goes and nothing is
-  // written.
+  // survivor's verdict is 0, and tells the set either way (Outcome);
+  // otherwise the temp file goes and nothing is written.
   Result<std::string> ReceiveRebuilt(const std::string& name, int64_t v, size_t gone, uint64_t c,
                                      const Member& record) {
     const std::vector<int>& members = sets_.members();
@@ -448,15 +483,15 @@ class ParityLevel final : public redundancy::Level {
     }
     behind.Finish();
     Lap(&t, &times_->l3_write_wait_s);
+    // Every survivor's reads succeeded and the whole rebuilt bundle has the
+    // CRC the parity recorded: that covers everything the rebuild used.
+    if (bad.ok() && (verdict != 0 || BundleCrc(crc, total, c) != record.crc))
+      bad = Status::Corrupt("version " + std::to_string(v) + " of '" + name +
+                            "' cannot be rebuilt from the XOR parity of ranks " + RankList(members) +
+                            ": the rebuilt data does not have the checksum the parity recorded (a survivor's "
+                            "parity or file is damaged; its rank says which)");
+    CAIRN_RETURN_IF_ERROR(Outcome(gone, !bad.ok()).status());
     if (!io.ok()) return io;
-    if (bad.ok() && verdict != 0)
-      bad =
-          Status::Corrupt("version " + std::to_string(v) + " of '" + name +
-                          "' cannot be rebuilt from the XOR parity of ranks " + RankList(members) +
-                          ": a survivor's parity or file is damaged (its rank says which)");
-    if (bad.ok() && BundleCrc(crc, total, c) != record.crc)
-      bad = Status::Corrupt(
-          "the version rebuilt from XOR parity does not have the checksum its parity recorded");
     if (!bad.ok()) {
       notes_.push_back(bad.ToString());
       return std::string();

@@ -17,8 +17,8 @@
  *                    from their persistent files, byte-exact, counted as L4
  *   l3_test damaged  (with L4 on every wait) node 1 lost and, mid-stream of
  *                    its rebuild, a survivor's parity chunk damaged (rank
- *                    2), then a survivor's own file damaged (rank 3): the
- *                    rebuild is refused, nothing is left in node 1's
+ *                    2), then a survivor's own file damaged where the
+ *                    rebuild reads it (rank 3): the rebuild is refused, nothing is left in node 1's
  *                    directory, the job restores byte-exact from the other
  *                    levels (not L3) and the damaged rank names its file
  *   l3_test config   L3_GROUP larger than the nodes, 1, non-numeric or
@@ -199,10 +199,11 @@ static long size_of(const char *path) {
   return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
-/* Node 1 lost, and `damaged`'s file `sub` of version v flipped in its
- * middle (inside the parity chunk, or the data): rank 1's rebuild of v must
- * be refused, whatever the job then restores must be byte-exact, and not
- * from L3. */
+/* Node 1 lost, and `damaged`'s file `sub` of version v flipped where the
+ * rebuild reads it (inside the parity chunk, or data another survivor's
+ * parity covers): rank 1's rebuild of v must be refused, the damaged rank
+ * must name its file, whatever the job then restores must be byte-exact,
+ * and not from L3. */
 static void lose_and_damage(unsigned char *buf, int64_t v, int damaged, const char *sub, const char *says) {
   char path[4400], log[4096], dir[4400];
   lose_nodes(1, -1);
@@ -210,7 +211,11 @@ static void lose_and_damage(unsigned char *buf, int64_t v, int damaged, const ch
     path_of(path, sizeof path, sub, v);
     const long size = size_of(path);
     CHECK(size > 0, "%s missing", path);
-    if (size > 0) flip_byte(path, size / 2, 0x21);
+    /* A parity file in its middle. A data file in its first sixth: the
+     * rebuild of rank 1 reads only the two chunks of a survivor's bundle
+     * that the other survivors' parity covers (not the one rank 1's parity
+     * holds), and for rank 3 the unused one is the middle third. */
+    if (size > 0) flip_byte(path, sub[0] ? size / 2 : size / 6, 0x21);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   memset(buf, 0, kBytes);
