@@ -736,11 +736,9 @@ int64_t ZeroCopy::PageIndex(uintptr_t a) const { return in_epoch() ? epoch_->Pag
 
 size_t ZeroCopy::pages() const { return in_epoch() ? epoch_->state.size() : 0; }
 
-int64_t ZeroCopy::NextUrgentPage(bool orange) {
-  if (!in_epoch()) return -1;
-  const int64_t red = epoch_->red_q.Pop();
-  return red >= 0 || !orange ? red : epoch_->orange_q.Pop();
-}
+int64_t ZeroCopy::NextRedPage() { return in_epoch() ? epoch_->red_q.Pop() : -1; }
+
+int64_t ZeroCopy::NextOrangePage() { return in_epoch() ? epoch_->orange_q.Pop() : -1; }
 
 bool ZeroCopy::CowOverHalf() const {
   return in_epoch() && 2 * epoch_->cow_used.load(std::memory_order_relaxed) > epoch_->slots;

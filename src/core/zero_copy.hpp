@@ -141,10 +141,10 @@ class ZeroCopy {
   int64_t PageIndex(uintptr_t a) const;
   size_t pages() const;
   // The reader's: the next page whose first write waits for its read (RED),
-  // else (with `orange`) the next one copied into a slot (ORANGE), in the
-  // order the handler trapped them; -1 when none is queued. A page may
-  // already be read. ORANGE pages not taken stay queued for a later call.
-  int64_t NextUrgentPage(bool orange);
+  // or the next one copied into a slot (ORANGE), in the order the handler
+  // trapped them; -1 when none is queued. A page may already be read.
+  int64_t NextRedPage();
+  int64_t NextOrangePage();
   // During an epoch: whether more than half of its COW slots hold pages.
   bool CowOverHalf() const;
   // What the last finished epoch saw (the capture thread's: between epochs,

@@ -58,6 +58,10 @@ ZeroCopyOrder::ZeroCopyOrder(const format::Layout& l, const std::vector<CaptureS
     std::fill(key.begin(), key.end(), 0);
   }
   order_ = OrderByKey(key);
+  if (learned_) {
+    plan_pos_.resize(nblocks);
+    for (uint32_t i = 0; i < nblocks; ++i) plan_pos_[order_[i]] = i;
+  }
 }
 
 // RED pages always jump the queue: the application waits for them. An
@@ -65,28 +69,40 @@ ZeroCopyOrder::ZeroCopyOrder(const format::Layout& l, const std::vector<CaptureS
 // order: a stray write per block (an irregular pattern) would hand the reader
 // every block in the strays' random order, and the application's regular
 // writes then overtake it. So ORANGE blocks go first only while the COW
-// buffer is more than half full, or in an epoch without history: there the
+// buffer is more than half full, soonest planned first (the least change to
+// the plan), or, in trap order, in an epoch without history: there the
 // reader following the application's trapped writes is what makes the read
 // order worth learning (a sweep is read as it is written).
 std::optional<uint32_t> ZeroCopyOrder::Next() {
   if (learned_) {
-    const bool orange = bootstrap_ || zc_->CowOverHalf();
-    for (int64_t p; (p = zc_->NextUrgentPage(orange)) >= 0;) {
+    for (int64_t p; (p = zc_->NextRedPage()) >= 0;) {
+      if (const uint32_t b = block_of_page_[static_cast<size_t>(p)]; Take(b)) return b;
+    }
+    for (int64_t p; (p = zc_->NextOrangePage()) >= 0;) {
       const uint32_t b = block_of_page_[static_cast<size_t>(p)];
-      if (b != kNoBlock && !taken_[b]) {
+      if (b == kNoBlock || taken_[b]) continue;
+      if (bootstrap_) {
         taken_[b] = true;
         return b;
       }
+      orange_.push({plan_pos_[b], b});
+    }
+    while (!orange_.empty() && zc_->CowOverHalf()) {
+      const uint32_t b = orange_.top().second;
+      orange_.pop();
+      if (Take(b)) return b;
     }
   }
   while (pos_ < order_.size()) {
-    const uint32_t b = order_[pos_++];
-    if (!taken_[b]) {
-      taken_[b] = true;
-      return b;
-    }
+    if (const uint32_t b = order_[pos_++]; Take(b)) return b;
   }
   return std::nullopt;
+}
+
+bool ZeroCopyOrder::Take(uint32_t b) {
+  if (b == kNoBlock || taken_[b]) return false;
+  taken_[b] = true;
+  return true;
 }
 
 }  // namespace cairn::core

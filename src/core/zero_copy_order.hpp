@@ -12,7 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <queue>
+#include <utility>
 #include <vector>
 
 #include "core/layering.hpp"
@@ -33,6 +36,7 @@ class ZeroCopyOrder {
 
  private:
   static constexpr uint32_t kNoBlock = ~uint32_t{0};
+  bool Take(uint32_t b);  // marks block b taken; false if it was (or is kNoBlock)
   ZeroCopy* zc_;
   bool learned_;
   bool bootstrap_ = false;  // no history: ORANGE blocks always go first (Next)
@@ -40,6 +44,10 @@ class ZeroCopyOrder {
   size_t pos_ = 0;
   std::vector<uint32_t> block_of_page_;  // epoch page -> the first block reading it
   std::vector<bool> taken_;
+  std::vector<uint32_t> plan_pos_;  // block -> its place in order_
+  // ORANGE pages' blocks not taken yet, soonest planned first (Next).
+  std::priority_queue<std::pair<uint32_t, uint32_t>, std::vector<std::pair<uint32_t, uint32_t>>, std::greater<>>
+      orange_;
 };
 
 }  // namespace cairn::core
