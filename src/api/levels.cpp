@@ -70,11 +70,12 @@ bool Levels::L4Turn(const std::string& name, int64_t version) {
   return l4_turns_.Contains(name, version);
 }
 
-Status Levels::AgreeTurn(bool turn, const std::string& level, const std::string& label) {
+Status Levels::AgreeTurn(bool turn, int level, const std::string& what, const std::string& label) {
   int64_t range[2] = {turn ? 1 : 0, turn ? -1 : 0};
   CAIRN_RETURN_IF_ERROR(group_->AllReduce(Group::Op::kMin, range, 2));
   if (range[0] == -range[1]) return Status::Ok();
-  return Status::State(level + " of " + label + ": its checkpoint was a turn (CAIRN_" + level.substr(0, 2) +
+  const std::string l = "L" + std::to_string(level);
+  return Status::State(l + " (" + what + ") of " + label + ": its checkpoint was a turn (CAIRN_" + l +
                        "_EVERY) on some ranks and not on others; every rank must checkpoint the same versions "
                        "in the same order");
 }
@@ -96,7 +97,7 @@ Status Levels::Finish() {
 Status Levels::CompleteL2(const std::string& name, int64_t version) {
   const std::string label = "version " + std::to_string(version) + " of '" + name + "'";
   const bool turn = L2Turn(name, version);
-  CAIRN_RETURN_IF_ERROR(AgreeTurn(turn, "L2 (the partner copy)", label));
+  CAIRN_RETURN_IF_ERROR(AgreeTurn(turn, 2, "the partner copy", label));
   if (!turn) return Status::Ok();
   Status s = transfers_ ? transfers_->Complete(name, version)
                         : partner::Replicate(*group_, plan_.partner, config_, name, version);
@@ -133,7 +134,7 @@ Status Levels::AfterWait(const std::string& name, int64_t version, cairn::Level 
   bool l4 = false;
   if (plan_.l4_every > 0) {
     l4 = L4Turn(name, version);
-    CAIRN_RETURN_IF_ERROR(AgreeTurn(l4, "L4 (the persistent copy)", label));
+    CAIRN_RETURN_IF_ERROR(AgreeTurn(l4, 4, "the persistent copy", label));
   }
   if (!persistent && l4) {
     Status s = hooks_.make_persistent(name, version);

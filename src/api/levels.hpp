@@ -135,9 +135,10 @@ class Levels {
   void Count(uint64_t MpiStats::*field, uint64_t n = 1) CAIRN_EXCLUDES(stats_mu_);
   bool L2Turn(const std::string& name, int64_t version) CAIRN_EXCLUDES(turns_mu_);
   bool L4Turn(const std::string& name, int64_t version) CAIRN_EXCLUDES(turns_mu_);
-  // kState on every member unless `turn` is the same on all: a member that
-  // waits for a copy its partners do not make would wait forever.
-  Status AgreeTurn(bool turn, const std::string& level, const std::string& label);
+  // kState on every member unless `turn` (of level 2 or 4, `what` it
+  // makes) is the same on all: a member that waits for a copy its partners
+  // do not make would wait forever.
+  Status AgreeTurn(bool turn, int level, const std::string& what, const std::string& label);
   Status CompleteL2(const std::string& name, int64_t version);
 
   Group* const group_;

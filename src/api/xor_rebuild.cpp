@@ -389,22 +389,28 @@ class ParityLevel final : public redundancy::Level {
   // damaged one is named by its own rank. Ok when both check out.
   Status Diagnose(Survivor& s) {
     SteadyTime t = std::chrono::steady_clock::now();
-    const uint64_t head = s.header.Size(), window = WindowOf(s.header.chunk);
-    std::vector<uint8_t> buf(std::max<uint64_t>(head, window));
-    CAIRN_RETURN_IF_ERROR(s.parity->ReadAt(buf.data(), head, 0));
-    uint32_t parity_crc = crc32c::Value(buf.data(), head);
-    for (uint64_t off = 0; off < s.header.chunk; off += window) {
-      const uint64_t n = std::min(window, s.header.chunk - off);
-      CAIRN_RETURN_IF_ERROR(s.parity->ReadAt(buf.data(), n, head + off));
-      parity_crc = crc32c::Extend(parity_crc, buf.data(), n);
-    }
+    const uint64_t window = WindowOf(s.header.chunk);
+    std::vector<uint8_t> buf(window);
+    // The CRC of bytes [0, bytes) that read(offset, dst, n) gives, window by window.
+    auto crc_of = [&](uint64_t bytes, const auto& read) -> Result<uint32_t> {
+      uint32_t crc = 0;
+      for (uint64_t off = 0; off < bytes; off += window) {
+        const uint64_t n = std::min(window, bytes - off);
+        CAIRN_RETURN_IF_ERROR(read(off, buf.data(), n));
+        crc = crc32c::Extend(crc, buf.data(), n);
+      }
+      return crc;
+    };
+    // The parity file's CRC covers its header and its chunk.
+    CAIRN_ASSIGN_OR_RETURN(const uint32_t parity_crc,
+                           crc_of(s.header.Size() + s.header.chunk, [&](uint64_t off, uint8_t* dst, uint64_t n) {
+                             return s.parity->ReadAt(dst, n, off);
+                           }));
     const Member& me = s.header.members[static_cast<size_t>(sets_.position)];
-    uint32_t own_crc = 0;
-    for (uint64_t off = 0; off < static_cast<uint64_t>(me.bytes); off += window) {
-      const uint64_t n = std::min<uint64_t>(window, static_cast<uint64_t>(me.bytes) - off);
-      CAIRN_RETURN_IF_ERROR(s.bundle->Read(off, buf.data(), n));
-      own_crc = crc32c::Extend(own_crc, buf.data(), n);
-    }
+    CAIRN_ASSIGN_OR_RETURN(const uint32_t own_crc,
+                           crc_of(static_cast<uint64_t>(me.bytes), [&](uint64_t off, uint8_t* dst, uint64_t n) {
+                             return s.bundle->Read(off, dst, n);
+                           }));
     Lap(&t, &times_->l3_crc_s);
     return CheckSurvivor(s, parity_crc, own_crc);
   }

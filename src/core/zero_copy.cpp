@@ -201,6 +201,14 @@ struct ZeroCopy::Epoch {
     if (a >= it->start + it->bytes) return -1;
     return static_cast<int64_t>(it->first_page + (a - it->start) / os::PageSize());
   }
+  // The page at address a, if it is one of the epoch's, is reported written
+  // at the next Written (capture thread).
+  void CarryAt(uintptr_t a) {
+    if (const int64_t i = PageOf(a); i >= 0) {
+      carry[static_cast<size_t>(i)] = 1;
+      carried = true;
+    }
+  }
   // The range holding page index i.
   const Range& RangeOfPage(size_t i) const {
     auto it = std::upper_bound(ranges.begin(), ranges.end(), i,
@@ -347,12 +355,7 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
     first += r.bytes / page;
   }
   // Pages written after the last Written looked are reported again.
-  for (const uintptr_t a : late_pages_) {
-    if (const int64_t i = e->PageOf(a); i >= 0) {
-      e->carry[static_cast<size_t>(i)] = 1;
-      e->carried = true;
-    }
-  }
+  for (const uintptr_t a : late_pages_) e->CarryAt(a);
   late_pages_.clear();
   // States first, then the handler may see the epoch, then protection.
   // Watching: every page of the ranges is watched, those stored are read.
@@ -629,17 +632,12 @@ void ZeroCopy::WaitForHandlers() const {
 void ZeroCopy::TakeOrphans(Epoch* e) {
   WaitForHandlers();
   const uint32_t n = orphan_count_.exchange(0, std::memory_order_relaxed);
-  if (n == 0) return;
-  e->carried = true;
   if (n > kOrphans) {
     std::fill(e->carry.begin(), e->carry.end(), 1);
+    e->carried = true;
     return;
   }
-  for (uint32_t k = 0; k < n; ++k) {
-    if (const int64_t i = e->PageOf(orphans_[k].load(std::memory_order_relaxed)); i >= 0) {
-      e->carry[static_cast<size_t>(i)] = 1;
-    }
-  }
+  for (uint32_t k = 0; k < n; ++k) e->CarryAt(orphans_[k].load(std::memory_order_relaxed));
 }
 
 // Off the checkpoint call (End on the reader, StopWatching): what the epoch

@@ -80,12 +80,11 @@ std::optional<uint32_t> ZeroCopyOrder::Next() {
     }
     for (int64_t p; (p = zc_->NextOrangePage()) >= 0;) {
       const uint32_t b = block_of_page_[static_cast<size_t>(p)];
-      if (b == kNoBlock || taken_[b]) continue;
       if (bootstrap_) {
-        taken_[b] = true;
-        return b;
+        if (Take(b)) return b;
+      } else if (b != kNoBlock && !taken_[b]) {
+        orange_.push({plan_pos_[b], b});
       }
-      orange_.push({plan_pos_[b], b});
     }
     while (!orange_.empty() && zc_->CowOverHalf()) {
       const uint32_t b = orange_.top().second;
