@@ -23,8 +23,10 @@
 #include <fstream>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench.hpp"
@@ -40,6 +42,13 @@ using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 enum class Pattern { kSequential, kReversed, kRandom, kIrregular };
+constexpr const char* kPatterns[] = {"sequential", "reversed", "random", "irregular"};  // by Pattern
+std::optional<Pattern> PatternNamed(std::string_view name) {
+  for (int p = 0; p < 4; ++p) {
+    if (name == kPatterns[p]) return static_cast<Pattern>(p);
+  }
+  return std::nullopt;
+}
 constexpr const char* kModes[] = {"none", "sync", "copy", "zero_copy", "zero_copy_learned"};
 constexpr int kModeCount = 5;
 
@@ -51,7 +60,7 @@ struct AiOptions {
   uint64_t every = 2;
   double compute_ms = 200;  // per iteration
   double moved = 0.1;       // irregular: fraction of pages moved, redrawn every epoch
-  bool reversed_base = false;  // irregular: moved from the reversed order, not the sequential one
+  Pattern base = Pattern::kSequential;  // irregular: the order pages are moved from (not kIrregular)
   WriteProtectMode write_protect = WriteProtectMode::kAuto;  // zero-copy modes (checkpoint.write_protect)
   uint64_t repeat = 3;
   std::string json_path, dir;
@@ -60,7 +69,7 @@ struct AiOptions {
 
 const char* kUsage =
     "usage: cairn-bench ai-ckpt [--size S] [--pattern sequential|reversed|random|irregular] [--cow F]\n"
-    "         [--iterations N] [--every K] [--compute-ms C] [--moved X] [--base sequential|reversed]\n"
+    "         [--iterations N] [--every K] [--compute-ms C] [--moved X] [--base sequential|reversed|random]\n"
     "         [--write-protect auto|userfaultfd|mprotect]\n"
     "         [--repeat R] [--dir D] [--json FILE] [--quiet]\n";
 
@@ -84,16 +93,15 @@ Result<AiOptions> Parse(int argc, char** argv) {
     if (a == "--size") {
       CAIRN_ASSIGN_OR_RETURN(o.size, ParseBytes(a, v));
     } else if (a == "--pattern") {
-      if (v == "sequential") o.pattern = Pattern::kSequential;
-      else if (v == "reversed") o.pattern = Pattern::kReversed;
-      else if (v == "random") o.pattern = Pattern::kRandom;
-      else if (v == "irregular") o.pattern = Pattern::kIrregular;
-      else return Bad(a, "'" + v + "' is not sequential, reversed, random or irregular");
+      const std::optional<Pattern> p = PatternNamed(v);
+      if (!p) return Bad(a, "'" + v + "' is not sequential, reversed, random or irregular");
+      o.pattern = *p;
     } else if (a == "--cow") {
       CAIRN_ASSIGN_OR_RETURN(o.cow, ParseFraction(a, v));
     } else if (a == "--base") {
-      if (v != "sequential" && v != "reversed") return Bad(a, "'" + v + "' is not sequential or reversed");
-      o.reversed_base = v == "reversed";
+      const std::optional<Pattern> p = PatternNamed(v);
+      if (!p || *p == Pattern::kIrregular) return Bad(a, "'" + v + "' is not sequential, reversed or random");
+      o.base = *p;
     } else if (a == "--moved") {
       CAIRN_ASSIGN_OR_RETURN(o.moved, ParseFraction(a, v));
     } else if (a == "--iterations") {
@@ -123,10 +131,9 @@ Result<AiOptions> Parse(int argc, char** argv) {
 std::vector<uint32_t> PageOrder(const AiOptions& o, size_t pages, uint64_t epoch) {
   std::vector<uint32_t> order(pages);
   std::iota(order.begin(), order.end(), 0u);
-  if (o.pattern == Pattern::kReversed || (o.pattern == Pattern::kIrregular && o.reversed_base)) {
-    std::reverse(order.begin(), order.end());
-  }
-  if (o.pattern == Pattern::kRandom) std::shuffle(order.begin(), order.end(), std::mt19937_64(42));
+  const Pattern regular = o.pattern == Pattern::kIrregular ? o.base : o.pattern;
+  if (regular == Pattern::kReversed) std::reverse(order.begin(), order.end());
+  if (regular == Pattern::kRandom) std::shuffle(order.begin(), order.end(), std::mt19937_64(42));
   if (o.pattern == Pattern::kIrregular) {  // moved pages go to random places, new ones every epoch
     std::mt19937_64 rng(1000 + epoch);
     const auto moves = static_cast<size_t>(o.moved * static_cast<double>(pages));
@@ -145,6 +152,7 @@ struct ModeRun {
   double runtime_s = 0;
   std::vector<double> call_s;
   uint64_t red = 0, orange = 0, blue = 0, watch_faults = 0, extra_bytes = 0, huge_restored = 0;
+  double red_wait_s = 0, fault_s = 0;  // the application's time blocked in RED faults; the handler's time
   double capture_s = 0;  // per version: the call to its last byte in the cache (zero-copy: the reader's pass)
 };
 
@@ -213,6 +221,8 @@ Result<ModeRun> RunMode(const AiOptions& o, int mode, uint8_t* mem, const std::s
     r.blue = s.zero_copy.blue;
     r.watch_faults = s.zero_copy.watch_faults;
     r.huge_restored = s.zero_copy.huge_restored_bytes;
+    r.red_wait_s = s.zero_copy.red_wait_s;
+    r.fault_s = s.zero_copy.fault_s;
     if (s.capture.ops > 0) r.capture_s = (s.capture.seconds + s.capture_blocked_s) / static_cast<double>(s.capture.ops);
     if (mode == 2) {
       r.extra_bytes = s.cache_capacity_bytes;
@@ -236,7 +246,7 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
   const double base = median(0, [](const ModeRun& r) { return r.runtime_s; });
   Json runtime = Json::Object(), increase = Json::Object(), memory = Json::Object(), red = Json::Object(),
        orange = Json::Object(), blue = Json::Object(), watch = Json::Object(),
-       huge = Json::Object(), calls = Json::Object(),
+       huge = Json::Object(), red_wait = Json::Object(), fault = Json::Object(), calls = Json::Object(),
        first_calls = Json::Object(), capture = Json::Object();
   for (int m = 0; m < kModeCount; ++m) {
     const double rt = median(m, [](const ModeRun& r) { return r.runtime_s; });
@@ -255,15 +265,16 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
       blue.Set(kModes[m], median(m, [](const ModeRun& r) { return r.blue; }));
       watch.Set(kModes[m], median(m, [](const ModeRun& r) { return r.watch_faults; }));
       huge.Set(kModes[m], median(m, [](const ModeRun& r) { return r.huge_restored; }));
+      red_wait.Set(kModes[m], median(m, [](const ModeRun& r) { return r.red_wait_s; }));
+      fault.Set(kModes[m], median(m, [](const ModeRun& r) { return r.fault_s; }));
     }
   }
-  const char* patterns[] = {"sequential", "reversed", "random", "irregular"};
   Json a = Json::Object();
   a.Set("size_bytes", o.size)
-      .Set("pattern", patterns[static_cast<int>(o.pattern)])
+      .Set("pattern", kPatterns[static_cast<int>(o.pattern)])
       .Set("cow_fraction", o.cow)
       .Set("moved", o.pattern == Pattern::kIrregular ? o.moved : 0.0)
-      .Set("base", o.pattern == Pattern::kIrregular ? (o.reversed_base ? "reversed" : "sequential") : "")
+      .Set("base", o.pattern == Pattern::kIrregular ? kPatterns[static_cast<int>(o.base)] : "")
       .Set("write_protect", WriteProtectModeName(o.write_protect))
       .Set("iterations", o.iterations)
       .Set("every", o.every)
@@ -280,7 +291,9 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
       .Set("orange", orange)
       .Set("blue", blue)
       .Set("watch_faults", watch)
-      .Set("huge_restored_bytes", huge);
+      .Set("huge_restored_bytes", huge)
+      .Set("red_wait_s", red_wait)
+      .Set("fault_s", fault);
   Json doc = Json::Object();
   doc.Set("ai_ckpt", a);
   return doc;

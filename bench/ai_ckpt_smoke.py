@@ -42,6 +42,27 @@ def main() -> int:
     mem = number("extra_memory_bytes.zero_copy_learned")
     if mem is not None and not 0 < mem < 64 << 20:
         errors.append(f"extra_memory_bytes.zero_copy_learned {mem} is not in (0, 64 MiB)")
+    for key in ("red_wait_s", "fault_s"):
+        for mode in ("zero_copy", "zero_copy_learned"):
+            v = number(f"{key}.{mode}")
+            if v is not None and not 0 <= v < 60:
+                errors.append(f"{key}.{mode} {v} is not in [0, 60) s")
+    # --base: each regular order is accepted and reported; anything else is
+    # refused with its name.
+    with tempfile.TemporaryDirectory() as tmp:
+        for base in ("sequential", "reversed", "random"):
+            out = os.path.join(tmp, base + ".json")
+            subprocess.run([bench, "ai-ckpt", "--size", "256KiB", "--pattern", "irregular", "--base", base,
+                            "--iterations", "2", "--every", "1", "--compute-ms", "1", "--repeat", "1",
+                            "--dir", tmp, "--quiet", "--json", out], check=True, stdout=subprocess.DEVNULL)
+            with open(out) as f:
+                got = json.load(f)["ai_ckpt"].get("base")
+            if got != base:
+                errors.append(f"--base {base}: the JSON says base {got!r}")
+        bad = subprocess.run([bench, "ai-ckpt", "--pattern", "irregular", "--base", "irregular"],
+                             capture_output=True, text=True)
+        if bad.returncode != 2 or "'irregular' is not sequential, reversed or random" not in bad.stderr:
+            errors.append(f"--base irregular: exit {bad.returncode}, {bad.stderr.strip()!r}")
     for e in errors:
         print(e, file=sys.stderr)
     return 1 if errors else 0

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "core/memory_copy.hpp"
 #include "core/pipeline.hpp"
@@ -64,7 +65,7 @@ Status Pipeline::BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time
 // host chunk.
 void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources,
                          const std::vector<uint64_t>& packed, const std::vector<uint32_t>& want,
-                         CaptureBatch* batch) {
+                         CaptureBatch* batch, HeldChunk held) {
   *batch = CaptureBatch{};
   if (StreamsCapture(e->layout.stored_bytes)) batch->stores = CopyEngine::Stores::kStreaming;
   // A sequential toucher may end the slice it is in when a capture starts (a
@@ -105,7 +106,10 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
     bool was_touched = false;
     const uint32_t write_bytes = static_cast<uint32_t>(format::AlignUp(blk.length));
     const int node = e->block_nodes.empty() ? -1 : e->block_nodes[b];
-    if (first) {
+    if (first && held.chunk >= 0) {
+      chunk = std::exchange(held.chunk, -1);
+      was_touched = held.touched;
+    } else if (first) {
       WaitForDrainRoom(*e);
       chunk = AcquireChunk(write_bytes, &was_touched, node);
     } else if (!DrainRoomAfterTaking(*e)) {
@@ -128,6 +132,46 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
     // bytes of an older entry reach the file. (Drained slots get theirs in
     // DeviceMover::DrainBlock.)
     if (write_bytes > blk.length) batch->tails.emplace_back(dst + blk.length, write_bytes - blk.length);
+  }
+  if (held.chunk >= 0) cache_->Free(static_cast<uint32_t>(held.chunk));  // no host block came first
+}
+
+void Pipeline::FreeHeld(std::vector<HeldChunk>* held) {
+  for (const HeldChunk& h : *held) cache_->Free(static_cast<uint32_t>(h.chunk));
+  if (!held->empty()) cv_app_.notify_all();
+  held->clear();
+}
+
+// Why spares (docs/design.md "Room for RED pages"): the reader waits for the
+// flusher to free a chunk most of the time, and chunks come free in bursts,
+// so a RED page's writer waited 0.5-1 ms before its block could be read at
+// all. With a spare it waits about kRedPoll plus one block's read. Spares
+// slow the flush (it has fewer chunks), so they are kept only while a page
+// can go RED soon (ZeroCopyOrder::WantsSpares: the learned order with no
+// COW slot or half of them in use) and given back to the flush otherwise,
+// and not with fewer than kSpareShare chunks: the rest must keep the flush
+// going.
+Pipeline::HeldChunk Pipeline::HoldRoom(const Entry& e, ZeroCopyOrder& order, std::vector<HeldChunk>* spares) {
+  for (HeldChunk h;;) {
+    const size_t keep = order.WantsSpares() ? cache_->chunk_count() / kSpareShare : 0;
+    if (!spares->empty() && (order.RedWaiting() || spares->size() > keep)) {
+      h = spares->back();
+      spares->pop_back();
+      return h;
+    }
+    if (DrainRoomAfterTaking(e)) {
+      if (const std::optional<uint32_t> c = TakeChunk(cache_->chunk_bytes(), &h.touched)) {
+        h.chunk = static_cast<int32_t>(*c);
+        // Spares first (they went to the last RED pages): RED pages come one
+        // after the other when the application writes from one thread.
+        if (spares->size() >= keep || order.RedWaiting()) return h;
+        spares->push_back(std::exchange(h, HeldChunk{}));
+        continue;
+      }
+    }
+    if (ReleasePersistHold()) continue;
+    // With a spare, look for RED pages every kRedPoll; without, wait for room.
+    WaitAsCaptureBlocked("blocked: cache full", false, spares->empty() ? std::chrono::microseconds(0) : kRedPoll);
   }
 }
 
@@ -314,15 +358,24 @@ Status Pipeline::CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSourc
   }
   CaptureBatch batch;
   std::vector<uint32_t> want;
+  std::vector<HeldChunk> spares;  // zero-copy: kept for RED pages (HoldRoom)
   for (uint32_t b = 0;;) {
     want.clear();
-    if (order) {  // one block at a time: a page that goes RED meanwhile jumps the queue
+    HeldChunk held;
+    if (order) {
+      // One block at a time, chosen once there is room for it (HoldRoom): a
+      // page that goes RED while the reader waits is the next block read.
+      if (!order->Done()) held = HoldRoom(*e, *order, &spares);
       if (const std::optional<uint32_t> k = order->Next()) want.push_back(*k);
     } else {
       for (uint32_t k = b; k < nblocks && k - b < kMaxBatch; ++k) want.push_back(k);
     }
-    if (want.empty()) break;
-    PlanBatch(e, sources, packed, want, &batch);
+    if (want.empty()) {
+      if (held.chunk >= 0) spares.push_back(held);
+      FreeHeld(&spares);
+      break;
+    }
+    PlanBatch(e, sources, packed, want, &batch, held);
     b += static_cast<uint32_t>(batch.blocks.size());
     double copy_s[2] = {0, 0};  // into untouched, into touched
     uint64_t copy_bytes[2] = {0, 0};
@@ -330,7 +383,10 @@ Status Pipeline::CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSourc
     mu_.Unlock();
     const Status copied = CopyBatch(batch, copy_s, copy_bytes, &touching, &gpu_bytes, &gpu_seconds, zc);
     mu_.Lock();
-    if (!copied.ok()) return RollBackCapture(e, batch, copied);
+    if (!copied.ok()) {
+      FreeHeld(&spares);
+      return RollBackCapture(e, batch, copied);
+    }
     if (batch.gpu.empty()) {  // device copies overlap: no host rate
       for (int touched : {1, 0}) {
         initializer_.NoteCaptureCopy(copy_bytes[touched], copy_s[touched], touched == 1,

@@ -322,11 +322,15 @@ int32_t Pipeline::AcquireChunk(uint32_t write_bytes, bool* was_touched, int node
   }
 }
 
-void Pipeline::WaitAsCaptureBlocked(const char* span, bool device) {
+void Pipeline::WaitAsCaptureBlocked(const char* span, bool device, std::chrono::microseconds limit) {
   const bool copying = capture_copying_;
   SetCaptureCopying(false);
   const auto w0 = std::chrono::steady_clock::now();
-  cv_app_.wait(mu_);
+  if (limit.count() > 0) {
+    cv_app_.wait_for(mu_, limit);
+  } else {
+    cv_app_.wait(mu_);
+  }
   const auto w1 = std::chrono::steady_clock::now();
   SetCaptureCopying(copying);
   (device ? stats_.device.capture_blocked_s : stats_.capture_blocked_s) += SecondsBetween(w0, w1);

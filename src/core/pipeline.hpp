@@ -103,6 +103,8 @@ class Chain;
 
 namespace cairn::core {
 
+class ZeroCopyOrder;
+
 // One region to restore into.
 struct RestoreTarget {
   int32_t id = 0;
@@ -226,10 +228,12 @@ class Pipeline {
   int32_t AcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr, int node = -1) CAIRN_REQUIRES(mu_);
   // One wait on cv_app_ that the capturing application sits through: added
   // to capture_blocked_s (device: to device.capture_blocked_s, a wait for a
-  // device-cache slot) and traced as `span` on the app track.
+  // device-cache slot) and traced as `span` on the app track; `limit` > 0:
+  // for at most that long.
   // The capture gives the cores back for the wait: what it waits for may
   // need the checksummer (SetCaptureCopying).
-  void WaitAsCaptureBlocked(const char* span, bool device = false) CAIRN_REQUIRES(mu_);
+  void WaitAsCaptureBlocked(const char* span, bool device = false,
+                            std::chrono::microseconds limit = std::chrono::microseconds(0)) CAIRN_REQUIRES(mu_);
   // Capture precedence (docs/design.md): while an application thread copies
   // a capture, the checksummer takes no new block, so the copy does not
   // share the cores and the memory bandwidth with the CRC of its own earlier
@@ -275,9 +279,24 @@ class Pipeline {
   // slots and chunks taken, the first block waiting for room, the others
   // taking what is free right now. packed: where each of the layout's
   // extents starts in its region's packed stream (SourcePieces).
+  // held: a host chunk the caller already took for the first block (a
+  // zero-copy reader takes room before it picks the block: HoldRoom).
+  struct HeldChunk {
+    int32_t chunk = -1;
+    bool touched = false;
+  };
   void PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources,
-                 const std::vector<uint64_t>& packed, const std::vector<uint32_t>& want, CaptureBatch* batch)
-      CAIRN_REQUIRES(mu_);
+                 const std::vector<uint64_t>& packed, const std::vector<uint32_t>& want, CaptureBatch* batch,
+                 HeldChunk held) CAIRN_REQUIRES(mu_);
+  // A zero-copy reader's room for its next block, taken before the block is
+  // chosen (capture.cpp, CaptureBlocks). The reader keeps *spares (up to a
+  // kSpareShare-th of the chunks) for pages that go RED: a normal block
+  // waits for another chunk, looking for RED pages every kRedPoll, and a RED
+  // page takes a spare at once.
+  static constexpr uint32_t kSpareShare = 4;
+  static constexpr auto kRedPoll = std::chrono::microseconds(100);
+  HeldChunk HoldRoom(const Entry& e, ZeroCopyOrder& order, std::vector<HeldChunk>* spares) CAIRN_REQUIRES(mu_);
+  void FreeHeld(std::vector<HeldChunk>* held) CAIRN_REQUIRES(mu_);  // back to the cache
   // Copies a planned batch (no lock): device copies, then host copies, then
   // the chunk tails. Adds the device bytes and seconds to the totals.
   Status CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_bytes[2], bool* touching,

@@ -101,6 +101,9 @@ struct PageQueue {
     const uint32_t t = tail.fetch_add(1, std::memory_order_relaxed);
     if (t < slot.size()) slot[t].store(static_cast<uint32_t>(page) + 1, std::memory_order_release);
   }
+  bool Queued() const {  // the reader's: Pop has (or is about to have) a page
+    return head < std::min<uint32_t>(tail.load(std::memory_order_acquire), static_cast<uint32_t>(slot.size()));
+  }
   int64_t Pop() {
     const uint32_t t = std::min<uint32_t>(tail.load(std::memory_order_acquire), static_cast<uint32_t>(slot.size()));
     if (head >= t) return -1;
@@ -481,19 +484,26 @@ void ZeroCopy::ReleaseWatchGroup(Epoch* e, size_t i) {
   const uintptr_t a = r.start + (i - r.first_page) * page, span = watch_group_ * page;
   const uintptr_t from = std::max(r.start, a / span * span), to = std::min(r.start + r.bytes, a / span * span + span);
   const uint32_t number = e->first_write[i].load(std::memory_order_relaxed);
+  // Every page is taken before any is released: a release wakes the writer,
+  // which may then read the group's pages not read yet (in a test: on its
+  // own thread) and so make them watched; taking those would release pages
+  // nobody wrote.
+  for (uintptr_t p = from; p < to; p += page) {
+    const size_t k = r.first_page + (p - r.start) / page;
+    uint8_t watched = kWatched;
+    if (k == i || !e->state[k].compare_exchange_strong(watched, kDone, std::memory_order_seq_cst)) continue;
+    uint32_t none = 0;
+    e->first_write[k].compare_exchange_strong(none, number, std::memory_order_relaxed);
+    if (e->collected.load(std::memory_order_seq_cst)) e->late[k].store(1, std::memory_order_relaxed);
+  }
+  // Then runs of done pages: taken above, or done before (released already,
+  // or being released by the reader: once more changes nothing).
   uintptr_t run = 0;  // start of the current run of released pages, 0 = none
   for (uintptr_t p = from; p <= to; p += page) {
     const size_t k = r.first_page + (p - r.start) / page;
-    uint8_t watched = kWatched;
-    const bool take =
-        p < to && (k == i || e->state[k].compare_exchange_strong(watched, kDone, std::memory_order_seq_cst));
-    if (take && k != i) {
-      uint32_t none = 0;
-      e->first_write[k].compare_exchange_strong(none, number, std::memory_order_relaxed);
-      if (e->collected.load(std::memory_order_seq_cst)) e->late[k].store(1, std::memory_order_relaxed);
-    }
-    if (take && run == 0) run = p;
-    if (!take && run != 0) {
+    const bool done = p < to && e->state[k].load(std::memory_order_seq_cst) == kDone;
+    if (done && run == 0) run = p;
+    if (!done && run != 0) {
       (void)wp_->Release(run, p - run);  // an error leaves the page to fault on its own
       run = 0;
     }
@@ -736,10 +746,16 @@ size_t ZeroCopy::pages() const { return in_epoch() ? epoch_->state.size() : 0; }
 
 int64_t ZeroCopy::NextRedPage() { return in_epoch() ? epoch_->red_q.Pop() : -1; }
 
+bool ZeroCopy::RedQueued() const { return in_epoch() && epoch_->red_q.Queued(); }
+
 int64_t ZeroCopy::NextOrangePage() { return in_epoch() ? epoch_->orange_q.Pop() : -1; }
 
 bool ZeroCopy::CowOverHalf() const {
   return in_epoch() && 2 * epoch_->cow_used.load(std::memory_order_relaxed) > epoch_->slots;
+}
+
+bool ZeroCopy::CowHalfFullOrNone() const {
+  return in_epoch() && 2 * epoch_->cow_used.load(std::memory_order_relaxed) >= epoch_->slots;
 }
 
 ZeroCopyCounters ZeroCopy::counters() const {

@@ -144,9 +144,11 @@ class ZeroCopy {
   // or the next one copied into a slot (ORANGE), in the order the handler
   // trapped them; -1 when none is queued. A page may already be read.
   int64_t NextRedPage();
+  bool RedQueued() const;  // NextRedPage has a page (or one is being queued)
   int64_t NextOrangePage();
   // During an epoch: whether more than half of its COW slots hold pages.
   bool CowOverHalf() const;
+  bool CowHalfFullOrNone() const;  // at least half of them, or there are none
   // What the last finished epoch saw (the capture thread's: between epochs,
   // or the reader's before its first Read; watching, it is complete once the
   // watch ends). The first call after a watch ended at Begin ranks it.

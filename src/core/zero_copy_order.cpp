@@ -101,6 +101,7 @@ std::optional<uint32_t> ZeroCopyOrder::Next() {
 bool ZeroCopyOrder::Take(uint32_t b) {
   if (b == kNoBlock || taken_[b]) return false;
   taken_[b] = true;
+  ++handed_out_;
   return true;
 }
 

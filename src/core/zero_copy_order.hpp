@@ -31,6 +31,15 @@ class ZeroCopyOrder {
                 const std::vector<uint64_t>& packed, ZeroCopy* zc, bool learned);
   // The next block to read (each once), nullopt when all were handed out.
   std::optional<uint32_t> Next();
+  // Whether the reader should keep room for RED pages now (Pipeline::
+  // HoldRoom): Next takes their blocks first (the learned order) and a first
+  // write may go RED soon (no COW slot, or half of them in use).
+  bool WantsSpares() const { return learned_ && zc_->CowHalfFullOrNone(); }
+  // A page went RED and waits in the queue (learned order: Next takes its
+  // block first; the page may have been read meanwhile).
+  bool RedWaiting() const { return learned_ && zc_->RedQueued(); }
+  // Every block was handed out: Next has nothing more.
+  bool Done() const { return handed_out_ == taken_.size(); }
   // The planned order (before urgent pages): for tests.
   const std::vector<uint32_t>& planned() const { return order_; }
 
@@ -44,6 +53,7 @@ class ZeroCopyOrder {
   size_t pos_ = 0;
   std::vector<uint32_t> block_of_page_;  // epoch page -> the first block reading it
   std::vector<bool> taken_;
+  size_t handed_out_ = 0;  // blocks taken
   std::vector<uint32_t> plan_pos_;  // block -> its place in order_
   // ORANGE pages' blocks not taken yet, soonest planned first (Next).
   std::priority_queue<std::pair<uint32_t, uint32_t>, std::vector<std::pair<uint32_t, uint32_t>>, std::greater<>>

@@ -299,6 +299,42 @@ TEST_P(LockStepTest, ARedPageTakesItsBlockFirst) {
   EXPECT_EQ(planned, want);
 }
 
+// What the reader asks before it picks a block (Pipeline::HoldRoom): a RED
+// page waits in the queue (RedWaiting, the learned order only) until Next
+// takes its block; Done once every block was handed out.
+TEST_P(LockStepTest, RedWaitingUntilNextTakesItsBlockAndDoneAfterTheLast) {
+  auto z = ZeroCopy::Create(0);  // no COW slot: every early first write is RED
+  ASSERT_TRUE(z.ok()) << z.status().ToString();
+  zc_ = std::move(z).value();
+  const size_t bytes = kPages * page_;
+  format::Layout layout = format::Layout::Make({format::RegionSpec{1, MemoryKind::kHost, bytes}},
+                                               static_cast<uint32_t>(kBlockPages * page_));
+  std::vector<CaptureSource> sources{CaptureSource{layout.regions[0].spec, mem_, std::nullopt}};
+  ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+  ZeroCopyOrder address(layout, sources, PackedStarts(layout), zc_.get(), /*learned=*/false);
+  ZeroCopyOrder order(layout, sources, PackedStarts(layout), zc_.get(), /*learned=*/true);
+  EXPECT_TRUE(order.WantsSpares());  // no COW slot: any first write goes RED
+  EXPECT_FALSE(address.WantsSpares());
+  EXPECT_FALSE(order.RedWaiting());
+  std::jthread writer([&] { Store(mem_ + (9 * kBlockPages + 2) * page_, 7); });  // waits for its read
+  Until([&] { return zc_->counters().red == 1; });
+  EXPECT_TRUE(order.RedWaiting());
+  EXPECT_FALSE(address.RedWaiting());
+  EXPECT_EQ(order.Next(), std::optional<uint32_t>(9));
+  EXPECT_FALSE(order.RedWaiting());
+  std::vector<uint8_t> got(kBlockPages * page_);
+  ASSERT_TRUE(zc_->Read(mem_ + 9 * kBlockPages * page_, got.data(), got.size()).ok());  // releases the writer
+  writer.join();
+  size_t handed = 1;
+  while (!order.Done()) {
+    ASSERT_TRUE(order.Next().has_value());
+    ++handed;
+  }
+  EXPECT_EQ(handed, kPages / kBlockPages);
+  EXPECT_EQ(order.Next(), std::nullopt);
+  zc_->End();
+}
+
 // An ORANGE page (its write did not wait) takes its block to the front only
 // without history (in trap order) or while more than half of the COW slots
 // are in use (then the soonest planned such block): a stray write must not
@@ -334,6 +370,7 @@ TEST_P(LockStepTest, AnOrangePageJumpsTheQueueOnlyWithoutHistoryOrUnderCowPressu
   ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
   ZeroCopyOrder second(layout, sources, PackedStarts(layout), zc_.get(), /*learned=*/true);
   const std::vector<uint32_t> planned = second.planned();
+  EXPECT_FALSE(second.WantsSpares()) << "no COW slot in use: no first write goes RED soon";
   write(planned[13], 2);  // 1 of 16 slots
   b = second.Next();
   ASSERT_TRUE(b.has_value());
@@ -341,6 +378,7 @@ TEST_P(LockStepTest, AnOrangePageJumpsTheQueueOnlyWithoutHistoryOrUnderCowPressu
   read(*b);
   for (size_t k = 0; k < 8; ++k) write(planned[2 + k / kBlockPages], k % kBlockPages);  // 9 of 16 slots
   ASSERT_EQ(zc_->counters().orange, 10u);  // 1 in epoch 1, 9 now
+  EXPECT_TRUE(second.WantsSpares()) << "over half of the COW slots in use";
   b = second.Next();
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(*b, planned[2]) << "over half of the COW slots in use: the soonest planned ORANGE block goes next";
