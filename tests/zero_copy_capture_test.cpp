@@ -13,9 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <future>
-#include <mutex>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -23,10 +21,11 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
-#include "os/fs.hpp"
+#include "format/naming.hpp"
 #include "os/page_tracker.hpp"
 #include "os/segv_handler.hpp"
 #include "os/write_protect.hpp"
+#include "testing/gate_fs.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {
@@ -215,57 +214,6 @@ TEST_F(ZeroCopyClientTest, ReversedWritersEitherOrderVersionsExact) {
   }
 }
 
-// A file system whose file writes wait at a gate until Open(): the flush
-// stops, so the zero-copy reader's cache fills and stays full.
-class GatedFs final : public os::FileSystem {
- public:
-  void Open() {
-    std::lock_guard<std::mutex> l(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  Result<std::unique_ptr<os::File>> Open(const std::string& path, const os::OpenOptions& options) override {
-    CAIRN_ASSIGN_OR_RETURN(auto f, base_->Open(path, options));
-    if (!options.write) return f;
-    return std::unique_ptr<os::File>(new GatedFile(std::move(f), this));
-  }
-  Status Rename(const std::string& from, const std::string& to) override { return base_->Rename(from, to); }
-  Status Remove(const std::string& path) override { return base_->Remove(path); }
-  Status CreateDirs(const std::string& path, uint32_t mode) override { return base_->CreateDirs(path, mode); }
-  Status RemoveDir(const std::string& path) override { return base_->RemoveDir(path); }
-  Status SyncDir(const std::string& path) override { return base_->SyncDir(path); }
-  Result<std::vector<os::DirEntry>> List(const std::string& path) override { return base_->List(path); }
-  Result<os::FileInfo> Stat(const std::string& path) override { return base_->Stat(path); }
-
- private:
-  class GatedFile final : public os::File {
-   public:
-    GatedFile(std::unique_ptr<os::File> f, GatedFs* fs) : f_(std::move(f)), fs_(fs) {}
-    Status WriteAt(const void* buf, size_t n, uint64_t offset) override {
-      {
-        std::unique_lock<std::mutex> l(fs_->mu_);
-        fs_->cv_.wait(l, [&] { return fs_->open_; });
-      }
-      return f_->WriteAt(buf, n, offset);
-    }
-    Status ReadAt(void* buf, size_t n, uint64_t offset) override { return f_->ReadAt(buf, n, offset); }
-    Status Sync() override { return f_->Sync(); }
-    Result<uint64_t> Size() override { return f_->Size(); }
-    Status Truncate(uint64_t size) override { return f_->Truncate(size); }
-    Status Close() override { return f_->Close(); }
-    const std::string& path() const override { return f_->path(); }
-    bool direct() const override { return f_->direct(); }
-
-   private:
-    std::unique_ptr<os::File> f_;
-    GatedFs* fs_;
-  };
-  os::FileSystem* const base_ = os::FileSystem::Default();
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-};
-
 // The learned order's reader keeps spare chunks for RED pages (Pipeline::
 // HoldRoom): with no COW slot and the flush stopped (the cache full of
 // blocks waiting for their write), a first write to a page not read yet is
@@ -273,7 +221,7 @@ class GatedFs final : public os::FileSystem {
 // room. The version keeps the page as it was at the call. (Without spares
 // the write would wait for the gate: the bounded wait below fails instead.)
 TEST_F(ZeroCopyClientTest, ARedPageIsReadFromASpareWhileTheFlushIsStopped) {
-  GatedFs fs;
+  GateFs fs(format::EntryFileName(format::EntryKind::kCheckpoint, 1));  // the flusher's open waits
   Config config = MakeConfig(8 * 64 * kKiB, 64 * kKiB);  // 8 chunks: 2 spares, 6 for the flush
   config.capture = CaptureMode::kZeroCopy;
   config.zero_copy_order = "learned";
@@ -281,6 +229,7 @@ TEST_F(ZeroCopyClientTest, ARedPageIsReadFromASpareWhileTheFlushIsStopped) {
   config.fs = &fs;
   auto c = OpenClient(config);
   ASSERT_NE(c, nullptr);
+  GateRelease release{&fs};  // after the client: runs first at scope exit
   ASSERT_OK(c->Protect(1, mem_, kBytes));
   for (size_t o = 0; o < kBytes; o += 8) Store(mem_ + o, o);
   const std::vector<uint8_t> before = Snapshot(mem_, kBytes);
@@ -292,7 +241,7 @@ TEST_F(ZeroCopyClientTest, ARedPageIsReadFromASpareWhileTheFlushIsStopped) {
   while (c->GetStats().zero_copy.green < kFilled) std::this_thread::yield();
   auto write = std::async(std::launch::async, [&] { Store(mem_ + kBytes - kPage, ~uint64_t{0}); });
   const bool done = write.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
-  fs.Open();
+  fs.Release();
   write.wait();
   EXPECT_TRUE(done) << "the RED write waited for the flush";
   ASSERT_OK(c->Wait(kName, 1, Level::kLocal));

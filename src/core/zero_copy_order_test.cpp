@@ -143,6 +143,23 @@ class LockStepTest : public ::testing::TestWithParam<double> {
   // The planned block order of the epoch after the one `first` runs, with
   // an engine of cow_fraction over mem_ in blocks of kBlockPages pages.
   static constexpr size_t kBlockPages = 4;
+  struct OneRegion {
+    format::Layout layout;
+    std::vector<CaptureSource> sources;
+  };
+  void NewEngine(double cow_fraction) {  // zc_
+    auto z = ZeroCopy::Create(cow_fraction);
+    ASSERT_TRUE(z.ok()) << z.status().ToString();
+    zc_ = std::move(z).value();
+  }
+  // One region over mem_ (kPages pages) in blocks of kBlockPages pages.
+  OneRegion Blocks() const {
+    OneRegion r{format::Layout::Make({format::RegionSpec{1, MemoryKind::kHost, kPages * page_}},
+                                     static_cast<uint32_t>(kBlockPages * page_)),
+                {}};
+    r.sources.push_back(CaptureSource{r.layout.regions[0].spec, mem_, std::nullopt});
+    return r;
+  }
   template <typename F>
   std::vector<uint32_t> OrderAfter(double cow_fraction, F first) {
     auto z = ZeroCopy::Create(cow_fraction);
@@ -150,9 +167,9 @@ class LockStepTest : public ::testing::TestWithParam<double> {
     if (!z.ok()) return {};
     zc_ = std::move(z).value();
     const size_t bytes = kPages * page_;
-    format::Layout layout = format::Layout::Make({format::RegionSpec{1, MemoryKind::kHost, bytes}},
-                                                 static_cast<uint32_t>(kBlockPages * page_));
-    std::vector<CaptureSource> sources{CaptureSource{layout.regions[0].spec, mem_, std::nullopt}};
+    const OneRegion blocks = Blocks();
+    const format::Layout& layout = blocks.layout;
+    const std::vector<CaptureSource>& sources = blocks.sources;
     EXPECT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
     first();
     std::vector<uint8_t> got(bytes);
@@ -303,13 +320,11 @@ TEST_P(LockStepTest, ARedPageTakesItsBlockFirst) {
 // page waits in the queue (RedWaiting, the learned order only) until Next
 // takes its block; Done once every block was handed out.
 TEST_P(LockStepTest, RedWaitingUntilNextTakesItsBlockAndDoneAfterTheLast) {
-  auto z = ZeroCopy::Create(0);  // no COW slot: every early first write is RED
-  ASSERT_TRUE(z.ok()) << z.status().ToString();
-  zc_ = std::move(z).value();
+  ASSERT_NO_FATAL_FAILURE(NewEngine(0));  // no COW slot: every early first write is RED
   const size_t bytes = kPages * page_;
-  format::Layout layout = format::Layout::Make({format::RegionSpec{1, MemoryKind::kHost, bytes}},
-                                               static_cast<uint32_t>(kBlockPages * page_));
-  std::vector<CaptureSource> sources{CaptureSource{layout.regions[0].spec, mem_, std::nullopt}};
+  const OneRegion blocks = Blocks();
+  const format::Layout& layout = blocks.layout;
+  const std::vector<CaptureSource>& sources = blocks.sources;
   ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
   ZeroCopyOrder address(layout, sources, PackedStarts(layout), zc_.get(), /*learned=*/false);
   ZeroCopyOrder order(layout, sources, PackedStarts(layout), zc_.get(), /*learned=*/true);
@@ -344,13 +359,11 @@ TEST_P(LockStepTest, RedWaitingUntilNextTakesItsBlockAndDoneAfterTheLast) {
 // pages are in slots (8 more in the 3rd and 4th planned blocks), the 3rd
 // planned block goes next: not the 2nd (the plan), nor the 14th (trap order).
 TEST_P(LockStepTest, AnOrangePageJumpsTheQueueOnlyWithoutHistoryOrUnderCowPressure) {
-  auto z = ZeroCopy::Create(0.05);  // COW slots whatever the parameter
-  ASSERT_TRUE(z.ok()) << z.status().ToString();
-  zc_ = std::move(z).value();
+  ASSERT_NO_FATAL_FAILURE(NewEngine(0.05));  // COW slots whatever the parameter
   const size_t bytes = kPages * page_;
-  format::Layout layout = format::Layout::Make({format::RegionSpec{1, MemoryKind::kHost, bytes}},
-                                               static_cast<uint32_t>(kBlockPages * page_));
-  std::vector<CaptureSource> sources{CaptureSource{layout.regions[0].spec, mem_, std::nullopt}};
+  const OneRegion blocks = Blocks();
+  const format::Layout& layout = blocks.layout;
+  const std::vector<CaptureSource>& sources = blocks.sources;
   std::vector<uint8_t> got(bytes);
   auto read = [&](uint32_t b) {
     const size_t at = b * kBlockPages * page_;
