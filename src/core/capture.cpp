@@ -153,7 +153,12 @@ void Pipeline::FreeHeld(std::vector<HeldChunk>* held) {
 // going.
 Pipeline::HeldChunk Pipeline::HoldRoom(const Entry& e, ZeroCopyOrder& order, std::vector<HeldChunk>* spares) {
   for (HeldChunk h;;) {
-    const size_t keep = order.WantsSpares() ? cache_->chunk_count() / kSpareShare : 0;
+    // Device blocks of earlier entries waiting to be drained need free host
+    // chunks, and the flush may wait for them (DrainRoomAfterTaking): no
+    // spares then.
+    const bool drains = device_mover_.DrainsPending();
+    if (drains) FreeHeld(spares);
+    const size_t keep = !drains && order.WantsSpares() ? cache_->chunk_count() / kSpareShare : 0;
     if (!spares->empty() && (order.RedWaiting() || spares->size() > keep)) {
       h = spares->back();
       spares->pop_back();
