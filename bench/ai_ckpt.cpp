@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -44,7 +45,7 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 enum class Pattern { kSequential, kReversed, kRandom, kIrregular };
 constexpr const char* kPatterns[] = {"sequential", "reversed", "random", "irregular"};  // by Pattern
 std::optional<Pattern> PatternNamed(std::string_view name) {
-  for (int p = 0; p < 4; ++p) {
+  for (int p = 0; p < static_cast<int>(std::size(kPatterns)); ++p) {
     if (name == kPatterns[p]) return static_cast<Pattern>(p);
   }
   return std::nullopt;

@@ -65,7 +65,7 @@ Status Pipeline::BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time
 // host chunk.
 void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources,
                          const std::vector<uint64_t>& packed, const std::vector<uint32_t>& want,
-                         CaptureBatch* batch, HeldChunk held) {
+                         CaptureBatch* batch, HeldChunk* held) {
   *batch = CaptureBatch{};
   if (StreamsCapture(e->layout.stored_bytes)) batch->stores = CopyEngine::Stores::kStreaming;
   // A sequential toucher may end the slice it is in when a capture starts (a
@@ -106,9 +106,9 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
     bool was_touched = false;
     const uint32_t write_bytes = static_cast<uint32_t>(format::AlignUp(blk.length));
     const int node = e->block_nodes.empty() ? -1 : e->block_nodes[b];
-    if (first && held.chunk >= 0) {
-      chunk = std::exchange(held.chunk, -1);
-      was_touched = held.touched;
+    if (first && held->chunk >= 0) {
+      chunk = std::exchange(held->chunk, -1);
+      was_touched = held->touched;
     } else if (first) {
       WaitForDrainRoom(*e);
       chunk = AcquireChunk(write_bytes, &was_touched, node);
@@ -133,7 +133,6 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
     // DeviceMover::DrainBlock.)
     if (write_bytes > blk.length) batch->tails.emplace_back(dst + blk.length, write_bytes - blk.length);
   }
-  if (held.chunk >= 0) cache_->Free(static_cast<uint32_t>(held.chunk));  // no host block came first
 }
 
 void Pipeline::FreeHeld(std::vector<HeldChunk>* held) {
@@ -375,12 +374,12 @@ Status Pipeline::CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSourc
     } else {
       for (uint32_t k = b; k < nblocks && k - b < kMaxBatch; ++k) want.push_back(k);
     }
+    if (!want.empty()) PlanBatch(e, sources, packed, want, &batch, &held);
+    if (held.chunk >= 0) spares.push_back(held);  // not used (no host block came first): kept or freed below
     if (want.empty()) {
-      if (held.chunk >= 0) spares.push_back(held);
       FreeHeld(&spares);
       break;
     }
-    PlanBatch(e, sources, packed, want, &batch, held);
     b += static_cast<uint32_t>(batch.blocks.size());
     double copy_s[2] = {0, 0};  // into untouched, into touched
     uint64_t copy_bytes[2] = {0, 0};

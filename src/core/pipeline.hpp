@@ -279,15 +279,16 @@ class Pipeline {
   // slots and chunks taken, the first block waiting for room, the others
   // taking what is free right now. packed: where each of the layout's
   // extents starts in its region's packed stream (SourcePieces).
-  // held: a host chunk the caller already took for the first block (a
-  // zero-copy reader takes room before it picks the block: HoldRoom).
+  // *held: a host chunk the caller already took for the first block (a
+  // zero-copy reader takes room before it picks the block: HoldRoom); left
+  // as it is (chunk >= 0) when the first block does not take it.
   struct HeldChunk {
     int32_t chunk = -1;
     bool touched = false;
   };
   void PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources,
                  const std::vector<uint64_t>& packed, const std::vector<uint32_t>& want, CaptureBatch* batch,
-                 HeldChunk held) CAIRN_REQUIRES(mu_);
+                 HeldChunk* held) CAIRN_REQUIRES(mu_);
   // A zero-copy reader's room for its next block, taken before the block is
   // chosen (capture.cpp, CaptureBlocks). The reader keeps *spares (up to a
   // kSpareShare-th of the chunks) for pages that go RED: a normal block

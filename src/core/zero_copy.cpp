@@ -101,12 +101,12 @@ struct PageQueue {
     const uint32_t t = tail.fetch_add(1, std::memory_order_relaxed);
     if (t < slot.size()) slot[t].store(static_cast<uint32_t>(page) + 1, std::memory_order_release);
   }
-  bool Queued() const {  // the reader's: Pop has (or is about to have) a page
-    return head < std::min<uint32_t>(tail.load(std::memory_order_acquire), static_cast<uint32_t>(slot.size()));
+  uint32_t Pushed() const {  // slots claimed by pushes (some may be being written)
+    return std::min<uint32_t>(tail.load(std::memory_order_acquire), static_cast<uint32_t>(slot.size()));
   }
+  bool Queued() const { return head < Pushed(); }  // the reader's: Pop has (or is about to have) a page
   int64_t Pop() {
-    const uint32_t t = std::min<uint32_t>(tail.load(std::memory_order_acquire), static_cast<uint32_t>(slot.size()));
-    if (head >= t) return -1;
+    if (head >= Pushed()) return -1;
     const uint32_t v = slot[head].load(std::memory_order_acquire);
     if (v == 0) return -1;  // its producer is between the two steps: next time
     ++head;
