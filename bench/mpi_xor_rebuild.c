@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "cairn/cairn_mpi.h"
+#include "mpi_bench_scratch.h"
 
 static int g_rank;
 
@@ -146,16 +147,8 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 2;
   }
-  char root[4096] = {0}, dir[4200], cmd[4400];
-  if (g_rank == 0) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(root, sizeof root, "%s/cairn-xor-rebuild.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(root) == NULL) root[0] = '\0';
-  }
-  MPI_Bcast(root, sizeof root, MPI_CHAR, 0, MPI_COMM_WORLD);
-  if (root[0] == '\0') die("mkdtemp", -1);
-  snprintf(dir, sizeof dir, "%s/scratch", root);
-  setenv("CAIRN_SCRATCH", dir, 1);
+  char root[4096], dir[4200], cmd[4400];
+  if (mpi_bench_scratch("cairn-xor-rebuild", root, dir) != 0) die("mkdtemp", -1);
   setenv("CAIRN_MPI_RANKS_PER_NODE", "1", 1);
   setenv("CAIRN_L3_EVERY", "1", 1);
   unsetenv("CAIRN_L2_EVERY");

@@ -18,12 +18,20 @@ namespace cairn::test {
 
 // Forwards to the default file system; once armed (at construction unless
 // `armed` is false, else by Arm()), opening for writing (gate_reads: for
-// reading) a path that contains `gated` blocks until Release(). Records every
+// reading) a path that contains `gated` blocks until Release() (or its
+// SyncDir: GateSyncDirInstead). Records every
 // opened path and counts the bytes read per path.
 class GateFs final : public os::FileSystem {
  public:
   explicit GateFs(std::string gated, bool gate_reads = false, bool armed = true)
       : gated_(std::move(gated)), gate_reads_(gate_reads), armed_(armed) {}
+
+  // The gate holds SyncDir of a path that contains `gated` instead of the
+  // opens (a store that is durable only after its directory's fsync).
+  void GateSyncDirInstead() {
+    std::lock_guard lock(mu_);
+    gate_sync_dir_ = true;
+  }
 
   void Arm() {
     std::lock_guard lock(mu_);
@@ -61,11 +69,7 @@ class GateFs final : public os::FileSystem {
     {
       std::unique_lock lock(mu_);
       opened_.push_back(path);
-      if (armed_ && o.write != gate_reads_ && path.find(gated_) != std::string::npos) {
-        blocked_ = true;
-        cv_.notify_all();
-        cv_.wait(lock, [&] { return released_; });
-      }
+      if (!gate_sync_dir_ && o.write != gate_reads_) Hold(lock, path);
     }
     auto f = base_->Open(path, o);
     if (!f.ok() || o.write) return f;
@@ -81,11 +85,25 @@ class GateFs final : public os::FileSystem {
     cv_.notify_all();
     return s;
   }
-  Status SyncDir(const std::string& p) override { return base_->SyncDir(p); }
+  Status SyncDir(const std::string& p) override {
+    {
+      std::unique_lock lock(mu_);
+      if (gate_sync_dir_) Hold(lock, p);
+    }
+    return base_->SyncDir(p);
+  }
   Result<std::vector<os::DirEntry>> List(const std::string& p) override { return base_->List(p); }
   Result<os::FileInfo> Stat(const std::string& p) override { return base_->Stat(p); }
 
  private:
+  // At the gate, when armed and `path` is gated: blocks until Release.
+  void Hold(std::unique_lock<std::mutex>& lock, const std::string& path) {
+    if (!armed_ || path.find(gated_) == std::string::npos) return;
+    blocked_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
+  }
+
   // A file opened for reading: counts what ReadAt returns.
   class CountingFile final : public os::File {
    public:
@@ -118,6 +136,7 @@ class GateFs final : public os::FileSystem {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool armed_;
+  bool gate_sync_dir_ = false;
   bool released_ = false;
   bool blocked_ = false;
   std::vector<std::string> opened_;

@@ -127,6 +127,17 @@ struct Transfers::In {
   std::map<std::pair<std::string, int64_t>, Status> stored;
   std::deque<std::pair<std::unique_ptr<int64_t[]>, std::unique_ptr<Group::Request>>> acks;
   Status aborted;  // the source's abort notice: nothing more comes from it
+  int storing = 0;  // whole versions with the store thread, not acknowledged yet
+};
+
+// A whole received version, from Keep to the store thread (RunStore) and
+// back (Stored).
+struct Transfers::Store {
+  In* in;  // the MPI thread's: only Stored touches it
+  std::string name, dir;
+  int64_t version;
+  std::vector<In::File> files;
+  Status status;  // what was wrong with the transfer, then with the store
 };
 
 // The partner or a source: the abort notice it may send, the one sent to it.
@@ -140,8 +151,18 @@ struct Transfers::Peer {
 };
 
 Transfers::Transfers(Group* group, Map map, Config config, Local local, TransferLimits limits)
-    : group_(group), map_(std::move(map)), config_(std::move(config)), local_(std::move(local)),
-      limits_(limits) {
+    : group_(group),
+      map_(std::move(map)),
+      config_(std::move(config)),
+      local_(std::move(local)),
+      limits_(limits),
+      storer_(&store_mu_, &store_done_,
+              {.run = [this](std::unique_ptr<Store>& job) {
+                store_mu_.AssertHeld();  // the Worker runs jobs under its mutex, store_mu_
+                RunStore(*job);
+                stored_.push_back(std::move(job));
+              }}) {
+  storer_.Start(nullptr);
   MutexLock lock(&mu_);
   std::vector<int> peers;
   if (map_.partner >= 0) peers.push_back(map_.partner);
@@ -310,6 +331,7 @@ void Transfers::Step() {
     }
     queued_.clear();
   }
+  Stored();
   StepOut();
   for (auto& in : ins_) {
     if (broken_.ok()) StepIn(*in);
@@ -538,7 +560,7 @@ Status Transfers::Handle(In& in, const uint8_t* msg, size_t bytes) {
   }
   in.got += n;
   ++in.next_index;
-  return in.got >= in.total ? Store(in) : Status::Ok();
+  return in.got >= in.total ? Keep(in) : Status::Ok();
 }
 
 // A head: opens the temp files of the version's files (the transfer's
@@ -583,34 +605,71 @@ Status Transfers::Begin(In& in, const uint8_t* msg, size_t bytes) {
     }
     in.files.push_back(std::move(f));
   }
-  return in.total == 0 ? Store(in) : Status::Ok();
+  return in.total == 0 ? Keep(in) : Status::Ok();
 }
 
-// The whole version is here: fsync, rename bases first (a directory never
-// shows a version whose chain is broken, docs/format.md 4.8), acknowledge.
-Status Transfers::Store(In& in) {
+// The whole version is here: the store thread makes it durable (RunStore),
+// and Stored acknowledges it. The source's next version may arrive
+// meanwhile (new temp files).
+Status Transfers::Keep(In& in) {
+  auto job = std::make_unique<Store>(Store{.in = &in,
+                                           .name = in.name,
+                                           .dir = in.dir,
+                                           .version = in.version,
+                                           .files = std::move(in.files),
+                                           .status = in.damage});
+  in.files.clear();
+  in.receiving = false;
+  ++in.storing;
+  MutexLock lock(&store_mu_);
+  storer_.Push(std::move(job));
+  return Status::Ok();
+}
+
+// The store thread: fsync, rename bases first (a directory never shows a
+// version whose chain is broken, docs/format.md 4.8, so what a recovery
+// lists meanwhile is whole), or remove the temp files. Why a thread: the
+// fsync of a large version took the holder's application hundreds of ms
+// inside an unrelated Cairn call (docs/mpi.md "Partner copies (L2)").
+void Transfers::RunStore(Store& job) {
+  MutexUnlock unlocked(&store_mu_);  // only the job's own state below: Keep may queue the next
   os::FileSystem* fs = redundancy::Fs(config_);
-  Status s = in.damage;
-  for (auto& f : in.files) {
+  Status& s = job.status;
+  for (auto& f : job.files) {
     if (s.ok() && config_.fsync) s = f.file->Sync();
     if (s.ok()) s = f.file->Close();
   }
-  for (auto it = in.files.rbegin(); s.ok() && it != in.files.rend(); ++it) {
-    s = fs->Rename(it->tmp, in.dir + "/" + format::EntryFileName(format::EntryKind::kCheckpoint, it->number));
+  for (auto it = job.files.rbegin(); s.ok() && it != job.files.rend(); ++it) {
+    s = fs->Rename(it->tmp, job.dir + "/" + format::EntryFileName(format::EntryKind::kCheckpoint, it->number));
   }
-  if (s.ok() && config_.fsync) s = fs->SyncDir(in.dir);
-  if (s.ok()) {
-    redundancy::Retain(config_, CopyDir(config_, in.source), in.name, /*chains=*/true);
-  } else {
-    for (auto& f : in.files) {
+  if (s.ok() && config_.fsync) s = fs->SyncDir(job.dir);
+  if (!s.ok()) {
+    for (auto& f : job.files) {
       f.file.reset();
       (void)fs->Remove(f.tmp);
     }
   }
-  in.files.clear();
-  in.receiving = false;
-  in.stored[{in.name, in.version}] = s;
-  return Ack(in, in.version, s.code());
+  job.files.clear();
+}
+
+// The versions the store thread finished: the older copies of their source
+// go (on this thread, so that a recovery never lists a version while it is
+// deleted), the outcome is kept for Complete, and the source is answered.
+void Transfers::Stored() {
+  std::vector<std::unique_ptr<Store>> done;
+  {
+    MutexLock lock(&store_mu_);
+    done.swap(stored_);
+  }
+  Status failed;
+  for (auto& job : done) {
+    In& in = *job->in;
+    --in.storing;
+    if (job->status.ok()) redundancy::Retain(config_, CopyDir(config_, in.source), job->name, /*chains=*/true);
+    in.stored[{job->name, job->version}] = job->status;
+    if (Status a = Ack(in, job->version, job->status.code()); failed.ok()) failed = a;
+  }
+  if (!failed.ok()) Fail(failed);
 }
 
 Status Transfers::Ack(In& in, int64_t version, Code code) {
@@ -678,7 +737,9 @@ Status Transfers::Finish() {
   Status s = Drive([&]() CAIRN_REQUIRES(mu_) {
     if (done_seq_ < bye) return false;
     return std::all_of(ins_.begin(), ins_.end(),
-                       [](const auto& in) { return in->bye && (in->acks.empty() || !in->aborted.ok()); });
+                       [](const auto& in) {
+                         return in->bye && in->storing == 0 && (in->acks.empty() || !in->aborted.ok());
+                       });
   });
   // A member that stopped after an error sent its abort notice instead of
   // its end message (Fail); make sure it did.

@@ -12,7 +12,10 @@
 // arrive, checks every chunk's CRC32C, and only once the whole version is
 // there fsyncs, renames (bases first) and acknowledges; a version counts at
 // L2 only when that acknowledgement came back. A damaged chunk makes the
-// holder drop the version and answer kCorrupt.
+// holder drop the version and answer kCorrupt. The fsync, renames and
+// retention run on a store thread of this object's (no MPI), so that they
+// do not block the application inside its Cairn calls; the acknowledgement
+// goes at the first Progress after they ended.
 //
 // A transport error stops this member's transfers (nothing moves any
 // more), and the member at once sends an abort notice (its own tag) to
@@ -38,6 +41,7 @@
 #include "cairn/config.hpp"
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
+#include "core/worker.hpp"
 #include "util/mutex.hpp"
 
 namespace cairn::partner {
@@ -102,6 +106,8 @@ class Transfers {
   struct Out;
   struct In;
   struct Peer;
+  struct Store;  // a whole received version, for the store thread
+  void Stored() CAIRN_REQUIRES(mu_);  // acknowledges what the store thread finished
   void Step() CAIRN_REQUIRES(mu_);
   void StepOut() CAIRN_REQUIRES(mu_);
   void StepIn(In& in) CAIRN_REQUIRES(mu_);
@@ -110,7 +116,8 @@ class Transfers {
   Status Handle(In& in, const uint8_t* msg, size_t bytes) CAIRN_REQUIRES(mu_);
   Status Begin(In& in, const uint8_t* msg, size_t bytes) CAIRN_REQUIRES(mu_);
   Status Post(In& in, std::vector<uint8_t> buf) CAIRN_REQUIRES(mu_);
-  Status Store(In& in) CAIRN_REQUIRES(mu_);
+  Status Keep(In& in) CAIRN_REQUIRES(mu_);
+  void RunStore(Store& job) CAIRN_REQUIRES(store_mu_);
   Status Ack(In& in, int64_t version, Code code) CAIRN_REQUIRES(mu_);
   void Fail(const Status& s) CAIRN_REQUIRES(mu_);
   void Listen() CAIRN_REQUIRES(mu_);
@@ -163,6 +170,12 @@ class Transfers {
   // Transfers done with (a partner that aborted, an error) whose sends may
   // still be in flight: kept with their buffers until they are quiet.
   std::vector<std::unique_ptr<Out>> abandoned_ CAIRN_GUARDED_BY(mu_);
+  // The store thread's queue (in its Worker) and what it finished, for
+  // Stored. Never held while waiting for mu_.
+  Mutex store_mu_ CAIRN_ACQUIRED_AFTER(mu_);
+  std::condition_variable_any store_done_;
+  std::vector<std::unique_ptr<Store>> stored_ CAIRN_GUARDED_BY(store_mu_);
+  core::Worker<std::unique_ptr<Store>> storer_;  // last: joined (its queue run) before the rest goes
 };
 
 }  // namespace cairn::partner

@@ -8,13 +8,16 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
 #include <fstream>
 #include <iterator>
 #include <thread>
 
 #include "cairn/cairn.hpp"
 #include "format/naming.hpp"
+#include "testing/gate_fs.hpp"
 #include "testing/loopback_group.hpp"
 #include "testing/test_util.hpp"
 
@@ -113,6 +116,48 @@ TEST_F(TransferTest, ACopyMovesOnlyAtProgressInBoundedChunksAndIsStoredWhole) {
   EXPECT_EQ(Slurp(Copy(0, 1)), Slurp(File(1, 1)));
   EXPECT_EQ(transfers_[0]->copies(), 1u);
   for (const Status& s : Both([](partner::Transfers& t) { return t.Finish(); })) EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+// The holder makes a whole copy durable (fsync, renames, the directory's
+// fsync) on its store thread: while that is held at the directory's fsync,
+// both members' Progress calls go on returning, and the source hears
+// nothing (a copy counts only once durable); once released, the wait
+// completes and the copy is whole. (With the store on the caller's thread,
+// the holder's Progress would sit at the gate: the bounded wait fails.)
+TEST_F(TransferTest, TheHolderMakesACopyDurableOffTheProgressThread) {
+  Commit(0, 1, 100 << 10);
+  Commit(1, 1, 100 << 10);
+  test::GateFs gate(".partner/rank0/");  // member 1's copy of member 0's files
+  gate.GateSyncDirInstead();
+  test::GateRelease release{&gate};  // whatever fails below, nothing stays at the gate
+  config_[1].fs = &gate;
+  config_[1].fsync = true;
+  Start({.chunk_bytes = 16 << 10, .window = 2});
+  transfers_[0]->Queue("s", 1);
+  transfers_[1]->Queue("s", 1);
+  auto pumping = std::async(std::launch::async, [&] {
+    while (!gate.WaitBlocked(std::chrono::milliseconds(0))) {
+      transfers_[0]->Progress();
+      transfers_[1]->Progress();
+      std::this_thread::yield();
+    }
+    for (int i = 0; i < 100; ++i) {  // the store is held: calls go on
+      transfers_[0]->Progress();
+      transfers_[1]->Progress();
+    }
+  });
+  const bool returned = pumping.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  EXPECT_TRUE(returned) << "Progress waited for the holder's fsync";
+  EXPECT_EQ(transfers_[0]->copies(), 0u);  // not acknowledged before it is durable
+  gate.Release();
+  pumping.wait();
+  for (const Status& s : Both([](partner::Transfers& t) { return t.Complete("s", 1); })) {
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  EXPECT_EQ(transfers_[0]->copies(), 1u);
+  EXPECT_EQ(Slurp(Copy(1, 1)), Slurp(File(0, 1)));
+  for (const Status& s : Both([](partner::Transfers& t) { return t.Finish(); })) EXPECT_TRUE(s.ok()) << s.ToString();
+  for (auto& t : transfers_) t.reset();  // before the gate goes (config_[1].fs)
 }
 
 TEST_F(TransferTest, ADamagedChunkInFlightIsDetectedAndNothingIsStored) {
