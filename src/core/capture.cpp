@@ -147,17 +147,19 @@ void Pipeline::FreeHeld(std::vector<HeldChunk>* held) {
 // all. With a spare it waits about kRedPoll plus one block's read. Spares
 // slow the flush (it has fewer chunks), so they are kept only while a page
 // can go RED soon (ZeroCopyOrder::WantsSpares: the learned order with no
-// COW slot or half of them in use) and given back to the flush otherwise,
-// and not with fewer than kSpareShare chunks: the rest must keep the flush
-// going.
+// COW slot or half of them in use) and given back to the flush otherwise;
+// how many is learned (SpareCount: a RED page that had to wait for a chunk
+// asks for one more).
 Pipeline::HeldChunk Pipeline::HoldRoom(const Entry& e, ZeroCopyOrder& order, std::vector<HeldChunk>* spares) {
+  bool waited = false;  // for room, with no spare left
   for (HeldChunk h;;) {
     // Device blocks of earlier entries waiting to be drained need free host
     // chunks, and the flush may wait for them (DrainRoomAfterTaking): no
     // spares then.
     const bool drains = device_mover_.DrainsPending();
     if (drains) FreeHeld(spares);
-    const size_t keep = !drains && order.WantsSpares() ? cache_->chunk_count() / kSpareShare : 0;
+    const size_t chunks = cache_->chunk_count();
+    const size_t keep = !drains && order.WantsSpares() ? spare_count_.Keep(chunks) : 0;
     if (!spares->empty() && (order.RedWaiting() || spares->size() > keep)) {
       h = spares->back();
       spares->pop_back();
@@ -168,13 +170,18 @@ Pipeline::HeldChunk Pipeline::HoldRoom(const Entry& e, ZeroCopyOrder& order, std
         h.chunk = static_cast<int32_t>(*c);
         // Spares first (they went to the last RED pages): RED pages come one
         // after the other when the application writes from one thread.
-        if (spares->size() >= keep || order.RedWaiting()) return h;
+        if (order.RedWaiting()) {
+          if (waited && keep > 0) spare_count_.Short(chunks);  // it waited for this chunk
+          return h;
+        }
+        if (spares->size() >= keep) return h;
         spares->push_back(std::exchange(h, HeldChunk{}));
         continue;
       }
     }
     if (ReleasePersistHold()) continue;
     // With a spare, look for RED pages every kRedPoll; without, wait for room.
+    waited = waited || spares->empty();
     WaitAsCaptureBlocked("blocked: cache full", false, spares->empty() ? std::chrono::microseconds(0) : kRedPoll);
   }
 }
@@ -378,6 +385,7 @@ Status Pipeline::CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSourc
     if (held.chunk >= 0) spares.push_back(held);  // not used (no host block came first): kept or freed below
     if (want.empty()) {
       FreeHeld(&spares);
+      if (zc != nullptr) spare_count_.EndEpoch(cache_->chunk_count());
       break;
     }
     b += static_cast<uint32_t>(batch.blocks.size());

@@ -89,6 +89,7 @@
 #include "core/layering.hpp"
 #include "core/trace.hpp"
 #include "core/worker.hpp"
+#include "core/spare_count.hpp"
 #include "core/zero_copy.hpp"
 #include "format/file_writer.hpp"
 #include "gpu/device_cache.hpp"
@@ -290,11 +291,10 @@ class Pipeline {
                  const std::vector<uint64_t>& packed, const std::vector<uint32_t>& want, CaptureBatch* batch,
                  HeldChunk* held) CAIRN_REQUIRES(mu_);
   // A zero-copy reader's room for its next block, taken before the block is
-  // chosen (capture.cpp, CaptureBlocks). The reader keeps *spares (up to a
-  // kSpareShare-th of the chunks) for pages that go RED: a normal block
-  // waits for another chunk, looking for RED pages every kRedPoll, and a RED
-  // page takes a spare at once.
-  static constexpr uint32_t kSpareShare = 4;
+  // chosen (capture.cpp, CaptureBlocks). The reader keeps *spares (as many
+  // as spare_count_ says) for pages that go RED: a normal block waits for
+  // another chunk, looking for RED pages every kRedPoll, and a RED page
+  // takes a spare at once.
   static constexpr auto kRedPoll = std::chrono::microseconds(100);
   HeldChunk HoldRoom(const Entry& e, ZeroCopyOrder& order, std::vector<HeldChunk>* spares) CAIRN_REQUIRES(mu_);
   void FreeHeld(std::vector<HeldChunk>* held) CAIRN_REQUIRES(mu_);  // back to the cache
@@ -469,6 +469,7 @@ class Pipeline {
   std::unique_ptr<ZeroCopy> zero_copy_ CAIRN_GUARDED_BY(mu_);
   Status zero_copy_unavailable_ CAIRN_GUARDED_BY(mu_);  // Create failed: copy from now on
   bool zero_copy_busy_ CAIRN_GUARDED_BY(mu_) = false;   // an epoch is being read
+  SpareCount spare_count_ CAIRN_GUARDED_BY(mu_);        // HoldRoom's spares, learned per epoch
   std::jthread zero_copy_reader_ CAIRN_GUARDED_BY(capture_mu_);
 
   // The stages (worker.hpp), over mu_. Declared after everything they use:
