@@ -24,27 +24,17 @@
 #include <unistd.h>
 
 #include "cairn/cairn_mpi.h"
-#include "mpi_bench_scratch.h"
+#include "mpi_bench_util.h"
 
 enum { kFigures = 4, kMaxVersions = 100 };
 static const char *const kNames[kFigures] = {"checkpoint_s", "stats_calls_s", "longest_stats_call_s", "wait_s"};
 
 static int g_rank;
 
-static void die(const char *what, int rc) {
-  fprintf(stderr, "rank %d: %s: %d (%s)\n", g_rank, what, rc, cairn_last_error());
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int by_value(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* One version: its four figures into f. */
@@ -111,10 +101,7 @@ int main(int argc, char **argv) {
   }
   if ((rc = cairn_close(c)) != CAIRN_OK) die("cairn_close", rc);
   double mine[kFigures], worst[kFigures];
-  for (int k = 0; k < kFigures; ++k) {
-    qsort(fig[k], (size_t)versions, sizeof(double), by_value);
-    mine[k] = fig[k][versions / 2];
-  }
+  for (int k = 0; k < kFigures; ++k) mine[k] = median(fig[k], versions);
   MPI_Reduce(mine, worst, kFigures, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (g_rank == 0) {
     printf("{\"ranks\": %d, \"bytes_per_rank\": %zu, \"versions\": %d, \"work_s\": %.3f", size, bytes, versions, work_s);

@@ -46,14 +46,9 @@
 #include <unistd.h>
 
 #include "cairn/cairn_mpi.h"
-#include "mpi_bench_scratch.h"
+#include "mpi_bench_util.h"
 
 static int g_rank;
-
-static void die(const char *what, int rc) {
-  fprintf(stderr, "rank %d: %s: %d (%s)\n", g_rank, what, rc, cairn_last_error());
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
 
 static cairn_client_t *open_client(void *buf, size_t bytes) {
   cairn_client_t *c = NULL;
@@ -122,15 +117,6 @@ static void timed_restore(void *buf, size_t bytes, double *restore_s, double *re
   *rebuild_s = st.mpi_l3_rebuild_s;
   phases_of(&st, phases);
   if ((rc = cairn_close(c)) != CAIRN_OK) die("cairn_close", rc);
-}
-
-static int by_value(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, by_value);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int main(int argc, char **argv) {

@@ -19,8 +19,8 @@ namespace cairn::test {
 // Forwards to the default file system; once armed (at construction unless
 // `armed` is false, else by Arm()), opening for writing (gate_reads: for
 // reading) a path that contains `gated` blocks until Release() (or its
-// SyncDir: GateSyncDirInstead). Records every
-// opened path and counts the bytes read per path.
+// SyncDir: GateSyncDirInstead). Records every opened path and counts the
+// bytes read per path.
 class GateFs final : public os::FileSystem {
  public:
   explicit GateFs(std::string gated, bool gate_reads = false, bool armed = true)

@@ -12,10 +12,10 @@
 // arrive, checks every chunk's CRC32C, and only once the whole version is
 // there fsyncs, renames (bases first) and acknowledges; a version counts at
 // L2 only when that acknowledgement came back. A damaged chunk makes the
-// holder drop the version and answer kCorrupt. The fsync, renames and
-// retention run on a store thread of this object's (no MPI), so that they
-// do not block the application inside its Cairn calls; the acknowledgement
-// goes at the first Progress after they ended.
+// holder drop the version and answer kCorrupt. The fsync and renames run
+// on a store thread of this object's (no MPI), so that they do not block
+// the application inside its Cairn calls; the retention of older copies
+// and the acknowledgement follow at the first Progress after they ended.
 //
 // A transport error stops this member's transfers (nothing moves any
 // more), and the member at once sends an abort notice (its own tag) to
