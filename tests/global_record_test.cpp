@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/solo_group.hpp"
@@ -48,6 +51,29 @@ class CountingFs final : public os::FileSystem {
   os::FileSystem* const base_ = os::FileSystem::Default();
   mutable Mutex mu_;
   int writes_ CAIRN_GUARDED_BY(mu_) = 0;
+};
+
+// A group of one that runs a hook inside each of its reductions: a test's
+// view from within a collective call.
+class ObservedGroup final : public Group {
+ public:
+  std::function<void()> on_reduce;
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int node() const override { return 0; }
+  bool simulated_nodes() const override { return false; }
+  int ranks_per_node() const override { return 0; }
+  Status AllReduce(Op, int64_t*, size_t) override {
+    if (on_reduce) on_reduce();
+    return Status::Ok();
+  }
+  Status Exchange(const std::vector<Outgoing>& sends, const std::vector<int>& from,
+                  std::vector<std::vector<uint8_t>>* received) override {
+    return solo_.Exchange(sends, from, received);
+  }
+
+ private:
+  SoloGroup solo_;
 };
 
 class GlobalRecordTest : public ScratchDirTest {
@@ -169,6 +195,43 @@ TEST_F(GlobalRecordTest, RetentionKeepsTheNewestGlobalCommit) {
   EXPECT_FALSE(Has(c, 1));
   EXPECT_FALSE(Has(c, 3));
   EXPECT_TRUE(Has(c, 4));
+}
+
+// A collective restore or latest is a restore the application waits on
+// from its first agreement on, its recovery included (a partner copy
+// fetched, a rebuild from parity: files read and written), not only while
+// it reads: the cache's background touch pauses for all of it
+// (Pipeline::RestoreWait), which init.restores_now shows from inside each
+// of the call's reductions, and not after it.
+TEST_F(GlobalRecordTest, ACollectiveRestoreIsARestoreFromItsFirstAgreement) {
+  Config c = MakeConfig();
+  c.fs = &fs_;
+  c.init = CacheInit::kAdaptive;
+  auto owned = std::make_unique<ObservedGroup>();
+  ObservedGroup* group = owned.get();
+  auto opened = OpenInGroup(c, std::move(owned));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<Client> client = std::move(opened).value();
+  ASSERT_OK(client->Protect(1, buf_.data(), buf_.size()));
+  ASSERT_OK(client->Checkpoint("sim", 1));
+  ASSERT_OK(client->Wait("sim", 1, Level::kLocal));
+  std::vector<uint64_t> seen;
+  group->on_reduce = [&] { seen.push_back(client->GetStats().init.restores_now); };
+  const std::vector<std::pair<const char*, std::function<Status()>>> calls = {
+      {"RestoreLatest", [&] { return client->RestoreLatest("sim").status(); }},
+      {"Restore", [&] { return client->Restore("sim", 1); }},
+      {"Latest", [&] { return client->Latest("sim").status(); }},
+  };
+  for (const auto& [what, call] : calls) {
+    SCOPED_TRACE(what);
+    seen.clear();
+    ASSERT_OK(call());
+    ASSERT_FALSE(seen.empty()) << "no reduction seen";
+    for (uint64_t n : seen) EXPECT_GE(n, 1u);
+    EXPECT_EQ(client->GetStats().init.restores_now, 0u) << "still counted after the call";
+  }
+  group->on_reduce = nullptr;
+  ASSERT_OK(client->Close());
 }
 
 }  // namespace

@@ -54,6 +54,10 @@ struct InitStats {
   uint64_t capture_pinned_bytes = 0;     // ... pinned
   uint64_t mode_switches = 0;  // adaptive: concurrent <-> sequential changes
   bool concurrent_now = false; // adaptive: the mode in use
+  // Restores the application is waiting on now (a read from files, an MPI
+  // job's collective restore with its recovery): the touch pauses meanwhile
+  // under every strategy but the fixed concurrent one.
+  uint64_t restores_now = 0;
 };
 
 // The GPU tier (docs/gpu.md). All zero when no device cache and no device

@@ -60,6 +60,22 @@ Status BundleReader::Read(uint64_t offset, uint8_t* dst, size_t n) {
   return Status::Ok();
 }
 
+const uint8_t* BundleReader::View(uint64_t offset, size_t n) {
+  auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
+                             [](uint64_t at, const Segment& s) { return at < s.at; });
+  if (it == segments_.begin()) return nullptr;
+  Segment& s = *--it;
+  if (s.file == nullptr || offset + n > s.at + s.bytes || s.unmapped) return nullptr;
+  if (s.view == nullptr) {
+    auto view = s.file->Map();
+    s.unmapped = !view.ok();
+    if (s.unmapped) return nullptr;
+    s.view = std::move(view).value();
+  }
+  auto bytes = s.view->Bytes(offset - s.at, n);
+  return bytes.ok() ? *bytes : nullptr;
+}
+
 Result<std::unique_ptr<PendingFile>> PendingFile::Create(const Config& c, const std::string& dir,
                                                          const std::string& file) {
   CAIRN_RETURN_IF_ERROR(Fs(c)->CreateDirs(dir, 0700).WithContext("writing " + dir + "/" + file));

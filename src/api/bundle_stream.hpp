@@ -14,6 +14,7 @@
 
 namespace cairn::os {
 class File;
+class FileView;
 }
 
 namespace cairn::redundancy {
@@ -28,6 +29,13 @@ class BundleReader {
   // Bytes [offset, offset + n) of the bundle into dst; zeros past its end
   // (the padding of an XOR chunk).
   Status Read(uint64_t offset, uint8_t* dst, size_t n);
+  // Bytes [offset, offset + n) of the bundle in place, read in through a
+  // mapping of their file (os::FileView), when they lie inside one file and
+  // it can be mapped; otherwise (a head, a range across files or past the
+  // end, a file that cannot be mapped, a read error) nullptr: the caller
+  // reads them with Read, which reports what is wrong. Valid while this
+  // reader lives.
+  const uint8_t* View(uint64_t offset, size_t n);
 
  private:
   BundleReader() = default;
@@ -35,6 +43,8 @@ class BundleReader {
     uint64_t at = 0, bytes = 0;  // where it lies in the bundle
     os::File* file = nullptr;    // its contents; nullptr: heads_[head ..)
     size_t head = 0;
+    std::unique_ptr<os::FileView> view;  // file's mapping, once View asked
+    bool unmapped = false;               // Map failed: not asked again
   };
   std::vector<std::unique_ptr<os::File>> files_;
   std::vector<uint8_t> heads_;  // the count and each file's [number][bytes]

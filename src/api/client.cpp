@@ -161,8 +161,12 @@ Status CheckSameSize(Client::Impl& impl, const std::string& name) {
 
 // The newest version <= bound that every rank has committed and whose
 // structure checks out on every rank; recorded in the global manifest.
+// The application waits on it (Latest, RestoreLatest): its recovery may
+// fetch a partner copy or rebuild from parity, so the cache's background
+// touch pauses meanwhile (Pipeline::RestoreWait).
 Result<int64_t> CommonLatest(Client::Impl& impl, std::string_view name, int64_t bound,
                              int64_t distrust = -1) {
+  const core::Pipeline::RestoreWait waiting(*impl.core->pipeline);
   CAIRN_RETURN_IF_ERROR(CheckSameSize(impl, std::string(name)));
   CAIRN_RETURN_IF_ERROR(impl.levels->Recover(std::string(name), bound, distrust));
   auto mine = impl.core->pipeline->IntactVersions(std::string(name));
@@ -396,6 +400,7 @@ Status Client::RestoreVersion(std::string_view name, int64_t version) {
     });
   }
   ProgressGlobal(*impl_);
+  const core::Pipeline::RestoreWait waiting(*impl_->core->pipeline);  // the recovery and the read
   const std::string what =
       "restoring version " + std::to_string(version) + " of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(CheckSameSize(*impl_, std::string(name)));
@@ -437,6 +442,7 @@ Result<int64_t> Client::RestoreNewest(std::string_view name) {
   // Collective: restore the newest common version; when it is damaged on
   // any rank (kCorrupt, kIo), every rank falls back to the next common one.
   ProgressGlobal(*impl_);
+  const core::Pipeline::RestoreWait waiting(*impl_->core->pipeline);  // recoveries, reads, fallbacks
   std::string damaged;
   int64_t bound = std::numeric_limits<int64_t>::max();
   int64_t distrust = -1, retried = -1;

@@ -68,16 +68,31 @@ Result<Header> ReadHeader(os::File& file, const std::string& path, const std::ve
 }
 // dst ^= src, 32 bytes at a time (SIMD where the target has it).
 void XorInto(uint8_t* dst, const uint8_t* src, size_t n) {
+  const uint8_t* both[2] = {dst, src};
+  XorOf(dst, both, 2, n);
+}
+
+void XorOf(uint8_t* dst, const uint8_t* const* srcs, size_t count, size_t n) {
   typedef uint64_t Words __attribute__((vector_size(32)));
+  if (count == 0) {
+    std::memset(dst, 0, n);
+    return;
+  }
   size_t i = 0;
   for (; i + sizeof(Words) <= n; i += sizeof(Words)) {
     Words a, b;
-    std::memcpy(&a, dst + i, sizeof a);
-    std::memcpy(&b, src + i, sizeof b);
-    a ^= b;
+    std::memcpy(&a, srcs[0] + i, sizeof a);
+    for (size_t k = 1; k < count; ++k) {
+      std::memcpy(&b, srcs[k] + i, sizeof b);
+      a ^= b;
+    }
     std::memcpy(dst + i, &a, sizeof a);
   }
-  for (; i < n; ++i) dst[i] ^= src[i];
+  for (; i < n; ++i) {
+    uint8_t x = srcs[0][i];
+    for (size_t k = 1; k < count; ++k) x ^= srcs[k][i];
+    dst[i] = x;
+  }
 }
 
 size_t ChunkOf(size_t j, size_t p, size_t m) { return (j + m - p - 1) % m; }

@@ -45,6 +45,9 @@ Result<Header> ReadHeader(os::File& file, const std::string& path, const std::ve
 
 // dst ^= src.
 void XorInto(uint8_t* dst, const uint8_t* src, size_t n);
+// dst = the XOR of srcs[0 .. count) (n bytes each; srcs may include dst):
+// one pass over dst however many sources there are.
+void XorOf(uint8_t* dst, const uint8_t* const* srcs, size_t count, size_t n);
 // Chunk of member p that member j's parity holds (j != p).
 size_t ChunkOf(size_t j, size_t p, size_t m);
 // Every member of the set but `excluded` sends chunk ChunkOf(j, p) of its

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api/xor_parity.hpp"
+#include "api/xor_parity_impl.hpp"
 
 namespace cairn {
 namespace {
@@ -71,6 +72,29 @@ TEST(XorSets, ConfigErrorsSayWhy) {
   auto single = parity::SetsFromNodes(Nodes(4, 4), 0, 0);
   ASSERT_FALSE(single.ok());
   EXPECT_EQ(single.status().code(), Code::kConfig);
+}
+
+// XorOf: the XOR of any number of sources in one pass, the destination
+// among them or not, the tail past the last full vector included.
+TEST(XorOf, XorsEverySourceIntoTheDestination) {
+  constexpr size_t kN = 1000;  // not a multiple of the 32-byte vector
+  std::vector<uint8_t> a(kN), b(kN), c(kN), dst(kN, 0xee);
+  for (size_t i = 0; i < kN; ++i) {
+    a[i] = static_cast<uint8_t>(i * 3);
+    b[i] = static_cast<uint8_t>(i * 7 + 1);
+    c[i] = static_cast<uint8_t>(i * 11 + 2);
+  }
+  const uint8_t* three[3] = {a.data(), b.data(), c.data()};
+  parity::impl::XorOf(dst.data(), three, 3, kN);
+  for (size_t i = 0; i < kN; ++i) ASSERT_EQ(dst[i], a[i] ^ b[i] ^ c[i]) << i;
+  // dst among the sources: dst ^= b (XorInto).
+  parity::impl::XorInto(dst.data(), b.data(), kN);
+  for (size_t i = 0; i < kN; ++i) ASSERT_EQ(dst[i], a[i] ^ c[i]) << i;
+  const uint8_t* one[1] = {c.data()};
+  parity::impl::XorOf(dst.data(), one, 1, kN);
+  EXPECT_EQ(dst, c);
+  parity::impl::XorOf(dst.data(), nullptr, 0, kN);
+  EXPECT_EQ(dst, std::vector<uint8_t>(kN, 0));
 }
 
 }  // namespace

@@ -28,18 +28,21 @@ using redundancy::Get;
 using redundancy::Put;
 
 // A rebuild streams one window of every chunk per round (docs/mpi.md): at
-// most 4 MiB keeps the buffers small (a survivor holds m + 1 windows, the
-// lost member m - 1); at least 8 rounds for chunks over 128 KiB keep the
-// survivors' and the lost member's work overlapped (and small versions, the
-// tests', stream through several rounds too).
+// most 1 MiB keeps the buffers small (a survivor holds m + 1 windows, the
+// lost member 3 (m - 1)) and each window in the caches from the XOR to
+// MPI's copy to the lost member's CRC and write: at 4 x 256 MiB, 4 MiB
+// windows took 1.3x as long and 16 MiB 2x (docs/mpi.md "Measuring a
+// rebuild"); at least 8 rounds for chunks over 128 KiB keep the survivors'
+// and the lost member's work overlapped (and small versions, the tests',
+// stream through several rounds too).
 uint64_t WindowOf(uint64_t chunk) {
-  return std::clamp<uint64_t>((chunk + 7) / 8, uint64_t{16} << 10, uint64_t{4} << 20);
+  return std::clamp<uint64_t>((chunk + 7) / 8, uint64_t{16} << 10, uint64_t{1} << 20);
 }
 // What a survivor appends to each window it sends the lost member: its
 // verdict so far (0: its parity and bundle check out).
 constexpr size_t kVerdict = sizeof(int64_t);
 // How many rounds the lost member holds (one arriving, the others waiting
-// for or in their write): 3 x (m - 1) windows, 36 MiB for m = 4. Two (the
+// for or in their write): 3 x (m - 1) windows, 9 MiB for m = 4. Two (the
 // lockstep of receive and write) left the survivors waiting for every slow
 // write; a third absorbs most of it (docs/mpi.md "Measuring a rebuild").
 constexpr size_t kRoundsBehind = 3;
@@ -248,6 +251,7 @@ class ParityLevel final : public redundancy::Level {
     Member lost;  // what the parity records of the lost member
     std::string name, path;
     std::unique_ptr<os::File> parity;
+    std::unique_ptr<os::FileView> parity_view;  // null: it is read with ReadAt
     std::unique_ptr<redundancy::BundleReader> bundle;
     Status failure;  // the first thing that did not check out while streaming
   };
@@ -280,6 +284,7 @@ class ParityLevel final : public redundancy::Level {
       return file.status().code() == Code::kNotFound ? Status::NotFound(s->path) : file.status();
     CAIRN_ASSIGN_OR_RETURN(s->header, ReadVersionHeader(**file, s->path, v));
     s->parity = std::move(*file);
+    if (auto view = s->parity->Map(); view.ok()) s->parity_view = std::move(view).value();
     auto bundle = redundancy::BundleReader::Open(config_, config_.scratch_dir, name, v);
     if (!bundle.ok() || static_cast<int64_t>((*bundle)->size()) !=
                             s->header.members[static_cast<size_t>(sets_.position)].bytes)
@@ -299,11 +304,13 @@ class ParityLevel final : public redundancy::Level {
   // of each chunk; docs/mpi.md): it reads the chunks of its bundle that the
   // other survivors' parity XORed in (not the one the lost member's parity
   // holds: the rebuild does not use it) and its parity window, sends each
-  // other survivor its chunk and XORs what it receives into its parity
+  // other survivor its chunk and XORs what it receives with its parity
   // window, which is then the lost member's chunk ChunkOf(p, gone) there:
   // that goes to the lost member in the next round, with this survivor's
   // verdict so far (0: every read succeeded). Two windows alternate, one
-  // being sent while the next is built. No CRC is taken here: the lost
+  // being sent while the next is built. Its files are read in place where
+  // they can be mapped (os::FileView: no copy; MPI sends from the page
+  // cache), else copied out. No CRC is taken here: the lost
   // member checks the whole rebuilt bundle against the CRC the parity
   // recorded, which any damage to what the rebuild used changes (Diagnose
   // names the damaged file when it does). Its own failures do not stop the
@@ -320,6 +327,7 @@ class ParityLevel final : public redundancy::Level {
     };
     std::vector<uint8_t> own((m - 1) * w),
         acc[2] = {std::vector<uint8_t>(w + kVerdict), std::vector<uint8_t>(w + kVerdict)};
+    std::vector<const uint8_t*> piece(m - 1), sources;  // this round's chunk windows; what XORs into next
     std::vector<std::vector<uint8_t>> got;
     uint64_t sent = 0;  // bytes of the previous window
     SteadyTime t = std::chrono::steady_clock::now();
@@ -328,24 +336,24 @@ class ParityLevel final : public redundancy::Level {
       std::vector<int> from;
       const uint64_t off = r * window, n = r < rounds ? std::min(window, c - off) : 0;
       uint8_t* next = acc[r % 2].data();
+      sources.clear();
       if (r < rounds) {
         for (size_t k = 0; k + 1 < m; ++k) {
           if (k == unused) continue;
-          uint8_t* piece = own.data() + k * w;
-          if (Status st = s.bundle->Read(k * c + off, piece, n); !st.ok()) {
+          piece[k] = s.bundle->View(k * c + off, n);
+          if (piece[k] != nullptr) continue;
+          uint8_t* copy = own.data() + k * w;
+          piece[k] = copy;
+          if (Status st = s.bundle->Read(k * c + off, copy, n); !st.ok()) {
             fail(st);
-            std::fill_n(piece, n, 0);
+            std::fill_n(copy, n, 0);
           }
         }
-        if (Status st = s.parity->ReadAt(next, n, head + off); !st.ok()) {
-          fail(st);
-          std::fill_n(next, n, 0);
-        }
+        sources.push_back(ParityWindow(s, head + off, n, next, fail));
         Lap(&t, &times_->l3_read_s);
         for (size_t j = 0; j < m; ++j) {
           if (j == p || j == gone) continue;
-          sends.push_back(
-              {.to = members[j], .data = own.data() + ChunkOf(j, p, m) * w, .bytes = n});
+          sends.push_back({.to = members[j], .data = piece[ChunkOf(j, p, m)], .bytes = n});
           from.push_back(members[j]);
         }
       }
@@ -358,17 +366,32 @@ class ParityLevel final : public redundancy::Level {
       CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
       Lap(&t, &times_->l3_exchange_s);
       for (size_t i = 0; i < got.size(); ++i) {
-        if (got[i].size() != n) {
+        if (got[i].size() == n) {
+          sources.push_back(got[i].data());
+        } else {
           fail(Status::Corrupt("a parity piece from rank " + std::to_string(from[i]) +
                                " has the wrong size"));
-          continue;
         }
-        XorInto(next, got[i].data(), n);
       }
+      if (r < rounds) XorOf(next, sources.data(), sources.size(), n);
       Lap(&t, &times_->l3_xor_s);
       sent = n;
     }
     return Status::Ok();
+  }
+
+  // A survivor's parity bytes [at, at + n): in place from its mapping, else
+  // read into `into` (zeros and a failure on a read error).
+  template <typename Fail>
+  const uint8_t* ParityWindow(Survivor& s, uint64_t at, uint64_t n, uint8_t* into, const Fail& fail) {
+    if (s.parity_view != nullptr) {
+      if (auto bytes = s.parity_view->Bytes(at, n); bytes.ok()) return *bytes;
+    }
+    if (Status st = s.parity->ReadAt(into, n, at); !st.ok()) {
+      fail(st);
+      std::fill_n(into, n, 0);
+    }
+    return into;
   }
 
   // After the streaming, every member of the set: the lost member says

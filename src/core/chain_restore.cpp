@@ -82,13 +82,8 @@ Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, co
                                int64_t number, const std::vector<RestoreTarget>& targets) {
   const std::string label = format::EntryLabel(kind, name, number);
   // The application waits on this read, from the chain's first open to its
-  // last block: the cache's background touch pauses meanwhile
-  // (Initializer::MustPauseTouching says why).
-  UseBandwidth(+1, Initializer::Mover::kRestore);
-  struct Resume {
-    Pipeline* p;
-    ~Resume() { p->UseBandwidth(-1, Initializer::Mover::kRestore); }
-  } resume{this};
+  // last block.
+  const RestoreWait waiting(*this);
   std::vector<const tiers::FileTier*> tiers{&tier_for(kind)};
   if (persistent_ && kind == format::EntryKind::kCheckpoint) tiers.push_back(&*persistent_);
   Status first;

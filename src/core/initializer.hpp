@@ -97,6 +97,8 @@ class Initializer {
     kBackgroundIo,  // a flush write, prefetch read or device drain
   };
   void UseBandwidth(int delta, Mover mover);
+  // Restores counted by UseBandwidth now (InitStats::restores_now).
+  int restores_now() const { return restores_now_.load(std::memory_order_relaxed); }
   // The thread is touching right now (a capture's copy rates tell apart).
   bool touching() const { return touching_.load(std::memory_order_relaxed); }
 

@@ -451,6 +451,7 @@ Stats Pipeline::GetStats() const {
   MutexLock lock(&mu_);
   Stats s = stats_;
   s.init = initializer_.stats();
+  s.init.restores_now = static_cast<uint64_t>(std::max(initializer_.restores_now(), 0));
   if (cache_) s.cache_used_bytes = cache_->used_bytes();
   if (dcache_) {
     s.device.mapped_bytes = dcache_->mapped_bytes();

@@ -162,6 +162,21 @@ class Pipeline {
   void SetGlobalCommit(const std::string& name, int64_t global, int64_t common) CAIRN_EXCLUDES(mu_);
   Status Restore(const std::string& name, int64_t version, const std::vector<RestoreTarget>& targets)
       CAIRN_EXCLUDES(mu_);
+  // While one lives, the application waits on a restore: a read from files
+  // (ReadFromFiles holds one), or an MPI job's whole collective restore
+  // with its recovery (a partner copy fetched, a rebuild from parity),
+  // which reads and writes files too. The cache's background touch pauses
+  // meanwhile (Initializer::MustPauseTouching says why). They nest.
+  class RestoreWait {
+   public:
+    explicit RestoreWait(Pipeline& p) : p_(p) { p_.UseBandwidth(+1, Initializer::Mover::kRestore); }
+    ~RestoreWait() { p_.UseBandwidth(-1, Initializer::Mover::kRestore); }
+    RestoreWait(const RestoreWait&) = delete;
+    RestoreWait& operator=(const RestoreWait&) = delete;
+
+   private:
+    Pipeline& p_;
+  };
   // Restores the newest committed version that verifies, trying older ones
   // into the same targets on damage (kCorrupt, kIo); returns its number.
   Result<int64_t> RestoreLatest(const std::string& name, const std::vector<RestoreTarget>& targets)

@@ -29,6 +29,26 @@ struct OpenOptions {
   uint32_t mode = 0600;   // permission bits for a created file
 };
 
+// A read-only mapping of a whole file (File::Map), unmapped when destroyed.
+// Reading through it saves the copy a ReadAt makes: the bytes are the page
+// cache's. Bytes(offset, n) reads a range in (MADV_POPULATE_READ) and only
+// then hands out a pointer, so that a read error comes back as a Status;
+// a first touch of a page not read in would raise SIGBUS in the process
+// instead. What is left of that risk, and why it is acceptable for Cairn's
+// files: a committed file is never truncated (it was written under a temp
+// name, then renamed), so a page read in stays within the file; only a
+// device error while the kernel reads back a page it dropped under memory
+// pressure between Bytes and the use would still raise SIGBUS.
+class FileView {
+ public:
+  virtual ~FileView() = default;
+  // Bytes [offset, offset + n), read in; valid while the view lives. An
+  // error (a range past the end, a read error, a kernel without
+  // MADV_POPULATE_READ: kUnsupported) tells the caller to use ReadAt, which
+  // reports a real problem with the file as it always does.
+  virtual Result<const uint8_t*> Bytes(uint64_t offset, uint64_t n) = 0;
+};
+
 // An open file. Not thread-safe for concurrent use of one object.
 class File {
  public:
@@ -49,6 +69,13 @@ class File {
     return Status::Ok();
   }
   virtual Result<uint64_t> Size() = 0;
+  // The whole file mapped read-only (FileView), for a reader that would
+  // otherwise copy it out with ReadAt. kUnsupported by default (wrappers
+  // such as testing/fault_fs.hpp, whose faults then apply to the ReadAt the
+  // caller falls back to) and for an empty file.
+  virtual Result<std::unique_ptr<FileView>> Map() {
+    return Status::Unsupported("mapping " + path() + ": not supported by this file system");
+  }
   virtual Status Truncate(uint64_t size) = 0;
   virtual Status Close() = 0;          // idempotent; the destructor closes too
   virtual const std::string& path() const = 0;

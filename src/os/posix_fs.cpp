@@ -4,12 +4,15 @@
 // fork+exec by the application (or MPI launcher) does not inherit it.
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "os/fs.hpp"
+#include "os/memory.hpp"  // PageSize
 
 namespace cairn::os {
 namespace {
@@ -33,6 +37,46 @@ std::string ErrnoText(int err) {
   buf[0] = '\0';
   return StrerrorResult(strerror_r(err, buf, sizeof(buf)), buf);
 }
+
+// A PosixFile's mapping (fs.hpp says what a FileView promises).
+class PosixView final : public FileView {
+ public:
+  PosixView(const uint8_t* data, uint64_t size, std::string path)
+      : data_(data), size_(size), path_(std::move(path)) {}
+  ~PosixView() override { ::munmap(const_cast<uint8_t*>(data_), size_); }
+  PosixView(const PosixView&) = delete;
+  PosixView& operator=(const PosixView&) = delete;
+
+  Result<const uint8_t*> Bytes(uint64_t offset, uint64_t n) override {
+    if (offset > size_ || n > size_ - offset)
+      return Status::InvalidArgument("mapping " + path_ + ": bytes " + std::to_string(offset) + " + " +
+                                     std::to_string(n) + " lie past its end, " + std::to_string(size_));
+    if (n == 0) return data_ + offset;
+#ifdef MADV_POPULATE_READ
+    // Linux >= 5.14; older kernels answer EINVAL once and are not asked
+    // again. EINTR: a signal arrived while populating; asked again.
+    static std::atomic<bool> unsupported{false};
+    if (!unsupported.load(std::memory_order_relaxed)) {
+      const uintptr_t page = PageSize();
+      const uintptr_t start = reinterpret_cast<uintptr_t>(data_ + offset) / page * page;
+      const uintptr_t end = reinterpret_cast<uintptr_t>(data_ + offset + n);
+      int rc;
+      do {
+        rc = ::madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_READ);
+      } while (rc != 0 && errno == EINTR);
+      if (rc == 0) return data_ + offset;
+      if (errno != EINVAL) return ErrnoStatus(errno, "reading in", path_);
+      unsupported.store(true, std::memory_order_relaxed);
+    }
+#endif
+    return Status::Unsupported("mapping " + path_ + ": this kernel has no MADV_POPULATE_READ");
+  }
+
+ private:
+  const uint8_t* const data_;
+  const uint64_t size_;
+  const std::string path_;
+};
 
 class PosixFile final : public File {
  public:
@@ -103,6 +147,15 @@ class PosixFile final : public File {
     struct stat st;
     if (::fstat(fd_, &st) != 0) return ErrnoStatus(errno, "fstat", path_);
     return static_cast<uint64_t>(st.st_size);
+  }
+
+  Result<std::unique_ptr<FileView>> Map() override {
+    if (fd_ < 0) return Closed("mmap");
+    CAIRN_ASSIGN_OR_RETURN(const uint64_t size, Size());
+    if (size == 0 || size > SIZE_MAX) return Status::Unsupported("mapping " + path_ + ": empty or too large");
+    void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd_, 0);
+    if (p == MAP_FAILED) return ErrnoStatus(errno, "mmap", path_);
+    return std::unique_ptr<FileView>(new PosixView(static_cast<const uint8_t*>(p), size, path_));
   }
 
   Status Truncate(uint64_t size) override {

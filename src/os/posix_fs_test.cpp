@@ -82,6 +82,40 @@ TEST_F(PosixFsTest, ShortReadIsCorrupt) {
   EXPECT_NE(s.message().find(Path("short")), std::string::npos) << s.message();
 }
 
+// A mapping hands out the file's bytes once read in; a range past the end
+// is an error (the caller then reads with ReadAt, which names the short
+// read), and so is mapping an empty file.
+TEST_F(PosixFsTest, MapHandsOutTheFilesBytesInPlace) {
+  OpenOptions w;
+  w.write = true;
+  auto f = fs_->Open(Path("m"), w);
+  ASSERT_TRUE(f.ok());
+  std::string data(3 * 4096 + 100, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 13 + 5);
+  ASSERT_TRUE((*f)->WriteAt(data.data(), data.size(), 0).ok());
+  auto r = fs_->Open(Path("m"), OpenOptions{});
+  ASSERT_TRUE(r.ok());
+  auto view = (*r)->Map();
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  // An unaligned range across pages, and the file's tail.
+  auto mid = (*view)->Bytes(4000, 5000);
+  ASSERT_TRUE(mid.ok()) << mid.status().ToString();
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(*mid), 5000), data.substr(4000, 5000));
+  auto tail = (*view)->Bytes(data.size() - 100, 100);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(*tail), 100), data.substr(data.size() - 100));
+  EXPECT_FALSE((*view)->Bytes(data.size() - 99, 100).ok()) << "one byte past the end";
+  EXPECT_FALSE((*view)->Bytes(data.size() + 4096, 1).ok());
+  // The view outlives the file's descriptor.
+  ASSERT_TRUE((*r)->Close().ok());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(*mid), 10), data.substr(4000, 10));
+  EXPECT_EQ((*r)->Map().status().code(), Code::kState) << "closed";
+
+  auto empty = fs_->Open(Path("empty"), w);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ((*empty)->Map().status().code(), Code::kUnsupported);
+}
+
 TEST_F(PosixFsTest, OpenForWriteTruncatesAndUsesMode) {
   OpenOptions w;
   w.write = true;

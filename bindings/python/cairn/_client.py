@@ -109,6 +109,7 @@ class InitStats:
     capture_pinned_bytes: int  #: captured into pinned memory
     mode_switches: int  #: adaptive: concurrent <-> sequential changes
     concurrent_now: bool  #: adaptive: touching concurrently now
+    restores_now: int  #: restores the application waits on now (the touch pauses)
 
 
 @dataclass(frozen=True)
