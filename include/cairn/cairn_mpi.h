@@ -64,10 +64,14 @@ CAIRN_EXPORT int cairn_open_mpi_f(MPI_Fint comm, const char *config_path, cairn_
  * its client in with cairn::OpenInGroup. Applications use cairn_open_mpi.
  * Errors are CAIRN_ERR_* codes with the message in cairn_last_error().
  *
- * cairn_mpi_group_open_f - collective: duplicates the communicator (Fortran
- * handle, as cairn_open_mpi_f) and finds each rank's node.
- * cairn_mpi_group_setup_error - the CAIRN_MPI_RANKS_PER_NODE problem found at
- * open (CAIRN_OK if none), for the ranks to agree on when they open.
+ * cairn_mpi_group_open_nodes_f - collective: duplicates the communicator
+ * (Fortran handle, as cairn_open_mpi_f) and finds each rank's node, real
+ * (ranks_per_node 0) or simulated: the binding's mpi.ranks_per_node; -1 when
+ * the binding's configuration did not load (its error is the one to agree
+ * on). Before 2026-11-27 cairn_mpi_group_open_f, which read
+ * CAIRN_MPI_RANKS_PER_NODE itself.
+ * cairn_mpi_group_setup_error - ranks that disagree on ranks_per_node
+ * (CAIRN_OK if none), for the ranks to agree on when they open.
  * cairn_mpi_group_info - info[] = {rank, size, node, simulated nodes (0/1),
  * ranks per node (0: real nodes)}, as cairn::Group's accessors.
  * cairn_mpi_group_allreduce - collective: element-wise MIN (max = 0) or MAX of
@@ -77,7 +81,7 @@ CAIRN_EXPORT int cairn_open_mpi_f(MPI_Fint comm, const char *config_path, cairn_
  * the buffer receive(ctx, j, size) returns.
  * cairn_mpi_group_free - frees the communicator (NULL: nothing). */
 typedef struct cairn_mpi_group cairn_mpi_group_t;
-CAIRN_EXPORT int cairn_mpi_group_open_f(MPI_Fint comm, cairn_mpi_group_t **out);
+CAIRN_EXPORT int cairn_mpi_group_open_nodes_f(MPI_Fint comm, int ranks_per_node, cairn_mpi_group_t **out);
 CAIRN_EXPORT int cairn_mpi_group_setup_error(const cairn_mpi_group_t *g);
 CAIRN_EXPORT void cairn_mpi_group_info(const cairn_mpi_group_t *g, int info[5]);
 CAIRN_EXPORT int cairn_mpi_group_allreduce(cairn_mpi_group_t *g, int max, int64_t *values, size_t n);

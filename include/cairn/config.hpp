@@ -172,6 +172,9 @@ struct CAIRN_EXPORT Config {
   int l3_every = 0;  // every n-th collective wait gets XOR parity; CAIRN_L3_EVERY
   int l3_group = 0;  // ranks per XOR set, 0 = min(4, nodes); CAIRN_L3_GROUP
   int l4_every = 0;  // every n-th collective wait is made persistent; CAIRN_L4_EVERY
+  // Simulated nodes of k consecutive ranks, 0 = the real ones;
+  // CAIRN_MPI_RANKS_PER_NODE (read by libcairn_mpi when it builds the group).
+  int ranks_per_node = 0;
 
   // [trace]
   std::string trace_path;  // Chrome/Perfetto trace file written at close, "" = off; CAIRN_TRACE

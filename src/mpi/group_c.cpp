@@ -33,20 +33,20 @@ int Guard(Fn&& fn) noexcept {
 
 }  // namespace
 
-extern "C" int cairn_mpi_group_open_f(MPI_Fint comm, cairn_mpi_group_t** out) {
+extern "C" int cairn_mpi_group_open_nodes_f(MPI_Fint comm, int ranks_per_node, cairn_mpi_group_t** out) {
   return Guard([&]() -> cairn::Status {
     if (out == nullptr) return cairn::Status::InvalidArgument("out is NULL");
     *out = nullptr;
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized)
-      return cairn::Status::InvalidArgument("cairn_mpi_group_open_f: MPI is not initialized (call MPI_Init first)");
+      return cairn::Status::InvalidArgument("cairn_mpi_group_open_nodes_f: MPI is not initialized (call MPI_Init first)");
     MPI_Comm c = MPI_Comm_f2c(comm);
     if (c == MPI_Comm{} || c == MPI_COMM_NULL)
-      return cairn::Status::InvalidArgument("cairn_mpi_group_open_f: " + std::to_string(comm) +
+      return cairn::Status::InvalidArgument("cairn_mpi_group_open_nodes_f: " + std::to_string(comm) +
                                             " is not the Fortran handle of a communicator");
     auto g = std::make_unique<cairn_mpi_group>();
-    CAIRN_ASSIGN_OR_RETURN(g->group, cairn::NewMpiGroup(c, &g->setup));
+    CAIRN_ASSIGN_OR_RETURN(g->group, cairn::NewMpiGroup(c, ranks_per_node, &g->setup));
     *out = g.release();
     return cairn::Status::Ok();
   });

@@ -4,6 +4,7 @@
 // reductions into MPI_Allreduce / MPI_Iallreduce and finds the node of each
 // rank.
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <new>
@@ -133,10 +134,12 @@ class MpiGroup final : public Group {
     if (transfers_ != MPI_COMM_NULL) MPI_Comm_free(&transfers_);
   }
 
-  // Collective over comm. Errors that every rank sees alike (MPI itself)
-  // are returned; a CAIRN_MPI_RANKS_PER_NODE problem goes to *setup, so that
-  // the ranks still agree on it through the group.
-  static Result<std::unique_ptr<MpiGroup>> Create(MPI_Comm comm, Status* setup) {
+  // Collective over comm. `ranks_per_node`: mpi.ranks_per_node of this
+  // rank's configuration (0 = real nodes; < 0: it did not load). Errors that
+  // every rank sees alike (MPI itself) are returned; ranks that disagree on
+  // ranks_per_node get *setup, so that they still agree on it through the
+  // group.
+  static Result<std::unique_ptr<MpiGroup>> Create(MPI_Comm comm, int ranks_per_node, Status* setup) {
     auto g = std::unique_ptr<MpiGroup>(new MpiGroup);
     int err = MPI_Comm_dup(comm, &g->comm_);
     if (err != MPI_SUCCESS) return MpiError(err, "MPI_Comm_dup");
@@ -155,7 +158,7 @@ class MpiGroup final : public Group {
     MPI_Comm_rank(g->comm_, &g->rank_);
     MPI_Comm_size(g->comm_, &g->size_);
     CAIRN_RETURN_IF_ERROR(g->FindNode());
-    *setup = g->SimulateNodes();
+    *setup = g->SimulateNodes(ranks_per_node);
     return g;
   }
 
@@ -264,27 +267,21 @@ class MpiGroup final : public Group {
     return err == MPI_SUCCESS ? Status::Ok() : MpiError(err, "numbering the nodes");
   }
 
-  // CAIRN_MPI_RANKS_PER_NODE=k: node = rank / k, each with its own local
-  // directory. Every rank must see the same k (one Allreduce checks it).
-  Status SimulateNodes() {
-    const char* env = std::getenv("CAIRN_MPI_RANKS_PER_NODE");
-    int64_t k = 0;  // 0 = not set
+  // mpi.ranks_per_node = k (CAIRN_MPI_RANKS_PER_NODE; LoadConfig checked
+  // k >= 0): node = rank / k, each with its own local directory. Every rank
+  // must have the same k (one Allreduce checks it). A rank whose
+  // configuration did not load (k < 0) makes no disagreement: its own error
+  // is the one every rank reports (OpenInGroup).
+  Status SimulateNodes(int ranks_per_node) {
+    const int64_t k = std::max(ranks_per_node, 0);  // 0 = the real nodes
+    const int64_t failed = ranks_per_node < 0 ? 1 : 0;
+    // min of k and of -k: the least and the largest; min of -failed: any.
+    int64_t range[3] = {failed ? INT64_MAX : k, failed ? INT64_MAX : -k, -failed};
+    if (Status r = AllReduce(Op::kMin, range, 3); !r.ok()) return r;
     Status s;
-    if (env != nullptr && *env != '\0') {
-      char* end = nullptr;
-      long v = std::strtol(env, &end, 10);
-      if (*end != '\0' || v < 1 || v > (1l << 30)) {
-        s = Status::Config(std::string("CAIRN_MPI_RANKS_PER_NODE is '") + env +
-                           "'; it must be a whole number of ranks >= 1");
-      } else {
-        k = v;
-      }
-    }
-    int64_t range[2] = {k, -k};  // min of k and of -k: the least and the largest
-    if (Status r = AllReduce(Op::kMin, range, 2); !r.ok()) return r;
-    if (s.ok() && range[0] != -range[1]) {
-      s = Status::Config("CAIRN_MPI_RANKS_PER_NODE differs across ranks (here " +
-                         (k == 0 ? std::string("unset") : std::to_string(k)) + ", elsewhere " +
+    if (range[2] == 0 && range[0] != -range[1]) {
+      s = Status::Config("mpi.ranks_per_node (CAIRN_MPI_RANKS_PER_NODE) differs across ranks (here " +
+                         (k == 0 ? std::string("0, the real nodes") : std::to_string(k)) + ", elsewhere " +
                          std::to_string(range[0] == k ? -range[1] : range[0]) + ")");
     }
     if (s.ok() && k > 0) {
@@ -307,8 +304,8 @@ class MpiGroup final : public Group {
 
 }  // namespace
 
-Result<std::unique_ptr<Group>> NewMpiGroup(MPI_Comm comm, Status* setup) {
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<MpiGroup> group, MpiGroup::Create(comm, setup));
+Result<std::unique_ptr<Group>> NewMpiGroup(MPI_Comm comm, int ranks_per_node, Status* setup) {
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<MpiGroup> group, MpiGroup::Create(comm, ranks_per_node, setup));
   return std::unique_ptr<Group>(std::move(group));
 }
 
@@ -317,10 +314,7 @@ Result<std::unique_ptr<Client>> OpenMpi(MPI_Comm comm, const char* config_path) 
   MPI_Initialized(&initialized);
   if (!initialized) return Status::InvalidArgument("cairn_open_mpi: MPI is not initialized (call MPI_Init first)");
   if (comm == MPI_COMM_NULL) return Status::InvalidArgument("cairn_open_mpi: the communicator is MPI_COMM_NULL");
-  Status setup;
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<MpiGroup> group, MpiGroup::Create(comm, &setup));
-  Result<Config> config = setup.ok() ? LoadConfig(config_path) : Result<Config>(setup);
-  return OpenInGroup(std::move(config), std::move(group));
+  return OpenMpi(comm, LoadConfig(config_path));
 }
 
 Result<std::unique_ptr<Client>> OpenMpi(MPI_Comm comm, Result<Config> config) {
@@ -328,9 +322,13 @@ Result<std::unique_ptr<Client>> OpenMpi(MPI_Comm comm, Result<Config> config) {
   MPI_Initialized(&initialized);
   if (!initialized) return Status::InvalidArgument("cairn::OpenMpi: MPI is not initialized (call MPI_Init first)");
   if (comm == MPI_COMM_NULL) return Status::InvalidArgument("cairn::OpenMpi: the communicator is MPI_COMM_NULL");
+  // The nodes come first (they decide each rank's directories); a rank whose
+  // configuration failed takes part (-1) and reports its own error, which
+  // OpenInGroup agrees on.
   Status setup;
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<MpiGroup> group, MpiGroup::Create(comm, &setup));
-  if (!setup.ok()) config = setup;
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<MpiGroup> group,
+                         MpiGroup::Create(comm, config.ok() ? config->ranks_per_node : -1, &setup));
+  if (!setup.ok() && config.ok()) config = setup;
   return OpenInGroup(std::move(config), std::move(group));
 }
 

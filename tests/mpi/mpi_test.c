@@ -11,8 +11,9 @@
  *                      persistent layout, manifest, restore from the
  *                      persistent directories when the local copies are lost
  *   mpi_test config    a rank whose configuration does not load, configs
- *                      that differ across ranks and a differing
- *                      CAIRN_MPI_RANKS_PER_NODE: an error on every rank
+ *                      that differ across ranks and a differing or bad
+ *                      CAIRN_MPI_RANKS_PER_NODE: an error on every rank;
+ *                      mpi.ranks_per_node from a configuration file
  *   mpi_test l2        L2 partner copies and the loss of a simulated node
  *                      (test_l2 says what it checks)
  */
@@ -190,11 +191,34 @@ static void test_config(void) {
   /* Simulated nodes of different sizes. */
   if (g_rank == 0) setenv("CAIRN_MPI_RANKS_PER_NODE", "1", 1);
   expect_config_error("different CAIRN_MPI_RANKS_PER_NODE", "CAIRN_MPI_RANKS_PER_NODE");
+  setenv("CAIRN_MPI_RANKS_PER_NODE", "two", 1);
+  expect_config_error("a CAIRN_MPI_RANKS_PER_NODE that is not a count", "CAIRN_MPI_RANKS_PER_NODE");
+
+  /* mpi.ranks_per_node from a configuration file, the variable unset: rank
+   * r's files go to node r / 2's directory. */
+  unsetenv("CAIRN_MPI_RANKS_PER_NODE");
+  char conf[4400], file[4400];
+  snprintf(conf, sizeof conf, "%s/nodes.rank%d.toml", g_root, g_rank);
+  FILE *f = fopen(conf, "w");
+  CHECK(f != NULL && fputs("[mpi]\nranks_per_node = 2\n", f) >= 0 && fclose(f) == 0, "writing %s", conf);
+  unsigned char *buf = calloc(1, kBytes);
+  cairn_client_t *nodes = NULL;
+  int rc = cairn_open_mpi(MPI_COMM_WORLD, conf, &nodes);
+  CHECK(rc == CAIRN_OK, "open with mpi.ranks_per_node = 2 in %s: %d", conf, rc);
+  if (rc == CAIRN_OK) {
+    CHECK(cairn_protect(nodes, 0, buf, kBytes) == CAIRN_OK, "protect");
+    CHECK(cairn_checkpoint(nodes, "nodes", 1) == CAIRN_OK, "checkpoint");
+    CHECK(cairn_wait(nodes, "nodes", 1, CAIRN_LEVEL_LOCAL) == CAIRN_OK, "wait");
+    CHECK(cairn_close(nodes) == CAIRN_OK, "close");
+    snprintf(file, sizeof file, "%s/scratch/node%d/rank%d/nodes/v%020d.cairn", g_root, g_rank / 2, g_rank, 1);
+    CHECK(access(file, F_OK) == 0, "%s is missing: mpi.ranks_per_node was not used", file);
+  }
+  free(buf);
   setenv("CAIRN_MPI_RANKS_PER_NODE", "2", 1);
 
   /* And with everything agreeing again, the open succeeds. */
   cairn_client_t *c = NULL;
-  int rc = cairn_open_mpi(MPI_COMM_WORLD, NULL, &c);
+  rc = cairn_open_mpi(MPI_COMM_WORLD, NULL, &c);
   CHECK(rc == CAIRN_OK, "open with agreeing configurations: %d", rc);
   rc = cairn_close(c);
   CHECK(rc == CAIRN_OK, "close: %d", rc);

@@ -2,8 +2,9 @@
 with 2 ranks). Checks: collective waits of versions 1-3; a version that one
 rank lacks fails the collective wait on every rank; after reopening, latest
 and restore_latest give version 3 on every rank, byte-exact, in this rank's
-own directory; saved_latest sees (3, ranks); configurations that differ
-across ranks, or do not load on one rank, raise ConfigError on every rank.
+own directory; saved_latest sees (3, ranks); ranks_per_node=1 gives each
+rank a simulated node's directory; configurations that differ across ranks,
+or do not load on one rank, raise ConfigError on every rank.
 Exits 1 on every rank when any rank failed (printing why)."""
 
 import os
@@ -59,6 +60,20 @@ def run() -> None:
         assert np.array_equal(a, content(3)), "restored data is not this rank's version 3"
         assert c.saved_latest("state") == (3, size), f"saved_latest {c.saved_latest('state')}"
     assert comm.allreduce(got, op=MPI.MIN) == comm.allreduce(got, op=MPI.MAX) == 3
+
+    # ranks_per_node=1 (mpi.ranks_per_node): each rank its own simulated node,
+    # with its own local directory <root>/node<rank>.
+    a[:] = content(5)
+    with client(ranks_per_node=1) as c:
+        c.protect(1, a)
+        c.checkpoint("nodes", 1)
+        c.wait("nodes", 1)
+    assert os.path.isdir(os.path.join(root, f"node{rank}", f"rank{rank}", "nodes")), "no simulated node directory"
+    try:
+        client(ranks_per_node=1 if rank == 0 else 2).close()
+        raise AssertionError("ranks_per_node that differs across ranks opened")
+    except cairn.ConfigError as e:
+        assert "ranks_per_node" in str(e), f"'{e}' does not name ranks_per_node"
 
     # Disagreements fail on every rank, not a hang.
     last = size - 1

@@ -525,6 +525,9 @@ class Client(_Closable):
                                   goes to the persistent directory (L4), its
                                   wait waits for it there; ``0`` = off: all
                                   do (docs/mpi.md)
+    ``ranks_per_node``            with ``comm``: simulated nodes of that many
+                                  ranks (tests of a node's loss on one
+                                  machine), ``0`` = the real nodes
     ``mtbf_s``                    mean time between failures in seconds, for
                                   :meth:`checkpoint_due` (``0`` = not set)
     ============================  ================================================
@@ -589,6 +592,7 @@ class Client(_Closable):
         l3_every: Optional[int] = None,
         l3_group: Optional[int] = None,
         l4_every: Optional[int] = None,
+        ranks_per_node: Optional[int] = None,
         mtbf_s: Optional[float] = None,
         comm: Any = None,
         **unknown: NoReturn,

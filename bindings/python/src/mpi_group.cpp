@@ -24,7 +24,7 @@ struct CGroup;  // cairn_mpi_group_t
 // libcairn_mpi's C group, resolved once per client.
 struct Api {
   void* lib = nullptr;
-  int (*open_f)(int, CGroup**) = nullptr;
+  int (*open_f)(int, int, CGroup**) = nullptr;
   int (*setup_error)(const CGroup*) = nullptr;
   void (*info)(const CGroup*, int*) = nullptr;
   int (*allreduce)(CGroup*, int, int64_t*, size_t) = nullptr;
@@ -54,7 +54,7 @@ cairn::Result<Api> Load(const std::string& library) {
                                       std::string(why != nullptr ? why : library) +
                                       " (set CAIRN_MPI_LIBRARY to its path)");
   }
-  if (!Resolve(api.lib, "cairn_mpi_group_open_f", &api.open_f) ||
+  if (!Resolve(api.lib, "cairn_mpi_group_open_nodes_f", &api.open_f) ||
       !Resolve(api.lib, "cairn_mpi_group_setup_error", &api.setup_error) ||
       !Resolve(api.lib, "cairn_mpi_group_info", &api.info) ||
       !Resolve(api.lib, "cairn_mpi_group_allreduce", &api.allreduce) ||
@@ -125,7 +125,7 @@ cairn::Result<std::unique_ptr<cairn::Client>> OpenMpiClient(cairn::Result<cairn:
                                                             const std::string& library) {
   CAIRN_ASSIGN_OR_RETURN(Api api, Load(library));
   CGroup* g = nullptr;
-  if (int rc = api.open_f(fcomm, &g); rc != 0) return api.Error(rc);
+  if (int rc = api.open_f(fcomm, config.ok() ? config->ranks_per_node : -1, &g); rc != 0) return api.Error(rc);
   auto group = std::make_unique<DlGroup>(api, g);
   cairn::Status setup = group->SetupError();
   if (!setup.ok() && config.ok()) config = setup;
