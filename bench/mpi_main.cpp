@@ -39,19 +39,18 @@ struct MpiOptions {
   std::string dir;       // empty: a fresh temporary directory, removed at the end
   uint64_t poll_us = 100;  // the application's pause between Cairn calls while it waits
   bool fsync = true;       // the baseline's fsync
-  bool rebuild = false;    // the XOR rebuild phase (a hook: not built yet)
 };
 
 const char kUsage[] =
     "usage: mpirun -np N cairn-bench-mpi [--size BYTES] [--repeat N] [--json FILE]\n"
-    "         [--dir DIR] [--poll-us N] [--no-fsync] [--rebuild]\n"
+    "         [--dir DIR] [--poll-us N] [--no-fsync]\n"
     "  --size      bytes per rank (default 64MiB)\n"
     "  --repeat    interleaved repeats; the figures are medians (default 3)\n"
     "  --json      write the report there (docs/bench.md says what each key means)\n"
     "  --dir       the run's directory (default: a fresh one under $TMPDIR, removed after)\n"
     "  --poll-us   pause between the Cairn calls that wait for the global commit (default 100)\n"
     "  --no-fsync  the synchronous baseline does not fsync\n"
-    "  --rebuild   also time the XOR rebuild of a lost node (not built yet: reported null)\n";
+    "The XOR rebuild of a lost node is cairn-bench-xor-rebuild's (docs/mpi.md).\n";
 
 Result<MpiOptions> Parse(int argc, char** argv) {
   MpiOptions o;
@@ -76,8 +75,6 @@ Result<MpiOptions> Parse(int argc, char** argv) {
       CAIRN_ASSIGN_OR_RETURN(o.dir, value());
     } else if (name == "--no-fsync") {
       o.fsync = false;
-    } else if (name == "--rebuild") {
-      o.rebuild = true;
     } else {
       return Bad(name, "unknown option (--help lists them)");
     }
@@ -222,8 +219,6 @@ int Run(const MpiOptions& o, int rank, int size, std::string command) {
     }
     if (status.ok()) repeats.push_back(rep);
   }
-  std::optional<RebuildFigures> rebuild;
-  if (o.rebuild && status.ok()) rebuild = RebuildPhase(client);
   Status closed = client.Close();  // collective
   if (status.ok()) status = closed;
   const bool ok = AllOk(status.ok());
@@ -268,11 +263,6 @@ int Run(const MpiOptions& o, int rank, int size, std::string command) {
     targets.Set("capture_vs_memcpy", Target(capture_bw / memcpy_bw, 0.8, true));
     targets.Set("commit_latency_s", Target(latency, 0.010, false));
     targets.Set("blocking_reduction", Target(reduction, 5.0, true));
-    if (rebuild) {
-      targets.Set("rebuild_vs_local_read", Target(rebuild->rebuild_s / rebuild->local_read_s, 2.0, false));
-    } else {
-      targets.Set("rebuild_vs_local_read", nullptr);  // the XOR level is not built yet
-    }
     doc.Set("targets", std::move(targets));
     const std::string text = doc.Dump() + "\n";
     std::fputs(text.c_str(), stdout);

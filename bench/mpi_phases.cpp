@@ -82,6 +82,4 @@ Result<double> SyncPhase(const std::string& path, const uint8_t* data, size_t n,
   return blocked;
 }
 
-std::optional<RebuildFigures> RebuildPhase(Client& /*client*/) { return std::nullopt; }
-
 }  // namespace cairn::bench

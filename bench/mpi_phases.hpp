@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "cairn/cairn.hpp"
@@ -34,18 +33,5 @@ Result<CaptureFigures> CapturePhase(Client& client, int64_t version, uint64_t po
 // it when `fsync`, then MPI_Barrier; seconds from start to the barrier's end
 // (the time the application is blocked).
 Result<double> SyncPhase(const std::string& path, const uint8_t* data, size_t n, bool fsync);
-
-// Hook for issue 17's "rebuild one lost node from XOR parity vs reading its
-// local files" (L3, branch `xor`): to be filled in once L3 lands. It would
-// checkpoint with CAIRN_L3_EVERY=1, delete one simulated node's local
-// directory, time the collective restore_latest that rebuilds it from parity
-// against a restore_latest that reads every rank's own local files, and
-// return {"rebuild_s", "local_read_s", "ratio"}. Today: nullopt (the JSON's
-// "rebuild" is null).
-struct RebuildFigures {
-  double rebuild_s = 0;
-  double local_read_s = 0;
-};
-std::optional<RebuildFigures> RebuildPhase(Client& client);
 
 }  // namespace cairn::bench
