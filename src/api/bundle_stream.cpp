@@ -44,10 +44,7 @@ Status BundleReader::Read(uint64_t offset, uint8_t* dst, size_t n) {
   const uint64_t end = offset + n;
   if (end > size_)
     std::memset(dst + (std::max(offset, size_) - offset), 0, end - std::max(offset, size_));
-  auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
-                             [](uint64_t at, const Segment& s) { return at < s.at; });
-  if (it != segments_.begin()) --it;
-  for (; it != segments_.end() && it->at < end; ++it) {
+  for (auto it = SegmentAt(offset); it != segments_.end() && it->at < end; ++it) {
     const uint64_t from = std::max(offset, it->at), to = std::min(end, it->at + it->bytes);
     if (from >= to) continue;
     uint8_t* out = dst + (from - offset);
@@ -60,11 +57,16 @@ Status BundleReader::Read(uint64_t offset, uint8_t* dst, size_t n) {
   return Status::Ok();
 }
 
-const uint8_t* BundleReader::View(uint64_t offset, size_t n) {
+std::vector<BundleReader::Segment>::iterator BundleReader::SegmentAt(uint64_t offset) {
   auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
                              [](uint64_t at, const Segment& s) { return at < s.at; });
-  if (it == segments_.begin()) return nullptr;
-  Segment& s = *--it;
+  return it == segments_.begin() ? it : --it;
+}
+
+const uint8_t* BundleReader::View(uint64_t offset, size_t n) {
+  const auto it = SegmentAt(offset);
+  if (it == segments_.end() || it->at > offset) return nullptr;
+  Segment& s = *it;
   if (s.file == nullptr || offset + n > s.at + s.bytes || s.unmapped) return nullptr;
   if (s.view == nullptr) {
     auto view = s.file->Map();

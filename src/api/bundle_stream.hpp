@@ -46,6 +46,9 @@ class BundleReader {
     std::unique_ptr<os::FileView> view;  // file's mapping, once View asked
     bool unmapped = false;               // Map failed: not asked again
   };
+  // The segment that holds `offset` (the first one when none starts at or
+  // before it).
+  std::vector<Segment>::iterator SegmentAt(uint64_t offset);
   std::vector<std::unique_ptr<os::File>> files_;
   std::vector<uint8_t> heads_;  // the count and each file's [number][bytes]
   std::vector<Segment> segments_;

@@ -10,9 +10,10 @@
 namespace cairn {
 
 // Collective over comm (duplicated); ranks_per_node: mpi.ranks_per_node (0 =
-// the real nodes; < 0: the caller's configuration did not load). Errors that every rank sees alike (MPI's) are returned;
-// ranks that disagree on ranks_per_node get *setup, for the ranks to agree
-// on when they open (OpenInGroup's config check).
+// the real nodes; < 0: the caller's configuration did not load). Errors
+// that every rank sees alike (MPI's) are returned; ranks that disagree on
+// ranks_per_node get *setup, for the ranks to agree on when they open
+// (OpenInGroup's config check).
 Result<std::unique_ptr<Group>> NewMpiGroup(MPI_Comm comm, int ranks_per_node, Status* setup);
 
 }  // namespace cairn

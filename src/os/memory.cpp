@@ -171,26 +171,36 @@ MemoryPinner* MemoryPinner::Mlock() {
   return &pinner;
 }
 
+int PopulatePages(const void* p, size_t n, bool write) {
+#if defined(MADV_POPULATE_WRITE) && defined(MADV_POPULATE_READ)
+  static std::atomic<bool> unsupported[2] = {false, false};  // [write]
+  if (unsupported[write].load(std::memory_order_relaxed)) return EINVAL;
+  const size_t page = PageSize();
+  const uintptr_t start = reinterpret_cast<uintptr_t>(p) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + n;
+  if (::madvise(reinterpret_cast<void*>(start), end - start, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0)
+    return 0;
+  const int err = errno;
+  if (err == EINVAL) unsupported[write].store(true, std::memory_order_relaxed);
+  return err;
+#else
+  (void)p;
+  (void)n;
+  (void)write;
+  return EINVAL;
+#endif
+}
+
 void TouchPages(void* p, size_t n) {
   if (n == 0) return;
-#ifdef MADV_POPULATE_WRITE
   // One write fault per page, taken in the kernel without returning to user
   // space: 3.4 GB/s against 1.9 GB/s for TouchPagesOneByOne on 4 KiB pages
   // here (whose read-then-write takes two faults per page, the read mapping
   // the zero page); the same with THP. It leaves contents as they are, so it
-  // is also safe against concurrent writers. Linux >= 5.14; older kernels
-  // answer EINVAL once and are not asked again.
-  static std::atomic<bool> unsupported{false};
-  if (!unsupported.load(std::memory_order_relaxed)) {
-    const size_t page = PageSize();
-    const uintptr_t start = reinterpret_cast<uintptr_t>(p) / page * page;
-    const uintptr_t end = reinterpret_cast<uintptr_t>(p) + n;
-    if (::madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_WRITE) == 0) return;
-    if (errno == EINVAL) unsupported.store(true, std::memory_order_relaxed);
-    // Other errors (ENOMEM, EINTR, EFAULT, EHWPOISON): touching by hand
-    // faults the same pages and meets the same condition where it is real.
-  }
-#endif
+  // is also safe against concurrent writers. Other errors than EINVAL
+  // (ENOMEM, EINTR, EFAULT, EHWPOISON): touching by hand faults the same
+  // pages and meets the same condition where it is real.
+  if (PopulatePages(p, n, true) == 0) return;
   TouchPagesOneByOne(p, n);
 }
 

@@ -46,9 +46,16 @@ class Mapping {
   bool locked_ = false;
 };
 
+// madvise(MADV_POPULATE_WRITE, or _READ when !write) over the pages of
+// [p, p+n): faults them in inside the kernel and reports a failure as an
+// errno instead of a signal. 0 on success; EINVAL once per advice on a
+// kernel without it (Linux < 5.14), which is then not asked again (and the
+// headers' lack of it answers EINVAL too); otherwise madvise's errno.
+// Precondition: n > 0.
+int PopulatePages(const void* p, size_t n, bool write);
 // Faults every page of [p, p+n) in, writable, so later writes do not fault;
-// contents are preserved. madvise(MADV_POPULATE_WRITE) where the kernel has
-// it (Linux >= 5.14), else TouchPagesOneByOne (and its precondition).
+// contents are preserved. PopulatePages where the kernel has it, else
+// TouchPagesOneByOne (and its precondition).
 void TouchPages(void* p, size_t n);
 // Reads and writes back one byte per page. Precondition: no other thread
 // writes [p, p+n) meanwhile (a write could be lost between the read and the

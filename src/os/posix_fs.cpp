@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -20,7 +19,7 @@
 #include <vector>
 
 #include "os/fs.hpp"
-#include "os/memory.hpp"  // PageSize
+#include "os/memory.hpp"  // PopulatePages
 
 namespace cairn::os {
 namespace {
@@ -52,23 +51,12 @@ class PosixView final : public FileView {
       return Status::InvalidArgument("mapping " + path_ + ": bytes " + std::to_string(offset) + " + " +
                                      std::to_string(n) + " lie past its end, " + std::to_string(size_));
     if (n == 0) return data_ + offset;
-#ifdef MADV_POPULATE_READ
-    // Linux >= 5.14; older kernels answer EINVAL once and are not asked
-    // again. EINTR: a signal arrived while populating; asked again.
-    static std::atomic<bool> unsupported{false};
-    if (!unsupported.load(std::memory_order_relaxed)) {
-      const uintptr_t page = PageSize();
-      const uintptr_t start = reinterpret_cast<uintptr_t>(data_ + offset) / page * page;
-      const uintptr_t end = reinterpret_cast<uintptr_t>(data_ + offset + n);
-      int rc;
-      do {
-        rc = ::madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_READ);
-      } while (rc != 0 && errno == EINTR);
-      if (rc == 0) return data_ + offset;
-      if (errno != EINVAL) return ErrnoStatus(errno, "reading in", path_);
-      unsupported.store(true, std::memory_order_relaxed);
-    }
-#endif
+    int err;  // EINTR: a signal arrived while populating; asked again
+    do {
+      err = PopulatePages(data_ + offset, n, false);
+    } while (err == EINTR);
+    if (err == 0) return data_ + offset;
+    if (err != EINVAL) return ErrnoStatus(err, "reading in", path_);
     return Status::Unsupported("mapping " + path_ + ": this kernel has no MADV_POPULATE_READ");
   }
 
