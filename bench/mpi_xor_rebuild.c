@@ -6,9 +6,20 @@
  *
  * Every rank is its own simulated node (CAIRN_MPI_RANKS_PER_NODE=1; one XOR
  * set of min(4, ranks)), CAIRN_L3_EVERY=1, L2 off. Each rank checkpoints
- * MiB of data once (collective wait: the parity is written). Then, per
- * trial, on freshly opened clients (the host cache is empty, so restores
- * read files):
+ * MiB of data trials + 1 times, each followed by a collective wait that
+ * writes the parity (the encoding):
+ *   l3_wait_s      the slowest rank's wait, versions 2 .. trials + 1 (the
+ *                  first one's ran beside the host cache's background touch):
+ *                  the local commit, the global record and the encoding
+ *   l3_encode_s    the slowest rank's part of it in the encoding (the
+ *                  delta of its mpi_l3_encode_s): exchange, XOR, the parity
+ *                  file's write and fsync
+ *   l3_wait_anon_mib  the most anonymous memory (resident minus file-backed,
+ *                  /proc/self/statm, sampled every ms by a thread) any rank
+ *                  held during those waits above what it held before them:
+ *                  what the encoding allocates
+ * Then, per trial, on freshly opened clients (the host cache is empty, so
+ * restores read files):
  *   local_read_s   rank 1's collective restore_latest with its files present
  *                  (every rank restores its own; blocks' CRCs are checked)
  *   rebuild_s      node 1's directory deleted: rank 1's mpi_l3_rebuild_s,
@@ -39,6 +50,8 @@
 #include <mpi.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +62,7 @@
 #include "mpi_bench_util.h"
 
 static int g_rank;
+static int64_t g_newest; /* the version every restore finds */
 
 static cairn_client_t *open_client(void *buf, size_t bytes) {
   cairn_client_t *c = NULL;
@@ -101,6 +115,73 @@ static void phases_of(const cairn_stats_t *st, double *out) {
   memcpy(out, v, sizeof v);
 }
 
+/* Anonymous memory sampled while a wait runs (see the top). */
+static atomic_int g_sampling;
+static atomic_long g_anon_peak; /* pages */
+static long anon_pages(int fd) {
+  char text[128];
+  const ssize_t n = pread(fd, text, sizeof text - 1, 0);
+  long size = 0, resident = 0, shared = 0;
+  if (n <= 0) return 0;
+  text[n] = '\0';
+  if (sscanf(text, "%ld %ld %ld", &size, &resident, &shared) != 3) return 0;
+  return resident - shared;
+}
+static void *sample_anon(void *arg) {
+  (void)arg;
+  const int fd = open("/proc/self/statm", O_RDONLY);
+  if (fd < 0) return NULL;
+  const struct timespec ms = {0, 1000000};
+  while (atomic_load(&g_sampling)) {
+    const long now = anon_pages(fd);
+    if (now > atomic_load(&g_anon_peak)) atomic_store(&g_anon_peak, now);
+    nanosleep(&ms, NULL);
+  }
+  close(fd);
+  return NULL;
+}
+
+/* Checkpoints versions 1 .. n + 1, each followed by a collective wait (the
+ * L3 encoding); the slowest rank's median wait over versions 2 .. n + 1 and
+ * the most anonymous memory any rank's waits added (MiB). */
+static void timed_encodings(cairn_client_t *c, int n, double *wait_s, double *encode_s, double *anon_mib) {
+  double waits[101], encodes[101], encoded = 0;
+  const int fd = open("/proc/self/statm", O_RDONLY);
+  long before = 0;
+  pthread_t sampler;
+  for (int v = 1; v <= n + 1; ++v) {
+    int rc = cairn_checkpoint(c, "bench", v);
+    if (rc != CAIRN_OK) die("cairn_checkpoint", rc);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (v == 2) {
+      before = anon_pages(fd);
+      atomic_store(&g_anon_peak, before);
+      atomic_store(&g_sampling, 1);
+      if (pthread_create(&sampler, NULL, sample_anon, NULL) != 0) die("pthread_create", -1);
+    }
+    const double t0 = MPI_Wtime();
+    if ((rc = cairn_wait(c, "bench", v, CAIRN_LEVEL_LOCAL)) != CAIRN_OK) die("cairn_wait (with L3)", rc);
+    double mine[2] = {MPI_Wtime() - t0, 0}, slowest[2] = {0, 0};
+    cairn_stats_t st = CAIRN_STATS_INIT;
+    if ((rc = cairn_stats(c, &st)) != CAIRN_OK) die("cairn_stats", rc);
+    mine[1] = st.mpi_l3_encode_s - encoded;
+    encoded = st.mpi_l3_encode_s;
+    MPI_Allreduce(mine, slowest, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (v >= 2) {
+      waits[v - 2] = slowest[0];
+      encodes[v - 2] = slowest[1];
+    }
+  }
+  atomic_store(&g_sampling, 0);
+  pthread_join(sampler, NULL);
+  close(fd);
+  double grew = (double)(atomic_load(&g_anon_peak) - before) * (double)sysconf(_SC_PAGESIZE) / (1 << 20), most = 0;
+  MPI_Allreduce(&grew, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  *wait_s = median(waits, n);
+  *encode_s = median(encodes, n);
+  *anon_mib = most;
+}
+
 /* This rank's time of one collective restore_latest on a fresh client, its
  * mpi_l3_rebuild_s and the phases of the rebuild it took part in. */
 static void timed_restore(void *buf, size_t bytes, double *restore_s, double *rebuild_s, double *phases) {
@@ -110,7 +191,7 @@ static void timed_restore(void *buf, size_t bytes, double *restore_s, double *re
   int64_t got = -1;
   int rc = cairn_restore_latest(c, "bench", &got);
   const double t1 = MPI_Wtime();
-  if (rc != CAIRN_OK || got != 1) die("cairn_restore_latest", rc);
+  if (rc != CAIRN_OK || got != g_newest) die("cairn_restore_latest", rc);
   cairn_stats_t st = CAIRN_STATS_INIT;
   if ((rc = cairn_stats(c, &st)) != CAIRN_OK) die("cairn_stats", rc);
   *restore_s = t1 - t0;
@@ -143,15 +224,16 @@ int main(int argc, char **argv) {
   snprintf(cache, sizeof cache, "%ldMiB", mib + 64);
   setenv("CAIRN_HOST_CACHE", cache, 0);
 
+  g_newest = trials + 1;
   const size_t bytes = (size_t)mib << 20;
   unsigned char *buf = malloc(bytes);
   if (buf == NULL) die("malloc", -1);
   for (size_t i = 0; i < bytes; ++i) buf[i] = (unsigned char)((i * 2654435761u) >> 13) ^ (unsigned char)g_rank;
   cairn_client_t *c = open_client(buf, bytes);
-  int rc = cairn_checkpoint(c, "bench", 1);
-  if (rc != CAIRN_OK) die("cairn_checkpoint", rc);
-  if ((rc = cairn_wait(c, "bench", 1, CAIRN_LEVEL_LOCAL)) != CAIRN_OK) die("cairn_wait (with L3)", rc);
-  if ((rc = cairn_close(c)) != CAIRN_OK) die("cairn_close", rc);
+  double l3_wait_s = 0, l3_encode_s = 0, l3_anon_mib = 0;
+  timed_encodings(c, trials, &l3_wait_s, &l3_encode_s, &l3_anon_mib);
+  int rc = cairn_close(c);
+  if (rc != CAIRN_OK) die("cairn_close", rc);
 
   double read_s[100], rebuild_s[100], restore_s[100], unused = 0, phases[kPhases][100], none[kPhases];
   for (int t = 0; t < trials; ++t) {
@@ -179,8 +261,10 @@ int main(int argc, char **argv) {
   if (g_rank == 0) {
     MPI_Recv(mine, 3, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     printf("{\"ranks\": %d, \"bytes_per_rank\": %zu, \"trials\": %d, \"cache\": \"%s\", \"local_read_s\": %.6f, "
-           "\"rebuild_s\": %.6f, \"restore_after_loss_s\": %.6f, \"rebuild_vs_local_read\": %.3f",
-           size, bytes, trials, g_cold ? "cold" : "warm", mine[0], mine[1], mine[2], mine[1] / mine[0]);
+           "\"rebuild_s\": %.6f, \"restore_after_loss_s\": %.6f, \"rebuild_vs_local_read\": %.3f, "
+           "\"l3_wait_s\": %.6f, \"l3_encode_s\": %.6f, \"l3_wait_anon_mib\": %.1f",
+           size, bytes, trials, g_cold ? "cold" : "warm", mine[0], mine[1], mine[2], mine[1] / mine[0], l3_wait_s,
+           l3_encode_s, l3_anon_mib);
     for (int who = 0; who < 2; ++who) {
       printf(", \"%s\": {", who == 0 ? "lost_phases" : "survivor_phases_max");
       for (int k = 0; k < kPhases; ++k) {

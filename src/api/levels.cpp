@@ -144,12 +144,18 @@ Status Levels::AfterWait(const std::string& name, int64_t version, cairn::Level 
   }
   CAIRN_RETURN_IF_ERROR(hooks_.record(name, version, persistent ? version : -1));
   if (plan_.l2_every > 0) CAIRN_RETURN_IF_ERROR(CompleteL2(name, version));
-  if (plan_.l3_every > 0 && n % plan_.l3_every == 0) {
-    auto bytes = parity::Encode(*group_, plan_.sets, config_, name, version);
-    CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, bytes.status(), "the XOR parity (L3) of " + label));
-    Count(&MpiStats::l3_parity_writes);
-    Count(&MpiStats::l3_parity_bytes, *bytes);
-  }
+  if (plan_.l3_every > 0 && n % plan_.l3_every == 0) CAIRN_RETURN_IF_ERROR(EncodeL3(name, version, label));
+  return Status::Ok();
+}
+
+Status Levels::EncodeL3(const std::string& name, int64_t version, const std::string& label) {
+  const SteadyTime start = std::chrono::steady_clock::now();
+  auto bytes = parity::Encode(*group_, plan_.sets, config_, name, version);
+  CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, bytes.status(), "the XOR parity (L3) of " + label));
+  Count(&MpiStats::l3_parity_writes);
+  Count(&MpiStats::l3_parity_bytes, *bytes);
+  MutexLock lock(&stats_mu_);
+  stats_.l3_encode_s += SecondsSince(start);
   return Status::Ok();
 }
 
@@ -179,12 +185,7 @@ Status Levels::AtLevels(const std::string& name, int64_t version, const WaitLeve
     CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, s, "the partner copies (L2) of " + label));
     if (!transfers_) Count(&MpiStats::l2_copies);
   }
-  if (asked.l3) {
-    auto bytes = parity::Encode(*group_, plan_.sets, config_, name, version);
-    CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, bytes.status(), "the XOR parity (L3) of " + label));
-    Count(&MpiStats::l3_parity_writes);
-    Count(&MpiStats::l3_parity_bytes, *bytes);
-  }
+  if (asked.l3) CAIRN_RETURN_IF_ERROR(EncodeL3(name, version, label));
   return Status::Ok();
 }
 

@@ -140,6 +140,8 @@ class Levels {
   // do not make would wait forever.
   Status AgreeTurn(bool turn, int level, const std::string& what, const std::string& label);
   Status CompleteL2(const std::string& name, int64_t version);
+  // The XOR parity (L3) of the version, agreed, timed and counted.
+  Status EncodeL3(const std::string& name, int64_t version, const std::string& label) CAIRN_EXCLUDES(stats_mu_);
 
   Group* const group_;
   const Config config_;

@@ -97,29 +97,23 @@ void XorOf(uint8_t* dst, const uint8_t* const* srcs, size_t count, size_t n) {
 
 size_t ChunkOf(size_t j, size_t p, size_t m) { return (j + m - p - 1) % m; }
 
-// The exchange both the encoding and a rebuild make: every member of the
-// set but `excluded` sends chunk ChunkOf(j, p) of its bundle to each other
-// member j but `excluded`, and XORs what it receives into *acc (c bytes).
-Status XorScatter(Group& group, const Sets& sets, size_t excluded, const std::vector<uint8_t>& bundle,
-                  uint64_t c, std::vector<uint8_t>* acc) {
-  const std::vector<int>& members = sets.members();
-  const size_t m = members.size(), p = static_cast<size_t>(sets.position);
-  std::vector<Group::Outgoing> sends;
-  std::vector<int> from;
-  for (size_t j = 0; j < m; ++j) {
-    if (j == p || j == excluded) continue;
-    const uint64_t off = ChunkOf(j, p, m) * c;
-    const uint64_t bytes = off < bundle.size() ? std::min<uint64_t>(c, bundle.size() - off) : 0;
-    sends.push_back({.to = members[j], .data = bytes > 0 ? bundle.data() + off : bundle.data(), .bytes = bytes});
-    from.push_back(members[j]);
-  }
-  std::vector<std::vector<uint8_t>> got;
-  CAIRN_RETURN_IF_ERROR(group.Exchange(sends, from, &got));
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i].size() > c) return Status::Corrupt("a parity chunk from rank " + std::to_string(from[i]) + " is too long");
-    XorInto(acc->data(), got[i].data(), got[i].size());
-  }
-  return Status::Ok();
+// The encoding and a rebuild stream one window of every chunk per round
+// (docs/mpi.md): at most 1 MiB keeps the buffers small (a few windows per
+// member) and each window in the caches from its read or the XOR to MPI's
+// copy to the receiver's CRC and write: at 4 x 256 MiB, 4 MiB windows made
+// the rebuild take 1.3x as long and 16 MiB 2x (docs/mpi.md "Measuring a
+// rebuild"); at least 8 rounds for chunks over 128 KiB keep the members'
+// work overlapped (and small versions, the tests', stream through several
+// rounds too).
+uint64_t WindowOf(uint64_t chunk) {
+  return std::clamp<uint64_t>((chunk + 7) / 8, uint64_t{16} << 10, uint64_t{1} << 20);
+}
+
+uint32_t BundleCrc(const std::vector<uint32_t>& chunks, uint64_t total, uint64_t c) {
+  uint32_t whole = 0;
+  for (size_t k = 0; k < chunks.size() && k * c < total; ++k)
+    whole = k == 0 ? chunks[0] : crc32c::Combine(whole, chunks[k], std::min(c, total - k * c));
+  return whole;
 }
 
 // The same small message to every other member of the set, and theirs;
@@ -205,49 +199,5 @@ Result<Sets> MakeSets(Group& group, int64_t group_size) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<int> node_of, redundancy::NodesOf(group));
   return SetsFromNodes(node_of, group.rank(), group_size);
 }
-
-Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config, const std::string& name,
-                        int64_t version) {
-  const std::vector<int>& members = sets.members();
-  const size_t m = members.size(), p = static_cast<size_t>(sets.position);
-  // 1. Every member learns every bundle's size and CRC (-1: unreadable).
-  auto bundle = redundancy::Bundle(config, config.scratch_dir, name, version);
-  std::vector<uint8_t> info;
-  Put(&info, bundle.ok() ? static_cast<int64_t>(bundle->size()) : -1);
-  Put(&info, bundle.ok() ? crc32c::Value(bundle->data(), bundle->size()) : 0);
-  std::vector<std::vector<uint8_t>> infos;
-  CAIRN_RETURN_IF_ERROR(ShareInSet(group, sets, info, &infos));
-  Header h{.version = version, .position = static_cast<uint32_t>(p)};
-  int64_t longest = 0;
-  for (size_t q = 0; q < m; ++q) {
-    int64_t bytes = -1, crc = 0;
-    size_t at = 0;
-    Get(infos[q], &at, &bytes);
-    Get(infos[q], &at, &crc);
-    if (bytes < 0) {
-      // The whole set skips this parity: each member sees the same infos.
-      if (!bundle.ok()) return bundle.status().WithContext("the XOR parity (L3) of version " + std::to_string(version));
-      return Status::NotFound("the XOR parity (L3) of version " + std::to_string(version) + " of '" + name +
-                              "': rank " + std::to_string(members[q]) + " of this rank's set cannot read its file");
-    }
-    h.members.push_back({members[q], bytes, static_cast<uint32_t>(crc)});
-    longest = std::max(longest, bytes);
-  }
-  // 2. The parity chunk: XOR of one chunk of every other member.
-  h.chunk = std::max<uint64_t>(1, (static_cast<uint64_t>(longest) + m - 2) / (m - 1));
-  std::vector<uint8_t> file = EncodeHeader(h);
-  const size_t at = file.size();
-  file.resize(at + h.chunk + kCrc, 0);
-  std::vector<uint8_t> acc(h.chunk, 0);
-  CAIRN_RETURN_IF_ERROR(XorScatter(group, sets, m, *bundle, h.chunk, &acc));
-  std::copy(acc.begin(), acc.end(), file.begin() + static_cast<long>(at));
-  format::le::Put32(&file[at + h.chunk], crc32c::Value(file.data(), at + h.chunk));
-  // 3. Stored durably; older parity beyond keep_versions goes.
-  const std::string dir = ParityDir(config) + "/" + name;
-  CAIRN_RETURN_IF_ERROR(redundancy::WriteFile(config, dir, ParityFile(version), file.data(), file.size()));
-  redundancy::Retain(config, ParityDir(config), name, /*chains=*/false);
-  return static_cast<uint64_t>(file.size());
-}
-
 
 }  // namespace cairn::parity

@@ -1,7 +1,7 @@
-// What xor_parity.cpp (the sets, the encoding) and xor_rebuild.cpp (the
-// parity level's streamed rebuild) share: the parity file's header
-// (docs/format.md 3.9 is normative) and the exchanges within a set. Internal
-// to libcairn_mpi.
+// What xor_parity.cpp (the sets), xor_encode.cpp (the streamed encoding)
+// and xor_rebuild.cpp (the parity level's streamed rebuild) share: the
+// parity file's header (docs/format.md 3.9 is normative), the windows they
+// stream and the exchanges within a set. Internal to libcairn_mpi.
 #pragma once
 
 #include <cstddef>
@@ -50,11 +50,11 @@ void XorInto(uint8_t* dst, const uint8_t* src, size_t n);
 void XorOf(uint8_t* dst, const uint8_t* const* srcs, size_t count, size_t n);
 // Chunk of member p that member j's parity holds (j != p).
 size_t ChunkOf(size_t j, size_t p, size_t m);
-// Every member of the set but `excluded` sends chunk ChunkOf(j, p) of its
-// bundle to each other member j but `excluded`, and XORs what it receives
-// into *acc (c bytes).
-Status XorScatter(Group& group, const Sets& sets, size_t excluded, const std::vector<uint8_t>& bundle,
-                  uint64_t c, std::vector<uint8_t>* acc);
+// Bytes of each chunk one round of an encoding or a rebuild streams.
+uint64_t WindowOf(uint64_t chunk);
+// The CRC of a bundle of `total` bytes from the CRCs of its chunks of c
+// bytes (the last one cut at `total`), computed as they streamed.
+uint32_t BundleCrc(const std::vector<uint32_t>& chunks, uint64_t total, uint64_t c);
 // The same small message to every other member of the set, and theirs;
 // (*got)[q] is member q's (this member's own at its position).
 Status ShareInSet(Group& group, const Sets& sets, const std::vector<uint8_t>& mine,

@@ -27,17 +27,6 @@ using redundancy::Fs;
 using redundancy::Get;
 using redundancy::Put;
 
-// A rebuild streams one window of every chunk per round (docs/mpi.md): at
-// most 1 MiB keeps the buffers small (a survivor holds m + 1 windows, the
-// lost member 3 (m - 1)) and each window in the caches from the XOR to
-// MPI's copy to the lost member's CRC and write: at 4 x 256 MiB, 4 MiB
-// windows took 1.3x as long and 16 MiB 2x (docs/mpi.md "Measuring a
-// rebuild"); at least 8 rounds for chunks over 128 KiB keep the survivors'
-// and the lost member's work overlapped (and small versions, the tests',
-// stream through several rounds too).
-uint64_t WindowOf(uint64_t chunk) {
-  return std::clamp<uint64_t>((chunk + 7) / 8, uint64_t{16} << 10, uint64_t{1} << 20);
-}
 // What a survivor appends to each window it sends the lost member: its
 // verdict so far (0: its parity and bundle check out).
 constexpr size_t kVerdict = sizeof(int64_t);
@@ -53,15 +42,6 @@ void Lap(SteadyTime* t, double* phase) {
   const SteadyTime now = std::chrono::steady_clock::now();
   *phase += SecondsBetween(*t, now);
   *t = now;
-}
-
-// The CRC of a bundle of `total` bytes from the CRCs of its chunks of c
-// bytes (the last one cut at `total`), which were computed as they streamed.
-uint32_t BundleCrc(const std::vector<uint32_t>& chunks, uint64_t total, uint64_t c) {
-  uint32_t whole = 0;
-  for (size_t k = 0; k < chunks.size() && k * c < total; ++k)
-    whole = k == 0 ? chunks[0] : crc32c::Combine(whole, chunks[k], std::min(c, total - k * c));
-  return whole;
 }
 
 // Where the lost member's rebuilt bundle goes while it streams in.

@@ -1,0 +1,189 @@
+// L3 XOR parity: the streamed encoding of a set's version (xor_parity.hpp;
+// docs/mpi.md "XOR parity (L3)"; docs/format.md 3.9 is normative).
+#include <algorithm>
+#include <cstring>
+
+#include "api/bundle_stream.hpp"
+#include "api/xor_parity.hpp"
+#include "api/xor_parity_impl.hpp"
+#include "format/le.hpp"
+#include "util/crc32c.hpp"
+
+namespace cairn::parity {
+
+namespace {
+
+using namespace impl;
+using redundancy::Get;
+using redundancy::Put;
+
+// One member's encoding of one version, after the sizes are known: its
+// bundle streams out window after window (WindowOf(c) bytes of each chunk
+// per round), the other members' windows stream in and XOR into this
+// member's parity window, which goes to its temp file at once. Nothing
+// larger than a window is held: (2m - 1) windows, 7 MiB for m = 4 (a
+// whole-bundle encoding held the bundle, its parity chunk and the file,
+// 1.5 bundles). The CRCs the header records are taken as the bytes stream.
+class Encoder {
+ public:
+  Encoder(Group& group, const Sets& sets, Header& h, redundancy::BundleReader& bundle)
+      : group_(group), sets_(sets), h_(h), bundle_(bundle) {}
+
+  // Every round; a failure here (a read, a write, a malformed message) is
+  // kept in failure() and does not stop the rounds: the other members wait
+  // for this one's messages. Only the transport's errors end it.
+  Status Stream(const Config& config, const std::string& dir, const std::string& file) {
+    const std::vector<int>& members = sets_.members();
+    const size_t m = members.size(), p = static_cast<size_t>(sets_.position);
+    const uint64_t c = h_.chunk, window = WindowOf(c), w = std::min(window, c),
+                   total = bundle_.size();
+    if (auto out = redundancy::PendingFile::Create(config, dir, file); out.ok()) {
+      out_ = std::move(*out);
+    } else {
+      Fail(out.status());
+    }
+    std::vector<uint8_t> own((m - 1) * w), acc(w);
+    std::vector<const uint8_t*> piece(m - 1), sources;
+    std::vector<std::vector<uint8_t>> got;
+    std::vector<Group::Outgoing> sends;
+    std::vector<int> from;
+    chunk_crcs_.assign(m - 1, 0);
+    for (uint64_t off = 0; off < c; off += window) {
+      const uint64_t n = std::min(window, c - off);
+      for (size_t k = 0; k + 1 < m; ++k) piece[k] = OwnWindow(k * c + off, n, own.data() + k * w);
+      for (size_t k = 0; k + 1 < m; ++k) {
+        const uint64_t at = k * c + off;
+        if (at < total) chunk_crcs_[k] = crc32c::Extend(chunk_crcs_[k], piece[k], std::min(n, total - at));
+      }
+      sends.clear();
+      from.clear();
+      for (size_t j = 0; j < m; ++j) {
+        if (j == p) continue;
+        sends.push_back({.to = members[j], .data = piece[ChunkOf(j, p, m)], .bytes = n});
+        from.push_back(members[j]);
+      }
+      CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
+      sources.clear();
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (got[i].size() == n) {
+          sources.push_back(got[i].data());
+        } else {
+          Fail(Status::Corrupt("a parity piece from rank " + std::to_string(from[i]) + " has the wrong size"));
+        }
+      }
+      XorOf(acc.data(), sources.data(), sources.size(), n);
+      parity_crc_ = crc32c::Extend(parity_crc_, acc.data(), n);
+      if (out_ != nullptr && failure_.ok()) Fail(out_->WriteAt(acc.data(), n, h_.Size() + off));
+    }
+    return Status::Ok();
+  }
+
+  // This member's bundle's CRC (over what it sent).
+  uint32_t BundleCrc() const { return impl::BundleCrc(chunk_crcs_, bundle_.size(), h_.chunk); }
+
+  // Once every member's CRC is in h_: the header, the file's CRC (of the
+  // header and the chunk), durably. Only after an error-free Stream.
+  Status Commit() {
+    const std::vector<uint8_t> head = EncodeHeader(h_);
+    uint8_t tail[kCrc];
+    format::le::Put32(tail, crc32c::Combine(crc32c::Value(head.data(), head.size()), parity_crc_, h_.chunk));
+    CAIRN_RETURN_IF_ERROR(out_->WriteAt(head.data(), head.size(), 0));
+    CAIRN_RETURN_IF_ERROR(out_->WriteAt(tail, kCrc, h_.Size() + h_.chunk));
+    return out_->Commit();
+  }
+
+  const Status& failure() const { return failure_; }
+
+ private:
+  void Fail(const Status& s) {
+    if (failure_.ok() && !s.ok()) failure_ = s;
+  }
+  // This member's bundle bytes [at, at + n): in place where its file maps,
+  // else read into `copy` (zeros past the end; zeros and a failure on a
+  // read error).
+  const uint8_t* OwnWindow(uint64_t at, uint64_t n, uint8_t* copy) {
+    if (const uint8_t* in_place = bundle_.View(at, n); in_place != nullptr) return in_place;
+    if (Status s = bundle_.Read(at, copy, n); !s.ok()) {
+      Fail(s);
+      std::fill_n(copy, n, 0);
+    }
+    return copy;
+  }
+
+  Group& group_;
+  const Sets& sets_;
+  Header& h_;
+  redundancy::BundleReader& bundle_;
+  std::unique_ptr<redundancy::PendingFile> out_;  // destroyed uncommitted: the temp file goes
+  std::vector<uint32_t> chunk_crcs_;
+  uint32_t parity_crc_ = 0;
+  Status failure_;
+};
+
+// Every member of the set learns every member's int64 values (each member
+// passes the same count).
+Result<std::vector<std::vector<int64_t>>> ShareValues(Group& group, const Sets& sets,
+                                                      const std::vector<int64_t>& mine) {
+  std::vector<uint8_t> msg;
+  for (int64_t v : mine) Put(&msg, v);
+  std::vector<std::vector<uint8_t>> got;
+  CAIRN_RETURN_IF_ERROR(ShareInSet(group, sets, msg, &got));
+  std::vector<std::vector<int64_t>> out(got.size(), std::vector<int64_t>(mine.size(), -1));
+  for (size_t q = 0; q < got.size(); ++q) {
+    size_t at = 0;
+    for (int64_t& v : out[q]) Get(got[q], &at, &v);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config, const std::string& name,
+                        int64_t version) {
+  const std::vector<int>& members = sets.members();
+  const size_t m = members.size();
+  const std::string what = "the XOR parity (L3) of version " + std::to_string(version) + " of '" + name + "'";
+  // 1. Every member learns every bundle's size (-1: its files do not open).
+  auto bundle = redundancy::BundleReader::Open(config, config.scratch_dir, name, version);
+  CAIRN_ASSIGN_OR_RETURN(auto sizes,
+                         ShareValues(group, sets, {bundle.ok() ? static_cast<int64_t>((*bundle)->size()) : -1}));
+  Header h{.version = version, .position = static_cast<uint32_t>(sets.position)};
+  int64_t longest = 0;
+  for (size_t q = 0; q < m; ++q) {
+    const int64_t bytes = sizes[q][0];
+    if (bytes < 0) {
+      // The whole set skips this parity: each member sees the same sizes.
+      if (!bundle.ok()) return bundle.status().WithContext(what);
+      return Status::NotFound(what + ": rank " + std::to_string(members[q]) +
+                              " of this rank's set cannot read its file");
+    }
+    h.members.push_back({members[q], bytes, 0});
+    longest = std::max(longest, bytes);
+  }
+  h.chunk = std::max<uint64_t>(1, (static_cast<uint64_t>(longest) + m - 2) / (m - 1));
+  // 2. Streamed (Encoder).
+  const std::string dir = ParityDir(config) + "/" + name;
+  Encoder encoder(group, sets, h, **bundle);
+  CAIRN_RETURN_IF_ERROR(encoder.Stream(config, dir, ParityFile(version)));
+  // 3. Every member learns whether every other one's stream succeeded, and
+  // its bundle's CRC: a parity protects only if the whole set has it, so
+  // none commits unless all can (each one's temp file goes).
+  const Status& failure = encoder.failure();
+  CAIRN_ASSIGN_OR_RETURN(auto outcomes, ShareValues(group, sets, {static_cast<int64_t>(failure.code()),
+                                                                  static_cast<int64_t>(encoder.BundleCrc())}));
+  if (!failure.ok()) return failure.WithContext(what);
+  for (size_t q = 0; q < m; ++q) {
+    if (outcomes[q][0] != static_cast<int64_t>(Code::kOk)) {
+      return Status(static_cast<Code>(outcomes[q][0]),
+                    what + ": rank " + std::to_string(members[q]) +
+                        " of this rank's set could not read its file or write its parity (its error says which)");
+    }
+    h.members[q].crc = static_cast<uint32_t>(outcomes[q][1]);
+  }
+  // 4. Stored durably; older parity beyond keep_versions goes.
+  CAIRN_RETURN_IF_ERROR(encoder.Commit().WithContext(what));
+  redundancy::Retain(config, ParityDir(config), name, /*chains=*/false);
+  return static_cast<uint64_t>(h.Size() + h.chunk + kCrc);
+}
+
+}  // namespace cairn::parity
