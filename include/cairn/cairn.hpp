@@ -107,9 +107,10 @@ struct MpiStats {
   uint64_t l2_copies = 0;       // versions stored at the partner (L2 turns)
   uint64_t l3_parity_writes = 0;  // parity files written (L3 waits)
   uint64_t l3_parity_bytes = 0;   // their bytes
-  double l3_encode_s = 0;         // time the waits spent encoding and storing them
+  double l3_encode_s = 0;         // time the waits spent encoding and storing them, and
+                                  // the re-encodings of a rebuilt rank's parity
   uint64_t l3_rebuilds = 0;       // versions of this rank rebuilt from parity
-  double l3_rebuild_s = 0;        // time of the recoveries that rebuilt them
+  double l3_rebuild_s = 0;        // time of the recoveries that rebuilt them (without re-encoding)
   // Where the rebuilds this rank took part in (lost member or survivor)
   // spent their time (docs/mpi.md "Measuring a rebuild"). The lost
   // member's CRC and write run on a thread of their own, beside its

@@ -17,17 +17,21 @@ using namespace impl;
 using redundancy::Get;
 using redundancy::Put;
 
-// One member's encoding of one version, after the sizes are known: its
-// bundle streams out window after window (WindowOf(c) bytes of each chunk
-// per round), the other members' windows stream in and XOR into this
+// One member's part in encoding one version, after the sizes are known:
+// its bundle streams out window after window (WindowOf(c) bytes of each
+// chunk per round), the other members' windows stream in and XOR into this
 // member's parity window, which goes to its temp file at once. Nothing
-// larger than a window is held: (2m - 1) windows, 7 MiB for m = 4 (a
-// whole-bundle encoding held the bundle, its parity chunk and the file,
+// larger than a window is held: at most (2m - 1) windows, 7 MiB for m = 4
+// (a whole-bundle encoding held the bundle, its parity chunk and the file,
 // 1.5 bundles). The CRCs the header records are taken as the bytes stream.
+// With a `target` (Reencode) only that member's parity is made: the others
+// send it their chunk of it and receive nothing.
 class Encoder {
  public:
-  Encoder(Group& group, const Sets& sets, Header& h, redundancy::BundleReader& bundle)
-      : group_(group), sets_(sets), h_(h), bundle_(bundle) {}
+  static constexpr size_t kEveryone = ~size_t{0};
+  // `bundle` may be null on a target of Reencode (it sends nothing).
+  Encoder(Group& group, const Sets& sets, Header& h, redundancy::BundleReader* bundle, size_t target = kEveryone)
+      : group_(group), sets_(sets), h_(h), bundle_(bundle), target_(target) {}
 
   // Every round; a failure here (a read, a write, a malformed message) is
   // kept in failure() and does not stop the rounds: the other members wait
@@ -35,34 +39,37 @@ class Encoder {
   Status Stream(const Config& config, const std::string& dir, const std::string& file) {
     const std::vector<int>& members = sets_.members();
     const size_t m = members.size(), p = static_cast<size_t>(sets_.position);
-    const uint64_t c = h_.chunk, window = WindowOf(c), w = std::min(window, c),
-                   total = bundle_.size();
-    if (auto out = redundancy::PendingFile::Create(config, dir, file); out.ok()) {
-      out_ = std::move(*out);
-    } else {
-      Fail(out.status());
+    const uint64_t c = h_.chunk, window = WindowOf(c);
+    const bool everyone = target_ == kEveryone, receives = everyone || p == target_;
+    std::vector<size_t> to;  // positions this member sends to
+    std::vector<int> from;   // ranks it receives from
+    for (size_t j = 0; j < m; ++j) {
+      if (j != p && (everyone || j == target_)) to.push_back(j);
+      if (j != p && receives) from.push_back(members[j]);
     }
-    std::vector<uint8_t> own((m - 1) * w), acc(w);
-    std::vector<const uint8_t*> piece(m - 1), sources;
+    if (receives) {
+      if (auto out = redundancy::PendingFile::Create(config, dir, file); out.ok()) {
+        out_ = std::move(*out);
+      } else {
+        Fail(out.status());
+      }
+    }
+    std::vector<uint8_t> acc(receives ? std::min(window, c) : 0);
+    std::vector<const uint8_t*> sources;
     std::vector<std::vector<uint8_t>> got;
     std::vector<Group::Outgoing> sends;
-    std::vector<int> from;
     chunk_crcs_.assign(m - 1, 0);
     for (uint64_t off = 0; off < c; off += window) {
       const uint64_t n = std::min(window, c - off);
-      for (size_t k = 0; k + 1 < m; ++k) piece[k] = OwnWindow(k * c + off, n, own.data() + k * w);
-      for (size_t k = 0; k + 1 < m; ++k) {
-        const uint64_t at = k * c + off;
-        if (at < total) chunk_crcs_[k] = crc32c::Extend(chunk_crcs_[k], piece[k], std::min(n, total - at));
-      }
       sends.clear();
-      from.clear();
-      for (size_t j = 0; j < m; ++j) {
-        if (j == p) continue;
-        sends.push_back({.to = members[j], .data = piece[ChunkOf(j, p, m)], .bytes = n});
-        from.push_back(members[j]);
+      for (size_t j : to) {
+        const size_t k = ChunkOf(j, p, m);
+        const uint8_t* piece = OwnWindow(k * c + off, n, k);
+        if (everyone) ExtendCrc(k, off, piece, n);
+        sends.push_back({.to = members[j], .data = piece, .bytes = n});
       }
       CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
+      if (!receives) continue;
       sources.clear();
       for (size_t i = 0; i < got.size(); ++i) {
         if (got[i].size() == n) {
@@ -78,11 +85,12 @@ class Encoder {
     return Status::Ok();
   }
 
-  // This member's bundle's CRC (over what it sent).
-  uint32_t BundleCrc() const { return impl::BundleCrc(chunk_crcs_, bundle_.size(), h_.chunk); }
+  // This member's bundle's CRC (over what it sent; a full encoding only).
+  uint32_t BundleCrc() const { return impl::BundleCrc(chunk_crcs_, bundle_->size(), h_.chunk); }
 
   // Once every member's CRC is in h_: the header, the file's CRC (of the
-  // header and the chunk), durably. Only after an error-free Stream.
+  // header and the chunk), durably. Only after an error-free Stream, on a
+  // member that received.
   Status Commit() {
     const std::vector<uint8_t> head = EncodeHeader(h_);
     uint8_t tail[kCrc];
@@ -98,22 +106,33 @@ class Encoder {
   void Fail(const Status& s) {
     if (failure_.ok() && !s.ok()) failure_ = s;
   }
-  // This member's bundle bytes [at, at + n): in place where its file maps,
-  // else read into `copy` (zeros past the end; zeros and a failure on a
-  // read error).
-  const uint8_t* OwnWindow(uint64_t at, uint64_t n, uint8_t* copy) {
-    if (const uint8_t* in_place = bundle_.View(at, n); in_place != nullptr) return in_place;
-    if (Status s = bundle_.Read(at, copy, n); !s.ok()) {
+  // Bytes [at, at + n) of this member's bundle, the current window of its
+  // chunk k: in place where its file maps, else read into a buffer of the
+  // chunk's own (allocated on the first need; zeros past the end; zeros and
+  // a failure on a read error).
+  const uint8_t* OwnWindow(uint64_t at, uint64_t n, size_t k) {
+    if (const uint8_t* in_place = bundle_->View(at, n); in_place != nullptr) return in_place;
+    copies_.resize(sets_.members().size() - 1);
+    std::vector<uint8_t>& copy = copies_[k];
+    copy.resize(n);
+    if (Status s = bundle_->Read(at, copy.data(), n); !s.ok()) {
       Fail(s);
-      std::fill_n(copy, n, 0);
+      std::fill_n(copy.data(), n, 0);
     }
-    return copy;
+    return copy.data();
+  }
+  // Chunk k's CRC extended over its window at `off` (up to the bundle's end).
+  void ExtendCrc(size_t k, uint64_t off, const uint8_t* piece, uint64_t n) {
+    const uint64_t at = k * h_.chunk + off, total = bundle_->size();
+    if (at < total) chunk_crcs_[k] = crc32c::Extend(chunk_crcs_[k], piece, std::min(n, total - at));
   }
 
   Group& group_;
   const Sets& sets_;
   Header& h_;
-  redundancy::BundleReader& bundle_;
+  redundancy::BundleReader* const bundle_;
+  const size_t target_;
+  std::vector<std::vector<uint8_t>> copies_;      // chunk k's window, when it does not map
   std::unique_ptr<redundancy::PendingFile> out_;  // destroyed uncommitted: the temp file goes
   std::vector<uint32_t> chunk_crcs_;
   uint32_t parity_crc_ = 0;
@@ -163,7 +182,7 @@ Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config, co
   h.chunk = std::max<uint64_t>(1, (static_cast<uint64_t>(longest) + m - 2) / (m - 1));
   // 2. Streamed (Encoder).
   const std::string dir = ParityDir(config) + "/" + name;
-  Encoder encoder(group, sets, h, **bundle);
+  Encoder encoder(group, sets, h, bundle->get());
   CAIRN_RETURN_IF_ERROR(encoder.Stream(config, dir, ParityFile(version)));
   // 3. Every member learns whether every other one's stream succeeded, and
   // its bundle's CRC: a parity protects only if the whole set has it, so
@@ -185,5 +204,57 @@ Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config, co
   redundancy::Retain(config, ParityDir(config), name, /*chains=*/false);
   return static_cast<uint64_t>(h.Size() + h.chunk + kCrc);
 }
+
+namespace impl {
+
+Result<uint64_t> Reencode(Group& group, const Sets& sets, const Config& config, const std::string& name,
+                          int64_t version, size_t target, const Header* survivor, redundancy::BundleReader* bundle,
+                          bool proceed) {
+  const std::vector<int>& members = sets.members();
+  const size_t m = members.size(), p = static_cast<size_t>(sets.position);
+  const std::string what = "encoding again rank " + std::to_string(members[target]) + "'s XOR parity (L3) of version " +
+                           std::to_string(version) + " of '" + name + "'";
+  // 1. The target says whether it has the version back; the survivors say
+  // what their parity records of the set: the chunk size, every member's
+  // bundle size and CRC (the same on each: the rebuild checked them).
+  std::vector<int64_t> mine(2 + 2 * m, 0);
+  mine[0] = p == target ? (proceed ? 1 : 0) : 1;
+  if (p != target) {
+    mine[1] = static_cast<int64_t>(survivor->chunk);
+    for (size_t q = 0; q < m; ++q) {
+      mine[2 + 2 * q] = survivor->members[q].bytes;
+      mine[3 + 2 * q] = survivor->members[q].crc;
+    }
+  }
+  CAIRN_ASSIGN_OR_RETURN(auto said, ShareValues(group, sets, mine));
+  if (said[target][0] == 0) return uint64_t{0};
+  Header h;
+  if (p == target) {
+    const std::vector<int64_t>& record = said[target == 0 ? 1 : 0];
+    h = Header{.version = version, .position = static_cast<uint32_t>(p), .chunk = static_cast<uint64_t>(record[1])};
+    for (size_t q = 0; q < m; ++q)
+      h.members.push_back({members[q], record[2 + 2 * q], static_cast<uint32_t>(record[3 + 2 * q])});
+  } else {
+    h = *survivor;
+  }
+  // 2. Streamed to the target alone (Encoder).
+  Encoder encoder(group, sets, h, bundle, target);
+  CAIRN_RETURN_IF_ERROR(encoder.Stream(config, ParityDir(config) + "/" + name, ParityFile(version)));
+  // 3. The target keeps it only if every member streamed without error.
+  const Status& failure = encoder.failure();
+  CAIRN_ASSIGN_OR_RETURN(auto outcomes, ShareValues(group, sets, {static_cast<int64_t>(failure.code())}));
+  if (!failure.ok()) return failure.WithContext(what);
+  if (p != target) return uint64_t{0};
+  for (size_t q = 0; q < m; ++q) {
+    if (outcomes[q][0] != static_cast<int64_t>(Code::kOk))
+      return Status(static_cast<Code>(outcomes[q][0]),
+                    what + ": rank " + std::to_string(members[q]) + " could not read its file (its error says why)");
+  }
+  CAIRN_RETURN_IF_ERROR(encoder.Commit().WithContext(what));
+  redundancy::Retain(config, ParityDir(config), name, /*chains=*/false);
+  return static_cast<uint64_t>(h.Size() + h.chunk + kCrc);
+}
+
+}  // namespace impl
 
 }  // namespace cairn::parity

@@ -1,7 +1,8 @@
 // The streamed L3 encoding (xor_encode.cpp) on a set of four in-process
 // members (test::LoopbackGroup, one thread each): every parity file is what
-// docs/format.md 3.9 defines from the whole bundles, and a member that fails
-// mid-stream (a read, a full disk) leaves no parity file on any member.
+// docs/format.md 3.9 defines from the whole bundles, a member that fails
+// mid-stream (a read, a full disk) leaves no parity file on any member, and
+// a rebuilt member's parity encoded again (Reencode) is the lost one.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -56,8 +57,10 @@ class XorEncodeTest : public ScratchDirTest {
     }
   }
 
-  // Encode on every member at once; each member's outcome.
-  std::vector<Result<uint64_t>> EncodeAll() {
+  // step(group, sets, r) on every member at once, one thread each; each
+  // member's outcome.
+  template <typename Step>
+  static std::vector<Result<uint64_t>> OnEveryMember(const Step& step) {
     LoopbackHub hub(kMembers);
     std::vector<Result<uint64_t>> out(kMembers, Status::Internal("not run"));
     {
@@ -66,11 +69,16 @@ class XorEncodeTest : public ScratchDirTest {
         threads.emplace_back([&, r] {
           LoopbackGroup group(&hub, r);
           auto sets = parity::MakeSets(group, 0);
-          out[r] = sets.ok() ? parity::Encode(group, *sets, configs_[r], "sim", 1) : sets.status();
+          out[r] = sets.ok() ? step(group, *sets, r) : sets.status();
         });
       }
     }
     return out;
+  }
+  std::vector<Result<uint64_t>> EncodeAll() {
+    return OnEveryMember([&](Group& group, const parity::Sets& sets, int r) {
+      return parity::Encode(group, sets, configs_[r], "sim", 1);
+    });
   }
 
   std::string ParityDir(int r) const { return configs_[r].scratch_dir + "/.xor/sim"; }
@@ -84,6 +92,17 @@ class XorEncodeTest : public ScratchDirTest {
     if (list.ok())
       for (const auto& e : *list) names.push_back(e.name);
     return names;
+  }
+
+  static std::vector<uint8_t> Slurp(const std::string& path) {
+    std::vector<uint8_t> bytes;
+    auto file = os::FileSystem::Default()->Open(path, os::OpenOptions{});
+    if (!file.ok()) return bytes;
+    auto size = (*file)->Size();
+    if (!size.ok()) return bytes;
+    bytes.resize(*size);
+    if (!(*file)->ReadAt(bytes.data(), bytes.size(), 0).ok()) bytes.clear();
+    return bytes;
   }
 
   Config configs_[kMembers];
@@ -120,6 +139,53 @@ TEST_F(XorEncodeTest, EachParityIsTheXorOfTheWholeBundlesChunks) {
     EXPECT_EQ(std::memcmp(all.data() + h->Size(), want.data(), c), 0) << "member " << j << "'s parity chunk";
     EXPECT_EQ(format::le::Get32(&all[h->Size() + c]), crc32c::Value(all.data(), h->Size() + c));
     EXPECT_EQ(ParityEntries(j).size(), 1u);
+  }
+}
+
+// After a rebuild the lost member's own parity is encoded again from the
+// others' bundles (Reencode): the same file, byte for byte, and nothing
+// kept when a survivor cannot read its file.
+TEST_F(XorEncodeTest, ReencodeGivesTheLostMembersParityBack) {
+  for (const auto& r : EncodeAll()) ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::vector<uint8_t> before = Slurp(ParityPath(1));
+  ASSERT_FALSE(before.empty());
+  const std::vector<int> members = {0, 1, 2, 3};
+  for (bool survivor_fails : {false, true}) {
+    ASSERT_TRUE(os::FileSystem::Default()->Remove(ParityPath(1)).ok());
+    // The survivors' parity headers and bundles, as the rebuild had them
+    // (opened here: a survivor that could not would leave the set waiting).
+    FaultFs fault;
+    configs_[0].fs = &fault;  // its chunk that member 1 holds is data, not padding
+    std::vector<parity::impl::Header> headers(kMembers);
+    std::vector<std::unique_ptr<redundancy::BundleReader>> bundles(kMembers);
+    for (int r : {0, 2, 3}) {
+      auto file = os::FileSystem::Default()->Open(ParityPath(r), os::OpenOptions{});
+      ASSERT_TRUE(file.ok()) << file.status().ToString();
+      auto h = parity::impl::ReadHeader(**file, ParityPath(r), members);
+      ASSERT_TRUE(h.ok()) << h.status().ToString();
+      headers[r] = *h;
+      auto bundle = redundancy::BundleReader::Open(configs_[r], configs_[r].scratch_dir, "sim", 1);
+      ASSERT_TRUE(bundle.ok()) << bundle.status().ToString();
+      bundles[r] = std::move(*bundle);
+    }
+    if (survivor_fails) fault.Inject({.op = FaultOp::kRead, .err = EIO, .nth = 2, .path_filter = "/sim/"});
+    const auto out = OnEveryMember([&](Group& group, const parity::Sets& sets, int r) {
+      return r == 1 ? parity::impl::Reencode(group, sets, configs_[r], "sim", 1, 1, nullptr, nullptr, true)
+                    : parity::impl::Reencode(group, sets, configs_[r], "sim", 1, 1, &headers[r], bundles[r].get(),
+                                             true);
+    });
+    configs_[0].fs = nullptr;
+    if (!survivor_fails) {
+      for (int r = 0; r < kMembers; ++r) ASSERT_TRUE(out[r].ok()) << r << ": " << out[r].status().ToString();
+      EXPECT_EQ(out[1].value(), before.size());
+      EXPECT_EQ(Slurp(ParityPath(1)), before) << "the parity encoded again differs";
+    } else {
+      EXPECT_FALSE(out[0].ok());
+      ASSERT_FALSE(out[1].ok());
+      EXPECT_NE(out[1].status().message().find("rank 0 could not read its file"), std::string::npos)
+          << out[1].status().ToString();
+      EXPECT_TRUE(ParityEntries(1).empty()) << "kept " << ParityEntries(1)[0];
+    }
   }
 }
 

@@ -15,6 +15,10 @@
 #include "cairn/status.hpp"
 #include "os/fs.hpp"
 
+namespace cairn::redundancy {
+class BundleReader;
+}
+
 namespace cairn::parity::impl {
 
 inline constexpr char kMagic[8] = {'C', 'A', 'I', 'R', 'N', 'X', 'O', 'R'};
@@ -59,6 +63,18 @@ uint32_t BundleCrc(const std::vector<uint32_t>& chunks, uint64_t total, uint64_t
 // (*got)[q] is member q's (this member's own at its position).
 Status ShareInSet(Group& group, const Sets& sets, const std::vector<uint8_t>& mine,
                   std::vector<std::vector<uint8_t>>* got);
+// After member `target` of the set got version v back from a rebuild: its
+// own parity of v, lost with its node, is encoded again from the other
+// members' bundles (each sends it its chunk of it, window by window) and
+// stored, so that the set can rebuild another lost member of v at once.
+// Collective over the set. A survivor passes its parity header of v and
+// its open bundle; the target nullptrs and `proceed` (whether it has v
+// back: false makes every member return at once). The target keeps the
+// file only if every member streamed without error; returns its size
+// there, 0 elsewhere.
+Result<uint64_t> Reencode(Group& group, const Sets& sets, const Config& config, const std::string& name,
+                          int64_t version, size_t target, const Header* survivor, redundancy::BundleReader* bundle,
+                          bool proceed);
 // "1, 2, 3".
 std::string RankList(const std::vector<int>& ranks);
 

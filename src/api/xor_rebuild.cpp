@@ -214,11 +214,27 @@ class ParityLevel final : public redundancy::Level {
     // 4. The lost member tells the set whether what it received checked out
     // (ReceiveRebuilt); only when it did not do the survivors check their
     // own files, whole, to say which is damaged (Diagnose).
-    if (p == gone) return ReceiveRebuilt(name, v, gone, static_cast<uint64_t>(chunk), record);
+    // 5. The lost member's own parity of v, lost with its node, is encoded
+    // again (Reencode): the set protects v against the next loss at once.
+    if (p == gone) {
+      auto served = ReceiveRebuilt(name, v, gone, static_cast<uint64_t>(chunk), record);
+      const bool back = served.ok() && !served->empty();
+      SteadyTime t = std::chrono::steady_clock::now();
+      auto again = Reencode(group_, sets_, config_, name, v, gone, nullptr, nullptr, back);
+      Lap(&t, &times_->l3_encode_s);
+      if (!again.ok()) notes_.push_back(again.status().ToString() + "; the set protects version " +
+                                        std::to_string(v) + " again from its next XOR parity (L3)");
+      if (back && again.ok()) *served += ", and its own parity of it encoded again";
+      return served;
+    }
     CAIRN_RETURN_IF_ERROR(SendRebuilt(s, gone));
     CAIRN_ASSIGN_OR_RETURN(const bool refused, Outcome(gone, false));
     if (refused && s.failure.ok()) s.failure = Diagnose(s);
     if (!s.failure.ok()) notes_.push_back(s.failure.ToString());
+    SteadyTime t = std::chrono::steady_clock::now();
+    auto again = Reencode(group_, sets_, config_, name, v, gone, &s.header, s.bundle.get(), true);
+    Lap(&t, &times_->l3_encode_s);
+    if (!again.ok()) notes_.push_back(again.status().ToString());
     return std::string();
   }
 

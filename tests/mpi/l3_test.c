@@ -7,7 +7,9 @@
  *                    restart rebuilds rank 1's files from its set's parity,
  *                    byte-identical, restores byte-exact, rank 1 alone logs
  *                    (L3) and counts mpi_restored_l3; a damaged file is
- *                    rebuilt by restore(v) and by restore_latest
+ *                    rebuilt by restore(v) and by restore_latest; rank 1's
+ *                    own parity comes back with its rebuild, so node 2
+ *                    lost next (no wait between) is rebuilt from L3 too
  *   l3_test two      CAIRN_L4_EVERY=2: of versions 1-3 only the second
  *                    goes to the persistent directory (no file of version
  *                    3 there) and its wait makes it a persistent global
@@ -145,6 +147,24 @@ static void test_node(void) {
   CHECK(rc == CAIRN_OK && got == 3 && holds(buf, 3), "restore_latest with rank 1's copy damaged: rc %d, version %lld",
         rc, (long long)got);
   CHECK((strstr(log, "(L3)") != NULL) == (g_rank == 1), "restore_latest: rank %d's log says '%s'", g_rank, log);
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+
+  /* Rank 1's own parity of version 3, lost with node 1, was encoded again
+   * with its rebuild: node 2 (same set) lost now, with no wait in between,
+   * is rebuilt from L3 as well. */
+  path_of(path, sizeof path, ".xor/", 3);
+  if (g_rank == 1) {
+    CHECK(access(path, F_OK) == 0, "rank 1's parity %s is not back after its rebuild", path);
+    CHECK(strstr(log, "encoded again") != NULL, "rank 1's log does not say its parity was encoded again: '%s'", log);
+  }
+  lose_nodes(2, -1);
+  memset(buf, 0, kBytes);
+  c = open_client(buf);
+  rc = restore_logged(c, -1, &got, log, sizeof log);
+  CHECK(rc == CAIRN_OK && got == 3 && holds(buf, 3), "restore_latest after losing node 2 too: rc %d, version %lld", rc,
+        (long long)got);
+  CHECK((strstr(log, "rebuilt from the XOR parity") != NULL) == (g_rank == 2),
+        "second loss: rank %d's log says '%s'", g_rank, log);
   CHECK(cairn_close(c) == CAIRN_OK, "close");
   free(buf);
 }
