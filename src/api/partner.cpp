@@ -88,9 +88,10 @@ class PartnerLevel final : public redundancy::Level {
   Result<std::vector<int64_t>> Offers(const std::string& name, int64_t, int64_t) override {
     std::vector<std::vector<uint8_t>> lists(map_.sources.size());
     std::vector<Group::Outgoing> sends;
+    keeps_.assign(map_.sources.size(), {});
     for (size_t i = 0; i < map_.sources.size(); ++i) {
-      for (int64_t v : redundancy::Intact(config_, CopyDir(config_, map_.sources[i]), name))
-        Put(&lists[i], v);
+      keeps_[i] = redundancy::Intact(config_, CopyDir(config_, map_.sources[i]), name);
+      for (int64_t v : keeps_[i]) Put(&lists[i], v);
       sends.push_back({.to = map_.sources[i], .data = lists[i].data(), .bytes = lists[i].size()});
     }
     std::vector<std::vector<uint8_t>> got;
@@ -129,11 +130,51 @@ class PartnerLevel final : public redundancy::Level {
            std::to_string(map_.partner) + " (L2)";
   }
 
+  // A member whose partner did not keep v (Offers: its node was lost, or
+  // the copy was damaged) sends it its copy again; the holder, which knows
+  // the same from its lists, receives and stores it as Replicate does.
+  Status Refill(const std::string& name, int64_t v) override {
+    auto lacks = [v](const std::vector<int64_t>& kept) { return std::find(kept.begin(), kept.end(), v) == kept.end(); };
+    const bool resend = lacks(held_);
+    std::vector<uint8_t> mine;
+    Status read;
+    if (resend) {
+      auto bundle = Bundle(config_, config_.scratch_dir, name, v);
+      if (bundle.ok()) mine = std::move(*bundle);  // else an empty message: the holder stores nothing
+      read = bundle.status();
+    }
+    std::vector<Group::Outgoing> sends;
+    if (resend) sends.push_back({.to = map_.partner, .data = mine.data(), .bytes = mine.size()});
+    std::vector<int> from;
+    for (size_t i = 0; i < map_.sources.size(); ++i)
+      if (lacks(keeps_[i])) from.push_back(map_.sources[i]);
+    std::vector<std::vector<uint8_t>> got;
+    CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
+    const std::string what = "version " + std::to_string(v) + " of '" + name + "'";
+    if (resend) {
+      notes_.push_back(read.ok() ? what + ": its partner copy sent again to rank " + std::to_string(map_.partner) +
+                                       ", which had lost it (L2)"
+                                 : read.WithContext(what + ": its partner copy cannot be sent again").ToString());
+    }
+    for (size_t i = 0; i < from.size(); ++i) {
+      if (got[i].empty()) continue;
+      Status stored = redundancy::Unbundle(config_, CopyDir(config_, from[i]) + "/" + name, got[i],
+                                           "rank " + std::to_string(from[i]));
+      if (stored.ok()) redundancy::Retain(config_, CopyDir(config_, from[i]), name, /*chains=*/true);
+      if (!stored.ok()) notes_.push_back(stored.ToString());
+    }
+    return Status::Ok();
+  }
+
+  std::vector<std::string> Notes() const override { return notes_; }
+
  private:
   Group& group_;
   const Map& map_;
   const Config& config_;
-  std::vector<int64_t> held_;  // the partner's copies of this member, newest first
+  std::vector<int64_t> held_;                // the partner's copies of this member, newest first
+  std::vector<std::vector<int64_t>> keeps_;  // this member's copies of each source, as Offers told them
+  std::vector<std::string> notes_;
 };
 
 }  // namespace

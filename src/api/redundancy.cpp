@@ -147,6 +147,10 @@ Result<Recovered> Recover(Group& group, const Config& config, const std::vector<
       need = false;
     }
   }
+  // 4. Each level brings back its own redundancy of v that a lost node took.
+  for (Level* level : levels) {
+    if (v >= 0) CAIRN_RETURN_IF_ERROR(level->Refill(name, v));
+  }
   for (Level* level : levels) {
     for (std::string& note : level->Notes()) out.notes.push_back(std::move(note));
   }

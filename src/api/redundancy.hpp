@@ -67,6 +67,15 @@ class Level {
   // Brings version v into the local directory of this member when `need`
   // and this level can; returns a line saying from where ("" = nothing).
   virtual Result<std::string> Fetch(const std::string& name, int64_t v, bool need) = 0;
+  // Once every member has v again (after the fetches): brings back this
+  // level's own redundancy of v that a lost node took (L2: the copies a
+  // lost holder kept), so that v survives the next loss; what could not be
+  // brought back becomes a note. Collective; the default does nothing.
+  virtual Status Refill(const std::string& name, int64_t v) {
+    (void)name;
+    (void)v;
+    return Status::Ok();
+  }
   // Lines to log once Recover has agreed (e.g. a set that cannot rebuild).
   virtual std::vector<std::string> Notes() const { return {}; }
 };
@@ -82,7 +91,7 @@ struct Recovered {
 // every member has (`intact`: its own local or persistent versions, newest
 // first) or that one of `levels` offers it; each member that lacks v locally
 // (or whose local copy is `distrust`) fetches it from the first level that
-// serves it. Collective.
+// serves it; then every level refills its redundancy of v. Collective.
 Result<Recovered> Recover(Group& group, const Config& config, const std::vector<Level*>& levels,
                           const std::string& name, const std::vector<int64_t>& intact,
                           int64_t bound, int64_t distrust);

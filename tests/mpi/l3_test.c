@@ -61,20 +61,6 @@ static cairn_stats_t stats_of(cairn_client_t *c) {
   return st;
 }
 
-static void lose_nodes(int a, int b) {
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank == 0) {
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s/scratch/node%d'", g_root, a);
-    CHECK(system(cmd) == 0, "%s", cmd);
-    if (b >= 0) {
-      snprintf(cmd, sizeof cmd, "rm -rf '%s/scratch/node%d'", g_root, b);
-      CHECK(system(cmd) == 0, "%s", cmd);
-    }
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-}
-
 static void save(cairn_client_t *c, unsigned char *buf, int64_t first, int64_t last) {
   for (int64_t v = first; v <= last; ++v) {
     fill(buf, v);

@@ -50,6 +50,22 @@ static inline void cleanup(void) {
   }
 }
 
+/* Simulated nodes a and b (b < 0: none) lost: their whole local
+ * directories deleted by rank 0 between two barriers. */
+static inline void lose_nodes(int a, int b) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    char cmd[4400];
+    for (int n = 0; n < 2; ++n) {
+      const int node = n == 0 ? a : b;
+      if (node < 0) continue;
+      snprintf(cmd, sizeof cmd, "rm -rf '%s/scratch/node%d'", g_root, node);
+      CHECK(system(cmd) == 0, "%s", cmd);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static inline int all_equal(int64_t v) {
   int64_t lo = v, hi = v;
   MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);

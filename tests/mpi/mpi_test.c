@@ -229,7 +229,9 @@ static void test_config(void) {
  * (byte-identical, under <partner's dir>/.partner/rank<r>); with node 1's
  * whole directory deleted, the restart restores the newest version from the
  * partner copies on every rank, byte-exact, and node 1's ranks log that L2
- * served them; a damaged local file is replaced from the partner too.
+ * served them, while node 0's ranks send their copies again (node 1 had
+ * them); a damaged local file is replaced from the partner too; node 0
+ * lost next is restored from those copies.
  * CAIRN_L2_EVERY=2 copies every second version only; a differing value and a
  * job on one node are configuration errors on every rank. */
 static void test_l2(void) {
@@ -270,13 +272,7 @@ static void test_l2(void) {
   free(b);
 
   /* Node 1 is lost: its whole local directory. */
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank == 0) {
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s/scratch/node1'", g_root);
-    CHECK(system(cmd) == 0, "%s", cmd);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  lose_nodes(1, -1);
   memset(buf, 0, kBytes);
   c = open_client(buf);
   int64_t got = -1;
@@ -287,10 +283,23 @@ static void test_l2(void) {
   CHECK((strstr(log, "from its partner copy on rank") != NULL) == (node == 1),
         "which level served: the log says '%s' on node %d", log, node);
 
+  /* Node 0's ranks lost their copies with node 1: the restore sent them
+   * again (Refill), byte-identical. */
+  snprintf(copy, sizeof copy, "%s/scratch/node%d/rank%d/.partner/rank%d/state/v%020d.cairn", g_root,
+           partner / k, partner, g_rank, 3);
+  if (node == 0) {
+    a = slurp(path, &n1);
+    b = slurp(copy, &n2);
+    CHECK(a && b && n1 == n2 && memcmp(a, b, n1) == 0, "the partner copy %s was not sent again", copy);
+    CHECK(strstr(log, "partner copy sent again") != NULL, "node 0's log does not say its copy was sent again: '%s'",
+          log);
+    free(a);
+    free(b);
+  }
+
   /* Rank k's local file of version 3 (just recovered) is damaged, a data
    * byte: restore(3) takes its partner's copy (on rank 0, node 0, which kept
-   * it) and succeeds everywhere. (Node 0's ranks lost their copies with
-   * node 1: redundancy is not rebuilt until their next L2 wait.) */
+   * it) and succeeds everywhere. */
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_rank == k) {
     flip_byte(path, 4096 + 1000, 0x20);
@@ -312,6 +321,18 @@ static void test_l2(void) {
   CHECK(rc == CAIRN_OK && got == 3 && holds(buf, 3), "restore_latest with rank %d's copy damaged: rc %d, version %lld",
         k, rc, (long long)got);
   CHECK((strstr(log, "(L2)") != NULL) == (g_rank == k), "restore_latest: the damaged rank's log says '%s'", log);
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+
+  /* Node 0 is lost next, with no wait between: its ranks get version 3
+   * from the copies sent again to node 1 (without them: no version). */
+  lose_nodes(0, -1);
+  memset(buf, 0, kBytes);
+  c = open_client(buf);
+  rc = restore_logged(c, -1, &got, log, sizeof log);
+  CHECK(rc == CAIRN_OK && got == 3 && holds(buf, 3), "restore_latest after losing node 0 too: rc %d, version %lld", rc,
+        (long long)got);
+  CHECK((strstr(log, "from its partner copy on rank") != NULL) == (node == 0),
+        "second loss: the log says '%s' on node %d", log, node);
   CHECK(cairn_close(c) == CAIRN_OK, "close");
 
   /* CAIRN_L2_EVERY=2 counts checkpoints, not waits (docs/mpi.md): the 2nd
