@@ -180,8 +180,9 @@ class MpiStats:
     l2_copies: int  #: versions stored at the partner (L2 turns)
     l3_parity_writes: int  #: XOR parity files written
     l3_parity_bytes: int  #: their bytes
+    l3_encode_s: float  #: time the waits spent encoding them, and re-encodings after a rebuild
     l3_rebuilds: int  #: versions of this rank rebuilt from XOR parity
-    l3_rebuild_s: float  #: time of the recoveries that rebuilt them
+    l3_rebuild_s: float  #: time of the recoveries that rebuilt them (without re-encoding)
     l3_read_s: float  #: rebuilds survived: reading the bundle and parity
     l3_exchange_s: float  #: rebuilds taken part in: time in their exchanges
     l3_xor_s: float  #: rebuilds survived: XOR of the windows received
