@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -30,8 +29,13 @@
 #include <vector>
 
 #include "core/copy_engine.hpp"
+#include "timing.hpp"
 
 namespace {
+
+using cairn::bench::Clock;
+using cairn::bench::Median;
+using cairn::bench::Since;
 
 constexpr size_t kBlock = 4u << 20;
 constexpr int kMethods = 3;
@@ -74,18 +78,13 @@ int Copier(Shared* sh, int proc, size_t bytes, int repeats) {
     for (int k = 0; k < kMethods; ++k) {
       const int method = (k + r) % kMethods;
       pthread_barrier_wait(&sh->barrier);
-      const auto t0 = std::chrono::steady_clock::now();
+      const Clock::time_point t0 = Clock::now();
       if (ok) CopyBy(method, dst, src, bytes);
-      sh->seconds[method][r][proc] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      sh->seconds[method][r][proc] = Since(t0);
       if (ok && dst[bytes / 2] != static_cast<uint8_t>(proc + 1)) return 3;
     }
   }
   return ok ? 0 : 2;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 }  // namespace

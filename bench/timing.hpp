@@ -1,5 +1,6 @@
 // Timing helpers shared by cairn-bench and the small measurement tools
-// (cairn-track-cost, cairn-placement-cost): one clock, one median.
+// (cairn-track-cost, cairn-placement-cost, cairn-copy-cost): one clock, one
+// median.
 #pragma once
 
 #include <algorithm>
