@@ -6,17 +6,24 @@
 
 namespace cairn::partner {
 
-namespace {
-
-// <rank dir>/.partner/rank<s>: where a holder keeps source s's copies (under
-// <name>/, as in a tier; a name never starts with a dot).
 std::string CopyDir(const Config& c, int source) {
   return c.scratch_dir + "/.partner/rank" + std::to_string(source);
 }
 
+namespace {
+
 using redundancy::Bundle;
 using redundancy::Get;
 using redundancy::Put;
+
+// Stores source's copy (a bundle it sent) in this holder's directory of it
+// and keeps the newest keep_versions there (with their chains).
+Status StoreCopy(const Config& config, int source, const std::string& name, const std::vector<uint8_t>& bundle) {
+  CAIRN_RETURN_IF_ERROR(redundancy::Unbundle(config, CopyDir(config, source) + "/" + name, bundle,
+                                             "rank " + std::to_string(source)));
+  redundancy::Retain(config, CopyDir(config, source), name, /*chains=*/true);
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -66,10 +73,7 @@ Status Replicate(Group& group, const Map& map, const Config& config, const std::
   Status s = mine.status().WithContext("the partner copy of version " + std::to_string(version));
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i].empty()) continue;
-    const int source = map.sources[i];
-    Status stored = redundancy::Unbundle(config, CopyDir(config, source) + "/" + name, got[i],
-                                         "rank " + std::to_string(source));
-    if (stored.ok()) redundancy::Retain(config, CopyDir(config, source), name, /*chains=*/true);
+    Status stored = StoreCopy(config, map.sources[i], name, got[i]);
     if (s.ok()) s = stored;
   }
   return s;
@@ -158,10 +162,7 @@ class PartnerLevel final : public redundancy::Level {
     }
     for (size_t i = 0; i < from.size(); ++i) {
       if (got[i].empty()) continue;
-      Status stored = redundancy::Unbundle(config_, CopyDir(config_, from[i]) + "/" + name, got[i],
-                                           "rank " + std::to_string(from[i]));
-      if (stored.ok()) redundancy::Retain(config_, CopyDir(config_, from[i]), name, /*chains=*/true);
-      if (!stored.ok()) notes_.push_back(stored.ToString());
+      if (Status stored = StoreCopy(config_, from[i], name, got[i]); !stored.ok()) notes_.push_back(stored.ToString());
     }
     return Status::Ok();
   }

@@ -23,6 +23,11 @@ struct Map {
   std::vector<int> sources;
 };
 
+// <rank dir>/.partner/rank<s>: where a holder keeps source s's copies (under
+// <name>/, as in a tier; a name never starts with a dot). `c` is the
+// holder's own configuration (RankConfig).
+std::string CopyDir(const Config& c, int source);
+
 // Member i of node n (members in rank order) has as partner member
 // i mod |node n+1| of node (n+1) mod nodes. Collective (one reduction of a
 // vector of group.size() integers). kConfig when the group has one node.

@@ -35,10 +35,6 @@ constexpr int64_t kAbortMagic = 0x3162613243524143;  // "CARC2ab1": abort notice
 constexpr size_t kTrailer = 16;                 // chunk: [int64 index][uint32 crc32c][uint32 0]
 constexpr size_t kMinReceive = 64 << 10;        // a receive holds any head
 
-std::string CopyDir(const Config& c, int source) {
-  return c.scratch_dir + "/.partner/rank" + std::to_string(source);
-}
-
 int64_t Word(const uint8_t* at) {
   int64_t v;
   std::memcpy(&v, at, sizeof v);
