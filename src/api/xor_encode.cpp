@@ -14,8 +14,6 @@ namespace cairn::parity {
 namespace {
 
 using namespace impl;
-using redundancy::Get;
-using redundancy::Put;
 
 // One member's part in encoding one version, after the sizes are known:
 // its bundle streams out window after window (WindowOf(c) bytes of each
@@ -89,15 +87,19 @@ class Encoder {
   uint32_t BundleCrc() const { return impl::BundleCrc(chunk_crcs_, bundle_->size(), h_.chunk); }
 
   // Once every member's CRC is in h_: the header, the file's CRC (of the
-  // header and the chunk), durably. Only after an error-free Stream, on a
-  // member that received.
-  Status Commit() {
+  // header and the chunk), durably; older parity files of `name` beyond
+  // keep_versions go. Returns the file's size. Only after an error-free
+  // Stream, on a member that received.
+  Result<uint64_t> Keep(const Config& config, const std::string& name, const std::string& what) {
     const std::vector<uint8_t> head = EncodeHeader(h_);
     uint8_t tail[kCrc];
     format::le::Put32(tail, crc32c::Combine(crc32c::Value(head.data(), head.size()), parity_crc_, h_.chunk));
-    CAIRN_RETURN_IF_ERROR(out_->WriteAt(head.data(), head.size(), 0));
-    CAIRN_RETURN_IF_ERROR(out_->WriteAt(tail, kCrc, h_.Size() + h_.chunk));
-    return out_->Commit();
+    Status s = out_->WriteAt(head.data(), head.size(), 0);
+    if (s.ok()) s = out_->WriteAt(tail, kCrc, h_.Size() + h_.chunk);
+    if (s.ok()) s = out_->Commit();
+    CAIRN_RETURN_IF_ERROR(s.WithContext(what));
+    redundancy::Retain(config, ParityDir(config), name, /*chains=*/false);
+    return static_cast<uint64_t>(h_.Size() + h_.chunk + kCrc);
   }
 
   const Status& failure() const { return failure_; }
@@ -139,20 +141,15 @@ class Encoder {
   Status failure_;
 };
 
-// Every member of the set learns every member's int64 values (each member
-// passes the same count).
-Result<std::vector<std::vector<int64_t>>> ShareValues(Group& group, const Sets& sets,
-                                                      const std::vector<int64_t>& mine) {
-  std::vector<uint8_t> msg;
-  for (int64_t v : mine) Put(&msg, v);
-  std::vector<std::vector<uint8_t>> got;
-  CAIRN_RETURN_IF_ERROR(ShareInSet(group, sets, msg, &got));
-  std::vector<std::vector<int64_t>> out(got.size(), std::vector<int64_t>(mine.size(), -1));
-  for (size_t q = 0; q < got.size(); ++q) {
-    size_t at = 0;
-    for (int64_t& v : out[q]) Get(got[q], &at, &v);
+// The first member whose outcome (outcomes[q][0], a Code) is not OK, as
+// that code with a message naming it (`why`); OK when every one's is.
+Status FirstFailed(const std::vector<std::vector<int64_t>>& outcomes, const std::vector<int>& members,
+                   const std::string& what, const std::string& why) {
+  for (size_t q = 0; q < outcomes.size(); ++q) {
+    if (outcomes[q][0] != static_cast<int64_t>(Code::kOk))
+      return Status(static_cast<Code>(outcomes[q][0]), what + ": rank " + std::to_string(members[q]) + why);
   }
-  return out;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -191,18 +188,12 @@ Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config, co
   CAIRN_ASSIGN_OR_RETURN(auto outcomes, ShareValues(group, sets, {static_cast<int64_t>(failure.code()),
                                                                   static_cast<int64_t>(encoder.BundleCrc())}));
   if (!failure.ok()) return failure.WithContext(what);
-  for (size_t q = 0; q < m; ++q) {
-    if (outcomes[q][0] != static_cast<int64_t>(Code::kOk)) {
-      return Status(static_cast<Code>(outcomes[q][0]),
-                    what + ": rank " + std::to_string(members[q]) +
-                        " of this rank's set could not read its file or write its parity (its error says which)");
-    }
-    h.members[q].crc = static_cast<uint32_t>(outcomes[q][1]);
-  }
-  // 4. Stored durably; older parity beyond keep_versions goes.
-  CAIRN_RETURN_IF_ERROR(encoder.Commit().WithContext(what));
-  redundancy::Retain(config, ParityDir(config), name, /*chains=*/false);
-  return static_cast<uint64_t>(h.Size() + h.chunk + kCrc);
+  CAIRN_RETURN_IF_ERROR(FirstFailed(
+      outcomes, members, what,
+      " of this rank's set could not read its file or write its parity (its error says which)"));
+  for (size_t q = 0; q < m; ++q) h.members[q].crc = static_cast<uint32_t>(outcomes[q][1]);
+  // 4. Stored durably.
+  return encoder.Keep(config, name, what);
 }
 
 namespace impl {
@@ -245,14 +236,8 @@ Result<uint64_t> Reencode(Group& group, const Sets& sets, const Config& config, 
   CAIRN_ASSIGN_OR_RETURN(auto outcomes, ShareValues(group, sets, {static_cast<int64_t>(failure.code())}));
   if (!failure.ok()) return failure.WithContext(what);
   if (p != target) return uint64_t{0};
-  for (size_t q = 0; q < m; ++q) {
-    if (outcomes[q][0] != static_cast<int64_t>(Code::kOk))
-      return Status(static_cast<Code>(outcomes[q][0]),
-                    what + ": rank " + std::to_string(members[q]) + " could not read its file (its error says why)");
-  }
-  CAIRN_RETURN_IF_ERROR(encoder.Commit().WithContext(what));
-  redundancy::Retain(config, ParityDir(config), name, /*chains=*/false);
-  return static_cast<uint64_t>(h.Size() + h.chunk + kCrc);
+  CAIRN_RETURN_IF_ERROR(FirstFailed(outcomes, members, what, " could not read its file (its error says why)"));
+  return encoder.Keep(config, name, what);
 }
 
 }  // namespace impl

@@ -136,6 +136,20 @@ Status ShareInSet(Group& group, const Sets& sets, const std::vector<uint8_t>& mi
   return Status::Ok();
 }
 
+Result<std::vector<std::vector<int64_t>>> ShareValues(Group& group, const Sets& sets,
+                                                      const std::vector<int64_t>& mine) {
+  std::vector<uint8_t> msg;
+  for (int64_t v : mine) redundancy::Put(&msg, v);
+  std::vector<std::vector<uint8_t>> got;
+  CAIRN_RETURN_IF_ERROR(ShareInSet(group, sets, msg, &got));
+  std::vector<std::vector<int64_t>> out(got.size(), std::vector<int64_t>(mine.size(), -1));
+  for (size_t q = 0; q < got.size(); ++q) {
+    size_t at = 0;
+    for (int64_t& v : out[q]) redundancy::Get(got[q], &at, &v);
+  }
+  return out;
+}
+
 std::string RankList(const std::vector<int>& ranks) {
   std::string out;
   for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);

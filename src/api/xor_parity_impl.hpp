@@ -63,6 +63,11 @@ uint32_t BundleCrc(const std::vector<uint32_t>& chunks, uint64_t total, uint64_t
 // (*got)[q] is member q's (this member's own at its position).
 Status ShareInSet(Group& group, const Sets& sets, const std::vector<uint8_t>& mine,
                   std::vector<std::vector<uint8_t>>* got);
+// Every member of the set learns every member's int64 values (each passes
+// the same count; a value missing from a message reads -1); (*got)[q] is
+// member q's.
+Result<std::vector<std::vector<int64_t>>> ShareValues(Group& group, const Sets& sets,
+                                                      const std::vector<int64_t>& mine);
 // After member `target` of the set got version v back from a rebuild: its
 // own parity of v, lost with its node, is encoded again from the other
 // members' bundles (each sends it its chunk of it, window by window) and

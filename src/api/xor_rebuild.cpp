@@ -394,13 +394,8 @@ class ParityLevel final : public redundancy::Level {
   // whether the rebuild was refused (its data did not check out), the
   // survivors learn it.
   Result<bool> Outcome(size_t gone, bool refused) {
-    std::vector<uint8_t> flag;
-    Put(&flag, refused ? 1 : 0);
-    std::vector<std::vector<uint8_t>> got;
-    CAIRN_RETURN_IF_ERROR(ShareInSet(group_, sets_, flag, &got));
-    int64_t said = 1;
-    size_t at = 0;
-    return !Get(got[gone], &at, &said) || said != 0;
+    CAIRN_ASSIGN_OR_RETURN(auto said, ShareValues(group_, sets_, {refused ? 1 : 0}));
+    return said[gone][0] != 0;  // a malformed message (-1) refuses too
   }
 
   // A refused rebuild: this survivor checks its parity file and its whole
