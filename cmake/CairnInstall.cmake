@@ -83,6 +83,20 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/cairn.pc.in ${PROJECT_BINARY_DIR}/cai
 install(FILES ${PROJECT_BINARY_DIR}/cairn.pc
   DESTINATION ${CAIRN_INSTALL_PKGCONFIGDIR} COMPONENT devel)
 
+# The Fortran module cairn (bindings/fortran, docs/fortran.md): its static
+# library and the directory of cairn.mod, over libcairn.
+if(TARGET cairn_fortran)
+  set(CAIRN_PC_NAME cairn_fortran)
+  set(CAIRN_PC_DESCRIPTION "Cairn's Fortran module cairn")
+  set(CAIRN_PC_DOC docs/fortran.md)
+  set(CAIRN_PC_REQUIRES cairn)
+  set(CAIRN_PC_LINK -lcairn_fortran)
+  set(CAIRN_PC_CFLAGS " -I\${prefix}/${CAIRN_INSTALL_FORTRAN_MODDIR}")
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/cairn_library.pc.in ${PROJECT_BINARY_DIR}/cairn_fortran.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/cairn_fortran.pc
+    DESTINATION ${CAIRN_INSTALL_PKGCONFIGDIR} COMPONENT devel)
+endif()
+
 # libcairn_mpi (only when built): its own export set, so that CairnConfig.cmake
 # looks for MPI only when the consumer asks for the mpi component or MPI is
 # there (cmake/CairnConfig.cmake.in).
@@ -106,6 +120,22 @@ if(CAIRN_HAVE_MPI)
     install(FILES ${PROJECT_SOURCE_DIR}/include/fti.h
       DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT devel)
   endif()
+  # The drop-in APIs' pkg-config files (cairn_veloc.pc, cairn_fti.pc), from
+  # one template: name, description, link line.
+  foreach(_api veloc fti)
+    if(TARGET cairn_${_api})
+      set(CAIRN_PC_NAME cairn_${_api})
+      string(TOUPPER ${_api} _API)
+      set(CAIRN_PC_DESCRIPTION "${_API}'s API over Cairn")
+      set(CAIRN_PC_DOC docs/${_api}.md)
+      set(CAIRN_PC_REQUIRES cairn_mpi)
+      set(CAIRN_PC_LINK -lcairn_${_api})
+      set(CAIRN_PC_CFLAGS "")
+      configure_file(${PROJECT_SOURCE_DIR}/cmake/cairn_library.pc.in ${PROJECT_BINARY_DIR}/cairn_${_api}.pc @ONLY)
+      install(FILES ${PROJECT_BINARY_DIR}/cairn_${_api}.pc
+        DESTINATION ${CAIRN_INSTALL_PKGCONFIGDIR} COMPONENT devel)
+    endif()
+  endforeach()
   install(EXPORT CairnMpiTargets
     NAMESPACE Cairn::
     FILE CairnMpiTargets.cmake

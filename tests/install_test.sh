@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Install test (run by .ci/run through scripts/test.sh, not by ctest):
-#   1. cmake --install the Release build (default: build/) into a temp prefix;
-#   2. build and run examples/consumer with find_package(Cairn);
-#   3. build and run the same program (examples/consumer/main.c) with pkg-config
-#      as examples/consumer_pkgconfig describes (shared, then static);
-#   4. when the build has libcairn_mpi: examples/consumer_mpi with
-#      find_package(Cairn COMPONENTS mpi) and with pkg-config cairn_mpi + mpicc,
-#      each run under mpirun with 2 ranks; with libcairn_veloc, VELOC's heat
-#      program (tests/compat/veloc_heatdis.c) built against the installed
-#      veloc.h with mpicc and run the same way; with libcairn_fti, FTI's
-#      (tests/compat/fti_heat.c) against the installed fti.h.
+#   1. cmake --install the Release build (default: build/) into a temp prefix
+#      (not a system directory); every installed shared library carries a
+#      RUNPATH that finds its own Cairn dependencies ($ORIGIN);
+#   2. each consumer below is built three ways, each then run with no
+#      environment set (LD_LIBRARY_PATH unset):
+#        plain:      CC x.c -I<prefix>/include -L<prefix>/lib -l<lib> -Wl,-rpath,<prefix>/lib
+#        pkg-config: CC x.c $(pkg-config --cflags --libs <pc>) -Wl,-rpath,<its libdir>
+#        CMake:      find_package(Cairn) and the imported target (tests/install/)
+#      the consumers: C over libcairn (examples/consumer/main.c), C++
+#      (tests/install/consumer.cpp), Fortran against the installed cairn.mod
+#      (tests/install/consumer.f90); with libcairn_mpi, under mpirun on 2
+#      ranks: C over it (examples/consumer_mpi/main.c), VELOC's heat program
+#      (tests/compat/veloc_heatdis.c) against the installed veloc.h and
+#      libcairn_veloc, FTI's (tests/compat/fti_heat.c) against fti.h and
+#      libcairn_fti;
+#   3. the C consumer linked statically (pkg-config --static).
 # Usage: tests/install_test.sh [BUILD_DIR]
 set -euo pipefail
 
@@ -44,25 +50,71 @@ pcdir="$(dirname "$(find "$prefix" -name 'cairn.pc' -print -quit)")"
 [[ -f "$pcdir/cairn.pc" ]] || { echo "install_test: cairn.pc missing" >&2; exit 1; }
 
 # The consumers run with a private scratch directory and a small cache.
-export TMPDIR="$work"
-
-step "find_package(Cairn): examples/consumer"
-if ! { cmake -S "$root/examples/consumer" -B "$work/consumer" -DCMAKE_BUILD_TYPE=Release \
-          -DCMAKE_PREFIX_PATH="$prefix" && cmake --build "$work/consumer"; } \
-     >"$work/consumer.log" 2>&1; then
-  cat "$work/consumer.log" >&2
-  echo "install_test: building examples/consumer against the install failed" >&2
-  exit 1
-fi
-"$work/consumer/cairn_consumer"
-
-step "pkg-config: examples/consumer_pkgconfig (shared)"
+export TMPDIR="$work" CAIRN_HOST_CACHE=16MiB
 export PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 cc="${CC:-cc}"
-# shellcheck disable=SC2046  # word splitting of pkg-config's output is intended
-"$cc" -std=c99 -Wall -Wextra -o "$work/consumer_pc" \
-  "$root/examples/consumer/main.c" $(pkg-config --cflags --libs cairn)
-LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/consumer_pc"
+cxx="${CXX:-c++}"
+fc="${FC:-gfortran}"
+mpirun_flags=(-np 2 --oversubscribe --timeout 60 --mca btl self,vader)
+[[ "$(id -u)" -eq 0 ]] && mpirun_flags=(--allow-run-as-root "${mpirun_flags[@]}")
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+
+step "every installed shared library finds its Cairn dependencies (RUNPATH \$ORIGIN)"
+for lib in "$libdir"/libcairn*.so; do
+  readelf -d "$lib" | grep -q 'RUNPATH.*\$ORIGIN' || {
+    echo "install_test: $(basename "$lib") has no RUNPATH with \$ORIGIN" >&2
+    readelf -d "$lib" >&2
+    exit 1
+  }
+done
+
+# run_bare PROGRAM ARGS...: runs with no library path set, under mpirun when
+# $mpi is 1. Each run starts without checkpoints: its own CAIRN_SCRATCH, and
+# $work/ckpt (where the VELOC and FTI configurations point) emptied.
+run_bare() {
+  local -a cmd=("$@")
+  rm -rf "$work/ckpt"
+  [[ "$mpi" == 1 ]] && cmd=(mpirun -x CAIRN_SCRATCH -x CAIRN_HOST_CACHE "${mpirun_flags[@]}" "$@")
+  CAIRN_SCRATCH="$(mktemp -d "$work/run.XXXXXX")" env -u LD_LIBRARY_PATH "${cmd[@]}"
+}
+
+# consume NAME COMPILER SOURCE LIBS PC TARGET LANG COMPONENTS -- ARGS...:
+# builds SOURCE the three ways (header) and runs each build with ARGS. LIBS:
+# the plain line's libraries, those whose functions SOURCE calls.
+consume() {
+  local name="$1" compiler="$2" src="$3" lib="$4" pc="$5" target="$6" lang="$7" comps="$8" bin
+  shift 9
+  local -a extra=()
+  [[ "$lang" == Fortran ]] && extra=(-I"$prefix/include/cairn/fortran" -lcairn_fortran)
+  local -a libs
+  read -ra libs <<<"$lib"
+  step "$name: plain compiler line (${libs[*]/#/-l} -Wl,-rpath)"
+  bin="$work/$name-plain"
+  "$compiler" -o "$bin" "$src" -I"$prefix/include" -L"$libdir" "${extra[@]}" "${libs[@]/#/-l}" -Wl,-rpath,"$libdir"
+  run_bare "$bin" "$@"
+  step "$name: pkg-config $pc"
+  bin="$work/$name-pc"
+  # shellcheck disable=SC2046  # word splitting of pkg-config's output is intended
+  "$compiler" -o "$bin" "$src" $(pkg-config --cflags --libs "$pc") -Wl,-rpath,"$(pkg-config --variable=libdir "$pc")"
+  run_bare "$bin" "$@"
+  step "$name: find_package(Cairn${comps:+ COMPONENTS $comps}), $target"
+  if ! { cmake -S "$root/tests/install" -B "$work/$name-cmake" -DCMAKE_BUILD_TYPE=Release \
+            -DCMAKE_PREFIX_PATH="$prefix" -DCONSUMER_SOURCE="$src" -DCONSUMER_TARGET="$target" \
+            -DCONSUMER_LANG="$lang" -DCONSUMER_COMPONENTS="$comps" -DCMAKE_C_COMPILER="${cc_cmake:-$cc}" &&
+         cmake --build "$work/$name-cmake"; } >"$work/$name-cmake.log" 2>&1; then
+    cat "$work/$name-cmake.log" >&2
+    echo "install_test: building $name against the install with CMake failed" >&2
+    exit 1
+  fi
+  run_bare "$work/$name-cmake/consumer" "$@"
+}
+
+mpi=0
+consume c "$cc" "$root/examples/consumer/main.c" cairn cairn cairn::cairn C "" --
+consume cpp "$cxx" "$root/tests/install/consumer.cpp" cairn cairn cairn::cairn CXX "" --
+if [[ -f "$prefix/include/cairn/fortran/cairn.mod" ]]; then
+  consume fortran "$fc" "$root/tests/install/consumer.f90" cairn cairn_fortran cairn::cairn_fortran Fortran "" --
+fi
 
 step "pkg-config: examples/consumer_pkgconfig (static)"
 # shellcheck disable=SC2046
@@ -76,59 +128,21 @@ fi
 "$work/consumer_pc_static"
 
 if [[ -f "$libdir/libcairn_mpi.so" ]]; then
-  [[ -f "$prefix/include/cairn/cairn_mpi.h" && -f "$pcdir/cairn_mpi.pc" ]] || {
-    echo "install_test: cairn_mpi.h or cairn_mpi.pc missing beside libcairn_mpi.so" >&2
-    exit 1
-  }
-  mpirun_flags=(-np 2 --oversubscribe --timeout 60 --mca btl self,vader)
-  [[ "$(id -u)" -eq 0 ]] && mpirun_flags=(--allow-run-as-root "${mpirun_flags[@]}")
-  export OMPI_MCA_btl_vader_single_copy_mechanism=none
-  step "find_package(Cairn COMPONENTS mpi): examples/consumer_mpi"
-  if ! { cmake -S "$root/examples/consumer_mpi" -B "$work/consumer_mpi" -DCMAKE_BUILD_TYPE=Release \
-            -DCMAKE_PREFIX_PATH="$prefix" && cmake --build "$work/consumer_mpi"; } \
-       >"$work/consumer_mpi.log" 2>&1; then
-    cat "$work/consumer_mpi.log" >&2
-    echo "install_test: building examples/consumer_mpi against the install failed" >&2
-    exit 1
-  fi
-  CAIRN_SCRATCH="$work/mpi-cmake" mpirun "${mpirun_flags[@]}" "$work/consumer_mpi/cairn_consumer_mpi"
-
-  step "pkg-config cairn_mpi + mpicc: examples/consumer_mpi"
-  # shellcheck disable=SC2046
-  mpicc -std=c99 -Wall -Wextra -o "$work/consumer_mpi_pc" \
-    "$root/examples/consumer_mpi/main.c" $(pkg-config --cflags --libs cairn_mpi)
-  CAIRN_SCRATCH="$work/mpi-pc" LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    mpirun -x CAIRN_SCRATCH -x LD_LIBRARY_PATH "${mpirun_flags[@]}" "$work/consumer_mpi_pc"
-
-  # A VELOC program, unchanged: -I<prefix>/include -lcairn_veloc (docs/veloc.md).
-  if [[ -f "$libdir/libcairn_veloc.so" ]]; then
-    step "VELOC's API: tests/compat/veloc_heatdis.c against <prefix>/include/veloc.h, -lcairn_veloc"
-    [[ -f "$prefix/include/veloc.h" && -f "$prefix/include/veloc/defs.h" ]] || {
-      echo "install_test: veloc.h or veloc/defs.h missing beside libcairn_veloc.so" >&2
-      exit 1
-    }
-    mpicc -std=c11 -o "$work/veloc_heatdis" "$root/tests/compat/veloc_heatdis.c" \
-      -I"$prefix" -I"$prefix/include" -L"$libdir" -lcairn_veloc -Wl,-rpath-link,"$libdir"
-    printf 'scratch = %s\npersistent = %s\n' "$work/veloc-s" "$work/veloc-p" > "$work/veloc.cfg"
-    LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-      mpirun -x LD_LIBRARY_PATH "${mpirun_flags[@]}" "$work/veloc_heatdis" "$work/veloc.cfg" mem 20 10 "$work/veloc.out"
-  fi
-
-  # An FTI program, unchanged: -I<prefix>/include -lcairn_fti (docs/fti.md).
-  if [[ -f "$libdir/libcairn_fti.so" ]]; then
-    step "FTI's API: tests/compat/fti_heat.c against <prefix>/include/fti.h, -lcairn_fti"
-    [[ -f "$prefix/include/fti.h" ]] || {
-      echo "install_test: fti.h missing beside libcairn_fti.so" >&2
-      exit 1
-    }
-    mpicc -std=c11 -o "$work/fti_heat" "$root/tests/compat/fti_heat.c" \
-      -I"$prefix" -I"$prefix/include" -L"$libdir" -lcairn_fti -Wl,-rpath-link,"$libdir"
-    printf '[basic]\nnode_size = 2\nckpt_dir = %s\nglbl_dir = %s\nverbosity = 3\n' \
-      "$work/fti-local" "$work/fti-global" > "$work/fti.cfg"
-    LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-      mpirun -x LD_LIBRARY_PATH "${mpirun_flags[@]}" "$work/fti_heat" "$work/fti.cfg" 20 "$work/fti.out"
-    [[ -s "$work/fti.out" ]] || { echo "install_test: fti_heat wrote no result" >&2; exit 1; }
-  fi
+  for f in include/cairn/cairn_mpi.h include/veloc.h include/veloc/defs.h include/fti.h; do
+    [[ -f "$prefix/$f" ]] || { echo "install_test: $f missing from the install" >&2; exit 1; }
+  done
+  mpi=1
+  cc_cmake="$(command -v mpicc)"
+  consume mpi mpicc "$root/examples/consumer_mpi/main.c" "cairn_mpi cairn" cairn_mpi Cairn::cairn_mpi C mpi --
+  # VELOC's and FTI's programs, unchanged: -I<prefix>/include -lcairn_veloc / -lcairn_fti.
+  printf 'scratch = %s\npersistent = %s\n' "$work/ckpt/veloc-s" "$work/ckpt/veloc-p" > "$work/veloc.cfg"
+  consume veloc mpicc "$root/tests/compat/veloc_heatdis.c" cairn_veloc cairn_veloc Cairn::veloc C mpi -- \
+    "$work/veloc.cfg" mem 20 10 "$work/veloc.out"
+  printf '[basic]\nnode_size = 2\nckpt_dir = %s\nglbl_dir = %s\nverbosity = 3\n' \
+    "$work/ckpt/fti-local" "$work/ckpt/fti-global" > "$work/fti.cfg"
+  consume fti mpicc "$root/tests/compat/fti_heat.c" cairn_fti cairn_fti Cairn::fti C mpi -- \
+    "$work/fti.cfg" 20 "$work/fti.out"
+  [[ -s "$work/fti.out" ]] || { echo "install_test: fti_heat wrote no result" >&2; exit 1; }
 fi
 
 step "OK"
