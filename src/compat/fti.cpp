@@ -16,6 +16,7 @@
 
 #include "cairn/cairn_mpi.h"
 #include "cairn/group.hpp"
+#include "compat/peer_version.hpp"
 #include "fti_config.hpp"
 #include "fti_snapshot.hpp"
 
@@ -69,8 +70,11 @@ struct Context {
   bool l2 = false, l3 = false;  // set up at open
   std::map<int, Dataset> data;
   bool reco = false;            // a checkpoint to recover was found at init
-  int64_t found = -1;           // ... this one
-  int64_t last = -1;            // the newest checkpoint taken or recovered
+  int64_t found = -1;           // ... this one (a Cairn version, compat/peer_version.hpp)
+  int64_t last = -1;            // the newest checkpoint taken or recovered (Cairn version)
+  // FTI ids may repeat: each checkpoint is a new Cairn version whose number
+  // carries the id, so that the newest one taken is the one recovered.
+  cairn::compat::PeerVersions versions;
   int last_level = 0;
   Unit unit = Unit::kMinutes;
   double start = 0;  // MPI_Wtime() at FTI_Init
@@ -210,7 +214,8 @@ int FindCheckpoint(Context* c) {
   }
   c->reco = true;
   c->found = v;
-  Print(FTI_INFO, "FTI_Init: checkpoint %lld found: this is a restart", static_cast<long long>(v));
+  c->versions.Seed(kName, v);
+  Print(FTI_INFO, "FTI_Init: checkpoint %d found: this is a restart", cairn::compat::PeerId(v));
   return FTI_SCES;
 }
 
@@ -227,7 +232,8 @@ void Recovered(Context* c, int64_t v) {
   c->last = v;
   c->base = c->snap.count;
   c->start = MPI_Wtime();
-  if (c->snap.next_id <= v) c->snap.next_id = v + 1;
+  const int id = cairn::compat::PeerId(v);
+  if (c->snap.next_id <= id) c->snap.next_id = static_cast<int64_t>(id) + 1;
 }
 
 // Copies region `region` of the checkpoint being recovered (this rank's) into
@@ -235,8 +241,8 @@ void Recovered(Context* c, int64_t v) {
 // every block and falls back from the local copy to glbl_dir.
 int ReadStored(Context* c, const char* what, int region, void* dst, size_t bytes) {
   if (cairn_read_saved_region(c->client, kName, c->found, c->rank, region, 0, dst, bytes) != CAIRN_OK) {
-    Print(FTI_EROR, "%s: reading dataset %d of checkpoint %lld failed: %s", what, region,
-          static_cast<long long>(c->found), cairn_last_error());
+    Print(FTI_EROR, "%s: reading dataset %d of checkpoint %d failed: %s", what, region,
+          cairn::compat::PeerId(c->found), cairn_last_error());
     return FTI_NREC;
   }
   return FTI_SCES;
@@ -443,25 +449,37 @@ extern "C" int FTI_Checkpoint(int id, int level) {
                      : "(XOR parity) needs group_size >= 2 nodes and at most the number of nodes");
     return FTI_NSCS;
   }
+  if (id < 0) {
+    Print(FTI_WARN, "FTI_Checkpoint: checkpoint id %d is negative", id);
+    return FTI_NSCS;
+  }
   // Local: one rank's failure must still reach the collective wait, which
   // then fails on every rank (it names the rank that never checkpointed).
-  int err = cairn_checkpoint(g->client, kName, id);
+  // The version's number is agreed without a message: every rank counts the
+  // same checkpoints (compat/peer_version.hpp).
+  cairn::Client& client = *cairn::FromCHandle(g->client);
+  cairn::Result<int64_t> version = g->versions.Next(client, kName, id);
+  if (!version.ok()) {
+    Print(FTI_EROR, "FTI_Checkpoint: checkpoint %d failed: %s", id, version.status().message().c_str());
+    return FTI_NSCS;
+  }
+  const int64_t v = *version;
+  const int err = cairn_checkpoint(g->client, kName, v);
   if (err != CAIRN_OK) Print(FTI_EROR, "FTI_Checkpoint: checkpoint %d failed: %s", id, cairn_last_error());
   cairn::Status w;
   if (level == 1 || level == 4) {
-    if (cairn_wait(g->client, kName, id, level == 4 ? CAIRN_LEVEL_PERSISTENT : CAIRN_LEVEL_LOCAL) != CAIRN_OK) {
+    if (cairn_wait(g->client, kName, v, level == 4 ? CAIRN_LEVEL_PERSISTENT : CAIRN_LEVEL_LOCAL) != CAIRN_OK) {
       w = cairn::Status::Io(cairn_last_error());
     }
   } else {
-    w = cairn::WaitAtLevels(*cairn::FromCHandle(g->client), kName, id,
-                            cairn::WaitLevels{.l2 = level == 2, .l3 = level == 3});
+    w = cairn::WaitAtLevels(client, kName, v, cairn::WaitLevels{.l2 = level == 2, .l3 = level == 3});
   }
   if (!w.ok()) {
     if (err == CAIRN_OK) Print(FTI_EROR, "FTI_Checkpoint: checkpoint %d at level %d failed: %s", id, level, w.message().c_str());
     return FTI_NSCS;
   }
   if (err != CAIRN_OK) return FTI_NSCS;
-  g->last = id;
+  g->last = v;
   g->last_level = level;
   if (g->snap.next_id <= id) g->snap.next_id = static_cast<int64_t>(id) + 1;
   Print(FTI_INFO, "Ckpt. ID %d taken (L%d)", id, level);
@@ -480,7 +498,7 @@ extern "C" int FTI_Recover(void) {
     return FTI_NREC;
   }
   Recovered(g.get(), v);
-  Print(FTI_INFO, "Recovered from checkpoint %lld", static_cast<long long>(v));
+  Print(FTI_INFO, "Recovered from checkpoint %d", cairn::compat::PeerId(v));
   return FTI_SCES;
 }
 
@@ -508,15 +526,15 @@ extern "C" int FTI_RecoverVar(int id) {
   }
   size_t stored = 0;
   if (cairn_saved_region_size(g->client, kName, g->found, g->rank, id, &stored) != CAIRN_OK) {
-    Print(FTI_EROR, "FTI_RecoverVar: dataset %d of checkpoint %lld: %s", id, static_cast<long long>(g->found),
+    Print(FTI_EROR, "FTI_RecoverVar: dataset %d of checkpoint %d: %s", id, cairn::compat::PeerId(g->found),
           cairn_last_error());
     return FTI_NSCS;
   }
   const Dataset& d = it->second;
   if (static_cast<int64_t>(stored) != d.bytes) {
-    Print(FTI_WARN, "FTI_RecoverVar: dataset %d is protected with %lld bytes but checkpoint %lld stored %llu "
+    Print(FTI_WARN, "FTI_RecoverVar: dataset %d is protected with %lld bytes but checkpoint %d stored %llu "
           "(FTI_GetStoredSize; FTI_Realloc resizes it)", id, static_cast<long long>(d.bytes),
-          static_cast<long long>(g->found), static_cast<unsigned long long>(stored));
+          cairn::compat::PeerId(g->found), static_cast<unsigned long long>(stored));
     return FTI_NSCS;
   }
   if (stored == 0) return FTI_SCES;  // an empty dataset: nothing to read
@@ -527,7 +545,7 @@ extern "C" int FTI_RecoverVarFinalize(void) {
   if (!Ready("FTI_RecoverVarFinalize")) return FTI_NSCS;
   if (g->reco) {
     Recovered(g.get(), g->found);
-    Print(FTI_INFO, "Recovered datasets of checkpoint %lld", static_cast<long long>(g->found));
+    Print(FTI_INFO, "Recovered datasets of checkpoint %d", cairn::compat::PeerId(g->found));
   }
   return FTI_SCES;
 }

@@ -135,7 +135,7 @@ Status Shim::MaterializeFiles() {
     want[e.id] = {d.empty() ? &g_empty_file : d.data(), d.size()};
   }
   CAIRN_RETURN_IF_ERROR(Register(want));
-  Status s = client_->Restore(name_, version_);
+  Status s = client_->Restore(name_, cairn_version_);
   if (s.ok() && !file_data_.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(PhaseDir(), ec);

@@ -1,6 +1,8 @@
 // VELOC's checkpoint and restart phases over one cairn::Client (docs/veloc.md).
 //
-// A VELOC version is one Cairn version of the same name and number. Besides
+// A VELOC checkpoint is one Cairn version of the same name, numbered as
+// compat/peer_version.hpp says: a VELOC version taken again is a new Cairn
+// version, and the restart finds the newest one taken. Besides
 // the application's memory regions it holds the captured files (Route_file)
 // and a table of contents: a fixed header region (kMetaHeader) and the table
 // (kMetaTable) naming each region's VELOC id, kind and size and each file's
@@ -198,7 +200,12 @@ Status Shim::CheckpointEnd() {
     want[kMetaTable] = {table_bytes_.data(), table_bytes_.size()};
     s = Register(want);
   }
-  if (s.ok()) s = client_->Checkpoint(name_, version_);
+  if (s.ok()) {
+    Result<int64_t> v = versions_.Next(*client_, name_, version_);
+    s = v.status();
+    if (v.ok()) cairn_version_ = *v;
+  }
+  if (s.ok()) s = client_->Checkpoint(name_, cairn_version_);
   // The files are in Cairn's cache now (or the capture failed): drop the
   // copies, unprotected first (Cairn's regions must stay valid while protected).
   if (Status d = DropFileRegions(); s.ok()) s = d;
@@ -206,7 +213,8 @@ Status Shim::CheckpointEnd() {
   RemovePhaseDir();
   CAIRN_RETURN_IF_ERROR(s);
   last_name_ = name_;
-  last_version_ = version_;
+  last_version_ = cairn_version_;
+  found_name_.clear();  // a restart now must see this checkpoint too
   if (sync_) return CheckpointWait();
   return Status::Ok();
 }
@@ -229,9 +237,45 @@ Result<bool> Shim::BackendReady() {
 
 // --- Restart -----------------------------------------------------------------
 
+template <typename Visit>
+Status Shim::ScanVersions(const std::string& name, Visit&& visit) {
+  Result<int64_t> v = client_->Latest(name);
+  if (v.ok()) versions_.Seed(name, *v);
+  while (v.ok()) {
+    visit(*v);
+    if (*v == 0) return Status::Ok();
+    v = client_->Latest(name, *v - 1);
+  }
+  return v.status().code() == Code::kNotFound ? Status::Ok() : v.status();
+}
+
 Result<int64_t> Shim::RestartTest(const char* name, int bound) {
   CAIRN_RETURN_IF_ERROR(CheckName(name, bound));
-  return bound == 0 ? client_->Latest(name) : client_->Latest(name, bound);
+  found_name_ = name;
+  found_.clear();
+  Status s = ScanVersions(name, [&](int64_t v) { found_.try_emplace(compat::PeerId(v), v); });
+  if (!s.ok()) {
+    found_name_.clear();
+    return s;
+  }
+  for (auto it = found_.rbegin(); it != found_.rend(); ++it) {
+    if (bound == 0 || it->first <= bound) return it->first;
+  }
+  return Status::NotFound("no intact version of '" + std::string(name) + "'" +
+                          (bound == 0 ? "" : " numbered " + std::to_string(bound) + " or less"));
+}
+
+Result<int64_t> Shim::NewestTaken() {
+  if (found_name_ != name_) {
+    found_name_ = name_;
+    found_.clear();
+    CAIRN_RETURN_IF_ERROR(ScanVersions(name_, [&](int64_t v) { found_.try_emplace(compat::PeerId(v), v); }));
+  }
+  auto it = found_.find(version_);
+  if (it == found_.end()) {
+    return Status::NotFound("version " + std::to_string(version_) + " of '" + name_ + "' has no intact checkpoint");
+  }
+  return it->second;
 }
 
 Status Shim::RestartBegin(const char* name, int version) {
@@ -239,6 +283,7 @@ Status Shim::RestartBegin(const char* name, int version) {
   CAIRN_RETURN_IF_ERROR(CheckName(name, version));
   name_ = name;
   version_ = version;
+  CAIRN_ASSIGN_OR_RETURN(cairn_version_, NewestTaken());
   CAIRN_RETURN_IF_ERROR(ReadTable());
   CAIRN_RETURN_IF_ERROR(MaterializeFiles());
   phase_ = Phase::kRestart;
@@ -249,7 +294,7 @@ Status Shim::ReadTable() {
   const std::string what = "version " + std::to_string(version_) + " of '" + name_ + "'";
   header_[0] = 0;
   CAIRN_RETURN_IF_ERROR(Register({{kMetaHeader, {header_, sizeof header_}}}));
-  Status s = client_->Restore(name_, version_);
+  Status s = client_->Restore(name_, cairn_version_);
   if (s.code() == Code::kNotFound || s.code() == Code::kSizeMismatch) {
     return Status(s.code(), what + " has no libcairn_veloc table of contents (not written through VELOC's API?): " + s.message());
   }
@@ -260,7 +305,7 @@ Status Shim::ReadTable() {
   table_bytes_.assign(header_[3], 0);
   CAIRN_RETURN_IF_ERROR(Register({{kMetaHeader, {header_, sizeof header_}},
                                   {kMetaTable, {table_bytes_.data(), table_bytes_.size()}}}));
-  CAIRN_RETURN_IF_ERROR(client_->Restore(name_, version_));
+  CAIRN_RETURN_IF_ERROR(client_->Restore(name_, cairn_version_));
   table_.clear();
   size_t at = 0;
   for (uint64_t i = 0; i < header_[2]; ++i) {
@@ -302,7 +347,7 @@ Status Shim::RecoverSelective(int mode, const int* ids, int id_count) {
     want[e.id] = it->second;
   }
   CAIRN_RETURN_IF_ERROR(Register(want));
-  return client_->Restore(name_, version_);
+  return client_->Restore(name_, cairn_version_);
 }
 
 Result<int64_t> Shim::RecoverSize(int id) const {

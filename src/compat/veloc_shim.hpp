@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
+#include "compat/peer_version.hpp"
 #include "compat/veloc_config.hpp"
 
 namespace cairn::veloc {
@@ -53,8 +54,9 @@ class Shim {
   Status CheckpointWait();
   Result<bool> BackendReady();
 
-  // The newest intact version <= bound (0: any), agreed by every rank;
-  // kNotFound if none.
+  // VELOC's rule: the highest VELOC version <= bound (0: any) among the
+  // intact ones, agreed by every rank; kNotFound if none. A version taken
+  // more than once counts by its newest checkpoint.
   Result<int64_t> RestartTest(const char* name, int bound);
   Status RestartBegin(const char* name, int version);
   Status RecoverSelective(int mode, const int* ids, int id_count);
@@ -80,6 +82,14 @@ class Shim {
   Status ReadTable();
   Status CaptureFiles(std::map<int, Region>* want);
   Status MaterializeFiles();
+  // The Cairn version of the newest checkpoint of name_ taken as VELOC
+  // version version_ (kNotFound if none is intact): the one RestartTest
+  // found, else a scan of the kept versions.
+  Result<int64_t> NewestTaken();
+  // The kept intact versions of `name`, newest first, each given to visit
+  // (collective: one Client::Latest each).
+  template <typename Visit>
+  Status ScanVersions(const std::string& name, Visit&& visit);
   std::string PhaseDir() const;
   void RemovePhaseDir();
 
@@ -96,7 +106,12 @@ class Shim {
 
   Phase phase_ = Phase::kNone;
   std::string name_;                  // the phase's checkpoint
-  int version_ = -1;
+  int version_ = -1;                  // ... its VELOC version
+  int64_t cairn_version_ = -1;        // ... and Cairn version (compat/peer_version.hpp)
+  compat::PeerVersions versions_;
+  // RestartTest's finding: the Cairn version of each VELOC version of found_name_.
+  std::string found_name_;
+  std::map<int, int64_t> found_;
   bool mem_selected_ = false;         // Checkpoint_mem/_selective called in this phase
   std::set<int> selection_;           // the memory regions it chose
   std::vector<std::string> files_;    // routed originals (absolute), in routing order
@@ -106,7 +121,7 @@ class Shim {
   std::vector<TableEntry> table_;     // the restart phase's version's
 
   std::string last_name_;             // the last checkpoint not yet waited for
-  int64_t last_version_ = -1;
+  int64_t last_version_ = -1;         // ... its Cairn version
 };
 
 }  // namespace cairn::veloc
