@@ -6,8 +6,7 @@
 #include "fuzz/inputs.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const cairn::Status s = cairn::fuzz::LoadConfigInput(data, size);
-  if (!s.ok() && s.code() != cairn::Code::kConfig && s.code() != cairn::Code::kNoMemory) {
+  if (!cairn::fuzz::ConfigOutcome(cairn::fuzz::LoadConfigInput(data, size))) {
     std::abort();  // libFuzzer reports it with the input
   }
   return 0;

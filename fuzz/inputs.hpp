@@ -25,4 +25,17 @@ Status ReadFileInput(const uint8_t* data, size_t size);
 // kNoMemory is a bug. Changes the process environment while it runs.
 Status LoadConfigInput(const uint8_t* data, size_t size);
 
+// fuzz_veloc_config, fuzz_fti_config: the bytes as a VELOC configuration
+// file (libcairn_veloc's reader, src/compat/veloc_config.hpp) or an FTI one
+// (src/compat/fti_config.hpp), parsed as VELOC_Init / FTI_Init parse theirs.
+// Returns the parser's status; anything but OK, kConfig or kNoMemory is a bug.
+Status ParseVelocConfigInput(const uint8_t* data, size_t size);
+Status ParseFtiConfigInput(const uint8_t* data, size_t size);
+
+// What every configuration target accepts as the outcome of an input: OK, a
+// configuration error or no memory. Anything else is a finding.
+inline bool ConfigOutcome(const Status& s) {
+  return s.ok() || s.code() == Code::kConfig || s.code() == Code::kNoMemory;
+}
+
 }  // namespace cairn::fuzz

@@ -7,8 +7,12 @@
 #
 # scripts/test.sh runs it briefly in CI (CAIRN_FUZZ_SECONDS there). Each
 # target starts from its seeds (fuzz/corpus/<target>/) and the committed
-# findings (tests/data/fuzz/<target>/); what it discovers goes to
-# build-fuzz/corpus/<target>/ (kept between runs, never committed). A crash,
+# findings (tests/data/fuzz/<target>/) and from what earlier runs on this
+# machine discovered: the corpus is kept per machine, outside the checkout
+# (CAIRN_FUZZ_CORPUS, default ~/.cache/cairn/fuzz-corpus/<target>/, never
+# committed), so that CI's short runs from fresh clones go on where the last
+# one stopped instead of starting over from the seeds; libFuzzer's seed
+# differs at every run. A crash,
 # leak, sanitizer report, timeout (-timeout) or an input needing more than
 # -rss_limit_mb fails the run; libFuzzer writes the input to
 # build-fuzz/findings/<target>-crash-<sha1> (or leak-, timeout-, oom-).
@@ -17,7 +21,7 @@
 # suite replays it: tests/fuzz_corpus_test.cpp) and fix the library.
 #
 # Environment: CAIRN_FUZZ_JOBS=N build parallelism and targets fuzzed at once
-# (default 2).
+# (default 2); CAIRN_FUZZ_CORPUS=DIR the kept corpus (above).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -32,9 +36,10 @@ cmake --build --preset fuzz -j"$jobs"
 echo "fuzz.sh: built in $((SECONDS - start))s"
 
 mkdir -p build-fuzz/findings
+corpus_root="${CAIRN_FUZZ_CORPUS:-${XDG_CACHE_HOME:-$HOME/.cache}/cairn/fuzz-corpus}"
 # fuzz_one TARGET: fuzzes one target; its exit status is libFuzzer's.
 fuzz_one() {
-  local target="$1" work="build-fuzz/corpus/$1" log="build-fuzz/findings/$1.log" t0=$SECONDS
+  local target="$1" work="$corpus_root/$1" log="build-fuzz/findings/$1.log" t0=$SECONDS
   local -a dirs=("$work" "fuzz/corpus/$target")
   [[ -d "tests/data/fuzz/$target" ]] && dirs+=("tests/data/fuzz/$target")
   mkdir -p "$work"

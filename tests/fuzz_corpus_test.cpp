@@ -60,6 +60,27 @@ TEST(FuzzCorpus, ConfigSeedsLoad) {
   }
 }
 
+// The drop-in APIs' seeds are the peers' own configuration files (VELOC's
+// test/heatdis.in, FTI's tutorial and example files, their placeholders
+// filled in): each must parse, as it does for the peer.
+TEST(FuzzCorpus, VelocConfigSeedsParse) {
+  const auto seeds = ReadDir("fuzz/corpus/veloc_config");
+  ASSERT_GE(seeds.size(), 2u);
+  for (const Input& s : seeds) {
+    const Status st = fuzz::ParseVelocConfigInput(s.bytes.data(), s.bytes.size());
+    EXPECT_TRUE(st.ok()) << s.name << ": " << st.ToString();
+  }
+}
+
+TEST(FuzzCorpus, FtiConfigSeedsParse) {
+  const auto seeds = ReadDir("fuzz/corpus/fti_config");
+  ASSERT_GE(seeds.size(), 5u);
+  for (const Input& s : seeds) {
+    const Status st = fuzz::ParseFtiConfigInput(s.bytes.data(), s.bytes.size());
+    EXPECT_TRUE(st.ok()) << s.name << ": " << st.ToString();
+  }
+}
+
 TEST(FuzzFindings, FileReaderFindingsAreCleanErrors) {
   for (const Input& f : ReadDir("tests/data/fuzz/file_reader")) {
     const Status st = fuzz::ReadFileInput(f.bytes.data(), f.bytes.size());

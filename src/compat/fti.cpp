@@ -186,6 +186,9 @@ int OpenCairn(Context* c, MPI_Comm comm, int size) {
   if (f.dcp) {
     env.Set("CAIRN_CHANGES", "hash");
     if (f.dcp_block_size > 0) env.Set("CAIRN_HASH_CHUNK", std::to_string(f.dcp_block_size));
+    // FTI starts a new file, a full checkpoint, every dcp_stack_size dCP
+    // checkpoints: a full version and stack - 1 layers on it.
+    if (f.dcp_stack_size > 0) env.Set("CAIRN_MAX_LAYERS", std::to_string(f.dcp_stack_size - 1));
   }
   // L2 needs a partner on another node, L3 a set of group_size nodes.
   c->l2 = nodes >= 2;

@@ -52,6 +52,11 @@ constexpr Key kKeys[] = {
     {"basic", "enable_dcp", Use::kMapped, ""},
     {"basic", "dcp_mode", Use::kNoEffect, "Cairn hashes chunks with its own hash (XXH3-128)"},
     {"basic", "dcp_block_size", Use::kMapped, ""},
+    {"basic", "dcp_stack_size", Use::kMapped, ""},
+    {"basic", "cacheddcp", Use::kNoEffect, "Cairn hashes the protected memory where it is (device regions on the device)"},
+    {"basic", "fast_forward", Use::kNoEffect, "checkpoint intervals are not scaled"},
+    {"basic", "glbl_stash_dir", Use::kNoEffect, "Cairn keeps no stash of global checkpoints besides retention"},
+    {"basic", "max_var_id", Use::kNoEffect, "dataset ids go up to 2147483631 without a bound to set"},
     {"basic", "verbosity", Use::kMapped, ""},
     {"basic", "keep_heads_alive", Use::kNoEffect, "there are no head ranks"},
     {"basic", "gpu_host_bufsize", Use::kNoEffect, "Cairn sizes its device staging by device_cache.* (docs/config.md)"},
@@ -68,7 +73,9 @@ constexpr Key kKeys[] = {
     {"injection", "number", Use::kMapped, ""},
     {"injection", "position", Use::kNoEffect, "failure injection (FTI_BitFlip) is not provided"},
     {"injection", "frequency", Use::kNoEffect, "failure injection (FTI_BitFlip) is not provided"},
+    {"injection", "index", Use::kNoEffect, "failure injection (FTI_BitFlip) is not provided"},
     {"advanced", "block_size", Use::kNoEffect, "Cairn's block size is host_cache.block_size"},
+    {"advanced", "fast_forward", Use::kNoEffect, "checkpoint intervals are not scaled"},
     {"advanced", "transfer_size", Use::kNoEffect, "Cairn's block size is host_cache.block_size"},
     {"advanced", "mpi_tag", Use::kNoEffect, "Cairn's messages travel on a communicator of their own"},
     {"advanced", "general_tag", Use::kNoEffect, "Cairn's messages travel on a communicator of their own"},
@@ -77,6 +84,9 @@ constexpr Key kKeys[] = {
     {"advanced", "final_tag", Use::kNoEffect, "Cairn's messages travel on a communicator of their own"},
     {"advanced", "local_test", Use::kMapped, ""},
     {"advanced", "lustre_striping_unit", Use::kNoEffect, "Lustre striping is left to the file system's defaults"},
+    {"advanced", "lustre_stiping_unit", Use::kNoEffect, "Lustre striping is left to the file system's defaults (FTI 1.6 reads this spelling)"},
+    {"advanced", "lustre_stiping_factor", Use::kNoEffect, "Lustre striping is left to the file system's defaults (FTI 1.6 reads this spelling)"},
+    {"advanced", "lustre_stiping_offset", Use::kNoEffect, "Lustre striping is left to the file system's defaults (FTI 1.6 reads this spelling)"},
     {"advanced", "lustre_striping_factor", Use::kNoEffect, "Lustre striping is left to the file system's defaults"},
     {"advanced", "lustre_striping_offset", Use::kNoEffect, "Lustre striping is left to the file system's defaults"},
     // Cairn's extension (docs/fti.md, "FTI_Snapshot"): the optimal interval.
@@ -149,6 +159,12 @@ Status Apply(FtiConfig* c, const std::string& key, const std::string& v, const s
   if (key == "keep_last_ckpt") return flag(&c->keep_last_ckpt);
   if (key == "enable_dcp") return flag(&c->dcp);
   if (key == "dcp_block_size") return set(&c->dcp_block_size, 512, 65535);
+  if (key == "dcp_stack_size") {  // as FTI: above 10 is a warning, and 5
+    CAIRN_ASSIGN_OR_RETURN(int n, Int(where, v, 1, INT_MAX));
+    if (n > 10) c->notes.push_back(where + " = " + v + " is above 10: 5 is used, as FTI does");
+    c->dcp_stack_size = n > 10 ? 5 : n;
+    return Status::Ok();
+  }
   if (key == "verbosity") return set(&c->verbosity, 1, 4);
   if (key == "local_test") return flag(&c->local_test);
   if (key == "auto_level") return set(&c->auto_level, 0, 4);

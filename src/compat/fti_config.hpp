@@ -20,6 +20,7 @@ struct FtiConfig {
   bool keep_last_ckpt = false;
   bool dcp = false;         // enable_dcp -> checkpoint.changes = hash
   int dcp_block_size = 0;   // dcp_block_size -> checkpoint.hash_chunk (0: Cairn's default)
+  int dcp_stack_size = 0;   // dcp_stack_size: dCP checkpoints per FTI file -> checkpoint.max_layers = it - 1 (0: Cairn's default)
   int verbosity = 2;        // FTI_DBUG 1 .. FTI_EROR 4
   bool local_test = false;  // [advanced] local_test: nodes simulated on one machine
   // [cairn] (Cairn's own section; FTI ignores sections it does not know):

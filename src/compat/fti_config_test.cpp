@@ -103,5 +103,23 @@ TEST(FtiConfig, CairnSectionAsksForTheOptimalInterval) {
   ExpectError(std::string(kGood) + "[cairn]\nmtbf = 10\n", "unknown key 'mtbf' in [cairn]");
 }
 
+// dcp_stack_size as FTI reads it (its examples set 10): a stack of n dCP
+// checkpoints per file is a full version and n - 1 layers; above 10 FTI
+// warns and takes 5.
+TEST(FtiConfig, DcpStackSizeAsFtiReadsIt) {
+  const std::string head = "[basic]\nckpt_dir = /l\nglbl_dir = /g\nenable_dcp = 1\n";
+  auto ten = ParseConfig(head + "dcp_stack_size = 10\n", "c.fti");
+  ASSERT_TRUE(ten.ok()) << ten.status().ToString();
+  EXPECT_EQ(ten->dcp_stack_size, 10);
+  auto big = ParseConfig(head + "dcp_stack_size = 12\n", "c.fti");
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_EQ(big->dcp_stack_size, 5);
+  ASSERT_FALSE(big->notes.empty());
+  EXPECT_NE(big->notes.back().find("5 is used"), std::string::npos) << big->notes.back();
+  auto zero = ParseConfig(head + "dcp_stack_size = 0\n", "c.fti");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("c.fti:5"), std::string::npos) << zero.status().ToString();
+}
+
 }  // namespace
 }  // namespace cairn::fti

@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "config/toml_check.hpp"
+
 namespace cairn {
 namespace {
 
@@ -228,6 +230,10 @@ TEST_F(ConfigTest, NonAsciiWhereTomlppChecksForWhitespaceIsASyntaxError) {
                   "non-ASCII character after a backslash");
   // A quote inside a bare value does not open a string for toml++ (third finding).
   EXPECT_CONTAINS(ErrorOf("[storage]\nscratch = +/x\"\xef\xbb\x9f\"\n"), "(line 2, column 15)");
+  // Nor after an `=` inside a bare value (fourth finding, 21 bytes).
+  EXPECT_CONTAINS(ErrorOf("8h =8\"stor``@@@J@='\xd1\x96"), "(line 1, column 20)");
+  // Nor after a value, on the same line.
+  EXPECT_CONTAINS(ErrorOf("a = 1 '\xc3\xa9'\n"), "(line 1, column 8)");
   // Non-ASCII text stays fine where TOML allows it: strings and comments.
   for (const char* ok : {
            "# Gr\xc3\xb6\xc3\x9f" "e\n[storage]\nscratch = \"/scratch/j\xc3\xbcrgen\"  # \xc2\xa7\n",
@@ -239,6 +245,15 @@ TEST_F(ConfigTest, NonAsciiWhereTomlppChecksForWhitespaceIsASyntaxError) {
            "[\"storage\"]\nscratch = \"/x\"\n"}) {
     auto r = Parse(ok);
     EXPECT_TRUE(r.ok()) << ok << ": " << r.status().ToString();
+  }
+  // Strings where TOML's grammar puts values and keys (the pass alone: these
+  // keys are not Cairn's): arrays over lines, inline tables, dotted and
+  // quoted keys, arrays of tables.
+  for (const char* ok : {
+           "note = [ \"\xc3\xa9\", # \xc2\xa7\n  '\xc3\xa9', [\"\xc3\xa9\"], [] ]\nb = 2\n",
+           "t = { a = \"\xc3\xa9\", \"b\xc3\xa9\" = '\xc3\xa9', c = {} }\n",
+           "[x]\na.\"\xc3\xa9\".c = 1\n[[x.list]]\nv = \"\xc3\xa9\"\n[ \"\xc3\xa9\" . y ]\n"}) {
+    EXPECT_TRUE(CheckTomlText(ok, "t.toml").ok()) << ok << ": " << CheckTomlText(ok, "t.toml").ToString();
   }
 }
 

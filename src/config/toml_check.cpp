@@ -14,29 +14,105 @@ class Scanner {
   Scanner(std::string_view text, std::string_view origin) : s_(text), origin_(origin) {}
 
   // A quote opens a string only where toml++ parses one: where a key or a
-  // value starts. Elsewhere (inside a bare value such as `+/x"`) toml++ scans
-  // on, so for this pass the quote is an ordinary character. Erring towards
-  // "not a string" only rejects text that toml++ rejects anyway.
+  // value starts. Elsewhere (inside a bare value such as `+/x"` or `8"a@='`,
+  // after a value, in text toml++ rejects) it is an ordinary character, and
+  // a non-ASCII character there is refused. Erring towards "not a string"
+  // only refuses text that toml++ refuses anyway. Where keys and values
+  // start is TOML's line grammar: a key (bare, quoted or dotted) at the
+  // start of a line, in a table header or in an inline table after `{` or
+  // `,`; a value after `=`, and in an array after `[` or `,`.
   Status Run() {
-    char prev = '\n';  // the last character outside strings that is not a space or tab
+    Pos pos = Pos::kKey;
     while (i_ < s_.size()) {
       const char c = s_[i_];
+      if (NonAscii(c)) return Error("non-ASCII character outside a string or comment (TOML allows them only there)");
+      if (pos == Pos::kBare) {  // a bare value runs to whitespace or a delimiter
+        if (std::string_view(" \t\r\n#,]}").find(c) != std::string_view::npos) {
+          pos = Pos::kAfter;
+        } else {
+          Advance();
+        }
+        continue;
+      }
       if (c == '#') {
         SkipTo('\n');
-      } else if ((c == '"' || c == '\'') && std::string_view("\n=[{,.").find(prev) != std::string_view::npos) {
-        CAIRN_RETURN_IF_ERROR(String(c));
-        prev = c;
-      } else if (NonAscii(c)) {
-        return Error("non-ASCII character outside a string or comment (TOML allows them only there)");
-      } else {
-        if (c != ' ' && c != '\t' && c != '\r') prev = c;
+      } else if (c == '\n') {
         Advance();
+        if (nest_.empty()) {  // inside an array a newline is whitespace
+          pos = Pos::kKey;
+          header_ = false;
+        }
+      } else if (c == ' ' || c == '\t' || c == '\r') {
+        Advance();
+      } else if ((c == '"' || c == '\'') && (pos == Pos::kKey || pos == Pos::kValue)) {
+        CAIRN_RETURN_IF_ERROR(String(c));
+        pos = pos == Pos::kKey ? Pos::kKeyEnd : Pos::kAfter;
+      } else {
+        pos = Structure(pos, c);
       }
     }
     return Status::Ok();
   }
 
  private:
+  // kKey: a key may start; kKeyEnd: after a key (`.`, `=` or a header's `]`
+  // next); kValue: a value may start; kBare: in a bare value; kAfter: after
+  // a value, or in text toml++ rejects (no string starts until the line ends).
+  enum class Pos { kKey, kKeyEnd, kValue, kBare, kAfter };
+
+  static bool BareKeyChar(char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  }
+
+  // One ASCII character outside strings, comments and whitespace at `pos`:
+  // consumed, and the position after it.
+  Pos Structure(Pos pos, char c) {
+    const char open = nest_.empty() ? '\0' : nest_.back();
+    switch (pos) {
+      case Pos::kKey:
+        if (c == '[' && nest_.empty() && !header_) {  // [table] or [[array of tables]]
+          header_ = true;
+          Skip(Run('[') >= 2 ? 2 : 1);
+          return Pos::kKey;
+        }
+        if (BareKeyChar(c)) {
+          while (BareKeyChar(At(i_))) Advance();
+          return Pos::kKeyEnd;
+        }
+        if (c == '}' && open == '{') nest_.pop_back();  // {}
+        Advance();
+        return Pos::kAfter;
+      case Pos::kKeyEnd:
+        Advance();
+        if (c == '.') return Pos::kKey;
+        if (c == '=' && !header_) return Pos::kValue;
+        if (c == ']' && header_) {
+          if (At(i_) == ']') Advance();
+          header_ = false;
+        }
+        return Pos::kAfter;
+      case Pos::kValue:
+        if (c == '[' || c == '{') {
+          nest_.push_back(c);
+          Advance();
+          return c == '[' ? Pos::kValue : Pos::kKey;
+        }
+        if (c == ']' && open == '[') {  // []
+          nest_.pop_back();
+          Advance();
+          return Pos::kAfter;
+        }
+        return Pos::kBare;  // consumed by Run
+      case Pos::kBare:
+      case Pos::kAfter:
+        break;
+    }
+    Advance();
+    if (c == ',' && open != '\0') return open == '[' ? Pos::kValue : Pos::kKey;
+    if ((c == ']' && open == '[') || (c == '}' && open == '{')) nest_.pop_back();
+    return Pos::kAfter;
+  }
+
   static bool NonAscii(char c) { return static_cast<unsigned char>(c) >= 0x80; }
   char At(size_t k) const { return k < s_.size() ? s_[k] : '\0'; }
   size_t Run(char q) const {  // length of the run of q starting at i_
@@ -118,6 +194,8 @@ class Scanner {
   size_t i_ = 0;
   size_t line_ = 1;
   size_t line_start_ = 0;
+  std::string nest_;     // the open arrays ('[') and inline tables ('{'), innermost last
+  bool header_ = false;  // in a [table] header
 };
 
 }  // namespace
