@@ -217,6 +217,17 @@ TEST_F(CliTest, LsShowsKindsStatesAndTemps) {
   EXPECT_EQ(1 + 6 + 2, CountLines(r.out, ""));
 }
 
+// libcairn_veloc's and libcairn_fti's numbers (docs/format.md 3.10): ls
+// names the peer's id and the checkpoint's count beside the Cairn number.
+TEST_F(CliTest, LsNamesTheDropInIds) {
+  Write("sim", EntryKind::kCheckpoint, (int64_t{3} << 32) | 1);
+  CliRun r = Cairn("ls " + Quote(dir_));
+  ASSERT_EQ(0, r.code) << r.err;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nsim +version +12884901889 .* ok; drop-in id 1, checkpoint 3\n")))
+      << r.out;
+  EXPECT_EQ(1, CountLines(r.out, "drop-in id"));  // Cairn's own numbers have none
+}
+
 TEST_F(CliTest, InfoPrintsJson) {
   CliRun r = Cairn("info " + Quote(dir_) + " sim 2");
   ASSERT_EQ(0, r.code) << r.err;

@@ -29,6 +29,7 @@
 #include "format/placement.hpp"
 #include "os/fs.hpp"
 #include "os/numa.hpp"
+#include "compat/peer_version.hpp"
 #include "tools/cli_store.hpp"
 
 namespace cairn::cli {
@@ -48,7 +49,8 @@ constexpr const char* kUsage =
     "      (0 = full version), logical and stored bytes, and state: ok, damaged\n"
     "      (header, footer or tables fail their checks), broken chain (a base is\n"
     "      missing or not the one referenced), or temp (a file being written;\n"
-    "      pid alive, or dead = left by a crash).\n"
+    "      pid alive, or dead = left by a crash). A version of the VELOC or FTI\n"
+    "      API (number >= 2^32) adds the program's id: \"; drop-in id I, checkpoint N\".\n"
     "  cairn verify DIR [NAME [VERSION]]\n"
     "      Read every block of the matching committed files and check its CRC32C,\n"
     "      and check the chain of every layered version. One line per file:\n"
@@ -117,7 +119,17 @@ const char* MemoryWord(MemoryKind m) {
 
 struct LsRow {
   std::string name, kind, number, size, depth = "-", logical = "-", stored = "-", state = "ok";
+  std::string peer;  // PeerNote
 };
+
+// A checkpoint of libcairn_veloc or libcairn_fti (a number of 2^32 or more,
+// docs/format.md 3.10): the peer's id and the checkpoint's count, after the
+// state, so that `ls` names versions as the program that wrote them does.
+std::string PeerNote(const StoreFile& f) {
+  if (f.kind != format::EntryKind::kCheckpoint || compat::PeerSequence(f.number) == 0) return "";
+  return "; drop-in id " + std::to_string(compat::PeerId(f.number)) + ", checkpoint " +
+         std::to_string(compat::PeerSequence(f.number));
+}
 
 // Depth, sizes and state of one committed file (headers and tables only);
 // false when the file is gone.
@@ -148,6 +160,7 @@ int Ls(os::FileSystem* fs, const std::string& dir) {
     if (!files.ok()) return Fail(files.status().ToString());
     for (const StoreFile& f : *files) {
       LsRow row{name, KindWord(f.kind), std::to_string(f.number), "-"};
+      row.peer = PeerNote(f);
       auto st = fs->Stat(f.path);
       if (!st.ok()) continue;  // removed since the listing
       row.size = std::to_string(st->size);
@@ -156,6 +169,7 @@ int Ls(os::FileSystem* fs, const std::string& dir) {
       } else {
         if (!DescribeFile(fs, dir, f, &row)) continue;  // removed since the listing
       }
+      row.state += row.peer;
       rows.push_back(std::move(row));
     }
   }
