@@ -50,7 +50,7 @@ void PrintNotes(const VelocConfig& config) {
 
 // The open shared by VELOC_Init and VELOC_Init_single.
 template <typename Open>
-int Init(const char* call, const char* cfg_file, bool print_notes, std::string tag, Open&& open) {
+int Init(const char* call, const char* cfg_file, bool print_notes, std::string tag, int unique_id, Open&& open) {
   if (g_shim) return Fail(call, Status::State("VELOC is already initialized (VELOC_Finalize first)"));
   try {
     Result<VelocConfig> config = LoadVelocConfig(cfg_file);
@@ -59,7 +59,7 @@ int Init(const char* call, const char* cfg_file, bool print_notes, std::string t
     const std::string root = config.ok() ? config->cairn.scratch_dir : std::string();
     Result<std::unique_ptr<Client>> client = std::forward<Open>(open)(std::move(config));
     if (!client.ok()) return Fail(call, client.status());
-    g_shim = std::make_unique<Shim>(std::move(client).value(), sync, root, std::move(tag));
+    g_shim = std::make_unique<Shim>(std::move(client).value(), sync, root, std::move(tag), unique_id);
     return VELOC_SUCCESS;
   } catch (const std::bad_alloc&) {
     return Fail(call, Status::NoMemory("out of memory"));
@@ -83,7 +83,7 @@ int VELOC_Init(MPI_Comm comm, const char* cfg_file) {
   MPI_Initialized(&initialized);
   int rank = 0;
   if (initialized && comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
-  return cairn::veloc::Init("VELOC_Init", cfg_file, rank == 0, "rank" + std::to_string(rank),
+  return cairn::veloc::Init("VELOC_Init", cfg_file, rank == 0, "rank" + std::to_string(rank), rank,
                             [&](Result<cairn::veloc::VelocConfig> config) {
                               Result<cairn::Config> c = config.ok() ? Result<cairn::Config>(config->cairn)
                                                                     : Result<cairn::Config>(config.status());
@@ -93,7 +93,7 @@ int VELOC_Init(MPI_Comm comm, const char* cfg_file) {
 
 int VELOC_Init_single(unsigned int id, const char* cfg_file) {
   const std::string tag = "id" + std::to_string(id);
-  return cairn::veloc::Init("VELOC_Init_single", cfg_file, true, tag,
+  return cairn::veloc::Init("VELOC_Init_single", cfg_file, true, tag, static_cast<int>(id),
                             [&](Result<cairn::veloc::VelocConfig> config) -> Result<std::unique_ptr<cairn::Client>> {
                               if (!config.ok()) return config.status();
                               // A process on its own: its own subdirectories (MPI ranks use rank<r>).

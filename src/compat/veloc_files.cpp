@@ -1,13 +1,17 @@
-// VELOC's file API over Cairn (docs/veloc.md, "Files"). VELOC_Route_file
-// gives the application a path in a directory of its own under the scratch
-// root (<scratch>/veloc-files/<rank>/<name>.<version>/), one per phase:
-//   - checkpoint: the application writes its files there; VELOC_Checkpoint_end
-//     reads each routed file whole into memory and captures it as a region of
-//     the version (so files and memory regions commit together, checksummed,
+// VELOC's file API over Cairn (docs/veloc.md, "Files"). As VELOC 1.8 does,
+// VELOC_Route_file gives one path per checkpoint and process, whatever the
+// original name: <scratch>/<name>-<id>-<version>.dat (id: the rank, or
+// VELOC_Init_single's id); the last original routed is recorded.
+//   - checkpoint: the application writes the file there; VELOC_Checkpoint_end
+//     reads it whole into memory and captures it as a region of the version
+//     (so the file and the memory regions commit together, checksummed,
 //     copied to the persistent directory and kept or deleted as one), then
-//     removes the directory;
-//   - restart: VELOC_Restart_begin restores the version's files into the
-//     directory, VELOC_Route_file names them, VELOC_Restart_end removes it.
+//     removes it;
+//   - restart: VELOC_Restart_begin restores the version's file there,
+//     VELOC_Route_file names it, VELOC_Restart_end removes it.
+// A version that an earlier libcairn_veloc wrote with several routed files
+// restores them as it wrote them: each under its escaped original in
+// <scratch>/veloc-files/<rank>/<name>.<version>/, routed by original.
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,8 +72,18 @@ std::string Shim::PhaseDir() const {
   return scratch_root_ + "/veloc-files/" + tag_ + "/" + name_ + "." + std::to_string(version_);
 }
 
-void Shim::RemovePhaseDir() {
-  std::error_code ec;  // best effort: a leftover directory is only space
+std::string Shim::RoutedPath() const {
+  return scratch_root_ + "/" + name_ + "-" + std::to_string(unique_id_) + "-" + std::to_string(version_) + ".dat";
+}
+
+size_t Shim::FileEntries() const {
+  return static_cast<size_t>(
+      std::count_if(table_.begin(), table_.end(), [](const TableEntry& e) { return e.kind == TableEntry::kFile; }));
+}
+
+void Shim::RemovePhaseFiles() {
+  std::error_code ec;  // best effort: a leftover file is only space
+  std::filesystem::remove(RoutedPath(), ec);
   std::filesystem::remove_all(PhaseDir(), ec);
 }
 
@@ -84,26 +98,23 @@ Result<std::string> Shim::RouteFile(const char* original) {
     if (getcwd(cwd, sizeof cwd) == nullptr) return Status::Io(std::string("getcwd failed: ") + std::strerror(errno));
     path = std::string(cwd) + "/" + path;
   }
-  const std::string routed = PhaseDir() + "/" + Escape(path);
+  const bool several = phase_ == Phase::kRestart && FileEntries() > 1;  // an earlier libcairn_veloc's
+  const std::string routed = several ? PhaseDir() + "/" + Escape(path) : RoutedPath();
   if (routed.size() >= VELOC_MAX_NAME) {
     return Status::InvalidArgument("VELOC_Route_file: the routed path for '" + path + "' has " + std::to_string(routed.size()) +
                                    " characters, VELOC_MAX_NAME is " + std::to_string(VELOC_MAX_NAME));
   }
   if (phase_ == Phase::kRestart) {
     for (const TableEntry& e : table_) {
-      if (e.kind == TableEntry::kFile && e.file == path) return routed;
+      if (e.kind == TableEntry::kFile && (!several || e.file == path)) return routed;
     }
-    return Status::NotFound("version " + std::to_string(version_) + " of '" + name_ + "' holds no file '" + path + "'");
+    return Status::NotFound("version " + std::to_string(version_) + " of '" + name_ + "' holds no file" +
+                            (several ? " '" + path + "'" : " (nothing was routed in its checkpoint)"));
   }
   std::error_code ec;
-  std::filesystem::create_directories(PhaseDir(), ec);
-  if (ec) return Status::Io("cannot create '" + PhaseDir() + "': " + ec.message());
-  if (std::find(files_.begin(), files_.end(), path) == files_.end()) {
-    if (files_.size() >= static_cast<size_t>(kReservedBelow - kFirstFile)) {
-      return Status::InvalidArgument("VELOC_Route_file: too many files in one checkpoint");
-    }
-    files_.push_back(path);
-  }
+  std::filesystem::create_directories(scratch_root_, ec);
+  if (ec) return Status::Io("cannot create '" + scratch_root_ + "': " + ec.message());
+  files_.assign(1, path);  // as VELOC: one file per checkpoint, the last original recorded
   return routed;
 }
 
@@ -111,8 +122,7 @@ Status Shim::CaptureFiles(std::map<int, Region>* want) {
   file_data_.clear();
   file_data_.reserve(files_.size());  // the regions point into these vectors
   for (size_t k = 0; k < files_.size(); ++k) {
-    const std::string routed = PhaseDir() + "/" + Escape(files_[k]);
-    CAIRN_ASSIGN_OR_RETURN(std::vector<uint8_t> data, ReadWhole(routed, files_[k]));
+    CAIRN_ASSIGN_OR_RETURN(std::vector<uint8_t> data, ReadWhole(RoutedPath(), files_[k]));
     file_data_.push_back(std::move(data));
     const std::vector<uint8_t>& d = file_data_.back();
     const int id = kFirstFile + static_cast<int>(k);
@@ -137,14 +147,16 @@ Status Shim::MaterializeFiles() {
   CAIRN_RETURN_IF_ERROR(Register(want));
   Status s = client_->Restore(name_, cairn_version_);
   if (s.ok() && !file_data_.empty()) {
+    const bool several = file_data_.size() > 1;
+    const std::string dir = several ? PhaseDir() : scratch_root_;
     std::error_code ec;
-    std::filesystem::create_directories(PhaseDir(), ec);
-    if (ec) s = Status::Io("cannot create '" + PhaseDir() + "': " + ec.message());
+    std::filesystem::create_directories(dir, ec);
+    if (ec) s = Status::Io("cannot create '" + dir + "': " + ec.message());
     size_t k = 0;
     for (const TableEntry& e : table_) {
       if (!s.ok()) break;
       if (e.kind != TableEntry::kFile) continue;
-      s = WriteWhole(PhaseDir() + "/" + Escape(e.file), file_data_[k++]);
+      s = WriteWhole(several ? PhaseDir() + "/" + Escape(e.file) : RoutedPath(), file_data_[k++]);
     }
   }
   if (Status d = DropFileRegions(); s.ok()) s = d;

@@ -62,8 +62,12 @@ Result<std::string> GroupName(const char* group) {
 
 }  // namespace
 
-Shim::Shim(std::unique_ptr<Client> client, bool sync, std::string scratch_root, std::string tag)
-    : client_(std::move(client)), sync_(sync), scratch_root_(std::move(scratch_root)), tag_(std::move(tag)) {}
+Shim::Shim(std::unique_ptr<Client> client, bool sync, std::string scratch_root, std::string tag, int unique_id)
+    : client_(std::move(client)),
+      sync_(sync),
+      scratch_root_(std::move(scratch_root)),
+      tag_(std::move(tag)),
+      unique_id_(unique_id) {}
 
 Status Shim::MemProtect(int id, void* ptr, size_t count, size_t base_size, const char* group) {
   CAIRN_ASSIGN_OR_RETURN(std::string g, GroupName(group));
@@ -210,7 +214,7 @@ Status Shim::CheckpointEnd() {
   // copies, unprotected first (Cairn's regions must stay valid while protected).
   if (Status d = DropFileRegions(); s.ok()) s = d;
   file_data_.clear();
-  RemovePhaseDir();
+  RemovePhaseFiles();
   CAIRN_RETURN_IF_ERROR(s);
   last_name_ = name_;
   last_version_ = cairn_version_;
@@ -361,7 +365,7 @@ Result<int64_t> Shim::RecoverSize(int id) const {
 Status Shim::RestartEnd() {
   if (phase_ != Phase::kRestart) return Status::State("VELOC_Restart_end: no restart phase is open");
   phase_ = Phase::kNone;
-  RemovePhaseDir();
+  RemovePhaseFiles();
   return Status::Ok();
 }
 

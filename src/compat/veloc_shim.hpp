@@ -39,8 +39,9 @@ struct TableEntry {
 
 class Shim {
  public:
-  // tag names this process in routed paths ("rank3", "id7").
-  Shim(std::unique_ptr<Client> client, bool sync, std::string scratch_root, std::string tag);
+  // tag names this process in an earlier libcairn_veloc's routed paths
+  // ("rank3", "id7"), unique_id in VELOC's (3, 7).
+  Shim(std::unique_ptr<Client> client, bool sync, std::string scratch_root, std::string tag, int unique_id);
 
   // group: the checkpoint name the region belongs to, "" = the default group.
   Status MemProtect(int id, void* ptr, size_t count, size_t base_size, const char* group);
@@ -90,13 +91,19 @@ class Shim {
   // (collective: one Client::Latest each).
   template <typename Visit>
   Status ScanVersions(const std::string& name, Visit&& visit);
+  // Where VELOC_Route_file routes the phase's file (VELOC's path).
+  std::string RoutedPath() const;
+  // An earlier libcairn_veloc's versions with several routed files: their
+  // directory (each file under its escaped original).
   std::string PhaseDir() const;
-  void RemovePhaseDir();
+  size_t FileEntries() const;  // file rows in table_
+  void RemovePhaseFiles();
 
   std::unique_ptr<Client> client_;
   const bool sync_;
   const std::string scratch_root_;
   const std::string tag_;
+  const int unique_id_;
   // The regions that a checkpoint or restart of name_ uses: name_'s group
   // if it has regions, else the default group (VELOC's rule).
   std::map<int, Region>& Regions();
@@ -114,7 +121,7 @@ class Shim {
   std::map<int, int64_t> found_;
   bool mem_selected_ = false;         // Checkpoint_mem/_selective called in this phase
   std::set<int> selection_;           // the memory regions it chose
-  std::vector<std::string> files_;    // routed originals (absolute), in routing order
+  std::vector<std::string> files_;    // the routed original (absolute): none or one
   std::vector<std::vector<uint8_t>> file_data_;  // files read at Checkpoint_end / restored
   std::vector<uint8_t> table_bytes_;  // the serialized table of contents
   uint64_t header_[4] = {};           // magic, format, entries, table bytes

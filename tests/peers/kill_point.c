@@ -3,12 +3,14 @@
  *
  * It watches the calls a program makes and reports on stdout, one line each
  * ("kill_point: rank R ..."):
- *   - each checkpoint that succeeds (VELOC_Checkpoint, FTI_Checkpoint, an
- *     FTI_Snapshot that returned FTI_DONE): the program's iteration then, read
+ *   - each checkpoint that succeeds (VELOC_Checkpoint, VELOC_Checkpoint_end,
+ *     FTI_Checkpoint, an FTI_Snapshot that returned FTI_DONE): the program's
+ *     iteration then, read
  *     from its region 0 (every one of these programs protects its loop
  *     counter `i` as region 0);
- *   - a recovery (VELOC_Restart, FTI_Recover, an FTI_Snapshot that recovered):
- *     the iteration it resumes at, from the same region.
+ *   - a recovery (VELOC_Restart, VELOC_Restart_end, FTI_Recover, an
+ *     FTI_Snapshot that recovered): the iteration it resumes at, from the
+ *     same region (for a program without memory regions: below).
  * With PEER_KILL_AFTER=k and PEER_KILL_REDUCES=r it SIGKILLs every rank at
  * the r-th MPI_Allreduce after the k-th checkpoint (counted alike on every
  * rank: no rank waits on a dead one, and nothing depends on timing). Before
@@ -52,7 +54,11 @@ static void* Next(const char* name) {
   return f;
 }
 
-static int Iteration(void) { return g_iter != NULL ? *g_iter : -1; }
+/* The program's iteration: its region 0, or for a program that protects no
+ * memory (VELOC's heatdis_file: the state is in the routed file), the VELOC
+ * version of its checkpoint phase, which that program numbers by iteration. */
+static int g_phase_version = -1;
+static int Iteration(void) { return g_iter != NULL ? *g_iter : g_phase_version; }
 
 static void Checkpointed(void) {
   ++g_checkpoints;
@@ -95,6 +101,36 @@ int VELOC_Checkpoint(const char* name, int version) {
   const char* durable = getenv("PEER_DURABLE");
   if (durable != NULL && *durable == '1') Durable();
   Checkpointed();
+  return rc;
+}
+
+int VELOC_Checkpoint_begin(const char* name, int version) {
+  static int (*real)(const char*, int);
+  if (real == NULL) real = (int (*)(const char*, int))Next("VELOC_Checkpoint_begin");
+  g_phase_version = version;
+  return real(name, version);
+}
+
+int VELOC_Checkpoint_end(int success) {
+  static int (*real)(int);
+  if (real == NULL) real = (int (*)(int))Next("VELOC_Checkpoint_end");
+  int rc = real(success);
+  if (rc == VELOC_SUCCESS) Checkpointed();
+  return rc;
+}
+
+int VELOC_Restart_begin(const char* name, int version) {
+  static int (*real)(const char*, int);
+  if (real == NULL) real = (int (*)(const char*, int))Next("VELOC_Restart_begin");
+  g_phase_version = version;
+  return real(name, version);
+}
+
+int VELOC_Restart_end(int success) {
+  static int (*real)(int);
+  if (real == NULL) real = (int (*)(int))Next("VELOC_Restart_end");
+  int rc = real(success);
+  if (rc == VELOC_SUCCESS) Resumed();
   return rc;
 }
 

@@ -4,7 +4,8 @@
 #
 #   peer_trial.sh <kind> <np> <program> <kill_point.so> <mpiexec> [mpiexec flags...]
 #
-# kind: veloc_mem (VELOC's heatdis_mem), veloc_fault (heatdis_fault, which
+# kind: veloc_mem (VELOC's heatdis_mem), veloc_file (heatdis_file: the state
+# in a routed file), veloc_fault (heatdis_fault, which
 # fails by itself: PEER_REF names heatdis_mem for its reference), fti_l1,
 # fti_l4 (FTI's tutorial heatdis, FTI_Snapshot at L1 / L4 every 500 calls),
 # fti_dcp (the DCP tutorial: FTI_Checkpoint(i, FTI_L4_DCP)).
