@@ -359,6 +359,7 @@ class CAIRN_EXPORT Client {
   // are collective over a group of processes (docs/mpi.md).
   friend Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_ptr<Group> group);
   friend Result<GlobalCommitState> ProgressGlobalCommit(Client& client, std::string_view name);
+  friend Status RemoveLocalCopies(Client& client, std::string_view name);
   friend Status WaitAtLevels(Client& client, std::string_view name, int64_t version,
                              WaitLevels levels);
 };

@@ -162,6 +162,16 @@ CAIRN_EXPORT Status WaitAtLevels(Client& client, std::string_view name, int64_t 
 // returns the state of `name`. For a client in no group: kState.
 CAIRN_EXPORT Result<GlobalCommitState> ProgressGlobalCommit(Client& client, std::string_view name);
 
+// For the drop-in APIs (VELOC_Cleanup, docs/veloc.md): waits until every
+// version of checkpoint `name` in the client's pipeline has reached its last
+// tier (committed locally, and persisted where it is) or failed, then deletes
+// the local (scratch) file of every committed version of `name`, in the
+// background after the copies queued before. The persistent copies stay: a
+// later restore reads them. Local to this process (no collective call).
+// kUnsupported when checkpoint.changes is not full (a later layer would rest
+// on a deleted base); kState when the client is closed.
+CAIRN_EXPORT Status RemoveLocalCopies(Client& client, std::string_view name);
+
 // For libraries built on the C API (libcairn_mpi): hand a client to C as a
 // cairn_client_t (owned by the caller, freed by cairn_close), find it again,
 // and report a

@@ -684,6 +684,13 @@ Status WaitAtLevels(Client& client, std::string_view name, int64_t version, Wait
   return impl.levels->AtLevels(std::string(name), version, levels);
 }
 
+Status RemoveLocalCopies(Client& client, std::string_view name) {
+  Client::Impl& impl = *client.impl_;
+  std::shared_lock lock(impl.core->lifecycle);
+  if (!impl.core->pipeline) return Closed();
+  return impl.core->pipeline->RemoveLocalCopies(std::string(name));
+}
+
 Result<GlobalCommitState> ProgressGlobalCommit(Client& client, std::string_view name) {
   Client::Impl& impl = *client.impl_;
   std::shared_lock lock(impl.core->lifecycle);

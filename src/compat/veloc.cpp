@@ -140,10 +140,7 @@ int VELOC_Region_clear(const char* name) {
 }
 
 int VELOC_Cleanup(const char* name) {
-  return WithShim("VELOC_Cleanup", [&](Shim&) {
-    return Status::Unsupported(std::string("deleting the checkpoints of '") + (name ? name : "(null)") +
-                               "' is not supported: Cairn deletes old versions itself (max_versions, docs/veloc.md)");
-  });
+  return WithShim("VELOC_Cleanup", [&](Shim& s) { return s.Cleanup(name); });
 }
 
 int VELOC_Route_file(const char* original, char* routed) {

@@ -369,6 +369,12 @@ Status Shim::RestartEnd() {
   return Status::Ok();
 }
 
+Status Shim::Cleanup(const char* name) {
+  if (phase_ != Phase::kNone) return Status::State("VELOC_Cleanup: end the checkpoint or restart phase first");
+  CAIRN_RETURN_IF_ERROR(CheckName(name, 0));
+  return RemoveLocalCopies(*client_, name);
+}
+
 Status Shim::Close(bool drain) {
   Status s = drain ? CheckpointWait() : Status::Ok();
   Status c = client_->Close();

@@ -64,6 +64,10 @@ class Shim {
   Result<int64_t> RecoverSize(int id) const;
   Status RestartEnd();
 
+  // VELOC's cleanup: this process's scratch copies of `name` deleted, once
+  // its checkpoints have reached the persistent directory (those stay).
+  Status Cleanup(const char* name);
+
   // Finalize: waits for the last checkpoint when drain, then closes Cairn.
   Status Close(bool drain);
 

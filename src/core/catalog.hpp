@@ -55,6 +55,21 @@ class Catalog {
     return false;
   }
 
+  // Whether every checkpoint of `name` has reached its last tier or failed:
+  // committed locally and, when `persistent` (there is a persistent tier),
+  // persisted unless its capture skipped that tier or its copy failed.
+  bool Settled(const std::string& name, bool persistent) const {
+    const auto kind = format::EntryKind::kCheckpoint;
+    for (auto it = entries_.lower_bound(Key{kind, name, INT64_MIN});
+         it != entries_.end() && std::get<0>(it->first) == kind && std::get<1>(it->first) == name; ++it) {
+      const Entry& e = *it->second;
+      if (e.failed() || e.consumed) continue;
+      if (!e.local_committed) return false;
+      if (persistent && !e.persist_skipped && !e.persistent_committed && e.persistent_error.ok()) return false;
+    }
+    return true;
+  }
+
   // Histories --------------------------------------------------------------
   bool HasHistory(const std::string& name) const { return histories_.contains(name); }
   History* FindHistory(const std::string& name) {

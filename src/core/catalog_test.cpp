@@ -35,6 +35,33 @@ TEST(CatalogTest, AddRanksInOrderAndFindsByKey) {
   EXPECT_EQ(c.Find(kCkpt, "x", 2), nullptr);
 }
 
+// Settled (VELOC_Cleanup's wait): every checkpoint of the name committed
+// locally and, with a persistent tier, persisted, skipped or failed there.
+TEST(CatalogTest, SettledWaitsForTheLastTierOfEveryVersionOfTheName) {
+  Catalog c;
+  auto a = Make(kCkpt, "x", 1), b = Make(kCkpt, "x", 2), other = Make(kCkpt, "y", 1);
+  c.Add(a);
+  c.Add(b);
+  c.Add(other);
+  EXPECT_FALSE(c.Settled("x", false));
+  a->local_committed = b->local_committed = true;
+  EXPECT_TRUE(c.Settled("x", false));  // no persistent tier: local is the last
+  EXPECT_FALSE(c.Settled("x", true));
+  a->persistent_committed = true;
+  EXPECT_FALSE(c.Settled("x", true));
+  b->persist_skipped = true;  // not an L4 turn
+  EXPECT_TRUE(c.Settled("x", true));
+  b->persist_skipped = false;
+  b->persistent_error = Status::Io("disk full");  // its copy failed: nothing more will come
+  EXPECT_TRUE(c.Settled("x", true));
+  auto d = Make(kCkpt, "x", 3);
+  c.Add(d);
+  d->local_error = Status::Io("write failed");  // failed: settled
+  EXPECT_TRUE(c.Settled("x", true));
+  EXPECT_TRUE(c.Settled("z", true));  // no version at all
+  EXPECT_FALSE(c.Settled("y", false));  // other names count apart
+}
+
 TEST(CatalogTest, StepsJoinTheirHistoryUntilDropped) {
   Catalog c;
   EXPECT_FALSE(c.HasHistory("h"));

@@ -447,6 +447,26 @@ Status Pipeline::WaitForFiles(format::EntryKind kind, const std::string& name, i
                           (level == Level::kPersistent ? "the persistent level" : "this level"));
 }
 
+Status Pipeline::RemoveLocalCopies(const std::string& name) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  if (config_.changes != ChangeDetection::kFull) {
+    return Status::Unsupported(std::string("deleting the local copies of '") + name + "' with checkpoint.changes = " +
+                               ChangeDetectionName(config_.changes) +
+                               ": the next layered version would rest on a deleted base (use full)");
+  }
+  MutexLock lock(&mu_);
+  const bool persistent = persistent_.has_value();
+  cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) { return catalog_.Settled(name, persistent); });
+  // On the mover: after the copies of these versions, which read the local files.
+  mover_.Run([this, name] {
+    const auto kind = format::EntryKind::kCheckpoint;
+    auto versions = local_.ListCommitted(name, kind);
+    if (!versions.ok()) return;  // nothing listed: nothing to delete
+    for (int64_t v : *versions) (void)local_.RemoveEntry(name, kind, v);
+  });
+  return Status::Ok();
+}
+
 Stats Pipeline::GetStats() const {
   MutexLock lock(&mu_);
   Stats s = stats_;

@@ -136,6 +136,15 @@ class Pipeline {
       CAIRN_EXCLUDES(mu_, capture_mu_);
   Status Wait(format::EntryKind kind, const std::string& name, int64_t number, Level level)
       CAIRN_EXCLUDES(mu_);
+  // VELOC_Cleanup (docs/veloc.md): waits until every version of checkpoint
+  // `name` in the pipeline has reached its last tier or failed
+  // (Catalog::Settled), then queues on the mover, behind the copies and
+  // deletions queued before, the deletion of the local file of every
+  // committed version of `name`. The persistent copies stay, and a restore
+  // reads them (the cache, else the local file, else the persistent one).
+  // kUnsupported with layered versions (checkpoint.changes other than full):
+  // the next layer would rest on a local base that is gone.
+  Status RemoveLocalCopies(const std::string& name) CAIRN_EXCLUDES(mu_);
   // Newest committed version whose file's structure checks out (no data read).
   Result<int64_t> Latest(const std::string& name) CAIRN_EXCLUDES(mu_);
   // Every committed version whose structure checks out, newest first (the

@@ -55,4 +55,10 @@ grep -q "^restart from 20$" "$root/restart.log" || fail "the relaunch did not re
 grep -q "^bound 19 -> 10$" "$root/restart.log" || fail "Restart_test(name, 19) is not 10"
 grep -q "^bound 4 -> -1$" "$root/restart.log" || fail "Restart_test(name, 4) is not VELOC_FAILURE"
 cmp -s "$root/ref.out" "$root/run.out" || fail "the relaunched run's grid differs from the uninterrupted run's"
+if [ "$mode" = region ]; then  # it ended with VELOC_Cleanup: no scratch copy left, the persistent ones stay
+  [ -d "$root/run/scratch" ] || fail "no scratch directory after the relaunch"
+  left=$(find "$root/run/scratch" -name 'v*.cairn' | wc -l)
+  [ "$left" -eq 0 ] || fail "VELOC_Cleanup left $left checkpoint files in the scratch directory"
+  [ -n "$(find "$root/run/persistent" -name 'v*.cairn')" ] || fail "VELOC_Cleanup removed the persistent copies"
+fi
 echo "PASS ($np ranks, $mode, $scenario)"
