@@ -42,44 +42,30 @@ std::vector<Input> ReadDir(const std::string& dir) {
   return out;
 }
 
-TEST(FuzzCorpus, FileReaderSeedsAreValidFiles) {
-  const auto seeds = ReadDir("fuzz/corpus/file_reader");
-  ASSERT_GE(seeds.size(), 4u) << "regenerate with cairn_fuzz_seeds (fuzz/make_seeds.cpp)";
+// Every seed of fuzz/corpus/<target>/ (at least `min` of them) is an input
+// that `input` accepts: OK.
+void ExpectSeedsOk(const std::string& target, size_t min, Status (*input)(const uint8_t*, size_t)) {
+  const auto seeds = ReadDir("fuzz/corpus/" + target);
+  ASSERT_GE(seeds.size(), min) << target;
   for (const Input& s : seeds) {
-    const Status st = fuzz::ReadFileInput(s.bytes.data(), s.bytes.size());
-    EXPECT_TRUE(st.ok()) << s.name << ": " << st.ToString();
+    const Status st = input(s.bytes.data(), s.bytes.size());
+    EXPECT_TRUE(st.ok()) << target << "/" << s.name << ": " << st.ToString();
   }
 }
 
-TEST(FuzzCorpus, ConfigSeedsLoad) {
-  const auto seeds = ReadDir("fuzz/corpus/config");
-  ASSERT_GE(seeds.size(), 4u);
-  for (const Input& s : seeds) {
-    const Status st = fuzz::LoadConfigInput(s.bytes.data(), s.bytes.size());
-    EXPECT_TRUE(st.ok()) << s.name << ": " << st.ToString();
-  }
+TEST(FuzzCorpus, FileReaderSeedsAreValidFiles) {
+  // Fewer: regenerate them with cairn_fuzz_seeds (fuzz/make_seeds.cpp).
+  ExpectSeedsOk("file_reader", 4, fuzz::ReadFileInput);
 }
+
+TEST(FuzzCorpus, ConfigSeedsLoad) { ExpectSeedsOk("config", 4, fuzz::LoadConfigInput); }
 
 // The drop-in APIs' seeds are the peers' own configuration files (VELOC's
 // test/heatdis.in, FTI's tutorial and example files, their placeholders
 // filled in): each must parse, as it does for the peer.
-TEST(FuzzCorpus, VelocConfigSeedsParse) {
-  const auto seeds = ReadDir("fuzz/corpus/veloc_config");
-  ASSERT_GE(seeds.size(), 2u);
-  for (const Input& s : seeds) {
-    const Status st = fuzz::ParseVelocConfigInput(s.bytes.data(), s.bytes.size());
-    EXPECT_TRUE(st.ok()) << s.name << ": " << st.ToString();
-  }
-}
+TEST(FuzzCorpus, VelocConfigSeedsParse) { ExpectSeedsOk("veloc_config", 2, fuzz::ParseVelocConfigInput); }
 
-TEST(FuzzCorpus, FtiConfigSeedsParse) {
-  const auto seeds = ReadDir("fuzz/corpus/fti_config");
-  ASSERT_GE(seeds.size(), 5u);
-  for (const Input& s : seeds) {
-    const Status st = fuzz::ParseFtiConfigInput(s.bytes.data(), s.bytes.size());
-    EXPECT_TRUE(st.ok()) << s.name << ": " << st.ToString();
-  }
-}
+TEST(FuzzCorpus, FtiConfigSeedsParse) { ExpectSeedsOk("fti_config", 5, fuzz::ParseFtiConfigInput); }
 
 TEST(FuzzFindings, FileReaderFindingsAreCleanErrors) {
   for (const Input& f : ReadDir("tests/data/fuzz/file_reader")) {
