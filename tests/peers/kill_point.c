@@ -194,6 +194,9 @@ int MPI_Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_O
     printf("kill_point: rank %d SIGKILL after checkpoint %d (iteration %d), %ld reduces later\n", Rank(),
            g_checkpoints, g_last, reduces);
     fflush(stdout);
+    /* Every rank has made its checkpoint durable and said so before any
+     * dies: mpirun kills the others at the first death. */
+    PMPI_Barrier(MPI_COMM_WORLD);
     raise(SIGKILL);
   }
   ++g_total;
