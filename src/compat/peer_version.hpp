@@ -12,7 +12,6 @@
 #ifndef CAIRN_COMPAT_PEER_VERSION_HPP_
 #define CAIRN_COMPAT_PEER_VERSION_HPP_
 
-#include <climits>
 #include <cstdint>
 #include <map>
 #include <string>

@@ -241,27 +241,24 @@ Result<bool> Shim::BackendReady() {
 
 // --- Restart -----------------------------------------------------------------
 
-template <typename Visit>
-Status Shim::ScanVersions(const std::string& name, Visit&& visit) {
+Status Shim::FindTaken(const std::string& name) {
+  found_name_.clear();
+  found_.clear();
   Result<int64_t> v = client_->Latest(name);
   if (v.ok()) versions_.Seed(name, *v);
   while (v.ok()) {
-    visit(*v);
-    if (*v == 0) return Status::Ok();
+    found_.try_emplace(compat::PeerId(*v), *v);  // newest first: the first of each id stays
+    if (*v == 0) break;
     v = client_->Latest(name, *v - 1);
   }
-  return v.status().code() == Code::kNotFound ? Status::Ok() : v.status();
+  if (!v.ok() && v.status().code() != Code::kNotFound) return v.status();
+  found_name_ = name;
+  return Status::Ok();
 }
 
 Result<int64_t> Shim::RestartTest(const char* name, int bound) {
   CAIRN_RETURN_IF_ERROR(CheckName(name, bound));
-  found_name_ = name;
-  found_.clear();
-  Status s = ScanVersions(name, [&](int64_t v) { found_.try_emplace(compat::PeerId(v), v); });
-  if (!s.ok()) {
-    found_name_.clear();
-    return s;
-  }
+  CAIRN_RETURN_IF_ERROR(FindTaken(name));
   for (auto it = found_.rbegin(); it != found_.rend(); ++it) {
     if (bound == 0 || it->first <= bound) return it->first;
   }
@@ -270,11 +267,7 @@ Result<int64_t> Shim::RestartTest(const char* name, int bound) {
 }
 
 Result<int64_t> Shim::NewestTaken() {
-  if (found_name_ != name_) {
-    found_name_ = name_;
-    found_.clear();
-    CAIRN_RETURN_IF_ERROR(ScanVersions(name_, [&](int64_t v) { found_.try_emplace(compat::PeerId(v), v); }));
-  }
+  if (found_name_ != name_) CAIRN_RETURN_IF_ERROR(FindTaken(name_));
   auto it = found_.find(version_);
   if (it == found_.end()) {
     return Status::NotFound("version " + std::to_string(version_) + " of '" + name_ + "' has no intact checkpoint");

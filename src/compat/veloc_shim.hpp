@@ -91,10 +91,9 @@ class Shim {
   // version version_ (kNotFound if none is intact): the one RestartTest
   // found, else a scan of the kept versions.
   Result<int64_t> NewestTaken();
-  // The kept intact versions of `name`, newest first, each given to visit
-  // (collective: one Client::Latest each).
-  template <typename Visit>
-  Status ScanVersions(const std::string& name, Visit&& visit);
+  // found_ from the kept intact versions of `name`, newest first
+  // (collective: one Client::Latest each); found_name_ = name once done.
+  Status FindTaken(const std::string& name);
   // Where VELOC_Route_file routes the phase's file (VELOC's path).
   std::string RoutedPath() const;
   // An earlier libcairn_veloc's versions with several routed files: their

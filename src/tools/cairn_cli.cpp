@@ -119,7 +119,6 @@ const char* MemoryWord(MemoryKind m) {
 
 struct LsRow {
   std::string name, kind, number, size, depth = "-", logical = "-", stored = "-", state = "ok";
-  std::string peer;  // PeerNote
 };
 
 // A checkpoint of libcairn_veloc or libcairn_fti (a number of 2^32 or more,
@@ -160,7 +159,6 @@ int Ls(os::FileSystem* fs, const std::string& dir) {
     if (!files.ok()) return Fail(files.status().ToString());
     for (const StoreFile& f : *files) {
       LsRow row{name, KindWord(f.kind), std::to_string(f.number), "-"};
-      row.peer = PeerNote(f);
       auto st = fs->Stat(f.path);
       if (!st.ok()) continue;  // removed since the listing
       row.size = std::to_string(st->size);
@@ -169,7 +167,7 @@ int Ls(os::FileSystem* fs, const std::string& dir) {
       } else {
         if (!DescribeFile(fs, dir, f, &row)) continue;  // removed since the listing
       }
-      row.state += row.peer;
+      row.state += PeerNote(f);
       rows.push_back(std::move(row));
     }
   }
