@@ -114,6 +114,9 @@ Config ScratchConfig(const std::string& root, uint64_t cache, uint64_t block) {
   Config c = DefaultConfig();
   c.scratch_dir = root + "/scratch";
   c.host_cache_bytes = cache;
+  // The size a test chooses is the size under test (a cache smaller than
+  // the regions is how most tests make captures wait); growth has its own.
+  c.host_cache_grow = false;
   c.block_bytes = block;
   return c;
 }

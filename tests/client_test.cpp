@@ -419,6 +419,43 @@ TEST_P(ClientKindTest, CheckpointLargerThanCache) {
   EXPECT_GE(st.flush_local.bytes, big.size() + small.size());
 }
 
+// host_cache.grow: protecting more than the cache holds grows it at Protect
+// to one version and one block more, so the checkpoint never waits for the
+// flush; a pinned cache keeps its size.
+TEST_F(ClientTest, HostCacheGrowsAtProtectToHoldOneVersion) {
+  Config c = MakeConfig(4 * kMiB, 256 * kKiB);
+  c.host_cache_grow = true;
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> big = Pattern(10 * kMiB + 12345, 79);
+  std::vector<uint8_t> small = Pattern(3000, 80);
+  ASSERT_OK(client->Protect(1, big.data(), big.size()));
+  ASSERT_OK(client->Protect(2, small.data(), small.size()));
+  const uint64_t block = 256 * kKiB;
+  const uint64_t want = ((big.size() + small.size() + block - 1) / block + 1) * block;
+  EXPECT_EQ(client->GetStats().cache_capacity_bytes, want);
+  ASSERT_OK(client->Checkpoint("grown", 1));
+  ASSERT_OK(client->Wait("grown", 1, Level::kLocal));
+  Stats st = client->GetStats();
+  // The capture's own layout (each region starts a block) may add one more.
+  EXPECT_GE(st.cache_capacity_bytes, want);
+  EXPECT_LE(st.cache_capacity_bytes, want + 2 * block);
+  EXPECT_EQ(st.capture_blocked_s, 0.0) << "the capture waited for room in a cache that holds it";
+  EXPECT_EQ(st.evictions, 0u);
+  std::fill(big.begin(), big.end(), 0);
+  ASSERT_OK(client->Restore("grown", 1));
+  EXPECT_TRUE(SameBytes(big, Pattern(big.size(), 79)));
+  ASSERT_OK(client->Unprotect(1));
+  EXPECT_EQ(client->GetStats().cache_capacity_bytes, st.cache_capacity_bytes) << "it never shrinks";
+
+  c.pin = true;
+  c.scratch_dir += "-pinned";
+  auto pinned = OpenClient(c);
+  ASSERT_NE(pinned, nullptr);
+  ASSERT_OK(pinned->Protect(1, big.data(), big.size()));
+  EXPECT_EQ(pinned->GetStats().cache_capacity_bytes, 4 * kMiB) << "a pinned cache keeps its size";
+}
+
 // Many checkpoints through a tiny cache (back-pressure) all restore exactly.
 TEST_P(ClientKindTest, ManyCheckpointsThroughTinyCache) {
   Config c = MakeConfig(512 * kKiB, 64 * kKiB);  // 8 chunks

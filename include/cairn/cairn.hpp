@@ -206,7 +206,8 @@ struct WaitLevels;         // cairn/group.hpp
 class CAIRN_EXPORT Client {
  public:
   // Opens a client. Creates the directories it needs (mode 0700), allocates the
-  // host cache (never grows afterwards) and starts the background threads.
+  // host cache (which grows only under host_cache.grow, to hold one version of
+  // the protected regions) and starts the background threads.
   static Result<std::unique_ptr<Client>> Open(const Config& config);
   // Convenience: LoadConfig(config_path) then Open().
   static Result<std::unique_ptr<Client>> Open(const char* config_path);

@@ -92,6 +92,9 @@ struct CAIRN_EXPORT Config {
 
   // [host_cache]
   uint64_t host_cache_bytes = 512ull << 20;  // CAIRN_HOST_CACHE
+  // Grow the cache to hold one version of the protected regions (within
+  // half the available memory); CAIRN_HOST_CACHE_GROW
+  bool host_cache_grow = true;
   uint64_t block_bytes = 4ull << 20;         // cache chunk == file block size
   // Helper threads lent to the application's blocking copies (capture,
   // restore from the cache); -1 = auto: min(cores - 1, 3). CAIRN_COPY_THREADS

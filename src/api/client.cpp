@@ -276,8 +276,13 @@ Status Client::Protect(int id, void* ptr, size_t bytes, const ProtectOptions& op
   // One call for host, device and managed pointers: the driver says which.
   auto kind = impl_->core->pipeline->ClassifyRegion(ptr, bytes);
   if (!kind.ok()) return kind.status().WithContext("protect region " + std::to_string(id));
-  MutexLock regions_lock(&impl_->core->regions_mu);
-  impl_->core->regions[id] = Region{ptr, bytes, *kind, options.changes};
+  uint64_t total = 0;
+  {
+    MutexLock regions_lock(&impl_->core->regions_mu);
+    impl_->core->regions[id] = Region{ptr, bytes, *kind, options.changes};
+    for (const auto& [rid, r] : impl_->core->regions) total += r.bytes;
+  }
+  impl_->core->pipeline->ReserveFor(total);
   return Status::Ok();
 }
 

@@ -377,10 +377,12 @@ TEST_F(ConfigTest, CacheInitKeys) {
   EXPECT_TRUE(d.huge_pages);
   EXPECT_FALSE(d.pin);
   EXPECT_TRUE(d.pin_serialize);
+  EXPECT_TRUE(d.host_cache_grow);
   auto r = Parse(
-      "[host_cache]\ninit = \"sequential\"\nhuge_pages = false\npin = true\n"
+      "[host_cache]\ngrow = false\ninit = \"sequential\"\nhuge_pages = false\npin = true\n"
       "pin_serialize = false\npin_lock = \"/dev/shm/x.lock\"\n");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->host_cache_grow);
   EXPECT_EQ(r->init, CacheInit::kSequential);
   EXPECT_FALSE(r->huge_pages);
   EXPECT_TRUE(r->pin);

@@ -50,6 +50,7 @@ Status Pipeline::CheckCapturable(const Entry& e) {
 Status Pipeline::BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double* interval_s) {
   CAIRN_RETURN_IF_ERROR(CheckCapturable(*e));
   e->blocks.resize(e->layout.blocks.size());
+  GrowCache(uint64_t{e->blocks.size()} * config_.block_bytes);
   catalog_.Add(e);
   flusher_.Push(e);
   if (persistent_ && e->kind == format::EntryKind::kCheckpoint && !e->persist_skipped) BeginPersist(e);
@@ -58,6 +59,17 @@ Status Pipeline::BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time
   return Status::Ok();
 }
 
+
+void Pipeline::ReserveFor(uint64_t bytes) {
+  MutexLock lock(&mu_);
+  GrowCache(bytes);
+}
+
+void Pipeline::GrowCache(uint64_t bytes) {
+  if (!cache_ || initializer_.GrowFor(bytes) == 0) return;
+  stats_.cache_capacity_bytes = cache_->capacity_bytes();
+  cv_app_.notify_all();  // a capture waiting for room finds the new chunks
+}
 
 // The first block of a batch may wait for space, the others take whatever is
 // free or evictable right now. A block of a device or managed region goes to

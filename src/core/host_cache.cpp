@@ -11,7 +11,8 @@ int ChunkNodes::node_of(uint32_t chunk) const {
 }
 
 Result<HostCache> HostCache::Create(uint64_t capacity_bytes, uint32_t chunk_bytes,
-                                    const os::MapOptions& options, os::Numa* numa) {
+                                    const os::MapOptions& options, os::Numa* numa,
+                                    uint64_t reserve_bytes) {
   if (chunk_bytes == 0) return Status::InvalidArgument("host cache: block size is 0");
   uint64_t count = capacity_bytes / chunk_bytes;
   if (count < 2) {
@@ -20,20 +21,25 @@ Result<HostCache> HostCache::Create(uint64_t capacity_bytes, uint32_t chunk_byte
                           " bytes");
   }
   if (count > UINT32_MAX) return Status::Config("host_cache.size: too many blocks");
+  uint64_t reserved = count;
+  if (numa == nullptr && !options.populate) {
+    reserved = std::clamp<uint64_t>(reserve_bytes / chunk_bytes, count, UINT32_MAX);
+  }
   HostCache cache;
   // Bound before the first touch, so that populating (eager) or the
   // initializer's touching allocates every page on its node at once.
   os::MapOptions map = options;
   if (numa != nullptr) map.populate = false;
-  CAIRN_ASSIGN_OR_RETURN(cache.mapping_, os::Mapping::Create(count * chunk_bytes, map));
+  CAIRN_ASSIGN_OR_RETURN(cache.mapping_, os::Mapping::Create(reserved * chunk_bytes, map));
   cache.chunk_bytes_ = chunk_bytes;
   cache.chunk_count_ = static_cast<uint32_t>(count);
+  cache.reserved_count_ = static_cast<uint32_t>(reserved);
   if (numa != nullptr) {
     CAIRN_RETURN_IF_ERROR(cache.BindNodes(*numa));
     if (options.populate) os::TouchPages(cache.mapping_.data(), cache.mapping_.size());
   }
-  cache.progress_.assign(cache.chunk_count_, 0);
-  cache.visited_.assign(cache.chunk_count_, false);
+  cache.progress_.assign(cache.reserved_count_, 0);
+  cache.visited_.assign(cache.reserved_count_, false);
   for (uint32_t i = 0; i < cache.chunk_count_; ++i) {
     cache.free_untouched_.insert(cache.free_untouched_.end(), i);
   }
@@ -58,12 +64,22 @@ Status HostCache::BindNodes(os::Numa& numa) {
   return Status::Ok();
 }
 
+uint32_t HostCache::Grow(uint32_t chunks) {
+  const uint32_t target = std::min(chunks, reserved_count_);
+  if (target <= chunk_count_) return 0;
+  for (uint32_t c = chunk_count_; c < target; ++c) free_untouched_.insert(free_untouched_.end(), c);
+  const uint32_t added = target - chunk_count_;
+  chunk_count_ = target;
+  return added;
+}
+
+// Only before any growth: a populated cache reserves nothing beyond its size.
 void HostCache::MarkAllTouched() {
   for (uint32_t c : free_untouched_) free_touched_.insert(c);
   free_untouched_.clear();
-  progress_.assign(chunk_count_, chunk_bytes_);
+  std::fill(progress_.begin(), progress_.begin() + chunk_count_, chunk_bytes_);
   touched_count_ = chunk_count_;
-  visited_.assign(chunk_count_, true);
+  std::fill(visited_.begin(), visited_.begin() + chunk_count_, true);
   visited_count_ = chunk_count_;
 }
 

@@ -1,5 +1,11 @@
 // The host cache: one anonymous mapping reserved at open, cut into equal
-// chunks of block_bytes (one chunk holds one file block). It never grows.
+// chunks of block_bytes (one chunk holds one file block).
+//
+// Growth (host_cache.grow): the mapping may reserve more address space than
+// the cache's capacity (MAP_NORESERVE: no memory until touched). Grow makes
+// more of the reserved chunks usable, as untouched free chunks; nothing ever
+// shrinks. Only an unbound, unpopulated cache reserves beyond its capacity:
+// the NUMA ranges and the eager population cover the whole mapping.
 //
 // Fast initialization (docs/design.md): the mapping is not populated at open
 // (except for the eager strategy). Each chunk is either *touched* (its pages
@@ -50,10 +56,19 @@ class HostCache {
  public:
   // capacity_bytes is rounded down to a whole number of chunks (>= 2).
   // populate: every page is faulted in now and every chunk starts touched.
+  // reserve_bytes > capacity_bytes (ignored with populate or numa): address
+  // space for Grow up to that many bytes.
   static Result<HostCache> Create(uint64_t capacity_bytes, uint32_t chunk_bytes,
-                                  const os::MapOptions& options, os::Numa* numa = nullptr);
+                                  const os::MapOptions& options, os::Numa* numa = nullptr,
+                                  uint64_t reserve_bytes = 0);
 
+  // Usable chunks (Grow raises it); chunk indices are below it.
   uint32_t chunk_count() const { return chunk_count_; }
+  uint32_t reserved_count() const { return reserved_count_; }
+  // Makes the cache `chunks` chunks large, as far as the reservation allows;
+  // the new chunks are free and untouched. Returns how many were added (0
+  // when it is that large already).
+  uint32_t Grow(uint32_t chunks);
   uint32_t chunk_bytes() const { return chunk_bytes_; }
   uint64_t capacity_bytes() const { return uint64_t{chunk_count_} * chunk_bytes_; }
   uint32_t free_count() const {
@@ -109,6 +124,7 @@ class HostCache {
   os::Mapping mapping_;
   uint32_t chunk_bytes_ = 0;
   uint32_t chunk_count_ = 0;
+  uint32_t reserved_count_ = 0;  // chunks the mapping has room for
   std::set<uint32_t> free_touched_;
   std::set<uint32_t> free_untouched_;
   std::vector<uint32_t> progress_;  // touched bytes from each chunk's start

@@ -91,6 +91,34 @@ TEST(HostCache, PrefersTouchedChunksAndTracksTouchProgress) {
   EXPECT_FALSE(cache->ClaimForTouch().has_value());
 }
 
+TEST(HostCache, GrowsWithinItsReservationAsFreeUntouchedChunks) {
+  auto cache = HostCache::Create(4 * 4096, 4096, {}, nullptr, 10 * 4096);
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  EXPECT_EQ(cache->chunk_count(), 4u);
+  EXPECT_EQ(cache->reserved_count(), 10u);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(cache->Allocate().has_value());
+  EXPECT_FALSE(cache->Allocate().has_value());
+  EXPECT_EQ(cache->Grow(6), 2u);
+  EXPECT_EQ(cache->capacity_bytes(), 6u * 4096);
+  EXPECT_FALSE(cache->fully_touched());
+  bool touched = true;
+  auto c = cache->Allocate(&touched);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(*c, 4u);
+  EXPECT_FALSE(touched) << "a new chunk starts untouched";
+  std::memset(cache->data(*c), 0xab, 4096);  // inside the mapping
+  EXPECT_EQ(cache->Grow(50), 4u) << "up to the reservation";
+  EXPECT_EQ(cache->chunk_count(), 10u);
+  EXPECT_EQ(cache->Grow(8), 0u) << "never shrinks";
+  EXPECT_EQ(cache->free_count(), 5u);
+
+  auto populated = HostCache::Create(4 * 4096, 4096, {.populate = true}, nullptr, 10 * 4096);
+  ASSERT_TRUE(populated.ok());
+  EXPECT_EQ(populated->reserved_count(), 4u) << "a populated cache reserves nothing more";
+  EXPECT_EQ(populated->Grow(6), 0u);
+  EXPECT_TRUE(populated->fully_touched());
+}
+
 TEST(HostCache, PopulatedCacheStartsFullyTouched) {
   auto cache = HostCache::Create(4 * 8192, 8192, {.populate = true, .huge_pages = true});
   ASSERT_TRUE(cache.ok());

@@ -72,12 +72,16 @@ Status Initializer::Prepare() {
   const os::MapOptions map{.populate = eager, .huge_pages = config_.huge_pages};
   const auto block = static_cast<uint32_t>(config_.block_bytes);
   os::Numa* const numa = CacheNuma(config_);
-  auto mapped = HostCache::Create(config_.host_cache_bytes, block, map, numa);
+  // Growth reserves address space for up to half the machine's RAM; a pinned
+  // or populated cache keeps its size (it is pinned or populated as one).
+  const bool grows = config_.host_cache_grow && !config_.pin && !eager;
+  const uint64_t reserve = grows ? os::PhysicalMemoryBytes() / 2 : 0;
+  auto mapped = HostCache::Create(config_.host_cache_bytes, block, map, numa, reserve);
   // Under `auto` the binding is advisory: a topology the kernel disagrees
   // with (HWLOC_XMLFILE naming another machine) leaves the cache unbound;
   // `on` reports the mbind error.
   if (!mapped.ok() && numa != nullptr && config_.host_cache_numa == "auto") {
-    mapped = HostCache::Create(config_.host_cache_bytes, block, map, nullptr);
+    mapped = HostCache::Create(config_.host_cache_bytes, block, map, nullptr, reserve);
   }
   if (!mapped.ok()) return mapped.status().WithContext("host cache");
   MutexLock lock(mu_);
@@ -150,6 +154,21 @@ void Initializer::RecordPin(const Status& s, TimePoint p0, TimePoint p1) {
 void Initializer::NoteTouchProgress() {
   mu_->AssertHeld();
   NoteFullyTouched();
+}
+
+uint32_t Initializer::GrowFor(uint64_t bytes) {
+  mu_->AssertHeld();
+  HostCache& c = cache();
+  const uint64_t block = c.chunk_bytes();
+  const uint64_t want = (bytes + block - 1) / block + 1;  // the blocks, and one more
+  if (want <= c.chunk_count() || c.reserved_count() <= c.chunk_count()) return 0;
+  const uint64_t room = os::AvailableMemoryBytes() / 2 / block;
+  const uint32_t added = c.Grow(static_cast<uint32_t>(std::min<uint64_t>(want, c.chunk_count() + room)));
+  if (added == 0) return 0;
+  stats_.fully_touched_s = -1;  // fully touched again once the new chunks are
+  tracer_->Instant("grown", "init", c.capacity_bytes(), "host cache");
+  cv_.notify_all();
+  return added;
 }
 
 void Initializer::NoteFullyTouched() {
@@ -267,9 +286,18 @@ void Initializer::Loop(std::stop_token stop) {
     if (!config_.pin) return;
     cv_.wait(lock, stop, [&]() CAIRN_REQUIRES(*mu_) { return cache().all_visited(); });
   }
-  while (!stop.stop_requested() && TouchNextChunk(stop)) {
+  while (!stop.stop_requested()) {
+    while (!stop.stop_requested() && TouchNextChunk(stop)) {
+    }
+    if (stop.stop_requested()) return;
+    if (config_.pin) {
+      if (cache().fully_touched()) PinCache(stop);
+      return;
+    }
+    // Touched: sleep until the cache grows (GrowFor) or the client closes.
+    if (cache().reserved_count() == cache().chunk_count()) return;
+    cv_.wait(lock, stop, [&]() CAIRN_REQUIRES(*mu_) { return !cache().fully_touched(); });
   }
-  if (!stop.stop_requested() && config_.pin && cache().fully_touched()) PinCache(stop);
 }
 
 bool Initializer::TouchNextChunk(std::stop_token stop) {

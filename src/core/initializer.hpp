@@ -120,6 +120,11 @@ class Initializer {
   // A writer took a chunk (its write touches it): the cache may be fully
   // touched now.
   void NoteTouchProgress();
+  // host_cache.grow: makes the cache hold `bytes` (one version's blocks) and
+  // one block more, within its reservation and within half of the memory the
+  // machine has available now; the thread touches the new chunks. Returns
+  // the chunks added (0: large enough, growth off, or no room).
+  uint32_t GrowFor(uint64_t bytes);
   // The cache is pinned by registration with the GPU driver.
   bool host_registered() const;
   const InitStats& stats() const;

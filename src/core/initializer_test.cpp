@@ -173,6 +173,42 @@ TEST(InitializerTest, TouchesEveryChunkThenPinsOnce) {
   EXPECT_EQ(pinner.unpins(), 1);
 }
 
+// host_cache.grow: GrowFor adds chunks (a version's blocks and one more) and
+// the thread, idle once the cache was touched, touches the new ones too.
+TEST(InitializerTest, GrowForAddsChunksThatTheThreadTouches) {
+  FakeOwner o;
+  Initializer init(&o.mu, &o.progress, &o.tracer, InitConfig(CacheInit::kConcurrent, 256 * kKiB, 8), o.Interface());
+  ASSERT_TRUE(init.Prepare().ok());
+  init.Start(nullptr);
+  ASSERT_TRUE(o.WaitUntil([&]() CAIRN_REQUIRES(o.mu) { return o.touched == 8; }));
+  {
+    MutexLock l(&o.mu);
+    EXPECT_EQ(init.GrowFor(7 * 256 * kKiB - 1), 0u) << "8 chunks hold 7 blocks and one more";
+    EXPECT_EQ(init.GrowFor(4 * kMiB), 17u - 8u);
+    EXPECT_EQ(o.cache->capacity_bytes(), 17 * 256 * kKiB);
+  }
+  ASSERT_TRUE(o.WaitUntil([&]() CAIRN_REQUIRES(o.mu) { return o.touched == 17; })) << "new chunks not touched";
+  init.Stop();
+  MutexLock l(&o.mu);
+  EXPECT_TRUE(o.cache->fully_touched());
+  EXPECT_GE(init.stats().fully_touched_s, 0);
+  EXPECT_EQ(init.stats().touched_bytes, 17 * 256 * kKiB);
+}
+
+TEST(InitializerTest, GrowForLeavesAPinnedOrUngrowableCacheAlone) {
+  for (const bool pin : {true, false}) {
+    FakeOwner o;
+    FakePinner pinner(&o);
+    Config c = InitConfig(CacheInit::kConcurrent, 256 * kKiB, 8, pin ? &pinner : nullptr);
+    c.host_cache_grow = pin;  // pinned with growth on; unpinned with it off
+    Initializer init(&o.mu, &o.progress, &o.tracer, c, o.Interface());
+    ASSERT_TRUE(init.Prepare().ok());
+    MutexLock l(&o.mu);
+    EXPECT_EQ(init.GrowFor(64 * kMiB), 0u) << (pin ? "pinned" : "growth off");
+    EXPECT_EQ(o.cache->chunk_count(), 8u);
+  }
+}
+
 // The fixed sequential strategy stops at the end of the slice during which a
 // capture started, touches nothing while it runs, and resumes where it
 // stopped once it ended.

@@ -215,8 +215,13 @@ class Pipeline {
   // tier is unavailable (the message says why); kInvalidArgument for a range
   // that straddles allocations or kinds.
   Result<MemoryKind> ClassifyRegion(const void* p, size_t bytes);
+  // host_cache.grow: versions of `bytes` are coming (what is protected now),
+  // so the cache grows to hold one (Initializer::GrowFor) while the
+  // application still computes; a capture larger than the cache grows it too.
+  void ReserveFor(uint64_t bytes) CAIRN_EXCLUDES(mu_);
 
  private:
+  void GrowCache(uint64_t bytes) CAIRN_REQUIRES(mu_);
   // One batch of a capture (pipeline.cpp): the blocks [first, end) and where
   // their bytes go.
   struct CaptureBatch {

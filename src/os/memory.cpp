@@ -67,6 +67,22 @@ size_t PageSize() {
   return page;
 }
 
+uint64_t PhysicalMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  return pages > 0 ? uint64_t(pages) * PageSize() : 0;
+}
+
+uint64_t AvailableMemoryBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    unsigned long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kib) == 1) return uint64_t{kib} * 1024;
+  }
+  const long pages = ::sysconf(_SC_AVPHYS_PAGES);
+  return pages > 0 ? uint64_t(pages) * PageSize() : 0;
+}
+
 Mapping::~Mapping() {
   if (data_ != nullptr) ::munmap(data_, size_);  // also drops any mlock
 }

@@ -12,6 +12,11 @@
 namespace cairn::os {
 
 size_t PageSize();
+// The machine's RAM (sysconf); 0 when unknown.
+uint64_t PhysicalMemoryBytes();
+// What the kernel says could be allocated now without swapping
+// (/proc/meminfo MemAvailable, else free pages from sysconf); 0 when unknown.
+uint64_t AvailableMemoryBytes();
 
 struct MapOptions {
   bool populate = false;   // MAP_POPULATE: fault every page in now (slow, eager)

@@ -37,6 +37,7 @@ class Config:
     direct_io: bool
     fsync: bool
     host_cache_bytes: int
+    host_cache_grow: bool
     block_bytes: int
     copy_threads: int
     keep_versions: int

@@ -477,6 +477,7 @@ class Client(_Closable):
     ``persistent_dir``            persistent directory, ``""`` = none
     ``persist_from_cache``        write it from the host cache (default True)
     ``host_cache``                cache size: bytes or ``"512MiB"``
+    ``host_cache_grow``           grow the cache to hold one version (default on)
     ``block_size``                cache chunk and file block size (``"4MiB"``)
     ``copy_threads``              helper copy threads, ``-1`` = auto
     ``keep_versions``             committed versions kept per name and directory
@@ -560,6 +561,7 @@ class Client(_Closable):
         persistent_dir: Optional[PathArg] = None,
         persist_from_cache: Optional[bool] = None,
         host_cache: Union[int, str, None] = None,
+        host_cache_grow: Optional[bool] = None,
         block_size: Union[int, str, None] = None,
         copy_threads: Optional[int] = None,
         keep_versions: Optional[int] = None,
