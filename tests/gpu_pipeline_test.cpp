@@ -37,6 +37,7 @@ class GpuPipelineTest : public FakeCudaTest {
     config_ = DefaultConfig();
     config_.scratch_dir = dir_->path() + "/scratch";
     config_.host_cache_bytes = 16 * kMiB;
+    config_.host_cache_grow = false;  // the sizes below are the ones under test
     config_.block_bytes = 1 * kMiB;
     config_.fsync = false;
     config_.keep_versions = 4;
