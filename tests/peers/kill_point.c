@@ -37,6 +37,11 @@ static long g_reduces;           /* MPI_Allreduce calls since the k-th checkpoin
 static int g_last = -1;          /* the iteration of the newest checkpoint */
 static long g_resumes;           /* recoveries reported */
 static long g_total;             /* MPI_Allreduce calls */
+/* Inside a checkpoint call: the library's own collectives (the FTI shim's
+ * check of the result, say) are neither counted nor a kill point, so that
+ * the kill always falls between the program's checkpoints, never inside one
+ * that may already be committed. */
+static int g_inside;
 
 static int Rank(void) {
   int rank = 0, up = 0;
@@ -93,7 +98,9 @@ int VELOC_Mem_protect(int id, void* ptr, size_t count, size_t base_size) {
 int VELOC_Checkpoint(const char* name, int version) {
   static int (*real)(const char*, int);
   if (real == NULL) real = (int (*)(const char*, int))Next("VELOC_Checkpoint");
+  ++g_inside;
   int rc = real(name, version);
+  --g_inside;
   if (rc != VELOC_SUCCESS) return rc;
   /* PEER_DURABLE=1: each checkpoint durable before the program goes on, for
    * a program that fails by itself (MPI_Abort on one rank: no collective
@@ -114,7 +121,9 @@ int VELOC_Checkpoint_begin(const char* name, int version) {
 int VELOC_Checkpoint_end(int success) {
   static int (*real)(int);
   if (real == NULL) real = (int (*)(int))Next("VELOC_Checkpoint_end");
+  ++g_inside;
   int rc = real(success);
+  --g_inside;
   if (rc == VELOC_SUCCESS) Checkpointed();
   return rc;
 }
@@ -152,7 +161,9 @@ int FTI_Protect(int id, void* ptr, int64_t count, int32_t tid) {
 int FTI_Checkpoint(int id, int level) {
   static int (*real)(int, int);
   if (real == NULL) real = (int (*)(int, int))Next("FTI_Checkpoint");
+  ++g_inside;
   int rc = real(id, level);
+  --g_inside;
   if (rc == FTI_DONE) Checkpointed();
   return rc;
 }
@@ -174,7 +185,9 @@ int FTI_Snapshot(void) {
    * exported names, and so through the wrappers above: count once. */
   const int restart = status(), before = g_checkpoints;
   const long resumes = g_resumes;
+  ++g_inside;
   int rc = real();
+  --g_inside;
   if (restart && !status() && g_resumes == resumes) Resumed();
   else if (rc == FTI_DONE && g_checkpoints == before) Checkpointed();
   return rc;
@@ -189,6 +202,7 @@ int MPI_Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_O
     after = a != NULL ? atoi(a) : 0;
     reduces = r != NULL ? atol(r) : 0;
   }
+  if (g_inside > 0) return PMPI_Allreduce(in, out, count, type, op, comm);
   if (after > 0 && g_checkpoints >= after && ++g_reduces > reduces) {
     Durable();
     printf("kill_point: rank %d SIGKILL after checkpoint %d (iteration %d), %ld reduces later\n", Rank(),
