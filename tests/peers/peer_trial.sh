@@ -7,7 +7,8 @@
 # kind: veloc_mem (VELOC's heatdis_mem), veloc_file (heatdis_file: the state
 # in a routed file), veloc_fault (heatdis_fault, which
 # fails by itself: PEER_REF names heatdis_mem for its reference), fti_l1,
-# fti_l4 (FTI's tutorial heatdis, FTI_Snapshot at L1 / L4 every 500 calls),
+# fti_l2, fti_l3, fti_l4 (FTI's tutorial heatdis, FTI_Snapshot at that level
+# every 500 calls),
 # fti_dcp (the DCP tutorial: FTI_Checkpoint(i, FTI_L4_DCP)).
 # 1. an uninterrupted run gives the reference ("Step" lines of rank 0);
 # 2. a run in fresh directories is SIGKILLed on every rank at a random
@@ -29,11 +30,18 @@ config() {  # config <dir>: the program's configuration file, printed
   case $kind in
     veloc_*) printf 'scratch = %s/scratch\npersistent = %s/persistent\nmode = async\n' "$1" "$1" > "$1/cfg"
              echo "$1/cfg" ;;
-    fti_*) level=1
-           [ "$kind" = fti_l4 ] && level=4
-           { printf '[basic]\nnode_size = %s\nckpt_dir = %s/local\nglbl_dir = %s/global\n' "$np" "$1" "$1"
+    fti_*) level=1 node_size=$np
+           case $kind in
+             fti_l4) level=4 ;;
+             # The partner copies and the parity span nodes: one rank per
+             # simulated node (FTI's group_size is 4 by default).
+             fti_l2) level=2 node_size=1 ;;
+             fti_l3) level=3 node_size=1 ;;
+           esac
+           { printf '[basic]\nnode_size = %s\nckpt_dir = %s/local\nglbl_dir = %s/global\n' "$node_size" "$1" "$1"
              printf 'meta_dir = %s/meta\nckpt_l%s = 500\nverbosity = 2\n' "$1" "$level"
              [ "$kind" = fti_dcp ] && printf 'enable_dcp = 1\ndcp_block_size = 4096\n'
+             [ "$node_size" = "$np" ] || printf '[advanced]\nlocal_test = 1\n'
            } > "$1/cfg"
            echo "$1/cfg" ;;
   esac
