@@ -193,7 +193,9 @@ int FTI_Snapshot(void) {
   return rc;
 }
 
-int MPI_Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+/* Each of the program's MPI_Allreduce calls, C or Fortran: the kill, when its
+ * turn has come. */
+static void KillPoint(void) {
   static int after = -1;
   static long reduces;
   if (after < 0) {
@@ -202,7 +204,6 @@ int MPI_Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_O
     after = a != NULL ? atoi(a) : 0;
     reduces = r != NULL ? atol(r) : 0;
   }
-  if (g_inside > 0) return PMPI_Allreduce(in, out, count, type, op, comm);
   if (after > 0 && g_checkpoints >= after && ++g_reduces > reduces) {
     Durable();
     printf("kill_point: rank %d SIGKILL after checkpoint %d (iteration %d), %ld reduces later\n", Rank(),
@@ -214,11 +215,23 @@ int MPI_Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_O
     raise(SIGKILL);
   }
   ++g_total;
+}
+
+int MPI_Allreduce(const void* in, void* out, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  if (g_inside == 0) KillPoint();
   return PMPI_Allreduce(in, out, count, type, op, comm);
 }
 
-int MPI_Abort(MPI_Comm comm, int code) {
-  printf("kill_point: rank %d MPI_Abort after checkpoint %d (iteration %d)\n", Rank(), g_checkpoints, g_last);
-  fflush(stdout);
-  return PMPI_Abort(comm, code);
+/* Fortran's binding (FTI's examples/fheatdis.f90 through `use mpi`) goes to
+ * PMPI_Allreduce without the C symbol. */
+void mpi_allreduce_(const void* in, void* out, const MPI_Fint* count, const MPI_Fint* type, const MPI_Fint* op,
+                    const MPI_Fint* comm, MPI_Fint* ierr) {
+  static void (*real)(const void*, void*, const MPI_Fint*, const MPI_Fint*, const MPI_Fint*, const MPI_Fint*,
+                      MPI_Fint*);
+  if (real == NULL) {
+    real = (void (*)(const void*, void*, const MPI_Fint*, const MPI_Fint*, const MPI_Fint*, const MPI_Fint*,
+                     MPI_Fint*))Next("mpi_allreduce_");
+  }
+  if (g_inside == 0) KillPoint();
+  real(in, out, count, type, op, comm, ierr);
 }

@@ -9,7 +9,8 @@
 # fails by itself: PEER_REF names heatdis_mem for its reference), fti_l1,
 # fti_l2, fti_l3, fti_l4 (FTI's tutorial heatdis, FTI_Snapshot at that level
 # every 500 calls),
-# fti_dcp (the DCP tutorial: FTI_Checkpoint(i, FTI_L4_DCP)).
+# fti_dcp (the DCP tutorial: FTI_Checkpoint(i, FTI_L4_DCP)), fti_fortran
+# (examples/fheatdis.f90: FTI_Snapshot at L1, its config.fti in its directory).
 # 1. an uninterrupted run gives the reference ("Step" lines of rank 0);
 # 2. a run in fresh directories is SIGKILLed on every rank at a random
 #    MPI_Allreduce after a random checkpoint (kill_point.c; the seed is
@@ -43,6 +44,7 @@ config() {  # config <dir>: the program's configuration file, printed
              [ "$kind" = fti_dcp ] && printf 'enable_dcp = 1\ndcp_block_size = 4096\n'
              [ "$node_size" = "$np" ] || printf '[advanced]\nlocal_test = 1\n'
            } > "$1/cfg"
+           cp "$1/cfg" "$1/config.fti"  # the name FTI's Fortran example reads
            echo "$1/cfg" ;;
   esac
 }
