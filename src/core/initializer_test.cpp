@@ -180,14 +180,20 @@ TEST(InitializerTest, GrowForAddsChunksThatTheThreadTouches) {
   Initializer init(&o.mu, &o.progress, &o.tracer, InitConfig(CacheInit::kConcurrent, 256 * kKiB, 8), o.Interface());
   ASSERT_TRUE(init.Prepare().ok());
   init.Start(nullptr);
-  ASSERT_TRUE(o.WaitUntil([&]() CAIRN_REQUIRES(o.mu) { return o.touched == 8; }));
+  ASSERT_TRUE(o.WaitUntil([&] {
+    o.mu.AssertHeld();  // WaitUntil holds it
+    return o.touched == 8;
+  }));
   {
     MutexLock l(&o.mu);
     EXPECT_EQ(init.GrowFor(7 * 256 * kKiB - 1), 0u) << "8 chunks hold 7 blocks and one more";
     EXPECT_EQ(init.GrowFor(4 * kMiB), 17u - 8u);
     EXPECT_EQ(o.cache->capacity_bytes(), 17 * 256 * kKiB);
   }
-  ASSERT_TRUE(o.WaitUntil([&]() CAIRN_REQUIRES(o.mu) { return o.touched == 17; })) << "new chunks not touched";
+  ASSERT_TRUE(o.WaitUntil([&] {
+    o.mu.AssertHeld();
+    return o.touched == 17;
+  })) << "new chunks not touched";
   init.Stop();
   MutexLock l(&o.mu);
   EXPECT_TRUE(o.cache->fully_touched());
