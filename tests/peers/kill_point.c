@@ -235,3 +235,9 @@ void mpi_allreduce_(const void* in, void* out, const MPI_Fint* count, const MPI_
   if (g_inside == 0) KillPoint();
   real(in, out, count, type, op, comm, ierr);
 }
+
+int MPI_Abort(MPI_Comm comm, int code) {
+  printf("kill_point: rank %d MPI_Abort after checkpoint %d (iteration %d)\n", Rank(), g_checkpoints, g_last);
+  fflush(stdout);
+  return PMPI_Abort(comm, code);
+}
