@@ -143,7 +143,7 @@ trial() {  # trial ROUND SIDE
   stop_backend
   rm -rf "$dir" && mkdir -p "$dir"/{scratch,persistent,meta}
   cold
-  run_s=$(LD_LIBRARY_PATH="$veloc_prefix/lib" VELOC_BIN="$veloc_prefix/bin" timed_run "$log.run" "$side")
+  run_s=$(timed_run "$log.run" "$side")
   app_s=$(sed -n 's/^Execution finished in \([0-9.]*\) seconds.*/\1/p' "$log.run.out")
   stop_backend
   relaunch_s=0
@@ -153,7 +153,7 @@ trial() {  # trial ROUND SIDE
     return
   fi
   cold
-  relaunch_s=$(LD_LIBRARY_PATH="$veloc_prefix/lib" VELOC_BIN="$veloc_prefix/bin" timed_run "$log.relaunch" "$side")
+  relaunch_s=$(timed_run "$log.relaunch" "$side")
   stop_backend
   if ! grep -q "^Previous checkpoint found at iteration 600," "$log.relaunch.out"; then
     echo "$0: $side's relaunch did not restart at iteration 600 ($log.relaunch.out)" >&2
@@ -163,7 +163,12 @@ trial() {  # trial ROUND SIDE
   echo "round $round $side: app ${app_s}s, run ${run_s}s, relaunch ${relaunch_s}s"
 }
 timed_run() {  # timed_run LOG SIDE
-  timed "$1" "${mpi[@]}" -x LD_LIBRARY_PATH -x VELOC_BIN "$bin/heatdis_$2" "$mib" "$cfg"
+  # Only VELOC's side gets an environment: its installed client finds its
+  # modules library and its backend only so. Cairn's and the null side start
+  # with none, as the installed programs must.
+  local env=()
+  [[ "$2" == veloc ]] && env=(-x "LD_LIBRARY_PATH=$veloc_prefix/lib" -x "VELOC_BIN=$veloc_prefix/bin")
+  timed "$1" "${mpi[@]}" "${env[@]}" "$bin/heatdis_$2" "$mib" "$cfg"
 }
 
 for ((r = 1; r <= rounds; r++)); do
