@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "bench.hpp"
-#include "core/zero_copy.hpp"
+#include "capture/zero_copy/zero_copy.hpp"
 #include "files.hpp"
 #include "json.hpp"
 #include "parse.hpp"

@@ -1,4 +1,4 @@
-// cairn-bench ai-ckpt: AI-Ckpt's synthetic iterative application (issue 16;
+// cairn-bench ai-ckpt: AI-Ckpt's synthetic iterative application (
 // docs/bench.md, "Zero-copy checkpoints (AI-Ckpt)").
 #pragma once
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ctest ai_ckpt_smoke: `cairn-bench ai-ckpt` end to end at a tiny size; the
-JSON keys scripts rely on (issue 16) exist and hold sane values."""
+JSON keys that scripts rely on exist and hold sane values."""
 import json
 import subprocess
 import sys

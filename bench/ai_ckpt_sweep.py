@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 16's closing figures: `cairn-bench ai-ckpt` over copy-on-write buffer sizes.
+"""The closing figures: `cairn-bench ai-ckpt` over copy-on-write buffer sizes.
 
 For each --pattern and each COW buffer size (--cows, fractions of the
 protected bytes: 0, 1, 2.5, 5 and 10% by default) runs one `cairn-bench

@@ -77,7 +77,7 @@ struct Options {
                                     // the baseline's copy), "" = none
   bool cold_restart = true;         // restart --cold-restart: the new-process restart
   bool verify_full = false;         // compare every restored page in full
-  // restart, issue 15 (docs/bench.md, "Changed data"): Cairn's change
+  // restart (docs/bench.md, "Changed data"): Cairn's change
   // detection (the baseline always writes everything), which pages each
   // version changes, and Cairn's max_layers (unset: Cairn's default).
   ChangeDetection changes = ChangeDetection::kFull;  // --changes

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 15's figures: what `cairn-bench restart` shows for changed data.
+"""The figures: what `cairn-bench restart` shows for changed data.
 
 Runs cairn-bench (Cairn only, --mode async) in interleaved rounds, one trial
 per configuration per round, and prints the medians over the rounds and the

@@ -28,7 +28,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/copy_engine.hpp"
+#include "capture/copy_engine.hpp"
 #include "timing.hpp"
 
 namespace {

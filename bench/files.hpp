@@ -11,7 +11,7 @@
 #include <string>
 
 #include "cairn/status.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 
 namespace cairn::bench {
 

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "bench.hpp"
-#include "core/copy_engine.hpp"
+#include "capture/copy_engine.hpp"
 #include "files.hpp"
 #include "pattern.hpp"
 

@@ -1,4 +1,4 @@
-// cairn-bench-mpi: issue 17's closing-note figures for an MPI job, in one run
+// cairn-bench-mpi: the closing figures for an MPI job, in one run
 // (docs/bench.md, "MPI: cairn-bench-mpi"):
 //
 //   mpirun -np 4 cairn-bench-mpi --size 256MiB --repeat 3 --json FILE

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cost model of Cairn's MPI levels at 1k, 10k and 100k ranks (issue 17, part 6).
+"""Cost model of Cairn's MPI levels at 1k, 10k and 100k ranks.
 
 docs/mpi_scale.md explains every formula; its tables are this script's output
 (`--check docs/mpi_scale.md` fails when they differ, ctest mpi_scale_model_current).

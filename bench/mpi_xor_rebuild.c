@@ -1,6 +1,6 @@
 /* cairn-bench-xor-rebuild: how long rebuilding one lost node from XOR parity
  * (L3) takes next to reading the same rank's data from its local files
- * (issue 17's closing note: rebuild <= 2x the local read; docs/mpi.md).
+ * (the closing note: rebuild <= 2x the local read; docs/mpi.md).
  *
  *   mpirun -np 4 cairn-bench-xor-rebuild [MiB per rank, 32] [trials, 3] [warm|cold]
  *

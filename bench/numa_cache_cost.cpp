@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
-#include "os/numa.hpp"
+#include "os/mem/numa.hpp"
 #include "timing.hpp"
 
 namespace {

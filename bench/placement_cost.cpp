@@ -18,8 +18,8 @@
 #include <cstring>
 #include <vector>
 
-#include "core/placement.hpp"
-#include "os/numa.hpp"
+#include "engine/placement.hpp"
+#include "os/mem/numa.hpp"
 #include "timing.hpp"
 
 namespace {

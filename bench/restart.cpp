@@ -17,7 +17,7 @@
 #include "cairn/cairn.hpp"
 #include "files.hpp"
 #include "format/file_reader.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 #include "memory.hpp"
 #include "pattern.hpp"
 #include "restart.hpp"

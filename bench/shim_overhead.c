@@ -1,4 +1,4 @@
-/* The cost of the drop-in APIs over Cairn (issue 18; docs/veloc.md and
+/* The cost of the drop-in APIs over Cairn (docs/veloc.md and
  * docs/fti.md, "Overhead"): the application's blocking per checkpoint of a
  * heat-like program through libcairn_veloc in async mode and through
  * libcairn_fti at level 1, each against Cairn's native C API doing the same,

@@ -1,4 +1,4 @@
-// cairn-stencil-affinity: the affinity-aware restart experiment of issue 19
+// cairn-stencil-affinity: the affinity-aware restart experiment
 // (Saini et al., Middleware '14) on a 2-thread stencil (docs/bench.md,
 // "Placement"). Two threads pinned to two CPUs, each owning (and first
 // touching) half of the grid, run a 1-D 5-point stencil; the state is
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
-#include "os/numa.hpp"
+#include "os/mem/numa.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // cairn-track-cost: the cost of dirty-page tracking per first write, for each
-// mechanism of os/page_tracker.hpp, with 4 KiB pages and with transparent
+// mechanism of os/protect/page_tracker.hpp, with 4 KiB pages and with transparent
 // huge pages. A measurement tool, not a test (nothing here runs in CI).
 //
 //   cairn-track-cost [MiB (default 64)] [rounds (default 5)]
@@ -18,8 +18,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "os/memory.hpp"
-#include "os/page_tracker.hpp"
+#include "os/mem/memory.hpp"
+#include "os/protect/page_tracker.hpp"
 #include "timing.hpp"
 
 namespace {

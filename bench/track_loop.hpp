@@ -1,5 +1,5 @@
 // The cost of page tracking on the application's compute loop
-// (restart --track-loop; issue 15: "the same loop timed with and without
+// (restart --track-loop; "the same loop timed with and without
 // tracking").
 //
 // The loop of one interval: the application writes the pages a version

@@ -8,7 +8,7 @@ version) interleaved, and takes
   C  the median blocking time of a checkpoint call (restart.checkpoint_blocking_s)
   R  the restart as users know it: a new process restores the newest version
      from files whose page cache was dropped (restart.cold_restore_s)
-Then, with the formulas of cairn_checkpoint_due (src/core/interval_model.hpp,
+Then, with the formulas of cairn_checkpoint_due (src/models/interval_model.hpp,
 docs/design.md "When to checkpoint"; the paper's Eq. 1 and 2, D = 0):
   T_opt(M)   = max(C, sqrt(2 C (M - R)))
   W(T, M)    = 1 - (1 - C/T)(1 - (R + T/2)/M)    (clamped to [0, 1])
@@ -41,7 +41,7 @@ MTBF_MIN_S, MTBF_MAX_S = 10.0, 7 * 86400.0
 
 
 def optimal_interval(c: float, r: float, m: float) -> float:
-    """T_opt = max(C, sqrt(2 C (M - R))) (src/core/interval_model.cpp)."""
+    """T_opt = max(C, sqrt(2 C (M - R))) (src/models/interval_model.cpp)."""
     return max(c, math.sqrt(2 * c * max(m - r, 0.0)))
 
 

@@ -23,10 +23,10 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
-#include "core/zero_copy.hpp"
-#include "os/mappings.hpp"
-#include "os/memory.hpp"
-#include "os/page_backing.hpp"
+#include "capture/zero_copy/zero_copy.hpp"
+#include "os/mem/mappings.hpp"
+#include "os/mem/memory.hpp"
+#include "os/mem/page_backing.hpp"
 #include "timing.hpp"
 
 namespace {

@@ -138,7 +138,7 @@ else()
   endif()
 endif()
 
-# --- Topology through hwloc (src/os/numa.cpp) ---------------------------------
+# --- Topology through hwloc (src/os/mem/numa.cpp) ---------------------------------
 # CAIRN_WITH_HWLOC: AUTO uses hwloc (Debian's libhwloc-dev, found with
 # pkg-config) when present, ON requires it, OFF leaves it out. With it the
 # NUMA topology comes from hwloc, so HWLOC_XMLFILE can stand in another

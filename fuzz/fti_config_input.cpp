@@ -2,7 +2,7 @@
 // configuration files, on any text.
 #include <string>
 
-#include "compat/fti_config.hpp"
+#include "compat/fti/fti_config.hpp"
 #include "fuzz/inputs.hpp"
 
 namespace cairn::fuzz {

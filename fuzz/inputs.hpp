@@ -26,8 +26,8 @@ Status ReadFileInput(const uint8_t* data, size_t size);
 Status LoadConfigInput(const uint8_t* data, size_t size);
 
 // fuzz_veloc_config, fuzz_fti_config: the bytes as a VELOC configuration
-// file (libcairn_veloc's reader, src/compat/veloc_config.hpp) or an FTI one
-// (src/compat/fti_config.hpp), parsed as VELOC_Init / FTI_Init parse theirs.
+// file (libcairn_veloc's reader, src/compat/veloc/veloc_config.hpp) or an FTI one
+// (src/compat/fti/fti_config.hpp), parsed as VELOC_Init / FTI_Init parse theirs.
 // Returns the parser's status; anything but OK, kConfig or kNoMemory is a bug.
 Status ParseVelocConfigInput(const uint8_t* data, size_t size);
 Status ParseFtiConfigInput(const uint8_t* data, size_t size);

@@ -14,7 +14,7 @@
 
 #include "format/file_writer.hpp"
 #include "format/layout.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 #include "util/crc32c.hpp"
 
 namespace {

@@ -2,7 +2,7 @@
 // VELOC's configuration files, on any text.
 #include <string>
 
-#include "compat/veloc_config.hpp"
+#include "compat/veloc/veloc_config.hpp"
 #include "fuzz/inputs.hpp"
 
 namespace cairn::fuzz {

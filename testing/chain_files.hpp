@@ -12,7 +12,7 @@
 
 #include "format/file_writer.hpp"
 #include "format/layout.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 
 namespace cairn::test {
 

@@ -230,7 +230,7 @@ TEST_F(BenchSmokeTest, RestartChildVerifies) {
   EXPECT_NE(ReadFile(report).find("\nwrong "), std::string::npos) << ReadFile(report);
 }
 
-// Changed data (issue 15): a pages run at 5% writes about the changed bytes,
+// Changed data: a pages run at 5% writes about the changed bytes,
 // far below what a full run (the baseline in the same run) writes. --settle
 // makes every version layered on the previous one whatever the disk's speed,
 // so nothing here depends on timing.

@@ -14,7 +14,7 @@
 
 #include "cairn/cairn.hpp"
 #include "format/naming.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 #include "testing/chain_files.hpp"
 #include "testing/test_util.hpp"
 

@@ -1,5 +1,5 @@
 // Client::CheckpointDue (cairn_checkpoint_due): what the client measures for
-// the interval model (core/interval_model.hpp, tested there) and the stats it
+// the interval model (models/interval_model.hpp, tested there) and the stats it
 // reports. Time is injected (Config::now): every reading advances it by g_step
 // (one second), so each timed call lasts exactly that.
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
-#include "core/interval_model.hpp"
+#include "models/interval_model.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {

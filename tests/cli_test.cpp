@@ -256,7 +256,7 @@ TEST_F(CliTest, InfoPrintsJson) {
   EXPECT_EQ(1, Cairn("info " + Quote(dir_) + " sim 42").code);
 }
 
-// The keys scripts rely on (issue 19): "placement" per region, "affinity".
+// The keys scripts rely on: "placement" per region, "affinity".
 TEST_F(CliTest, InfoShowsPlacementAndAffinity) {
   CliRun none = Cairn("info " + Quote(dir_) + " sim 2");
   ASSERT_EQ(0, none.code) << none.err;

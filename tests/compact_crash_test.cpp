@@ -28,7 +28,7 @@
 #include "format/compact.hpp"
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 #include "testing/chain_files.hpp"
 #include "testing/test_util.hpp"
 

@@ -40,7 +40,7 @@
 #include "cairn/cairn.hpp"
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {
@@ -87,7 +87,7 @@ int64_t Writer(int64_t version, size_t i, bool layered) {
 // The words of `version` (a full fill, or only the pages it changes).
 // Relaxed atomic stores (plain moves): in zero-copy mode they race the
 // library's reads of the previous version, ordered by the kernel's write
-// protection, which TSan cannot see (core/zero_copy.cpp reads atomically
+// protection, which TSan cannot see (capture/zero_copy/zero_copy.cpp reads atomically
 // under TSan for the same reason).
 void FillVersion(uint64_t* buf, int64_t version, bool layered) {
   for (size_t i = 0; i < kBufferBytes / sizeof(uint64_t); ++i) {

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
-#include "os/memory.hpp"
-#include "os/node_lock.hpp"
+#include "os/mem/memory.hpp"
+#include "os/fs/node_lock.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {
@@ -238,7 +238,7 @@ TEST_F(FastInitBehaviour, PinFailureFallsBackToUnpinned) {
   }
 }
 
-// Entries in the node lock's queue (os/node_lock.hpp): the holder's, then
+// Entries in the node lock's queue (os/fs/node_lock.hpp): the holder's, then
 // one per waiter.
 size_t QueuedOnNodeLock(const std::string& lock_path) {
   std::error_code ec;

@@ -1,4 +1,4 @@
-#include "testing/fault_fs.hpp"
+#include "testing/fs/fault_fs.hpp"
 
 #include <stdlib.h>
 
@@ -255,7 +255,7 @@ TEST_F(FaultFsTest, BudgetIsExactUnderConcurrency) {
   EXPECT_EQ(fs_.calls(FaultOp::kWrite), uint64_t{kThreads} * kWrites);
 }
 
-// --- Power loss (testing/power_loss.hpp) ------------------------------------
+// --- Power loss (testing/fs/power_loss.hpp) ------------------------------------
 
 class PowerLossTest : public FaultFsTest {
  protected:

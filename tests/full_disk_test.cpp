@@ -14,8 +14,8 @@
 
 #include "cairn/cairn.hpp"
 #include "format/file_reader.hpp"
-#include "os/fs.hpp"
-#include "testing/fault_fs.hpp"
+#include "os/fs/fs.hpp"
+#include "testing/fs/fault_fs.hpp"
 #include "testing/test_memory.hpp"
 #include "testing/test_util.hpp"
 

@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "api/solo_group.hpp"
+#include "redundancy/solo_group.hpp"
 #include "cairn/cairn.hpp"
 #include "cairn/group.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 #include "testing/test_util.hpp"
 #include "util/mutex.hpp"
 

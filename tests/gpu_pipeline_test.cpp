@@ -13,7 +13,7 @@
 
 #include "cairn/cairn.hpp"
 #include "testing/fake_cuda/fake_cuda_fixture.hpp"
-#include "testing/gate_fs.hpp"
+#include "testing/fs/gate_fs.hpp"
 #include "testing/test_util.hpp"
 
 #if CAIRN_TEST_FAKE_CUDA

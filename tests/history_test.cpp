@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
-#include "os/fs.hpp"
-#include "testing/gate_fs.hpp"
+#include "os/fs/fs.hpp"
+#include "testing/fs/gate_fs.hpp"
 #include "testing/test_memory.hpp"
 #include "testing/test_util.hpp"
 

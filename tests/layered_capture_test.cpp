@@ -21,8 +21,8 @@
 #include "cairn/cairn.hpp"
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
-#include "os/fs.hpp"
-#include "testing/fault_fs.hpp"
+#include "os/fs/fs.hpp"
+#include "testing/fs/fault_fs.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
-#include "testing/fault_fs.hpp"
-#include "testing/gate_fs.hpp"
+#include "testing/fs/fault_fs.hpp"
+#include "testing/fs/gate_fs.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {

@@ -15,7 +15,7 @@
 #include "cairn/cairn.hpp"
 #include "format/naming.hpp"
 #include "format/placement.hpp"
-#include "os/numa.hpp"
+#include "os/mem/numa.hpp"
 #include "testing/test_paths.hpp"
 #include "testing/test_util.hpp"
 

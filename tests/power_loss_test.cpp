@@ -1,6 +1,6 @@
 // Power loss at every step: a client checkpoints three versions, waiting for
 // each at one level, on a FaultFs that cuts the power at its kth mutating
-// file-system call (testing/power_loss.hpp). Then the tree is rewritten to
+// file-system call (testing/fs/power_loss.hpp). Then the tree is rewritten to
 // what survives a power loss (unsynced data and directory changes dropped or
 // torn), a new client opens it, and:
 //   * Latest() gives a version that restores with exactly its data;
@@ -25,7 +25,7 @@
 #include "cairn/cairn.hpp"
 #include "format/chain.hpp"
 #include "testing/chain_files.hpp"
-#include "testing/fault_fs.hpp"
+#include "testing/fs/fault_fs.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {

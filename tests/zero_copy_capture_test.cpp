@@ -22,10 +22,10 @@
 
 #include "cairn/cairn.hpp"
 #include "format/naming.hpp"
-#include "os/page_tracker.hpp"
-#include "os/segv_handler.hpp"
-#include "os/write_protect.hpp"
-#include "testing/gate_fs.hpp"
+#include "os/protect/page_tracker.hpp"
+#include "os/protect/segv_handler.hpp"
+#include "os/protect/write_protect.hpp"
+#include "testing/fs/gate_fs.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {

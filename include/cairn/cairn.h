@@ -259,6 +259,25 @@ typedef enum {
  * out->size is smaller than the size member itself (e.g. 0: not set). */
 CAIRN_EXPORT int cairn_stats(cairn_client_t *c, cairn_stats_t *out);
 
+/* Messages. The library reports what the application did not ask for but
+ * should know (a level that served a restore, a cache left unpinned, a device
+ * cache that could not be made, a failed prefetch) as messages, not as errors.
+ * By default each goes to stderr as "cairn: <message>\n".
+ *
+ * cairn_set_log_fn - route every later message to fn(user, level, message)
+ * instead; NULL restores the default. Process-wide (like mimalloc's
+ * mi_register_output): it applies to every client. fn may be called from any
+ * of Cairn's threads, concurrently, until cairn_set_log_fn returns from
+ * replacing it; message is valid during the call only and has no newline.
+ * fn may run while Cairn holds its own locks: it must not call Cairn. */
+typedef enum {
+  CAIRN_LOG_ERROR = 0, /* something failed that the caller's calls did not report */
+  CAIRN_LOG_WARN = 1,  /* a fallback was taken (e.g. unpinned cache, no device cache) */
+  CAIRN_LOG_INFO = 2   /* what happened (e.g. which level served a restore) */
+} cairn_log_level_t;
+typedef void (*cairn_log_fn)(void *user, cairn_log_level_t level, const char *message);
+CAIRN_EXPORT void cairn_set_log_fn(cairn_log_fn fn, void *user);
+
 #ifdef __cplusplus
 }
 #endif

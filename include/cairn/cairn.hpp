@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -142,7 +143,7 @@ struct ZeroCopyStats {
   double red_wait_s = 0;        // application time blocked in RED faults
   double fault_s = 0;           // handler time on faults (divide by faults: per page)
   double call_s = 0;            // time inside checkpoint calls captured zero-copy
-  uint64_t huge_restored_bytes = 0;  // cairn_alloc huge pages whole again after epochs (os/mappings.hpp)
+  uint64_t huge_restored_bytes = 0;  // cairn_alloc huge pages whole again after epochs (os/mem/mappings.hpp)
 };
 
 // The optimal checkpoint interval (Client::CheckpointDue; docs/design.md,
@@ -403,6 +404,12 @@ class CAIRN_EXPORT History {
 // any other pointer.
 CAIRN_EXPORT Result<void*> Alloc(size_t bytes);
 CAIRN_EXPORT Status Free(void* ptr);
+
+// Messages (cairn_set_log_fn in cairn.h, where the contract is): every later
+// message goes to fn(level, message) instead of stderr; an empty fn restores
+// the default.
+enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2 };
+CAIRN_EXPORT void SetLogFunction(std::function<void(LogLevel, std::string_view)> fn);
 
 // RAII owner of tracked memory.
 class TrackedBuffer {

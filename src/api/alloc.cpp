@@ -1,8 +1,8 @@
 // Tracked memory: cairn::Alloc / cairn::Free (cairn.hpp) and cairn_alloc /
-// cairn_free (cairn.h), over the os layer's mappings (os/mappings.hpp: why
+// cairn_free (cairn.h), over the os layer's mappings (os/mem/mappings.hpp: why
 // not malloc, the one table of them, huge pages).
 #include "cairn/cairn.hpp"
-#include "os/mappings.hpp"
+#include "os/mem/mappings.hpp"
 
 namespace cairn {
 

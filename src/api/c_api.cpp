@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <string_view>
 
 #include "cairn/cairn.hpp"
 #include "cairn/group.hpp"
@@ -200,6 +201,22 @@ int cairn_restore_affinity(cairn_client_t* c, int index) {
     if (c == nullptr) return InvalidHandle("client");
     return Report(c->client->RestoreAffinity(index));
   });
+}
+
+void cairn_set_log_fn(cairn_log_fn fn, void* user) {
+  if (fn == nullptr) {
+    cairn::SetLogFunction(nullptr);
+    return;
+  }
+  // The message is cut to a NUL-terminated string for C (util::Log formats
+  // into a terminated buffer, but std::string_view promises no terminator).
+  try {
+    cairn::SetLogFunction([fn, user](cairn::LogLevel level, std::string_view message) {
+      std::string text(message);
+      fn(user, static_cast<cairn_log_level_t>(level), text.c_str());
+    });
+  } catch (const std::bad_alloc&) {  // the previous function stays
+  }
 }
 
 int cairn_history_open(cairn_client_t* c, const char* name, cairn_history_t** out) {

@@ -9,16 +9,16 @@
 #include <shared_mutex>
 #include <thread>
 
-#include "api/collective.hpp"
-#include "api/global_commit.hpp"
-#include "api/levels.hpp"
+#include "redundancy/collective.hpp"
+#include "redundancy/global_commit.hpp"
+#include "redundancy/levels.hpp"
 #include "api/placement_state.hpp"
-#include "api/saved.hpp"
-#include "api/solo_group.hpp"
+#include "redundancy/saved.hpp"
+#include "redundancy/solo_group.hpp"
 #include "cairn/cairn.hpp"
 #include "cairn/group.hpp"
-#include "core/interval_model.hpp"
-#include "core/pipeline.hpp"
+#include "models/interval_model.hpp"
+#include "engine/pipeline.hpp"
 #include "format/chain.hpp"
 #include "format/naming.hpp"
 #include "util/clock.hpp"
@@ -96,7 +96,7 @@ struct Client::Impl {
   std::unique_ptr<collective::GlobalCommit> global;
   std::thread::id opener;
 
-  // CheckpointDue's model (core/interval_model.hpp), fed with the blocking
+  // CheckpointDue's model (models/interval_model.hpp), fed with the blocking
   // time of every successful Checkpoint, Wait and restore, and the stats
   // of its last decision.
   Mutex interval_mu;

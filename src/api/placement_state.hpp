@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "cairn/status.hpp"
-#include "core/pipeline.hpp"
-#include "core/placement.hpp"
+#include "engine/pipeline.hpp"
+#include "engine/placement.hpp"
 #include "format/placement.hpp"
-#include "os/numa.hpp"
+#include "os/mem/numa.hpp"
 #include "util/mutex.hpp"
 
 namespace cairn::placement {

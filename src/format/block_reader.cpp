@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "os/memory.hpp"
+#include "os/mem/memory.hpp"
 #include "util/crc32c.hpp"
 #include "util/mutex.hpp"
 #include "util/thread_annotations.hpp"
@@ -59,7 +59,7 @@ Result<std::unique_ptr<StagingPool::Buffer>> StagingPool::Take() {
     }
   }
   // Huge pages where THP allows, so that an O_DIRECT read into it is a
-  // couple of device segments, not one per 4 KiB page (os/page_backing.hpp).
+  // couple of device segments, not one per 4 KiB page (os/mem/page_backing.hpp).
   constexpr size_t kHuge = 2u << 20;
   auto b = std::make_unique<Buffer>();
   CAIRN_ASSIGN_OR_RETURN(b->map, os::Mapping::Create(kStagingBytes + kHuge, {.huge_pages = true}));

@@ -33,7 +33,7 @@
 #include <span>
 
 #include "format/file_reader.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 
 namespace cairn::format {
 
@@ -52,7 +52,7 @@ struct BlockRead {
   bool host = true;     // false: dst is device/managed memory, written through copy_out
   // Host memory in small pages: an O_DIRECT read goes through the worker's
   // huge-page staging buffer and a memcpy, which beats a direct read into
-  // small pages 2-3x (os/page_backing.hpp says why). Ignored for buffered reads.
+  // small pages 2-3x (os/mem/page_backing.hpp says why). Ignored for buffered reads.
   bool stage = false;
   // Non-empty: the block is read whole (and verified) through the staging
   // buffer, and only these pieces (sorted by offset) are copied out; dst is

@@ -23,7 +23,7 @@
 #include "format/block_reader.hpp"
 #include "format/file_reader.hpp"
 #include "format/layout.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 
 namespace cairn::format {
 

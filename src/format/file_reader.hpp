@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "format/layout.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 
 namespace cairn::format {
 

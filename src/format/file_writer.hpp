@@ -11,7 +11,7 @@
 #include <string>
 
 #include "format/layout.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 
 namespace cairn::format {
 

@@ -18,7 +18,7 @@
 #include "format/codec.hpp"
 #include "format/file_reader.hpp"
 #include "format/file_writer.hpp"
-#include "format/mem_fs_test_util.hpp"
+#include "testing/fs/mem_fs.hpp"
 #include "format/naming.hpp"
 #include "util/crc32c.hpp"
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 
 namespace cairn::format {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cairn/status.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 
 namespace cairn::format {
 

@@ -33,7 +33,7 @@
 
 #include "cairn/status.hpp"
 #include "gpu/pointer_kind.hpp"
-#include "os/memory.hpp"
+#include "os/mem/memory.hpp"
 #include "util/mutex.hpp"
 #include "util/thread_annotations.hpp"
 

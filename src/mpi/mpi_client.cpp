@@ -1,6 +1,6 @@
 // libcairn_mpi: the MPI communicator as a cairn::Group (cairn/group.hpp), and
 // cairn_open_mpi / cairn::OpenMpi on top of it (docs/mpi.md). Everything
-// collective lives in libcairn (api/collective.cpp); this file only turns
+// collective lives in libcairn (redundancy/collective.cpp); this file only turns
 // reductions into MPI_Allreduce / MPI_Iallreduce and finds the node of each
 // rank.
 #include <algorithm>

@@ -15,7 +15,7 @@
 #include "cairn/cairn.hpp"
 #include "format/file_writer.hpp"
 #include "format/layout.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 
 namespace cairn::tiers {
 

@@ -27,8 +27,8 @@
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
 #include "format/placement.hpp"
-#include "os/fs.hpp"
-#include "os/numa.hpp"
+#include "os/fs/fs.hpp"
+#include "os/mem/numa.hpp"
 #include "compat/peer_version.hpp"
 #include "tools/cli_store.hpp"
 

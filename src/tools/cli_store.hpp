@@ -10,7 +10,7 @@
 
 #include "cairn/status.hpp"
 #include "format/layout.hpp"
-#include "os/fs.hpp"
+#include "os/fs/fs.hpp"
 
 namespace cairn::cli {
 

@@ -1,5 +1,5 @@
 // A fast 128-bit non-cryptographic hash of a byte range, for change detection
-// (core/changes.hpp): the hash of a chunk is compared with the hash of the
+// (capture/changes.hpp): the hash of a chunk is compared with the hash of the
 // same chunk at the previous version, and equal hashes mean "unchanged".
 //
 // XXH3-128 (xxHash 0.8, header-only: no run-time dependency) when CMake found

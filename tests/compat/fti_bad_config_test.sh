@@ -1,7 +1,7 @@
 #!/bin/bash
 # Bad FTI configuration files: FTI_Init fails on every rank (fti_heat exits 2)
 # with a message naming what is wrong (docs/fti.md, "Configuration"). The
-# parser's cases are unit tests (src/compat/fti_config_test.cpp); these are the
+# parser's cases are unit tests (src/compat/fti/fti_config_test.cpp); these are the
 # ones that need the ranks (node sizes, a missing file) and one parse error
 # seen through FTI_Init (each mpirun costs seconds: keep the cases few):
 #   fti_bad_config_test.sh <fti_heat> <mpiexec and its flags...>   (runs -np 2)

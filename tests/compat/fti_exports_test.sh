@@ -1,6 +1,6 @@
 #!/bin/bash
 # libcairn_fti.so exports FTI's API (include/fti.h) and nothing else
-# (src/compat/fti.map):  fti_exports_test.sh <nm> <libcairn_fti.so> <fti.h>
+# (src/compat/fti/fti.map):  fti_exports_test.sh <nm> <libcairn_fti.so> <fti.h>
 set -u
 nm=$1; lib=$2; header=$3
 exported=$("$nm" -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//' | sort -u)

@@ -1,4 +1,4 @@
-! Module fti (src/compat/fti.f90) from Fortran, as FTI's Fortran examples use
+! Module fti (src/compat/fti/fti.f90) from Fortran, as FTI's Fortran examples use
 ! it: POINTER data protected, checkpointed at level 1, finalized, overwritten,
 ! FTI initialized again (a restart), recovered and checked. Then a third
 ! launch: a history array allocated with 1 element is given its stored size (3)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # libcairn_veloc reads VELOC's configuration file (docs/veloc.md,
 # "Configuration"). The parser's cases (each bad file named with its line and
-# key) are unit tests (src/compat/veloc_config_test.cpp); this is the MPI
+# key) are unit tests (src/compat/veloc/veloc_config_test.cpp); this is the MPI
 # side: a bad file fails VELOC_Init on every rank with the message, a missing
 # file is named, ignored keys are noted, VELOC_<KEY> overrides the file.
 # (Each mpirun costs seconds, more under the sanitizers: keep the cases few.)

@@ -1,10 +1,10 @@
 #!/bin/sh
 # libcairn_veloc.so exports exactly the functions include/veloc.h and
-# src/compat/velocf.h (the Fortran module's C side) declare
-# (src/compat/veloc.map, hidden visibility otherwise): none missing, nothing
+# src/compat/veloc/velocf.h (the Fortran module's C side) declare
+# (src/compat/veloc/veloc.map, hidden visibility otherwise): none missing, nothing
 # else but the linker's own symbols.
 #
-#   veloc_exports.sh <nm> <libcairn_veloc.so> <include/veloc.h> [src/compat/velocf.h...]
+#   veloc_exports.sh <nm> <libcairn_veloc.so> <include/veloc.h> [src/compat/veloc/velocf.h...]
 set -u
 nm=$1 lib=$2
 shift 2

@@ -1,5 +1,5 @@
 ! The heat-distribution program of veloc_heatdis.c written in Fortran against
-! VELOC's Fortran module (`use veloc`, src/compat/veloc.f90), with the same
+! VELOC's Fortran module (`use veloc`, src/compat/veloc/veloc.f90), with the same
 ! arguments and output, so that veloc_heatdis.sh drives it (docs/veloc.md,
 ! "Tests"):
 !

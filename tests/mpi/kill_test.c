@@ -1,4 +1,4 @@
-/* SIGKILL trials of libcairn_mpi (issue 17; docs/mpi.md "Tests"), driven by
+/* SIGKILL trials of libcairn_mpi (docs/mpi.md "Tests"), driven by
  * tests/mpi/kill_trials.sh, which runs each trial as two jobs on one root:
  *
  *   kill_test run <root> <seed>    the ranks checkpoint versions 1..kVersions

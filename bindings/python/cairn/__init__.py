@@ -20,7 +20,14 @@ and errors.
 
 from __future__ import annotations
 
-from ._cairn import format_size, parse_size
+import atexit as _atexit
+
+from ._cairn import format_size, parse_size, set_log
+
+# A log function is a Python object called from the extension's own thread:
+# put the default back before the interpreter goes, so that no message is
+# delivered into a finalizing interpreter.
+_atexit.register(set_log, None)
 from ._memory import alloc, empty
 from ._client import (
     ChangeMode,
@@ -59,6 +66,7 @@ from ._types import ArrayLike, SupportsCudaArrayInterface, SupportsDLPack
 __version__ = "0.1.0"
 
 __all__ = [
+    "set_log",
     "ArrayLike",
     "ChangeMode",
     "ChangeStats",

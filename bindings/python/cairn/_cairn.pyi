@@ -4,7 +4,7 @@ Internal: the public API is the `cairn` package. Failed calls raise the
 cairn.Error subclass of their C error code.
 """
 
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 def load_config(path: Optional[str]) -> Config:
     """Defaults, then the TOML file (None: $CAIRN_CONFIG or none), then CAIRN_* variables; validated."""
@@ -23,6 +23,9 @@ def stats_fields() -> List[Tuple[str, str, str]]:
 
 def config_keys() -> List[Tuple[str, str, str, str, str]]:
     """[(keyword, attribute, TOML key, environment variable, kind)] of include/cairn/config_keys.def."""
+
+def set_log(fn: Optional[Callable[[int, str], Any]]) -> None:
+    """Route Cairn's messages to fn(level, message) (logging.ERROR, WARNING or INFO); None: stderr."""
 
 def error_codes() -> List[Tuple[int, str, str]]:
     """[(code, C name, Python class)] of include/cairn/cairn_errors.def."""

@@ -38,6 +38,7 @@
 
 #include "cairn/cairn.hpp"
 #include "cairn/config.hpp"
+#include "log.hpp"
 #include "mpi_group.hpp"
 
 namespace nb = nanobind;
@@ -674,6 +675,7 @@ NB_MODULE(_cairn, m) {
   m.def("config_keys", &ConfigKeys,
         "[(keyword, attribute, TOML key, environment variable, kind)] of include/cairn/config_keys.def.");
   m.def("error_codes", &ErrorCodes, "[(code, C name, Python class)] of include/cairn/cairn_errors.def.");
+  cairn::python::BindLog(m);
 
   nb::class_<cairn::Config> config(m, "Config", "cairn::Config (include/cairn/config.hpp).");
 #define CAIRN_CONFIG_KEY(section, key, member, lo, env, py, type, dflt, doc) \

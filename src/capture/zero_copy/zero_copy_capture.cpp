@@ -1,0 +1,188 @@
+// Zero-copy checkpoints in the pipeline (docs/design.md, "Zero-copy
+// captures"): the checkpoint call plans the version as a copy capture does,
+// write-protects its host memory (core::ZeroCopy) and returns; a reader
+// thread then runs the copy capture's batch loop (CaptureBlocks), taking each
+// host piece through ZeroCopy::Read, so the host cache is only the flush's
+// staging area. One epoch at a time: the next capture, a restore and a pop
+// wait for the reader first. With the learned order the engine watches first
+// writes after the read until the next checkpoint; a restore, a pop and
+// Shutdown end that watch.
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/pipeline.hpp"
+#include "os/mem/mappings.hpp"
+#include "util/clock.hpp"
+
+namespace cairn::core {
+namespace {
+
+constexpr uint64_t kMaxWatchGroupBytes = 2ull << 20;  // a huge page
+
+// The epoch's ranges: each non-empty host region with the extents it stores.
+Result<std::vector<ZeroCopyRange>> RangesOf(const format::Layout& l, const std::vector<CaptureSource>& sources) {
+  std::vector<ZeroCopyRange> ranges;
+  for (uint32_t r = 0; r < l.regions.size(); ++r) {
+    const auto& region = l.regions[r];
+    if (region.spec.memory != MemoryKind::kHost) {
+      return Status::Unsupported("region " + std::to_string(region.spec.id) + " is not host memory");
+    }
+    if (region.spec.bytes == 0 || region.stored_bytes == 0) continue;
+    ZeroCopyRange z;
+    z.data = static_cast<uint8_t*>(const_cast<void*>(sources[r].data));
+    z.bytes = region.spec.bytes;
+    z.extents.assign(l.region_extents(r), l.region_extents(r) + region.extent_count);
+    ranges.push_back(std::move(z));
+  }
+  return ranges;
+}
+
+}  // namespace
+
+bool Pipeline::StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                             std::chrono::steady_clock::time_point t0, double interval_s) {
+  Status s = [&]() CAIRN_REQUIRES(mu_) -> Status {
+    CAIRN_RETURN_IF_ERROR(zero_copy_unavailable_);
+    CAIRN_ASSIGN_OR_RETURN(std::vector<ZeroCopyRange> ranges, RangesOf(e->layout, sources));
+    if (!zero_copy_) {
+      // The learned order watches first writes between checkpoints too. It
+      // orders blocks, so it watches a block (at most a 2 MiB huge page) at a
+      // time: one fault per block. checkpoint.changes = pages / auto learns
+      // the written pages from the watch (ZeroCopyPageSource), so it watches
+      // page by page, as the page tracker would.
+      const bool pages = config_.changes == ChangeDetection::kPages || config_.changes == ChangeDetection::kAuto;
+      const size_t group = pages ? 1 : std::min<uint64_t>(config_.block_bytes, kMaxWatchGroupBytes) / os::PageSize();
+      auto z = ZeroCopy::Create(config_.cow_fraction, config_.write_protect, config_.zero_copy_order == "learned",
+                                group);
+      if (!z.ok()) {
+        zero_copy_unavailable_ = z.status();
+        return z.status();
+      }
+      zero_copy_ = std::move(z).value();
+      if (!zero_copy_->wp_note().empty()) {
+        stats_.zero_copy.note = "write protection by mprotect + SIGSEGV (" + zero_copy_->wp_note() + ")";
+      }
+    }
+    return zero_copy_->Begin(ranges);
+  }();
+  if (!s.ok()) {
+    stats_.zero_copy.fallbacks += 1;
+    if (stats_.zero_copy.fallbacks == 1) {  // the first copy says why (after the mechanism's note, if any)
+      stats_.zero_copy.note += (stats_.zero_copy.note.empty() ? "" : "; ") + std::string("checkpoint '") + e->name +
+                               "' " + std::to_string(e->number) + " was copied, not zero-copy: " + s.message();
+    }
+    return false;
+  }
+  stats_.zero_copy.versions += 1;
+  stats_.zero_copy.call_s += SecondsSince(t0);
+  zero_copy_busy_ = true;
+  zero_copy_reader_ = std::jthread([this, e, sources, t0, interval_s](std::stop_token stop) {
+    ReadZeroCopy(e, sources, t0, interval_s);
+    RestoreHugePages(e->layout, sources, stop);
+  });
+  return true;
+}
+
+void Pipeline::ReadZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                            std::chrono::steady_clock::time_point t0, double interval_s) {
+  tracer_.NameThread("cairn zero-copy reader (app memory -> cache)");
+  MutexLock lock(&mu_);
+  const double blocked_before = CaptureBlockedSeconds();
+  const Status s = CaptureBlocks(e, sources, zero_copy_.get());
+  zero_copy_->End();  // whatever was not read (an error) is released too
+  if (s.ok()) {
+    EndCapture(e, t0, interval_s, blocked_before);
+  } else if (unreported_error_.ok()) {
+    unreported_error_ = s;  // no caller waits for the capture: the next wait or close reports it
+  }
+  zero_copy_busy_ = false;
+  cv_app_.notify_all();
+}
+
+namespace {
+
+// A `pages` region's written pages, from the zero-copy engine's watch. The
+// watch covers writes since the last epoch's Begin, so it answers for this
+// region's checkpoint name only if that epoch is the one begun right after
+// this source's previous Collect (another name's checkpoint, or a copied one,
+// in between: nothing is known, the version is full).
+class ZeroCopyPageSource final : public PageSource {
+ public:
+  // The written extents, and through *epochs the epochs begun so far.
+  using Fn = std::function<Result<ExtentList>(uint64_t* epochs)>;
+  explicit ZeroCopyPageSource(Fn fn) : fn_(std::move(fn)) {}
+  // Called by Plan before the epoch's Begin; an error makes the version full.
+  Result<ExtentList> Collect() override {
+    uint64_t epochs = 0;
+    Result<ExtentList> r = fn_(&epochs);
+    const uint64_t expect = next_;
+    next_ = epochs + 1;  // the epoch this version's capture begins
+    if (r.ok() && epochs != expect) {
+      return Status::Unsupported("zero-copy: the watched epoch is not this checkpoint's previous one");
+    }
+    return r;
+  }
+
+ private:
+  const Fn fn_;
+  uint64_t next_ = 0;  // the capture thread's (Plan)
+};
+
+}  // namespace
+
+void Pipeline::UseZeroCopyPageSources() {
+  layering_->SetPageSources([this](const void* data, uint64_t bytes) -> std::unique_ptr<PageSource> {
+    return std::make_unique<ZeroCopyPageSource>(
+        [this, data, bytes](uint64_t* epochs) { return ZeroCopyWritten(data, bytes, epochs); });
+  });
+}
+
+// Plan runs after the last epoch's reader was joined (capture_mu_), so only
+// the watch's handler runs beside it.
+Result<ExtentList> Pipeline::ZeroCopyWritten(const void* data, uint64_t bytes, uint64_t* epochs) {
+  MutexLock lock(&mu_);
+  *epochs = zero_copy_ ? zero_copy_->counters().epochs : 0;
+  if (!zero_copy_) return Status::Unsupported("zero-copy: no epoch yet");
+  return zero_copy_->Written(data, bytes);
+}
+
+// After the epoch, on the reader thread, once the capture is over (a
+// checkpoint waiting for it asks it to stop: JoinZeroCopy): the epoch split
+// the huge pages of the memory it protected (os/mem/mappings.hpp), which makes
+// the next checkpoint call's protection ~80x dearer. Not while a watch keeps
+// pages protected (those spans could not be collapsed anyway).
+void Pipeline::RestoreHugePages(const format::Layout& l, const std::vector<CaptureSource>& sources,
+                                const std::stop_token& stop) {
+  {
+    MutexLock lock(&mu_);
+    if (!zero_copy_ || zero_copy_->watching()) return;
+  }
+  size_t bytes = 0;
+  for (uint32_t r = 0; r < l.regions.size() && !stop.stop_requested(); ++r) {
+    if (l.regions[r].spec.memory != MemoryKind::kHost || l.regions[r].stored_bytes == 0) continue;
+    bytes += os::RestoreHugePages(sources[r].data, l.regions[r].spec.bytes, [&] { return stop.stop_requested(); });
+  }
+  MutexLock lock(&mu_);
+  stats_.zero_copy.huge_restored_bytes += bytes;
+}
+
+void Pipeline::JoinZeroCopy() {
+  if (!zero_copy_reader_.joinable()) return;
+  zero_copy_reader_.request_stop();  // a huge-page pass in progress ends at its span
+  zero_copy_reader_.join();
+}
+
+void Pipeline::WaitZeroCopyIdle() {
+  MutexLock lock(&mu_);
+  cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) { return !zero_copy_busy_; });
+  // A restore or pop writes into memory the last epoch may still watch (and
+  // read(2) into it would fail with a user-mode-only userfaultfd): the watch
+  // ends, the next epoch's order keeps what it saw so far.
+  if (zero_copy_) zero_copy_->StopWatching();
+}
+
+}  // namespace cairn::core

@@ -1,0 +1,430 @@
+// The capture path (application thread): a checkpoint or push is registered
+// (BeginCapture), then copied batch by batch: each batch is planned under mu_
+// (PlanBatch: chunks and slots taken, the first block waiting for room),
+// copied without it (CopyBatch) and sealed under it (SealBatch: queued for
+// the checksummer or the device mover); EndCapture books it. A failed device
+// copy rolls the version back (RollBackCapture).
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "capture/memory_copy.hpp"
+#include "engine/pipeline.hpp"
+#include "engine/placement.hpp"
+#include "engine/source_pieces.hpp"
+#include "capture/zero_copy/zero_copy_order.hpp"
+#include "format/naming.hpp"
+#include "util/clock.hpp"
+
+namespace cairn::core {
+
+Status Pipeline::CheckSources(const std::vector<CaptureSource>& sources) {
+  for (const auto& s : sources) {
+    if (s.spec.memory != MemoryKind::kHost && s.spec.bytes > 0) {
+      if (!gpu_) {
+        return Status::Unsupported("region " + std::to_string(s.spec.id) +
+                                   " is not host memory and the GPU tier is unavailable: " +
+                                   gpu_unavailable_.ToString());
+      }
+      CAIRN_RETURN_IF_ERROR(dio_->Ensure());
+    }
+  }
+  return Status::Ok();
+}
+
+Status Pipeline::CheckCapturable(const Entry& e) {
+  if (closing_) return Status::State("client is closing");
+  if (e.kind == format::EntryKind::kHistoryStep && !catalog_.HasHistory(e.name)) {
+    return Status::State("history '" + e.name + "' is not open");
+  }
+  if (catalog_.Find(e.kind, e.name, e.number)) {
+    return Status::Exists(std::string(e.kind == format::EntryKind::kCheckpoint ? "version " : "step ") +
+                          std::to_string(e.number) + " of '" + e.name + "' is still in the pipeline");
+  }
+  return Status::Ok();
+}
+
+Status Pipeline::BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double* interval_s) {
+  CAIRN_RETURN_IF_ERROR(CheckCapturable(*e));
+  e->blocks.resize(e->layout.blocks.size());
+  GrowCache(uint64_t{e->blocks.size()} * config_.block_bytes);
+  catalog_.Add(e);
+  flusher_.Push(e);
+  if (persistent_ && e->kind == format::EntryKind::kCheckpoint && !e->persist_skipped) BeginPersist(e);
+  // The compute interval that ended at t0 feeds the adaptive touch model.
+  *interval_s = initializer_.CaptureStarted(t0);
+  return Status::Ok();
+}
+
+
+void Pipeline::ReserveFor(uint64_t bytes) {
+  MutexLock lock(&mu_);
+  GrowCache(bytes);
+}
+
+void Pipeline::GrowCache(uint64_t bytes) {
+  if (!cache_ || initializer_.GrowFor(bytes) == 0) return;
+  stats_.cache_capacity_bytes = cache_->capacity_bytes();
+  cv_app_.notify_all();  // a capture waiting for room finds the new chunks
+}
+
+// The first block of a batch may wait for space, the others take whatever is
+// free or evictable right now. A block of a device or managed region goes to
+// a device-cache slot when there is a device cache, else straight into a
+// host chunk.
+void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                         const std::vector<uint64_t>& packed, const std::vector<uint32_t>& want,
+                         CaptureBatch* batch, HeldChunk* held) {
+  *batch = CaptureBatch{};
+  if (StreamsCapture(e->layout.stored_bytes)) batch->stores = CopyEngine::Stores::kStreaming;
+  // A sequential toucher may end the slice it is in when a capture starts (a
+  // few ms): that is not touching during captures.
+  batch->touching_allowed = initializer_.TouchingAllowed();
+  for (const uint32_t b : want) {
+    const bool first = batch->blocks.empty();
+    const auto& blk = e->layout.blocks[b];
+    const auto& region = e->layout.regions[blk.region];
+    const bool gpu_source = region.spec.memory != MemoryKind::kHost;
+    const auto* src = static_cast<const uint8_t*>(sources[blk.region].data);
+    // The block's payload, piece by piece, from the region's memory to dst.
+    auto add = [&](std::vector<CopySegment>& to, uint8_t* dst) {
+      SourcePieces(e->layout, packed, b, [&](uint64_t from, uint64_t at, uint64_t n) {
+        to.push_back({.dst = dst + at, .src = src + from, .bytes = n});
+      });
+    };
+    if (gpu_source && device_mover_.CacheUsable()) {
+      std::optional<int32_t> slot;
+      if (first) {
+        slot = device_mover_.AcquireSlot();
+      } else if (auto sl = device_mover_.TryAcquireSlot()) {
+        slot = static_cast<int32_t>(*sl);
+      } else {
+        break;
+      }
+      if (slot) {
+        e->blocks[b].slot = *slot;
+        add(batch->gpu, reinterpret_cast<uint8_t*>(dcache_->address(static_cast<uint32_t>(*slot))));
+        batch->blocks.push_back(b);
+        batch->to_slot.push_back(true);
+        continue;
+      }
+      // The device cache has no slot at all (mapping failed at once): this
+      // block goes to the host cache.
+    }
+    int32_t chunk;
+    bool was_touched = false;
+    const uint32_t write_bytes = static_cast<uint32_t>(format::AlignUp(blk.length));
+    const int node = e->block_nodes.empty() ? -1 : e->block_nodes[b];
+    if (first && held->chunk >= 0) {
+      chunk = std::exchange(held->chunk, -1);
+      was_touched = held->touched;
+    } else if (first) {
+      WaitForDrainRoom(*e);
+      chunk = AcquireChunk(write_bytes, &was_touched, node);
+    } else if (!DrainRoomAfterTaking(*e)) {
+      break;
+    } else if (auto c = TryAcquireChunk(write_bytes, &was_touched, UINT64_MAX, node)) {
+      chunk = static_cast<int32_t>(*c);
+    } else {
+      break;
+    }
+    e->blocks[b].chunk = chunk;
+    if (node >= 0) {
+      ++(cache_->node_of(static_cast<uint32_t>(chunk)) == node ? stats_.numa_local_chunks : stats_.numa_remote_chunks);
+    }
+    initializer_.NoteCaptureChunk(was_touched, blk.length);
+    uint8_t* dst = cache_->data(static_cast<uint32_t>(chunk));
+    add(gpu_source ? batch->gpu : batch->host[was_touched ? 1 : 0], dst);
+    batch->blocks.push_back(b);
+    batch->to_slot.push_back(false);
+    // Direct I/O writes whole 4 KiB pages: the tail is zeroed so no stale
+    // bytes of an older entry reach the file. (Drained slots get theirs in
+    // DeviceMover::DrainBlock.)
+    if (write_bytes > blk.length) batch->tails.emplace_back(dst + blk.length, write_bytes - blk.length);
+  }
+}
+
+void Pipeline::FreeHeld(std::vector<HeldChunk>* held) {
+  for (const HeldChunk& h : *held) cache_->Free(static_cast<uint32_t>(h.chunk));
+  if (!held->empty()) cv_app_.notify_all();
+  held->clear();
+}
+
+// Why spares (docs/design.md "Room for RED pages"): the reader waits for the
+// flusher to free a chunk most of the time, and chunks come free in bursts,
+// so a RED page's writer waited 0.5-1 ms before its block could be read at
+// all. With a spare it waits about kRedPoll plus one block's read. Spares
+// slow the flush (it has fewer chunks), so they are kept only while a page
+// can go RED soon (ZeroCopyOrder::WantsSpares: the learned order with no
+// COW slot or half of them in use) and given back to the flush otherwise;
+// how many is learned (SpareCount: a RED page that had to wait for a chunk
+// asks for one more).
+Pipeline::HeldChunk Pipeline::HoldRoom(const Entry& e, ZeroCopyOrder& order, std::vector<HeldChunk>* spares) {
+  bool waited = false;  // for room, with no spare left
+  for (HeldChunk h;;) {
+    // Device blocks of earlier entries waiting to be drained need free host
+    // chunks, and the flush may wait for them (DrainRoomAfterTaking): no
+    // spares then.
+    const bool drains = device_mover_.DrainsPending();
+    if (drains) FreeHeld(spares);
+    const size_t chunks = cache_->chunk_count();
+    const size_t keep = !drains && order.WantsSpares() ? spare_count_.Keep(chunks) : 0;
+    if (!spares->empty() && (order.RedWaiting() || spares->size() > keep)) {
+      h = spares->back();
+      spares->pop_back();
+      return h;
+    }
+    if (DrainRoomAfterTaking(e)) {
+      if (const std::optional<uint32_t> c = TakeChunk(cache_->chunk_bytes(), &h.touched)) {
+        h.chunk = static_cast<int32_t>(*c);
+        // Spares first (they went to the last RED pages): RED pages come one
+        // after the other when the application writes from one thread.
+        if (order.RedWaiting()) {
+          if (waited && keep > 0) spare_count_.Short(chunks);  // it waited for this chunk
+          return h;
+        }
+        if (spares->size() >= keep) return h;
+        spares->push_back(std::exchange(h, HeldChunk{}));
+        continue;
+      }
+    }
+    if (ReleasePersistHold()) continue;
+    // With a spare, look for RED pages every kRedPoll; without, wait for room.
+    waited = waited || spares->empty();
+    WaitAsCaptureBlocked("blocked: cache full", false, spares->empty() ? std::chrono::microseconds(0) : kRedPoll);
+  }
+}
+
+Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_bytes[2], bool* touching,
+                           uint64_t* gpu_bytes, double* gpu_seconds, ZeroCopy* zc) {
+  *touching = initializer_.touching();
+  Status copied;
+  if (!batch.gpu.empty()) {
+    const auto g0 = std::chrono::steady_clock::now();
+    copied = dio_->CaptureCopy(batch.gpu);
+    *gpu_seconds += SecondsSince(g0);
+    for (const auto& seg : batch.gpu) *gpu_bytes += seg.bytes;
+  }
+  for (int touched : {1, 0}) {
+    const auto c0 = std::chrono::steady_clock::now();
+    if (zc != nullptr) {  // zero-copy: host pieces as they were at the checkpoint call
+      for (const auto& seg : batch.host[touched]) {
+        if (copied.ok()) copied = zc->Read(seg.src, seg.dst, seg.bytes);
+      }
+    } else {
+      CopyIn(MemoryKind::kHost, *copier_, batch.host[touched], batch.stores);
+    }
+    copy_s[touched] = SecondsSince(c0);
+    for (const auto& seg : batch.host[touched]) copy_bytes[touched] += seg.bytes;
+  }
+  *touching = *touching || initializer_.touching();
+  for (const auto& [tail, n] : batch.tails) std::memset(tail, 0, n);
+  return copied;
+}
+
+Status Pipeline::RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, const Status& copied) {
+  // Its blocks are released and the flusher skips it; committed versions are
+  // untouched.
+  for (const uint32_t k : batch.blocks) {
+    BlockState& bs = e->blocks[k];
+    if (bs.chunk >= 0) cache_->Free(static_cast<uint32_t>(bs.chunk));
+    if (bs.slot >= 0) dcache_->Free(static_cast<uint32_t>(bs.slot));
+    bs.chunk = bs.slot = -1;
+  }
+  if (e->kind == format::EntryKind::kHistoryStep) {
+    catalog_.DropStep(e->name, e->number);
+  } else {
+    SettleLayering(*e);  // now: the same version may be captured again at once
+  }
+  e->capture_done = true;
+  Consume(e);
+  UseBandwidth(-1, Initializer::Mover::kCapture);
+  cv_app_.notify_all();
+  return copied.WithContext(std::string(e->kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push") +
+                            " of '" + e->name + "' " + std::to_string(e->number));
+}
+
+void Pipeline::SealBatch(const EntryPtr& e, const CaptureBatch& batch) {
+  for (size_t j = 0; j < batch.blocks.size(); ++j) {
+    const uint32_t k = batch.blocks[j];
+    BlockState& bs = e->blocks[k];
+    if (batch.to_slot[j]) {
+      bs.dsealed = true;
+      device_mover_.Push(e, k);  // drained, or evictable at once if e failed or was consumed
+      continue;
+    }
+    bs.sealed = true;
+    ++e->sealed_blocks;
+    ++e->resident_blocks;
+    if (e->failed() || e->consumed) {
+      host_tier_.MarkClean(*e, k);
+    } else {
+      dirty_bytes_ += e->layout.blocks[k].length;
+      checksummer_.Push(e, k);
+    }
+  }
+}
+
+void Pipeline::EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double interval_s,
+                          double blocked_before) {
+  e->capture_done = true;
+  double elapsed = SecondsSince(t0);
+  // Bytes copied: a layered version copies only what it stores.
+  initializer_.CaptureEnded(e->layout.stored_bytes, elapsed, interval_s);
+  stats_.capture.bytes += e->layout.stored_bytes;
+  stats_.capture.ops += 1;
+  // Copy time only: back-pressure waits (host chunks or device slots) are
+  // reported as capture_blocked_s and device.capture_blocked_s.
+  stats_.capture.seconds += std::max(0.0, elapsed - (CaptureBlockedSeconds() - blocked_before));
+  tracer_.Span(e->kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push", "app", t0,
+               std::chrono::steady_clock::now(), e->layout.stored_bytes, e->name, e->number);
+  TraceCache();
+  cv_app_.notify_all();
+  flusher_.Wake();
+}
+
+// Blocks are copied in batches (PlanBatch under mu_, CopyBatch without it: in
+// parallel on the CopyEngine, device and managed sources through the capture
+// stream) and then sealed at once (SealBatch).
+Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_t number,
+                         const std::vector<CaptureSource>& sources,
+                         std::shared_ptr<const format::Placement> placement, bool persist) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  if (number < 0) return Status::InvalidArgument("version/step must be >= 0, got " + std::to_string(number));
+  CAIRN_RETURN_IF_ERROR(CheckSources(sources));
+  MutexLock capture_lock(&capture_mu_);
+  JoinZeroCopy();  // a checkpoint waits for the previous zero-copy epoch's read
+  const auto t0 = std::chrono::steady_clock::now();
+  double interval_s = -1;
+  double blocked_before = 0;
+  EntryPtr e = std::make_shared<Entry>();
+  e->kind = kind;
+  e->name = name;
+  e->number = number;
+  e->placement = std::move(placement);  // placement
+  e->persist_skipped = persistent_ && kind == format::EntryKind::kCheckpoint && !persist;
+  MutexLock lock(&mu_);
+  CAIRN_RETURN_IF_ERROR(CheckCapturable(*e));
+  const bool numa_chunks = cache_ && cache_->nodes().partitioned();
+  // What the version stores (change detection reads the sources: without
+  // mu_). Nothing else captures meanwhile (capture_mu_).
+  lock.Unlock();
+  const bool checkpoint = kind == format::EntryKind::kCheckpoint;
+  if (checkpoint) {
+    e->layout = layering_->Plan(name, number, sources).layout;
+  } else {
+    e->layout = format::Layout::Make(SpecsOf(sources), static_cast<uint32_t>(config_.block_bytes));
+  }
+  if (numa_chunks) e->block_nodes = SourceNodes(*e, sources);
+  lock.Lock();
+  if (Status s = BeginCapture(e, t0, &interval_s); !s.ok()) {
+    if (checkpoint) layering_->Dropped(name, number);
+    return s;
+  }
+  // zero-copy (zero_copy_capture.cpp): protected now, copied by a reader thread.
+  if (checkpoint && config_.capture == CaptureMode::kZeroCopy && StartZeroCopy(e, sources, t0, interval_s)) {
+    return Status::Ok();
+  }
+  blocked_before = CaptureBlockedSeconds();
+  SetCaptureCopying(true);  // the application waits for this copy: it goes first
+  const Status copied = CaptureBlocks(e, sources, nullptr);
+  SetCaptureCopying(false);
+  CAIRN_RETURN_IF_ERROR(copied);
+  EndCapture(e, t0, interval_s, blocked_before);
+  return Status::Ok();
+}
+
+// The node of each block's first source byte, from the entry's placement
+// record, or (recording off, or a history step) sampled now the same way
+// (core::RecordRegion: one page per 2 MiB). Best effort: a failed query
+// leaves the region without preference.
+std::vector<int32_t> Pipeline::SourceNodes(const Entry& e, const std::vector<CaptureSource>& sources) {
+  std::vector<format::RegionPlacement> sampled(e.layout.regions.size());
+  std::vector<const format::RegionPlacement*> where(e.layout.regions.size(), nullptr);
+  for (size_t r = 0; r < e.layout.regions.size(); ++r) {
+    const auto& spec = e.layout.regions[r].spec;
+    if (spec.memory != MemoryKind::kHost) continue;
+    where[r] = e.placement ? e.placement->region(spec.id) : nullptr;
+    if (where[r] != nullptr) continue;
+    auto rec = RecordRegion(*numa_, spec.id, sources[r].data, spec.bytes, format::kPlacementGranule);
+    if (rec.ok()) {
+      sampled[r] = std::move(rec).value();
+      where[r] = &sampled[r];
+    }
+  }
+  const std::vector<uint64_t> packed = PackedStarts(e.layout);
+  std::vector<int32_t> nodes(e.layout.blocks.size(), -1);
+  for (uint32_t b = 0; b < nodes.size(); ++b) {
+    const format::RegionPlacement* p = where[e.layout.blocks[b].region];
+    if (p == nullptr) continue;
+    bool first = true;
+    SourcePieces(e.layout, packed, b, [&](uint64_t from, uint64_t, uint64_t) {
+      if (first) nodes[b] = NodeAt(*p, from);
+      first = false;
+    });
+  }
+  return nodes;
+}
+
+Status Pipeline::CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSource>& sources, ZeroCopy* zc) {
+  const std::vector<uint64_t> packed = PackedStarts(e->layout);
+  uint64_t gpu_bytes = 0;
+  double gpu_seconds = 0;
+  constexpr uint32_t kMaxBatch = 16;
+  const auto nblocks = static_cast<uint32_t>(e->blocks.size());
+  std::unique_ptr<ZeroCopyOrder> order;
+  if (zc != nullptr) {
+    order = std::make_unique<ZeroCopyOrder>(e->layout, sources, packed, zc, config_.zero_copy_order == "learned");
+  }
+  CaptureBatch batch;
+  std::vector<uint32_t> want;
+  std::vector<HeldChunk> spares;  // zero-copy: kept for RED pages (HoldRoom)
+  for (uint32_t b = 0;;) {
+    want.clear();
+    HeldChunk held;
+    if (order) {
+      // One block at a time, chosen once there is room for it (HoldRoom): a
+      // page that goes RED while the reader waits is the next block read.
+      if (!order->Done()) held = HoldRoom(*e, *order, &spares);
+      if (const std::optional<uint32_t> k = order->Next()) want.push_back(*k);
+    } else {
+      for (uint32_t k = b; k < nblocks && k - b < kMaxBatch; ++k) want.push_back(k);
+    }
+    if (!want.empty()) PlanBatch(e, sources, packed, want, &batch, &held);
+    if (held.chunk >= 0) spares.push_back(held);  // not used (no host block came first): kept or freed below
+    if (want.empty()) {
+      FreeHeld(&spares);
+      if (zc != nullptr) spare_count_.EndEpoch(cache_->chunk_count());
+      break;
+    }
+    b += static_cast<uint32_t>(batch.blocks.size());
+    double copy_s[2] = {0, 0};  // into untouched, into touched
+    uint64_t copy_bytes[2] = {0, 0};
+    bool touching = false;
+    mu_.Unlock();
+    const Status copied = CopyBatch(batch, copy_s, copy_bytes, &touching, &gpu_bytes, &gpu_seconds, zc);
+    mu_.Lock();
+    if (!copied.ok()) {
+      FreeHeld(&spares);
+      return RollBackCapture(e, batch, copied);
+    }
+    if (batch.gpu.empty()) {  // device copies overlap: no host rate
+      for (int touched : {1, 0}) {
+        initializer_.NoteCaptureCopy(copy_bytes[touched], copy_s[touched], touched == 1,
+                                     touching && batch.touching_allowed);
+      }
+    }
+    SealBatch(e, batch);
+  }
+  if (gpu_bytes > 0) {
+    stats_.device.capture.bytes += gpu_bytes;
+    stats_.device.capture.ops += 1;
+    stats_.device.capture.seconds += gpu_seconds;
+  }
+  return Status::Ok();
+}
+
+}  // namespace cairn::core

@@ -1,0 +1,155 @@
+// The GPU tier of the pipeline (docs/gpu.md, "Pipeline"): opening the
+// runtime and the device cache, classifying regions, and the device mover's
+// view of the pipeline (DeviceMoverOwner). The device mover itself (slots,
+// drains device -> host in FIFO order, prefetches host -> device ahead of
+// history pops) is its own component, device_mover.hpp.
+//
+// Lock order and pins are the host cache's (pipeline.hpp): every driver call
+// runs with mu_ dropped, on an entry pinned (pins > 0) so that neither its
+// chunks nor its slots are freed or evicted meanwhile.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "engine/pipeline.hpp"
+#include "format/layout.hpp"
+#include "gpu/cuda_driver.hpp"
+#include "util/clock.hpp"
+#include "util/log.hpp"
+
+namespace cairn::core {
+
+// ---------------------------------------------------------------------------
+// Opening
+
+Status Pipeline::OpenGpu() {
+  if (!gpu::kBuiltWithCuda) {
+    gpu_unavailable_ = Status::Unsupported("this Cairn was built without CUDA support");
+    return Status::Ok();
+  }
+  auto rt = gpu::Runtime::Open(config_.device);
+  if (!rt.ok()) {
+    // Host-only from here on: device pointers are rejected with this reason.
+    gpu_unavailable_ = rt.status();
+    if (config_.device_cache_bytes > 0) {
+      MutexLock lock(&mu_);
+      stats_.device.map_error = "device_cache.size is set but no GPU is usable: " + rt.status().ToString();
+      util::Log(LogLevel::kWarn, "%s", stats_.device.map_error.c_str());
+    }
+    return Status::Ok();
+  }
+  gpu_ = std::move(rt).value();
+  {
+    MutexLock lock(&mu_);
+    stats_.device.gpu = true;
+    stats_.device.init = config_.device_cache_init;
+  }
+  if (config_.device_cache_bytes == 0) return Status::Ok();
+  gpu::DeviceCacheOptions options{
+      .capacity_bytes = config_.device_cache_bytes,
+      .slot_bytes = static_cast<uint32_t>(config_.block_bytes),
+      .init = config_.device_cache_init,
+      .map_chunk_bytes = config_.device_map_chunk_bytes,
+      // Called by the mapping thread, which holds no lock of ours; taking
+      // mu_ orders the wake-up after any waiter's predicate check.
+      .on_progress =
+          [this] {
+            MutexLock l(&mu_);
+            cv_app_.notify_all();
+            device_mover_.Wake();
+          },
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  auto cache = gpu::DeviceCache::Create(*gpu_, options);
+  MutexLock lock(&mu_);
+  if (!cache.ok()) {
+    // The cache is an accelerator, not a requirement: captures of device
+    // regions then go straight to the host cache.
+    stats_.device.map_error = cache.status().WithContext("device cache").ToString();
+    util::Log(LogLevel::kWarn, "no device cache: %s", stats_.device.map_error.c_str());
+    return Status::Ok();
+  }
+  dcache_ = std::move(cache).value();  // lent to the device mover by Init
+  stats_.device.capacity_bytes = dcache_->capacity_bytes();
+  tracer_.Span("device cache create", "init", t0, std::chrono::steady_clock::now(),
+               dcache_->capacity_bytes());
+  return Status::Ok();
+}
+
+Result<MemoryKind> Pipeline::ClassifyRegion(const void* p, size_t bytes) {
+  if (bytes == 0 || p == nullptr) return MemoryKind::kHost;
+  gpu::PointerInfo info;
+  if (gpu_) {
+    CAIRN_ASSIGN_OR_RETURN(info, gpu_->Classify(p, bytes));
+  } else {
+    // No runtime: ask the process driver, if any, so that a device pointer
+    // gets a clear error instead of a host memcpy that faults.
+    auto driver = gpu::Driver::Get();
+    if (!driver.ok()) return MemoryKind::kHost;
+    CAIRN_ASSIGN_OR_RETURN(info, gpu::ClassifyRegion(*driver, p, bytes));
+  }
+  switch (info.kind) {
+    case gpu::PointerKind::kHost: return MemoryKind::kHost;
+    case gpu::PointerKind::kDevice:
+    case gpu::PointerKind::kManaged: {
+      const MemoryKind kind = info.kind == gpu::PointerKind::kDevice ? MemoryKind::kDevice : MemoryKind::kManaged;
+      if (!gpu_) {
+        return Status::Unsupported(std::string(gpu::PointerKindName(info.kind)) +
+                                   " memory, but the GPU tier is unavailable: " +
+                                   gpu_unavailable_.ToString());
+      }
+      CAIRN_RETURN_IF_ERROR(dio_->Ensure());
+      return kind;
+    }
+  }
+  return MemoryKind::kHost;
+}
+
+// ---------------------------------------------------------------------------
+// The device mover's view of the pipeline
+
+DeviceMover::Owner Pipeline::DeviceMoverOwner() {
+  using TimePoint = DeviceMover::TimePoint;
+  return {
+      .try_acquire_chunk = [this](uint32_t write_bytes) CAIRN_REQUIRES(mu_) {
+        // The room held for the persister too: it may be waiting for this
+        // very drain (a device block's checksum comes after it).
+        return TakeChunk(write_bytes);
+      },
+      .free_chunk = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { cache_->Free(chunk); },
+      .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { return cache_->data(chunk); },
+      .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
+      .host_registered = [this]() CAIRN_REQUIRES(mu_) { return initializer_.host_registered(); },
+      .use_bandwidth = [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
+      .drained = [this](const EntryPtr& e, uint32_t block, TimePoint t0, TimePoint t1, bool bounced)
+          CAIRN_REQUIRES(mu_) {
+            const uint32_t length = e->layout.blocks[block].length;
+            stats_.device.drain.bytes += length;
+            stats_.device.drain.seconds += SecondsBetween(t0, t1);
+            if (bounced) stats_.device.bounce_bytes += length;
+            if (block + 1 == e->blocks.size()) stats_.device.drain.ops += 1;
+            if (e->failed() || e->consumed) {
+              host_tier_.MarkClean(*e, block);
+            } else {
+              dirty_bytes_ += length;
+              checksummer_.Push(e, block);
+            }
+            tracer_.Span("drain", "device", t0, t1, length, e->name, e->number);
+          },
+      .fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) { FailEntry(e, s); },
+      .prefetched = [this](const EntryPtr& e, uint64_t bytes, TimePoint t0) CAIRN_REQUIRES(mu_) {
+        stats_.device.prefetch.bytes += bytes;
+        stats_.device.prefetch.ops += 1;
+        stats_.device.prefetch.seconds += SecondsSince(t0);
+        tracer_.Span("device prefetch", "prefetch", t0, std::chrono::steady_clock::now(), bytes, e->name,
+                     e->number);
+      },
+      .walk_popped_steps = [this](const StepJudge& judge) CAIRN_REQUIRES(mu_) {
+        return WalkPoppedSteps(catalog_, config_.prefetch_depth, judge);
+      },
+      .wait_for_slot = [this](const char* span) CAIRN_REQUIRES(mu_) { WaitAsCaptureBlocked(span, /*device=*/true); },
+      .trace_cache = [this]() CAIRN_REQUIRES(mu_) { TraceCache(); },
+  };
+}
+
+}  // namespace cairn::core

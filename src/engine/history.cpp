@@ -1,0 +1,219 @@
+// Histories: open, pop (from the cache or the step's file), step sizes, close,
+// the mover's removal of a closed history's directory, and the prefetcher's
+// view of the pipeline (prefetcher.hpp).
+#include <chrono>
+#include <cstring>
+
+#include "engine/pipeline.hpp"
+#include "format/file_reader.hpp"
+#include "format/naming.hpp"
+#include "util/clock.hpp"
+
+namespace cairn::core {
+
+Status Pipeline::OpenHistory(const std::string& name) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  {
+    MutexLock lock(&mu_);
+    if (closing_) return Status::State("client is closing");
+    if (catalog_.HasHistory(name)) return Status::State("history '" + name + "' is already open");
+  }
+  const auto kind = format::EntryKind::kHistoryStep;
+  CAIRN_ASSIGN_OR_RETURN(auto existing, history_.ListCommitted(name, kind));
+  std::vector<EntryPtr> adopted;
+  for (int64_t step : existing) {
+    if (!config_.history_persistent) {
+      // Left behind by a run that crashed: scratch data, not a restart point.
+      (void)history_.RemoveEntry(name, kind, step);
+      continue;
+    }
+    auto reader = format::FileReader::Open(fs_, history_.EntryPath(name, kind, step));
+    if (!reader.ok()) continue;  // damaged: a pop of it reports kNotFound
+    auto e = std::make_shared<Entry>();
+    e->kind = kind;
+    e->name = name;
+    e->number = step;
+    e->layout = (*reader)->layout();
+    e->blocks.resize(e->layout.blocks.size());
+    for (uint32_t b = 0; b < e->blocks.size(); ++b) {
+      e->blocks[b].written = true;
+      e->blocks[b].crc_ready = true;
+      e->blocks[b].crc = (*reader)->block_crc(b);
+    }
+    e->capture_done = true;
+    e->flush_started = true;
+    e->local_committed = true;
+    adopted.push_back(std::move(e));
+  }
+  MutexLock lock(&mu_);
+  if (catalog_.HasHistory(name)) return Status::State("history '" + name + "' is already open");
+  catalog_.OpenHistory(name);
+  for (auto& e : adopted) catalog_.Add(e);
+  return Status::Ok();
+}
+
+Result<size_t> Pipeline::StepSize(const std::string& name, int64_t step) {
+  MutexLock lock(&mu_);
+  EntryPtr e = catalog_.Find(format::EntryKind::kHistoryStep, name, step);
+  if (!e) return Status::NotFound(format::EntryLabel(format::EntryKind::kHistoryStep, name, step) + " is not there");
+  return static_cast<size_t>(e->layout.payload_bytes);
+}
+
+Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, size_t capacity,
+                             MemoryKind dst_kind) {
+  const auto kind = format::EntryKind::kHistoryStep;
+  const std::string label = format::EntryLabel(kind, name, step);
+  auto t0 = std::chrono::steady_clock::now();
+  WaitZeroCopyIdle();  // dst may be protected by a zero-copy epoch being read
+  if (dst_kind == MemoryKind::kHost) layering_->BeforeRestore(dst, capacity);  // a write into tracked memory
+  MutexLock lock(&mu_);
+  Catalog::History* hist = catalog_.FindHistory(name);
+  if (!hist) return Status::State("history '" + name + "' is not open");
+  EntryPtr e = catalog_.Find(kind, name, step);
+  if (!e) return Status::NotFound(label + " is not there (never pushed, or already popped)");
+  const size_t bytes = static_cast<size_t>(e->layout.payload_bytes);
+  if (capacity < bytes) {
+    return Status::SizeMismatch(label + " has " + std::to_string(bytes) +
+                                " bytes; the buffer holds only " + std::to_string(capacity));
+  }
+  if (!hist->popping) {
+    // The first pop: prefetching starts now, alongside this pop's read.
+    hist->popping = true;
+    prefetcher_.Wake();
+    device_mover_.Wake();
+  }
+  if (e->prefetching) ++stats_.prefetch_waits;
+  cv_app_.wait(lock, [&] {
+    return e->consumed || (e->capture_done && !e->prefetching &&
+                           (e->fully_cached() || e->local_committed || e->failed()));
+  });
+  if (e->consumed) return Status::NotFound(label + " was popped concurrently");
+  const std::vector<RestoreTarget> target{
+      {.id = e->layout.regions.empty() ? 0 : e->layout.regions[0].spec.id,
+       .memory = dst_kind, .data = dst, .bytes = bytes}};
+  Status s;
+  bool hit = false;
+  bool device_hit = false;
+  ++e->pins;  // keeps the entry from being popped twice or evicted meanwhile
+  if (e->fully_cached()) {
+    hit = true;
+    if (bytes > 0) s = CopyFromCache(e, target, &device_hit);
+  } else if (e->failed()) {
+    s = e->local_error.WithContext(label + " was lost");
+  } else {
+    e->pop_reading = true;  // the prefetcher leaves it to us
+    lock.Unlock();
+    s = ReadFromFiles(e, kind, name, step, bytes == 0 ? std::vector<RestoreTarget>{} : target);
+    lock.Lock();
+    e->pop_reading = false;
+  }
+  if (!s.ok()) {
+    Unpin(e);
+    return s;
+  }
+  if (device_hit) ++stats_.device.hits;
+  NoteRead(hit, bytes, t0, hit ? "pop (cache hit)" : "pop (from file)", name, step);
+  catalog_.DropStep(name, step);
+  const bool delete_file = e->local_committed;
+  Consume(e);
+  Unpin(e);
+  if (delete_file) {
+    tiers::FileTier* t = &history_;
+    mover_.Remove(t, name, format::EntryKind::kHistoryStep, step);
+  }
+  TraceCache();
+  prefetcher_.Wake();
+  device_mover_.Wake();
+  return bytes;
+}
+
+Status Pipeline::CloseHistory(const std::string& name) {
+  const auto kind = format::EntryKind::kHistoryStep;
+  MutexLock lock(&mu_);
+  Catalog::History* hist = catalog_.FindHistory(name);
+  if (!hist) return Status::Ok();
+  std::vector<EntryPtr> entries;
+  for (int64_t step : hist->steps) {
+    if (EntryPtr e = catalog_.Find(kind, name, step)) entries.push_back(e);
+  }
+  if (config_.history_persistent) {
+    // Steps stay on disk for a later run: let their flushes finish.
+    cv_app_.wait(lock, [&] {
+      for (const auto& e : entries) {
+        if (!e->local_committed && !e->failed()) return false;
+      }
+      return true;
+    });
+  }
+  // Not popping any more: let in-flight prefetches end before releasing.
+  cv_app_.wait(lock, [&] {
+    for (const auto& e : entries) {
+      if (e->prefetching) return false;
+    }
+    return true;
+  });
+  catalog_.CloseHistory(name);
+  for (const auto& e : entries) {
+    const bool delete_file = e->local_committed && !config_.history_persistent;
+    Consume(e);
+    if (delete_file) {
+      tiers::FileTier* t = &history_;
+      int64_t step = e->number;
+      mover_.Remove(t, name, format::EntryKind::kHistoryStep, step);
+    }
+  }
+  if (!config_.history_persistent) {
+    mover_.Run([this, name] { RemoveNameDirIfUnused(name); });
+  }
+  return Status::Ok();
+}
+
+// Runs on the mover, after the history's file deletions queued before it.
+// Best effort: rmdir fails harmlessly when checkpoint versions live there too.
+// THE EXCEPTION to "no file I/O under mu_" (pipeline.hpp): holding mu_ across
+// the rmdir keeps the flusher from creating a file in the directory meanwhile
+// (an entry queued or being flushed is the flusher's). One rmdir of an empty
+// directory, on the mover thread, after a history is closed.
+void Pipeline::RemoveNameDirIfUnused(const std::string& name) {
+  MutexLock lock(&mu_);
+  if (catalog_.HasHistory(name)) return;  // reopened
+  // Queued for the flusher, or being flushed.
+  for (const auto& e : flusher_.queue()) {
+    if (e->name == name) return;
+  }
+  if (const auto& e = flusher_.in_hand(); e && (*e)->name == name) return;
+  const std::string dir = history_.NameDir(name);
+  if (fs_->RemoveDir(dir).ok()) known_dirs_.erase(dir);
+}
+
+// What the prefetcher (prefetcher.hpp) needs of the pipeline.
+Prefetcher::Owner Pipeline::PrefetcherOwner() {
+  return {
+      .catalog = [this]() CAIRN_REQUIRES(mu_) -> const Catalog& { return catalog_; },
+      .chunk_count = [this]() CAIRN_REQUIRES(mu_) { return cache_->chunk_count(); },
+      .has_room = [this](const Entry& e, size_t missing) CAIRN_REQUIRES(mu_) {
+        return host_tier_.HasRoomFor(e, cache_->free_count(), missing);
+      },
+      .acquire_chunk = [this](const Entry& e, uint32_t write_bytes) CAIRN_REQUIRES(mu_) {
+        // Evicts only clean blocks of older captures than e.
+        return TryAcquireChunk(write_bytes, nullptr, e.seq);
+      },
+      .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { return cache_->data(chunk); },
+      .free_chunk = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { cache_->Free(chunk); },
+      .mark_clean = [this](Entry& e, uint32_t b) CAIRN_REQUIRES(mu_) { host_tier_.MarkClean(e, b); },
+      .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
+      .tier = [this](format::EntryKind kind) -> tiers::FileTier& { return tier_for(kind); },
+      .use_bandwidth = [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
+      .loaded = [this](const EntryPtr& e, Prefetcher::TimePoint t0) CAIRN_REQUIRES(mu_) {
+        tracer_.Span("prefetch", "prefetch", t0, std::chrono::steady_clock::now(), e->layout.payload_bytes,
+                     e->name, e->number);
+        TraceCache();
+        stats_.prefetch.bytes += e->layout.payload_bytes;
+        stats_.prefetch.ops += 1;
+        stats_.prefetch.seconds += SecondsSince(t0);
+      },
+      .finished = [this] { device_mover_.Wake(); },  // a device step may be ready for host -> device
+  };
+}
+
+}  // namespace cairn::core

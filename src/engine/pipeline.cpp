@@ -1,0 +1,502 @@
+// Pipeline lifecycle, waiting, statistics and cache-chunk bookkeeping
+// (the capture path is capture.cpp).
+#include "engine/pipeline.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "format/naming.hpp"
+#include "os/fs/fs.hpp"
+#include "os/mem/memory.hpp"
+#include "util/clock.hpp"
+
+namespace cairn::core {
+
+namespace {
+
+format::WriterOptions CheckpointWriterOptions(const Config& c) {
+  return format::WriterOptions{.direct = c.direct_io, .fsync = c.fsync, .mode = c.file_mode};
+}
+
+// History steps are scratch data unless declared persistent: no fsync (nothing
+// to recover after a crash) and buffered writes, which leave the steps in the
+// page cache so that reverse-order reads of evicted steps are memory-speed.
+format::WriterOptions HistoryWriterOptions(const Config& c) {
+  if (c.history_persistent) return CheckpointWriterOptions(c);
+  return format::WriterOptions{.direct = false, .fsync = false, .mode = c.file_mode};
+}
+
+std::optional<tiers::FileTier> PersistentTier(const Config& c, os::FileSystem* fs) {
+  if (c.persistent_dir.empty()) return std::nullopt;
+  return tiers::FileTier(Level::kPersistent, c.persistent_dir, fs, CheckpointWriterOptions(c));
+}
+
+}  // namespace
+
+Pipeline::Pipeline(const Config& config)
+    : config_(config),
+      numa_(config.numa != nullptr ? config.numa : &os::RealNuma()),
+      fs_(config.fs ? config.fs : os::FileSystem::Default()),
+      local_(Level::kLocal, config.scratch_dir, fs_, CheckpointWriterOptions(config)),
+      history_(Level::kLocal, config.scratch_dir, fs_, HistoryWriterOptions(config)),
+      persistent_(PersistentTier(config, fs_)),
+      tracer_(config.trace_path, fs_),
+      checksummer_(&mu_, &cv_app_,
+                   {.chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) -> const uint8_t* {
+                      return cache_->data(chunk);
+                    },
+                    .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
+                    .checksummed =
+                        [this] {
+                          flusher_.Wake();
+                          persister_.Wake();
+                        },
+                    .paused = [this]() CAIRN_REQUIRES(mu_) { return capture_copying_; }}),
+      flusher_(&mu_, &cv_app_, FlusherOwner()),
+      persister_(&mu_, &cv_app_, PersisterOwner(),
+                 {.written = &BlockState::persisted, .started = &Entry::persist_started}, /*verify=*/true),
+      mover_(&mu_, &cv_app_, &local_, persistent_ ? &*persistent_ : nullptr,
+             static_cast<uint32_t>(config.block_bytes), static_cast<size_t>(config.keep_versions),
+             MoverOwner()),
+      prefetcher_(&mu_, &cv_app_, config_.prefetch_depth, PrefetcherOwner()),
+      device_mover_(&mu_, &cv_app_, &stats_.device.evictions, &tracer_, DeviceMoverOwner()),
+      initializer_(&mu_, &cv_app_, &tracer_, config, InitializerOwner()) {}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::Start(const Config& config) {
+  CAIRN_RETURN_IF_ERROR(config.Validate());
+  std::unique_ptr<Pipeline> p(new Pipeline(config));
+  CAIRN_RETURN_IF_ERROR(p->Init());
+  return p;
+}
+
+Status Pipeline::Init() {
+  // Created durably (file_tier.hpp): a directory entry lost in a power loss
+  // would take every version committed below it.
+  CAIRN_RETURN_IF_ERROR(local_.EnsureDir().WithContext("storage.scratch"));
+  if (persistent_) CAIRN_RETURN_IF_ERROR(persistent_->EnsureDir().WithContext("storage.persistent"));
+  CAIRN_RETURN_IF_ERROR(OpenGpu());
+  dio_.emplace(gpu_.get(), gpu_unavailable_, config_.block_bytes, config_.bounce_buffers);
+  {
+    MutexLock lock(&mu_);
+    device_mover_.Attach(dcache_.get(), &*dio_);
+  }
+  // With a GPU in use the host cache is pinned by registering it with the
+  // driver (page-locked and DMA-mapped at once); mlock otherwise.
+  if (config_.pinner == nullptr && gpu_) initializer_.UseRegistrationPinner(gpu_->host_pinner());
+  CAIRN_RETURN_IF_ERROR(initializer_.Prepare());
+  {
+    MutexLock lock(&mu_);
+    if (cache_->nodes().partitioned()) {  // host_cache.numa: the threads follow their chunks' nodes
+      const NodeFollower follower(numa_, *cache_);
+      flusher_.FollowNodes(follower);
+      persister_.FollowNodes(follower);
+      prefetcher_.FollowNodes(follower);
+    }
+  }
+  copier_ = std::make_unique<CopyEngine>(CopyEngine::DefaultHelpers(config_.copy_threads));
+  layering_ = std::make_unique<Layering>(ChangeOptions{.mode = config_.changes,
+                                                       .max_layers = config_.max_layers,
+                                                       .hash_chunk = config_.hash_chunk_bytes,
+                                                       .engine = copier_.get()},
+                                         static_cast<uint32_t>(config_.block_bytes));
+  if (config_.capture == CaptureMode::kZeroCopy) UseZeroCopyPageSources();
+  auto named = [this](const char* name) { return [this, name] { tracer_.NameThread(name); }; };
+  if (gpu_) device_mover_.Start(named("cairn device mover (device <-> host)"));
+  checksummer_.Start(named("cairn checksummer"));
+  flusher_.Start(named("cairn flusher (cache -> local)"));
+  if (persistent_) persister_.Start(named("cairn persister (cache -> persistent)"));
+  mover_.Start(named("cairn mover (local -> persistent, retention)"));
+  prefetcher_.Start(named("cairn prefetcher (files -> cache)"));
+  initializer_.Start(named("cairn initializer (touch, pin)"));
+  return Status::Ok();
+}
+
+Pipeline::~Pipeline() { (void)Shutdown(); }
+
+Status Pipeline::Shutdown() {
+  {
+    MutexLock capture_lock(&capture_mu_);
+    JoinZeroCopy();  // a zero-copy epoch is read to the end (it needs the threads below)
+  }
+  WaitZeroCopyIdle();  // and its watch ends: no protection is left after close
+  // Histories first: their unflushed steps are consumed, not written.
+  std::vector<std::string> open_histories;
+  {
+    MutexLock lock(&mu_);
+    if (shut_down_) return Status::Ok();
+    closing_ = true;
+    for (const auto& [name, h] : catalog_.histories()) open_histories.push_back(name);
+  }
+  for (const auto& name : open_histories) (void)CloseHistory(name);
+
+  Status first_error;
+  {
+    MutexLock lock(&mu_);
+    cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
+      return flusher_.Idle() && persister_.Idle() && checksummer_.Idle() && mover_.Idle() &&
+             !device_mover_.DrainsPending();
+    });
+    shut_down_ = true;
+    first_error = unreported_error_;
+  }
+  device_mover_.RequestStop();
+  checksummer_.RequestStop();
+  flusher_.RequestStop();
+  persister_.RequestStop();
+  mover_.RequestStop();
+  prefetcher_.RequestStop();
+  initializer_.RequestStop();
+  NotifyAll();
+  device_mover_.Stop();  // joins
+  checksummer_.Stop();
+  flusher_.Stop();
+  persister_.Stop();
+  mover_.Stop();
+  prefetcher_.Stop();
+  initializer_.Stop();
+  copier_.reset();
+  std::optional<HostCache> cache;
+  {
+    MutexLock lock(&mu_);
+    catalog_.ClearEntries();
+    persist_holds_.clear();
+    host_tier_.Clear();
+    device_mover_.Clear();
+    cache = std::move(cache_);
+    cache_.reset();
+  }
+  // Every thread is joined: the cache is ours alone, unpinned and unmapped
+  // without the lock (munlock/unregister are system calls).
+  if (cache) initializer_.Unpin(*cache);
+  cache.reset();
+  // GPU objects last, the runtime (context) after everything made on it.
+  dio_.reset();  // streams and bounce buffers
+  dcache_.reset();
+  gpu_.reset();
+  Status trace = tracer_.Write();
+  return first_error.ok() ? trace : first_error;
+}
+
+void Pipeline::NotifyAll() {
+  cv_app_.notify_all();
+  device_mover_.Wake();
+  checksummer_.Wake();
+  flusher_.Wake();
+  persister_.Wake();
+  mover_.Wake();
+  prefetcher_.Wake();
+}
+
+Flusher::Owner Pipeline::FlusherOwner() {
+  return {
+      .tier = [this](format::EntryKind kind) -> tiers::FileTier& { return tier_for(kind); },
+      .dir_known = [this](const std::string& dir) CAIRN_REQUIRES(mu_) { return known_dirs_.contains(dir); },
+      .dir_made = [this](const std::string& dir) CAIRN_REQUIRES(mu_) { known_dirs_.insert(dir); },
+      .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) -> const uint8_t* { return cache_->data(chunk); },
+      .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
+      .use_bandwidth = [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
+      .block_written = [this](const EntryPtr& e, uint32_t b) CAIRN_REQUIRES(mu_) {
+        dirty_bytes_ -= e->layout.blocks[b].length;
+        if (!e->consumed && !HeldForPersister(*e, b)) host_tier_.MarkClean(*e, b);
+      },
+      .fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) { FailEntry(e, s); },
+      .skipped = [this]() CAIRN_REQUIRES(mu_) { ++stats_.flushes_skipped; },
+      .committed = [this](const EntryPtr& e, std::chrono::steady_clock::time_point t0, double io_s)
+          CAIRN_REQUIRES(mu_) { CommitFlushed(e, t0, io_s); },
+      .flushed = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { FlushDone(e); },
+  };
+}
+
+Initializer::Owner Pipeline::InitializerOwner() {
+  return {
+      .adopt = [this](HostCache&& cache) CAIRN_REQUIRES(mu_) {
+        cache_.emplace(std::move(cache));
+        host_tier_.Attach(&*cache_);
+        stats_.cache_capacity_bytes = cache_->capacity_bytes();
+      },
+      .cache = [this]() CAIRN_REQUIRES(mu_) -> HostCache& { return *cache_; },
+      .touched = [this] { prefetcher_.Wake(); },
+  };
+}
+
+void Pipeline::FlushDone(const EntryPtr& e) {
+  if (e->kind == format::EntryKind::kCheckpoint) SettleLayering(*e);
+  if (e->kind == format::EntryKind::kHistoryStep && !config_.history_persistent &&
+      !catalog_.HasHistory(e->name)) {
+    // Its history was closed while this step was in flight: the directory
+    // removal skipped then can happen now.
+    const std::string name = e->name;
+    mover_.Run([this, name] { RemoveNameDirIfUnused(name); });
+  }
+  prefetcher_.Wake();
+}
+
+// A checkpoint's flush ended: committed, it may be the base of the next
+// versions; failed or dropped, never.
+void Pipeline::SettleLayering(Entry& e) {
+  if (e.layer_settled) return;
+  e.layer_settled = true;
+  if (e.local_committed) {
+    layering_->Committed(e.name, e.number);
+  } else {
+    layering_->Dropped(e.name, e.number);
+  }
+}
+
+Pipeline::LocalCommit Pipeline::NewestLocalCommit(const std::string& name) const {
+  MutexLock lock(&mu_);
+  auto it = local_commits_.find(name);
+  return it == local_commits_.end() ? LocalCommit{} : it->second;
+}
+
+void Pipeline::SetGlobalCommit(const std::string& name, int64_t global, int64_t common) {
+  MutexLock lock(&mu_);
+  GlobalCommit& g = global_commits_[name];
+  g.common = std::max(g.common, common);
+  if (global <= g.global) return;
+  g.global = global;
+  mover_.Retain(name);  // the deletions its commit made possible
+}
+
+// The entry's file is committed: stats, and what the mover does next.
+void Pipeline::CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
+                             double io_seconds) {
+  e->local_committed = true;
+  if (e->kind == format::EntryKind::kCheckpoint) {
+    LocalCommit& newest = local_commits_[e->name];
+    if (e->number > newest.version) {
+      newest.version = e->number;
+      newest.realtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    }
+  }
+  tracer_.Span("flush", "local", flush_start, std::chrono::steady_clock::now(), e->layout.stored_bytes,
+               e->name, e->number);
+  TraceCache();
+  stats_.flush_local.bytes += e->layout.stored_bytes;
+  stats_.flush_local.ops += 1;
+  stats_.flush_local.seconds += io_seconds;
+  if (e->consumed) {
+    // Popped while its commit was running: the file must go.
+    mover_.Remove(&tier_for(e->kind), e->name, e->kind, e->number);
+  } else if (e->kind == format::EntryKind::kCheckpoint) {
+    if (e->persist_pending && !e->persist_from_cache) {
+      mover_.Copy(e);  // the persister gave it up before this commit
+    } else if (!e->persist_pending) {
+      mover_.Retain(e->name);  // persisted already, or no persistent tier
+    }  // else the persister is on it and queues retention when done
+  }
+  cv_app_.notify_all();
+}
+
+void Pipeline::TraceCache() {
+  if (!tracer_.enabled() || !cache_) return;
+  tracer_.Counter("host cache", cache_->used_bytes(), dirty_bytes_);
+}
+
+// ---------------------------------------------------------------------------
+// Chunks
+
+std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* was_touched, uint64_t below_seq,
+                                                  int node) {
+  auto c = host_tier_.TryAcquire([&](HostCache& cache) { return cache.Allocate(was_touched, write_bytes, node); },
+                                 below_seq);
+  if (c) NoteTouchProgress();  // the writer touches it: the cache may be fully touched now
+  return c;
+}
+
+std::optional<uint32_t> Pipeline::TakeChunk(uint32_t write_bytes, bool* was_touched, int node) {
+  for (;;) {
+    if (auto c = TryAcquireChunk(write_bytes, was_touched, UINT64_MAX, node)) return c;
+    if (!ReleasePersistHold()) return std::nullopt;
+  }
+}
+
+int32_t Pipeline::AcquireChunk(uint32_t write_bytes, bool* was_touched, int node) {
+  for (;;) {
+    if (auto c = TakeChunk(write_bytes, was_touched, node)) return static_cast<int32_t>(*c);
+    // Back-pressure: every chunk holds data not yet flushed (or pinned).
+    WaitAsCaptureBlocked("blocked: cache full");
+  }
+}
+
+void Pipeline::WaitAsCaptureBlocked(const char* span, bool device, std::chrono::microseconds limit) {
+  const bool copying = capture_copying_;
+  SetCaptureCopying(false);
+  const auto w0 = std::chrono::steady_clock::now();
+  if (limit.count() > 0) {
+    cv_app_.wait_for(mu_, limit);
+  } else {
+    cv_app_.wait(mu_);
+  }
+  const auto w1 = std::chrono::steady_clock::now();
+  SetCaptureCopying(copying);
+  (device ? stats_.device.capture_blocked_s : stats_.capture_blocked_s) += SecondsBetween(w0, w1);
+  tracer_.Span(span, "app", w0, w1, 0);
+}
+
+void Pipeline::SetCaptureCopying(bool copying) {
+  const bool ended = capture_copying_ && !copying;
+  capture_copying_ = copying;
+  if (ended) checksummer_.Wake();
+}
+
+// While device blocks wait to be drained, a capture into the host cache may
+// not take the last chunk the device mover could get (free, or evictable
+// because written): the flusher may be waiting for those device blocks
+// before it can write, and so free, anything the capture holds.
+bool Pipeline::DrainRoomAfterTaking(const Entry& capturing) const {
+  if (!device_mover_.DrainsPending()) return true;
+  return host_tier_.HasRoomFor(capturing, cache_->free_count(), 2);
+}
+
+void Pipeline::WaitForDrainRoom(const Entry& capturing) {
+  while (!DrainRoomAfterTaking(capturing)) {
+    if (!ReleasePersistHold()) WaitAsCaptureBlocked("blocked: host cache kept for drains");
+  }
+}
+
+void Pipeline::ReleaseChunks(Entry& e) {
+  for (uint32_t b = 0; b < e.blocks.size(); ++b) {
+    if (!e.blocks[b].written && e.blocks[b].sealed && e.blocks[b].chunk >= 0 && !e.failed()) {
+      dirty_bytes_ -= e.layout.blocks[b].length;
+    }
+    host_tier_.Drop(e, b);
+    if (dcache_) device_mover_.DropSlot(e, b);
+  }
+  device_mover_.Wake();
+  cv_app_.notify_all();
+  prefetcher_.Wake();
+}
+
+void Pipeline::Unpin(const EntryPtr& e) {
+  if (--e->pins == 0 && e->consumed) ReleaseChunks(*e);
+}
+
+void Pipeline::Consume(const EntryPtr& e) {
+  if (e->consumed) return;
+  e->consumed = true;
+  catalog_.Remove(*e);
+  if (e->pins == 0) ReleaseChunks(*e);
+  flusher_.Wake();
+  persister_.Wake();
+}
+
+void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
+  if (e->local_error.ok()) e->local_error = s;
+  ++stats_.failed_flushes;
+  if (unreported_error_.ok()) unreported_error_ = s;
+  // The data stays in the cache (restorable while resident) but can never be
+  // flushed: make its blocks evictable so captures keep making progress.
+  for (uint32_t b = 0; b < e->blocks.size(); ++b) {
+    BlockState& bs = e->blocks[b];
+    if (bs.sealed && bs.chunk >= 0 && !bs.written) dirty_bytes_ -= e->layout.blocks[b].length;
+    if (bs.sealed) host_tier_.MarkClean(*e, b);
+  }
+  cv_app_.notify_all();
+  flusher_.Wake();
+  persister_.Wake();
+}
+
+// ---------------------------------------------------------------------------
+// Waiting and statistics
+
+Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t number, Level level) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  if (level == Level::kPersistent && !persistent_) {
+    return Status::InvalidArgument("wait for the persistent level, but storage.persistent is not set");
+  }
+  MutexLock lock(&mu_);
+  EntryPtr e = catalog_.Find(kind, name, number);
+  if (!e) {
+    lock.Unlock();
+    return WaitForFiles(kind, name, number, level);
+  }
+  if (level == Level::kPersistent && e->persist_skipped) {
+    return Status::InvalidArgument("version " + std::to_string(number) + " of '" + name +
+                                   "' is not written to the persistent level: its checkpoint was not an L4 turn "
+                                   "(mpi.l4_every, CAIRN_L4_EVERY)");
+  }
+  cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
+    switch (level) {
+      case Level::kCache: return e->capture_done;
+      case Level::kLocal: return e->local_committed || e->failed() || e->consumed;
+      case Level::kPersistent:  // levels are cumulative: the persister may commit first
+        return (e->persistent_committed && e->local_committed) || e->failed() ||
+               !e->persistent_error.ok() || e->consumed;
+    }
+    return true;
+  });
+  Status s = e->local_error;
+  if (s.ok() && level == Level::kPersistent) s = e->persistent_error;
+  if (!s.ok() && unreported_error_.code() == s.code() && unreported_error_.message() == s.message()) {
+    unreported_error_ = Status::Ok();
+  }
+  return s;
+}
+
+// Not in this pipeline (retired, or written by an earlier run): committed
+// files answer. An entry retired meanwhile had its file committed before it
+// left the catalog, so asking without the lock answers the same.
+Status Pipeline::WaitForFiles(format::EntryKind kind, const std::string& name, int64_t number, Level level) {
+  const tiers::FileTier& tier = level == Level::kPersistent ? *persistent_ : local_;
+  if (tier.Exists(name, kind, number)) return Status::Ok();
+  return Status::NotFound("version " + std::to_string(number) + " of '" + name + "' is unknown at " +
+                          (level == Level::kPersistent ? "the persistent level" : "this level"));
+}
+
+Status Pipeline::RemoveLocalCopies(const std::string& name) {
+  CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
+  if (config_.changes != ChangeDetection::kFull) {
+    return Status::Unsupported(std::string("deleting the local copies of '") + name + "' with checkpoint.changes = " +
+                               ChangeDetectionName(config_.changes) +
+                               ": the next layered version would rest on a deleted base (use full)");
+  }
+  MutexLock lock(&mu_);
+  const bool persistent = persistent_.has_value();
+  cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) { return catalog_.Settled(name, persistent); });
+  // On the mover: after the copies of these versions, which read the local files.
+  mover_.Run([this, name] {
+    const auto kind = format::EntryKind::kCheckpoint;
+    auto versions = local_.ListCommitted(name, kind);
+    if (!versions.ok()) return;  // nothing listed: nothing to delete
+    for (int64_t v : *versions) (void)local_.RemoveEntry(name, kind, v);
+  });
+  return Status::Ok();
+}
+
+Stats Pipeline::GetStats() const {
+  MutexLock lock(&mu_);
+  Stats s = stats_;
+  s.init = initializer_.stats();
+  s.init.restores_now = static_cast<uint64_t>(std::max(initializer_.restores_now(), 0));
+  if (cache_) s.cache_used_bytes = cache_->used_bytes();
+  if (dcache_) {
+    s.device.mapped_bytes = dcache_->mapped_bytes();
+    s.device.used_bytes = uint64_t{dcache_->used_count()} * dcache_->slot_bytes();
+    if (dcache_->mapping_done()) {
+      s.device.fully_mapped_s = dcache_->mapping_seconds();
+      if (s.device.map_error.empty()) s.device.map_error = dcache_->map_error();
+    }
+  }
+  s.cache_dirty_bytes = dirty_bytes_;
+  if (layering_) s.changes = layering_->stats();
+  if (zero_copy_) {
+    const ZeroCopyCounters c = zero_copy_->counters();
+    s.zero_copy.protected_bytes = c.protected_bytes;
+    s.zero_copy.cow_peak_bytes = c.cow_peak_bytes;
+    s.zero_copy.red = c.red;
+    s.zero_copy.orange = c.orange;
+    s.zero_copy.green = c.green;
+    s.zero_copy.blue = c.blue;
+    s.zero_copy.watch_faults = c.watch_faults;
+    s.zero_copy.faults = c.faults;
+    s.zero_copy.red_wait_s = c.red_wait_s;
+    s.zero_copy.fault_s = c.fault_s;
+  }
+  return s;
+}
+
+}  // namespace cairn::core

@@ -1,0 +1,76 @@
+// The checksum stage: the CRC32C of every sealed block, on its own thread and
+// ahead of the flusher, so that checksums cost no flush bandwidth. Blocks are
+// queued by captures (host blocks) and by the device mover (drained blocks).
+//
+// It owns its Worker (queue, thread) and nothing else: the entries, the chunk
+// memory and the pins belong to its owner (the pipeline), reached through the
+// narrow Owner interface below, so a test drives it with a fake cache.
+//
+// Locking: it shares its owner's mutex (*mu), which guards the entries' fields
+// and the queue. ChecksumBlock pins the entry and drops *mu for the CRC (a
+// pinned entry's chunks are never freed, entry.hpp).
+//
+// Yielding: while the owner says `paused` (an application thread is copying a
+// capture), it takes no further block; a block in hand is finished. The CRC
+// reads as many bytes as the capture writes and would share the cores and
+// the memory bandwidth with the very copy the application is blocked on
+// (docs/design.md, "Capture precedence"). The owner calls Wake() when the
+// pause ends.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+
+#include "engine/entry.hpp"
+#include "engine/worker.hpp"
+#include "util/mutex.hpp"
+#include "util/thread_annotations.hpp"
+
+namespace cairn::core {
+
+class Checksummer {
+ public:
+  // What it needs of its owner; each is called with *mu held.
+  struct Owner {
+    // The bytes of a host-cache chunk (read with *mu dropped, while the
+    // chunk's entry is pinned).
+    std::function<const uint8_t*(uint32_t chunk)> chunk_data;
+    // Drops the pin the checksummer took; the owner releases a consumed
+    // entry's chunks at its last pin.
+    std::function<void(const EntryPtr&)> unpin;
+    // A block's checksum is ready (the owner wakes the flusher).
+    std::function<void()> checksummed;
+    // Optional: true while the next block must wait (asked before each one).
+    std::function<bool()> paused;
+  };
+
+  // done: notified (under *mu) after every block, for waiters on progress.
+  Checksummer(Mutex* mu, std::condition_variable_any* done, Owner owner);
+
+  void Start(std::function<void()> on_start) { worker_.Start(std::move(on_start)); }
+  void RequestStop() { worker_.RequestStop(); }
+  void Stop() { worker_.Stop(); }  // joins
+  void Wake() { worker_.Wake(); }
+
+  // Precondition (both): *mu held.
+  // Queues a sealed block of e (its chunk set) for its checksum.
+  void Push(const EntryPtr& e, uint32_t block) { worker_.Push(Job{.e = e, .block = block}); }
+  bool Idle() const { return worker_.Idle(); }
+
+ private:
+  struct Job {
+    EntryPtr e;
+    uint32_t block = 0;
+  };
+
+  // Sets the block's crc and crc_ready, unless the entry was consumed or the
+  // block left the host cache meanwhile. Drops *mu for the CRC.
+  void ChecksumBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(*mu_);
+
+  Mutex* const mu_;
+  const Owner owner_;
+  Worker<Job> worker_;  // last: its thread is joined before the rest goes
+};
+
+}  // namespace cairn::core

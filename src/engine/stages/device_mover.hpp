@@ -1,0 +1,151 @@
+// The GPU tier's device mover (docs/gpu.md, "Pipeline"; HiPC'22): it hands
+// out the device cache's slots to captures, drains captured slots to
+// host-cache chunks in FIFO order (the order captures seal them), and when no
+// drain is queued prefetches history steps host -> device ahead of the pops.
+//
+// It owns its Worker (drain queue, thread) and the device tier's block
+// bookkeeping (TierCache<DeviceTier>: block -> slot, the evictable slots).
+// The device cache and the copy streams (DeviceIo) are borrowed (Attach):
+// captures and restores use them too. The host chunks, the pins, the
+// entries' fate (checksum, failure), the stats, the trace and the popped
+// histories belong to its owner (the pipeline), reached through the narrow
+// Owner interface below, so a test drives it over the fake CUDA driver
+// without a pipeline.
+//
+// Rules it keeps: a slot is evictable only once its block is in the host tier
+// (drained, or device-prefetched from a host chunk), and nothing is evicted
+// while the device cache is still being mapped (HiPC'22, constraint 1: the
+// unmapped part will be free room soon; DeviceTier::MayEvict).
+//
+// Locking: it shares its owner's mutex (*mu), which guards the entries'
+// fields, the tier and the queue. Every lock-held step below requires *mu;
+// the driver copies run with it dropped (a MutexUnlock), on a pinned entry,
+// so that neither its chunks nor its slots are freed or evicted meanwhile.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "cairn/status.hpp"
+#include "engine/stages/device_io.hpp"
+#include "engine/entry.hpp"
+#include "engine/step_walk.hpp"
+#include "tiers/tier_cache.hpp"
+#include "engine/trace.hpp"
+#include "engine/worker.hpp"
+#include "tiers/device_cache.hpp"
+#include "util/mutex.hpp"
+#include "util/thread_annotations.hpp"
+
+namespace cairn::core {
+
+class DeviceMover {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  // What it needs of its owner; each is called with *mu held.
+  struct Owner {
+    // A host-cache chunk for a block of write_bytes (evicting as the host
+    // tier allows), or nullopt: none now (a drain waits on `done`).
+    std::function<std::optional<uint32_t>(uint32_t write_bytes)> try_acquire_chunk;
+    std::function<void(uint32_t chunk)> free_chunk;
+    // The bytes of a chunk (written or read with *mu dropped, while the
+    // chunk's entry is pinned), and the unpin of that pin.
+    std::function<uint8_t*(uint32_t chunk)> chunk_data;
+    std::function<void(const EntryPtr&)> unpin;
+    // Whether the host cache is page-locked by the driver (a drain copies
+    // straight into it; else through a bounce buffer).
+    std::function<bool()> host_registered;
+    // A drain starts (+1) or ends (-1): background I/O is moving memory.
+    std::function<void(int delta)> use_bandwidth;
+    // Block `block` of e was copied device -> host (t0..t1, through a bounce
+    // buffer or not) and is sealed in its chunk: stats, trace, and its host
+    // path (queued for its checksum; evictable at once if e failed or was
+    // consumed meanwhile).
+    std::function<void(const EntryPtr&, uint32_t block, TimePoint t0, TimePoint t1, bool bounced)> drained;
+    // A drain of a live entry failed (s names the entry, version and block).
+    std::function<void(const EntryPtr&, const Status& s)> fail;
+    // e's missing blocks (`bytes`) were copied host -> device from t0.
+    std::function<void(const EntryPtr&, uint64_t bytes, TimePoint t0)> prefetched;
+    // The prefetchers' walk of the popped histories (WalkPoppedSteps).
+    std::function<EntryPtr(const StepJudge&)> walk_popped_steps;
+    // A capture waits for a slot (`span` says why); the wait is the
+    // application's blocking. Returns after one wake-up of `done`.
+    std::function<void(const char* span)> wait_for_slot;
+    // A cache-occupancy sample for the trace.
+    std::function<void()> trace_cache;
+  };
+
+  // done: notified (under *mu) after every job and whenever a slot frees, for
+  // captures waiting for room. evictions: the counter each slot eviction adds
+  // one to; tracer (optional): where evictions are traced.
+  DeviceMover(Mutex* mu, std::condition_variable_any* done, uint64_t* evictions, Tracer* tracer,
+              Owner owner);
+
+  // The device cache (null: none) and the copy streams; before Start.
+  void Attach(gpu::DeviceCache* cache, DeviceIo* io);
+  void Start(std::function<void()> on_start) { worker_.Start(std::move(on_start)); }
+  void RequestStop() { worker_.RequestStop(); }
+  void Stop() { worker_.Stop(); }  // joins
+  // A slot, a chunk or a popped step changed, or the cache mapped more: the
+  // mover looks again.
+  void Wake() { worker_.Wake(); }
+
+  // Precondition (all below): *mu held.
+  // Slots exist or are coming (the cache is still being mapped).
+  bool CacheUsable() const;
+  // A mapped free slot, evicting drained slots of older entries once the
+  // cache is fully mapped; waits (Owner::wait_for_slot) for mapping or
+  // draining. nullopt when the cache has no slot at all (mapping failed
+  // before the first chunk).
+  std::optional<int32_t> AcquireSlot();
+  std::optional<uint32_t> TryAcquireSlot();  // no waiting
+  // Frees the block's slot (if any), waking captures.
+  void DropSlot(Entry& e, uint32_t block);
+  // A block of e was captured into its slot: queued for its drain, or, when
+  // e failed or was consumed, nothing to drain: the slot is evictable at once.
+  void Push(const EntryPtr& e, uint32_t block);
+  // Blocks wait to be drained, or one is being drained.
+  bool DrainsPending() const;
+  void Clear();  // teardown: forgets the evictable slots
+
+ private:
+  struct Job {  // drain one block device -> host, or prefetch a step host -> device
+    EntryPtr e;
+    uint32_t block = 0;
+    bool drain = true;
+  };
+
+  std::optional<Job> Take() CAIRN_REQUIRES(*mu_);  // drains first (FIFO), then a prefetch
+  // Copies one captured block from its slot into a host chunk, where the
+  // checksum and flush stages take over. Drops *mu for the copy.
+  void DrainBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(*mu_);
+  // Consumed before it was drained (served from the device), or failed: the
+  // slot is evictable (or freed), nothing goes to the host. Wakes waiters.
+  bool NothingToDrain(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(*mu_);
+  // Waits for a host chunk (the entry not pinned meanwhile).
+  uint32_t WaitForChunk(uint32_t write_bytes) CAIRN_REQUIRES(*mu_);
+  void DrainFailed(const EntryPtr& e, uint32_t block, const Status& s) CAIRN_REQUIRES(*mu_);
+  // The next history step worth copying host -> device, or nullptr.
+  EntryPtr FindPrefetchTarget() CAIRN_REQUIRES(*mu_);
+  StepVerdict JudgeStep(const Entry& e) const CAIRN_REQUIRES(*mu_);
+  // Copies a host-resident step into slots. Drops *mu for the copies.
+  void Prefetch(const EntryPtr& e) CAIRN_REQUIRES(*mu_);
+  // Slots for e's blocks not in the device, and the copies into them.
+  void PlanPrefetch(const EntryPtr& e, std::vector<CopySegment>* segments, std::vector<uint32_t>* filled)
+      CAIRN_REQUIRES(*mu_);
+
+  Mutex* const mu_;
+  std::condition_variable_any* const done_;
+  const Owner owner_;
+  gpu::DeviceCache* cache_ CAIRN_GUARDED_BY(mu_) = nullptr;
+  DeviceIo* io_ CAIRN_GUARDED_BY(mu_) = nullptr;
+  TierCache<DeviceTier> tier_ CAIRN_GUARDED_BY(mu_);
+  Worker<Job> worker_;  // last: its thread is joined before the rest goes
+};
+
+}  // namespace cairn::core

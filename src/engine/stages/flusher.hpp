@@ -1,0 +1,145 @@
+// The flush stage: writes entries in FIFO order (the order captures queue
+// them) to a file tier, block by block as the blocks' checksums become ready
+// (checksummer.hpp), then commits the file (temp + fsync + rename + dir
+// fsync, format::FileWriter). It streams an entry that is still being
+// captured, which is how a checkpoint larger than the cache passes.
+//
+// Two run in a pipeline, each with its Marks: the flusher (host cache ->
+// local tier, every entry) and the persister (host cache -> persistent tier,
+// checkpoints, concurrently with the flusher). A block must be in the host
+// cache to be written: the flusher's blocks always are (dirty blocks are
+// never evicted), the persister's may have been evicted once written locally,
+// and then it gives the entry up (nothing booked) and its owner copies the
+// local file instead.
+//
+// It owns its Worker (queue, thread) and its writer; the entries, the chunk
+// memory, the cache bookkeeping, the stats and what follows a commit belong
+// to its owner (the pipeline), reached through the narrow Owner interface
+// below, so a test drives it with a fake cache over a temp dir or a FaultFs.
+//
+// Locking: it shares its owner's mutex (*mu), which guards the entries'
+// fields and the queue. Every lock-held step below requires *mu and drops it
+// (a MutexUnlock) for the directory/file creation, each block write, the
+// commit and an abort; the entry is pinned while a block write reads its
+// chunk.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cairn/status.hpp"
+#include "engine/node_follower.hpp"
+#include "engine/entry.hpp"
+#include "engine/worker.hpp"
+#include "format/file_writer.hpp"
+#include "tiers/file_tier.hpp"
+#include "util/mutex.hpp"
+#include "util/thread_annotations.hpp"
+
+namespace cairn::core {
+
+// Which of an entry's flags a flusher keeps: a block is in its file, the
+// entry's file was opened. The defaults are the local tier's.
+struct FlushMarks {
+  bool BlockState::*written = &BlockState::written;
+  bool Entry::*started = &Entry::flush_started;
+};
+
+class Flusher {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  using Marks = FlushMarks;
+
+  // What it needs of its owner; each is called with *mu held.
+  struct Owner {
+    // The file tier an entry of this kind is written to.
+    std::function<tiers::FileTier&(format::EntryKind)> tier;
+    // Whether a name directory is known to exist, and that it now does.
+    std::function<bool(const std::string& dir)> dir_known;
+    std::function<void(const std::string& dir)> dir_made;
+    // The bytes of a host-cache chunk (read with *mu dropped, while the
+    // chunk's entry is pinned), and the unpin of that pin.
+    std::function<const uint8_t*(uint32_t chunk)> chunk_data;
+    std::function<void(const EntryPtr&)> unpin;
+    // A block write starts (+1) or ends (-1): background I/O is moving memory.
+    std::function<void(int delta)> use_bandwidth;
+    // Block b of e is in its file (called before the unpin): no longer dirty,
+    // evictable unless consumed.
+    std::function<void(const EntryPtr&, uint32_t b)> block_written;
+    // The flush of a live entry failed (s names the step, entry and version).
+    std::function<void(const EntryPtr&, const Status& s)> fail;
+    // An entry consumed before its file was committed: not written.
+    std::function<void()> skipped;
+    // e's file is committed: stats, trace, what the mover does next.
+    std::function<void(const EntryPtr&, TimePoint flush_start, double io_seconds)> committed;
+    // After every entry, whatever became of it.
+    std::function<void(const EntryPtr&)> flushed;
+  };
+
+  // done: notified (under *mu) after every block written and every entry.
+  // verify: recompute each block's CRC32C from its chunk before writing it,
+  // and fail the write (kCorrupt) if the chunk no longer matches the CRC
+  // taken at capture (the persister: what reaches the persistent tier
+  // matches what the application handed over).
+  Flusher(Mutex* mu, std::condition_variable_any* done, Owner owner, Marks marks = {},
+          bool verify = false);
+
+  // Before Start: the thread moves near each chunk it works on
+  // (host_cache.numa; node_follower.hpp).
+  void FollowNodes(NodeFollower follower) { follower_ = std::move(follower); }
+  void Start(std::function<void()> on_start) { worker_.Start(std::move(on_start)); }
+  void RequestStop() { worker_.RequestStop(); }
+  void Stop() { worker_.Stop(); }  // joins
+  // A checksum is ready, an entry was consumed or failed: a flush waiting
+  // inside WriteBlocks looks again.
+  void Wake() { worker_.Wake(); }
+
+  // Precondition (all below): *mu held.
+  void Push(const EntryPtr& e) { worker_.Push(e); }
+  bool Idle() const { return worker_.Idle(); }
+  const std::deque<EntryPtr>& queue() const { return worker_.queue(); }
+  const std::optional<EntryPtr>& in_hand() const { return worker_.in_hand(); }
+
+ private:
+  // Writes and commits one entry, or skips or fails it (booked).
+  void FlushEntry(const EntryPtr& e) CAIRN_REQUIRES(*mu_);
+  // Creates the entry's name directory (once) and its file writer.
+  Status OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter>* writer, double* io_seconds)
+      CAIRN_REQUIRES(*mu_);
+  // Writes the entry's blocks as their checksums become ready; false when
+  // the flush ended early (skipped or failed, booked; the writer aborted).
+  bool WriteBlocks(const EntryPtr& e, format::FileWriter& writer, double* io_seconds)
+      CAIRN_REQUIRES(*mu_);
+  // Waits until some block at or above `lowest` is ready and unwritten; its
+  // index, or nullopt when the entry was consumed or failed meanwhile, or
+  // when that block is no longer in the host cache (given up).
+  std::optional<uint32_t> WaitForReadyBlock(const Entry& e, uint32_t lowest) CAIRN_REQUIRES(*mu_);
+  // Writes block b of the pinned entry with *mu dropped.
+  Status WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& writer, double* io_seconds)
+      CAIRN_REQUIRES(*mu_);
+  Status Commit(format::FileWriter& writer, double* io_seconds) CAIRN_REQUIRES(*mu_);
+  // The checkpoint's placement record beside its committed file; best
+  // effort (docs/format.md 5.1: a lost record only loses the placement).
+  void WritePlacement(const EntryPtr& e, const format::FileWriter& writer) CAIRN_REQUIRES(*mu_);
+  void AbortWriter(format::FileWriter& writer) CAIRN_REQUIRES(*mu_);
+  // A flush failure is the application's problem only while someone still
+  // needs the entry; for a consumed one it is just a skipped flush.
+  void FailFlush(const EntryPtr& e, const Status& s, const char* what) CAIRN_REQUIRES(*mu_);
+  bool& Written(Entry& e, uint32_t b) const { return e.blocks[b].*marks_.written; }
+  bool Written(const Entry& e, uint32_t b) const { return e.blocks[b].*marks_.written; }
+
+  Mutex* const mu_;
+  std::condition_variable_any* const done_;
+  const Owner owner_;
+  NodeFollower follower_;  // used by the worker's thread only
+  const Marks marks_;
+  const bool verify_;
+  Worker<EntryPtr> worker_;  // last: its thread is joined before the rest goes
+};
+
+}  // namespace cairn::core

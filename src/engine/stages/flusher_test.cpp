@@ -1,0 +1,322 @@
+// The Flusher driven without a pipeline: a fake owner holds the chunk memory
+// and books what the flusher reports; files go to a temp dir through a
+// FaultFs.
+#include "engine/stages/flusher.hpp"
+
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "format/file_reader.hpp"
+#include "testing/fs/fault_fs.hpp"
+#include "testing/test_util.hpp"
+#include "util/crc32c.hpp"
+
+namespace cairn::core {
+namespace {
+
+constexpr uint32_t kBlock = 4096;
+
+struct FakeOwner {
+  test::TempDir tmp{"flusher"};
+  test::FaultFs fs;
+  tiers::FileTier tier{Level::kLocal, tmp.path(), &fs, {.direct = false, .fsync = false, .mode = 0600}};
+  Mutex mu;
+  std::condition_variable_any done;
+  std::vector<std::vector<uint8_t>> chunks;
+  std::set<std::string> dirs CAIRN_GUARDED_BY(mu);
+  int dirs_made CAIRN_GUARDED_BY(mu) = 0;
+  bool opening CAIRN_GUARDED_BY(mu) = false;  // a flush asked about its directory
+  int unpins CAIRN_GUARDED_BY(mu) = 0;
+  int io_now CAIRN_GUARDED_BY(mu) = 0, io_max CAIRN_GUARDED_BY(mu) = 0;
+  std::vector<uint32_t> written CAIRN_GUARDED_BY(mu);  // blocks, in write order
+  std::vector<Status> fails CAIRN_GUARDED_BY(mu);
+  int skipped CAIRN_GUARDED_BY(mu) = 0;
+  int committed CAIRN_GUARDED_BY(mu) = 0;
+  int flushed CAIRN_GUARDED_BY(mu) = 0;
+
+  Flusher::Owner Interface() {
+    return {
+        .tier = [this](format::EntryKind) -> tiers::FileTier& { return tier; },
+        .dir_known = [this](const std::string& d) CAIRN_REQUIRES(mu) {
+          opening = true;
+          done.notify_all();
+          return dirs.contains(d);
+        },
+        .dir_made = [this](const std::string& d) CAIRN_REQUIRES(mu) { dirs.insert(d), ++dirs_made; },
+        .chunk_data = [this](uint32_t c) -> const uint8_t* { return chunks.at(c).data(); },
+        .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu) { --e->pins, ++unpins; },
+        .use_bandwidth = [this](int d) CAIRN_REQUIRES(mu) { io_max = std::max(io_max, io_now += d); },
+        .block_written = [this](const EntryPtr& e, uint32_t b) CAIRN_REQUIRES(mu) {
+          EXPECT_GT(e->pins, 0);  // before the unpin
+          written.push_back(b);
+        },
+        .fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu) {
+          e->local_error = s;
+          fails.push_back(s);
+        },
+        .skipped = [this]() CAIRN_REQUIRES(mu) { ++skipped; },
+        .committed = [this](const EntryPtr& e, Flusher::TimePoint, double io_s) CAIRN_REQUIRES(mu) {
+          EXPECT_GE(io_s, 0.0);
+          e->local_committed = true;
+          ++committed;
+        },
+        .flushed = [this](const EntryPtr&) CAIRN_REQUIRES(mu) { ++flushed; },
+    };
+  }
+
+  // A checkpoint of `bytes` whose blocks are sealed in chunks of their own,
+  // with their CRCs computed but not yet published (crc_ready unset).
+  EntryPtr MakeEntry(const std::string& name, int64_t number, uint64_t bytes) {
+    auto e = std::make_shared<Entry>();
+    e->kind = format::EntryKind::kCheckpoint;
+    e->name = name;
+    e->number = number;
+    e->layout = format::Layout::Make({{.id = 1, .memory = MemoryKind::kHost, .bytes = bytes}}, kBlock);
+    e->blocks.resize(e->layout.blocks.size());
+    for (uint32_t b = 0; b < e->blocks.size(); ++b) {
+      const uint32_t len = e->layout.blocks[b].length;
+      chunks.push_back(test::SplitMixPattern(kBlock, number, b));
+      BlockState& bs = e->blocks[b];
+      bs.chunk = static_cast<int32_t>(chunks.size() - 1);
+      bs.sealed = true;
+      bs.crc = crc32c::Value(chunks.back().data(), len);
+    }
+    e->capture_done = true;
+    return e;
+  }
+  // Publishes block b's checksum, as the checksummer does.
+  void Ready(Flusher& f, const EntryPtr& e, uint32_t b) CAIRN_REQUIRES(mu) {
+    e->blocks[b].crc_ready = true;
+    f.Wake();
+  }
+  void WaitIdle(Flusher& f) {
+    MutexLock l(&mu);
+    done.wait(l, [&]() CAIRN_REQUIRES(mu) { return f.Idle(); });
+  }
+  std::string Path(const EntryPtr& e) const { return tier.EntryPath(e->name, e->kind, e->number); }
+  // Files left in the entry's name directory (a temp file counts).
+  size_t FilesIn(const EntryPtr& e) const {
+    std::error_code ec;
+    size_t n = 0;
+    for (auto it = std::filesystem::directory_iterator(tier.NameDir(e->name), ec);
+         !ec && it != std::filesystem::directory_iterator(); ++it) {
+      ++n;
+    }
+    return n;
+  }
+};
+
+// A started Flusher over a fresh fake owner.
+class FlusherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(o.tmp.path().empty());
+    f.Start(nullptr);
+  }
+  FakeOwner o;
+  Flusher f{&o.mu, &o.done, o.Interface()};
+};
+
+TEST_F(FlusherTest, WritesBlocksAsTheirChecksumsBecomeReadyThenCommits) {
+  EntryPtr e = o.MakeEntry("ckpt", 3, 3 * kBlock - 100);
+  {
+    MutexLock l(&o.mu);
+    f.Push(e);
+    o.Ready(f, e, 2);  // the last block first (a device block drained late, say)
+    o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return e->blocks[2].written; });
+    EXPECT_FALSE(e->blocks[0].written);  // not ready: not written
+    EXPECT_EQ(o.committed, 0);
+    o.Ready(f, e, 0);
+    o.Ready(f, e, 1);
+  }
+  o.WaitIdle(f);
+  {
+    MutexLock l(&o.mu);
+    EXPECT_EQ(o.written, (std::vector<uint32_t>{2, 0, 1}));
+    EXPECT_EQ(o.committed, 1);
+    EXPECT_EQ(o.flushed, 1);
+    EXPECT_TRUE(o.fails.empty());
+    EXPECT_EQ(o.dirs_made, 1);
+    EXPECT_EQ(o.unpins, 3);
+    EXPECT_EQ(e->pins, 0);
+    EXPECT_EQ(o.io_now, 0);
+    EXPECT_EQ(o.io_max, 1);
+  }
+  // The committed file holds every block, verified against its CRCs.
+  auto r = format::FileReader::Open(&o.fs, o.Path(e));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE((*r)->VerifyAll().ok());
+  for (uint32_t b = 0; b < 3; ++b) {
+    std::vector<uint8_t> got(e->layout.blocks[b].length);
+    ASSERT_TRUE((*r)->ReadBlock(b, got.data()).ok()) << b;
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), o.chunks[b].begin())) << b;
+  }
+  EXPECT_EQ(o.FilesIn(e), 1u);  // no temp file left
+}
+
+TEST_F(FlusherTest, WritesEntriesInQueueOrderAndKnowsTheirDirectory) {
+  EntryPtr a = o.MakeEntry("ckpt", 1, kBlock), b = o.MakeEntry("ckpt", 2, kBlock);
+  {
+    MutexLock l(&o.mu);
+    f.Push(a);
+    f.Push(b);
+    o.Ready(f, b, 0);  // b is ready first, but a is older
+    o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return o.opening; });
+    EXPECT_FALSE(b->flush_started);
+    o.Ready(f, a, 0);
+  }
+  o.WaitIdle(f);
+  MutexLock l(&o.mu);
+  EXPECT_EQ(o.committed, 2);
+  EXPECT_EQ(o.dirs_made, 1);  // the second flush knew the directory
+  EXPECT_TRUE(a->local_committed && b->local_committed);
+}
+
+TEST_F(FlusherTest, AnEntryConsumedBeforeItsFlushIsSkippedWithoutAFile) {
+  EntryPtr e = o.MakeEntry("hist", 5, kBlock);
+  {
+    MutexLock l(&o.mu);
+    e->consumed = true;
+    f.Push(e);
+  }
+  o.WaitIdle(f);
+  MutexLock l(&o.mu);
+  EXPECT_EQ(o.skipped, 1);
+  EXPECT_EQ(o.flushed, 1);
+  EXPECT_EQ(o.committed, 0);
+  EXPECT_FALSE(o.opening);  // no directory, no file
+  EXPECT_FALSE(e->flush_started);
+}
+
+TEST_F(FlusherTest, AnEntryConsumedWhileWaitingForChecksumsAbortsItsFile) {
+  EntryPtr e = o.MakeEntry("hist", 6, 2 * kBlock);
+  {
+    MutexLock l(&o.mu);
+    f.Push(e);
+    o.Ready(f, e, 0);
+    o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return e->blocks[0].written; });
+    e->consumed = true;  // a pop took it; block 1 never gets its checksum
+    f.Wake();
+  }
+  o.WaitIdle(f);
+  MutexLock l(&o.mu);
+  EXPECT_EQ(o.skipped, 1);
+  EXPECT_EQ(o.committed, 0);
+  EXPECT_TRUE(o.fails.empty());
+  EXPECT_EQ(o.FilesIn(e), 0u);  // the temp file was removed
+}
+
+TEST_F(FlusherTest, AWriteErrorFailsTheEntryAndNamesIt) {
+  EntryPtr e = o.MakeEntry("ckpt", 7, 2 * kBlock);
+  o.fs.Inject({.op = test::FaultOp::kWrite, .err = EIO, .nth = 2, .path_filter = "ckpt"});
+  {
+    MutexLock l(&o.mu);
+    f.Push(e);
+    o.Ready(f, e, 0);
+    o.Ready(f, e, 1);
+  }
+  o.WaitIdle(f);
+  MutexLock l(&o.mu);
+  ASSERT_EQ(o.fails.size(), 1u);
+  EXPECT_NE(o.fails[0].message().find("flush of 'ckpt' 7"), std::string::npos) << o.fails[0].ToString();
+  EXPECT_EQ(o.committed, 0);
+  EXPECT_EQ(e->pins, 0);
+  EXPECT_EQ(o.io_now, 0);
+  EXPECT_EQ(o.FilesIn(e), 0u);  // aborted: no temp file, no final file
+}
+
+TEST_F(FlusherTest, ACommitErrorFailsTheEntryAndLeavesNoFile) {
+  EntryPtr e = o.MakeEntry("ckpt", 8, kBlock);
+  o.fs.Inject({.op = test::FaultOp::kRename, .err = EIO, .path_filter = "ckpt"});
+  {
+    MutexLock l(&o.mu);
+    f.Push(e);
+    o.Ready(f, e, 0);
+  }
+  o.WaitIdle(f);
+  MutexLock l(&o.mu);
+  ASSERT_EQ(o.fails.size(), 1u);
+  EXPECT_NE(o.fails[0].message().find("commit of 'ckpt' 8"), std::string::npos) << o.fails[0].ToString();
+  EXPECT_EQ(o.committed, 0);
+  EXPECT_FALSE(std::filesystem::exists(o.Path(e)));
+}
+
+// The persister: a Flusher with the persistent tier's marks, verifying each
+// chunk against the CRC taken at capture.
+class PersisterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(o.tmp.path().empty());
+    f.Start(nullptr);
+  }
+  FakeOwner o;
+  Flusher f{&o.mu, &o.done, o.Interface(),
+            FlushMarks{.written = &BlockState::persisted, .started = &Entry::persist_started},
+            /*verify=*/true};
+};
+
+TEST_F(PersisterTest, KeepsItsOwnMarksApartFromTheLocalFlushers) {
+  EntryPtr e = o.MakeEntry("ckpt", 1, 2 * kBlock);
+  {
+    MutexLock l(&o.mu);
+    e->blocks[0].written = true;  // the local flusher wrote block 0 already
+    f.Push(e);
+    o.Ready(f, e, 0);
+    o.Ready(f, e, 1);
+  }
+  o.WaitIdle(f);
+  MutexLock l(&o.mu);
+  EXPECT_EQ(o.written, (std::vector<uint32_t>{0, 1}));  // block 0 too: its own mark
+  EXPECT_TRUE(e->blocks[0].persisted && e->blocks[1].persisted);
+  EXPECT_FALSE(e->blocks[1].written);
+  EXPECT_TRUE(e->persist_started);
+  EXPECT_FALSE(e->flush_started);
+  EXPECT_EQ(o.committed, 1);
+}
+
+TEST_F(PersisterTest, GivesAnEntryUpAtABlockThatLeftTheCache) {
+  EntryPtr e = o.MakeEntry("ckpt", 2, 3 * kBlock);
+  {
+    MutexLock l(&o.mu);
+    e->blocks[1].chunk = -1;  // written locally and evicted before the persister came
+    f.Push(e);
+    for (uint32_t b = 0; b < 3; ++b) o.Ready(f, e, b);
+  }
+  o.WaitIdle(f);
+  MutexLock l(&o.mu);
+  EXPECT_EQ(o.written, (std::vector<uint32_t>{0}));
+  EXPECT_EQ(o.committed, 0);
+  EXPECT_TRUE(o.fails.empty());  // nothing booked: its owner copies the file
+  EXPECT_EQ(o.skipped, 0);
+  EXPECT_EQ(o.flushed, 1);
+  EXPECT_EQ(e->pins, 0);
+  EXPECT_EQ(o.FilesIn(e), 0u);  // the temp file was removed
+}
+
+TEST_F(PersisterTest, AChunkChangedAfterItsChecksumFailsTheWrite) {
+  EntryPtr e = o.MakeEntry("ckpt", 3, 2 * kBlock);
+  {
+    MutexLock l(&o.mu);
+    o.chunks[static_cast<size_t>(e->blocks[1].chunk)][17] ^= 0x40;
+    f.Push(e);
+    o.Ready(f, e, 0);
+    o.Ready(f, e, 1);
+  }
+  o.WaitIdle(f);
+  MutexLock l(&o.mu);
+  ASSERT_EQ(o.fails.size(), 1u);
+  EXPECT_EQ(o.fails[0].code(), Code::kCorrupt) << o.fails[0].ToString();
+  EXPECT_NE(o.fails[0].message().find("block 1"), std::string::npos) << o.fails[0].ToString();
+  EXPECT_EQ(o.committed, 0);
+  EXPECT_EQ(o.FilesIn(e), 0u);
+}
+
+}  // namespace
+}  // namespace cairn::core

@@ -1,0 +1,135 @@
+#include "engine/stages/prefetcher.hpp"
+
+#include <utility>
+
+#include "format/file_reader.hpp"
+
+namespace cairn::core {
+
+Prefetcher::Prefetcher(Mutex* mu, std::condition_variable_any* done, int depth, Owner owner)
+    : mu_(mu),
+      done_(done),
+      depth_(depth),
+      owner_(std::move(owner)),
+      worker_(mu, done,
+              {.take = [this](Worker<EntryPtr>&) -> std::optional<EntryPtr> {
+                 mu_->AssertHeld();  // the Worker takes jobs with *mu held
+                 if (EntryPtr e = FindTarget()) return e;
+                 return std::nullopt;
+               },
+               .run = [this](EntryPtr& e) {
+                 mu_->AssertHeld();
+                 LoadStep(e);
+               }}) {}
+
+EntryPtr Prefetcher::FindTarget() {
+  return WalkPoppedSteps(owner_.catalog(), depth_,
+                         [this](const Entry& e) CAIRN_REQUIRES(*mu_) { return Judge(e); });
+}
+
+StepVerdict Prefetcher::Judge(const Entry& e) const {
+  // Being loaded already (by us or by a pop reading its file), or not yet
+  // captured: counts towards the depth, needs no read.
+  if (e.fully_cached() || e.prefetching || e.pop_reading || !e.capture_done) return StepVerdict::kAhead;
+  if (e.prefetch_failed || e.failed()) return StepVerdict::kSkip;
+  // Still being written: the pop will wait for it.
+  if (!e.local_committed) return StepVerdict::kNextHistory;
+  if (e.blocks.size() > owner_.chunk_count()) return StepVerdict::kSkip;  // larger than the cache
+  // Enough room without evicting anything needed sooner (this entry's own
+  // resident blocks included)? Else wait for pops to free space.
+  const size_t missing = e.blocks.size() - e.resident_blocks;
+  return owner_.has_room(e, missing) ? StepVerdict::kTake : StepVerdict::kWait;
+}
+
+void Prefetcher::LoadStep(const EntryPtr& e) {
+  const auto t0 = std::chrono::steady_clock::now();
+  e->prefetching = true;
+  // Pinned while the lock is dropped (entry.hpp): a pop that is reading
+  // this step from its file may consume it meanwhile, and must leave the
+  // chunks we are filling to our unpin (it released them under us, and the
+  // failed read then freed chunk -1).
+  ++e->pins;
+  std::vector<uint8_t*> dst;
+  std::vector<uint32_t> crcs;
+  Status s;
+  if (TakeChunks(*e, &dst)) {
+    owner_.use_bandwidth(+1);
+    s = ReadBlocks(e, dst, &crcs);
+    owner_.use_bandwidth(-1);
+  } else {
+    s = Status::Io("no chunk for prefetching '" + e->name + "' step " + std::to_string(e->number));
+  }
+  e->prefetching = false;
+  if (s.ok()) {
+    Publish(*e, dst, crcs);
+    owner_.loaded(e, t0);
+  } else {
+    // The pop reads the file itself and reports the damage.
+    e->prefetch_failed = true;
+    GiveBack(*e, dst);
+  }
+  owner_.unpin(e);  // releases the chunks if the step was consumed meanwhile
+  done_->notify_all();
+  owner_.finished();
+}
+
+bool Prefetcher::TakeChunks(Entry& e, std::vector<uint8_t*>* dst) {
+  // Only blocks without a chunk are read; resident ones stay (prefetching
+  // keeps them from being evicted meanwhile).
+  dst->assign(e.blocks.size(), nullptr);
+  for (uint32_t b = 0; b < e.blocks.size(); ++b) {
+    if (e.blocks[b].chunk >= 0 && e.blocks[b].sealed) continue;
+    // FindTarget counted the room under this same lock, so this finds one.
+    auto chunk = owner_.acquire_chunk(e, e.layout.blocks[b].length);
+    if (!chunk) {
+      GiveBack(e, *dst);
+      dst->assign(e.blocks.size(), nullptr);
+      return false;
+    }
+    e.blocks[b].chunk = static_cast<int32_t>(*chunk);
+    (*dst)[b] = owner_.chunk_data(*chunk);
+  }
+  return true;
+}
+
+Status Prefetcher::ReadBlocks(const EntryPtr& e, const std::vector<uint8_t*>& dst,
+                              std::vector<uint32_t>* crcs) {
+  const tiers::FileTier& tier = owner_.tier(e->kind);
+  const std::string path = tier.EntryPath(e->name, e->kind, e->number);
+  const size_t nblocks = e->blocks.size();
+  MutexUnlock unlocked(mu_);  // the file read
+  auto reader = format::FileReader::Open(tier.fs(), path);
+  Status s = reader.status();
+  for (uint32_t b = 0; s.ok() && b < nblocks; ++b) {
+    if (dst[b]) {
+      follower_.Follow(dst[b]);
+      s = (*reader)->ReadBlock(b, dst[b], /*verify=*/true);
+    }
+  }
+  if (s.ok()) {
+    crcs->resize(nblocks);
+    for (uint32_t b = 0; b < nblocks; ++b) (*crcs)[b] = (*reader)->block_crc(b);
+  }
+  return s;
+}
+
+void Prefetcher::Publish(Entry& e, const std::vector<uint8_t*>& dst, const std::vector<uint32_t>& crcs) {
+  for (uint32_t b = 0; b < e.blocks.size(); ++b) {
+    if (!dst[b]) continue;
+    BlockState& bs = e.blocks[b];
+    bs.sealed = bs.written = bs.crc_ready = true;
+    bs.crc = crcs[b];
+    owner_.mark_clean(e, b);
+  }
+  e.resident_blocks = static_cast<uint32_t>(e.blocks.size());
+}
+
+void Prefetcher::GiveBack(Entry& e, const std::vector<uint8_t*>& dst) {
+  for (uint32_t b = 0; b < dst.size(); ++b) {
+    if (!dst[b]) continue;
+    owner_.free_chunk(static_cast<uint32_t>(e.blocks[b].chunk));
+    e.blocks[b].chunk = -1;
+  }
+}
+
+}  // namespace cairn::core

@@ -1,0 +1,125 @@
+#include "engine/worker.hpp"
+
+#include <condition_variable>
+#include <optional>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace cairn::core {
+namespace {
+
+// The owner's side: a mutex, a "progress" condition and what the jobs did.
+struct Owner {
+  Mutex mu;
+  std::condition_variable_any done;
+  std::vector<int> ran CAIRN_GUARDED_BY(mu);
+  bool release CAIRN_GUARDED_BY(mu) = false;  // a gate the jobs may wait on
+  bool started CAIRN_GUARDED_BY(mu) = false;
+  int next CAIRN_GUARDED_BY(mu) = 0;  // a polling stage's source
+  int limit CAIRN_GUARDED_BY(mu) = 0;
+};
+
+TEST(WorkerTest, RunsQueuedJobsInOrderAndGoesIdle) {
+  Owner o;
+  Worker<int> w(&o.mu, &o.done, {.run = [&o](int& j) CAIRN_REQUIRES(o.mu) { o.ran.push_back(j); }});
+  w.Start(nullptr);
+  MutexLock l(&o.mu);
+  for (int j = 1; j <= 5; ++j) w.Push(j);
+  o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return w.Idle(); });
+  EXPECT_EQ(o.ran, (std::vector<int>{1, 2, 3, 4, 5}));
+}
+
+TEST(WorkerTest, JobInHandIsVisibleWhileItRunsWithTheLockDropped) {
+  Owner o;
+  Worker<int> w(&o.mu, &o.done, {.run = [&o](int& j) CAIRN_REQUIRES(o.mu) {
+                  o.started = true;
+                  o.done.notify_all();
+                  {
+                    MutexUnlock unlocked(&o.mu);  // as a stage does for I/O
+                  }
+                  o.done.wait(o.mu, [&]() CAIRN_REQUIRES(o.mu) { return o.release; });
+                  o.ran.push_back(j);
+                }});
+  w.Start(nullptr);
+  MutexLock l(&o.mu);
+  w.Push(7);
+  o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return o.started; });
+  ASSERT_TRUE(w.in_hand().has_value());
+  EXPECT_EQ(*w.in_hand(), 7);
+  EXPECT_FALSE(w.Idle());
+  EXPECT_TRUE(w.queue().empty());
+  o.release = true;
+  o.done.notify_all();
+  o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return w.Idle(); });
+  EXPECT_EQ(o.ran, std::vector<int>{7});
+  EXPECT_FALSE(w.in_hand().has_value());
+}
+
+TEST(WorkerTest, TakeFindsWorkWithoutAQueue) {
+  // A polling stage (the prefetcher): take() looks at the owner's state.
+  Owner o;
+  Worker<int> w(&o.mu, &o.done,
+                {.take = [&](Worker<int>&) CAIRN_REQUIRES(o.mu) -> std::optional<int> {
+                   if (o.next >= o.limit) return std::nullopt;
+                   return o.next++;
+                 },
+                 .run = [&o](int& j) CAIRN_REQUIRES(o.mu) { o.ran.push_back(j); }});
+  w.Start(nullptr);
+  MutexLock l(&o.mu);
+  o.limit = 3;
+  w.Wake();  // the state take() reads changed
+  o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return o.ran.size() == 3; });
+  EXPECT_EQ(o.ran, (std::vector<int>{0, 1, 2}));
+}
+
+TEST(WorkerTest, StopRunsWhatIsQueuedThenJoins) {
+  Owner o;
+  Worker<int> w(&o.mu, &o.done, {.run = [&o](int& j) CAIRN_REQUIRES(o.mu) {
+                  o.done.wait(o.mu, [&]() CAIRN_REQUIRES(o.mu) { return o.release; });
+                  o.ran.push_back(j);
+                }});
+  w.Start(nullptr);
+  {
+    MutexLock l(&o.mu);
+    for (int j = 0; j < 4; ++j) w.Push(j);
+  }
+  w.RequestStop();
+  {
+    MutexLock l(&o.mu);
+    o.release = true;
+    o.done.notify_all();
+  }
+  w.Stop();  // joins
+  MutexLock l(&o.mu);
+  EXPECT_EQ(o.ran, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(w.Idle());
+}
+
+TEST(WorkerTest, StartHookRunsOnTheWorkerThread) {
+  Owner o;
+  std::thread::id hook_thread;
+  std::thread::id job_thread;
+  Worker<int> w(&o.mu, &o.done,
+                {.run = [&](int&) CAIRN_REQUIRES(o.mu) { job_thread = std::this_thread::get_id(); }});
+  w.Start([&] { hook_thread = std::this_thread::get_id(); });
+  {
+    MutexLock l(&o.mu);
+    w.Push(1);
+    o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return w.Idle(); });
+  }
+  w.Stop();
+  EXPECT_EQ(hook_thread, job_thread);
+  EXPECT_NE(hook_thread, std::this_thread::get_id());
+}
+
+TEST(WorkerTest, StopWithoutStartIsHarmless) {
+  Owner o;
+  Worker<int> w(&o.mu, &o.done, {.run = [](int&) {}});
+  w.Stop();
+  MutexLock l(&o.mu);
+  EXPECT_TRUE(w.Idle());
+}
+
+}  // namespace
+}  // namespace cairn::core

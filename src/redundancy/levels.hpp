@@ -1,0 +1,169 @@
+// The redundancy levels of a client opened in a group (docs/mpi.md): their
+// settings (the mpi.* configuration keys: CAIRN_L2_EVERY, CAIRN_L3_EVERY,
+// CAIRN_L3_GROUP, CAIRN_L4_EVERY),
+// whose turn a wait is, the recoveries before a collective restore and the
+// MPI stats. One owner for that state, so that client.cpp only says *when*
+// (after a collective wait, before a collective restore) and Levels says
+// *what*. MPI-free: the messages are the Group's.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "redundancy/partner/partner.hpp"
+#include "redundancy/partner/partner_transfer.hpp"
+#include "redundancy/parity/xor_parity.hpp"
+#include "cairn/cairn.hpp"
+#include "cairn/config.hpp"
+#include "cairn/group.hpp"
+#include "cairn/status.hpp"
+#include "util/mutex.hpp"
+
+namespace cairn::redundancy {
+
+// The levels' settings, agreed by every member, and the partner map and XOR
+// sets they need.
+struct Plan {
+  int64_t l2_every = 0, l3_every = 0, l4_every = 0;  // 0 = off
+  partner::Map partner;  // when l2_every > 0
+  parity::Sets sets;     // when l3_every > 0
+};
+
+// The settings from `config` (the mpi.* keys, checked by LoadConfig and
+// agreed across members by CheckConfigsAgree before this), and the partner
+// map and XOR sets they need; `config` is the job's configuration (L4 needs
+// a persistent directory). kConfig on every member naming what is wrong.
+// Collective.
+Result<Plan> AgreePlan(Group& group, const Config& config);
+
+// Turns (a name's version) remembered until waited for. Bounded: turns that
+// nobody waits for are forgotten, smallest first.
+class TurnSet {
+ public:
+  void Add(const std::string& name, int64_t version) {
+    if (set_.size() >= 64) set_.erase(set_.begin());
+    set_.insert({name, version});
+  }
+  bool Contains(const std::string& name, int64_t version) const { return set_.contains({name, version}); }
+  void Erase(const std::string& name, int64_t version) { set_.erase({name, version}); }
+
+ private:
+  std::set<std::pair<std::string, int64_t>> set_;
+};
+
+class Levels {
+ public:
+  // What the levels ask of the client (client.cpp).
+  struct Hooks {
+    // Waits, locally, until `version` of `name` is in the persistent tier.
+    std::function<Status(const std::string& name, int64_t version)> make_persistent;
+    // Records the global commit in the manifests, agreed across members
+    // (collective).
+    std::function<Status(const std::string& name, int64_t committed, int64_t persistent)> record;
+    // The member's committed versions of `name` whose structure checks out.
+    std::function<Result<std::vector<int64_t>>(const std::string& name)> intact;
+    // Its local commits, for the partner copies in the background.
+    partner::Transfers::Local local;
+  };
+
+  // `group` outlives this object; `config` is the member's own (RankConfig).
+  // With L2 on a group with point_to_point(), the partner copies travel in
+  // the background (partner_transfer.hpp); otherwise in the wait.
+  Levels(Group* group, Config config, Plan plan, Hooks hooks,
+         partner::TransferLimits limits = {});
+  ~Levels();
+
+  // The application checkpointed `version` of `name` (`ok`: the capture
+  // was accepted). Every l2_every-th checkpoint of the client (over all
+  // names) is an L2 turn: its version is queued for the partner, to start
+  // at a later Progress once committed locally. Any thread; no MPI.
+  void Checkpointed(const std::string& name, int64_t version, bool ok) CAIRN_EXCLUDES(turns_mu_);
+  // Before the application's checkpoint of `version` of `name` is captured:
+  // whether the persistent tier takes it. With L4 on, every l4_every-th
+  // checkpoint of the client (over all names, failed ones too, as for L2)
+  // is an L4 turn and the others stay local; with L4 off, every one (the
+  // persistent tier, when configured, writes them all). Any thread; no MPI.
+  bool PersistTurn(const std::string& name, int64_t version) CAIRN_EXCLUDES(turns_mu_);
+  // Moves the background partner copies on (never waits for another
+  // member). On the thread that may call MPI.
+  void Progress();
+  // At close, after the last local commit: completes the background
+  // copies (every member closes). Collective.
+  Status Finish();
+
+  // L2 or L3 on: lost versions may come back from a level.
+  bool redundant() const { return plan_.l2_every > 0 || plan_.l3_every > 0; }
+
+  // After a collective wait for `version` at `level` (kLocal /
+  // kPersistent): when its checkpoint was an L4 turn (PersistTurn), the
+  // persistent copies first, then the global commit's record (hooks.record,
+  // once per wait: committed, and persistent when the wait or its L4 turn
+  // made it so), then the L2 / L3 levels whose turn it is (L3: every
+  // l3_every-th call; every member's n-th call is its n-th wait). kState
+  // on every member when the version was an L2 or L4 turn on some members
+  // and not on others. Collective.
+  Status AfterWait(const std::string& name, int64_t version, cairn::Level level);
+
+  // WaitAtLevels (cairn/group.hpp): kConfig when a level asked was not set
+  // up at open (its mpi.l*_every is 0). The same on every member.
+  Status CheckAsked(const WaitLevels& asked, const std::string& label) const;
+  // After that wait: records the global commit (persistent too when asked),
+  // then exactly the levels asked, whatever the turn counters say (an L2
+  // copy of a version that was no turn is queued now). Not counted as a
+  // wait. Collective.
+  Status AtLevels(const std::string& name, int64_t version, const WaitLevels& asked);
+
+  // Before a collective latest / restore (redundancy::Recover): members that
+  // lack the newest version <= bound every member has (or distrust their
+  // copy of it) get it back from L2 or L3. Logs which level served this
+  // member. Collective; a no-op without L2 and L3.
+  Status Recover(const std::string& name, int64_t bound, int64_t distrust);
+
+  // After a collective restore of `version`: counts which level served this
+  // member (a recovery just before, its local file, or its persistent one).
+  void CountRestore(const std::string& name, int64_t version);
+
+  MpiStats stats() const CAIRN_EXCLUDES(stats_mu_);
+
+ private:
+  void Count(uint64_t MpiStats::*field, uint64_t n = 1) CAIRN_EXCLUDES(stats_mu_);
+  bool L2Turn(const std::string& name, int64_t version) CAIRN_EXCLUDES(turns_mu_);
+  bool L4Turn(const std::string& name, int64_t version) CAIRN_EXCLUDES(turns_mu_);
+  // kState on every member unless `turn` (of level 2 or 4, `what` it
+  // makes) is the same on all: a member that waits for a copy its partners
+  // do not make would wait forever.
+  Status AgreeTurn(bool turn, int level, const std::string& what, const std::string& label);
+  Status CompleteL2(const std::string& name, int64_t version);
+  // The XOR parity (L3) of the version, agreed, timed and counted.
+  Status EncodeL3(const std::string& name, int64_t version, const std::string& label) CAIRN_EXCLUDES(stats_mu_);
+
+  Group* const group_;
+  const Config config_;
+  const Plan plan_;
+  const Hooks hooks_;
+  // Collective calls are made by one thread at a time (docs/mpi.md), so the
+  // turn counter and the recoveries need no lock; stats may be read from
+  // any thread (Client::GetStats).
+  int64_t waits_ = 0;
+  // The checkpoints counted for L2's and L4's turns; L2's turns not waited
+  // for yet (without background transfers), L4's.
+  Mutex turns_mu_;
+  int64_t checkpoints_ CAIRN_GUARDED_BY(turns_mu_) = 0;
+  int64_t persist_checkpoints_ CAIRN_GUARDED_BY(turns_mu_) = 0;
+  TurnSet turns_ CAIRN_GUARDED_BY(turns_mu_);
+  TurnSet l4_turns_ CAIRN_GUARDED_BY(turns_mu_);
+  std::unique_ptr<partner::Transfers> transfers_;  // L2 in the background
+  // The level that last brought a version of a name back (2 or 3), for the
+  // stats of the restore that follows.
+  std::map<std::string, std::pair<int64_t, int>> recovered_;
+  mutable Mutex stats_mu_;
+  MpiStats stats_ CAIRN_GUARDED_BY(stats_mu_);
+};
+
+}  // namespace cairn::redundancy

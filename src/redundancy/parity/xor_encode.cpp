@@ -1,0 +1,245 @@
+// L3 XOR parity: the streamed encoding of a set's version (xor_parity.hpp;
+// docs/mpi.md "XOR parity (L3)"; docs/format.md 3.9 is normative).
+#include <algorithm>
+#include <cstring>
+
+#include "redundancy/bundle_stream.hpp"
+#include "redundancy/parity/xor_parity.hpp"
+#include "redundancy/parity/xor_parity_impl.hpp"
+#include "format/le.hpp"
+#include "util/crc32c.hpp"
+
+namespace cairn::parity {
+
+namespace {
+
+using namespace impl;
+
+// One member's part in encoding one version, after the sizes are known:
+// its bundle streams out window after window (WindowOf(c) bytes of each
+// chunk per round), the other members' windows stream in and XOR into this
+// member's parity window, which goes to its temp file at once. Nothing
+// larger than a window is held: at most (2m - 1) windows, 7 MiB for m = 4
+// (a whole-bundle encoding held the bundle, its parity chunk and the file,
+// 1.5 bundles). The CRCs the header records are taken as the bytes stream.
+// With a `target` (Reencode) only that member's parity is made: the others
+// send it their chunk of it and receive nothing.
+class Encoder {
+ public:
+  static constexpr size_t kEveryone = ~size_t{0};
+  // `bundle` may be null on a target of Reencode (it sends nothing).
+  Encoder(Group& group, const Sets& sets, Header& h, redundancy::BundleReader* bundle, size_t target = kEveryone)
+      : group_(group), sets_(sets), h_(h), bundle_(bundle), target_(target) {}
+
+  // Every round; a failure here (a read, a write, a malformed message) is
+  // kept in failure() and does not stop the rounds: the other members wait
+  // for this one's messages. Only the transport's errors end it.
+  Status Stream(const Config& config, const std::string& dir, const std::string& file) {
+    const std::vector<int>& members = sets_.members();
+    const size_t m = members.size(), p = static_cast<size_t>(sets_.position);
+    const uint64_t c = h_.chunk, window = WindowOf(c);
+    const bool everyone = target_ == kEveryone, receives = everyone || p == target_;
+    std::vector<size_t> to;  // positions this member sends to
+    std::vector<int> from;   // ranks it receives from
+    for (size_t j = 0; j < m; ++j) {
+      if (j != p && (everyone || j == target_)) to.push_back(j);
+      if (j != p && receives) from.push_back(members[j]);
+    }
+    if (receives) {
+      if (auto out = redundancy::PendingFile::Create(config, dir, file); out.ok()) {
+        out_ = std::move(*out);
+      } else {
+        Fail(out.status());
+      }
+    }
+    std::vector<uint8_t> acc(receives ? std::min(window, c) : 0);
+    std::vector<const uint8_t*> sources;
+    std::vector<std::vector<uint8_t>> got;
+    std::vector<Group::Outgoing> sends;
+    chunk_crcs_.assign(m - 1, 0);
+    for (uint64_t off = 0; off < c; off += window) {
+      const uint64_t n = std::min(window, c - off);
+      sends.clear();
+      for (size_t j : to) {
+        const size_t k = ChunkOf(j, p, m);
+        const uint8_t* piece = OwnWindow(k * c + off, n, k);
+        if (everyone) ExtendCrc(k, off, piece, n);
+        sends.push_back({.to = members[j], .data = piece, .bytes = n});
+      }
+      CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
+      if (!receives) continue;
+      sources.clear();
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (got[i].size() == n) {
+          sources.push_back(got[i].data());
+        } else {
+          Fail(Status::Corrupt("a parity piece from rank " + std::to_string(from[i]) + " has the wrong size"));
+        }
+      }
+      XorOf(acc.data(), sources.data(), sources.size(), n);
+      parity_crc_ = crc32c::Extend(parity_crc_, acc.data(), n);
+      if (out_ != nullptr && failure_.ok()) Fail(out_->WriteAt(acc.data(), n, h_.Size() + off));
+    }
+    return Status::Ok();
+  }
+
+  // This member's bundle's CRC (over what it sent; a full encoding only).
+  uint32_t BundleCrc() const { return impl::BundleCrc(chunk_crcs_, bundle_->size(), h_.chunk); }
+
+  // Once every member's CRC is in h_: the header, the file's CRC (of the
+  // header and the chunk), durably; older parity files of `name` beyond
+  // keep_versions go. Returns the file's size. Only after an error-free
+  // Stream, on a member that received.
+  Result<uint64_t> Keep(const Config& config, const std::string& name, const std::string& what) {
+    const std::vector<uint8_t> head = EncodeHeader(h_);
+    uint8_t tail[kCrc];
+    format::le::Put32(tail, crc32c::Combine(crc32c::Value(head.data(), head.size()), parity_crc_, h_.chunk));
+    Status s = out_->WriteAt(head.data(), head.size(), 0);
+    if (s.ok()) s = out_->WriteAt(tail, kCrc, h_.Size() + h_.chunk);
+    if (s.ok()) s = out_->Commit();
+    CAIRN_RETURN_IF_ERROR(s.WithContext(what));
+    redundancy::Retain(config, ParityDir(config), name, /*chains=*/false);
+    return static_cast<uint64_t>(h_.Size() + h_.chunk + kCrc);
+  }
+
+  const Status& failure() const { return failure_; }
+
+ private:
+  void Fail(const Status& s) {
+    if (failure_.ok() && !s.ok()) failure_ = s;
+  }
+  // Bytes [at, at + n) of this member's bundle, the current window of its
+  // chunk k: in place where its file maps, else read into a buffer of the
+  // chunk's own (allocated on the first need; zeros past the end; zeros and
+  // a failure on a read error).
+  const uint8_t* OwnWindow(uint64_t at, uint64_t n, size_t k) {
+    if (const uint8_t* in_place = bundle_->View(at, n); in_place != nullptr) return in_place;
+    copies_.resize(sets_.members().size() - 1);
+    std::vector<uint8_t>& copy = copies_[k];
+    copy.resize(n);
+    if (Status s = bundle_->Read(at, copy.data(), n); !s.ok()) {
+      Fail(s);
+      std::fill_n(copy.data(), n, 0);
+    }
+    return copy.data();
+  }
+  // Chunk k's CRC extended over its window at `off` (up to the bundle's end).
+  void ExtendCrc(size_t k, uint64_t off, const uint8_t* piece, uint64_t n) {
+    const uint64_t at = k * h_.chunk + off, total = bundle_->size();
+    if (at < total) chunk_crcs_[k] = crc32c::Extend(chunk_crcs_[k], piece, std::min(n, total - at));
+  }
+
+  Group& group_;
+  const Sets& sets_;
+  Header& h_;
+  redundancy::BundleReader* const bundle_;
+  const size_t target_;
+  std::vector<std::vector<uint8_t>> copies_;      // chunk k's window, when it does not map
+  std::unique_ptr<redundancy::PendingFile> out_;  // destroyed uncommitted: the temp file goes
+  std::vector<uint32_t> chunk_crcs_;
+  uint32_t parity_crc_ = 0;
+  Status failure_;
+};
+
+// The first member whose outcome (outcomes[q][0], a Code) is not OK, as
+// that code with a message naming it (`why`); OK when every one's is.
+Status FirstFailed(const std::vector<std::vector<int64_t>>& outcomes, const std::vector<int>& members,
+                   const std::string& what, const std::string& why) {
+  for (size_t q = 0; q < outcomes.size(); ++q) {
+    if (outcomes[q][0] != static_cast<int64_t>(Code::kOk))
+      return Status(static_cast<Code>(outcomes[q][0]), what + ": rank " + std::to_string(members[q]) + why);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config, const std::string& name,
+                        int64_t version) {
+  const std::vector<int>& members = sets.members();
+  const size_t m = members.size();
+  const std::string what = "the XOR parity (L3) of version " + std::to_string(version) + " of '" + name + "'";
+  // 1. Every member learns every bundle's size (-1: its files do not open).
+  auto bundle = redundancy::BundleReader::Open(config, config.scratch_dir, name, version);
+  CAIRN_ASSIGN_OR_RETURN(auto sizes,
+                         ShareValues(group, sets, {bundle.ok() ? static_cast<int64_t>((*bundle)->size()) : -1}));
+  Header h{.version = version, .position = static_cast<uint32_t>(sets.position)};
+  int64_t longest = 0;
+  for (size_t q = 0; q < m; ++q) {
+    const int64_t bytes = sizes[q][0];
+    if (bytes < 0) {
+      // The whole set skips this parity: each member sees the same sizes.
+      if (!bundle.ok()) return bundle.status().WithContext(what);
+      return Status::NotFound(what + ": rank " + std::to_string(members[q]) +
+                              " of this rank's set cannot read its file");
+    }
+    h.members.push_back({members[q], bytes, 0});
+    longest = std::max(longest, bytes);
+  }
+  h.chunk = std::max<uint64_t>(1, (static_cast<uint64_t>(longest) + m - 2) / (m - 1));
+  // 2. Streamed (Encoder).
+  const std::string dir = ParityDir(config) + "/" + name;
+  Encoder encoder(group, sets, h, bundle->get());
+  CAIRN_RETURN_IF_ERROR(encoder.Stream(config, dir, ParityFile(version)));
+  // 3. Every member learns whether every other one's stream succeeded, and
+  // its bundle's CRC: a parity protects only if the whole set has it, so
+  // none commits unless all can (each one's temp file goes).
+  const Status& failure = encoder.failure();
+  CAIRN_ASSIGN_OR_RETURN(auto outcomes, ShareValues(group, sets, {static_cast<int64_t>(failure.code()),
+                                                                  static_cast<int64_t>(encoder.BundleCrc())}));
+  if (!failure.ok()) return failure.WithContext(what);
+  CAIRN_RETURN_IF_ERROR(FirstFailed(
+      outcomes, members, what,
+      " of this rank's set could not read its file or write its parity (its error says which)"));
+  for (size_t q = 0; q < m; ++q) h.members[q].crc = static_cast<uint32_t>(outcomes[q][1]);
+  // 4. Stored durably.
+  return encoder.Keep(config, name, what);
+}
+
+namespace impl {
+
+Result<uint64_t> Reencode(Group& group, const Sets& sets, const Config& config, const std::string& name,
+                          int64_t version, size_t target, const Header* survivor, redundancy::BundleReader* bundle,
+                          bool proceed) {
+  const std::vector<int>& members = sets.members();
+  const size_t m = members.size(), p = static_cast<size_t>(sets.position);
+  const std::string what = "encoding again rank " + std::to_string(members[target]) + "'s XOR parity (L3) of version " +
+                           std::to_string(version) + " of '" + name + "'";
+  // 1. The target says whether it has the version back; the survivors say
+  // what their parity records of the set: the chunk size, every member's
+  // bundle size and CRC (the same on each: the rebuild checked them).
+  std::vector<int64_t> mine(2 + 2 * m, 0);
+  mine[0] = p == target ? (proceed ? 1 : 0) : 1;
+  if (p != target) {
+    mine[1] = static_cast<int64_t>(survivor->chunk);
+    for (size_t q = 0; q < m; ++q) {
+      mine[2 + 2 * q] = survivor->members[q].bytes;
+      mine[3 + 2 * q] = survivor->members[q].crc;
+    }
+  }
+  CAIRN_ASSIGN_OR_RETURN(auto said, ShareValues(group, sets, mine));
+  if (said[target][0] == 0) return uint64_t{0};
+  Header h;
+  if (p == target) {
+    const std::vector<int64_t>& record = said[target == 0 ? 1 : 0];
+    h = Header{.version = version, .position = static_cast<uint32_t>(p), .chunk = static_cast<uint64_t>(record[1])};
+    for (size_t q = 0; q < m; ++q)
+      h.members.push_back({members[q], record[2 + 2 * q], static_cast<uint32_t>(record[3 + 2 * q])});
+  } else {
+    h = *survivor;
+  }
+  // 2. Streamed to the target alone (Encoder).
+  Encoder encoder(group, sets, h, bundle, target);
+  CAIRN_RETURN_IF_ERROR(encoder.Stream(config, ParityDir(config) + "/" + name, ParityFile(version)));
+  // 3. The target keeps it only if every member streamed without error.
+  const Status& failure = encoder.failure();
+  CAIRN_ASSIGN_OR_RETURN(auto outcomes, ShareValues(group, sets, {static_cast<int64_t>(failure.code())}));
+  if (!failure.ok()) return failure.WithContext(what);
+  if (p != target) return uint64_t{0};
+  CAIRN_RETURN_IF_ERROR(FirstFailed(outcomes, members, what, " could not read its file (its error says why)"));
+  return encoder.Keep(config, name, what);
+}
+
+}  // namespace impl
+
+}  // namespace cairn::parity

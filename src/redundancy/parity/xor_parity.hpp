@@ -1,0 +1,54 @@
+// L3 XOR parity (docs/mpi.md "XOR parity (L3)"; docs/format.md 3.9 is
+// normative): the ranks are grouped in sets on distinct nodes; each member
+// keeps one parity chunk of the set's versions, so that a set rebuilds any
+// one lost member. MPI-free: the messages go through Group::Exchange, at
+// collective calls only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "redundancy/redundancy.hpp"
+#include "cairn/config.hpp"
+#include "cairn/group.hpp"
+#include "cairn/status.hpp"
+
+namespace cairn {
+struct MpiStats;  // cairn/cairn.hpp
+}
+
+namespace cairn::parity {
+
+// Every XOR set of the job (members in node order) and this member's.
+struct Sets {
+  std::vector<std::vector<int>> all;
+  int mine = -1;      // index in `all`
+  int position = -1;  // this member's position in all[mine]
+  const std::vector<int>& members() const { return all[static_cast<size_t>(mine)]; }
+};
+
+// The sets of docs/format.md 3.9 from every member's node; `group_size` = g
+// (0: min(4, nodes)). kConfig naming why when g < 2, g > nodes, or a set
+// would have one member.
+Result<Sets> SetsFromNodes(const std::vector<int>& node_of, int rank, int64_t group_size);
+// The same from the group (one reduction of group.size() integers). Collective.
+Result<Sets> MakeSets(Group& group, int64_t group_size);
+
+// Computes and stores this member's parity chunk of `version` (its bundle
+// in config.scratch_dir) with its set; returns the parity file's size.
+// Collective over the set (every member of the group calls it); the outcome
+// is not agreed here.
+Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config,
+                        const std::string& name, int64_t version);
+
+// The parity level of redundancy::Recover: offers the versions the member's
+// set can rebuild for it (it alone lacks them and every other member has
+// them and its parity); rebuilds them. Notes name the sets that lost two
+// members (they cannot rebuild). The phases of its rebuilds are added to
+// *times (the l3_*_s of MpiStats; docs/mpi.md "Measuring a rebuild").
+std::unique_ptr<redundancy::Level> MakeLevel(Group& group, const Sets& sets, const Config& config,
+                                             MpiStats* times);
+
+}  // namespace cairn::parity

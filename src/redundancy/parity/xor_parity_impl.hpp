@@ -1,0 +1,86 @@
+// What xor_parity.cpp (the sets), xor_encode.cpp (the streamed encoding)
+// and xor_rebuild.cpp (the parity level's streamed rebuild) share: the
+// parity file's header (docs/format.md 3.9 is normative), the windows they
+// stream and the exchanges within a set. Internal to libcairn_mpi.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "redundancy/parity/xor_parity.hpp"
+#include "cairn/config.hpp"
+#include "cairn/group.hpp"
+#include "cairn/status.hpp"
+#include "os/fs/fs.hpp"
+
+namespace cairn::redundancy {
+class BundleReader;
+}
+
+namespace cairn::parity::impl {
+
+inline constexpr char kMagic[8] = {'C', 'A', 'I', 'R', 'N', 'X', 'O', 'R'};
+inline constexpr size_t kFixed = 40, kPerMember = 24, kCrc = 4;
+
+// <rank dir>/.xor: where a member keeps its parity files (under <name>/).
+std::string ParityDir(const Config& c);
+// A version's parity file name.
+std::string ParityFile(int64_t v);
+
+struct Member {
+  int64_t rank = -1;
+  int64_t bytes = -1;  // of its bundle
+  uint32_t crc = 0;    // of its bundle
+};
+struct Header {
+  int64_t version = -1;
+  uint32_t position = 0;
+  uint64_t chunk = 0;
+  std::vector<Member> members;
+  size_t Size() const { return kFixed + kPerMember * members.size(); }
+};
+
+std::vector<uint8_t> EncodeHeader(const Header& h);
+// The header of a parity file, checked against the file's size and (when
+// `members` is given) this member's set; kCorrupt naming what is wrong.
+Result<Header> ReadHeader(os::File& file, const std::string& path, const std::vector<int>& members);
+
+// dst ^= src.
+void XorInto(uint8_t* dst, const uint8_t* src, size_t n);
+// dst = the XOR of srcs[0 .. count) (n bytes each; srcs may include dst):
+// one pass over dst however many sources there are.
+void XorOf(uint8_t* dst, const uint8_t* const* srcs, size_t count, size_t n);
+// Chunk of member p that member j's parity holds (j != p).
+size_t ChunkOf(size_t j, size_t p, size_t m);
+// Bytes of each chunk one round of an encoding or a rebuild streams.
+uint64_t WindowOf(uint64_t chunk);
+// The CRC of a bundle of `total` bytes from the CRCs of its chunks of c
+// bytes (the last one cut at `total`), computed as they streamed.
+uint32_t BundleCrc(const std::vector<uint32_t>& chunks, uint64_t total, uint64_t c);
+// The same small message to every other member of the set, and theirs;
+// (*got)[q] is member q's (this member's own at its position).
+Status ShareInSet(Group& group, const Sets& sets, const std::vector<uint8_t>& mine,
+                  std::vector<std::vector<uint8_t>>* got);
+// Every member of the set learns every member's int64 values (each passes
+// the same count; a value missing from a message reads -1); (*got)[q] is
+// member q's.
+Result<std::vector<std::vector<int64_t>>> ShareValues(Group& group, const Sets& sets,
+                                                      const std::vector<int64_t>& mine);
+// After member `target` of the set got version v back from a rebuild: its
+// own parity of v, lost with its node, is encoded again from the other
+// members' bundles (each sends it its chunk of it, window by window) and
+// stored, so that the set can rebuild another lost member of v at once.
+// Collective over the set. A survivor passes its parity header of v and
+// its open bundle; the target nullptrs and `proceed` (whether it has v
+// back: false makes every member return at once). The target keeps the
+// file only if every member streamed without error; returns its size
+// there, 0 elsewhere.
+Result<uint64_t> Reencode(Group& group, const Sets& sets, const Config& config, const std::string& name,
+                          int64_t version, size_t target, const Header* survivor, redundancy::BundleReader* bundle,
+                          bool proceed);
+// "1, 2, 3".
+std::string RankList(const std::vector<int>& ranks);
+
+}  // namespace cairn::parity::impl

@@ -1,0 +1,542 @@
+// L3 XOR parity: the parity level of redundancy::Recover, the streamed
+// rebuild of a lost member (xor_parity.hpp; docs/mpi.md "XOR parity (L3)";
+// docs/format.md 3.9 is normative).
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "redundancy/bundle_stream.hpp"
+#include "redundancy/write_behind.hpp"
+#include "redundancy/parity/xor_parity.hpp"
+#include "redundancy/parity/xor_parity_impl.hpp"
+#include "cairn/cairn.hpp"
+#include "format/chain.hpp"
+#include "format/le.hpp"
+#include "format/naming.hpp"
+#include "os/fs/fs.hpp"
+#include "util/clock.hpp"
+#include "util/crc32c.hpp"
+
+namespace cairn::parity {
+
+namespace {
+
+using namespace impl;
+using redundancy::Fs;
+using redundancy::Get;
+using redundancy::Put;
+
+// What a survivor appends to each window it sends the lost member: its
+// verdict so far (0: its parity and bundle check out).
+constexpr size_t kVerdict = sizeof(int64_t);
+// How many rounds the lost member holds (one arriving, the others waiting
+// for or in their write): 3 x (m - 1) windows, 9 MiB for m = 4. Two (the
+// lockstep of receive and write) left the survivors waiting for every slow
+// write; a third absorbs most of it (docs/mpi.md "Measuring a rebuild").
+constexpr size_t kRoundsBehind = 3;
+
+// Adds the seconds since *t to *phase and restarts *t there: the phases of
+// a rebuild (MpiStats' l3_*_s) timed back to back.
+void Lap(SteadyTime* t, double* phase) {
+  const SteadyTime now = std::chrono::steady_clock::now();
+  *phase += SecondsBetween(*t, now);
+  *t = now;
+}
+
+// Where the lost member's rebuilt bundle goes while it streams in.
+class Sink {
+ public:
+  // From the bundle's first bytes: a full version (one file) goes straight
+  // into its file; a chain is kept in memory (its later files' places are
+  // known only once their heads arrive).
+  Status Begin(const Config& c, const std::string& dir, int64_t v, const uint8_t* first, uint64_t n,
+               uint64_t total) {
+    int64_t head[3] = {0, -1, -1};  // count, number, bytes
+    if (n >= kHead) std::memcpy(head, first, kHead);
+    if (head[0] == 1 && head[1] == v && head[2] >= 0 &&
+        static_cast<uint64_t>(head[2]) + kHead == total) {
+      CAIRN_ASSIGN_OR_RETURN(file_,
+                             redundancy::PendingFile::Create(
+                                 c, dir, format::EntryFileName(format::EntryKind::kCheckpoint, v)));
+    } else {
+      memory_.resize(total);
+    }
+    return Status::Ok();
+  }
+  // Bundle bytes [at, at + n).
+  Status Place(const uint8_t* data, uint64_t at, uint64_t n) {
+    if (file_ == nullptr) {
+      std::memcpy(memory_.data() + at, data, n);
+      return Status::Ok();
+    }
+    if (at + n <= kHead) return Status::Ok();
+    const uint64_t from = std::max(at, kHead);
+    return file_->WriteAt(data + (from - at), at + n - from, from - kHead);
+  }
+  Status Commit(const Config& c, const std::string& dir, const std::string& from) {
+    return file_ != nullptr ? file_->Commit() : redundancy::Unbundle(c, dir, memory_, from);
+  }
+
+ private:
+  static constexpr uint64_t kHead = 3 * sizeof(int64_t);
+  std::unique_ptr<redundancy::PendingFile> file_;  // destroyed uncommitted: removed
+  std::vector<uint8_t> memory_;
+};
+
+
+// Recover's steps for the parity level (docs/mpi.md "XOR parity (L3)").
+class ParityLevel final : public redundancy::Level {
+ public:
+  ParityLevel(Group& group, const Sets& sets, const Config& config, MpiStats* times)
+      : group_(group), sets_(sets), config_(config), times_(times) {}
+
+  Result<std::vector<int64_t>> Offers(const std::string& name, int64_t bound, int64_t distrust) override {
+    // 1. Every member of the set learns what the others have: their local
+    // versions and the versions of their parity files.
+    std::vector<int64_t> local = redundancy::Intact(config_, config_.scratch_dir, name);
+    std::erase(local, distrust);
+    std::vector<int64_t> parity;
+    for (int64_t v : redundancy::Versions(config_, ParityDir(config_), name)) {
+      if (ReadParityHeader(name, v).ok()) parity.push_back(v);
+    }
+    std::vector<uint8_t> msg;
+    for (const auto* list : {&local, &parity}) {
+      Put(&msg, static_cast<int64_t>(list->size()));
+      for (int64_t v : *list) Put(&msg, v);
+    }
+    std::vector<std::vector<uint8_t>> got;
+    CAIRN_RETURN_IF_ERROR(ShareInSet(group_, sets_, msg, &got));
+    const size_t m = got.size(), p = static_cast<size_t>(sets_.position);
+    std::vector<std::set<int64_t>> has(m), holds(m);
+    for (size_t q = 0; q < m; ++q) {
+      size_t at = 0;
+      for (auto* out : {&has[q], &holds[q]}) {
+        int64_t n = 0, v = 0;
+        Get(got[q], &at, &n);
+        for (int64_t i = 0; i < n && Get(got[q], &at, &v); ++i) out->insert(v);
+      }
+    }
+    // 2. Versions the set can rebuild for this member: it alone lacks them.
+    std::set<int64_t> offers;
+    int64_t top = -1;  // the set's newest parity
+    for (size_t q = 0; q < m; ++q) {
+      for (int64_t v : holds[q]) {
+        if (v > bound) continue;
+        top = std::max(top, v);
+        bool others = !has[p].contains(v);
+        for (size_t o = 0; o < m && others; ++o) others = o == p || (has[o].contains(v) && holds[o].contains(v));
+        if (others) offers.insert(v);
+      }
+    }
+    // 3. Sets that lost two members of their newest parity's version cannot
+    // rebuild: every rank learns which (one reduction) and says so.
+    size_t lost = 0;
+    for (size_t q = 0; q < m; ++q) lost += top >= 0 && !has[q].contains(top) ? 1 : 0;
+    std::vector<int64_t> flags(static_cast<size_t>(group_.size()), 0);
+    if (lost >= 2 && !has[p].contains(top)) flags[static_cast<size_t>(group_.rank())] = top + 1;
+    CAIRN_RETURN_IF_ERROR(group_.AllReduce(Group::Op::kMax, flags.data(), flags.size()));
+    for (const std::vector<int>& set : sets_.all) {
+      std::vector<int> gone;
+      int64_t version = -1;
+      for (int r : set) {
+        if (flags[static_cast<size_t>(r)] == 0) continue;
+        gone.push_back(r);
+        version = flags[static_cast<size_t>(r)] - 1;
+      }
+      if (gone.size() < 2) continue;
+      notes_.push_back("the XOR set of ranks " + RankList(set) + " lost ranks " + RankList(gone) + " (version " +
+                       std::to_string(version) + " of '" + name +
+                       "'): parity rebuilds one lost member per set, not two (L3); the job falls back to the "
+                       "persistent level (L4), or to an older version every rank has");
+    }
+    return std::vector<int64_t>(offers.rbegin(), offers.rend());
+  }
+
+  Result<std::string> Fetch(const std::string& name, int64_t v, bool need) override {
+    const std::vector<int>& members = sets_.members();
+    const size_t m = members.size(), p = static_cast<size_t>(sets_.position);
+    // 1. Who in the set lacks v; parity serves a set with exactly one.
+    std::vector<uint8_t> flag;
+    Put(&flag, need ? 1 : 0);
+    std::vector<std::vector<uint8_t>> got;
+    CAIRN_RETURN_IF_ERROR(ShareInSet(group_, sets_, flag, &got));
+    std::vector<size_t> lost;
+    for (size_t q = 0; q < m; ++q) {
+      int64_t f = 0;
+      size_t at = 0;
+      if (Get(got[q], &at, &f) && f != 0) lost.push_back(q);
+    }
+    if (lost.size() != 1) return std::string();
+    const size_t gone = lost[0];
+    // 2. The survivors open their parity and bundle and check what needs no
+    // data read (headers, sizes); every member learns each survivor's state
+    // (0 ok, 1 absent, 2 damaged) and what its parity records of the lost
+    // member. All go on only if every survivor can and they agree.
+    Survivor s;
+    Status why;
+    if (p != gone) why = OpenSurvivor(name, v, gone, &s);
+    std::vector<uint8_t> state;
+    Put(&state, why.ok() ? 0 : why.code() == Code::kNotFound ? 1 : 2);
+    Put(&state, static_cast<int64_t>(s.header.chunk));
+    Put(&state, s.lost.bytes);
+    Put(&state, s.lost.crc);
+    CAIRN_RETURN_IF_ERROR(ShareInSet(group_, sets_, state, &got));
+    int64_t worst = 0, chunk = 0;
+    Member record{.rank = members[gone]};
+    for (size_t q = 0; q < m; ++q) {
+      int64_t st = 2, c = 0, bytes = -1, crc = 0;
+      size_t at = 0;
+      if (q == gone) continue;
+      if (!Get(got[q], &at, &st) || !Get(got[q], &at, &c) || !Get(got[q], &at, &bytes) ||
+          !Get(got[q], &at, &crc))
+        st = 2;
+      if (st == 0 && chunk == 0) {
+        chunk = c;
+        record.bytes = bytes;
+        record.crc = static_cast<uint32_t>(crc);
+      }
+      const bool sane = c > 0 && bytes > 0 && bytes <= static_cast<int64_t>(m - 1) * c;
+      if (st == 0 && (!sane || c != chunk || bytes != record.bytes ||
+                      static_cast<uint32_t>(crc) != record.crc))
+        st = 2;
+      worst = std::max(worst, st);
+    }
+    if (worst != 0) {
+      if (worst == 2 && p == gone)
+        notes_.push_back("version " + std::to_string(v) + " of '" + name +
+                         "' cannot be rebuilt from the XOR parity of ranks " + RankList(members) +
+                         ": a survivor's parity or file is damaged (its rank says which)");
+      if (!why.ok() && why.code() != Code::kNotFound) notes_.push_back(why.ToString());
+      return std::string();
+    }
+    // 3. Streamed: the survivors send, the lost member checks and writes.
+    // 4. The lost member tells the set whether what it received checked out
+    // (ReceiveRebuilt); only when it did not do the survivors check their
+    // own files, whole, to say which is damaged (Diagnose).
+    // 5. The lost member's own parity of v, lost with its node, is encoded
+    // again (Reencode): the set protects v against the next loss at once.
+    if (p == gone) {
+      auto served = ReceiveRebuilt(name, v, gone, static_cast<uint64_t>(chunk), record);
+      const bool back = served.ok() && !served->empty();
+      SteadyTime t = std::chrono::steady_clock::now();
+      auto again = Reencode(group_, sets_, config_, name, v, gone, nullptr, nullptr, back);
+      Lap(&t, &times_->l3_encode_s);
+      if (!again.ok()) notes_.push_back(again.status().ToString() + "; the set protects version " +
+                                        std::to_string(v) + " again from its next XOR parity (L3)");
+      if (back && again.ok()) *served += ", and its own parity of it encoded again";
+      return served;
+    }
+    CAIRN_RETURN_IF_ERROR(SendRebuilt(s, gone));
+    CAIRN_ASSIGN_OR_RETURN(const bool refused, Outcome(gone, false));
+    if (refused && s.failure.ok()) s.failure = Diagnose(s);
+    if (!s.failure.ok()) notes_.push_back(s.failure.ToString());
+    SteadyTime t = std::chrono::steady_clock::now();
+    auto again = Reencode(group_, sets_, config_, name, v, gone, &s.header, s.bundle.get(), true);
+    Lap(&t, &times_->l3_encode_s);
+    if (!again.ok()) notes_.push_back(again.status().ToString());
+    return std::string();
+  }
+
+  std::vector<std::string> Notes() const override { return notes_; }
+
+ private:
+  // What a survivor of a rebuild reads: its parity file and its bundle.
+  struct Survivor {
+    Header header;
+    Member lost;  // what the parity records of the lost member
+    std::string name, path;
+    std::unique_ptr<os::File> parity;
+    std::unique_ptr<os::FileView> parity_view;  // null: it is read with ReadAt
+    std::unique_ptr<redundancy::BundleReader> bundle;
+    Status failure;  // the first thing that did not check out while streaming
+  };
+
+  std::string ParityPath(const std::string& name, int64_t v) const {
+    return format::EntryPath(ParityDir(config_), name, format::EntryKind::kCheckpoint, v);
+  }
+
+  Result<Header> ReadParityHeader(const std::string& name, int64_t v) {
+    const std::string path = ParityPath(name, v);
+    CAIRN_ASSIGN_OR_RETURN(auto file, Fs(config_)->Open(path, os::OpenOptions{}));
+    return ReadVersionHeader(*file, path, v);
+  }
+
+  Result<Header> ReadVersionHeader(os::File& file, const std::string& path, int64_t v) {
+    CAIRN_ASSIGN_OR_RETURN(Header h, ReadHeader(file, path, sets_.members()));
+    if (h.version != v || h.position != static_cast<uint32_t>(sets_.position))
+      return Status::Corrupt(path + ": not this rank's parity of version " + std::to_string(v));
+    return h;
+  }
+
+  // A survivor's parity (header checked) and bundle (of the size the parity
+  // recorded); their data are checked while they stream. kNotFound when it
+  // has no parity of v.
+  Status OpenSurvivor(const std::string& name, int64_t v, size_t gone, Survivor* s) {
+    s->name = name;
+    s->path = ParityPath(name, v);
+    auto file = Fs(config_)->Open(s->path, os::OpenOptions{});
+    if (!file.ok())
+      return file.status().code() == Code::kNotFound ? Status::NotFound(s->path) : file.status();
+    CAIRN_ASSIGN_OR_RETURN(s->header, ReadVersionHeader(**file, s->path, v));
+    s->parity = std::move(*file);
+    if (auto view = s->parity->Map(); view.ok()) s->parity_view = std::move(view).value();
+    auto bundle = redundancy::BundleReader::Open(config_, config_.scratch_dir, name, v);
+    if (!bundle.ok() || static_cast<int64_t>((*bundle)->size()) !=
+                            s->header.members[static_cast<size_t>(sets_.position)].bytes)
+      return NotProtected(name, v);
+    s->bundle = std::move(*bundle);
+    s->lost = s->header.members[gone];
+    return Status::Ok();
+  }
+
+  Status NotProtected(const std::string& name, int64_t v) const {
+    return Status::Corrupt("rank " + std::to_string(group_.rank()) + "'s version " +
+                           std::to_string(v) + " of '" + name +
+                           "' is not what its XOR parity protects (damaged or compacted since)");
+  }
+
+  // A survivor's part of a rebuild, window after window (WindowOf(c) bytes
+  // of each chunk; docs/mpi.md): it reads the chunks of its bundle that the
+  // other survivors' parity XORed in (not the one the lost member's parity
+  // holds: the rebuild does not use it) and its parity window, sends each
+  // other survivor its chunk and XORs what it receives with its parity
+  // window, which is then the lost member's chunk ChunkOf(p, gone) there:
+  // that goes to the lost member in the next round, with this survivor's
+  // verdict so far (0: every read succeeded). Two windows alternate, one
+  // being sent while the next is built. Its files are read in place where
+  // they can be mapped (os::FileView: no copy; MPI sends from the page
+  // cache), else copied out. No CRC is taken here: the lost
+  // member checks the whole rebuilt bundle against the CRC the parity
+  // recorded, which any damage to what the rebuild used changes (Diagnose
+  // names the damaged file when it does). Its own failures do not stop the
+  // rounds: the others wait for them.
+  Status SendRebuilt(Survivor& s, size_t gone) {
+    const std::vector<int>& members = sets_.members();
+    const size_t m = members.size(), p = static_cast<size_t>(sets_.position);
+    const uint64_t c = s.header.chunk, window = WindowOf(c), w = std::min(window, c),
+                   rounds = (c + window - 1) / window;
+    const uint64_t head = s.header.Size();
+    const size_t unused = ChunkOf(gone, p, m);
+    auto fail = [&](const Status& st) {
+      if (s.failure.ok() && !st.ok()) s.failure = st;
+    };
+    std::vector<uint8_t> own((m - 1) * w),
+        acc[2] = {std::vector<uint8_t>(w + kVerdict), std::vector<uint8_t>(w + kVerdict)};
+    std::vector<const uint8_t*> piece(m - 1), sources;  // this round's chunk windows; what XORs into next
+    std::vector<std::vector<uint8_t>> got;
+    uint64_t sent = 0;  // bytes of the previous window
+    SteadyTime t = std::chrono::steady_clock::now();
+    for (uint64_t r = 0; r <= rounds; ++r) {
+      std::vector<Group::Outgoing> sends;
+      std::vector<int> from;
+      const uint64_t off = r * window, n = r < rounds ? std::min(window, c - off) : 0;
+      uint8_t* next = acc[r % 2].data();
+      sources.clear();
+      if (r < rounds) {
+        for (size_t k = 0; k + 1 < m; ++k) {
+          if (k == unused) continue;
+          piece[k] = s.bundle->View(k * c + off, n);
+          if (piece[k] != nullptr) continue;
+          uint8_t* copy = own.data() + k * w;
+          piece[k] = copy;
+          if (Status st = s.bundle->Read(k * c + off, copy, n); !st.ok()) {
+            fail(st);
+            std::fill_n(copy, n, 0);
+          }
+        }
+        sources.push_back(ParityWindow(s, head + off, n, next, fail));
+        Lap(&t, &times_->l3_read_s);
+        for (size_t j = 0; j < m; ++j) {
+          if (j == p || j == gone) continue;
+          sends.push_back({.to = members[j], .data = piece[ChunkOf(j, p, m)], .bytes = n});
+          from.push_back(members[j]);
+        }
+      }
+      if (r > 0) {
+        uint8_t* prev = acc[(r + 1) % 2].data();
+        const int64_t verdict = s.failure.ok() ? 0 : 2;
+        std::memcpy(prev + sent, &verdict, kVerdict);
+        sends.push_back({.to = members[gone], .data = prev, .bytes = sent + kVerdict});
+      }
+      CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
+      Lap(&t, &times_->l3_exchange_s);
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (got[i].size() == n) {
+          sources.push_back(got[i].data());
+        } else {
+          fail(Status::Corrupt("a parity piece from rank " + std::to_string(from[i]) +
+                               " has the wrong size"));
+        }
+      }
+      if (r < rounds) XorOf(next, sources.data(), sources.size(), n);
+      Lap(&t, &times_->l3_xor_s);
+      sent = n;
+    }
+    return Status::Ok();
+  }
+
+  // A survivor's parity bytes [at, at + n): in place from its mapping, else
+  // read into `into` (zeros and a failure on a read error).
+  template <typename Fail>
+  const uint8_t* ParityWindow(Survivor& s, uint64_t at, uint64_t n, uint8_t* into, const Fail& fail) {
+    if (s.parity_view != nullptr) {
+      if (auto bytes = s.parity_view->Bytes(at, n); bytes.ok()) return *bytes;
+    }
+    if (Status st = s.parity->ReadAt(into, n, at); !st.ok()) {
+      fail(st);
+      std::fill_n(into, n, 0);
+    }
+    return into;
+  }
+
+  // After the streaming, every member of the set: the lost member says
+  // whether the rebuild was refused (its data did not check out), the
+  // survivors learn it.
+  Result<bool> Outcome(size_t gone, bool refused) {
+    CAIRN_ASSIGN_OR_RETURN(auto said, ShareValues(group_, sets_, {refused ? 1 : 0}));
+    return said[gone][0] != 0;  // a malformed message (-1) refuses too
+  }
+
+  // A refused rebuild: this survivor checks its parity file and its whole
+  // bundle against their recorded CRCs (one more read of each), so that the
+  // damaged one is named by its own rank. Ok when both check out.
+  Status Diagnose(Survivor& s) {
+    SteadyTime t = std::chrono::steady_clock::now();
+    const uint64_t window = WindowOf(s.header.chunk);
+    std::vector<uint8_t> buf(window);
+    // The CRC of bytes [0, bytes) that read(offset, dst, n) gives, window by window.
+    auto crc_of = [&](uint64_t bytes, const auto& read) -> Result<uint32_t> {
+      uint32_t crc = 0;
+      for (uint64_t off = 0; off < bytes; off += window) {
+        const uint64_t n = std::min(window, bytes - off);
+        CAIRN_RETURN_IF_ERROR(read(off, buf.data(), n));
+        crc = crc32c::Extend(crc, buf.data(), n);
+      }
+      return crc;
+    };
+    // The parity file's CRC covers its header and its chunk.
+    CAIRN_ASSIGN_OR_RETURN(const uint32_t parity_crc,
+                           crc_of(s.header.Size() + s.header.chunk, [&](uint64_t off, uint8_t* dst, uint64_t n) {
+                             return s.parity->ReadAt(dst, n, off);
+                           }));
+    const Member& me = s.header.members[static_cast<size_t>(sets_.position)];
+    CAIRN_ASSIGN_OR_RETURN(const uint32_t own_crc,
+                           crc_of(static_cast<uint64_t>(me.bytes), [&](uint64_t off, uint8_t* dst, uint64_t n) {
+                             return s.bundle->Read(off, dst, n);
+                           }));
+    Lap(&t, &times_->l3_crc_s);
+    return CheckSurvivor(s, parity_crc, own_crc);
+  }
+
+  // The parity file's CRC and this member's bundle's against what was
+  // recorded.
+  Status CheckSurvivor(Survivor& s, uint32_t parity_crc, uint32_t own_crc) {
+    uint8_t tail[kCrc];
+    CAIRN_RETURN_IF_ERROR(s.parity->ReadAt(tail, kCrc, s.header.Size() + s.header.chunk));
+    if (parity_crc != format::le::Get32(tail))
+      return Status::Corrupt(s.path + ": the XOR parity file's checksum does not match (damaged)");
+    const Member& me = s.header.members[static_cast<size_t>(sets_.position)];
+    if (own_crc != me.crc) return NotProtected(s.name, s.header.version);
+    return Status::Ok();
+  }
+
+  // The lost member's part: each round brings one window of each of its
+  // chunks (chunk k from the survivor whose parity held it). It extends
+  // each chunk's CRC as the pieces arrive and writes them where they
+  // belong: straight into the version file when the bundle is one file (a
+  // full version), else into memory (a chain: where its later files begin
+  // is known only once their heads arrive), unbundled at the end; a thread
+  // of its own does that a few rounds behind the receiving. It
+  // commits only if the whole bundle has the recorded CRC and every
+  // survivor's verdict is 0, and tells the set either way (Outcome);
+  // otherwise the temp file goes and nothing is written.
+  Result<std::string> ReceiveRebuilt(const std::string& name, int64_t v, size_t gone, uint64_t c,
+                                     const Member& record) {
+    const std::vector<int>& members = sets_.members();
+    const size_t m = members.size();
+    const uint64_t window = WindowOf(c), rounds = (c + window - 1) / window,
+                   total = static_cast<uint64_t>(record.bytes);
+    std::vector<int> from;  // from[k]: the survivor whose parity held chunk k
+    for (size_t k = 0; k + 1 < m; ++k) from.push_back(members[(k + gone + 1) % m]);
+    std::vector<uint32_t> crc(m - 1, 0);
+    Sink sink;
+    Status bad, io;
+    int64_t verdict = 0;
+    // Round r's windows (from survivor from[k] its chunk k's), checked and
+    // written, on WriteBehind's thread while the next rounds arrive.
+    auto consume = [&](const std::vector<std::vector<uint8_t>>& got, uint64_t r) {
+      const uint64_t off = (r - 1) * window, n = std::min(window, c - off);
+      SteadyTime t = std::chrono::steady_clock::now();
+      for (size_t k = 0; k < got.size(); ++k) {
+        if (got[k].size() != n + kVerdict) {
+          if (bad.ok())
+            bad = Status::Corrupt("a rebuilt piece from rank " + std::to_string(from[k]) +
+                                  " is malformed");
+          continue;
+        }
+        int64_t said = 0;
+        std::memcpy(&said, got[k].data() + n, kVerdict);
+        verdict = std::max(verdict, said);
+        const uint64_t at = k * c + off;
+        if (at >= total) continue;
+        const uint64_t len = std::min(n, total - at);
+        crc[k] = crc32c::Extend(crc[k], got[k].data(), len);
+        Lap(&t, &times_->l3_crc_s);
+        if (!io.ok() || !bad.ok()) continue;
+        if (r == 1 && k == 0)
+          io = sink.Begin(config_, config_.scratch_dir + "/" + name, v, got[0].data(), len, total);
+        if (io.ok()) io = sink.Place(got[k].data(), at, len);
+        Lap(&t, &times_->l3_write_s);
+      }
+    };
+    // Rounds arrive up to kRoundsBehind ahead of their checks and writes
+    // (WriteBehind). The state above is its thread's until Finish.
+    redundancy::WriteBehind behind(kRoundsBehind, consume);
+    SteadyTime t = std::chrono::steady_clock::now();
+    for (uint64_t r = 1; r <= rounds; ++r) {
+      redundancy::WriteBehind::Round* got = behind.Next();
+      Lap(&t, &times_->l3_write_wait_s);
+      CAIRN_RETURN_IF_ERROR(group_.Exchange({}, from, got));
+      Lap(&t, &times_->l3_exchange_s);
+      behind.Push(r);
+    }
+    behind.Finish();
+    Lap(&t, &times_->l3_write_wait_s);
+    // Every survivor's reads succeeded and the whole rebuilt bundle has the
+    // CRC the parity recorded: that covers everything the rebuild used.
+    if (bad.ok() && (verdict != 0 || BundleCrc(crc, total, c) != record.crc))
+      bad = Status::Corrupt("version " + std::to_string(v) + " of '" + name +
+                            "' cannot be rebuilt from the XOR parity of ranks " + RankList(members) +
+                            ": the rebuilt data does not have the checksum the parity recorded (a survivor's "
+                            "parity or file is damaged; its rank says which)");
+    CAIRN_RETURN_IF_ERROR(Outcome(gone, !bad.ok()).status());
+    if (!io.ok()) return io;
+    if (!bad.ok()) {
+      notes_.push_back(bad.ToString());
+      return std::string();
+    }
+    t = std::chrono::steady_clock::now();
+    CAIRN_RETURN_IF_ERROR(sink.Commit(config_, config_.scratch_dir + "/" + name,
+                                      "the XOR parity of ranks " + RankList(members)));
+    Lap(&t, &times_->l3_sync_s);
+    return "version " + std::to_string(v) + " of '" + name +
+           "' rebuilt from the XOR parity of its set (ranks " + RankList(members) + ") (L3)";
+  }
+
+  Group& group_;
+  const Sets& sets_;
+  const Config& config_;
+  MpiStats* const times_;
+  std::vector<std::string> notes_;
+};
+
+}  // namespace
+
+std::unique_ptr<redundancy::Level> MakeLevel(Group& group, const Sets& sets, const Config& config,
+                                             MpiStats* times) {
+  return std::make_unique<ParityLevel>(group, sets, config, times);
+}
+
+}  // namespace cairn::parity
+

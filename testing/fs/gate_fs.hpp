@@ -1,0 +1,153 @@
+// GateFs: a FileSystem for tests that holds one kind of open at a gate, so
+// that a test can stop a background stage at a known point without sleeping,
+// and counts the bytes read per path.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "os/fs/fs.hpp"
+
+namespace cairn::test {
+
+// Forwards to the default file system; once armed (at construction unless
+// `armed` is false, else by Arm()), opening for writing (gate_reads: for
+// reading) a path that contains `gated` blocks until Release() (or its
+// SyncDir: GateSyncDirInstead). Records every opened path and counts the
+// bytes read per path.
+class GateFs final : public os::FileSystem {
+ public:
+  explicit GateFs(std::string gated, bool gate_reads = false, bool armed = true)
+      : gated_(std::move(gated)), gate_reads_(gate_reads), armed_(armed) {}
+
+  // The gate holds SyncDir of a path that contains `gated` instead of the
+  // opens (a store that is durable only after its directory's fsync).
+  void GateSyncDirInstead() {
+    std::lock_guard lock(mu_);
+    gate_sync_dir_ = true;
+  }
+
+  void Arm() {
+    std::lock_guard lock(mu_);
+    armed_ = true;
+  }
+
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  bool WaitBlocked(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, limit, [&] { return blocked_; });
+  }
+  std::vector<std::string> opened() const {
+    std::lock_guard lock(mu_);
+    return opened_;
+  }
+  // Bytes read so far from paths that contain `part`.
+  uint64_t bytes_read(const std::string& part) const {
+    std::lock_guard lock(mu_);
+    uint64_t n = 0;
+    for (const auto& [path, bytes] : read_bytes_) n += path.find(part) != std::string::npos ? bytes : 0;
+    return n;
+  }
+  // Waits until a RemoveDir call has succeeded.
+  bool WaitDirRemoved(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, limit, [&] { return dirs_removed_ > 0; });
+  }
+
+  Result<std::unique_ptr<os::File>> Open(const std::string& path,
+                                         const os::OpenOptions& o) override {
+    {
+      std::unique_lock lock(mu_);
+      opened_.push_back(path);
+      if (!gate_sync_dir_ && o.write != gate_reads_) Hold(lock, path);
+    }
+    auto f = base_->Open(path, o);
+    if (!f.ok() || o.write) return f;
+    return std::unique_ptr<os::File>(new CountingFile(this, std::move(f).value()));
+  }
+  Status Rename(const std::string& a, const std::string& b) override { return base_->Rename(a, b); }
+  Status Remove(const std::string& p) override { return base_->Remove(p); }
+  Status CreateDirs(const std::string& p, uint32_t m) override { return base_->CreateDirs(p, m); }
+  Status RemoveDir(const std::string& p) override {
+    Status s = base_->RemoveDir(p);
+    std::lock_guard lock(mu_);
+    if (s.ok()) ++dirs_removed_;
+    cv_.notify_all();
+    return s;
+  }
+  Status SyncDir(const std::string& p) override {
+    {
+      std::unique_lock lock(mu_);
+      if (gate_sync_dir_) Hold(lock, p);
+    }
+    return base_->SyncDir(p);
+  }
+  Result<std::vector<os::DirEntry>> List(const std::string& p) override { return base_->List(p); }
+  Result<os::FileInfo> Stat(const std::string& p) override { return base_->Stat(p); }
+
+ private:
+  // At the gate, when armed and `path` is gated: blocks until Release.
+  void Hold(std::unique_lock<std::mutex>& lock, const std::string& path) {
+    if (!armed_ || path.find(gated_) == std::string::npos) return;
+    blocked_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
+  }
+
+  // A file opened for reading: counts what ReadAt returns.
+  class CountingFile final : public os::File {
+   public:
+    CountingFile(GateFs* fs, std::unique_ptr<os::File> f) : fs_(fs), f_(std::move(f)) {}
+    Status WriteAt(const void* b, size_t n, uint64_t off) override { return f_->WriteAt(b, n, off); }
+    Status ReadAt(void* b, size_t n, uint64_t off) override {
+      Status s = f_->ReadAt(b, n, off);
+      if (s.ok()) {
+        std::lock_guard lock(fs_->mu_);
+        fs_->read_bytes_[f_->path()] += n;
+      }
+      return s;
+    }
+    Status Sync() override { return f_->Sync(); }
+    Result<uint64_t> Size() override { return f_->Size(); }
+    Status Truncate(uint64_t size) override { return f_->Truncate(size); }
+    Status Close() override { return f_->Close(); }
+    const std::string& path() const override { return f_->path(); }
+    bool direct() const override { return f_->direct(); }
+
+   private:
+    GateFs* const fs_;
+    const std::unique_ptr<os::File> f_;
+  };
+
+  os::FileSystem* const base_ = os::FileSystem::Default();
+  std::map<std::string, uint64_t> read_bytes_;  // guarded by mu_
+  const std::string gated_;
+  const bool gate_reads_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool armed_;
+  bool gate_sync_dir_ = false;
+  bool released_ = false;
+  bool blocked_ = false;
+  std::vector<std::string> opened_;
+  int dirs_removed_ = 0;
+};
+
+// Releases a GateFs when it goes out of scope (declare it after the client so
+// that it runs first and the client's Close cannot hang on the gate).
+struct GateRelease {
+  GateFs* gate;
+  ~GateRelease() { gate->Release(); }
+};
+
+}  // namespace cairn::test
