@@ -375,7 +375,28 @@ TEST_F(BenchSmokeTest, DeviceMemoryWithoutDriverExitsTwo) {
   EXPECT_NE(log_.find("--memory device needs a CUDA driver: "), std::string::npos) << log_;
 }
 
+// --set KEY=VALUE reaches the trials' config (and the restart child's), and
+// is in the JSON's params as given.
+TEST_F(BenchSmokeTest, SetGivesAConfigKeyWithoutAnOption) {
+  const std::string json = dir_ + "/out.json";
+  ASSERT_EQ(Run({"restart", "--changes", "hash", "--change-fraction", "0.1", "--size", "4MiB",
+                 "--count", "2", "--interval-ms", "1", "--host-cache", "16MiB", "--sync-other", "off",
+                 "--set", "checkpoint.hash_chunk=8KiB", "--set", "host_cache.grow=false", "--json", json,
+                 "--dir", dir_ + "/work"}),
+            0)
+      << log_;
+  const std::string doc = ReadFile(json);
+  EXPECT_EQ(ValueAt(doc, "params.hash_chunk_bytes"), "8192");
+  EXPECT_NE(doc.find("\"checkpoint.hash_chunk=8KiB\""), std::string::npos) << doc.substr(0, 2000);
+}
+
 TEST_F(BenchSmokeTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(Run({"uniform", "--set", "host_cache.size=1GiB"}), 2) << log_;  // has --host-cache
+  EXPECT_NE(log_.find("--host-cache"), std::string::npos) << log_;
+  EXPECT_EQ(Run({"uniform", "--set", "host_cache.nope=1"}), 2) << log_;
+  EXPECT_NE(log_.find("nope"), std::string::npos) << log_;
+  EXPECT_EQ(Run({"uniform", "--set", "host_cache.grow=maybe"}), 2) << log_;
+  EXPECT_EQ(Run({"uniform", "--set", "grow"}), 2) << log_;
   EXPECT_EQ(Run({"uniform", "--memory", "gpu"}), 2) << log_;
   EXPECT_EQ(Run({"uniform", "--device-cache-init", "eager"}), 2) << log_;
   EXPECT_EQ(Run({"uniform", "--device-map-chunk", "0"}), 2) << log_;
