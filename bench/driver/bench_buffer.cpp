@@ -11,6 +11,7 @@
 
 #include "cairn/cairn.hpp"
 #include "gpu/cuda_driver.hpp"
+#include "gpu/pointer_kind.hpp"
 
 namespace cairn::bench {
 namespace {
@@ -42,14 +43,7 @@ const gpu::Driver& D() { return *BenchDriver(MemoryKind::kDevice).value(); }  //
 
 }  // namespace
 
-const char* MemoryKindName(MemoryKind kind) {
-  switch (kind) {
-    case MemoryKind::kHost: return "host";
-    case MemoryKind::kDevice: return "device";
-    case MemoryKind::kManaged: return "managed";
-  }
-  return "?";
-}
+const char* MemoryKindName(MemoryKind kind) { return gpu::PointerKindName(kind); }
 
 Result<BenchBuffer> BenchBuffer::Allocate(MemoryKind kind, size_t bytes, bool huge_pages,
                                           bool tracked) {

@@ -46,18 +46,6 @@ module cairn
   !> (cairn_restore_affinity).
   integer(c_int), parameter, public :: CAIRN_CHECKPOINTING_THREAD = -1
 
-  ! host_cache.init strategies (cairn_cache_init_t), as in cairn_stats_t%init_strategy.
-  integer(c_int32_t), parameter, public :: CAIRN_INIT_EAGER = 0
-  integer(c_int32_t), parameter, public :: CAIRN_INIT_MEMSET = 1
-  integer(c_int32_t), parameter, public :: CAIRN_INIT_LAZY = 2
-  integer(c_int32_t), parameter, public :: CAIRN_INIT_CONCURRENT = 3
-  integer(c_int32_t), parameter, public :: CAIRN_INIT_SEQUENTIAL = 4
-  integer(c_int32_t), parameter, public :: CAIRN_INIT_ADAPTIVE = 5
-
-  ! device_cache.init (cairn_device_cache_init_t), as in cairn_stats_t%device_init.
-  integer(c_int32_t), parameter, public :: CAIRN_DEVICE_CACHE_DIRECT = 0      !< one cuMemAlloc at open
-  integer(c_int32_t), parameter, public :: CAIRN_DEVICE_CACHE_INCREMENTAL = 1 !< mapped in the background
-
   !> A client (cairn_client_t *). Null until cairn_open, and after cairn_close.
   type, public :: cairn_client
     type(c_ptr) :: ptr = c_null_ptr

@@ -60,13 +60,12 @@ CAIRN_EXPORT int cairn_close(cairn_client_t *c);
  * write it first. */
 CAIRN_EXPORT int cairn_protect(cairn_client_t *c, int id, void *ptr, size_t bytes);
 
-/* checkpoint.changes values (cairn::ChangeDetection; docs/config.md). */
+/* checkpoint.changes values (cairn::ChangeDetection; docs/config.md), from
+ * cairn/config_enums.def like the other configuration enums below. */
 typedef enum {
   CAIRN_CHANGES_DEFAULT = -1, /* in cairn_protect_options_t: the client's checkpoint.changes */
-  CAIRN_CHANGES_FULL = 0,
-  CAIRN_CHANGES_PAGES = 1,
-  CAIRN_CHANGES_HASH = 2,
-  CAIRN_CHANGES_AUTO = 3
+#define CAIRN_CHANGE_DETECTION(cpp, value, name, c, doc) c = (value),
+#include "cairn/config_enums.def"
 } cairn_changes_t;
 
 /* Per-region options of cairn_protect_ex. size: sizeof the caller's struct
@@ -240,19 +239,27 @@ typedef struct {
 
 /* host_cache.init strategies (cairn::CacheInit; docs/config.md). */
 typedef enum {
-  CAIRN_INIT_EAGER = 0,
-  CAIRN_INIT_MEMSET = 1,
-  CAIRN_INIT_LAZY = 2,
-  CAIRN_INIT_CONCURRENT = 3,
-  CAIRN_INIT_SEQUENTIAL = 4,
-  CAIRN_INIT_ADAPTIVE = 5
+#define CAIRN_CACHE_INIT(cpp, value, name, c, doc) c = (value),
+#include "cairn/config_enums.def"
 } cairn_cache_init_t;
 
 /* device_cache.init (cairn::DeviceCacheInit; docs/config.md). */
 typedef enum {
-  CAIRN_DEVICE_CACHE_DIRECT = 0,     /* one cuMemAlloc of the whole cache at open */
-  CAIRN_DEVICE_CACHE_INCREMENTAL = 1 /* reserve the range, map it in the background */
+#define CAIRN_DEVICE_CACHE_INIT(cpp, value, name, c, doc) c = (value),
+#include "cairn/config_enums.def"
 } cairn_device_cache_init_t;
+
+/* checkpoint.capture (cairn::CaptureMode; docs/config.md). */
+typedef enum {
+#define CAIRN_CAPTURE_MODE(cpp, value, name, c, doc) c = (value),
+#include "cairn/config_enums.def"
+} cairn_capture_t;
+
+/* checkpoint.write_protect (cairn::WriteProtectMode; docs/config.md). */
+typedef enum {
+#define CAIRN_WRITE_PROTECT_MODE(cpp, value, name, c, doc) c = (value),
+#include "cairn/config_enums.def"
+} cairn_write_protect_t;
 
 /* cairn_stats - snapshot of the client's statistics into out, whose size the
  * caller sets first (see cairn_stats_t). CAIRN_ERR_INVALID_ARGUMENT when

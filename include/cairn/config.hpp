@@ -23,13 +23,9 @@ class Numa;
 
 // How the host cache's memory is prepared (docs/design.md, "Fast
 // initialization"). Numeric values match cairn_cache_init_t.
-enum class CacheInit : int {
-  kEager = 0,       // populate (and pin) everything at open: the baseline
-  kMemset = 1,      // a background thread memsets the cache from the start
-  kLazy = 2,        // nothing: pages fault in on first write
-  kConcurrent = 3,  // touch one byte per page ahead of the captures, always
-  kSequential = 4,  // touch only while no capture or flush moves memory
-  kAdaptive = 5,    // a model picks concurrent or sequential, online
+enum class CacheInit : int {  // config_enums.def
+#define CAIRN_CACHE_INIT(cpp, value, name, c, doc) cpp = value,
+#include "cairn/config_enums.def"
 };
 CAIRN_EXPORT const char* CacheInitName(CacheInit init);  // "eager", ...
 // "eager", "memset", "lazy", "concurrent", "sequential", "adaptive".
@@ -37,9 +33,9 @@ CAIRN_EXPORT Result<CacheInit> ParseCacheInit(std::string_view text);
 
 // How the device cache gets its GPU memory (docs/gpu.md, "Device cache").
 // Numeric values match cairn_device_cache_init_t.
-enum class DeviceCacheInit : int {
-  kDirect = 0,       // one cuMemAlloc of the whole cache at open: the baseline
-  kIncremental = 1,  // reserve the range, map it chunk by chunk in the background
+enum class DeviceCacheInit : int {  // config_enums.def
+#define CAIRN_DEVICE_CACHE_INIT(cpp, value, name, c, doc) cpp = value,
+#include "cairn/config_enums.def"
 };
 CAIRN_EXPORT const char* DeviceCacheInitName(DeviceCacheInit init);  // "direct", "incremental"
 // "direct" or "incremental"; kConfig on anything else.
@@ -47,11 +43,9 @@ CAIRN_EXPORT Result<DeviceCacheInit> ParseDeviceCacheInit(std::string_view text)
 
 // How a checkpoint finds what changed since the version it is layered on
 // (docs/design.md, "Change detection"). checkpoint.changes; CAIRN_CHANGES.
-enum class ChangeDetection : int {
-  kFull = 0,   // no detection: every version stores everything
-  kPages = 1,  // pages written since (userfaultfd write-protection; tracked memory)
-  kHash = 2,   // a 128-bit hash per chunk, compared with the previous version's
-  kAuto = 3,   // pages where tracking works, else hash; full while most changes
+enum class ChangeDetection : int {  // config_enums.def
+#define CAIRN_CHANGE_DETECTION(cpp, value, name, c, doc) cpp = value,
+#include "cairn/config_enums.def"
 };
 CAIRN_EXPORT const char* ChangeDetectionName(ChangeDetection mode);  // "full", ...
 // "full", "pages", "hash" or "auto"; kConfig on anything else.
@@ -59,9 +53,9 @@ CAIRN_EXPORT Result<ChangeDetection> ParseChangeDetection(std::string_view text)
 
 // How a checkpoint takes host memory (docs/design.md, "Zero-copy captures").
 // checkpoint.capture; CAIRN_CAPTURE.
-enum class CaptureMode : int {
-  kCopy = 0,      // copied into the host cache on the application thread
-  kZeroCopy = 1,  // write-protected at the call, read in the background
+enum class CaptureMode : int {  // config_enums.def
+#define CAIRN_CAPTURE_MODE(cpp, value, name, c, doc) cpp = value,
+#include "cairn/config_enums.def"
 };
 CAIRN_EXPORT const char* CaptureModeName(CaptureMode mode);  // "copy", "zero-copy"
 // "copy" or "zero-copy"; kConfig on anything else.
@@ -69,10 +63,9 @@ CAIRN_EXPORT Result<CaptureMode> ParseCaptureMode(std::string_view text);
 
 // How zero-copy checkpoints write-protect memory (docs/design.md, "Zero-copy
 // captures"). checkpoint.write_protect; CAIRN_WRITE_PROTECT.
-enum class WriteProtectMode : int {
-  kAuto = 0,         // userfaultfd where it works, else mprotect
-  kUserfaultfd = 1,  // synchronous userfaultfd write-protection only
-  kMprotect = 2,     // mprotect(PROT_READ) + a SIGSEGV handler only
+enum class WriteProtectMode : int {  // config_enums.def
+#define CAIRN_WRITE_PROTECT_MODE(cpp, value, name, c, doc) cpp = value,
+#include "cairn/config_enums.def"
 };
 CAIRN_EXPORT const char* WriteProtectModeName(WriteProtectMode mode);  // "auto", "userfaultfd", "mprotect"
 // "auto", "userfaultfd" or "mprotect"; kConfig on anything else.

@@ -140,98 +140,77 @@ std::string FormatSize(uint64_t bytes) {
 
 namespace cairn {
 
+// The names of the configuration enums (include/cairn/config_enums.def).
 namespace {
-constexpr std::pair<CacheInit, const char*> kInitNames[] = {
-    {CacheInit::kEager, "eager"},           {CacheInit::kMemset, "memset"},
-    {CacheInit::kLazy, "lazy"},             {CacheInit::kConcurrent, "concurrent"},
-    {CacheInit::kSequential, "sequential"}, {CacheInit::kAdaptive, "adaptive"},
-};
-}  // namespace
 
-const char* CacheInitName(CacheInit init) {
-  for (const auto& [value, name] : kInitNames) {
-    if (value == init) return name;
+template <typename E>
+using Name = std::pair<E, const char*>;
+
+constexpr Name<CacheInit> kInitNames[] = {
+#define CAIRN_CACHE_INIT(cpp, value, name, c, doc) {CacheInit::cpp, name},
+#include "cairn/config_enums.def"
+};
+constexpr Name<DeviceCacheInit> kDeviceInitNames[] = {
+#define CAIRN_DEVICE_CACHE_INIT(cpp, value, name, c, doc) {DeviceCacheInit::cpp, name},
+#include "cairn/config_enums.def"
+};
+constexpr Name<ChangeDetection> kChangeNames[] = {
+#define CAIRN_CHANGE_DETECTION(cpp, value, name, c, doc) {ChangeDetection::cpp, name},
+#include "cairn/config_enums.def"
+};
+constexpr Name<CaptureMode> kCaptureNames[] = {
+#define CAIRN_CAPTURE_MODE(cpp, value, name, c, doc) {CaptureMode::cpp, name},
+#include "cairn/config_enums.def"
+};
+constexpr Name<WriteProtectMode> kWriteProtectNames[] = {
+#define CAIRN_WRITE_PROTECT_MODE(cpp, value, name, c, doc) {WriteProtectMode::cpp, name},
+#include "cairn/config_enums.def"
+};
+
+template <typename E, size_t N>
+const char* NameOf(const Name<E> (&names)[N], E v) {
+  for (const auto& [value, name] : names) {
+    if (value == v) return name;
   }
   return "unknown";
 }
 
+// kConfig naming `what` and every accepted spelling.
+template <typename E, size_t N>
+Result<E> Parse(const Name<E> (&names)[N], std::string_view text, const char* what) {
+  std::string accepted;
+  for (const auto& [value, name] : names) {
+    if (text == name) return value;
+    accepted += (accepted.empty() ? "" : ", ") + std::string(name);
+  }
+  return Status::Config("'" + std::string(text) + "' is not " + what + " (" + accepted + ")");
+}
+
+}  // namespace
+
+const char* CacheInitName(CacheInit v) { return NameOf(kInitNames, v); }
 Result<CacheInit> ParseCacheInit(std::string_view text) {
-  for (const auto& [value, name] : kInitNames) {
-    if (text == name) return value;
-  }
-  return Status::Config("'" + std::string(text) +
-                        "' is not a cache init strategy (eager, memset, lazy, concurrent, "
-                        "sequential, adaptive)");
+  return Parse(kInitNames, text, "a cache init strategy");
 }
 
-const char* DeviceCacheInitName(DeviceCacheInit init) {
-  return init == DeviceCacheInit::kDirect ? "direct" : "incremental";
-}
-
+const char* DeviceCacheInitName(DeviceCacheInit v) { return NameOf(kDeviceInitNames, v); }
 Result<DeviceCacheInit> ParseDeviceCacheInit(std::string_view text) {
-  if (text == "direct") return DeviceCacheInit::kDirect;
-  if (text == "incremental") return DeviceCacheInit::kIncremental;
-  return Status::Config("'" + std::string(text) + "' is not a device cache init (direct, incremental)");
+  return Parse(kDeviceInitNames, text, "a device cache init");
 }
 
-namespace {
-constexpr std::pair<ChangeDetection, const char*> kChangeNames[] = {
-    {ChangeDetection::kFull, "full"},
-    {ChangeDetection::kPages, "pages"},
-    {ChangeDetection::kHash, "hash"},
-    {ChangeDetection::kAuto, "auto"},
-};
-constexpr std::pair<CaptureMode, const char*> kCaptureNames[] = {
-    {CaptureMode::kCopy, "copy"},
-    {CaptureMode::kZeroCopy, "zero-copy"},
-};
-constexpr std::pair<WriteProtectMode, const char*> kWriteProtectNames[] = {
-    {WriteProtectMode::kAuto, "auto"},
-    {WriteProtectMode::kUserfaultfd, "userfaultfd"},
-    {WriteProtectMode::kMprotect, "mprotect"},
-};
-}  // namespace
-
-const char* CaptureModeName(CaptureMode mode) {
-  for (const auto& [value, name] : kCaptureNames) {
-    if (value == mode) return name;
-  }
-  return "unknown";
-}
-
-Result<CaptureMode> ParseCaptureMode(std::string_view text) {
-  for (const auto& [value, name] : kCaptureNames) {
-    if (text == name) return value;
-  }
-  return Status::Config("'" + std::string(text) + "' is not a capture mode (copy, zero-copy)");
-}
-
-const char* WriteProtectModeName(WriteProtectMode mode) {
-  for (const auto& [value, name] : kWriteProtectNames) {
-    if (value == mode) return name;
-  }
-  return "unknown";
-}
-
-Result<WriteProtectMode> ParseWriteProtectMode(std::string_view text) {
-  for (const auto& [value, name] : kWriteProtectNames) {
-    if (text == name) return value;
-  }
-  return Status::Config("'" + std::string(text) + "' is not a write protection (auto, userfaultfd, mprotect)");
-}
-
-const char* ChangeDetectionName(ChangeDetection mode) {
-  for (const auto& [value, name] : kChangeNames) {
-    if (value == mode) return name;
-  }
-  return "unknown";
-}
-
+const char* ChangeDetectionName(ChangeDetection v) { return NameOf(kChangeNames, v); }
 Result<ChangeDetection> ParseChangeDetection(std::string_view text) {
-  for (const auto& [value, name] : kChangeNames) {
-    if (text == name) return value;
-  }
-  return Status::Config("'" + std::string(text) + "' is not a change detection mode (full, pages, hash, auto)");
+  return Parse(kChangeNames, text, "a change detection mode");
+}
+
+const char* CaptureModeName(CaptureMode v) { return NameOf(kCaptureNames, v); }
+Result<CaptureMode> ParseCaptureMode(std::string_view text) {
+  return Parse(kCaptureNames, text, "a capture mode");
+}
+
+const char* WriteProtectModeName(WriteProtectMode v) { return NameOf(kWriteProtectNames, v); }
+Result<WriteProtectMode> ParseWriteProtectMode(std::string_view text) {
+  return Parse(kWriteProtectNames, text, "a write protection");
 }
 
 }  // namespace cairn

@@ -89,17 +89,16 @@ Result<MemoryKind> Pipeline::ClassifyRegion(const void* p, size_t bytes) {
     CAIRN_ASSIGN_OR_RETURN(info, gpu::ClassifyRegion(*driver, p, bytes));
   }
   switch (info.kind) {
-    case gpu::PointerKind::kHost: return MemoryKind::kHost;
-    case gpu::PointerKind::kDevice:
-    case gpu::PointerKind::kManaged: {
-      const MemoryKind kind = info.kind == gpu::PointerKind::kDevice ? MemoryKind::kDevice : MemoryKind::kManaged;
+    case MemoryKind::kHost: return MemoryKind::kHost;
+    case MemoryKind::kDevice:
+    case MemoryKind::kManaged: {
       if (!gpu_) {
         return Status::Unsupported(std::string(gpu::PointerKindName(info.kind)) +
                                    " memory, but the GPU tier is unavailable: " +
                                    gpu_unavailable_.ToString());
       }
       CAIRN_RETURN_IF_ERROR(dio_->Ensure());
-      return kind;
+      return info.kind;
     }
   }
   return MemoryKind::kHost;

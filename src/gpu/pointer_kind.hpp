@@ -13,17 +13,17 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cairn/cairn.hpp"
 #include "cairn/status.hpp"
 
 namespace cairn::gpu {
 
 class Driver;
 
-enum class PointerKind : uint8_t {
-  kHost = 0,     // host memory: pageable, or page-locked (registered) when noted
-  kDevice = 1,   // device memory (cuMemAlloc, or a mapped cuMemCreate range)
-  kManaged = 2,  // unified memory (cuMemAllocManaged): host- and device-accessible
-};
+// The public memory kind, as the driver reports it: kHost (pageable, or
+// page-locked when `registered`), kDevice (cuMemAlloc, or a mapped cuMemCreate
+// range), kManaged (cuMemAllocManaged: host- and device-accessible).
+using PointerKind = MemoryKind;
 
 // "host", "device", "managed".
 const char* PointerKindName(PointerKind kind);

@@ -76,6 +76,13 @@ void DeviceCache::MapLoop(std::stop_token /*stop*/) {}
 
 #else
 
+// Once the memory is there: a size the device cannot give fails before any
+// per-slot bookkeeping is made (a set node per slot: 1 TiB of 1 MiB slots is
+// a million of them).
+void DeviceCache::FreeEverySlot() {
+  for (uint32_t i = 0; i < slot_count_; ++i) free_.insert(free_.end(), i);
+}
+
 Result<std::unique_ptr<DeviceCache>> DeviceCache::Create(const Runtime& runtime,
                                                          const DeviceCacheOptions& options) {
   if (options.slot_bytes == 0) return Status::InvalidArgument("device cache slot size of 0 bytes");
@@ -98,7 +105,6 @@ Result<std::unique_ptr<DeviceCache>> DeviceCache::Create(const Runtime& runtime,
   c->slot_count_ = static_cast<uint32_t>(slots);
   c->on_progress_ = options.on_progress;
   c->started_ = std::chrono::steady_clock::now();
-  for (uint32_t i = 0; i < c->slot_count_; ++i) c->free_.insert(c->free_.end(), i);
   const uint64_t capacity = c->capacity_bytes();
   const Driver& d = runtime.driver();
   CAIRN_RETURN_IF_ERROR(runtime.Usable());
@@ -115,6 +121,7 @@ Result<std::unique_ptr<DeviceCache>> DeviceCache::Create(const Runtime& runtime,
       return Status(s.code(), std::move(m));
     }
     c->base_ = static_cast<uintptr_t>(p);
+    c->FreeEverySlot();
     c->map_calls_.store(1, std::memory_order_relaxed);
     c->mapped_slots_.store(c->slot_count_, std::memory_order_release);
     c->FinishMapping("");
@@ -149,6 +156,7 @@ Result<std::unique_ptr<DeviceCache>> DeviceCache::Create(const Runtime& runtime,
                                 "): " + s.message());
   }
   c->base_ = static_cast<uintptr_t>(base);
+  c->FreeEverySlot();
   DeviceCache* raw = c.get();
   c->mapper_ = std::jthread([raw](std::stop_token stop) { raw->MapLoop(std::move(stop)); });
   return c;

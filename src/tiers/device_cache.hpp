@@ -115,6 +115,7 @@ class DeviceCache {
   void MapLoop(std::stop_token stop);
   // Records the end of mapping (error "" = complete) and publishes it.
   void FinishMapping(std::string error);
+  void FreeEverySlot();  // Create, once the memory (or the range) is there
 
   const Runtime* runtime_ = nullptr;
   DeviceCacheInit init_ = DeviceCacheInit::kIncremental;

@@ -11,7 +11,8 @@
  * drives it). With FTI_HEAT_STOP_AFTER_CKPT=1 it exits after the first
  * iteration >= k at which FTI_Snapshot checkpointed (automatic intervals:
  * when that happens depends on time, the kill must still follow a
- * checkpoint); rank 0 prints "stopped after the checkpoint at iteration i".
+ * checkpoint); rank 0 prints "stopped after the checkpoint at iteration i",
+ * also into the file FTI_HEAT_STOP_REPORT names.
  * On a restart rank 0 prints "resumed at iteration i".
  *
  * FTI_HEAT_RECOVER=var: the restart recovers with FTI_RecoverVarInit /
@@ -111,6 +112,18 @@ static void step(double *h, double *g, int rank, int nprocs) {
   memcpy(h + kCols, g + kCols, sizeof(double) * kRowsPerRank * kCols);
 }
 
+/* FTI_HEAT_STOP_REPORT names the file for "stopped after the checkpoint at
+ * iteration i" (and stdout gets it too). */
+static void report_stop(int i) {
+  printf("stopped after the checkpoint at iteration %d\n", i);
+  const char *path = getenv("FTI_HEAT_STOP_REPORT");
+  FILE *f = path != NULL ? fopen(path, "w") : NULL;
+  if (f != NULL) {
+    fprintf(f, "stopped after the checkpoint at iteration %d\n", i);
+    fclose(f);
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   if (argc != 4) {
@@ -168,7 +181,13 @@ int main(int argc, char **argv) {
     }
     step(h, g, rank, nprocs);
     if (stop_at >= 0 && (stop_after_ckpt ? i >= stop_at && done == FTI_DONE : i == stop_at)) {
-      if (rank == 0 && stop_after_ckpt) printf("stopped after the checkpoint at iteration %d\n", i);
+      if (stop_after_ckpt) {
+        /* The decision is collective (every rank stops at this i). Rank 0
+         * says where in a file, and no rank exits before it has: the first
+         * rank to exit makes mpiexec end the job, whatever stdout still holds. */
+        if (rank == 0) report_stop(i);
+        MPI_Barrier(FTI_COMM_WORLD);
+      }
       fflush(stdout);
       _exit(0); /* a crash: no FTI_Finalize, no MPI_Finalize */
     }

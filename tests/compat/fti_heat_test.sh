@@ -87,15 +87,15 @@ config "$root/job"
 iterations=40; stop=23
 if [ "$auto" = 1 ]; then
   iterations=1000000000; stop=20   # it stops at the gate, long before
-  export FTI_HEAT_STOP_AFTER_CKPT=1
+  export FTI_HEAT_STOP_AFTER_CKPT=1 FTI_HEAT_STOP_REPORT="$root/job/stopped"
 fi
 FTI_HEAT_STOP_AT=$stop "$@" -np "$np" "$heat" "$root/job/config.fti" $iterations "$root/job/result" > "$root/job/out1" 2>&1
 [ -e "$root/job/result" ] && fail "the killed run finished"
-unset FTI_HEAT_STOP_AFTER_CKPT
+unset FTI_HEAT_STOP_AFTER_CKPT FTI_HEAT_STOP_REPORT
 iterations=40; expect=20
 [ "$scenario" = snapshot ] && expect=23   # the 24th call (4 | 24) checkpointed before iteration 23
 if [ "$auto" = 1 ]; then
-  expect=$(sed -n 's/^stopped after the checkpoint at iteration \([0-9]*\)$/\1/p' "$root/job/out1")
+  expect=$(sed -n 's/^stopped after the checkpoint at iteration \([0-9]*\)$/\1/p' "$root/job/stopped" 2>/dev/null)
   [ -n "$expect" ] || { cat "$root/job/out1"; fail "the killed run did not stop after a checkpoint"; }
   iterations=$((expect + 10))
 fi

@@ -35,7 +35,7 @@ from ._errors import (
     StateError,
     UnsupportedError,
 )
-from ._config import ChangeMode, DeviceCacheInit, InitStrategy
+from ._enums import ChangeMode, DeviceCacheInit, InitStrategy
 from ._types import ArrayLike
 
 if TYPE_CHECKING:

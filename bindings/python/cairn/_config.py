@@ -8,9 +8,21 @@ from __future__ import annotations
 
 import difflib
 import os
-from typing import Callable, Dict, Literal, Mapping, NamedTuple, Optional, Tuple, Union, get_args
+from typing import Callable, Dict, Mapping, NamedTuple, Optional, Tuple, Union
 
 from . import _cairn
+from ._enums import (
+    CAPTURE_MODES,
+    CHANGE_MODES,
+    DEVICE_CACHE_INITS,
+    INIT_STRATEGIES,
+    WRITE_PROTECT_MODES,
+    CaptureMode,
+    ChangeMode,
+    DeviceCacheInit,
+    InitStrategy,
+    WriteProtectMode,
+)
 from ._errors import ConfigError
 
 __all__ = [
@@ -87,59 +99,22 @@ def _int(key: str, value: object) -> object:
     return value
 
 
-#: The host_cache.init strategies (docs/config.md).
-InitStrategy = Literal["eager", "memset", "lazy", "concurrent", "sequential", "adaptive"]
-INIT_STRATEGIES: Tuple[str, ...] = get_args(InitStrategy)
+def _one_of(names: Tuple[str, ...]) -> Callable[[str, object], object]:
+    """The check of an enumerated key: `names` are its spellings (_enums.py)."""
+
+    def check(key: str, value: object) -> object:
+        if value not in names:
+            raise ConfigError(f"{key} must be one of {', '.join(names)}, not {value!r}")
+        return value
+
+    return check
 
 
-def _init(key: str, value: object) -> object:
-    if value not in INIT_STRATEGIES:
-        raise ConfigError(f"{key} must be one of {', '.join(INIT_STRATEGIES)}, not {value!r}")
-    return value
-
-
-#: The device_cache.init ways (docs/config.md).
-DeviceCacheInit = Literal["direct", "incremental"]
-DEVICE_CACHE_INITS: Tuple[str, ...] = get_args(DeviceCacheInit)
-
-
-def _device_init(key: str, value: object) -> object:
-    if value not in DEVICE_CACHE_INITS:
-        raise ConfigError(f"{key} must be one of {', '.join(DEVICE_CACHE_INITS)}, not {value!r}")
-    return value
-
-
-#: The checkpoint.changes modes (docs/config.md).
-ChangeMode = Literal["full", "pages", "hash", "auto"]
-CHANGE_MODES: Tuple[str, ...] = get_args(ChangeMode)
-
-
-def _changes(key: str, value: object) -> object:
-    if value not in CHANGE_MODES:
-        raise ConfigError(f"{key} must be one of {', '.join(CHANGE_MODES)}, not {value!r}")
-    return value
-
-
-#: The checkpoint.capture modes (docs/config.md).
-CaptureMode = Literal["copy", "zero-copy"]
-CAPTURE_MODES: Tuple[str, ...] = get_args(CaptureMode)
-
-
-def _capture(key: str, value: object) -> object:
-    if value not in CAPTURE_MODES:
-        raise ConfigError(f"{key} must be one of {', '.join(CAPTURE_MODES)}, not {value!r}")
-    return value
-
-
-#: The checkpoint.write_protect mechanisms (docs/config.md).
-WriteProtectMode = Literal["auto", "userfaultfd", "mprotect"]
-WRITE_PROTECT_MODES: Tuple[str, ...] = get_args(WriteProtectMode)
-
-
-def _write_protect(key: str, value: object) -> object:
-    if value not in WRITE_PROTECT_MODES:
-        raise ConfigError(f"{key} must be one of {', '.join(WRITE_PROTECT_MODES)}, not {value!r}")
-    return value
+_init = _one_of(INIT_STRATEGIES)
+_device_init = _one_of(DEVICE_CACHE_INITS)
+_changes = _one_of(CHANGE_MODES)
+_capture = _one_of(CAPTURE_MODES)
+_write_protect = _one_of(WRITE_PROTECT_MODES)
 
 
 def _number(key: str, value: object) -> object:
