@@ -16,6 +16,11 @@
 #   PYTHON=python3.12           the interpreter to make the venv with
 #   CAIRN_TEST_CUDA=ON          CAIRN_WITH_CUDA for the package's build (default
 #                               AUTO; scripts/test.sh sets ON: no cuda.h fails)
+#   CAIRN_TEST_TORCH=VERSION    the torch from PyPI for the torch tests (default
+#                               the pinned 2.15.0; "off": none, and they skip,
+#                               which scripts/test.sh does not allow)
+#   CAIRN_TORCH_CACHE=DIR       where it is installed once per machine (default
+#                               ~/.cache/cairn/torch-site)
 #   CAIRN_FAKE_CUDA_LIB=PATH    the fake CUDA driver for the GPU buffer tests
 #                               (default: build/lib/libcairn_fake_cuda.so, built by
 #                               the CMake tree when cuda.h is found); exported as
@@ -56,6 +61,25 @@ else
     -C "cmake.define.CAIRN_WITH_CUDA=$cuda" "$root"
 fi
 echo "run.sh: cairn installed into $venv in $((SECONDS - start))s"
+
+# torch (tests/python/test_torch_dcp.py, test_state.py's torch tests): PyPI's
+# Linux torch with its CUDA wheels is ~5 GB, so it is installed once per
+# machine into a directory of its own (pip --target, per Python version and
+# torch version) and the venv gets it through a .pth file: a fresh clone's run
+# adds one line instead of downloading and unpacking it again.
+torch_version="${CAIRN_TEST_TORCH:-2.15.0}"
+if [[ "$torch_version" != off ]]; then
+  tag="$("$py" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
+  torch_site="${CAIRN_TORCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cairn/torch-site}/$tag-torch$torch_version"
+  if [[ ! -d "$torch_site" ]]; then
+    echo "run.sh: installing torch $torch_version into $torch_site (once per machine)"
+    rm -rf "$torch_site.partial"
+    "$py" -m pip install -q --no-warn-script-location --target "$torch_site.partial" "torch==$torch_version"
+    mv "$torch_site.partial" "$torch_site"
+  fi
+  purelib="$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  echo "$torch_site" > "$purelib/cairn-torch-site.pth"
+fi
 
 # The GPU buffer tests (tests/python/test_gpu.py) need a CUDA driver loaded by
 # the core (it reads CAIRN_CUDA_DRIVER once per process): the fake one of the

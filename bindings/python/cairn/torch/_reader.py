@@ -1,0 +1,162 @@
+"""``cairn.torch.Reader``: a DCP ``StorageReader`` over a Cairn directory.
+
+Each rank reads, for every chunk its plan names, the data version of the
+saved rank that holds it (any saved rank: a load on another world size reads
+other ranks' names, which is what resharding needs). A chunk read whole into
+a contiguous destination of the same layout is restored straight into it;
+any other is restored into a temporary of the captured tensor's shape and
+copied out of the view DCP asks for. Every block is checksum-verified by the
+restore; a damaged version raises :class:`cairn.CorruptError`, which DCP
+raises on every rank (:class:`~torch.distributed.checkpoint.api.CheckpointException`).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+from collections import defaultdict
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import torch
+from torch.distributed._shard._utils import narrow_tensor_by_index
+from torch.distributed.checkpoint.metadata import Metadata
+from torch.distributed.checkpoint.planner import LoadItemType, LoadPlan, LoadPlanner, ReadItem
+from torch.distributed.checkpoint.storage import StorageReader
+from torch.futures import Future
+
+from .._client import Client
+from .._errors import NotFoundError
+from ._store import Location, Store, step_of
+
+__all__ = ["Reader"]
+
+
+class Reader(StorageReader):
+    """Reads DCP checkpoints written by :class:`cairn.torch.Writer`.
+
+    ``target`` and ``name`` as for the Writer. ``step`` (or DCP's
+    ``checkpoint_id``) picks the step; default: the newest committed one.
+
+    Raises (from ``read_metadata``):
+        NotFoundError: the root has no committed step (or not that one).
+    """
+
+    def __init__(
+        self,
+        target: Union[Client, str, "os.PathLike[str]"],
+        step: Optional[int] = None,
+        *,
+        name: str = "dcp",
+        **client_kwargs: Any,
+    ) -> None:
+        super().__init__()
+        self.store = Store(target, name, client_kwargs)
+        self.step = step_of(step)
+        self._locations: Dict[Any, Location] = {}
+
+    def reset(self, checkpoint_id: Union[str, "os.PathLike[str]", None] = None) -> None:
+        self.step = step_of(checkpoint_id)
+
+    @classmethod
+    def validate_checkpoint_id(cls, checkpoint_id: Union[str, "os.PathLike[str]"]) -> bool:
+        try:
+            return step_of(checkpoint_id) is not None
+        except Exception:
+            return False
+
+    def read_metadata(self, *args: Any, **kwargs: Any) -> Metadata:
+        if self.step is None:
+            steps = self.store.steps()
+            if not steps:
+                raise NotFoundError(f"no committed step of '{self.store.name}' in {self.store.dirs}")
+            self.step = steps[0]
+        blob = self.store.load_blob(self.store.meta_name, self.step, "metadata")
+        metadata = pickle.loads(blob)
+        if not isinstance(metadata, Metadata):
+            raise NotFoundError(f"step {self.step} of '{self.store.name}' holds no DCP metadata")
+        return metadata
+
+    def set_up_storage_reader(self, metadata: Metadata, is_coordinator: bool, *args: Any, **kwargs: Any) -> None:
+        self._locations = dict(metadata.storage_data or {})
+
+    def prepare_local_plan(self, plan: LoadPlan) -> LoadPlan:
+        return plan
+
+    def prepare_global_plan(self, plans: List[LoadPlan]) -> List[LoadPlan]:
+        return plans
+
+    def read_data(self, plan: LoadPlan, planner: LoadPlanner) -> Future[None]:
+        by_version: Dict[Tuple[int, int], List[Tuple[ReadItem, Location]]] = defaultdict(list)
+        for item in plan.items:
+            loc = self._locations[item.storage_index]
+            if loc.inline is not None:
+                self._read_inline(item, loc, planner)
+            else:
+                by_version[(loc.rank, loc.version)].append((item, loc))
+        for (rank, version), items in sorted(by_version.items()):
+            self._read_version(rank, version, items, planner)
+        fut: Future[None] = Future()
+        fut.set_result(None)
+        return fut
+
+    def _read_inline(self, item: ReadItem, loc: Location, planner: LoadPlanner) -> None:
+        assert loc.inline is not None
+        if item.type == LoadItemType.BYTE_IO:
+            planner.load_bytes(item, io.BytesIO(loc.inline))
+            return
+        saved = torch.load(io.BytesIO(loc.inline), map_location="cpu", weights_only=True)
+        dest = planner.resolve_tensor(item).detach()
+        _copy_into(item, narrow_tensor_by_index(saved, item.storage_offsets, item.lengths), dest, planner)
+
+    def _read_version(
+        self, rank: int, version: int, items: List[Tuple[ReadItem, Location]], planner: LoadPlanner
+    ) -> None:
+        """One restore of saved rank ``rank``'s data version for every chunk of it."""
+        uses: Dict[str, int] = defaultdict(int)
+        for _, loc in items:
+            uses[loc.key] += 1
+        into: Dict[str, torch.Tensor] = {}
+        copies: List[Tuple[ReadItem, Location, torch.Tensor]] = []
+        direct: List[Tuple[ReadItem, torch.Tensor]] = []
+        for item, loc in items:
+            dest = planner.resolve_tensor(item).detach()
+            if uses[loc.key] == 1 and _direct(item, loc, dest):
+                into[loc.key] = dest.view(loc.shape)
+                direct.append((item, dest))
+            else:
+                if loc.key not in into:
+                    into[loc.key] = torch.empty(loc.shape, dtype=loc.dtype)
+                copies.append((item, loc, dest))
+        self.store.client.load(self.store.data_name(rank), version, into, strict=False)
+        for item, dest in direct:
+            planner.commit_tensor(item, dest)
+        for item, loc, dest in copies:
+            view = loc.view_of(into[loc.key])
+            _copy_into(item, narrow_tensor_by_index(view, item.storage_offsets, item.lengths), dest, planner)
+
+
+def _direct(item: ReadItem, loc: Location, dest: torch.Tensor) -> bool:
+    """The chunk is the whole captured tensor and ``dest`` takes it as is."""
+    return (
+        loc.whole()
+        and all(o == 0 for o in item.storage_offsets)
+        and tuple(item.lengths) == loc.size
+        and dest.is_contiguous()
+        and dest.dtype == loc.dtype
+        and dest.numel() == _numel(loc.shape)
+    )
+
+
+def _numel(shape: Tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _copy_into(item: ReadItem, src: torch.Tensor, dest: torch.Tensor, planner: LoadPlanner) -> None:
+    if dest.size() != src.size():
+        raise ValueError(f"chunk {item.storage_index} is {tuple(src.size())}, its destination {tuple(dest.size())}")
+    dest.copy_(src)
+    planner.commit_tensor(item, dest)
