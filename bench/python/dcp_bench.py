@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 GIB = 1 << 30
 
@@ -119,7 +119,7 @@ def digest(model: Any) -> float:
 
 def writer(side: str, root: str, i: int) -> Tuple[Any, str]:
     import cairn.torch
-    from torch.distributed.checkpoint import FileSystemWriter
+    from torch.distributed.checkpoint.filesystem import FileSystemWriter
 
     if side == "cairn":
         return cairn.torch.Writer(root), str(i)
@@ -129,7 +129,7 @@ def writer(side: str, root: str, i: int) -> Tuple[Any, str]:
 
 def reader(side: str, root: str, i: int) -> Tuple[Any, str]:
     import cairn.torch
-    from torch.distributed.checkpoint import FileSystemReader
+    from torch.distributed.checkpoint.filesystem import FileSystemReader
 
     if side == "cairn":
         return cairn.torch.Reader(root), str(i)
@@ -202,7 +202,7 @@ def rank_main(a: argparse.Namespace) -> Dict[str, Any]:
             out["correct"] = all(torch.equal(sd[k].full_tensor(), v) for k, v in ref.state_dict().items())
     elif a.role == "train":
         model, opt = build(a.size, 1)
-        pending = None
+        pending: Optional[Future[Any]] = None
         dist.barrier()
         t0 = time.perf_counter()
         for i in range(1, a.train_steps + 1):
@@ -211,7 +211,9 @@ def rank_main(a: argparse.Namespace) -> Dict[str, Any]:
                 if pending is not None:
                     pending.result()
                 w, cid = writer(a.side, root, i)
-                pending = async_save(state(model, opt), storage_writer=w, checkpoint_id=cid)
+                fut = async_save(state(model, opt), storage_writer=w, checkpoint_id=cid)
+                assert isinstance(fut, Future)
+                pending = fut
         if pending is not None:
             pending.result()
         dist.barrier()

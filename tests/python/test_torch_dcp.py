@@ -178,11 +178,18 @@ def test_rank_killed_in_async_save_restarts_from_the_newest_complete_step(tmp_pa
     first, _ = procs[0].communicate()
     saved = lines(first, "saved")
     assert 2 in saved, first
+    for attempt in range(2):  # killed in the same save again: step 2's data must survive
+        procs = launch("train", root, 2, 5, 3)
+        procs[1].wait(timeout=600)
+        procs[0].kill()
+        again, _ = procs[0].communicate()
+        assert lines(again, "restored") == {2: saved[2]}, again
     outs = run("train", root, 2, 4)
     for out in outs:
         restored = lines(out, "restored")
         assert list(restored) == [2], out  # never step 3: it did not complete
         assert restored[2] == saved[2]
+        assert 4 in lines(out, "saved")
 
 
 def test_a_corrupted_shard_makes_every_rank_fall_back(tmp_path: Path) -> None:

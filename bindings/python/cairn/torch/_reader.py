@@ -27,7 +27,7 @@ from torch.futures import Future
 
 from .._client import Client
 from .._errors import NotFoundError
-from ._store import Location, Store, step_of
+from ._store import Location, Store, is_step, step_of
 
 __all__ = ["Reader"]
 
@@ -60,10 +60,7 @@ class Reader(StorageReader):
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id: Union[str, "os.PathLike[str]"]) -> bool:
-        try:
-            return step_of(checkpoint_id) is not None
-        except Exception:
-            return False
+        return is_step(checkpoint_id)
 
     def read_metadata(self, *args: Any, **kwargs: Any) -> Metadata:
         if self.step is None:

@@ -6,9 +6,9 @@ Cairn names there (docs/torch.md, "Layout"):
 
 * ``<name>.rank<r>``: rank r's tensors. Each staged or written state dict is
   one version (1, 2, 3, ... per rank, not the DCP step): a mapping saved with
-  :meth:`cairn.Client.save`, keys ``t0``, ``t1``, ... The data version is
-  decoupled from the step because ``async_save`` stages (captures) before DCP
-  says which checkpoint id it is for.
+  :meth:`cairn.Client.save`, keys ``t0``, ``t1``, ... and ``packed``. The
+  data version is decoupled from the step because ``async_save`` stages
+  (captures) before DCP says which checkpoint id it is for.
 * ``<name>.meta``: version = the step. The pickled DCP ``Metadata`` whose
   ``storage_data`` says, for every chunk, which rank's data version and key
   hold it (:class:`Location`). The coordinator writes it only after every
@@ -21,15 +21,16 @@ The steps of a root are the version files of ``<name>.meta`` (docs/format.md
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple, Union
 
 from .._client import Client
-from .._errors import InvalidArgumentError
+from .._errors import Error, InvalidArgumentError
 
-__all__ = ["Location", "Store", "step_of"]
+__all__ = ["Location", "Store", "is_step", "step_of"]
 
 _VERSION_FILE = re.compile(r"^v(\d{20})\.cairn$")
 
@@ -122,6 +123,14 @@ def step_of(checkpoint_id: Union[int, str, "os.PathLike[str]", None]) -> Optiona
     )
 
 
+def is_step(checkpoint_id: object) -> bool:
+    """Whether ``checkpoint_id`` names a step (DCP's validate_checkpoint_id)."""
+    try:
+        return step_of(checkpoint_id) is not None  # type: ignore[arg-type]
+    except InvalidArgumentError:
+        return False
+
+
 def _rank() -> int:
     import torch.distributed as dist
 
@@ -162,10 +171,28 @@ class Store:
         series = self.series
         with series.lock:
             if series.next_version is None:
-                series.next_version = (self.client.latest(self.data_name(self.rank)) or 0) + 1
+                series.next_version = self._newest_referenced() + 1
             v = series.next_version
             series.next_version += 1
             return v
+
+    def _newest_referenced(self) -> int:
+        """The newest data version of this rank that a committed step uses (0:
+        none). A new process starts above it, not above the newest on disk:
+        the data of a save that never got its step (a rank killed in
+        between) is overwritten by the next save instead of counting
+        towards ``keep_versions``, which would otherwise delete the data of
+        the last complete step after two failed saves in a row."""
+        newest = 0
+        for step in self.steps():
+            try:
+                metadata = pickle.loads(self.load_blob(self.meta_name, step, "metadata"))
+            except Error:
+                continue  # a damaged step: the restore skips it too
+            for loc in (getattr(metadata, "storage_data", None) or {}).values():
+                if isinstance(loc, Location) and loc.rank == self.rank and loc.inline is None:
+                    newest = max(newest, loc.version)
+        return newest
 
     def steps(self) -> List[int]:
         """The steps whose metadata is committed, newest first."""

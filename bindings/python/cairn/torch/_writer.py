@@ -33,7 +33,7 @@ from torch.futures import Future
 
 from .._client import ChangeMode, Client
 from .._errors import InvalidArgumentError
-from ._store import Location, Store, step_of
+from ._store import Location, Store, is_step, step_of
 
 __all__ = ["Writer"]
 
@@ -242,10 +242,7 @@ class Writer(StorageWriter, AsyncStager):
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id: Union[str, "os.PathLike[str]"]) -> bool:
-        try:
-            return step_of(checkpoint_id) is not None
-        except Exception:
-            return False
+        return is_step(checkpoint_id)
 
     def set_up_storage_writer(self, is_coordinator: bool, *args: Any, **kwargs: Any) -> None:
         self.is_coordinator = is_coordinator
