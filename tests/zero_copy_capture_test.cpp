@@ -150,6 +150,58 @@ TEST_P(ZeroCopyCaptureTest, VersionsEqualMemoryAtTheCallUnderConcurrentWriters) 
   EXPECT_EQ(ProtectedPages(mem_, kBytes, config_.write_protect), 0u) << "close leaves no protection";
 }
 
+// Regions that are not page-aligned (as Python and torch allocate): the
+// pages wholly inside each are protected and read later, the partial pages
+// at their ends (two regions share one here, and a third is a few bytes) are
+// copied at the call, so those pages are never protected. Writers change
+// every word right after each call; every version restores to its
+// snapshot, and none is copied instead.
+TEST_P(ZeroCopyCaptureTest, UnalignedRegionsAreProtectedInsideAndCopiedAtTheEdges) {
+  auto c = OpenClient(config_);
+  ASSERT_NE(c, nullptr);
+  const size_t split = kBytes / 2 + 52;
+  uint8_t* const a = mem_ + 104;               // [104, split): both ends mid-page
+  uint8_t* const b = mem_ + split;             // [split, kBytes - 40): shares a's last page
+  const size_t a_bytes = split - 104, b_bytes = kBytes - 40 - split;
+  std::vector<uint8_t> tiny(24);
+  ASSERT_OK(c->Protect(1, a, a_bytes));
+  ASSERT_OK(c->Protect(2, b, b_bytes));
+  ASSERT_OK(c->Protect(3, tiny.data(), tiny.size()));
+  std::mt19937_64 rng(11);
+  for (size_t o = 0; o < kBytes; o += 8) Store(mem_ + o, rng());
+  constexpr int kVersions = 4;
+  std::vector<std::vector<uint8_t>> content(kVersions + 1), tiny_at(kVersions + 1);
+  for (int v = 1; v <= kVersions; ++v) {
+    content[v] = Snapshot(mem_, kBytes);
+    tiny_at[v] = tiny;
+    ASSERT_OK(c->Checkpoint(kName, v));
+    for (const size_t edge : {size_t{0}, split / kPage * kPage, kBytes - kPage}) {
+      EXPECT_EQ(ProtectedPages(mem_ + edge, kPage, config_.write_protect), 0u) << "the page at " << edge;
+    }
+    std::thread writer([&, v] {
+      std::mt19937_64 r(static_cast<uint64_t>(v));
+      const size_t words = v % 2 == 0 ? kBytes / 8 : 64;  // all, or a few (layered versions)
+      for (size_t i = 0; i < words; ++i) Store(mem_ + (v % 2 == 0 ? i : r() % (kBytes / 8)) * 8, r());
+    });
+    tiny[static_cast<size_t>(v) % tiny.size()] ^= 0xff;
+    writer.join();
+  }
+  ASSERT_OK(c->Wait(kName, kVersions, Level::kLocal));
+  const Stats s = c->GetStats();
+  EXPECT_EQ(s.zero_copy.versions, uint64_t{kVersions}) << s.zero_copy.note;
+  EXPECT_EQ(s.zero_copy.fallbacks, 0u) << s.zero_copy.note;
+  for (int v = kVersions; v >= 1; --v) {
+    std::memset(mem_, 0, kBytes);
+    std::fill(tiny.begin(), tiny.end(), 0);
+    ASSERT_OK(c->Restore(kName, v));
+    EXPECT_EQ(std::memcmp(a, content[v].data() + 104, a_bytes), 0) << "version " << v;
+    EXPECT_EQ(std::memcmp(b, content[v].data() + split, b_bytes), 0) << "version " << v;
+    EXPECT_EQ(tiny, tiny_at[v]) << "version " << v;
+  }
+  ASSERT_OK(c->Close());
+  EXPECT_EQ(ProtectedPages(mem_, kBytes, config_.write_protect), 0u) << "close leaves no protection";
+}
+
 INSTANTIATE_TEST_SUITE_P(CowAndChanges, ZeroCopyCaptureTest,
                          ::testing::Combine(::testing::Values(0.0, 0.05, 1.0),
                                             ::testing::Values(ChangeDetection::kFull, ChangeDetection::kHash,

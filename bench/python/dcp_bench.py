@@ -18,8 +18,8 @@ interleaved, one launch each per round:
 * ``reshard`` (cairn): the parameters as DTensors sharded over 4 ranks, saved,
   then loaded on 2 ranks and checked (``reshard.load_s``).
 * ``train``: ``--train-steps`` training steps, an ``async_save`` every
-  ``--every`` steps (none / fs / cairn); ``train.<side>_s`` and the overheads
-  over no saves.
+  ``--every`` steps (none / fs / cairn), ``--train-rounds`` interleaved
+  rounds; ``train.<side>_s`` (median) and the overheads over no saves.
 
     python bench/python/dcp_bench.py --size 1.5 --ranks 2 --json dcp.json
     python bench/python/dcp_bench.py --size 0.05 --ranks 2 --saves 2 --train-steps 4 --json -   # smoke
@@ -251,6 +251,8 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--saves", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--train-rounds", type=int, default=3,
+                    help="interleaved training trials per side (none, fs, cairn), median")
     ap.add_argument("--train-steps", type=int, default=12)
     ap.add_argument("--every", type=int, default=4)
     ap.add_argument("--dir", default="", help="checkpoint directory (default: a new one in /var/tmp)")
@@ -287,7 +289,7 @@ def run(a: argparse.Namespace) -> Dict[str, Any]:
             raw[side]["save"].append(launch(a, "save", side, a.ranks))
             raw[side]["load"].append(launch(a, "load", side, a.ranks))
     report: Dict[str, Any] = {"params": {"size_gib": a.size, "ranks": a.ranks, "saves": a.saves,
-                                         "rounds": a.rounds}}  # fmt: skip
+                                         "rounds": a.rounds, "train_rounds": a.train_rounds}}  # fmt: skip
     for side in sides:
         saves = raw[side]["save"]
         blocking = [max(rank["blocking_s"][i] for rank in job) for job in saves for i in range(a.saves)]
@@ -308,7 +310,7 @@ def run(a: argparse.Namespace) -> Dict[str, Any]:
     resh = launch(a, "reshard-load", "cairn", 2)
     report["reshard.load_s"] = max(r["load_s"] for r in resh)
     report["reshard.correct"] = all(r["correct"] for r in resh)
-    for _ in range(a.rounds):
+    for _ in range(a.train_rounds):
         for side in ("none", "fs", "cairn"):
             shutil.rmtree(os.path.join(a.dir, side), ignore_errors=True)
             raw[side]["train"].append(max(r["train_s"] for r in launch(a, "train", side, a.ranks)))

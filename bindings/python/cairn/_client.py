@@ -14,6 +14,7 @@ from typing import (
     Any,
     Dict,
     Iterator,
+    List,
     Mapping,
     NoReturn,
     Optional,
@@ -612,6 +613,11 @@ class Client(_Closable):
             self._impl = _open_mpi(comm, config, overrides)
         self._lock = threading.RLock()  # protect/save/load bookkeeping
         self._protected: Dict[int, Tuple[object, Optional[str]]] = {}  # id -> (obj, changes)
+        # Zero-copy: the objects the last checkpoint reads after its call
+        # returned (docs/design.md, "Zero-copy captures"), kept alive until the
+        # next checkpoint call, which waits for that read, or close.
+        self._zero_copy = self._impl.config().capture == "zero-copy"
+        self._in_capture: List[object] = []
         self._closed = False
 
     # -- lifecycle -----------------------------------------------------------
@@ -628,6 +634,7 @@ class Client(_Closable):
             self._closed = True
             self._protected.clear()
             self._impl.close()
+            self._in_capture = []
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"scratch_dir={self._impl.config().scratch_dir!r}"
@@ -679,14 +686,20 @@ class Client(_Closable):
         """
         with self._lock:
             self._impl.unprotect(id)
-            self._protected.pop(id, None)
+            obj = self._protected.pop(id, None)
+            if self._zero_copy and obj is not None:
+                self._in_capture.append(obj)  # a checkpoint in flight may still read it
 
     def checkpoint(self, name: str, version: int) -> None:
         """Captures every protected region as ``version`` (>= 0) of ``name``.
 
         Returns once the data is in the host cache: the arrays may be modified
         right away. Flushing to the directories continues in the background;
-        :meth:`wait` blocks until it is durable.
+        :meth:`wait` blocks until it is durable. With ``capture="zero-copy"``
+        it returns once the memory is write-protected, and a background
+        thread reads it as it was at the call; the client keeps the objects
+        alive until the next checkpoint call (which waits for that read), even
+        if they are unprotected meanwhile, or :meth:`close`.
 
         Raises:
             ExistsError: that version is still in this client's pipeline.
@@ -694,6 +707,13 @@ class Client(_Closable):
         """
         with self._lock:
             self._impl.checkpoint(name, version)
+            self._captured([obj for obj, _ in self._protected.values()])
+
+    def _captured(self, objects: List[object]) -> None:
+        """After a checkpoint call: under zero-copy, ``objects`` are read
+        until the next one; the last call's are not any more."""
+        if self._zero_copy:
+            self._in_capture = objects
 
     def checkpoint_due(self, name: str) -> bool:
         """Whether a checkpoint of ``name`` is due under the optimal interval
@@ -874,6 +894,7 @@ class Client(_Closable):
             regions.update((e.id, arrays[e.key]) for e in items)
             with self._regions(regions, writable=False, changes=changes):
                 self._impl.checkpoint(name, version)
+            self._captured(list(regions.values()))
 
     @overload
     def load(

@@ -292,8 +292,19 @@ ZeroCopy::~ZeroCopy() {
   wp_.reset();  // joins the handler
 }
 
-Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges) {
+Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges, const std::vector<ZeroCopyPiece>& copied) {
   if (in_epoch()) return Status::State("zero-copy: an epoch is already in progress");
+  // The bytes on no protected page are taken now, as a copy capture would.
+  copied_.clear();
+  size_t copied_total = 0;
+  for (const ZeroCopyPiece& p : copied) {
+    if (p.bytes == 0) continue;
+    copied_.push_back({reinterpret_cast<uintptr_t>(p.data), p.bytes, copied_total});
+    copied_total += p.bytes;
+  }
+  copied_bytes_.resize(copied_total);
+  for (const Copied& c : copied_) std::memcpy(copied_bytes_.data() + c.at, reinterpret_cast<const void*>(c.start), c.bytes);
+  std::sort(copied_.begin(), copied_.end(), [](const Copied& a, const Copied& b) { return a.start < b.start; });
   std::vector<ZeroCopyRange> sorted = ranges;
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.data < b.data; });
   // The last epoch's watch ends here: its history is complete. The same
@@ -511,7 +522,15 @@ void ZeroCopy::ReleaseWatchGroup(Epoch* e, size_t i) {
 }
 
 Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
-  if (!in_epoch()) return Status::State("zero-copy: no epoch in progress");
+  if (!in_epoch()) {
+    // Copied pieces may come after the read of the last protected page,
+    // which completes a watched epoch.
+    size_t left = 0;
+    const uint8_t* c = epoch_ != nullptr ? CopiedAt(reinterpret_cast<uintptr_t>(src), &left) : nullptr;
+    if (c == nullptr || left < n) return Status::State("zero-copy: no epoch in progress");
+    std::memcpy(dst, c, n);
+    return Status::Ok();
+  }
   SettleHistory();  // before the first Seen overwrites the record
   Epoch* e = epoch_.get();
   const size_t page = os::PageSize();
@@ -531,6 +550,13 @@ Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
     const uintptr_t piece_end = std::min<uintptr_t>(pg + page, a + n);
     const int64_t i = e->PageOf(pg);
     if (i < 0) {
+      size_t left = 0;
+      if (const uint8_t* c = CopiedAt(at, &left)) {  // a copied piece: no page state
+        const size_t k = std::min<size_t>(left, a + n - at);
+        std::memcpy(out + (at - a), c, k);
+        at += k;
+        continue;
+      }
       flush_run();
       return Status::InvalidArgument("zero-copy: the bytes read are not protected memory of this epoch");
     }
@@ -594,6 +620,16 @@ Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
   }
   flush_run();
   return status;
+}
+
+const uint8_t* ZeroCopy::CopiedAt(uintptr_t a, size_t* left) const {
+  auto it = std::upper_bound(copied_.begin(), copied_.end(), a,
+                             [](uintptr_t x, const Copied& c) { return x < c.start; });
+  if (it == copied_.begin()) return nullptr;
+  --it;
+  if (a >= it->start + it->bytes) return nullptr;
+  *left = it->start + it->bytes - a;
+  return copied_bytes_.data() + it->at + (a - it->start);
 }
 
 void ZeroCopy::End() {

@@ -62,6 +62,14 @@ struct ZeroCopyRange {
   ExtentList extents;
 };
 
+// Bytes of an epoch that are not on protected pages (the partial pages at
+// the ends of a region that is not page-aligned, e.g. a Python or torch
+// allocation): Begin copies them, Read serves them from that copy.
+struct ZeroCopyPiece {
+  const uint8_t* data = nullptr;
+  size_t bytes = 0;
+};
+
 // Totals over the engine's epochs (stats: zero_copy_*).
 struct ZeroCopyCounters {
   uint64_t epochs = 0;
@@ -106,17 +114,18 @@ class ZeroCopy {
   ZeroCopy& operator=(const ZeroCopy&) = delete;
 
   // Starts an epoch: allocates the COW slots, registers and protects the
-  // ranges' extents. kState when an epoch is in progress; kUnsupported when a
+  // ranges' extents and copies the `copied` pieces (which must not overlap
+  // the ranges). kState when an epoch is in progress; kUnsupported when a
   // range cannot be protected (nothing is left protected then).
   // A watch left by the last epoch ends first (StopWatching).
-  Status Begin(const std::vector<ZeroCopyRange>& ranges);
+  Status Begin(const std::vector<ZeroCopyRange>& ranges, const std::vector<ZeroCopyPiece>& copied = {});
   // Between Begin and End; watching, only until the Read of its last page
   // (the version is complete then: first writes from there on are BLUE).
   bool in_epoch() const;
   // After End, watching: pages not written since their read are protected.
   bool watching() const;
-  // Copies [src, src + n) as it was at Begin into dst. src lies in one
-  // protected extent; pieces come in increasing order within a page, and a
+  // Copies [src, src + n) as it was at Begin into dst. src lies in
+  // protected extents and copied pieces; pieces come in increasing order within a page, and a
   // page is done (its protection removed, its slot freed) by the piece that
   // reaches its end. kInvalidArgument when src is not protected memory of
   // the epoch or was already read.
@@ -188,6 +197,9 @@ class ZeroCopy {
   // history.
   void Finish(bool keep_registered);
   void AddWait(int64_t ns);
+  // The copy of the piece holding address a, and the bytes of it from a on;
+  // null when no copied piece holds a.
+  const uint8_t* CopiedAt(uintptr_t a, size_t* left) const;
 
   const double cow_fraction_;
   bool watch_ = false;  // set by Create
@@ -212,6 +224,15 @@ class ZeroCopy {
   std::atomic<void*> hook_arg_{nullptr};
   FlushHistory history_;  // the capture thread's
   std::vector<uintptr_t> late_pages_;  // the capture thread's: late writes of the finished epoch
+  // Begin's copies of the copied pieces: written by Begin (the capture
+  // thread), then only read by Read until the next Begin.
+  struct Copied {
+    uintptr_t start = 0;
+    size_t bytes = 0;
+    size_t at = 0;  // offset in copied_bytes_
+  };
+  std::vector<Copied> copied_;  // sorted by start
+  std::vector<uint8_t> copied_bytes_;
   // First writes the handler released while no epoch was live: in Begin,
   // between the watch's Finish (the ranges stay registered, watched pages
   // protected) and the new epoch. Begin reports them written at the next

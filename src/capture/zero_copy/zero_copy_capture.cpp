@@ -23,22 +23,43 @@ namespace {
 
 constexpr uint64_t kMaxWatchGroupBytes = 2ull << 20;  // a huge page
 
-// The epoch's ranges: each non-empty host region with the extents it stores.
-Result<std::vector<ZeroCopyRange>> RangesOf(const format::Layout& l, const std::vector<CaptureSource>& sources) {
+// What an epoch protects and what it copies at the call.
+struct EpochPlan {
   std::vector<ZeroCopyRange> ranges;
+  std::vector<ZeroCopyPiece> copied;
+};
+
+// Each non-empty host region with the extents it stores. A region that is
+// not page-aligned (a Python or torch allocation: 16 or 64 bytes aligned)
+// is protected from its first whole page to its last, and the partial pages
+// at its ends are copied; one stored in part (layered) and not aligned has
+// its stored bytes copied, since its extents would not fall on its pages.
+Result<EpochPlan> PlanEpoch(const format::Layout& l, const std::vector<CaptureSource>& sources) {
+  const uintptr_t page = os::PageSize();
+  EpochPlan plan;
   for (uint32_t r = 0; r < l.regions.size(); ++r) {
     const auto& region = l.regions[r];
     if (region.spec.memory != MemoryKind::kHost) {
       return Status::Unsupported("region " + std::to_string(region.spec.id) + " is not host memory");
     }
     if (region.spec.bytes == 0 || region.stored_bytes == 0) continue;
-    ZeroCopyRange z;
-    z.data = static_cast<uint8_t*>(const_cast<void*>(sources[r].data));
-    z.bytes = region.spec.bytes;
-    z.extents.assign(l.region_extents(r), l.region_extents(r) + region.extent_count);
-    ranges.push_back(std::move(z));
+    auto* data = static_cast<uint8_t*>(const_cast<void*>(sources[r].data));
+    const auto start = reinterpret_cast<uintptr_t>(data);
+    const uintptr_t end = start + region.spec.bytes;
+    const uintptr_t lo = (start + page - 1) / page * page, hi = end / page * page;
+    const Extent* x = l.region_extents(r);
+    const bool aligned = lo == start && hi == end;
+    if (aligned || (region.stored_bytes == region.spec.bytes && lo < hi)) {
+      ZeroCopyRange z{.data = reinterpret_cast<uint8_t*>(lo), .bytes = hi - lo};
+      if (aligned) z.extents.assign(x, x + region.extent_count);
+      plan.ranges.push_back(std::move(z));
+      plan.copied.push_back({data, lo - start});
+      plan.copied.push_back({reinterpret_cast<const uint8_t*>(hi), end - hi});
+      continue;
+    }
+    for (uint32_t k = 0; k < region.extent_count; ++k) plan.copied.push_back({data + x[k].offset, x[k].bytes});
   }
-  return ranges;
+  return plan;
 }
 
 }  // namespace
@@ -47,7 +68,7 @@ bool Pipeline::StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>
                              std::chrono::steady_clock::time_point t0, double interval_s) {
   Status s = [&]() CAIRN_REQUIRES(mu_) -> Status {
     CAIRN_RETURN_IF_ERROR(zero_copy_unavailable_);
-    CAIRN_ASSIGN_OR_RETURN(std::vector<ZeroCopyRange> ranges, RangesOf(e->layout, sources));
+    CAIRN_ASSIGN_OR_RETURN(EpochPlan plan, PlanEpoch(e->layout, sources));
     if (!zero_copy_) {
       // The learned order watches first writes between checkpoints too. It
       // orders blocks, so it watches a block (at most a 2 MiB huge page) at a
@@ -67,7 +88,7 @@ bool Pipeline::StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>
         stats_.zero_copy.note = "write protection by mprotect + SIGSEGV (" + zero_copy_->wp_note() + ")";
       }
     }
-    return zero_copy_->Begin(ranges);
+    return zero_copy_->Begin(plan.ranges, plan.copied);
   }();
   if (!s.ok()) {
     stats_.zero_copy.fallbacks += 1;

@@ -227,6 +227,12 @@ class Store:
 
 
 def _shared_client(root: str, kwargs: Dict[str, Any]) -> Client:
+    # Zero-copy captures unless asked otherwise (the keyword or
+    # $CAIRN_CAPTURE): staging then costs the write protection of the
+    # tensors, not a copy of them, and a reader thread copies them into the
+    # cache as they were (docs/torch.md, "Staging").
+    if "capture" not in kwargs and "CAIRN_CAPTURE" not in os.environ:
+        kwargs = dict(kwargs, capture="zero-copy")
     key = (os.path.realpath(root), tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
     with _clients_lock:
         c = _clients.get(key)

@@ -1,9 +1,10 @@
 """``cairn.torch.Writer``: a DCP ``StorageWriter`` and ``AsyncStager``.
 
 ``dcp.async_save`` calls :meth:`Writer.stage` on the training thread: the
-rank's tensors are captured into Cairn's host cache as one data version (a
-memcpy into memory the client keeps, no allocation) and the state dict comes
-back with the same tensor objects, so DCP's planner in the save thread sees
+rank's tensors are captured as one data version (zero-copy by default: their
+memory is write-protected and a Cairn thread copies it into the host cache as
+it was; with ``capture="copy"`` a memcpy into that cache) and the state dict
+comes back with the same tensor objects, so DCP's planner in the save thread sees
 their shapes and shards but the writer never reads them again. In the save
 thread, :meth:`write_data` finds each planned chunk in what was captured (by
 its memory: a chunk is a view of a captured tensor) and waits for the data
