@@ -303,3 +303,29 @@ def test_tracked_arrays_from_cairn_empty(make_client: Callable[..., cairn.Client
         u[:] = 0
         c.restore("t", 2)
         assert u[1, 7] == 1 and u[2, 7] == 2
+
+
+def test_zero_copy_save_of_unaligned_arrays(make_client: Callable[..., cairn.Client]) -> None:
+    """capture="zero-copy": numpy arrays (not page-aligned) are captured
+    zero-copy, not copied instead; each version is the arrays at the call
+    though they are written right after it and the caller drops them."""
+    c = make_client(capture="zero-copy", keep_versions=10)
+    rng = np.random.default_rng(5)
+    arrays = {f"a{i}": rng.standard_normal(300_001 + i) for i in range(4)}
+    arrays["small"] = np.arange(3, dtype=np.int32)
+    assert all(a.ctypes.data % 4096 != 0 or a.nbytes % 4096 != 0 for a in arrays.values())
+    expect = []
+    for v in range(1, 4):
+        expect.append({k: a.copy() for k, a in arrays.items()})
+        c.save("zc", v, arrays, changes="full")
+        for a in arrays.values():
+            a += 1  # in place, while the version may still be read
+        arrays = {k: a.copy() for k, a in arrays.items()}  # the saved objects are dropped
+    c.wait("zc", 3)
+    zc = c.stats().zero_copy
+    assert (zc.versions, zc.fallbacks) == (3, 0), zc.note
+    for v, want in enumerate(expect, start=1):
+        got = c.load("zc", v)
+        assert set(got) == set(want)
+        for k in want:
+            np.testing.assert_array_equal(got[k], want[k])
