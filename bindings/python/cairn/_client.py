@@ -707,13 +707,8 @@ class Client(_Closable):
         """
         with self._lock:
             self._impl.checkpoint(name, version)
-            self._captured([obj for obj, _ in self._protected.values()])
-
-    def _captured(self, objects: List[object]) -> None:
-        """After a checkpoint call: under zero-copy, ``objects`` are read
-        until the next one; the last call's are not any more."""
-        if self._zero_copy:
-            self._in_capture = objects
+            if self._zero_copy:  # read until the next call; the last call's are not any more
+                self._in_capture = [obj for obj, _ in self._protected.values()]
 
     def checkpoint_due(self, name: str) -> bool:
         """Whether a checkpoint of ``name`` is due under the optimal interval
@@ -894,7 +889,8 @@ class Client(_Closable):
             regions.update((e.id, arrays[e.key]) for e in items)
             with self._regions(regions, writable=False, changes=changes):
                 self._impl.checkpoint(name, version)
-            self._captured(list(regions.values()))
+            if self._zero_copy:  # read until the next checkpoint call
+                self._in_capture = list(regions.values())
 
     @overload
     def load(

@@ -125,10 +125,11 @@ class ZeroCopy {
   // After End, watching: pages not written since their read are protected.
   bool watching() const;
   // Copies [src, src + n) as it was at Begin into dst. src lies in
-  // protected extents and copied pieces; pieces come in increasing order within a page, and a
-  // page is done (its protection removed, its slot freed) by the piece that
-  // reaches its end. kInvalidArgument when src is not protected memory of
-  // the epoch or was already read.
+  // protected extents and copied pieces; pieces come in increasing order
+  // within a page, and a page is done (its protection removed, its slot
+  // freed) by the piece that reaches its end. kInvalidArgument when src is
+  // neither protected memory of the epoch nor a copied piece, or was
+  // already read.
   Status Read(const void* src, void* dst, size_t n);
   // Ends the epoch: every protection is removed (blocked writers go on), the
   // COW buffer is freed. Watching, once every page was read: pages not
