@@ -13,8 +13,9 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <future>
 #include <cstring>
+#include <future>
+#include <latch>
 #include <random>
 #include <thread>
 #include <tuple>
@@ -302,6 +303,52 @@ TEST_F(ZeroCopyClientTest, ARedPageIsReadFromASpareWhileTheFlushIsStopped) {
   ASSERT_OK(c->Restore(kName, 1));
   EXPECT_EQ(std::memcmp(mem_, before.data(), kBytes), 0);
   ASSERT_OK(c->Close());
+}
+
+// Unprotect reads a zero-copy epoch still reading the region to the end
+// before it returns, so that the application may free the memory right
+// after: nothing of it is protected then, and the version holds it as it was
+// at the call. The flush waits for a gate, so the reader is stopped with the
+// cache full and most of the region not read when Unprotect is called; the
+// gate opens once the call has begun (a thread waiting for the latch).
+// UnprotectOptions::wait_for_reads = false returns at once instead.
+TEST_F(ZeroCopyClientTest, UnprotectReadsAnEpochInFlightToTheEnd) {
+  for (const bool wait : {true, false}) {
+    SCOPED_TRACE(wait ? "wait_for_reads" : "no wait");
+    GateFs fs(format::EntryFileName(format::EntryKind::kCheckpoint, 1));
+    Config config = MakeConfig(8 * 64 * kKiB, 64 * kKiB);
+    config.capture = CaptureMode::kZeroCopy;
+    config.cow_fraction = 0;
+    config.fs = &fs;
+    config.scratch_dir = tmp_.path() + (wait ? "/wait" : "/nowait");
+    auto c = OpenClient(config);
+    ASSERT_NE(c, nullptr);
+    GateRelease release{&fs};
+    ASSERT_OK(c->Protect(1, mem_, kBytes));
+    for (size_t o = 0; o < kBytes; o += 8) Store(mem_ + o, o * 3 + 1);
+    const std::vector<uint8_t> before = Snapshot(mem_, kBytes);
+    ASSERT_OK(c->Checkpoint(kName, 1));
+    ASSERT_EQ(c->GetStats().zero_copy.versions, 1u) << c->GetStats().zero_copy.note;
+    EXPECT_GT(ProtectedPages(mem_, kBytes), 0u) << "the reader is stopped at the full cache";
+    std::latch called(1);
+    std::thread opener([&] {
+      called.wait();
+      fs.Release();
+    });
+    called.count_down();
+    ASSERT_OK(c->Unprotect(1, UnprotectOptions{.wait_for_reads = wait}));
+    const uint64_t left = ProtectedPages(mem_, kBytes);
+    opener.join();
+    if (wait) {
+      EXPECT_EQ(left, 0u) << "Unprotect returned with the region still being read";
+    }
+    ASSERT_OK(c->Wait(kName, 1, Level::kLocal));
+    std::memset(mem_, 0, kBytes);  // the memory is the application's again
+    ASSERT_OK(c->Protect(1, mem_, kBytes));
+    ASSERT_OK(c->Restore(kName, 1));
+    EXPECT_EQ(std::memcmp(mem_, before.data(), kBytes), 0);
+    ASSERT_OK(c->Close());
+  }
 }
 
 // checkpoint.changes = pages under zero-copy (userfaultfd): the engine's

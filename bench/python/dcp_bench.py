@@ -14,7 +14,9 @@ interleaved, one launch each per round:
   saves minus its RSS before the first (Cairn's host cache is counted: it is
   allocated then and kept).
 * ``load``: a new launch, ``dcp.load`` of the newest step into a model built
-  from another seed, checked equal to what was saved (``load_s``: slowest rank).
+  from another seed, checked equal to what was saved (``load_s``: slowest
+  rank; ``--load-rounds`` interleaved launches per side after the saves,
+  median: one cold read of a virtual disk varies by a second between launches).
 * ``reshard`` (cairn): the parameters as DTensors sharded over 4 ranks, saved,
   then loaded on 2 ranks and checked (``reshard.load_s``).
 * ``train``: ``--train-steps`` training steps, an ``async_save`` every
@@ -251,7 +253,9 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--saves", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--train-rounds", type=int, default=3,
+    ap.add_argument("--load-rounds", type=int, default=3,
+                    help="interleaved cold loads per side (fs, cairn) after each round's saves, median")
+    ap.add_argument("--train-rounds", type=int, default=5,
                     help="interleaved training trials per side (none, fs, cairn), median")
     ap.add_argument("--train-steps", type=int, default=12)
     ap.add_argument("--every", type=int, default=4)
@@ -287,23 +291,27 @@ def run(a: argparse.Namespace) -> Dict[str, Any]:
         for side in sides:
             shutil.rmtree(os.path.join(a.dir, side), ignore_errors=True)
             raw[side]["save"].append(launch(a, "save", side, a.ranks))
-            raw[side]["load"].append(launch(a, "load", side, a.ranks))
+        for _ in range(a.load_rounds):
+            for side in sides:
+                raw[side]["load"].append((len(raw[side]["save"]) - 1, launch(a, "load", side, a.ranks)))
     report: Dict[str, Any] = {"params": {"size_gib": a.size, "ranks": a.ranks, "saves": a.saves,
-                                         "rounds": a.rounds, "train_rounds": a.train_rounds}}  # fmt: skip
+                                         "rounds": a.rounds, "load_rounds": a.load_rounds,
+                                         "train_rounds": a.train_rounds}}  # fmt: skip
     for side in sides:
         saves = raw[side]["save"]
         blocking = [max(rank["blocking_s"][i] for rank in job) for job in saves for i in range(a.saves)]
         durable = [max(rank["durable_s"][i] for rank in job) for job in saves for i in range(a.saves)]
-        loads = [max(rank["load_s"] for rank in job) for job in raw[side]["load"]]
+        loads = [max(rank["load_s"] for rank in job) for _, job in raw[side]["load"]]
         report[f"{side}.blocking_s"] = statistics.median(blocking)
         report[f"{side}.durable_s"] = statistics.median(durable)
         report[f"{side}.load_s"] = statistics.median(loads)
         report[f"{side}.peak_extra_bytes"] = max(rank["peak_extra_bytes"] for job in saves for rank in job)
         report[f"{side}.load_correct"] = all(
             abs(l_["digest"] - s_["digest"]) == 0.0
-            for lj, sj in zip(raw[side]["load"], saves) for l_, s_ in zip(lj, sj)
+            for i, lj in raw[side]["load"] for l_, s_ in zip(lj, saves[i])
         )  # fmt: skip
         report[f"{side}.all_blocking_s"] = blocking
+        report[f"{side}.all_load_s"] = loads
     report["blocking_ratio_fs_over_cairn"] = report["fs.blocking_s"] / report["cairn.blocking_s"]
     shutil.rmtree(os.path.join(a.dir, "cairn"), ignore_errors=True)
     launch(a, "reshard-save", "cairn", 4)

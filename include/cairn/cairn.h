@@ -87,7 +87,9 @@ typedef struct {
 CAIRN_EXPORT int cairn_protect_ex(cairn_client_t *c, int id, void *ptr, size_t bytes,
                                   const cairn_protect_options_t *opts);
 
-/* cairn_unprotect - forget region id. CAIRN_ERR_NOT_FOUND if unknown. */
+/* cairn_unprotect - forget region id; returns once no capture reads its
+ * memory (a zero-copy checkpoint still reading it is read to the end first),
+ * so that it may be freed right after. CAIRN_ERR_NOT_FOUND if unknown. */
 CAIRN_EXPORT int cairn_unprotect(cairn_client_t *c, int id);
 
 /* cairn_checkpoint - capture all protected regions as version (>= 0) of name.

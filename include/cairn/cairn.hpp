@@ -199,6 +199,18 @@ struct ProtectOptions {
   std::optional<ChangeDetection> changes;
 };
 
+// How Unprotect lets go of a region's memory.
+struct UnprotectOptions {
+  // true: Unprotect returns once no capture reads the memory any more (a
+  // zero-copy checkpoint still reading it is read to the end first, and its
+  // write protection is gone), so it may be freed at once. false: it returns
+  // at once, and the memory must stay mapped (it may change) until the next
+  // Checkpoint, Restore or Close of this client returns; for callers that
+  // keep it alive so anyway (Python's Client does). Copy-mode captures are
+  // over when Checkpoint returns: then both are the same.
+  bool wait_for_reads = true;
+};
+
 class History;
 class Group;
 struct GlobalCommitState;  // cairn/group.hpp
@@ -234,9 +246,11 @@ class CAIRN_EXPORT Client {
   // The same, with this region's own options (a re-registration with other
   // options starts its change detection afresh: its next version is full).
   Status Protect(int id, void* ptr, size_t bytes, const ProtectOptions& options);
-  // Forgets region `id`; later checkpoints leave it out. kNotFound if it is
-  // not protected, kState once the client is closed.
+  // Forgets region `id`; later checkpoints leave it out. Returns once no
+  // capture reads its memory (UnprotectOptions): the memory may then be
+  // freed. kNotFound if it is not protected, kState once the client is closed.
   Status Unprotect(int id);
+  Status Unprotect(int id, const UnprotectOptions& options);
 
   // Captures every protected region into version `version` (>= 0) of `name`.
   // Returns once all regions are copied into the host cache: the application

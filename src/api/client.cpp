@@ -286,13 +286,23 @@ Status Client::Protect(int id, void* ptr, size_t bytes, const ProtectOptions& op
   return Status::Ok();
 }
 
-Status Client::Unprotect(int id) {
+Status Client::Unprotect(int id) { return Unprotect(id, UnprotectOptions{}); }
+
+Status Client::Unprotect(int id, const UnprotectOptions& options) {
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
-  MutexLock regions_lock(&impl_->core->regions_mu);
-  if (impl_->core->regions.erase(id) == 0) {
-    return Status::NotFound("region " + std::to_string(id) + " is not protected");
+  bool host = false;
+  {
+    MutexLock regions_lock(&impl_->core->regions_mu);
+    auto it = impl_->core->regions.find(id);
+    if (it == impl_->core->regions.end()) {
+      return Status::NotFound("region " + std::to_string(id) + " is not protected");
+    }
+    host = it->second.memory == MemoryKind::kHost;
+    impl_->core->regions.erase(it);
   }
+  // Only host memory is read by a zero-copy epoch after Checkpoint returns.
+  if (host && options.wait_for_reads) impl_->core->pipeline->ReleaseSources();
   return Status::Ok();
 }
 

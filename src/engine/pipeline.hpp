@@ -136,6 +136,11 @@ class Pipeline {
       CAIRN_EXCLUDES(mu_, capture_mu_);
   Status Wait(format::EntryKind kind, const std::string& name, int64_t number, Level level)
       CAIRN_EXCLUDES(mu_);
+  // No capture reads the application's memory once this returns: a zero-copy
+  // epoch still being read is read to the end and its watch of first writes
+  // ends (no protection left); copy-mode captures are over when Capture
+  // returns. Client::Unprotect, so that the memory may be freed.
+  void ReleaseSources() CAIRN_EXCLUDES(mu_, capture_mu_);
   // VELOC_Cleanup (docs/veloc.md): waits until every version of checkpoint
   // `name` in the pipeline has reached its last tier or failed
   // (Catalog::Settled), then queues on the mover, behind the copies and

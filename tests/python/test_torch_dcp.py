@@ -228,7 +228,7 @@ def test_dcp_bench_smoke(tmp_path: Path) -> None:
     bench = Path(__file__).resolve().parents[2] / "bench" / "python" / "dcp_bench.py"
     subprocess.run(
         [sys.executable, str(bench), "--size", "0.02", "--ranks", "2", "--saves", "2",
-         "--train-steps", "2", "--train-rounds", "1", "--every", "1", "--dir", str(tmp_path / "d"), "--json", str(out)],
+         "--train-steps", "2", "--train-rounds", "1", "--load-rounds", "1", "--every", "1", "--dir", str(tmp_path / "d"), "--json", str(out)],
         check=True, timeout=600, stdout=subprocess.DEVNULL,
     )  # fmt: skip
     doc = json.loads(out.read_text())

@@ -685,7 +685,7 @@ class Client(_Closable):
             NotFoundError: ``id`` is not protected.
         """
         with self._lock:
-            self._impl.unprotect(id)
+            self._impl.unprotect(id, wait=False)
             obj = self._protected.pop(id, None)
             if self._zero_copy and obj is not None:
                 self._in_capture.append(obj)  # a checkpoint in flight may still read it
@@ -975,7 +975,7 @@ class Client(_Closable):
         The lock is held: no checkpoint or restore can see the gap."""
         aside = dict(self._protected)
         for rid in aside:
-            self._impl.unprotect(rid)
+            self._impl.unprotect(rid, wait=False)
         try:
             yield
         finally:
@@ -996,6 +996,6 @@ class Client(_Closable):
         finally:
             for rid in done:
                 try:
-                    self._impl.unprotect(rid)
+                    self._impl.unprotect(rid, wait=False)
                 except StateError:
                     pass  # closed meanwhile: its regions are gone already

@@ -520,10 +520,12 @@ class PyClient {
     std::swap(regions_[id], b);  // the region it replaces is released with `b`
   }
 
-  void Unprotect(int id) {
+  // wait false: a zero-copy epoch may still read the memory; the Python
+  // Client keeps the object alive until the next checkpoint call instead.
+  void Unprotect(int id, bool wait) {
     Check(WithoutGil([&] {
       std::unique_lock guard(regions_guard_);  // waits for checkpoints/restores
-      return client_->Unprotect(id);
+      return client_->Unprotect(id, cairn::UnprotectOptions{.wait_for_reads = wait});
     }));
     regions_.erase(id);
   }
@@ -696,7 +698,7 @@ NB_MODULE(_cairn, m) {
                   nb::arg("error"), nb::arg("fcomm"), nb::arg("library"), nb::rv_policy::take_ownership)
       .def("protect", &PyClient::Protect, nb::arg("id"), nb::arg("obj"), nb::arg("writable") = true,
            nb::arg("changes") = nb::none())
-      .def("unprotect", &PyClient::Unprotect, nb::arg("id"))
+      .def("unprotect", &PyClient::Unprotect, nb::arg("id"), nb::arg("wait") = true)
       .def("checkpoint", &PyClient::Checkpoint, nb::arg("name"), nb::arg("version"))
       .def("wait", &PyClient::Wait, nb::arg("name"), nb::arg("version"), nb::arg("level"))
       .def("checkpoint_due", &PyClient::CheckpointDue, nb::arg("name"))

@@ -197,6 +197,14 @@ void Pipeline::JoinZeroCopy() {
   zero_copy_reader_.join();
 }
 
+void Pipeline::ReleaseSources() {
+  {
+    MutexLock capture_lock(&capture_mu_);
+    JoinZeroCopy();  // its huge-page pass touches the memory too
+  }
+  WaitZeroCopyIdle();
+}
+
 void Pipeline::WaitZeroCopyIdle() {
   MutexLock lock(&mu_);
   cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) { return !zero_copy_busy_; });
