@@ -115,11 +115,9 @@ Status Pipeline::Init() {
 Pipeline::~Pipeline() { (void)Shutdown(); }
 
 Status Pipeline::Shutdown() {
-  {
-    MutexLock capture_lock(&capture_mu_);
-    JoinZeroCopy();  // a zero-copy epoch is read to the end (it needs the threads below)
-  }
-  WaitZeroCopyIdle();  // and its watch ends: no protection is left after close
+  // A zero-copy epoch is read to the end (it needs the threads below) and
+  // its watch ends: no protection is left after close.
+  ReleaseSources();
   // Histories first: their unflushed steps are consumed, not written.
   std::vector<std::string> open_histories;
   {

@@ -139,7 +139,7 @@ class Pipeline {
   // No capture reads the application's memory once this returns: a zero-copy
   // epoch still being read is read to the end and its watch of first writes
   // ends (no protection left); copy-mode captures are over when Capture
-  // returns. Client::Unprotect, so that the memory may be freed.
+  // returns. Client::Unprotect, so that the memory may be freed, and Shutdown.
   void ReleaseSources() CAIRN_EXCLUDES(mu_, capture_mu_);
   // VELOC_Cleanup (docs/veloc.md): waits until every version of checkpoint
   // `name` in the pipeline has reached its last tier or failed
