@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
+#include "format/naming.hpp"
+#include "testing/fs/gate_fs.hpp"
 #include "testing/test_memory.hpp"
 #include "testing/test_util.hpp"
 
@@ -454,6 +456,50 @@ TEST_F(ClientTest, HostCacheGrowsAtProtectToHoldOneVersion) {
   ASSERT_NE(pinned, nullptr);
   ASSERT_OK(pinned->Protect(1, big.data(), big.size()));
   EXPECT_EQ(pinned->GetStats().cache_capacity_bytes, 4 * kMiB) << "a pinned cache keeps its size";
+}
+
+// A region protected only to be restored into (a load into fresh memory)
+// leaves the cache at its size; a version that other processes of the node
+// read too is read through the page cache, any other as it was written.
+TEST_F(ClientTest, RestoreTargetsNeedNoCacheAndSharedReadsAreBuffered) {
+  Config c = MakeConfig(4 * kMiB, 256 * kKiB);
+  c.host_cache_grow = true;
+  c.direct_io = true;
+  const std::vector<uint8_t> saved = Pattern(10 * kMiB + 4096, 81);
+  {
+    auto writer = OpenClient(c);
+    ASSERT_NE(writer, nullptr);
+    ASSERT_OK(writer->Protect(1, const_cast<uint8_t*>(saved.data()), saved.size()));
+    ASSERT_OK(writer->Checkpoint("loaded", 1));
+    ASSERT_OK(writer->Close());
+  }
+  GateFs gate("", /*gate_reads=*/false, /*armed=*/false);  // records the opens only
+  c.fs = &gate;
+  auto reader = OpenClient(c);
+  ASSERT_NE(reader, nullptr);
+  std::vector<uint8_t> into(saved.size());
+  ASSERT_OK(reader->Protect(1, into.data(), into.size(), ProtectOptions{.reserve_cache = false}));
+  EXPECT_EQ(reader->GetStats().cache_capacity_bytes, 4 * kMiB) << "grew for a restore target";
+
+  ASSERT_OK(reader->Restore("loaded", 1));
+  EXPECT_TRUE(SameBytes(into, saved));
+  const std::string file = format::EntryFileName(format::EntryKind::kCheckpoint, 1);
+  // The chain's structure is read buffered, the blocks direct.
+  const int opens = gate.read_opens(file, /*direct_only=*/false);
+  const int direct = gate.read_opens(file, /*direct_only=*/true);
+  EXPECT_GT(direct, 0) << "storage.direct_io reads the blocks direct";
+
+  std::fill(into.begin(), into.end(), 0);
+  ASSERT_OK(reader->Restore("loaded", 1, RestoreOptions{.shared_on_node = true}));
+  EXPECT_TRUE(SameBytes(into, saved));
+  EXPECT_GT(gate.read_opens(file, /*direct_only=*/false), opens);
+  EXPECT_EQ(gate.read_opens(file, /*direct_only=*/true), direct) << "a shared read went direct";
+  EXPECT_EQ(reader->GetStats().cache_capacity_bytes, 4 * kMiB);
+
+  std::vector<uint8_t> small(3000);
+  ASSERT_OK(reader->Protect(2, small.data(), small.size()));  // checkpoints follow for it
+  EXPECT_GT(reader->GetStats().cache_capacity_bytes, 4 * kMiB);
+  ASSERT_OK(reader->Close());
 }
 
 // Many checkpoints through a tiny cache (back-pressure) all restore exactly.

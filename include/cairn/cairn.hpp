@@ -197,6 +197,11 @@ struct ProtectOptions {
   // memory that cannot be tracked page by page, kFull for a region that
   // changes everywhere each time.
   std::optional<ChangeDetection> changes;
+  // host_cache.grow: the cache grows at once to hold a version of everything
+  // protected, while the application still computes. false: the region is
+  // only restored into (e.g. a load into fresh memory) and makes the cache
+  // grow for no checkpoint; a capture larger than the cache still grows it.
+  bool reserve_cache = true;
 };
 
 // How Unprotect lets go of a region's memory.
@@ -209,6 +214,17 @@ struct UnprotectOptions {
   // keep it alive so anyway (Python's Client does). Copy-mode captures are
   // over when Checkpoint returns: then both are the same.
   bool wait_for_reads = true;
+};
+
+// How Restore reads a version that is no longer in the cache.
+struct RestoreOptions {
+  // Other processes of this node read the same version at about the same
+  // time (every rank of a job loading a replicated model): its files are
+  // read through the page cache, so they come off the disk once for all of
+  // them instead of once per process. false: they are read the way they
+  // were written (O_DIRECT under storage.direct_io), which is faster for a
+  // version that one process reads alone.
+  bool shared_on_node = false;
 };
 
 class History;
@@ -283,6 +299,8 @@ class CAIRN_EXPORT Client {
   // regions' content is then unspecified. kSizeMismatch if a region's size
   // differs; kNotFound if a protected id is missing from the version.
   Status Restore(std::string_view name, int64_t version);
+  // The same, reading the files as `options` says (RestoreOptions).
+  Status Restore(std::string_view name, int64_t version, const RestoreOptions& options);
 
   // The restart in one pass: restores the newest committed version of `name`
   // that verifies into the protected regions and returns its number. Each
@@ -367,7 +385,7 @@ class CAIRN_EXPORT Client {
   // The bodies of Wait, Restore and RestoreLatest, which time them for
   // CheckpointDue's model.
   Status WaitFor(std::string_view name, int64_t version, Level level);
-  Status RestoreVersion(std::string_view name, int64_t version);
+  Status RestoreVersion(std::string_view name, int64_t version, const RestoreOptions& options);
   Result<int64_t> RestoreNewest(std::string_view name);
   std::unique_ptr<Impl> impl_;
   friend class History;

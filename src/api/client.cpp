@@ -282,7 +282,7 @@ Status Client::Protect(int id, void* ptr, size_t bytes, const ProtectOptions& op
     impl_->core->regions[id] = Region{ptr, bytes, *kind, options.changes};
     for (const auto& [rid, r] : impl_->core->regions) total += r.bytes;
   }
-  impl_->core->pipeline->ReserveFor(total);
+  if (options.reserve_cache) impl_->core->pipeline->ReserveFor(total);
   return Status::Ok();
 }
 
@@ -400,18 +400,24 @@ Result<int64_t> Client::Latest(std::string_view name, int64_t at_most) {
 
 
 Status Client::Restore(std::string_view name, int64_t version) {
+  return Restore(name, version, RestoreOptions{});
+}
+
+Status Client::Restore(std::string_view name, int64_t version, const RestoreOptions& options) {
   const SteadyTime start = impl_->Now();
-  Status s = RestoreVersion(name, version);
+  Status s = RestoreVersion(name, version, options);
   if (s.ok()) impl_->Restored(name, start);
   return s;
 }
 
-Status Client::RestoreVersion(std::string_view name, int64_t version) {
+Status Client::RestoreVersion(std::string_view name, int64_t version, const RestoreOptions& options) {
+  const core::FileRead read =
+      options.shared_on_node ? core::FileRead::kThroughPageCache : core::FileRead::kAsWritten;
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
   if (!impl_->group) {
     return impl_->PlacedRestore(std::string(name), version, [&] {
-      return impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
+      return impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets(), read);
     });
   }
   ProgressGlobal(*impl_);
@@ -421,7 +427,7 @@ Status Client::RestoreVersion(std::string_view name, int64_t version) {
   CAIRN_RETURN_IF_ERROR(CheckSameSize(*impl_, std::string(name)));
   CAIRN_RETURN_IF_ERROR(impl_->levels->Recover(std::string(name), version, -1));
   Status s = impl_->PlacedRestore(std::string(name), version, [&] {
-    return impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
+    return impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets(), read);
   });
   int64_t damaged = s.code() == Code::kCorrupt || s.code() == Code::kIo ? 1 : 0;
   if (impl_->redundant()) {
@@ -431,7 +437,7 @@ Status Client::RestoreVersion(std::string_view name, int64_t version) {
     if (damaged != 0) {
       const bool mine = s.code() == Code::kCorrupt || s.code() == Code::kIo;
       CAIRN_RETURN_IF_ERROR(impl_->levels->Recover(std::string(name), version, mine ? version : -1));
-      s = impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets());
+      s = impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets(), read);
     }
   }
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl_->group, s, what));

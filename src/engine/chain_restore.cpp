@@ -46,18 +46,20 @@ Result<format::Chain> OpenChain(os::FileSystem* fs, const tiers::FileTier& tier,
 
 }  // namespace
 
-// One pass per link, in the way the tier writes: O_DIRECT for checkpoint
-// files written with storage.direct_io (not in the page cache anyway, and a
-// buffered read would need a page cache as large as the version beside the
-// application's memory: measured 2.6-3.5x slower cold on this VM,
-// docs/bench.md), buffered for scratch history steps, which the page cache
-// usually still holds. Device and managed targets go through the restore
-// stream.
+// One pass per link, by default in the way the tier writes: O_DIRECT for
+// checkpoint files written with storage.direct_io (not in the page cache
+// anyway, and a lone buffered read needs a page cache as large as the version
+// beside the application's memory: 2.6-3.5x slower cold, docs/bench.md),
+// buffered for scratch history steps, which the page cache usually still
+// holds. kThroughPageCache reads buffered: several processes reading the same
+// files share the page cache's one read from the disk. Device and managed
+// targets go through the restore stream.
 Status Pipeline::ReadChain(const format::Chain& chain, const tiers::FileTier& tier,
-                           const std::string& label, const std::vector<RestoreTarget>& targets) {
+                           const std::string& label, const std::vector<RestoreTarget>& targets,
+                           FileRead read) {
   std::vector<uint32_t> index;
   CAIRN_RETURN_IF_ERROR(MatchRegions(chain.tip().layout(), targets, label, &index));
-  const bool direct = tier.writer_options().direct;
+  const bool direct = tier.writer_options().direct && read == FileRead::kAsWritten;
   std::vector<format::RegionTarget> to;
   to.reserve(targets.size());
   for (const RestoreTarget& t : targets) {
@@ -79,7 +81,8 @@ Status Pipeline::ReadChain(const format::Chain& chain, const tiers::FileTier& ti
 // chain of the same version when the local one is missing, damaged or broken
 // (a chain is never mixed across tiers). Returns the local error if both fail.
 Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, const std::string& name,
-                               int64_t number, const std::vector<RestoreTarget>& targets) {
+                               int64_t number, const std::vector<RestoreTarget>& targets,
+                               FileRead read) {
   const std::string label = format::EntryLabel(kind, name, number);
   // The application waits on this read, from the chain's first open to its
   // last block.
@@ -93,7 +96,7 @@ Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, co
     Status s = chain.status();
     if (s.code() == Code::kNotFound) continue;
     any_file = true;
-    if (s.ok()) s = ReadChain(*chain, *tier, label, targets);
+    if (s.ok()) s = ReadChain(*chain, *tier, label, targets, read);
     // Layout mismatches are the caller's problem, not the file's: no fallback.
     if (s.code() == Code::kSizeMismatch || s.code() == Code::kNotFound) return s;
     if (s.code() == Code::kCorrupt) s = s.WithContext(label + " is damaged");

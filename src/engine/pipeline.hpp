@@ -114,6 +114,12 @@ struct RestoreTarget {
   uint64_t bytes = 0;
 };
 
+// How a restore reads files: the way the tier writes them (O_DIRECT under
+// storage.direct_io), or through the page cache, for a version that other
+// processes of the node read at the same time: its files then come off the
+// disk once for all of them instead of once per process.
+enum class FileRead { kAsWritten, kThroughPageCache };
+
 class Pipeline {
  public:
   static Result<std::unique_ptr<Pipeline>> Start(const Config& config);
@@ -174,8 +180,8 @@ class Pipeline {
   // recorded (they would delay that record's fsync). Values only rise; a
   // higher `global` runs a retention pass.
   void SetGlobalCommit(const std::string& name, int64_t global, int64_t common) CAIRN_EXCLUDES(mu_);
-  Status Restore(const std::string& name, int64_t version, const std::vector<RestoreTarget>& targets)
-      CAIRN_EXCLUDES(mu_);
+  Status Restore(const std::string& name, int64_t version, const std::vector<RestoreTarget>& targets,
+                 FileRead read = FileRead::kAsWritten) CAIRN_EXCLUDES(mu_);
   // While one lives, the application waits on a restore: a read from files
   // (ReadFromFiles holds one), or an MPI job's whole collective restore
   // with its recovery (a partner copy fetched, a rebuild from parity),
@@ -433,10 +439,11 @@ class Pipeline {
   // From the files, chain by chain (chain_restore.cpp): the local tier's
   // chain, else the persistent tier's.
   Status ReadFromFiles(const EntryPtr& e, format::EntryKind kind, const std::string& name,
-                       int64_t number, const std::vector<RestoreTarget>& targets) CAIRN_EXCLUDES(mu_);
+                       int64_t number, const std::vector<RestoreTarget>& targets,
+                       FileRead read = FileRead::kAsWritten) CAIRN_EXCLUDES(mu_);
   // One verifying pass per link of an opened chain of `tier` into targets.
   Status ReadChain(const format::Chain& chain, const tiers::FileTier& tier, const std::string& label,
-                   const std::vector<RestoreTarget>& targets) CAIRN_EXCLUDES(mu_);
+                   const std::vector<RestoreTarget>& targets, FileRead read) CAIRN_EXCLUDES(mu_);
   // Precondition: e is pinned and fully cached. Drops mu_ for the copies.
   // *device_hit: some block came from the device cache.
   Status CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets, bool* device_hit)

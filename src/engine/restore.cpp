@@ -87,7 +87,7 @@ Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarge
 }
 
 Status Pipeline::Restore(const std::string& name, int64_t version,
-                         const std::vector<RestoreTarget>& targets) {
+                         const std::vector<RestoreTarget>& targets, FileRead read) {
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
   const auto kind = format::EntryKind::kCheckpoint;
   auto t0 = std::chrono::steady_clock::now();
@@ -120,7 +120,7 @@ Status Pipeline::Restore(const std::string& name, int64_t version,
       return e->local_error.WithContext(format::EntryLabel(kind, name, version) + " was lost");
     }
     lock.Unlock();
-    s = ReadFromFiles(e, kind, name, version, targets);
+    s = ReadFromFiles(e, kind, name, version, targets, read);
     lock.Lock();
   }
   if (s.ok()) {

@@ -19,8 +19,8 @@ namespace cairn::test {
 // Forwards to the default file system; once armed (at construction unless
 // `armed` is false, else by Arm()), opening for writing (gate_reads: for
 // reading) a path that contains `gated` blocks until Release() (or its
-// SyncDir: GateSyncDirInstead). Records every opened path and counts the
-// bytes read per path.
+// SyncDir: GateSyncDirInstead). Records every opened path, counts the bytes
+// read per path and the opens for reading that asked for O_DIRECT.
 class GateFs final : public os::FileSystem {
  public:
   explicit GateFs(std::string gated, bool gate_reads = false, bool armed = true)
@@ -58,6 +58,16 @@ class GateFs final : public os::FileSystem {
     for (const auto& [path, bytes] : read_bytes_) n += path.find(part) != std::string::npos ? bytes : 0;
     return n;
   }
+  // Opens for reading of paths that contain `part`: all of them, and those
+  // that asked for O_DIRECT (whether or not the file system grants it).
+  int read_opens(const std::string& part, bool direct_only) const {
+    std::lock_guard lock(mu_);
+    int n = 0;
+    for (const auto& [path, direct] : read_opens_) {
+      n += path.find(part) != std::string::npos && (direct || !direct_only) ? 1 : 0;
+    }
+    return n;
+  }
   // Waits until a RemoveDir call has succeeded.
   bool WaitDirRemoved(std::chrono::milliseconds limit) {
     std::unique_lock lock(mu_);
@@ -69,6 +79,7 @@ class GateFs final : public os::FileSystem {
     {
       std::unique_lock lock(mu_);
       opened_.push_back(path);
+      if (!o.write) read_opens_.emplace_back(path, o.direct);
       if (!gate_sync_dir_ && o.write != gate_reads_) Hold(lock, path);
     }
     auto f = base_->Open(path, o);
@@ -131,6 +142,7 @@ class GateFs final : public os::FileSystem {
 
   os::FileSystem* const base_ = os::FileSystem::Default();
   std::map<std::string, uint64_t> read_bytes_;  // guarded by mu_
+  std::vector<std::pair<std::string, bool>> read_opens_;  // path, direct; guarded by mu_
   const std::string gated_;
   const bool gate_reads_;
   mutable std::mutex mu_;

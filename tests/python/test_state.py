@@ -69,6 +69,22 @@ def test_save_load_round_trip(make_client: Callable[..., cairn.Client]) -> None:
         assert_equal(into, s)
 
 
+def test_load_needs_no_cache_and_reads_shared_versions_too(make_client: Callable[..., cairn.Client]) -> None:
+    """A load restores into fresh memory: the cache keeps its size (it grows
+    for what save captures). shared_on_node reads through the page cache,
+    with the same result."""
+    s = {"big": np.arange(6 << 20, dtype=np.int64), "small": np.arange(10, dtype=np.float32)}  # 48 MiB
+    with make_client() as c:
+        c.save("model", 1, s)
+        assert c.stats().cache_capacity_bytes > 32 << 20
+    with make_client() as c:
+        for shared in (False, True):
+            into = zeros_like(s)
+            c.load("model", 1, into, shared_on_node=shared)
+            assert_equal(into, s)
+            assert c.stats().cache_capacity_bytes == 32 << 20
+
+
 def test_read_only_arrays_can_be_saved(client: cairn.Client) -> None:
     a = np.arange(10.0)
     a.flags.writeable = False

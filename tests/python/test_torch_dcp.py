@@ -3,6 +3,7 @@ training-loop Checkpointer, in one process and on 1, 2 and 4 gloo ranks."""
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import subprocess
@@ -128,6 +129,34 @@ def test_replicated_items_go_to_a_rank_that_captured_them(tmp_path: Path) -> Non
     assert all(p.storage_data is None for p in out)
     with pytest.raises(cairn.InvalidArgumentError, match="no rank captured 'd'"):
         w.prepare_global_plan([SavePlan([item("d")], storage_data=frozenset())])
+
+
+def test_versions_several_ranks_of_a_node_read_are_marked_shared(tmp_path: Path) -> None:
+    """The coordinator marks in each plan the saved versions that another rank
+    of the same node reads too; those are read through the page cache."""
+    from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
+
+    from cairn.torch._reader import _Node
+
+    sd = {"a": torch.arange(1 << 17, dtype=torch.float32), "b": torch.ones(1 << 17)}
+    dcp.save(sd, storage_writer=cairn.torch.Writer(tmp_path), checkpoint_id=1)
+    r = cairn.torch.Reader(tmp_path, 1)
+    md = r.read_metadata()
+    r.set_up_storage_reader(md, True)
+    planner = DefaultLoadPlanner()
+    planner.set_up_planner({k: torch.empty_like(v) for k, v in sd.items()}, md, True)
+    local = r.prepare_local_plan(planner.create_local_plan())
+    assert isinstance(local.storage_data, _Node) and local.storage_data.host
+    version = {(loc.rank, loc.version) for loc in md.storage_data.values() if loc.inline is None}
+    assert len(version) == 1
+    plans = [dataclasses.replace(local, storage_data=_Node(h)) for h in ("n1", "n1", "n2")]
+    out = r.prepare_global_plan(plans)
+    assert [p.storage_data.shared for p in out] == [frozenset(version), frozenset(version), frozenset()]
+    assert [p.storage_data.host for p in out] == ["n1", "n1", "n2"]
+    into = {k: torch.zeros_like(v) for k, v in sd.items()}
+    planner.set_up_planner(into, md, True)
+    r.read_data(out[0], planner).wait()  # a shared read
+    assert all(torch.equal(into[k], v) for k, v in sd.items())
 
 
 def test_checkpoint_ids_are_steps(tmp_path: Path) -> None:

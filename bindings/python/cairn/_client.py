@@ -748,10 +748,16 @@ class Client(_Closable):
         """
         return self._impl.latest(name)
 
-    def restore(self, name: str, version: int) -> None:
+    def restore(self, name: str, version: int, *, shared_on_node: bool = False) -> None:
         """Copies ``version`` of ``name`` into the protected regions (same ids
         and sizes), from the cache when resident, else from the files,
         verifying every block's checksum.
+
+        ``shared_on_node=True``: other processes of this node read the same
+        version at about the same time (every rank loading a replicated
+        model), so its files are read through the page cache and come off
+        the disk once for all of them. The default reads them as they were
+        written (O_DIRECT under ``storage.direct_io``), faster for one reader.
 
         Raises:
             NotFoundError: no such version, or a protected id not in it.
@@ -759,7 +765,7 @@ class Client(_Closable):
             CorruptError: the data failed verification (use :meth:`latest`).
         """
         with self._lock:
-            self._impl.restore(name, version)
+            self._impl.restore(name, version, shared_on_node)
 
     #: The index under which the thread that called :meth:`checkpoint` is
     #: recorded (``CAIRN_CHECKPOINTING_THREAD``).
@@ -894,12 +900,24 @@ class Client(_Closable):
 
     @overload
     def load(
-        self, name: str, version: int, into: None = None, *, strict: bool = True
+        self,
+        name: str,
+        version: int,
+        into: None = None,
+        *,
+        strict: bool = True,
+        shared_on_node: bool = False,
     ) -> Dict[str, "NDArray[Any]"]: ...
 
     @overload
     def load(
-        self, name: str, version: int, into: Mapping[str, ArrayLike], *, strict: bool = True
+        self,
+        name: str,
+        version: int,
+        into: Mapping[str, ArrayLike],
+        *,
+        strict: bool = True,
+        shared_on_node: bool = False,
     ) -> Mapping[str, ArrayLike]: ...
 
     def load(
@@ -909,6 +927,7 @@ class Client(_Closable):
         into: Optional[Mapping[str, ArrayLike]] = None,
         *,
         strict: bool = True,
+        shared_on_node: bool = False,
     ) -> Union[Dict[str, "NDArray[Any]"], Mapping[str, ArrayLike]]:
         """Loads ``version`` of ``name`` written by :meth:`save`.
 
@@ -921,7 +940,8 @@ class Client(_Closable):
         dtypes and shapes; numpy, torch, CUDA arrays, buffers) and returns
         ``into``. The manifest is checked before any data is copied, so a
         mismatch leaves ``into`` untouched. With ``strict=False``, keys of the
-        checkpoint that ``into`` lacks are skipped.
+        checkpoint that ``into`` lacks are skipped. ``shared_on_node`` as for
+        :meth:`restore`.
 
         Regions registered with :meth:`protect` are left alone.
 
@@ -947,7 +967,7 @@ class Client(_Closable):
                 _state.check(stored, wanted, strict, label)
                 regions = {stored[e.key].id: into[e.key] for e in wanted}
             with self._regions(regions, writable=True):
-                self._impl.restore(name, version)
+                self._impl.restore(name, version, shared_on_node)
         return result
 
     def _manifest(self, name: str, version: int, label: str) -> Dict[str, _state.Entry]:
@@ -986,11 +1006,13 @@ class Client(_Closable):
     def _regions(
         self, regions: Mapping[int, ArrayLike], writable: bool, changes: Optional[str] = None
     ) -> Iterator[None]:
-        """Protects ``regions`` for the length of a with block (lock held)."""
+        """Protects ``regions`` for the length of a with block (lock held).
+        ``writable``: restore targets, which do not make the cache grow (no
+        checkpoint of them follows)."""
         done = []
         try:
             for rid, obj in regions.items():
-                self._impl.protect(rid, obj, writable, changes)
+                self._impl.protect(rid, obj, writable, changes, not writable)
                 done.append(rid)
             yield
         finally:

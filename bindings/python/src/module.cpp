@@ -502,8 +502,9 @@ class PyClient {
   // writable=false is for Client.save(), which only checkpoints the region.
   // changes: the region's checkpoint.changes ("full", "hash", ...); None:
   // the client's.
-  void Protect(int id, nb::handle obj, bool writable, std::optional<std::string> changes) {
-    cairn::ProtectOptions options;
+  void Protect(int id, nb::handle obj, bool writable, std::optional<std::string> changes,
+               bool reserve) {
+    cairn::ProtectOptions options{.reserve_cache = reserve};
     if (changes) {
       auto mode = cairn::ParseChangeDetection(*changes);
       if (!mode.ok()) {
@@ -552,10 +553,11 @@ class PyClient {
     return Value(std::move(r));
   }
 
-  void Restore(const std::string& name, int64_t version) {
+  void Restore(const std::string& name, int64_t version, bool shared_on_node) {
     Check(WithoutGil([&] {
       std::shared_lock guard(regions_guard_);
-      return client_->Restore(name, version);
+      return client_->Restore(name, version,
+                              cairn::RestoreOptions{.shared_on_node = shared_on_node});
     }));
   }
 
@@ -697,14 +699,15 @@ NB_MODULE(_cairn, m) {
       .def_static("open_mpi", &PyClient::OpenMpi, nb::arg("config").none(), nb::arg("error_code"),
                   nb::arg("error"), nb::arg("fcomm"), nb::arg("library"), nb::rv_policy::take_ownership)
       .def("protect", &PyClient::Protect, nb::arg("id"), nb::arg("obj"), nb::arg("writable") = true,
-           nb::arg("changes") = nb::none())
+           nb::arg("changes") = nb::none(), nb::arg("reserve") = true)
       .def("unprotect", &PyClient::Unprotect, nb::arg("id"), nb::arg("wait") = true)
       .def("checkpoint", &PyClient::Checkpoint, nb::arg("name"), nb::arg("version"))
       .def("wait", &PyClient::Wait, nb::arg("name"), nb::arg("version"), nb::arg("level"))
       .def("checkpoint_due", &PyClient::CheckpointDue, nb::arg("name"))
       .def("latest", &PyClient::Latest, nb::arg("name"))
       .def("restore_latest", &PyClient::RestoreLatest, nb::arg("name"))
-      .def("restore", &PyClient::Restore, nb::arg("name"), nb::arg("version"))
+      .def("restore", &PyClient::Restore, nb::arg("name"), nb::arg("version"),
+           nb::arg("shared_on_node") = false)
       .def("register_thread", &PyClient::RegisterThread, nb::arg("index"))
       .def("restore_affinity", &PyClient::RestoreAffinity, nb::arg("index"))
       .def("saved_latest", &PyClient::SavedLatest, nb::arg("name"))

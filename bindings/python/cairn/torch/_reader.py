@@ -5,18 +5,22 @@ saved rank that holds it (any saved rank: a load on another world size reads
 other ranks' names, which is what resharding needs). A chunk read whole into
 a contiguous destination of the same layout is restored straight into it;
 any other is restored into a temporary of the captured tensor's shape and
-copied out of the view DCP asks for. Every block is checksum-verified by the
+copied out of the view DCP asks for. A version that several ranks of a node
+read (a replicated model loaded on every rank) is read through the page
+cache, once per node; any other the way it was written. Every block is checksum-verified by the
 restore; a damaged version raises :class:`cairn.CorruptError`, which DCP
 raises on every rank (:class:`~torch.distributed.checkpoint.api.CheckpointException`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import pickle
+import socket
 from collections import defaultdict
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 import torch
 from torch.distributed._shard._utils import narrow_tensor_by_index
@@ -78,10 +82,32 @@ class Reader(StorageReader):
         self._locations = dict(metadata.storage_data or {})
 
     def prepare_local_plan(self, plan: LoadPlan) -> LoadPlan:
-        return plan
+        # The coordinator learns which node each plan reads on.
+        return dataclasses.replace(plan, storage_data=_Node(socket.gethostname()))
 
     def prepare_global_plan(self, plans: List[LoadPlan]) -> List[LoadPlan]:
-        return plans
+        """Marks, in each rank's plan, the saved versions that other ranks of
+        its node read too (every rank loading a replicated model reads every
+        saved rank's version): those are read through the page cache, so
+        each comes off the disk once per node, not once per rank."""
+        readers: Dict[Tuple[str, int, int], int] = defaultdict(int)
+        wanted: List[Tuple[str, Set[Tuple[int, int]]]] = []
+        for plan in plans:
+            node = plan.storage_data.host if isinstance(plan.storage_data, _Node) else ""
+            versions = {
+                (loc.rank, loc.version)
+                for loc in (self._locations[item.storage_index] for item in plan.items)
+                if loc.inline is None
+            }
+            for v in versions:
+                readers[(node, *v)] += 1
+            wanted.append((node, versions))
+        return [
+            dataclasses.replace(
+                plan, storage_data=_Node(node, frozenset(v for v in versions if readers[(node, *v)] > 1))
+            )
+            for plan, (node, versions) in zip(plans, wanted)
+        ]
 
     def read_data(self, plan: LoadPlan, planner: LoadPlanner) -> Future[None]:
         by_version: Dict[Tuple[int, int], List[Tuple[ReadItem, Location]]] = defaultdict(list)
@@ -91,8 +117,9 @@ class Reader(StorageReader):
                 self._read_inline(item, loc, planner)
             else:
                 by_version[(loc.rank, loc.version)].append((item, loc))
+        shared = plan.storage_data.shared if isinstance(plan.storage_data, _Node) else frozenset()
         for (rank, version), items in sorted(by_version.items()):
-            self._read_version(rank, version, items, planner)
+            self._read_version(rank, version, items, planner, (rank, version) in shared)
         fut: Future[None] = Future()
         fut.set_result(None)
         return fut
@@ -107,7 +134,12 @@ class Reader(StorageReader):
         _copy_into(item, narrow_tensor_by_index(saved, item.storage_offsets, item.lengths), dest, planner)
 
     def _read_version(
-        self, rank: int, version: int, items: List[Tuple[ReadItem, Location]], planner: LoadPlanner
+        self,
+        rank: int,
+        version: int,
+        items: List[Tuple[ReadItem, Location]],
+        planner: LoadPlanner,
+        shared_on_node: bool,
     ) -> None:
         """One restore of saved rank ``rank``'s data version for every chunk of it."""
         uses: Dict[str, int] = defaultdict(int)
@@ -125,12 +157,24 @@ class Reader(StorageReader):
                 if loc.key not in into:
                     into[loc.key] = torch.empty(loc.shape, dtype=loc.dtype)
                 copies.append((item, loc, dest))
-        self.store.client.load(self.store.data_name(rank), version, into, strict=False)
+        self.store.client.load(
+            self.store.data_name(rank), version, into, strict=False, shared_on_node=shared_on_node
+        )
         for item, dest in direct:
             planner.commit_tensor(item, dest)
         for item, loc, dest in copies:
             view = loc.view_of(into[loc.key])
             _copy_into(item, narrow_tensor_by_index(view, item.storage_offsets, item.lengths), dest, planner)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Node:
+    """A load plan's storage_data: the node it reads on and, once the
+    coordinator has seen every plan, the (saved rank, version) pairs that
+    other ranks of that node read too."""
+
+    host: str
+    shared: FrozenSet[Tuple[int, int]] = frozenset()
 
 
 def _direct(item: ReadItem, loc: Location, dest: torch.Tensor) -> bool:
