@@ -70,10 +70,10 @@ def test_save_load_round_trip(make_client: Callable[..., cairn.Client]) -> None:
 
 
 def test_load_needs_no_cache_and_reads_shared_versions_too(make_client: Callable[..., cairn.Client]) -> None:
-    """A load restores into fresh memory: the cache keeps its size (it grows
-    for what save captures). shared_on_node reads through the page cache,
+    """A load restores into fresh memory (48 MiB here): the cache keeps its
+    size (it grows for what save captures). shared_on_node reads through the page cache,
     with the same result."""
-    s = {"big": np.arange(6 << 20, dtype=np.int64), "small": np.arange(10, dtype=np.float32)}  # 48 MiB
+    s: Dict[str, Any] = {"big": np.arange(6 << 20, dtype=np.int64), "small": np.arange(10, dtype=np.float32)}
     with make_client() as c:
         c.save("model", 1, s)
         assert c.stats().cache_capacity_bytes > 32 << 20
