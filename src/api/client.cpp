@@ -415,20 +415,17 @@ Status Client::RestoreVersion(std::string_view name, int64_t version, const Rest
       options.shared_on_node ? core::FileRead::kThroughPageCache : core::FileRead::kAsWritten;
   std::shared_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Closed();
-  if (!impl_->group) {
-    return impl_->PlacedRestore(std::string(name), version, [&] {
-      return impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets(), read);
-    });
-  }
+  const auto read_local = [&] {
+    return impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets(), read);
+  };
+  if (!impl_->group) return impl_->PlacedRestore(std::string(name), version, read_local);
   ProgressGlobal(*impl_);
   const core::Pipeline::RestoreWait waiting(*impl_->core->pipeline);  // the recovery and the read
   const std::string what =
       "restoring version " + std::to_string(version) + " of '" + std::string(name) + "'";
   CAIRN_RETURN_IF_ERROR(CheckSameSize(*impl_, std::string(name)));
   CAIRN_RETURN_IF_ERROR(impl_->levels->Recover(std::string(name), version, -1));
-  Status s = impl_->PlacedRestore(std::string(name), version, [&] {
-    return impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets(), read);
-  });
+  Status s = impl_->PlacedRestore(std::string(name), version, read_local);
   int64_t damaged = s.code() == Code::kCorrupt || s.code() == Code::kIo ? 1 : 0;
   if (impl_->redundant()) {
     // A damaged local copy: those ranks take the partner's copy or rebuild
@@ -437,7 +434,7 @@ Status Client::RestoreVersion(std::string_view name, int64_t version, const Rest
     if (damaged != 0) {
       const bool mine = s.code() == Code::kCorrupt || s.code() == Code::kIo;
       CAIRN_RETURN_IF_ERROR(impl_->levels->Recover(std::string(name), version, mine ? version : -1));
-      s = impl_->core->pipeline->Restore(std::string(name), version, impl_->core->RestoreTargets(), read);
+      s = read_local();
     }
   }
   CAIRN_RETURN_IF_ERROR(collective::Agree(*impl_->group, s, what));
