@@ -198,6 +198,33 @@ def test_save_on_4_ranks_load_on_2_and_1(tmp_path: Path) -> None:
         assert all(f"loaded step 2 byte-exact on {world} ranks" in o for o in outs), outs
 
 
+def test_ranks_capture_only_the_replicated_tensors_they_write(tmp_path: Path) -> None:
+    """Every rank holds the same plain tensors; from the first save on each
+    captures a part, the parts split the state in bytes about evenly, and
+    the split holds from save to save."""
+    root = tmp_path / "ckpt"
+    outs = run("replicated", root, 2, 3)
+    sys.path.insert(0, str(Path(WORKER).parent))
+    from torch_worker import replicated_state
+
+    state = replicated_state(3)
+    parts: Dict[int, List[List[str]]] = {}
+    for rank, out in enumerate(outs):
+        for line in out.splitlines():
+            if line.startswith(f"rank {rank}: captured "):
+                parts.setdefault(rank, []).append(line.split(" ", 4)[4].split(","))
+    assert [len(p) for p in parts.values()] == [3, 3], outs
+    for save in range(3):
+        a, b = set(parts[0][save]), set(parts[1][save])
+        assert a and b and not a & b and a | b == set(state), (save, a, b)
+        sizes = [sum(state[k].nbytes for k in part) for part in (a, b)]
+        assert max(sizes) <= 1.5 * min(sizes), sizes
+    assert parts[0][0] == parts[0][1] == parts[0][2]
+    into = {k: torch.zeros_like(v) for k, v in state.items()}
+    dcp.load(into, storage_reader=cairn.torch.Reader(root, 3))
+    assert all(torch.equal(into[k], v) for k, v in state.items())
+
+
 def test_rank_killed_in_async_save_restarts_from_the_newest_complete_step(tmp_path: Path) -> None:
     root = tmp_path / "ckpt"
     procs = launch("train", root, 2, 5, 3)  # rank 1 dies in step 3's save

@@ -8,6 +8,9 @@ Ranks meet through a gloo FileStore (INIT_FILE), so no port is needed. Roles:
   tensor and a bytes item, saved as step 1 (sync) and step 2 (async_save).
 * ``load-sharded``: loads step 2 on this world size (resharded; plain tensors
   when WORLD is 1) and checks every byte against the values saved.
+* ``replicated STEPS``: plain tensors every rank holds (a replicated model),
+  one ``async_save`` per step with a new Writer each; prints ``captured S
+  KEYS``, the keys this rank captured for step S.
 * ``train STEPS [KILL_AT]``: a small model and Adam with a Checkpointer,
   restore_latest() first, one save per step; prints ``restored S`` and
   ``saved S``. With KILL_AT, rank 1 SIGKILLs itself inside the async save
@@ -20,7 +23,7 @@ import os
 import signal
 import sys
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
@@ -49,6 +52,23 @@ def sharded_state(world: int, step: int) -> dict[str, Any]:
         "r": distribute_tensor(full[:4].clone(), mesh, [Replicate()]),
         "note": {"step": step, "tag": "x" * 10},
     }
+
+
+def replicated_state(step: int) -> dict[str, torch.Tensor]:
+    """Plain tensors over the packing limit, of four sizes."""
+    return {f"p{i}": torch.full(((i % 4 + 1) * (1 << 16),), float(step * 10 + i)) for i in range(8)}
+
+
+def telling_stage(w: cairn.torch.Writer, rank: int, step: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``w.stage`` that prints the keys it captured."""
+    stage = w.stage
+
+    def stage_and_tell(state_dict: dict[str, Any]) -> dict[str, Any]:
+        out = stage(state_dict)
+        print(f"rank {rank}: captured {step} {','.join(sorted(w._staged[-1].fqns or ()))}", flush=True)
+        return out
+
+    return stage_and_tell
 
 
 def model_and_optimizer() -> tuple[torch.nn.Module, torch.optim.Optimizer]:
@@ -87,6 +107,13 @@ def main() -> None:
         assert torch.equal(r, reference(2)[:4]), "r differs"
         assert sd["note"] == {"step": 2, "tag": "x" * 10}, sd["note"]
         print(f"rank {rank}: loaded step 2 byte-exact on {world} ranks", flush=True)
+    elif role == "replicated":
+        for step in range(1, int(sys.argv[6]) + 1):
+            w = cairn.torch.Writer(root)
+            w.stage = telling_stage(w, rank, step)  # type: ignore[method-assign,assignment]
+            pending = async_save(replicated_state(step), storage_writer=w, checkpoint_id=str(step))
+            assert isinstance(pending, Future)
+            pending.result()
     elif role == "train":
         steps = int(sys.argv[6])
         kill_at = int(sys.argv[7]) if len(sys.argv) > 7 else -1

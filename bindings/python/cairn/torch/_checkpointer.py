@@ -74,7 +74,7 @@ class Checkpointer:
             self._optimizers = [optimizer]
         else:
             self._optimizers = list(optimizer)
-        self.writer = Writer(root, name=name, **client_kwargs)
+        self.writer = Writer(root, name=name, process_group=process_group, **client_kwargs)
         self.store = self.writer.store
         self._async = async_save
         self._group = process_group

@@ -43,12 +43,13 @@ _clients_lock = threading.Lock()
 class _Series:
     """What a process remembers of one checkpoint series between Writers:
     the next data version and the replicated keys another rank wrote last
-    time (a Writer is often made per save, like FileSystemWriter)."""
+    time (a Writer is often made per save, like FileSystemWriter); None
+    before the first save."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.next_version: Optional[int] = None
-        self.elsewhere: FrozenSet[str] = frozenset()
+        self.elsewhere: Optional[FrozenSet[str]] = None
 
 
 _series: Dict[Tuple[int, str], _Series] = {}

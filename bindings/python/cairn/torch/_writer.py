@@ -84,9 +84,12 @@ class _Capture:
         tensors: List[torch.Tensor],
         changes: Optional[ChangeMode],
         fqns: Optional[FrozenSet[str]] = None,
+        held: FrozenSet[str] = frozenset(),
     ):
         #: The state dict keys captured (None: whatever write_data was given).
         self.fqns = fqns
+        #: The keys with tensor data this rank held, captured or left to another rank.
+        self.held = held
         self.version = store.next_data_version()
         self.rank = store.rank
         arrays: Dict[str, torch.Tensor] = {}
@@ -158,6 +161,45 @@ def _exact(t: torch.Tensor) -> _Exact:
     return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype, str(t.device))
 
 
+def _whole_everywhere(value: Any) -> bool:
+    """Whether every rank holds ``value`` whole, so that DCP writes it once:
+    a plain tensor, or a DTensor replicated on every mesh dimension."""
+    placements = getattr(value, "placements", None)
+    if placements is not None:  # DTensor
+        return all(p.is_replicate() for p in placements)
+    return isinstance(value, torch.Tensor)
+
+
+def _left_to_others(held: Dict[str, Any], group: Any) -> FrozenSet[str]:
+    """The keys of ``held`` this rank leaves to another one at a series'
+    first save: the ranks exchange which tensors each holds whole (one
+    all_gather of names and sizes) and give each tensor that several hold to
+    the one of them with the fewest bytes so far, largest first, so that
+    every rank computes the same split and captures only its part."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size(group) < 2:
+        return frozenset()
+    whole = {k: sum(_nbytes(t) for t in _local(v)) for k, v in held.items() if _whole_everywhere(v)}
+    own = sum(_nbytes(t) for k, v in held.items() if k not in whole for t in _local(v))
+    ranks: List[Any] = [None] * dist.get_world_size(group)
+    dist.all_gather_object(ranks, (own, whole), group=group)
+    load = [r[0] for r in ranks]
+    holders: Dict[str, List[int]] = {}
+    for r, (_, sizes) in enumerate(ranks):
+        for k in sizes:
+            holders.setdefault(k, []).append(r)
+    me = dist.get_rank(group)
+    mine = ranks[me][1]
+    left = set()
+    for k in sorted(holders, key=lambda k: (-max(ranks[r][1][k] for r in holders[k]), k)):
+        to = min(holders[k], key=lambda r: (load[r], r))
+        load[to] += ranks[to][1][k]
+        if to != me and k in mine:
+            left.add(k)
+    return frozenset(left)
+
+
 def _nbytes(t: Any) -> int:
     return int(t.numel()) * int(t.element_size())
 
@@ -181,7 +223,10 @@ class Writer(StorageWriter, AsyncStager):
     ``step`` is the step of the next save when ``checkpoint_id`` is not
     given (default: one above the newest). ``changes`` is the data versions'
     change detection (default: the client's ``checkpoint.changes``;
-    ``"hash"`` layers each version on the previous one).
+    ``"hash"`` layers each version on the previous one). ``process_group``:
+    the group ``async_save`` runs on (default: the default group); the
+    first :meth:`stage` of a series in a process meets the other ranks in it
+    once (one ``all_gather_object``) to split replicated tensors.
 
     ``dcp.save(sd, storage_writer=w, checkpoint_id=step)`` and
     ``dcp.async_save(...)`` both work; with ``async_save`` the call blocks
@@ -196,11 +241,13 @@ class Writer(StorageWriter, AsyncStager):
         *,
         name: str = "dcp",
         changes: Optional[ChangeMode] = None,
+        process_group: Optional[Any] = None,
         **client_kwargs: Any,
     ) -> None:
         super().__init__()
         self.store = Store(target, name, client_kwargs)
         self._changes = changes
+        self._group = process_group
         self._step = step_of(step)
         self._staged: Deque[_Capture] = deque()
         self._lock = threading.Lock()
@@ -217,14 +264,18 @@ class Writer(StorageWriter, AsyncStager):
         captured) and returns the state dict with the same tensors and
         copies of every other value."""
         flat, _ = flatten_state_dict(state_dict)  # the keys DCP's planner uses
-        # Replicated keys another rank wrote at the last save are skipped: DCP
-        # writes a replicated tensor once (half of the copy on 2 ranks of a
-        # replicated model); prepare_global_plan moves an item to a rank that
-        # has it when DCP's choice changed.
+        # DCP writes a tensor that several ranks hold whole once: each rank
+        # captures only the ones it will write (half of a replicated model's
+        # copy on 2 ranks). The split is agreed on at the first save and then
+        # learnt from the last plan; prepare_global_plan moves an item to a
+        # rank that captured it when DCP's choice differs.
+        held = {k: v for k, v in flat.items() if _local(v)}
         elsewhere = self.store.series.elsewhere
-        fqns = frozenset(k for k, v in flat.items() if _local(v) and k not in elsewhere)
+        if elsewhere is None:
+            elsewhere = _left_to_others(held, self._group)
+        fqns = frozenset(held) - elsewhere
         tensors = [t for k in sorted(fqns) for t in _local(flat[k])]
-        capture = _Capture(self.store, tensors, self._changes, fqns)
+        capture = _Capture(self.store, tensors, self._changes, fqns, frozenset(held))
         staged: Dict[str, Any] = _staged_copy(state_dict)
         with self._lock:
             self._staged.append(capture)
@@ -296,7 +347,7 @@ class Writer(StorageWriter, AsyncStager):
             size = len(loc.inline) if loc.inline is not None else _nbytes(data)
             results.append(WriteResult(index=item.index, size_in_bytes=size, storage_data=loc))
         if capture.fqns is not None:  # next time, skip what other ranks wrote
-            self.store.series.elsewhere = capture.fqns - {i.index.fqn for i in plan.items}
+            self.store.series.elsewhere = capture.held - {i.index.fqn for i in plan.items}
         self.store.client.wait(self.store.data_name(capture.rank), capture.version, self.store.level)
         fut: Future[List[WriteResult]] = Future()
         fut.set_result(results)
