@@ -23,6 +23,7 @@
 #include "format/naming.hpp"
 #include "os/fs/fs.hpp"
 #include "testing/fs/fault_fs.hpp"
+#include "testing/fs/gate_fs.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {
@@ -88,8 +89,8 @@ TEST_P(LayeredCaptureTest, RandomChangeSequencesRestoreEveryVersionByteExact) {
     if (v > 1) TouchPages(mem_, rng, changes[v - 1]);
     content[v].assign(mem_, mem_ + kBytes);
     ASSERT_OK(c->Checkpoint(kName, v));
-    // Every other version runs ahead of the commits: it is layered on an
-    // older committed version and stores the changes in flight too.
+    // Every other version runs ahead of the commits: it is layered on the
+    // version before it, still in flight.
     if (v % 2 == 0) ASSERT_OK(c->Wait(kName, v, Level::kLocal));
   }
   ASSERT_OK(c->Wait(kName, 14, Level::kLocal));
@@ -297,6 +298,58 @@ TEST_P(LayeredCaptureTest, AFailedLayerIsNeverABase) {
     EXPECT_EQ(std::memcmp(mem_, content[v].data(), kBytes), 0) << "version " << v;
   }
   (void)c->Close();  // reports version 3's failure again, or not: either way
+  faults.Reset();
+}
+
+// Checkpoints faster than the flush: the flusher is held at version 1's file
+// while 1-5 are captured. Each version is layered on the one before it,
+// still in flight, and stores only its own changes, not those of every
+// version since the last commit. Version 3's flush then fails: 4 and 5,
+// layered on it, fail with it (never committed over a missing base), and
+// the next version is layered on 2, the newest still standing.
+TEST_P(LayeredCaptureTest, VersionsInFlightStoreOnlyTheirChangesAndFallWithTheirBase) {
+  test::GateFs gate(format::EntryFileName(format::EntryKind::kCheckpoint, 1));
+  test::FaultFs faults(&gate);
+  config_.fs = &faults;
+  config_.max_layers = 10;  // 2-5 in one chain
+  auto c = OpenClient(config_);
+  ASSERT_NE(c, nullptr);
+  ASSERT_OK(c->Protect(1, mem_, kBytes));
+  std::mt19937_64 rng(5);
+  std::map<int64_t, std::vector<uint8_t>> content;
+  faults.Inject({.op = test::FaultOp::kSync, .err = EIO, .nth = 1, .times = 1,
+                 .path_filter = format::EntryFileName(format::EntryKind::kCheckpoint, 3)});
+  {
+    test::GateRelease release{&gate};
+    for (int64_t v = 1; v <= 5; ++v) {
+      TouchPages(mem_, rng, 2);
+      content[v].assign(mem_, mem_ + kBytes);
+      ASSERT_OK(c->Checkpoint(kName, v));
+      if (v == 1) ASSERT_TRUE(gate.WaitBlocked(std::chrono::seconds(60)));
+    }
+  }
+  for (int64_t v = 1; v <= 5; ++v) {
+    const Status s = c->Wait(kName, v, Level::kLocal);
+    EXPECT_EQ(s.ok(), v <= 2) << "version " << v << ": " << s.ToString();
+    if (v > 3) EXPECT_NE(s.message().find("layered on version 3"), std::string::npos) << s.ToString();
+  }
+  // Two pages changed per version: at most two hash chunks or two pages.
+  const uint64_t granule = GetParam() == ChangeDetection::kHash ? 64 * kKiB : kPage;
+  const auto [rec2, stored2] = FileOf(2);
+  EXPECT_EQ(rec2.base_version, 1);
+  EXPECT_LE(stored2, 2 * granule);
+  for (int64_t v : {3, 4, 5}) EXPECT_FALSE(stdfs::exists(Path(config_.scratch_dir, v))) << "version " << v;
+  TouchPages(mem_, rng, 2);
+  content[6].assign(mem_, mem_ + kBytes);
+  ASSERT_OK(c->Checkpoint(kName, 6));
+  ASSERT_OK(c->Wait(kName, 6, Level::kLocal));
+  EXPECT_EQ(FileOf(6).first.base_version, 2);
+  for (int64_t v : {6, 2, 1}) {
+    std::memset(mem_, 0, kBytes);
+    ASSERT_OK(c->Restore(kName, v));
+    EXPECT_EQ(std::memcmp(mem_, content[v].data(), kBytes), 0) << "version " << v;
+  }
+  (void)c->Close();  // reports the failures again, or not: either way
   faults.Reset();
 }
 

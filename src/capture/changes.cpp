@@ -118,6 +118,13 @@ class FullDetector final : public ChangeDetector {
 // and the results in flight, each with its detector-specific `State`. Order
 // is the order of capture (`seq`), not of version numbers, which the
 // application may reuse or give out of order.
+//
+// A new result is relative to the newest result that may still commit (in
+// flight or accepted): when the application checkpoints faster than the
+// flush, each version stores what changed since the previous capture, not
+// since the last commit. The pipeline commits a layered version only after
+// its base (the flush is FIFO) and fails it when its base fails, so a result
+// whose base is abandoned is doomed too: it is never a base again.
 template <typename State>
 class Generations {
  public:
@@ -126,18 +133,29 @@ class Generations {
     int64_t version = -1;
     uint32_t depth = 0;
     uint64_t bytes = 0;
-    bool abandoned = false;
+    uint64_t base_seq = 0;  // the result it is layered on; 0 = full
+    bool doomed = false;    // abandoned, or layered on a doomed result
     State state;
   };
 
-  // The accepted baseline, if a layered version may refer to it now.
+  // The newest result that may still commit, if a layered version may refer
+  // to it now (same size, chain not at max_layers).
   const Gen* Base(uint64_t bytes, int max_layers) const {
-    if (!accepted_ || accepted_->bytes != bytes) return nullptr;
-    if (accepted_->depth >= static_cast<uint32_t>(std::max(max_layers, 0))) return nullptr;
-    return &*accepted_;
+    if (pending_.size() >= kMaxPending) return nullptr;  // a full one starts afresh (AddPending)
+    const Gen* g = Newest();
+    if (g == nullptr || g->bytes != bytes) return nullptr;
+    if (g->depth >= static_cast<uint32_t>(std::max(max_layers, 0))) return nullptr;
+    return g;
   }
-  void AddPending(Gen g) {
-    std::erase_if(pending_, [&](const Gen& p) { return p.version == g.version; });
+  // Records a result; `base` is what Base returned for it (null: full). An
+  // earlier result of the same version (dropped, then captured again) is
+  // doomed: Accept and Abandon name the newest.
+  void AddPending(Gen g, const Gen* base) {
+    g.base_seq = base != nullptr ? base->seq : 0;
+    if (base == nullptr && pending_.size() >= kMaxPending) Reset();  // nothing refers to the rest
+    for (Gen& p : pending_) {
+      if (p.version == g.version) Doom(p.seq);
+    }
     g.seq = ++seq_;
     pending_.push_back(std::move(g));
   }
@@ -145,11 +163,18 @@ class Generations {
   // their changes, and it is newer than any of them.
   void Accept(int64_t version) {
     auto it = std::find_if(pending_.begin(), pending_.end(),
-                           [&](const Gen& g) { return g.version == version && !g.abandoned; });
+                           [&](const Gen& g) { return g.version == version && !g.doomed; });
     if (it == pending_.end()) return;
     Gen g = std::move(*it);
     std::erase_if(pending_, [&](const Gen& p) { return p.seq <= g.seq; });
     accepted_ = std::move(g);
+  }
+  // The newest live result of `version` failed: it and every result layered
+  // on it (directly or not) will never commit.
+  void Abandon(int64_t version) {
+    for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
+      if (it->version == version && !it->doomed) return Doom(it->seq);
+    }
   }
   std::vector<Gen>& pending() { return pending_; }
   void Reset() {
@@ -158,15 +183,36 @@ class Generations {
   }
 
  private:
+  const Gen* Newest() const {
+    for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
+      if (!it->doomed) return &*it;
+    }
+    return accepted_ ? &*accepted_ : nullptr;
+  }
+  // Dooms the result `seq` and, in capture order, those layered on a doomed one.
+  void Doom(uint64_t seq) {
+    for (Gen& p : pending_) {
+      if (p.seq == seq || (p.base_seq != 0 && p.seq > seq && IsDoomed(p.base_seq))) p.doomed = true;
+    }
+  }
+  bool IsDoomed(uint64_t seq) const {
+    for (const Gen& p : pending_) {
+      if (p.seq == seq) return p.doomed;
+    }
+    return false;  // the accepted one, or dropped by Accept: committed
+  }
+
+  // Results in flight kept at most (flushes failing for a long time): past
+  // it the next result is full and the older ones are forgotten.
+  static constexpr size_t kMaxPending = 256;
+
   std::optional<Gen> accepted_;
   std::vector<Gen> pending_;  // a few: the versions captured but not committed
   uint64_t seq_ = 0;
 };
 
 // What hash and pages share: their lock, their baseline bookkeeping, their
-// counters, and Accept / Reset / counters over them. (Abandon differs: an
-// abandoned hash result is forgotten, an abandoned pages result still
-// carries its writes into the next version.)
+// counters, and Accept / Abandon / Reset / counters over them.
 template <typename State>
 class BaselineDetector : public ChangeDetector {
  public:
@@ -174,6 +220,10 @@ class BaselineDetector : public ChangeDetector {
   void Accept(int64_t version) override {
     MutexLock l(&mu_);
     gens_.Accept(version);
+  }
+  void Abandon(int64_t version) override {
+    MutexLock l(&mu_);
+    gens_.Abandon(version);
   }
   void Reset() override {
     MutexLock l(&mu_);
@@ -215,22 +265,19 @@ class HashDetector final : public BaselineDetector<std::vector<Hash128>> {
     MutexLock l(&mu_);
     counters_.bytes_hashed += bytes;
     ChangeSet cs = Full(bytes);
-    if (const auto* base = gens_.Base(bytes, options_.max_layers)) {
+    const auto* base = gens_.Base(bytes, options_.max_layers);
+    if (base != nullptr) {
       cs = Layered(base->version, base->depth, DiffChunks(base->state, now, options_.hash_chunk, bytes));
     }
-    gens_.AddPending({.version = version, .depth = cs.depth, .bytes = bytes, .state = std::move(now)});
+    gens_.AddPending({.version = version, .depth = cs.depth, .bytes = bytes, .state = std::move(now)}, base);
     return Count(counters_, bytes, std::move(cs));
-  }
-  void Abandon(int64_t version) override {
-    MutexLock l(&mu_);
-    std::erase_if(gens_.pending(), [&](const auto& g) { return g.version == version; });
   }
   const char* name() const override { return "hash"; }
 };
 
-// Pages written since the baseline = what every result in flight collected
-// (abandoned ones too: their writes were never stored) plus what the tracker
-// collects now.
+// Pages written since the base = what every result captured after the base
+// collected (doomed ones too: their writes were never stored) plus what the
+// tracker collects now; with the base the previous capture, just the latter.
 class PagesDetector final : public BaselineDetector<ExtentList> {
  public:
   PagesDetector(const ChangeOptions& o, std::unique_ptr<PageSource> source)
@@ -247,22 +294,21 @@ class PagesDetector final : public BaselineDetector<ExtentList> {
       // Nothing is known about the writes before now: a full version, from
       // which the (re-armed) tracker counts again.
       gens_.Reset();
-      gens_.AddPending({.version = version, .bytes = bytes});
+      gens_.AddPending({.version = version, .bytes = bytes}, nullptr);
       return Count(counters_, bytes, Full(bytes));
     }
     ExtentList changed = Clamp(*collected, bytes);
     ChangeSet cs = Full(bytes);
-    if (const auto* base = gens_.Base(bytes, options_.max_layers)) {
+    const auto* base = gens_.Base(bytes, options_.max_layers);
+    if (base != nullptr) {
       ExtentList since = changed;
-      for (const auto& g : gens_.pending()) since = UnionExtents(since, g.state);
+      for (const auto& g : gens_.pending()) {
+        if (g.seq > base->seq) since = UnionExtents(since, g.state);
+      }
       cs = Layered(base->version, base->depth, std::move(since));
     }
-    gens_.AddPending({.version = version, .depth = cs.depth, .bytes = bytes, .state = std::move(changed)});
+    gens_.AddPending({.version = version, .depth = cs.depth, .bytes = bytes, .state = std::move(changed)}, base);
     return Count(counters_, bytes, std::move(cs));
-  }
-  void Abandon(int64_t version) override {
-    MutexLock l(&mu_);
-    for (auto& g : gens_.pending()) g.abandoned = g.abandoned || g.version == version;
   }
   // Monitoring deactivated (auto): the tracker stops, the next result is full.
   void Suspend() {

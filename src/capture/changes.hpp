@@ -13,12 +13,14 @@
 //          while (AI-Ckpt's "deactivate monitoring"; AutoPolicy)
 //
 // One detector per (checkpoint name, region): versions of one name form the
-// chains. The baseline advances only when the version it was computed for is
-// committed (Accept); a version that fails (Abandon) leaves the baseline
-// where it was, so the next layered version never refers to data that was
-// never stored. Versions may be captured before earlier ones commit (the
-// flush is asynchronous): each is relative to the newest *accepted* version,
-// never to one still in flight.
+// chains. Versions may be captured before earlier ones commit (the flush is
+// asynchronous): each is relative to the newest version that may still
+// commit, in flight or committed (Accept), so a version stores what changed
+// since the previous capture, however far the flush lags. The caller commits
+// a layered version only after its base and abandons it when its base
+// fails; a version that fails (Abandon) is never a base again, nor is any
+// version layered on it, so the next one is relative to the newest version
+// still standing and never refers to data that was never stored.
 //
 // Thread-safety: Detect for one detector is called by one thread at a time
 // (the capture); Accept, Abandon and Reset may come from any thread (the
@@ -44,7 +46,7 @@ struct ChangeSet {
   // A full version: the first one, after Reset, when the chain reached
   // max_layers, in mode full, or while monitoring is deactivated.
   bool full = true;
-  int64_t base = -1;   // layered: the accepted version it is relative to
+  int64_t base = -1;   // layered: the version it is relative to (committed or in flight)
   uint32_t depth = 0;  // 0 when full, else base's depth + 1 (<= max_layers)
   // Canonical extents to store: {0, bytes} when full (empty for an empty
   // region); layered: the changed extents, every other byte is base's.
@@ -125,10 +127,12 @@ class ChangeDetector {
   // host cache's blocks, hashed after the capture): for `hash` every piece
   // but the last is a whole number of hash chunks (kInvalidArgument if not).
   virtual Result<ChangeSet> DetectPieces(int64_t version, std::span<const RegionPiece> pieces) = 0;
-  // `version` committed: it becomes the baseline unless a newer one already
-  // is. Unknown versions (never detected, or dropped by Reset) are ignored.
+  // `version` committed (after its base): results captured before it are
+  // forgotten. Unknown versions (never detected, abandoned, or dropped by
+  // Reset) are ignored.
   virtual void Accept(int64_t version) = 0;
-  // `version` failed or was dropped before committing: forget it.
+  // `version` failed or was dropped before committing: neither it nor a
+  // result layered on it is a base again (the caller fails those too).
   virtual void Abandon(int64_t version) = 0;
   // The next Detect gives a full version (region set or size changed,
   // tracking lost, after a restore): every baseline and pending result is

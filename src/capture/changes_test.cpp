@@ -149,24 +149,25 @@ TEST(ChangeDetector, FullModeAlwaysStoresEverything) {
   EXPECT_EQ(d->counters().bytes_hashed, 0u);
 }
 
-TEST(ChangeDetector, HashIsLayeredOnTheAcceptedVersionOnly) {
+TEST(ChangeDetector, HashIsLayeredOnThePreviousCapture) {
   auto d = Make(ChangeDetection::kHash);
   auto data = Random(4 * kChunk, 5);
   ExpectFull(Detect(*d, 1, data), data.size());
   data[2 * kChunk] ^= 1;
-  // Version 1 has not committed: nothing to layer on.
-  ExpectFull(Detect(*d, 2, data), data.size());
+  // Version 1 is still in flight: 2 is layered on it all the same.
+  ExpectLayered(Detect(*d, 2, data), 1, 1, {{2 * kChunk, kChunk}});
+  d->Accept(1);
   d->Accept(2);
   data[kChunk + 3] ^= 1;
-  ExpectLayered(Detect(*d, 3, data), 2, 1, {{kChunk, kChunk}});
+  ExpectLayered(Detect(*d, 3, data), 2, 2, {{kChunk, kChunk}});
   d->Accept(3);
-  ExpectLayered(Detect(*d, 4, data), 3, 2, {});  // nothing changed
+  ExpectLayered(Detect(*d, 4, data), 3, 3, {});  // nothing changed
   d->Accept(1);  // an older version committing late does not move the baseline back
   data[0] ^= 1;
-  ExpectLayered(Detect(*d, 5, data), 3, 2, {{0, kChunk}});
+  ExpectLayered(Detect(*d, 5, data), 4, 4, {{0, kChunk}});
   EXPECT_STREQ(d->name(), "hash");
   EXPECT_EQ(d->counters().bytes_hashed, 5 * data.size());
-  EXPECT_EQ(d->counters().layered, 3u);
+  EXPECT_EQ(d->counters().layered, 4u);
 }
 
 TEST(ChangeDetector, AbandonedVersionsNeverBecomeTheBaseline) {
@@ -183,7 +184,7 @@ TEST(ChangeDetector, AbandonedVersionsNeverBecomeTheBaseline) {
   ExpectLayered(Detect(*d, 3, data), 1, 1, {{kChunk, kChunk}, {3 * kChunk, kChunk}});
 }
 
-TEST(ChangeDetector, VersionsInFlightAreRelativeToTheCommittedOne) {
+TEST(ChangeDetector, VersionsInFlightAreRelativeToThePreviousCapture) {
   auto d = Make(ChangeDetection::kHash);
   auto data = Random(4 * kChunk, 7);
   Detect(*d, 1, data);
@@ -191,12 +192,36 @@ TEST(ChangeDetector, VersionsInFlightAreRelativeToTheCommittedOne) {
   data[0] ^= 1;
   ExpectLayered(Detect(*d, 2, data), 1, 1, {{0, kChunk}});
   data[2 * kChunk] ^= 1;
-  // 2 is still in flight: 3 is layered on 1 and carries 2's change too.
-  ExpectLayered(Detect(*d, 3, data), 1, 1, {{0, kChunk}, {2 * kChunk, kChunk}});
+  // 2 is still in flight: 3 is layered on it and stores only its own change.
+  ExpectLayered(Detect(*d, 3, data), 2, 2, {{2 * kChunk, kChunk}});
+  d->Accept(2);
   d->Accept(3);
-  d->Accept(2);  // late, older: ignored
   data[3 * kChunk] ^= 1;
-  ExpectLayered(Detect(*d, 4, data), 3, 2, {{3 * kChunk, kChunk}});
+  ExpectLayered(Detect(*d, 4, data), 3, 3, {{3 * kChunk, kChunk}});
+}
+
+// A failed version in flight takes the versions layered on it down with it
+// (the pipeline fails them): the next one is relative to the newest version
+// still standing, and stores everything changed since.
+TEST(ChangeDetector, AVersionLayeredOnAnAbandonedOneIsNeverABase) {
+  auto d = Make(ChangeDetection::kHash);
+  auto data = Random(4 * kChunk, 17);
+  Detect(*d, 1, data);
+  d->Accept(1);
+  data[0] ^= 1;
+  ExpectLayered(Detect(*d, 2, data), 1, 1, {{0, kChunk}});
+  data[kChunk] ^= 1;
+  ExpectLayered(Detect(*d, 3, data), 2, 2, {{kChunk, kChunk}});
+  data[2 * kChunk] ^= 1;
+  ExpectLayered(Detect(*d, 4, data), 3, 3, {{2 * kChunk, kChunk}});
+  d->Abandon(3);  // 4 is doomed with it; 2 still stands
+  d->Accept(4);   // ignored: it cannot have committed
+  data[3 * kChunk] ^= 1;
+  ExpectLayered(Detect(*d, 5, data), 2, 2, {{kChunk, 3 * kChunk}});
+  d->Abandon(2);  // 5 too: back to 1
+  ExpectLayered(Detect(*d, 6, data), 1, 1, {{0, 4 * kChunk}});
+  d->Accept(6);
+  ExpectLayered(Detect(*d, 7, data), 6, 2, {});
 }
 
 TEST(ChangeDetector, ResetForcesAFullVersionAndForgetsPendingOnes) {
@@ -208,8 +233,29 @@ TEST(ChangeDetector, ResetForcesAFullVersionAndForgetsPendingOnes) {
   d->Reset();
   d->Accept(2);  // detected before the reset: ignored
   ExpectFull(Detect(*d, 3, data), data.size());
-  d->Accept(3);
   ExpectLayered(Detect(*d, 4, data), 3, 1, {});
+  d->Accept(4);  // 3, captured before it, is forgotten
+  ExpectLayered(Detect(*d, 5, data), 4, 2, {});
+}
+
+// Flushes failing for a long time: the results in flight are bounded, and
+// after the bound the next version is full and starts a new chain.
+TEST(ChangeDetector, ResultsInFlightAreBounded) {
+  auto d = Make(ChangeDetection::kHash, /*max_layers=*/1000);
+  auto data = Random(2 * kChunk, 18);
+  Detect(*d, 0, data);
+  int64_t v = 1;
+  for (; v < 1000; ++v) {
+    data[static_cast<size_t>(v) % data.size()] ^= 1;
+    const ChangeSet cs = Detect(*d, v, data);
+    d->Abandon(v);  // every flush fails: never a base
+    if (cs.full) break;
+    ExpectLayered(cs, 0, 1, cs.changed);
+  }
+  EXPECT_GT(v, 200);
+  EXPECT_LT(v, 1000);
+  ExpectFull(Detect(*d, v + 1, data), data.size());  // v was the last kept; it failed
+  ExpectLayered(Detect(*d, v + 2, data), v + 1, 1, {});
 }
 
 TEST(ChangeDetector, MaxLayersEndsTheChain) {
@@ -285,23 +331,25 @@ TEST(ChangeDetector, PagesCarryWritesOfVersionsInFlightAndAbandoned) {
   auto d = Make(ChangeDetection::kPages, 10, std::make_unique<FakePages>(&script));
   std::vector<uint8_t> data(64 << 10);
   script.collects = {ExtentList{{0, 4096}}, ExtentList{{8192, 4096}}, ExtentList{{16384, 4096}},
-                     ExtentList{{40960, 1 << 20}}, ExtentList{}};
+                     ExtentList{{40960, 1 << 20}}, ExtentList{}, ExtentList{}};
   ExpectFull(Detect(*d, 1, data), data.size());
   d->Accept(1);
   ExpectLayered(Detect(*d, 2, data), 1, 1, {{8192, 4096}});
   d->Abandon(2);  // its page was never stored: the next version carries it
   d->Accept(2);   // ignored: it failed
   ExpectLayered(Detect(*d, 3, data), 1, 1, {{8192, 4096}, {16384, 4096}});
-  // 3 in flight; a report past the region's end is clipped.
-  ExpectLayered(Detect(*d, 4, data), 1, 1, {{8192, 4096}, {16384, 4096}, {40960, data.size() - 40960}});
-  d->Accept(4);
-  ExpectLayered(Detect(*d, 5, data), 4, 2, {});
+  // 3 in flight: 4 stores only its own pages; a report past the end is clipped.
+  ExpectLayered(Detect(*d, 4, data), 3, 2, {{40960, data.size() - 40960}});
+  d->Abandon(3);  // 4 with it: 5 carries the writes of 2, 3 and 4
+  ExpectLayered(Detect(*d, 5, data), 1, 1, {{8192, 4096}, {16384, 4096}, {40960, data.size() - 40960}});
+  d->Accept(5);
+  ExpectLayered(Detect(*d, 6, data), 5, 2, {});
   EXPECT_STREQ(d->name(), "pages");
   EXPECT_EQ(d->counters().bytes_hashed, 0u);
 }
 
-// Versions committed out of capture order, numbers out of order: the
-// baseline is the newest capture that committed, whatever its number.
+// Version numbers out of order: the base is the previous capture, whatever
+// its number.
 TEST(ChangeDetector, TheBaselineFollowsCaptureOrderNotVersionNumbers) {
   FakePages::Script script;
   auto d = Make(ChangeDetection::kPages, 10, std::make_unique<FakePages>(&script));
@@ -310,10 +358,11 @@ TEST(ChangeDetector, TheBaselineFollowsCaptureOrderNotVersionNumbers) {
   Detect(*d, 1, data);
   d->Accept(1);
   ExpectLayered(Detect(*d, 5, data), 1, 1, {{0, 4096}});
-  ExpectLayered(Detect(*d, 3, data), 1, 1, {{0, 4096}, {8192, 4096}});  // captured after 5
+  ExpectLayered(Detect(*d, 3, data), 5, 2, {{8192, 4096}});  // captured after 5
+  d->Accept(5);
   d->Accept(3);
-  d->Accept(5);  // captured before 3: ignored (3 holds its changes and newer data)
-  ExpectLayered(Detect(*d, 6, data), 3, 2, {{16384, 4096}});
+  d->Accept(5);  // captured before 3: ignored
+  ExpectLayered(Detect(*d, 6, data), 3, 3, {{16384, 4096}});
 }
 
 TEST(ChangeDetector, PagesLostTrackingGivesAFullVersion) {

@@ -323,15 +323,15 @@ LayerPlan Layering::Plan(const std::string& name, int64_t version, const std::ve
   for (const auto& e : errors) NoteFallback(e);
   Name& n = names_[name];
   // The base: the newest that a layered region names, if this client planned
-  // it and it is committed (else every region is stored full).
+  // it and it was not dropped since (else every region is stored full). It
+  // may still be in flight: the pipeline commits this version after it.
   int64_t base = -1;
   for (const auto& cs : sets) {
     if (!cs.full) base = std::max(base, cs.base);
   }
   format::VersionRecord record{.content_id = format::DrawContentId()};
   auto it = n.versions.find(base);
-  if (base >= 0 && it != n.versions.end() && it->second.committed &&
-      static_cast<int>(it->second.depth) < options_.max_layers) {
+  if (base >= 0 && it != n.versions.end() && static_cast<int>(it->second.depth) < options_.max_layers) {
     record.base_version = base;
     record.base_content_id = it->second.content_id;
     record.depth = it->second.depth + 1;
@@ -361,8 +361,8 @@ void Layering::Committed(const std::string& name, int64_t version) {
   auto it = n.versions.find(version);
   if (it == n.versions.end()) return;
   it->second.committed = true;
-  // Only the newest committed version can be a base from now on (the
-  // detectors' baselines only move forward); versions in flight stay.
+  // Versions captured before it are never a base again (the detectors'
+  // baselines only move forward); versions in flight stay.
   std::erase_if(n.versions, [&](const auto& kv) { return kv.first < version && kv.second.committed; });
   for (auto& r : n.regions) {
     if (r.detector) r.detector->Accept(version);

@@ -2,9 +2,11 @@
 // not `full` (docs/design.md, "Layered captures"). The capture asks Plan for
 // a version's layout before it copies anything: a full version-2 layout, or a
 // layered one whose regions store only the extents that changed since the
-// newest committed version of the same name (its base). The copy then moves
-// just those extents, packed, into the host cache, and the rest of the
-// pipeline (checksums, flush, persistence) treats the entry like any other.
+// previous capture of the same name (its base, committed or still in flight:
+// the pipeline commits a layer after its base and fails it with its base).
+// The copy then moves just those extents, packed, into the host cache, and
+// the rest of the pipeline (checksums, flush, persistence) treats the entry
+// like any other.
 //
 // It owns, per checkpoint name, one change detector per region
 // (capture/changes.hpp) and the content ids of the versions it planned (a
@@ -72,17 +74,18 @@ class Layering {
   // memory readable now; device and managed regions are stored full). With
   // detection off for the client and every region: Layout::Make (format v1),
   // as before layering existed.
-  // Layered when every host region's detector has a committed baseline in a
-  // chain shorter than max_layers and the region set is the base's; a
+  // Layered when every host region's detector has a baseline that may still
+  // commit, in a chain shorter than max_layers, and the region set is the
+  // base's; a
   // region whose detector says full is stored whole inside a layered
   // version. Never fails: a detector error makes that region full (counted
   // as a fallback, its first reason kept in stats).
   LayerPlan Plan(const std::string& name, int64_t version, const std::vector<CaptureSource>& sources);
 
-  // `version` of `name` was committed to the local tier: it may become the
-  // baseline of the next versions.
+  // `version` of `name` was committed to the local tier (after its base).
   void Committed(const std::string& name, int64_t version) CAIRN_EXCLUDES(mu_);
-  // It failed or was dropped before committing: never a baseline.
+  // It failed or was dropped before committing: neither it nor a version
+  // layered on it is a baseline again.
   void Dropped(const std::string& name, int64_t version) CAIRN_EXCLUDES(mu_);
 
   // A restore is about to write host memory [data, data + bytes): tracked

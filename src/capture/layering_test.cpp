@@ -49,33 +49,44 @@ TEST_F(LayeringTest, FullModeKeepsFormatVersion1) {
   EXPECT_EQ(layout.stored_bytes, kBytes);
 }
 
-// A version is layered only on a committed one; a dropped one is never a base.
-TEST_F(LayeringTest, LayeredOnlyOnCommittedVersions) {
+// A version is layered on the previous capture, committed or not; a dropped
+// one, and every version layered on it, is never a base.
+TEST_F(LayeringTest, LayeredOnThePreviousCapture) {
   Layering l(Options(ChangeDetection::kHash), kBlock);
   const format::Layout v1 = l.Plan("a", 1, Sources()).layout;
   EXPECT_EQ(v1.format_version, format::kFormatVersion2);
   EXPECT_FALSE(v1.layered());
   EXPECT_NE(v1.record.content_id, 0u);
-  mem_[10] = 2;
-  EXPECT_FALSE(l.Plan("a", 2, Sources()).layout.layered()) << "1 is not committed yet";
-  l.Committed("a", 1);
+  mem_[10] = 2;  // the first chunk
+  const format::Layout v2 = l.Plan("a", 2, Sources()).layout;
+  ASSERT_TRUE(v2.layered()) << "1 is in flight: 2 is layered on it all the same";
+  EXPECT_EQ(v2.record.base_version, 1);
+  EXPECT_EQ(v2.record.base_content_id, v1.record.content_id);
+  EXPECT_EQ(v2.record.depth, 1u);
+  EXPECT_EQ(Stored(v2), (ExtentList{{0, 64 << 10}}));
   mem_[kBytes - 1] = 3;  // the second chunk
   const format::Layout v3 = l.Plan("a", 3, Sources()).layout;
   ASSERT_TRUE(v3.layered());
-  EXPECT_EQ(v3.record.base_version, 1);
-  EXPECT_EQ(v3.record.base_content_id, v1.record.content_id);
-  EXPECT_EQ(v3.record.depth, 1u);
-  EXPECT_EQ(Stored(v3), (ExtentList{{0, kBytes}})) << "both chunks changed since 1";
-  l.Dropped("a", 3);
-  l.Committed("a", 2);
+  EXPECT_EQ(v3.record.base_version, 2);
+  EXPECT_EQ(v3.record.base_content_id, v2.record.content_id);
+  EXPECT_EQ(v3.record.depth, 2u);
+  EXPECT_EQ(Stored(v3), (ExtentList{{64 << 10, kBytes - (64 << 10)}})) << "only the second chunk since 2";
+  l.Dropped("a", 2);  // 3 cannot commit either
+  l.Committed("a", 1);
   const format::Layout v4 = l.Plan("a", 4, Sources()).layout;
   ASSERT_TRUE(v4.layered());
-  EXPECT_EQ(v4.record.base_version, 2);
-  EXPECT_EQ(Stored(v4), (ExtentList{{64 << 10, kBytes - (64 << 10)}})) << "only the second chunk since 2";
+  EXPECT_EQ(v4.record.base_version, 1);
+  EXPECT_EQ(v4.record.depth, 1u);
+  EXPECT_EQ(Stored(v4), (ExtentList{{0, kBytes}})) << "both chunks changed since 1";
+  l.Committed("a", 4);
+  const format::Layout v5 = l.Plan("a", 5, Sources()).layout;
+  ASSERT_TRUE(v5.layered());
+  EXPECT_EQ(v5.record.base_version, 4);
+  EXPECT_EQ(Stored(v5), ExtentList{});
   const ChangeStats s = l.stats();
-  EXPECT_EQ(s.layered_versions, 2u);
-  EXPECT_EQ(s.full_versions, 2u);
-  EXPECT_EQ(s.bytes_hashed, 4 * kBytes);
+  EXPECT_EQ(s.layered_versions, 4u);
+  EXPECT_EQ(s.full_versions, 1u);
+  EXPECT_EQ(s.bytes_hashed, 5 * kBytes);
   EXPECT_EQ(s.mode, "hash");
 }
 

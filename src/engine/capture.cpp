@@ -54,6 +54,11 @@ Status Pipeline::BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time
   catalog_.Add(e);
   flusher_.Push(e);
   if (persistent_ && e->kind == format::EntryKind::kCheckpoint && !e->persist_skipped) BeginPersist(e);
+  if (e->layout.layered()) {
+    // Planned on a base whose failure came after the plan (FailLayersOn).
+    EntryPtr base = catalog_.Find(e->kind, e->name, e->layout.record.base_version);
+    if (base && base->failed() && !base->local_committed) FailLayersOn(*base);
+  }
   // The compute interval that ended at t0 feeds the adaptive touch model.
   *interval_s = initializer_.CaptureStarted(t0);
   return Status::Ok();

@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "engine/entry.hpp"
 
@@ -43,17 +44,19 @@ class Catalog {
   // until DropStep.
   void Remove(const Entry& e) { entries_.erase(Key{e.kind, e.name, e.number}); }
   void ClearEntries() { entries_.clear(); }
-  // Whether a checkpoint of `name` not yet committed locally (nor failed)
-  // is layered on version `base`.
-  bool IsBaseOfUncommitted(const std::string& name, int64_t base) const {
+  // The checkpoints of `name` not yet committed locally (nor failed) that
+  // are layered on version `base`.
+  std::vector<EntryPtr> LayersOn(const std::string& name, int64_t base) const {
     const auto kind = format::EntryKind::kCheckpoint;
+    std::vector<EntryPtr> out;
     for (auto it = entries_.lower_bound(Key{kind, name, INT64_MIN});
          it != entries_.end() && std::get<0>(it->first) == kind && std::get<1>(it->first) == name; ++it) {
       const Entry& e = *it->second;
-      if (e.layout.record.base_version == base && !e.local_committed && !e.failed()) return true;
+      if (e.layout.record.base_version == base && !e.local_committed && !e.failed()) out.push_back(it->second);
     }
-    return false;
+    return out;
   }
+  bool IsBaseOfUncommitted(const std::string& name, int64_t base) const { return !LayersOn(name, base).empty(); }
 
   // Whether every checkpoint of `name` has reached its last tier or failed:
   // committed locally and, when `persistent` (there is a persistent tier),

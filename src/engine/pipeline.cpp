@@ -396,6 +396,16 @@ void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
   cv_app_.notify_all();
   flusher_.Wake();
   persister_.Wake();
+  if (e->kind == format::EntryKind::kCheckpoint) FailLayersOn(*e);
+}
+
+void Pipeline::FailLayersOn(const Entry& base) {
+  for (const EntryPtr& layer : catalog_.LayersOn(base.name, base.number)) {
+    if (layer->seq < base.seq) continue;  // on an earlier version of that number
+    FailEntry(layer, base.local_error.WithContext("version " + std::to_string(layer->number) + " of '" +
+                                                  base.name + "' is layered on version " +
+                                                  std::to_string(base.number) + ", which failed"));
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -301,6 +301,10 @@ class Pipeline {
   void Consume(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   void ReleaseChunks(Entry& e) CAIRN_REQUIRES(mu_);
   void FailEntry(const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_);
+  // A layered version is unrestorable without its base: those in flight on
+  // `base`, which failed, fail with it (FailEntry), so none commits over a
+  // base that never will. At capture, a version on a failed base fails at once.
+  void FailLayersOn(const Entry& base) CAIRN_REQUIRES(mu_);
   void NotifyAll();
   void TraceCache() CAIRN_REQUIRES(mu_);  // a cache-occupancy counter sample
   // Counts a served restore or pop in the stats and the trace.
