@@ -174,8 +174,8 @@ Options:
                      or no client at all
   --settle on|off    restart: after each checkpoint, wait (untimed, outside
                      the interval) until Cairn has the version on the local
-                     tier, so that the next one can be layered on it (a base
-                     must be committed); default off
+                     tier, so that no flush runs during the next interval;
+                     default off
   --limits-size S    probe file size for the disk limits (default: the
                      bytes of one forward pass, clamped to [16MiB, 1GiB])
   --json FILE        write the results as JSON
