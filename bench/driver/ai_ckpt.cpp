@@ -4,13 +4,16 @@
 // evenly over the pages (so first writes are spread over the epoch, as in a
 // solver); a checkpoint after every --every iterations, and a wait for the
 // last one at the end. Every mode runs in one process, interleaved round by
-// round (none, sync, copy, zero_copy, zero_copy_learned), medians of
-// --repeat rounds:
+// round (none, sync, copy, zero_copy, zero_copy_learned, copy_same_memory),
+// medians of --repeat rounds:
 //   none               no checkpoint (the baseline)
 //   sync               write + fsync of the region on the application thread
 //   copy               Cairn, checkpoint.capture = copy (its cache holds S)
 //   zero_copy          Cairn zero-copy, checkpoint.zero_copy_order = address
 //   zero_copy_learned  Cairn zero-copy, learned order
+//   copy_same_memory   Cairn copy mode given only zero-copy's extra memory
+//                      (a host cache of the COW buffer + bookkeeping +
+//                      staging cache): what zero-copy saves its memory from
 #include "driver/ai_ckpt.hpp"
 
 #include <fcntl.h>
@@ -42,16 +45,21 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-enum class Pattern { kSequential, kReversed, kRandom, kIrregular };
-constexpr const char* kPatterns[] = {"sequential", "reversed", "random", "irregular"};  // by Pattern
+// flipping: reversed on odd epochs, forward on even ones (an order that
+// changes between epochs, which a learned order cannot predict).
+enum class Pattern { kSequential, kReversed, kRandom, kIrregular, kFlipping };
+constexpr const char* kPatterns[] = {"sequential", "reversed", "random", "irregular", "flipping"};  // by Pattern
 std::optional<Pattern> PatternNamed(std::string_view name) {
   for (int p = 0; p < static_cast<int>(std::size(kPatterns)); ++p) {
     if (name == kPatterns[p]) return static_cast<Pattern>(p);
   }
   return std::nullopt;
 }
-constexpr const char* kModes[] = {"none", "sync", "copy", "zero_copy", "zero_copy_learned"};
-constexpr int kModeCount = 5;
+constexpr const char* kModes[] = {"none", "sync", "copy", "zero_copy", "zero_copy_learned", "copy_same_memory"};
+constexpr int kModeCount = 6;
+constexpr int kCopyMode = 2, kCopySameMemoryMode = 5;
+bool IsCopy(int mode) { return mode == kCopyMode || mode == kCopySameMemoryMode; }
+bool IsZeroCopy(int mode) { return mode == 3 || mode == 4; }
 
 struct AiOptions {
   uint64_t size = 64ull << 20;
@@ -69,7 +77,7 @@ struct AiOptions {
 };
 
 const char* kUsage =
-    "usage: cairn-bench ai-ckpt [--size S] [--pattern sequential|reversed|random|irregular] [--cow F]\n"
+    "usage: cairn-bench ai-ckpt [--size S] [--pattern sequential|reversed|random|irregular|flipping] [--cow F]\n"
     "         [--iterations N] [--every K] [--compute-ms C] [--moved X] [--base sequential|reversed|random]\n"
     "         [--write-protect auto|userfaultfd|mprotect]\n"
     "         [--repeat R] [--dir D] [--json FILE] [--quiet]\n";
@@ -95,13 +103,15 @@ Result<AiOptions> Parse(int argc, char** argv) {
       CAIRN_ASSIGN_OR_RETURN(o.size, ParseBytes(a, v));
     } else if (a == "--pattern") {
       const std::optional<Pattern> p = PatternNamed(v);
-      if (!p) return Bad(a, "'" + v + "' is not sequential, reversed, random or irregular");
+      if (!p) return Bad(a, "'" + v + "' is not sequential, reversed, random, irregular or flipping");
       o.pattern = *p;
     } else if (a == "--cow") {
       CAIRN_ASSIGN_OR_RETURN(o.cow, ParseFraction(a, v));
     } else if (a == "--base") {
       const std::optional<Pattern> p = PatternNamed(v);
-      if (!p || *p == Pattern::kIrregular) return Bad(a, "'" + v + "' is not sequential, reversed or random");
+      if (!p || *p == Pattern::kIrregular || *p == Pattern::kFlipping) {
+        return Bad(a, "'" + v + "' is not sequential, reversed or random");
+      }
       o.base = *p;
     } else if (a == "--moved") {
       CAIRN_ASSIGN_OR_RETURN(o.moved, ParseFraction(a, v));
@@ -133,7 +143,10 @@ std::vector<uint32_t> PageOrder(const AiOptions& o, size_t pages, uint64_t epoch
   std::vector<uint32_t> order(pages);
   std::iota(order.begin(), order.end(), 0u);
   const Pattern regular = o.pattern == Pattern::kIrregular ? o.base : o.pattern;
-  if (regular == Pattern::kReversed) std::reverse(order.begin(), order.end());
+  const bool odd = epoch % 2 == 1;
+  if (regular == Pattern::kReversed || (regular == Pattern::kFlipping && odd)) {
+    std::reverse(order.begin(), order.end());
+  }
   if (regular == Pattern::kRandom) std::shuffle(order.begin(), order.end(), std::mt19937_64(42));
   if (o.pattern == Pattern::kIrregular) {  // moved pages go to random places, new ones every epoch
     std::mt19937_64 rng(1000 + epoch);
@@ -167,19 +180,33 @@ Status SyncCheckpoint(const std::string& dir, uint64_t v, const uint8_t* data, s
   return s;
 }
 
+// Zero-copy's staging cache: a few small blocks (the reader's order works
+// block by block).
+constexpr uint64_t kZeroCopyCache = 4ull << 20, kZeroCopyBlock = 256ull << 10;
+
+// What zero-copy holds beside the application's memory: the COW buffer, the
+// per-page bookkeeping and its staging cache.
+uint64_t ZeroCopyExtraBytes(const AiOptions& o, uint64_t cache_bytes) {
+  return core::ZeroCopy::CowBytes(o.cow, o.size) + o.size / 4096 * core::ZeroCopy::kMetadataBytesPerPage +
+         cache_bytes;
+}
+
 Config CairnConfig(const AiOptions& o, int mode, const std::string& dir) {
   Config c = DefaultConfig();
   c.scratch_dir = dir;
   c.keep_versions = 2;
-  c.capture = mode == 2 ? CaptureMode::kCopy : CaptureMode::kZeroCopy;
+  c.capture = IsCopy(mode) ? CaptureMode::kCopy : CaptureMode::kZeroCopy;
   c.cow_fraction = o.cow;
   c.write_protect = o.write_protect;
   c.zero_copy_order = mode == 4 ? "learned" : "address";
-  // copy: a cache that holds a version; zero-copy: a staging area of a few
-  // small blocks (the reader's order works block by block).
-  c.block_bytes = mode == 2 ? (4ull << 20) : (256ull << 10);
-  c.host_cache_bytes = mode == 2 ? std::max<uint64_t>(o.size + (8ull << 20), 16ull << 20) : (4ull << 20);
-  c.init = CacheInit::kEager;
+  // copy: a cache that holds a version; copy_same_memory: one as large as
+  // zero-copy's extra memory (the capture streams through it).
+  c.block_bytes = IsCopy(mode) ? (4ull << 20) : kZeroCopyBlock;
+  c.host_cache_bytes = kZeroCopyCache;
+  if (mode == kCopyMode) c.host_cache_bytes = std::max<uint64_t>(o.size + (8ull << 20), 16ull << 20);
+  if (mode == kCopySameMemoryMode) c.host_cache_bytes = ZeroCopyExtraBytes(o, kZeroCopyCache) / c.block_bytes * c.block_bytes;
+  c.host_cache_bytes = std::max<uint64_t>(c.host_cache_bytes, 2 * c.block_bytes);
+  c.init = CacheInit::kEager;  // eager: the cache keeps its size (no growth at Protect)
   return c;
 }
 
@@ -225,12 +252,10 @@ Result<ModeRun> RunMode(const AiOptions& o, int mode, uint8_t* mem, const std::s
     r.red_wait_s = s.zero_copy.red_wait_s;
     r.fault_s = s.zero_copy.fault_s;
     if (s.capture.ops > 0) r.capture_s = (s.capture.seconds + s.capture_blocked_s) / static_cast<double>(s.capture.ops);
-    if (mode == 2) {
+    if (IsCopy(mode)) {
       r.extra_bytes = s.cache_capacity_bytes;
     } else {
-      // COW buffer + the per-page bookkeeping + the staging cache.
-      r.extra_bytes = core::ZeroCopy::CowBytes(o.cow, o.size) + pages * core::ZeroCopy::kMetadataBytesPerPage +
-                      s.cache_capacity_bytes;
+      r.extra_bytes = ZeroCopyExtraBytes(o, s.cache_capacity_bytes);
       if (s.zero_copy.fallbacks > 0) return Status::Unsupported("zero-copy unavailable: " + s.zero_copy.note);
     }
     CAIRN_RETURN_IF_ERROR(c->Close());
@@ -260,7 +285,7 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
     calls.Set(kModes[m], Median(all));
     first_calls.Set(kModes[m], median(m, [](const ModeRun& r) { return r.call_s.empty() ? 0.0 : r.call_s[0]; }));
     if (m >= 2) capture.Set(kModes[m], median(m, [](const ModeRun& r) { return r.capture_s; }));
-    if (m >= 3) {
+    if (IsZeroCopy(m)) {
       red.Set(kModes[m], median(m, [](const ModeRun& r) { return r.red; }));
       orange.Set(kModes[m], median(m, [](const ModeRun& r) { return r.orange; }));
       blue.Set(kModes[m], median(m, [](const ModeRun& r) { return r.blue; }));

@@ -34,7 +34,7 @@ def main() -> int:
     call = number("checkpoint_call_s")
     if call is not None and not 0 < call < 10:
         errors.append(f"checkpoint_call_s {call} is not in (0, 10) s")
-    for mode in ("sync", "copy", "zero_copy", "zero_copy_learned"):
+    for mode in ("sync", "copy", "zero_copy", "zero_copy_learned", "copy_same_memory"):
         inc = number(f"runtime_increase_s.{mode}")
         # Against a noisy baseline a mode may come out slightly faster.
         if inc is not None and not -5 < inc < 60:
@@ -42,6 +42,10 @@ def main() -> int:
     mem = number("extra_memory_bytes.zero_copy_learned")
     if mem is not None and not 0 < mem < 64 << 20:
         errors.append(f"extra_memory_bytes.zero_copy_learned {mem} is not in (0, 64 MiB)")
+    # Copy mode given zero-copy's memory: no more than that (whole blocks).
+    same = number("extra_memory_bytes.copy_same_memory")
+    if mem is not None and same is not None and not 0 < same <= max(mem, 8 << 20):
+        errors.append(f"extra_memory_bytes.copy_same_memory {same} is not in (0, {max(mem, 8 << 20)}]")
     for key in ("red_wait_s", "fault_s"):
         for mode in ("zero_copy", "zero_copy_learned"):
             v = number(f"{key}.{mode}")
@@ -59,6 +63,14 @@ def main() -> int:
                 got = json.load(f)["ai_ckpt"].get("base")
             if got != base:
                 errors.append(f"--base {base}: the JSON says base {got!r}")
+        out = os.path.join(tmp, "flipping.json")
+        subprocess.run([bench, "ai-ckpt", "--size", "256KiB", "--pattern", "flipping",
+                        "--iterations", "4", "--every", "1", "--compute-ms", "1", "--repeat", "1",
+                        "--dir", tmp, "--quiet", "--json", out], check=True, stdout=subprocess.DEVNULL)
+        with open(out) as f:
+            got = json.load(f)["ai_ckpt"].get("pattern")
+        if got != "flipping":
+            errors.append(f"--pattern flipping: the JSON says pattern {got!r}")
         bad = subprocess.run([bench, "ai-ckpt", "--pattern", "irregular", "--base", "irregular"],
                              capture_output=True, text=True)
         if bad.returncode != 2 or "'irregular' is not sequential, reversed or random" not in bad.stderr:
