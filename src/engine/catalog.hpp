@@ -44,20 +44,16 @@ class Catalog {
   // until DropStep.
   void Remove(const Entry& e) { entries_.erase(Key{e.kind, e.name, e.number}); }
   void ClearEntries() { entries_.clear(); }
-  // Whether pred(entry) holds for some checkpoint of `name`.
-  template <typename Pred>
-  bool AnyCheckpoint(const std::string& name, Pred pred) const {
-    bool any = false;
-    ForEachCheckpoint(name, [&](const EntryPtr& e) { any = any || pred(*e); });
-    return any;
-  }
   // The checkpoints of `name` not yet committed locally (nor failed) that
   // are layered on version `base`.
   std::vector<EntryPtr> LayersOn(const std::string& name, int64_t base) const {
+    const auto kind = format::EntryKind::kCheckpoint;
     std::vector<EntryPtr> out;
-    ForEachCheckpoint(name, [&](const EntryPtr& e) {
-      if (e->layout.record.base_version == base && !e->local_committed && !e->failed()) out.push_back(e);
-    });
+    for (auto it = entries_.lower_bound(Key{kind, name, INT64_MIN});
+         it != entries_.end() && std::get<0>(it->first) == kind && std::get<1>(it->first) == name; ++it) {
+      const Entry& e = *it->second;
+      if (e.layout.record.base_version == base && !e.local_committed && !e.failed()) out.push_back(it->second);
+    }
     return out;
   }
   bool IsBaseOfUncommitted(const std::string& name, int64_t base) const { return !LayersOn(name, base).empty(); }
@@ -66,11 +62,15 @@ class Catalog {
   // committed locally and, when `persistent` (there is a persistent tier),
   // persisted unless its capture skipped that tier or its copy failed.
   bool Settled(const std::string& name, bool persistent) const {
-    return !AnyCheckpoint(name, [&](const Entry& e) {
-      if (e.failed() || e.consumed) return false;
-      if (!e.local_committed) return true;
-      return persistent && !e.persist_skipped && !e.persistent_committed && e.persistent_error.ok();
-    });
+    const auto kind = format::EntryKind::kCheckpoint;
+    for (auto it = entries_.lower_bound(Key{kind, name, INT64_MIN});
+         it != entries_.end() && std::get<0>(it->first) == kind && std::get<1>(it->first) == name; ++it) {
+      const Entry& e = *it->second;
+      if (e.failed() || e.consumed) continue;
+      if (!e.local_committed) return false;
+      if (persistent && !e.persist_skipped && !e.persistent_committed && e.persistent_error.ok()) return false;
+    }
+    return true;
   }
 
   // Histories --------------------------------------------------------------
@@ -90,16 +90,6 @@ class Catalog {
 
  private:
   using Key = std::tuple<format::EntryKind, std::string, int64_t>;
-
-  // fn(entry) for each checkpoint of `name`, in version order.
-  template <typename Fn>
-  void ForEachCheckpoint(const std::string& name, Fn fn) const {
-    const auto kind = format::EntryKind::kCheckpoint;
-    for (auto it = entries_.lower_bound(Key{kind, name, INT64_MIN});
-         it != entries_.end() && std::get<0>(it->first) == kind && std::get<1>(it->first) == name; ++it) {
-      fn(it->second);
-    }
-  }
 
   std::map<Key, EntryPtr> entries_;
   std::map<std::string, History> histories_;

@@ -66,7 +66,6 @@ struct Entry {
   bool persist_hold = false;
   bool persistent_committed = false;
   bool persist_skipped = false;  // not for it, though there is one (Capture's `persist`)
-  bool copy_deferred = false;    // its file copy waited once for a newer version (Mover)
   Status local_error;       // why the local flush failed (sticky)
   Status persistent_error;  // why the persistent copy failed (sticky)
 

@@ -45,11 +45,6 @@ Mover::Owner Pipeline::MoverOwner() {
         EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
         return e && e->persist_pending;
       },
-      .newer_from_cache = [this](const std::string& name, int64_t v) CAIRN_REQUIRES(mu_) {
-        return catalog_.AnyCheckpoint(name, [&](const Entry& e) {
-          return e.number > v && e.persist_from_cache && e.persist_pending && !e.consumed && !e.failed();
-        });
-      },
       .global_of = [this](const std::string& name) CAIRN_REQUIRES(mu_) -> int64_t {
         auto it = global_commits_.find(name);
         return it == global_commits_.end() ? -1 : it->second.global;

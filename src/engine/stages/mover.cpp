@@ -118,15 +118,6 @@ void Mover::CopyEntry(const EntryPtr& e) {
 // A broken local chain fails the copy (its error names the link) and copies
 // nothing of it: the persistent tier never holds a tip without its bases.
 Status Mover::CopyChain(const EntryPtr& e, bool* delayed) {
-  {
-    MutexLock lock(mu_);
-    if (!e->copy_deferred && owner_.newer_from_cache && owner_.newer_from_cache(e->name, e->number)) {
-      e->copy_deferred = true;  // once: a steady stream of newer versions does not starve it
-      delayed_.push_back(e);
-      *delayed = true;
-      return Status::Ok();
-    }
-  }
   os::FileSystem* fs = local_->fs();
   CAIRN_ASSIGN_OR_RETURN(const format::Chain chain,
                          format::Chain::Open(fs, local_->dir(), e->name, e->number, e->kind));

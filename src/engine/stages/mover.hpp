@@ -7,10 +7,7 @@
 //            layered version's chain goes base first: a persistent layered
 //            version is never visible before its base (bases already there,
 //            same content id, are not copied again; a base the owner is still
-//            persisting delays the copy until Resume). A copy also waits,
-//            once, while a newer version of its name is written from the
-//            host cache: the newest version is durable first, without an
-//            older one's copy sharing the disk with it
+//            persisting delays the copy until Resume)
 //   Retain   keeps the newest keep_versions committed versions of a name in
 //            each tier (and, in an MPI job, the newest keep_versions up to its
 //            global commit), and every version their chains (in that tier)
@@ -63,9 +60,6 @@ class Mover {
     // tier by other means (the persister, or a copy queued earlier): a
     // layered version built on it waits (Copy copies no base twice at once).
     std::function<bool(const std::string& name, int64_t v)> persisting;
-    // Whether a version of checkpoint `name` newer than v is being written
-    // to the persistent tier from the host cache (queued for the persister).
-    std::function<bool(const std::string& name, int64_t v)> newer_from_cache;
     // The newest version of checkpoint `name` committed on every rank of an
     // MPI job (-1: none, or not in a job): retention also keeps the newest
     // `keep` versions up to it.
@@ -90,7 +84,7 @@ class Mover {
   // Precondition (all below): *mu held.
   void Copy(const EntryPtr& e);
   // The persistent copy of a version of `name` ended (either way): copies
-  // delayed for their base or a newer version are queued again.
+  // delayed for their base are queued again.
   void Resume(const std::string& name);
   void Retain(const std::string& name);
   void Remove(const tiers::FileTier* tier, const std::string& name, format::EntryKind kind, int64_t number);
@@ -102,9 +96,8 @@ class Mover {
 
   // Copies e's committed local file and books the result.
   void CopyEntry(const EntryPtr& e) CAIRN_EXCLUDES(*mu_);
-  // Copies e's local chain, bases first; *delayed: a base (or, once, a newer
-  // version from the cache) is being persisted by the owner, e waits in
-  // delayed_ (nothing copied for it).
+  // Copies e's local chain, bases first; *delayed: a base is being persisted
+  // by the owner, e waits in delayed_ (nothing copied for it).
   Status CopyChain(const EntryPtr& e, bool* delayed) CAIRN_EXCLUDES(*mu_);
   void ApplyRetention(const std::string& name) CAIRN_EXCLUDES(*mu_);
   // Adds v and the versions its chain in `tier` reads (as far as they are
@@ -118,7 +111,7 @@ class Mover {
   const uint32_t block_bytes_;
   const size_t keep_;
   const Owner owner_;
-  std::vector<EntryPtr> delayed_ CAIRN_GUARDED_BY(*mu_);  // copies waiting for Resume
+  std::vector<EntryPtr> delayed_ CAIRN_GUARDED_BY(*mu_);  // copies waiting for a base
   Worker<Chore> worker_;  // last: its thread is joined before the rest goes
 };
 

@@ -49,9 +49,6 @@ class MoverTest : public ::testing::Test {
         .persisting = [this](const std::string&, int64_t v) CAIRN_REQUIRES(mu) {
           return being_persisted.contains(v);
         },
-        .newer_from_cache = [this](const std::string&, int64_t v) CAIRN_REQUIRES(mu) {
-          return from_cache.upper_bound(v) != from_cache.end();
-        },
         .base_of = [](const std::string&, int64_t) -> std::optional<int64_t> {
           return std::nullopt;  // retention reads the files
         },
@@ -111,7 +108,6 @@ class MoverTest : public ::testing::Test {
   std::set<std::pair<int64_t, bool>> asked CAIRN_GUARDED_BY(mu);
   std::set<int64_t> keep_anyway CAIRN_GUARDED_BY(mu);
   std::set<int64_t> being_persisted CAIRN_GUARDED_BY(mu);
-  std::set<int64_t> from_cache CAIRN_GUARDED_BY(mu);  // versions the persister writes from the cache
   Mover mover{&mu, &done, &local, &persistent, kBlock, /*keep=*/2, Interface()};
 };
 
@@ -246,32 +242,6 @@ TEST_F(MoverTest, ALayerWaitsForItsBaseBeingPersisted) {
   }
   WaitIdle();
   EXPECT_EQ(Committed(persistent), (std::vector<int64_t>{1, 2}));
-}
-
-// A copy waits while a newer version is written from the cache, so that the
-// newest is durable first; once only, so that newer versions coming one after
-// the other never starve it.
-TEST_F(MoverTest, ACopyWaitsOnceForANewerVersionFromTheCache) {
-  EntryPtr e = Commit(1, 3 * kBlock);
-  {
-    MutexLock l(&mu);
-    from_cache = {1, 2};  // 1 itself does not count
-    mover.Copy(e);
-  }
-  WaitIdle();
-  EXPECT_TRUE(Committed(persistent).empty());
-  {
-    MutexLock l(&mu);
-    EXPECT_TRUE(copies.empty());
-    EXPECT_TRUE(e->copy_deferred);
-    from_cache = {3};  // the next newer one: no second wait
-    mover.Resume("ckpt");
-  }
-  WaitIdle();
-  EXPECT_EQ(Committed(persistent), (std::vector<int64_t>{1}));
-  MutexLock l(&mu);
-  ASSERT_EQ(copies.size(), 1u);
-  EXPECT_OK(copies[0]);
 }
 
 // A broken local chain copies nothing and names the link.
