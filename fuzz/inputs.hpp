@@ -32,6 +32,11 @@ Status LoadConfigInput(const uint8_t* data, size_t size);
 Status ParseVelocConfigInput(const uint8_t* data, size_t size);
 Status ParseFtiConfigInput(const uint8_t* data, size_t size);
 
+// fuzz_manifest: the bytes as a global manifest (docs/format.md 3.6, either
+// version), parsed as a restart parses a rank's. Returns the parser's
+// status; anything but OK or kCorrupt is a bug.
+Status ParseManifestInput(const uint8_t* data, size_t size);
+
 // What every configuration target accepts as the outcome of an input: OK, a
 // configuration error or no memory. Anything else is a finding.
 inline bool ConfigOutcome(const Status& s) {

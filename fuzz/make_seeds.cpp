@@ -1,4 +1,5 @@
-// cairn_fuzz_seeds DIR: writes the seed corpus of fuzz_file_reader, small
+// cairn_fuzz_seeds DIR [manifest]: writes the seed corpus of fuzz_file_reader
+// (or, with `manifest`, of fuzz_manifest, below), small
 // valid data files (format versions 1 and 2, full and layered) made by the
 // library's own FileWriter (docs/design.md, "Fuzzing"). Run once when the
 // format changes and commit the files:
@@ -15,6 +16,7 @@
 #include "format/file_writer.hpp"
 #include "format/layout.hpp"
 #include "os/fs/fs.hpp"
+#include "redundancy/manifest.hpp"
 #include "util/crc32c.hpp"
 
 namespace {
@@ -59,9 +61,43 @@ Status Write(const std::string& dir, const Seed& seed) {
 
 }  // namespace
 
+// fuzz_manifest's seeds: manifests written by the library (version 2), and
+// a version 1 text file as older builds wrote it.
+int Manifests(const std::string& dir) {
+  cairn::Config c;
+  c.fsync = false;
+  auto* fs = cairn::os::FileSystem::Default();
+  const std::string tmp = dir + "/.make";
+  struct {
+    const char* file;
+    cairn::collective::Manifest shape;
+    int64_t committed, persistent;
+  } seeds[] = {{"v2-committed", {.ranks = 4}, 7, -1},
+               {"v2-persistent-simulated", {.ranks = 8, .ranks_per_node = 2}, 12, 10}};
+  for (const auto& s : seeds) {
+    Status st =
+        cairn::collective::RecordGlobal(fs, c, tmp, "m", s.shape, s.committed, s.persistent);
+    if (st.ok()) st = fs->Rename(tmp + "/m/global", dir + "/" + s.file);
+    if (!st.ok()) {
+      std::fprintf(stderr, "%s: %s\n", s.file, st.ToString().c_str());
+      return 1;
+    }
+  }
+  (void)fs->RemoveDir(tmp + "/m");
+  (void)fs->RemoveDir(tmp);
+  const std::string v1 = "cairn-global 1\nranks 4\ncommitted 3\npersistent 2\nranks_per_node 2\n";
+  FILE* f = std::fopen((dir + "/v1-text").c_str(), "w");
+  if (f == nullptr || std::fwrite(v1.data(), 1, v1.size(), f) != v1.size() || std::fclose(f) != 0) {
+    std::fprintf(stderr, "v1-text: cannot write\n");
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[2]) == "manifest") return Manifests(argv[1]);
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+    std::fprintf(stderr, "usage: %s DIR [manifest]\n", argv[0]);
     return 2;
   }
   const Seed seeds[] = {

@@ -67,6 +67,10 @@ TEST(FuzzCorpus, VelocConfigSeedsParse) { ExpectSeedsOk("veloc_config", 2, fuzz:
 
 TEST(FuzzCorpus, FtiConfigSeedsParse) { ExpectSeedsOk("fti_config", 5, fuzz::ParseFtiConfigInput); }
 
+// Manifests the library wrote (version 2) and a version 1 text file
+// (regenerate with cairn_fuzz_seeds fuzz/corpus/manifest manifest).
+TEST(FuzzCorpus, ManifestSeedsParse) { ExpectSeedsOk("manifest", 3, fuzz::ParseManifestInput); }
+
 TEST(FuzzFindings, FileReaderFindingsAreCleanErrors) {
   for (const Input& f : ReadDir("tests/data/fuzz/file_reader")) {
     const Status st = fuzz::ReadFileInput(f.bytes.data(), f.bytes.size());

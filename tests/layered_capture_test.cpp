@@ -325,13 +325,17 @@ TEST_P(LayeredCaptureTest, VersionsInFlightStoreOnlyTheirChangesAndFallWithTheir
       TouchPages(mem_, rng, 2);
       content[v].assign(mem_, mem_ + kBytes);
       ASSERT_OK(c->Checkpoint(kName, v));
-      if (v == 1) ASSERT_TRUE(gate.WaitBlocked(std::chrono::seconds(60)));
+      if (v == 1) {
+        ASSERT_TRUE(gate.WaitBlocked(std::chrono::seconds(60)));
+      }
     }
   }
   for (int64_t v = 1; v <= 5; ++v) {
     const Status s = c->Wait(kName, v, Level::kLocal);
     EXPECT_EQ(s.ok(), v <= 2) << "version " << v << ": " << s.ToString();
-    if (v > 3) EXPECT_NE(s.message().find("layered on version 3"), std::string::npos) << s.ToString();
+    if (v > 3) {
+      EXPECT_NE(s.message().find("layered on version 3"), std::string::npos) << s.ToString();
+    }
   }
   // Two pages changed per version: at most two hash chunks or two pages.
   const uint64_t granule = GetParam() == ChangeDetection::kHash ? 64 * kKiB : kPage;

@@ -14,20 +14,21 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <span>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
-#include "driver/bench.hpp"
 #include "cairn/cairn_mpi.h"
 #include "common/json.hpp"
-#include "mpi/mpi_phases.hpp"
 #include "common/parse.hpp"
+#include "driver/bench.hpp"
+#include "mpi/mpi_levels.hpp"
+#include "mpi/mpi_phases.hpp"
 
 namespace cairn::bench {
 namespace {
@@ -39,6 +40,8 @@ struct MpiOptions {
   std::string dir;       // empty: a fresh temporary directory, removed at the end
   uint64_t poll_us = 100;  // the application's pause between Cairn calls while it waits
   bool fsync = true;       // the baseline's fsync
+  bool levels = false;     // --levels: the redundancy levels' comparison (mpi_levels.hpp)
+  LevelsOptions lv;
 };
 
 const char kUsage[] =
@@ -50,6 +53,13 @@ const char kUsage[] =
     "  --dir       the run's directory (default: a fresh one under $TMPDIR, removed after)\n"
     "  --poll-us   pause between the Cairn calls that wait for the global commit (default 100)\n"
     "  --no-fsync  the synchronous baseline does not fsync\n"
+    "The redundancy levels (docs/bench.md, \"MPI: the redundancy levels\"):\n"
+    "  --levels L1|L1,L2|L1,L2,L3  compare L1 alone with these levels (L2 every checkpoint,\n"
+    "                L3 every second wait), interleaved, instead of the figures above\n"
+    "  --l3-code xor   the L3 code (only xor is built)\n"
+    "  --checkpoints N checkpoints per configuration (default 8)\n"
+    "  --interval-s S  computing between checkpoints (default: 1.5x the slowest level's\n"
+    "                time in the warm-up, at least 0.5)\n"
     "The XOR rebuild of a lost node is cairn-bench-xor-rebuild's (docs/mpi.md).\n";
 
 Result<MpiOptions> Parse(int argc, char** argv) {
@@ -75,10 +85,31 @@ Result<MpiOptions> Parse(int argc, char** argv) {
       CAIRN_ASSIGN_OR_RETURN(o.dir, value());
     } else if (name == "--no-fsync") {
       o.fsync = false;
+    } else if (name == "--levels") {
+      CAIRN_ASSIGN_OR_RETURN(std::string v, value());
+      if (v != "L1" && v != "L1,L2" && v != "L1,L2,L3") return Bad(name, "L1, L1,L2 or L1,L2,L3");
+      o.levels = true;
+      o.lv.l2 = v != "L1";
+      o.lv.l3 = v == "L1,L2,L3";
+    } else if (name == "--l3-code") {
+      CAIRN_ASSIGN_OR_RETURN(o.lv.l3_code, value());
+      if (o.lv.l3_code != "xor" && o.lv.l3_code != "rs") return Bad(name, "xor or rs");
+    } else if (name == "--checkpoints") {
+      CAIRN_ASSIGN_OR_RETURN(std::string v, value());
+      CAIRN_ASSIGN_OR_RETURN(o.lv.checkpoints, ParseCount(name, v, 1));
+    } else if (name == "--interval-s") {
+      CAIRN_ASSIGN_OR_RETURN(std::string v, value());
+      char* end = nullptr;
+      o.lv.interval_s = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(o.lv.interval_s >= 0))
+        return Bad(name, "seconds >= 0");
     } else {
       return Bad(name, "unknown option (--help lists them)");
     }
   }
+  o.lv.size = o.size;
+  o.lv.json_path = o.json_path;
+  o.lv.dir = o.dir;
   return o;
 }
 
@@ -122,20 +153,9 @@ Json Target(double value, double target, bool at_least) {
 
 int Run(const MpiOptions& o, int rank, int size, std::string command) {
   // The run's directory, the same on every rank.
-  char dir[4096] = {0};
   const bool own_dir = o.dir.empty();
-  if (rank == 0) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string d = own_dir ? std::string(tmp && *tmp ? tmp : "/tmp") + "/cairn-bench-mpi.XXXXXX" : o.dir;
-    if (own_dir ? mkdtemp(d.data()) == nullptr : (std::system(("mkdir -p '" + d + "'").c_str()) != 0)) d.clear();
-    std::snprintf(dir, sizeof dir, "%s", d.c_str());
-  }
-  MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
-  if (dir[0] == '\0') {
-    if (rank == 0) std::fprintf(stderr, "cairn-bench-mpi: cannot create the run's directory\n");
-    return 1;
-  }
-  const std::string root = dir;
+  const std::string root = RunDir(o.dir, "cairn-bench-mpi");
+  if (root.empty()) return 1;
   // The settings that make the comparison fair (the caller's own win): every
   // byte copied every time, the cache populated at open (fresh RAM costs
   // ~1.5 s/GiB on first use here), no helper threads (every core runs a rank).
@@ -264,18 +284,9 @@ int Run(const MpiOptions& o, int rank, int size, std::string command) {
     targets.Set("commit_latency_s", Target(latency, 0.010, false));
     targets.Set("blocking_reduction", Target(reduction, 5.0, true));
     doc.Set("targets", std::move(targets));
-    const std::string text = doc.Dump() + "\n";
-    std::fputs(text.c_str(), stdout);
-    if (!o.json_path.empty()) {
-      std::ofstream out(o.json_path);
-      out << text;
-      if (!out) std::fprintf(stderr, "cairn-bench-mpi: cannot write %s\n", o.json_path.c_str());
-    }
+    Publish(doc.Dump() + "\n", o.json_path);
   }
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0 && own_dir && std::system(("rm -rf '" + root + "'").c_str()) != 0) {
-    std::fprintf(stderr, "cairn-bench-mpi: could not remove %s\n", root.c_str());
-  }
+  RemoveRunDir(root, own_dir);
   return ok ? 0 : 1;
 }
 
@@ -289,8 +300,10 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
+  // What an application that wants Cairn's own progress thread asks for
+  // (docs/mpi.md, "Progress").
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -302,7 +315,8 @@ int main(int argc, char** argv) {
   }
   std::string command = "mpirun -np " + std::to_string(size);
   for (int i = 0; i < argc; ++i) command += std::string(" ") + argv[i];
-  const int rc = cairn::bench::Run(*options, rank, size, command);
+  const int rc = options->levels ? cairn::bench::RunLevels(options->lv, rank, size, command)
+                                 : cairn::bench::Run(*options, rank, size, command);
   MPI_Finalize();
   return rc;
 }

@@ -6,11 +6,14 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
-#include "driver/bench.hpp"
 #include "cairn/group.hpp"
+#include "driver/bench.hpp"
 
 namespace cairn::bench {
 
@@ -80,6 +83,42 @@ Result<double> SyncPhase(const std::string& path, const uint8_t* data, size_t n,
   const double blocked = Seconds(t0, Clock::now());
   if (!s.ok()) return s;
   return blocked;
+}
+
+std::string RunDir(const std::string& dir, const char* stem) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  char made[4096] = {0};
+  if (rank == 0) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string d =
+        dir.empty() ? std::string(tmp && *tmp ? tmp : "/tmp") + "/" + stem + ".XXXXXX" : dir;
+    if (dir.empty() ? mkdtemp(d.data()) == nullptr
+                    : std::system(("mkdir -p '" + d + "'").c_str()) != 0) {
+      std::fprintf(stderr, "cairn-bench-mpi: cannot create the run's directory %s\n", d.c_str());
+      d.clear();
+    }
+    std::snprintf(made, sizeof made, "%s", d.c_str());
+  }
+  MPI_Bcast(made, sizeof made, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return made;
+}
+
+void Publish(const std::string& text, const std::string& json_path) {
+  std::fputs(text.c_str(), stdout);
+  if (json_path.empty()) return;
+  std::ofstream out(json_path);
+  out << text;
+  if (!out) std::fprintf(stderr, "cairn-bench-mpi: cannot write %s\n", json_path.c_str());
+}
+
+void RemoveRunDir(const std::string& root, bool made) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0 && made && std::system(("rm -rf '" + root + "'").c_str()) != 0) {
+    std::fprintf(stderr, "cairn-bench-mpi: could not remove %s\n", root.c_str());
+  }
 }
 
 }  // namespace cairn::bench

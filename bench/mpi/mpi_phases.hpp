@@ -34,4 +34,13 @@ Result<CaptureFigures> CapturePhase(Client& client, int64_t version, uint64_t po
 // (the time the application is blocked).
 Result<double> SyncPhase(const std::string& path, const uint8_t* data, size_t n, bool fsync);
 
+// The run's directory, the same on every rank (collective): `dir` (made if
+// missing), or a fresh one named <stem>.XXXXXX under $TMPDIR when `dir` is
+// empty; "" when it could not be made (rank 0 says so).
+std::string RunDir(const std::string& dir, const char* stem);
+// Rank 0 prints the report and writes it to `json_path` (unless empty).
+void Publish(const std::string& text, const std::string& json_path);
+// After a barrier, rank 0 removes the run's directory when it made it.
+void RemoveRunDir(const std::string& root, bool made);
+
 }  // namespace cairn::bench

@@ -168,6 +168,9 @@ struct CAIRN_EXPORT Config {
   int l3_every = 0;  // every n-th collective wait gets XOR parity; CAIRN_L3_EVERY
   int l3_group = 0;  // ranks per XOR set, 0 = min(4, nodes); CAIRN_L3_GROUP
   int l4_every = 0;  // every n-th collective wait is made persistent; CAIRN_L4_EVERY
+  // Cairn's own progress thread where MPI_THREAD_MULTIPLE allows it, else
+  // progress at Cairn calls; CAIRN_MPI_PROGRESS_THREAD.
+  bool progress_thread = true;
   // Simulated nodes of k consecutive ranks, 0 = the real ones;
   // CAIRN_MPI_RANKS_PER_NODE (read by libcairn_mpi when it builds the group).
   int ranks_per_node = 0;

@@ -109,6 +109,24 @@ class CAIRN_EXPORT Group {
     virtual Status Cancel() = 0;
   };
   virtual bool point_to_point() const { return false; }
+
+  // Whether the nonblocking calls above (StartAllReduce, Pending::Test and
+  // Wait, StartSend, StartReceive, Request::Test and Cancel) may be made on
+  // a thread of Cairn's own while the application's threads make their own
+  // calls on the transport, AllReduce and Exchange included (libcairn_mpi:
+  // the application initialised MPI with MPI_THREAD_MULTIPLE). Then a
+  // client opened in the group progresses the global commit and the
+  // partner copies on its own thread (mpi.progress_thread, docs/mpi.md
+  // "Progress"); Cairn still makes one such call at a time per object.
+  // The default, false, keeps every call on the opening thread.
+  virtual bool thread_multiple() const { return false; }
+
+  // A second group of the same members (ranks, nodes) on channels of its
+  // own (libcairn_mpi: duplicates of the communicator), so that one thread
+  // may make collective calls on it while another makes them on this one
+  // (with thread_multiple()). Collective. Optional: the default is
+  // kUnsupported, and the L3 parity is then encoded inside the waits.
+  virtual Result<std::unique_ptr<Group>> Duplicate();
   virtual Result<std::unique_ptr<Request>> StartSend(int to, int tag, const uint8_t* data,
                                                      size_t bytes);
   // Receives one message of at most `capacity` bytes (a longer one is an
@@ -137,6 +155,14 @@ struct GlobalCommitState {
   int64_t global_record_ns = -1; // when that record (the manifest's rename) completed
   int64_t global_learned_ns = -1;  // when this member learned it (the round's end), before the write
   uint64_t rounds = 0;           // background reductions completed so far (any name)
+  // The redundancy levels (docs/mpi.md): the newest version of the name
+  // whose partner copy (L2) this member's partner stored, and whose parity
+  // (L3) its set stored, with when this member learned it (realtime ns);
+  // -1: none, or the level is off.
+  int64_t l2_version = -1;
+  int64_t l2_protected_ns = -1;
+  int64_t l3_version = -1;
+  int64_t l3_protected_ns = -1;
 };
 
 // The redundancy levels that one collective wait adds (docs/mpi.md), for

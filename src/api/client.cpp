@@ -9,19 +9,21 @@
 #include <shared_mutex>
 #include <thread>
 
-#include "redundancy/collective.hpp"
-#include "redundancy/global_commit.hpp"
-#include "redundancy/levels.hpp"
 #include "api/placement_state.hpp"
-#include "redundancy/saved.hpp"
-#include "redundancy/solo_group.hpp"
 #include "cairn/cairn.hpp"
 #include "cairn/group.hpp"
-#include "models/interval_model.hpp"
 #include "engine/pipeline.hpp"
 #include "format/chain.hpp"
 #include "format/naming.hpp"
+#include "models/interval_model.hpp"
+#include "redundancy/background.hpp"
+#include "redundancy/collective.hpp"
+#include "redundancy/global_commit.hpp"
+#include "redundancy/levels.hpp"
+#include "redundancy/saved.hpp"
+#include "redundancy/solo_group.hpp"
 #include "util/clock.hpp"
+#include "util/log.hpp"
 #include "util/mutex.hpp"
 
 namespace cairn {
@@ -95,6 +97,10 @@ struct Client::Impl {
   // the thread that opened the client, the one that may call MPI.
   std::unique_ptr<collective::GlobalCommit> global;
   std::thread::id opener;
+  // In a group whose transport allows it (Group::thread_multiple): Cairn's
+  // own threads progress `global` and `levels` instead of the opener's
+  // Cairn calls. Declared after them: stopped before they go.
+  std::unique_ptr<redundancy::Background> progress;
 
   // CheckpointDue's model (models/interval_model.hpp), fed with the blocking
   // time of every successful Checkpoint, Wait and restore, and the stats
@@ -131,9 +137,42 @@ Status Closed() { return Status::State("the client is closed"); }
 // and the partner copies on (never blocks: MPI_Test, MPI_Iallreduce /
 // MPI_Isend / MPI_Irecv starts, chunk reads and writes).
 void ProgressGlobal(Client::Impl& impl) {
-  if (!impl.global || std::this_thread::get_id() != impl.opener) return;
+  if (!impl.global || impl.progress || std::this_thread::get_id() != impl.opener) return;
   impl.global->Progress();
-  impl.levels->Progress();
+  (void)impl.levels->Progress();
+}
+
+// Cairn's own progress threads (background.hpp) where the group allows
+// them and mpi.progress_thread asks for them; else the progress stays at the
+// Cairn calls of the opening thread, said once (rank 0) when the group has
+// anything that progresses in the background.
+Status StartProgress(Client::Impl& impl) {
+  Group& group = *impl.group;
+  if (!impl.config.progress_thread || (!group.nonblocking() && !group.point_to_point()))
+    return Status::Ok();
+  // Every member alike (the L3 waits end differently with it).
+  int64_t multiple = group.thread_multiple() ? 1 : 0;
+  CAIRN_RETURN_IF_ERROR(group.AllReduce(Group::Op::kMin, &multiple, 1));
+  if (multiple == 0) {
+    if (group.rank() == 0) {
+      util::Log(LogLevel::kInfo,
+                "MPI was initialised below MPI_THREAD_MULTIPLE: the global commit and the partner "
+                "copies progress inside the Cairn calls of the opening thread only (docs/mpi.md, "
+                "\"Progress\")");
+    }
+    return Status::Ok();
+  }
+  if (impl.config.l3_every > 0) {
+    // Collective. Unsupported alike on every member (one kind of group):
+    // the parity stays in the waits.
+    auto second = group.Duplicate();
+    const bool none = !second.ok() && second.status().code() == Code::kUnsupported;
+    CAIRN_RETURN_IF_ERROR(collective::Agree(group, none ? Status::Ok() : second.status(),
+                                            "a second channel for the L3 parity"));
+    if (second.ok()) impl.levels->EncodeInBackground(std::move(second).value());
+  }
+  impl.progress = std::make_unique<redundancy::Background>(impl.global.get(), impl.levels.get());
+  return Status::Ok();
 }
 
 // In the rank's scratch directory, and after a persistent commit also in its
@@ -243,6 +282,8 @@ Status Client::Close() {
   std::unique_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Status::Ok();
   Status s = impl_->core->pipeline->Shutdown();
+  // The collective completions below run on this thread alone.
+  if (impl_->progress) impl_->progress->Stop();
   if (impl_->levels) {
     // Collective (every rank closes): the partner copies still in flight.
     Status l = impl_->levels->Finish();
@@ -325,11 +366,12 @@ Status Client::Checkpoint(std::string_view name, int64_t version) {
   Status s = impl_->core->pipeline->Capture(format::EntryKind::kCheckpoint, std::string(name), version,
                                             sources, impl_->placement->Record(version, sources), persist);
   if (impl_->global) {
-    impl_->global->Checkpointed(name);
+    impl_->global->Checkpointed(name, s.ok() ? version : -1);
     ProgressGlobal(*impl_);
     // After the progress: a checkpoint never starts its own version's
     // partner copy (it is not committed yet anyway).
     impl_->levels->Checkpointed(std::string(name), version, s.ok());
+    if (impl_->progress) impl_->progress->Kick();
   }
   if (s.ok()) {
     const SteadyTime end = impl_->Now();
@@ -683,6 +725,8 @@ Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_p
       [pipeline](const std::string& name, int64_t global, int64_t common) {
         pipeline->SetGlobalCommit(name, global, common);
       });
+  CAIRN_RETURN_IF_ERROR(
+      collective::Agree(*impl.group, StartProgress(impl), "starting Cairn's progress thread"));
   return client;
 }
 
@@ -715,7 +759,13 @@ Result<GlobalCommitState> ProgressGlobalCommit(Client& client, std::string_view 
   if (!impl.core->pipeline) return Closed();
   if (!impl.global) return Status::State("the global commit needs a client opened in a group (cairn_open_mpi)");
   ProgressGlobal(impl);
-  return impl.global->State(std::string(name));
+  GlobalCommitState st = impl.global->State(std::string(name));
+  const redundancy::Protection p = impl.levels->Protected(std::string(name));
+  st.l2_version = p.l2_version;
+  st.l2_protected_ns = p.l2_ns;
+  st.l3_version = p.l3_version;
+  st.l3_protected_ns = p.l3_ns;
+  return st;
 }
 
 // ---------------------------------------------------------------------------

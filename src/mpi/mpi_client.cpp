@@ -9,6 +9,7 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cairn/cairn_mpi.h"
@@ -155,6 +156,9 @@ class MpiGroup final : public Group {
     err = MPI_Comm_dup(comm, &g->transfers_);
     if (err != MPI_SUCCESS) return MpiError(err, "MPI_Comm_dup");
     MPI_Comm_set_errhandler(g->transfers_, MPI_ERRORS_RETURN);
+    int provided = MPI_THREAD_SINGLE;
+    if (MPI_Query_thread(&provided) == MPI_SUCCESS)
+      g->thread_multiple_ = provided == MPI_THREAD_MULTIPLE;
     MPI_Comm_rank(g->comm_, &g->rank_);
     MPI_Comm_size(g->comm_, &g->size_);
     CAIRN_RETURN_IF_ERROR(g->FindNode());
@@ -220,6 +224,21 @@ class MpiGroup final : public Group {
   }
 
   bool point_to_point() const override { return true; }
+  bool thread_multiple() const override { return thread_multiple_; }
+  // The same members on duplicates of each communicator (collective).
+  Result<std::unique_ptr<Group>> Duplicate() override {
+    if (Finalized()) return AfterFinalize();
+    auto g = std::unique_ptr<MpiGroup>(new MpiGroup(*this));
+    g->comm_ = g->background_ = g->transfers_ = MPI_COMM_NULL;
+    for (auto [from, to] : {std::pair{comm_, &g->comm_},
+                            {background_, &g->background_},
+                            {transfers_, &g->transfers_}}) {
+      int err = MPI_Comm_dup(from, to);
+      if (err != MPI_SUCCESS) return MpiError(err, "MPI_Comm_dup");
+      MPI_Comm_set_errhandler(*to, MPI_ERRORS_RETURN);
+    }
+    return std::unique_ptr<Group>(std::move(g));
+  }
   Result<std::unique_ptr<Request>> StartSend(int to, int tag, const uint8_t* data,
                                              size_t bytes) override {
     if (Finalized()) return AfterFinalize();
@@ -250,6 +269,7 @@ class MpiGroup final : public Group {
 
  private:
   MpiGroup() = default;
+  MpiGroup(const MpiGroup&) = default;  // Duplicate: the fields, then new communicators
 
   // The node: ranks sharing memory (MPI_COMM_TYPE_SHARED) form one; nodes
   // are numbered by their lowest rank's order among the nodes' leaders.
@@ -295,6 +315,7 @@ class MpiGroup final : public Group {
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm background_ = MPI_COMM_NULL;  // StartAllReduce only
   MPI_Comm transfers_ = MPI_COMM_NULL;   // StartSend / StartReceive only
+  bool thread_multiple_ = false;         // MPI_Query_thread: MPI_THREAD_MULTIPLE
   int rank_ = 0;
   int size_ = 1;
   int node_ = 0;

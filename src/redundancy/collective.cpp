@@ -6,6 +6,9 @@
 
 namespace cairn {
 Group::~Group() = default;
+Result<std::unique_ptr<Group>> Group::Duplicate() {
+  return Status::Unsupported("this group has no second channel for collective calls");
+}
 }  // namespace cairn
 
 namespace cairn::collective {
@@ -36,6 +39,8 @@ std::vector<AgreedKey> AgreedKeys(const Config& c) {
       {"mpi.l3_every (CAIRN_L3_EVERY)", std::to_string(c.l3_every)},
       {"mpi.l3_group (CAIRN_L3_GROUP)", std::to_string(c.l3_group)},
       {"mpi.l4_every (CAIRN_L4_EVERY)", std::to_string(c.l4_every)},
+      // Cairn's own progress thread changes where an L3 turn's wait ends.
+      {"mpi.progress_thread (CAIRN_MPI_PROGRESS_THREAD)", c.progress_thread ? "true" : "false"},
   };
 }
 

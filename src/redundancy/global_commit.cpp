@@ -5,6 +5,8 @@
 #include <chrono>
 #include <utility>
 
+#include "util/clock.hpp"
+
 namespace cairn {
 Group::Pending::~Pending() = default;
 Result<std::unique_ptr<Group::Pending>> Group::StartAllReduce(Op, const int64_t*, size_t) {
@@ -15,12 +17,6 @@ Result<std::unique_ptr<Group::Pending>> Group::StartAllReduce(Op, const int64_t*
 namespace cairn::collective {
 
 namespace {
-
-int64_t NowRealtimeNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // A round's contribution: MIN over members of {v, -v, d, -d, g} gives the
 // least and the largest newest committed version, and the least and largest
@@ -55,9 +51,22 @@ GlobalCommit::~GlobalCommit() {
   if (pending_) (void)pending_.release();
 }
 
-void GlobalCommit::Checkpointed(std::string_view name) {
+void GlobalCommit::Checkpointed(std::string_view name, int64_t version) {
   MutexLock lock(&mu_);
-  if (name_ != name) name_ = std::string(name);
+  if (name_ != name) {
+    name_ = std::string(name);
+    checkpointed_ = -1;
+  }
+  checkpointed_ = std::max(checkpointed_, version);
+}
+
+redundancy::Pace GlobalCommit::Pace() {
+  if (!rounds_on_) return redundancy::Pace::kIdle;
+  MutexLock lock(&mu_);
+  if (stopped_ || name_.empty()) return redundancy::Pace::kIdle;
+  const int64_t recorded = RecordedLocked(name_);
+  if (local_of_(name_).version > recorded) return redundancy::Pace::kBusy;
+  return checkpointed_ > recorded ? redundancy::Pace::kWaiting : redundancy::Pace::kIdle;
 }
 
 void GlobalCommit::Start() {
@@ -99,7 +108,7 @@ void GlobalCommit::Completed(const std::vector<int64_t>& r, const std::string& n
   if (v < 0 || v != -r[1]) return;
   if (auto it = recorded_.find(name); it != recorded_.end() && it->second.version >= v) return;
   Recorded& queued = queued_[name];
-  if (queued.version < v) queued = {.version = v, .learned_ns = NowRealtimeNs()};
+  if (queued.version < v) queued = {.version = v, .learned_ns = RealtimeNs()};
   cv_.notify_all();
 }
 
@@ -206,7 +215,7 @@ Status GlobalCommit::Record(const std::string& name, int64_t committed, int64_t 
   MutexLock write(&write_mu_);
   Status s = WriteLocked(name, committed, persistent);
   if (s.ok()) {
-    const int64_t now = NowRealtimeNs();
+    const int64_t now = RealtimeNs();
     MutexLock lock(&mu_);
     Recorded& r = recorded_[name];
     if (committed > r.version) r = {committed, now, now};
@@ -233,7 +242,7 @@ void GlobalCommit::RecorderLoop(std::stop_token stop) {
       MutexLock write(&write_mu_);
       s = WriteLocked(name, job.version, -1);
     }
-    const int64_t now = NowRealtimeNs();
+    const int64_t now = RealtimeNs();
     MutexLock lock(&mu_);
     writing_ = false;
     if (s.ok()) {

@@ -27,10 +27,11 @@
 #include <thread>
 #include <vector>
 
-#include "redundancy/collective.hpp"
 #include "cairn/config.hpp"
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
+#include "redundancy/collective.hpp"
+#include "redundancy/progress_thread.hpp"
 #include "util/mutex.hpp"
 
 namespace cairn::collective {
@@ -59,12 +60,17 @@ class GlobalCommit {
   GlobalCommit(const GlobalCommit&) = delete;
   GlobalCommit& operator=(const GlobalCommit&) = delete;
 
-  // The application checkpointed `name`: later rounds are about it.
-  void Checkpointed(std::string_view name) CAIRN_EXCLUDES(mu_);
+  // The application checkpointed `version` of `name` (the capture was
+  // accepted): later rounds are about it.
+  void Checkpointed(std::string_view name, int64_t version) CAIRN_EXCLUDES(mu_);
   // Tests the outstanding round; once it is done, queues its record and
   // starts the next. Never blocks (the recorder does the I/O). A transport
   // error stops the rounds and is kept for TakeError().
   void Progress() CAIRN_EXCLUDES(mu_);
+  // What Progress has left to do (progress_thread.hpp): kBusy while a
+  // version committed locally is not recorded as the global commit yet,
+  // kWaiting while a checkpointed one is not committed locally yet.
+  redundancy::Pace Pace() CAIRN_EXCLUDES(mu_);
   // Collective when the group has nonblocking reductions (every member calls
   // it, at close; else local): completes the rounds every
   // member started (a member is at most one round behind another, so it
@@ -110,6 +116,7 @@ class GlobalCommit {
   Mutex mu_ CAIRN_ACQUIRED_AFTER(write_mu_);
   std::condition_variable_any cv_;  // queued_ gained an entry, or stop
   std::string name_ CAIRN_GUARDED_BY(mu_);  // the name rounds are about
+  int64_t checkpointed_ CAIRN_GUARDED_BY(mu_) = -1;  // its newest version checkpointed
   std::unique_ptr<Group::Pending> pending_ CAIRN_GUARDED_BY(mu_);
   std::string round_name_ CAIRN_GUARDED_BY(mu_);  // name_ when pending_ started
   uint64_t started_ CAIRN_GUARDED_BY(mu_) = 0;

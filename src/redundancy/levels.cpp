@@ -41,7 +41,37 @@ Levels::Levels(Group* group, Config config, Plan plan, Hooks hooks, partner::Tra
 
 Levels::~Levels() = default;
 
+void Levels::EncodeInBackground(std::unique_ptr<Group> group) {
+  if (plan_.l3_every <= 0) return;
+  encoder_ = std::make_unique<parity::BackgroundEncoder>(
+      std::move(group), plan_.sets, config_, hooks_.local.wait,
+      [this](const parity::BackgroundEncoder::Done& d) {
+        if (d.status.ok()) Encoded(d.name, d.version, d.bytes, d.seconds, d.end_ns);
+      });
+}
+
+Protection Levels::Protected(const std::string& name) const {
+  Protection p;
+  {
+    MutexLock lock(&stats_mu_);
+    if (auto it = protected_.find(name); it != protected_.end()) p = it->second;
+  }
+  if (transfers_) std::tie(p.l2_version, p.l2_ns) = transfers_->Acknowledged(name);
+  return p;
+}
+
+Status Levels::BackgroundError(bool drain) {
+  if (!encoder_) return Status::Ok();
+  Status s = drain ? encoder_->Drain() : encoder_->TakeError();
+  return collective::Agree(*group_, s, "the XOR parity (L3) in the background");
+}
+
 void Levels::Checkpointed(const std::string& name, int64_t version, bool ok) {
+  if (encoder_) {
+    // Failed checkpoints too: every member queues the same encodings.
+    MutexLock lock(&turns_mu_);
+    if (++l3_checkpoints_ % plan_.l3_every == 0) encoder_->Queue(name, version);
+  }
   if (plan_.l2_every <= 0) return;
   MutexLock lock(&turns_mu_);
   if (++checkpoints_ % plan_.l2_every != 0 || !ok) return;
@@ -81,13 +111,14 @@ Status Levels::AgreeTurn(bool turn, int level, const std::string& what, const st
                        "in the same order");
 }
 
-void Levels::Progress() {
-  if (transfers_) transfers_->Progress();
-}
+Pace Levels::Progress() { return transfers_ ? transfers_->Progress() : Pace::kIdle; }
 
 Status Levels::Finish() {
-  if (!transfers_) return Status::Ok();
-  return transfers_->Finish().WithContext("completing the partner copies (L2) at close");
+  Status s = encoder_ ? encoder_->Drain().WithContext("completing the XOR parity (L3) at close")
+                      : Status::Ok();
+  if (!transfers_) return s;
+  Status t = transfers_->Finish().WithContext("completing the partner copies (L2) at close");
+  return s.ok() ? t : s;
 }
 
 // The wait of an L2 turn returns once the copy is stored at the partner:
@@ -104,11 +135,22 @@ Status Levels::CompleteL2(const std::string& name, int64_t version) {
                         : partner::Replicate(*group_, plan_.partner, config_, name, version);
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, s, "the partner copies (L2) of " + label));
   if (!transfers_) {
-    Count(&MpiStats::l2_copies);
+    Replicated(name, version);
     MutexLock lock(&turns_mu_);
     turns_.Erase(name, version);
   }
   return Status::Ok();
+}
+
+void Levels::Replicated(const std::string& name, int64_t version) {
+  const int64_t now_ns = RealtimeNs();
+  MutexLock lock(&stats_mu_);
+  ++stats_.l2_copies;
+  Protection& p = protected_[name];
+  if (version > p.l2_version) {
+    p.l2_version = version;
+    p.l2_ns = now_ns;
+  }
 }
 
 void Levels::Count(uint64_t MpiStats::*field, uint64_t n) {
@@ -145,7 +187,10 @@ Status Levels::AfterWait(const std::string& name, int64_t version, cairn::Level 
   }
   CAIRN_RETURN_IF_ERROR(hooks_.record(name, version, persistent ? version : -1));
   if (plan_.l2_every > 0) CAIRN_RETURN_IF_ERROR(CompleteL2(name, version));
-  if (plan_.l3_every > 0 && n % plan_.l3_every == 0) CAIRN_RETURN_IF_ERROR(EncodeL3(name, version, label));
+  // In the background the checkpoints take the L3 turns (Checkpointed);
+  // a failure of an earlier encoding fails this wait.
+  if (encoder_) return BackgroundError(false);
+  if (plan_.l3_every > 0 && n % plan_.l3_every == 0) return EncodeL3(name, version, label);
   return Status::Ok();
 }
 
@@ -153,11 +198,22 @@ Status Levels::EncodeL3(const std::string& name, int64_t version, const std::str
   const SteadyTime start = std::chrono::steady_clock::now();
   auto bytes = parity::Encode(*group_, plan_.sets, config_, name, version);
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, bytes.status(), "the XOR parity (L3) of " + label));
-  Count(&MpiStats::l3_parity_writes);
-  Count(&MpiStats::l3_parity_bytes, *bytes);
-  MutexLock lock(&stats_mu_);
-  stats_.l3_encode_s += SecondsSince(start);
+  const int64_t end_ns = RealtimeNs();
+  Encoded(name, version, *bytes, SecondsSince(start), end_ns);
   return Status::Ok();
+}
+
+void Levels::Encoded(const std::string& name, int64_t version, uint64_t bytes, double seconds,
+                     int64_t end_ns) {
+  MutexLock lock(&stats_mu_);
+  ++stats_.l3_parity_writes;
+  stats_.l3_parity_bytes += bytes;
+  stats_.l3_encode_s += seconds;
+  Protection& p = protected_[name];
+  if (version > p.l3_version) {
+    p.l3_version = version;
+    p.l3_ns = end_ns;
+  }
 }
 
 Status Levels::CheckAsked(const WaitLevels& asked, const std::string& label) const {
@@ -184,9 +240,13 @@ Status Levels::AtLevels(const std::string& name, int64_t version, const WaitLeve
       s = partner::Replicate(*group_, plan_.partner, config_, name, version);
     }
     CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, s, "the partner copies (L2) of " + label));
-    if (!transfers_) Count(&MpiStats::l2_copies);
+    if (!transfers_) Replicated(name, version);
   }
-  if (asked.l3) CAIRN_RETURN_IF_ERROR(EncodeL3(name, version, label));
+  if (asked.l3) {
+    // Asked for: waited for, after what the background had queued.
+    CAIRN_RETURN_IF_ERROR(BackgroundError(true));
+    CAIRN_RETURN_IF_ERROR(EncodeL3(name, version, label));
+  }
   return Status::Ok();
 }
 
@@ -194,6 +254,8 @@ Status Levels::AtLevels(const std::string& name, int64_t version, const WaitLeve
 // the job's log.
 Status Levels::Recover(const std::string& name, int64_t bound, int64_t distrust) {
   if (!redundant()) return Status::Ok();
+  // The parity being encoded in the background is what a rebuild reads.
+  CAIRN_RETURN_IF_ERROR(BackgroundError(true));
   auto mine = hooks_.intact(name);
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, mine.status(), "listing the versions of '" + name + "'"));
   std::vector<std::unique_ptr<Level>> owned;

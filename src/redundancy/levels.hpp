@@ -16,13 +16,15 @@
 #include <utility>
 #include <vector>
 
-#include "redundancy/partner/partner.hpp"
-#include "redundancy/partner/partner_transfer.hpp"
-#include "redundancy/parity/xor_parity.hpp"
 #include "cairn/cairn.hpp"
 #include "cairn/config.hpp"
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
+#include "redundancy/parity/background_encoder.hpp"
+#include "redundancy/parity/xor_parity.hpp"
+#include "redundancy/partner/partner.hpp"
+#include "redundancy/partner/partner_transfer.hpp"
+#include "redundancy/progress_thread.hpp"
 #include "util/mutex.hpp"
 
 namespace cairn::redundancy {
@@ -57,6 +59,13 @@ class TurnSet {
   std::set<std::pair<std::string, int64_t>> set_;
 };
 
+// The newest version of a name each level protects on this member, and
+// when it became so (realtime ns); -1: none.
+struct Protection {
+  int64_t l2_version = -1, l2_ns = -1;  // this member's copy stored by its partner
+  int64_t l3_version = -1, l3_ns = -1;  // its set's parity stored
+};
+
 class Levels {
  public:
   // What the levels ask of the client (client.cpp).
@@ -82,7 +91,9 @@ class Levels {
   // The application checkpointed `version` of `name` (`ok`: the capture
   // was accepted). Every l2_every-th checkpoint of the client (over all
   // names) is an L2 turn: its version is queued for the partner, to start
-  // at a later Progress once committed locally. Any thread; no MPI.
+  // at a later Progress once committed locally; with the parity in the
+  // background (EncodeInBackground), every l3_every-th is an L3 turn,
+  // queued for the encoder. Any thread; no MPI.
   void Checkpointed(const std::string& name, int64_t version, bool ok) CAIRN_EXCLUDES(turns_mu_);
   // Before the application's checkpoint of `version` of `name` is captured:
   // whether the persistent tier takes it. With L4 on, every l4_every-th
@@ -91,11 +102,21 @@ class Levels {
   // persistent tier, when configured, writes them all). Any thread; no MPI.
   bool PersistTurn(const std::string& name, int64_t version) CAIRN_EXCLUDES(turns_mu_);
   // Moves the background partner copies on (never waits for another
-  // member). On the thread that may call MPI.
-  void Progress();
+  // member) and says what is left to do (progress_thread.hpp). On the
+  // thread that may call MPI.
+  Pace Progress();
   // At close, after the last local commit: completes the background
   // copies (every member closes). Collective.
   Status Finish();
+
+  // With Cairn's own progress threads (client.cpp): L3's turns are every
+  // l3_every-th checkpoint of the client (over all names, as L2's), each
+  // encoded in the background over `group` (this member's duplicate of the
+  // client's group) once committed locally, and no wait waits for it
+  // unless it asks for L3 (AtLevels) (docs/mpi.md, "Progress"). Every
+  // member calls it, once, right after construction, or none does.
+  void EncodeInBackground(std::unique_ptr<Group> group);
+  Protection Protected(const std::string& name) const CAIRN_EXCLUDES(stats_mu_);
 
   // L2 or L3 on: lost versions may come back from a level.
   bool redundant() const { return plan_.l2_every > 0 || plan_.l3_every > 0; }
@@ -105,7 +126,8 @@ class Levels {
   // persistent copies first, then the global commit's record (hooks.record,
   // once per wait: committed, and persistent when the wait or its L4 turn
   // made it so), then the L2 / L3 levels whose turn it is (L3: every
-  // l3_every-th call; every member's n-th call is its n-th wait). kState
+  // l3_every-th call, every member's n-th call is its n-th wait; in the
+  // background instead, the first failure of an encoding). kState
   // on every member when the version was an L2 or L4 turn on some members
   // and not on others. Collective.
   Status AfterWait(const std::string& name, int64_t version, cairn::Level level);
@@ -140,8 +162,16 @@ class Levels {
   // do not make would wait forever.
   Status AgreeTurn(bool turn, int level, const std::string& what, const std::string& label);
   Status CompleteL2(const std::string& name, int64_t version);
+  // A partner copy made in a wait (without transfers_): stats and protection.
+  void Replicated(const std::string& name, int64_t version) CAIRN_EXCLUDES(stats_mu_);
   // The XOR parity (L3) of the version, agreed, timed and counted.
   Status EncodeL3(const std::string& name, int64_t version, const std::string& label) CAIRN_EXCLUDES(stats_mu_);
+  // An encoding ended (inline or in the background): stats and protection.
+  void Encoded(const std::string& name, int64_t version, uint64_t bytes, double seconds,
+               int64_t end_ns) CAIRN_EXCLUDES(stats_mu_);
+  // The background encoder's failures, agreed (every member calls it at
+  // the same collective call); Ok without one.
+  Status BackgroundError(bool drain);
 
   Group* const group_;
   const Config config_;
@@ -156,14 +186,18 @@ class Levels {
   Mutex turns_mu_;
   int64_t checkpoints_ CAIRN_GUARDED_BY(turns_mu_) = 0;
   int64_t persist_checkpoints_ CAIRN_GUARDED_BY(turns_mu_) = 0;
+  int64_t l3_checkpoints_ CAIRN_GUARDED_BY(turns_mu_) = 0;  // with encoder_: L3's turns
   TurnSet turns_ CAIRN_GUARDED_BY(turns_mu_);
   TurnSet l4_turns_ CAIRN_GUARDED_BY(turns_mu_);
   std::unique_ptr<partner::Transfers> transfers_;  // L2 in the background
+  std::unique_ptr<parity::BackgroundEncoder> encoder_;  // L3 in the background
   // The level that last brought a version of a name back (2 or 3), for the
   // stats of the restore that follows.
   std::map<std::string, std::pair<int64_t, int>> recovered_;
   mutable Mutex stats_mu_;
   MpiStats stats_ CAIRN_GUARDED_BY(stats_mu_);
+  std::map<std::string, Protection> protected_
+      CAIRN_GUARDED_BY(stats_mu_);  // L2 without transfers_, L3
 };
 
 }  // namespace cairn::redundancy

@@ -6,6 +6,7 @@
 // a send completes only once a receive took it, as MPI's large messages do,
 // and is read from the sender's buffer only then.
 // AllReduce and Exchange block, so members that use them need a thread each.
+// Optionally (Hub::nonblocking) it has nonblocking reductions.
 #pragma once
 
 #include <algorithm>
@@ -43,6 +44,12 @@ class LoopbackHub {
   // members start.
   bool rendezvous = false;
   std::atomic<int> sends_dropped{0};
+  // The members offer nonblocking reductions (Group::StartAllReduce: the
+  // global commit in the background), and say their calls may come from a
+  // thread of Cairn's own (Group::thread_multiple). Set before the members
+  // start.
+  bool nonblocking = false;
+  bool thread_multiple = false;
   struct SendState {
     const uint8_t* data = nullptr;
     size_t bytes = 0;
@@ -114,6 +121,38 @@ class LoopbackHub {
     }
     std::copy(result_.begin(), result_.end(), values);
   }
+  // The k-th channel of its own (Group::Duplicate: every member's k-th
+  // call gets the same), with this hub's settings.
+  LoopbackHub* Channel(int k) {
+    std::lock_guard lock(mu_);
+    auto& c = channels_[k];
+    if (!c) {
+      c = std::make_unique<LoopbackHub>(size_);
+      c->nonblocking = nonblocking;
+      c->thread_multiple = thread_multiple;
+    }
+    return c.get();
+  }
+  // Nonblocking reductions: each member's k-th contribution is reduced with
+  // every other member's k-th (group.hpp's contract).
+  void Contribute(uint64_t seq, bool min, const int64_t* values, size_t n) {
+    std::lock_guard lock(mu_);
+    Round& r = rounds_[seq];
+    if (r.count == 0) r.acc.assign(values, values + n);
+    for (size_t i = 0; i < n; ++i)
+      r.acc[i] = min ? std::min(r.acc[i], values[i]) : std::max(r.acc[i], values[i]);
+    if (++r.count == size_) cv_.notify_all();
+  }
+  // Whether round `seq` is complete (then *out is its result; a member
+  // reads it once, and the round goes once every member read it).
+  bool RoundDone(uint64_t seq, std::vector<int64_t>* out) {
+    std::lock_guard lock(mu_);
+    return TakeRound(seq, out);
+  }
+  void WaitRound(uint64_t seq, std::vector<int64_t>* out) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return TakeRound(seq, out); });
+  }
   // Blocking mailboxes for Exchange (one per pair, in order).
   void Put(int from, int to, std::vector<uint8_t> msg) {
     std::lock_guard lock(mu_);
@@ -130,6 +169,17 @@ class LoopbackHub {
   }
 
  private:
+  struct Round {
+    std::vector<int64_t> acc;
+    int count = 0, read = 0;
+  };
+  bool TakeRound(uint64_t seq, std::vector<int64_t>* out) {
+    auto it = rounds_.find(seq);
+    if (it == rounds_.end() || it->second.count < size_) return false;
+    *out = it->second.acc;
+    if (++it->second.read == size_) rounds_.erase(it);
+    return true;
+  }
   void Match(const Key& key) {
     auto& msgs = messages_[key];
     auto& recvs = receives_[key];
@@ -162,6 +212,8 @@ class LoopbackHub {
   int arrived_ = 0;
   uint64_t generation_ = 0;
   std::vector<int64_t> acc_, result_;
+  std::map<uint64_t, Round> rounds_;
+  std::map<int, std::unique_ptr<LoopbackHub>> channels_;
 };
 
 // Member `rank` of the hub; node = rank (every member its own node).
@@ -183,6 +235,18 @@ class LoopbackGroup final : public Group {
     received->clear();
     for (int f : from) received->push_back(hub_->Take(f, rank_));
     return Status::Ok();
+  }
+
+  bool nonblocking() const override { return hub_->nonblocking; }
+  bool thread_multiple() const override { return hub_->thread_multiple; }
+  Result<std::unique_ptr<Group>> Duplicate() override {
+    return std::unique_ptr<Group>(new LoopbackGroup(hub_->Channel(duplicates_++), rank_));
+  }
+  Result<std::unique_ptr<Pending>> StartAllReduce(Op op, const int64_t* values, size_t n) override {
+    if (!hub_->nonblocking) return Group::StartAllReduce(op, values, n);
+    const uint64_t seq = next_round_++;
+    hub_->Contribute(seq, op == Op::kMin, values, n);
+    return std::unique_ptr<Pending>(new Round(hub_, seq));
   }
 
   bool point_to_point() const override { return true; }
@@ -207,6 +271,23 @@ class LoopbackGroup final : public Group {
   }
 
  private:
+  class Round final : public Pending {
+   public:
+    Round(LoopbackHub* hub, uint64_t seq) : hub_(hub), seq_(seq) {}
+    Result<bool> Test() override { return done_ || (done_ = hub_->RoundDone(seq_, &values_)); }
+    Status Wait() override {
+      if (!done_) hub_->WaitRound(seq_, &values_);
+      done_ = true;
+      return Status::Ok();
+    }
+    const std::vector<int64_t>& values() const override { return values_; }
+
+   private:
+    LoopbackHub* hub_;
+    uint64_t seq_;
+    bool done_ = false;
+    std::vector<int64_t> values_;
+  };
   // Sends are buffered by the hub and complete at once; with rendezvous
   // once matched.
   class Sent final : public Request {
@@ -246,6 +327,8 @@ class LoopbackGroup final : public Group {
 
   LoopbackHub* hub_;
   int rank_;
+  uint64_t next_round_ = 0;
+  int duplicates_ = 0;  // StartAllReduce's calls are made one at a time (group.hpp)
 };
 
 }  // namespace cairn::test

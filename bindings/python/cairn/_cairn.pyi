@@ -71,6 +71,7 @@ class Config:
     l3_every: int
     l3_group: int
     l4_every: int
+    progress_thread: bool
     ranks_per_node: int
     mtbf_s: float
     def validate(self) -> None: ...

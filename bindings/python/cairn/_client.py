@@ -528,6 +528,8 @@ class Client(_Closable):
                                   goes to the persistent directory (L4), its
                                   wait waits for it there; ``0`` = off: all
                                   do (docs/mpi.md)
+    ``progress_thread``           with ``comm``: Cairn's own progress thread
+                                  where MPI allows it (default ``True``)
     ``ranks_per_node``            with ``comm``: simulated nodes of that many
                                   ranks (tests of a node's loss on one
                                   machine), ``0`` = the real nodes
@@ -596,6 +598,7 @@ class Client(_Closable):
         l3_every: Optional[int] = None,
         l3_group: Optional[int] = None,
         l4_every: Optional[int] = None,
+        progress_thread: Optional[bool] = None,
         ranks_per_node: Optional[int] = None,
         mtbf_s: Optional[float] = None,
         comm: Any = None,

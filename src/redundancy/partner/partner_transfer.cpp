@@ -5,13 +5,15 @@
 #include <unistd.h>  // getpid: temp file names (docs/format.md, 3.3)
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
-#include "redundancy/redundancy.hpp"
 #include "format/chain.hpp"
 #include "format/naming.hpp"
 #include "os/fs/fs.hpp"
+#include "redundancy/redundancy.hpp"
+#include "util/clock.hpp"
 #include "util/crc32c.hpp"
 
 namespace cairn {
@@ -238,6 +240,12 @@ uint64_t Transfers::copies() const {
   return copies_;
 }
 
+std::pair<int64_t, int64_t> Transfers::Acknowledged(const std::string& name) const {
+  MutexLock lock(&mu_);
+  auto it = acknowledged_.find(name);
+  return it == acknowledged_.end() ? std::pair<int64_t, int64_t>{-1, -1} : it->second;
+}
+
 void Transfers::Fail(const Status& s) {
   if (!broken_.ok()) return;
   broken_ = s.WithContext("the partner copies (L2) in the background");
@@ -306,10 +314,28 @@ void Transfers::Aborted(int rank, const Status& s) {
   }
 }
 
-void Transfers::Progress() {
-  if (!mu_.TryLock()) return;  // a Complete or Finish drives them now
+redundancy::Pace Transfers::Progress() {
+  if (!mu_.TryLock()) return redundancy::Pace::kWaiting;  // a Complete or Finish drives them now
   if (!finished_) Step();
+  const redundancy::Pace pace = PaceLocked();
   mu_.Unlock();
+  return pace;
+}
+
+redundancy::Pace Transfers::PaceLocked() {
+  using redundancy::Pace;
+  if (finished_ || !broken_.ok()) return abandoned_.empty() ? Pace::kIdle : Pace::kWaiting;
+  Pace pace = abandoned_.empty() ? Pace::kIdle : Pace::kWaiting;
+  for (const auto& o : outs_) {
+    if (o->state != Out::State::kWaiting) return Pace::kBusy;
+    pace = Pace::kWaiting;
+  }
+  for (const auto& in : ins_) {
+    if (in->receiving || !in->acks.empty()) return Pace::kBusy;
+    if (in->storing > 0) pace = Pace::kWaiting;
+  }
+  MutexLock lock(&queue_mu_);
+  return queued_.empty() ? pace : Pace::kWaiting;
 }
 
 void Transfers::Step() {
@@ -384,6 +410,11 @@ void Transfers::StepOut() {
                                                " could not store it (its error says why)");
       } else {
         ++copies_;
+        auto& [v, ns] = acknowledged_.try_emplace(o.name, -1, -1).first->second;
+        if (o.version > v) {
+          v = o.version;
+          ns = RealtimeNs();
+        }
       }
     } else if (!o.failed.ok()) {
       out_results_[o.seq] = o.failed.WithContext("the partner copy of version " +

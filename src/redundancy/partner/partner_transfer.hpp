@@ -37,11 +37,12 @@
 #include <utility>
 #include <vector>
 
-#include "redundancy/partner/partner.hpp"
 #include "cairn/config.hpp"
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
 #include "engine/worker.hpp"
+#include "redundancy/partner/partner.hpp"
+#include "redundancy/progress_thread.hpp"
 #include "util/mutex.hpp"
 
 namespace cairn::partner {
@@ -76,8 +77,12 @@ class Transfers {
 
   // Moves every transfer on as far as it can without waiting for another
   // member (MPI_Test, MPI_Isend / MPI_Irecv starts, chunk reads and writes).
-  // On the MPI thread; skipped when a Complete or Finish runs elsewhere.
-  void Progress() CAIRN_EXCLUDES(mu_, queue_mu_);
+  // On the MPI thread (the opener's, or Cairn's own progress thread);
+  // skipped when a Complete or Finish runs elsewhere. Returns what is left
+  // to do (progress_thread.hpp): kBusy while messages of a version are in
+  // flight, kWaiting while a queued version waits for its local commit or
+  // a received one for its store.
+  redundancy::Pace Progress() CAIRN_EXCLUDES(mu_, queue_mu_);
 
   // Blocks, moving the transfers on, until this member's queued transfers
   // up to (name, version) are acknowledged by the partner and every
@@ -95,6 +100,9 @@ class Transfers {
 
   // Versions this member's partner acknowledged as stored.
   uint64_t copies() const CAIRN_EXCLUDES(mu_);
+  // The newest version of `name` the partner acknowledged, and when this
+  // member heard it (realtime ns); {-1, -1}: none.
+  std::pair<int64_t, int64_t> Acknowledged(const std::string& name) const CAIRN_EXCLUDES(mu_);
 
   // What the in-flight chunks are, for tests that damage one (a fake
   // transport): message tags.
@@ -109,6 +117,7 @@ class Transfers {
   struct Store;  // a whole received version, for the store thread
   void Stored() CAIRN_REQUIRES(mu_);  // acknowledges what the store thread finished
   void Step() CAIRN_REQUIRES(mu_);
+  redundancy::Pace PaceLocked() CAIRN_REQUIRES(mu_) CAIRN_EXCLUDES(queue_mu_);
   void StepOut() CAIRN_REQUIRES(mu_);
   void StepIn(In& in) CAIRN_REQUIRES(mu_);
   Status StartOut(Out& out) CAIRN_REQUIRES(mu_);
@@ -156,6 +165,7 @@ class Transfers {
   std::map<uint64_t, Status> out_results_ CAIRN_GUARDED_BY(mu_);  // seq -> failed outcome
   std::vector<std::unique_ptr<In>> ins_ CAIRN_GUARDED_BY(mu_);   // one per source
   uint64_t copies_ CAIRN_GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::pair<int64_t, int64_t>> acknowledged_ CAIRN_GUARDED_BY(mu_);
   bool blocking_ CAIRN_GUARDED_BY(mu_) = false;   // in Complete: may wait for a local commit
   bool finishing_ CAIRN_GUARDED_BY(mu_) = false;  // no commit will come any more
   bool finished_ CAIRN_GUARDED_BY(mu_) = false;

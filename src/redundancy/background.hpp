@@ -1,0 +1,43 @@
+// Cairn's own progress of a client's redundancy (docs/mpi.md, "Progress"):
+// two progress threads (progress_thread.hpp), one for the global commit's
+// rounds, one for the partner copies, so that a pass of the copies (chunk
+// reads and writes, milliseconds) never delays a round (microseconds), whose
+// latency is the global commit's. MPI-free.
+#pragma once
+
+#include <memory>
+
+#include "redundancy/global_commit.hpp"
+#include "redundancy/levels.hpp"
+#include "redundancy/progress_thread.hpp"
+
+namespace cairn::redundancy {
+
+class Background {
+ public:
+  // Both outlive this object (or its Stop). Starts the threads.
+  Background(collective::GlobalCommit* global, Levels* levels)
+      : rounds_(
+            [global] {
+              global->Progress();
+              return global->Pace();
+            },
+            ProgressThread::Periods{}),
+        copies_([levels] { return levels->Progress(); }, ProgressThread::Periods{}) {}
+  // A checkpoint was taken: the next passes now.
+  void Kick() {
+    rounds_.Kick();
+    copies_.Kick();
+  }
+  // Returns once no pass runs any more; idempotent.
+  void Stop() {
+    rounds_.Stop();
+    copies_.Stop();
+  }
+
+ private:
+  ProgressThread rounds_;
+  ProgressThread copies_;
+};
+
+}  // namespace cairn::redundancy

@@ -1,0 +1,75 @@
+// L3 parity encoded off the application's thread (background_encoder.hpp).
+#include "redundancy/parity/background_encoder.hpp"
+
+#include <chrono>
+#include <utility>
+
+#include "redundancy/collective.hpp"
+#include "util/clock.hpp"
+
+namespace cairn::parity {
+
+BackgroundEncoder::BackgroundEncoder(std::unique_ptr<Group> group, Sets sets, Config config,
+                                     WaitLocal wait_local, std::function<void(const Done&)> done)
+    : group_(std::move(group)),
+      sets_(std::move(sets)),
+      config_(std::move(config)),
+      wait_local_(std::move(wait_local)),
+      done_(std::move(done)),
+      worker_(&mu_, &progress_, {.run = [this](Job& job) {
+        mu_.AssertHeld();  // the Worker runs jobs under its mutex, mu_
+        Run(job);
+      }}) {
+  worker_.Start(nullptr);
+}
+
+BackgroundEncoder::~BackgroundEncoder() {
+  {
+    MutexLock lock(&mu_);
+    progress_.wait(lock, [&]() CAIRN_REQUIRES(mu_) { return worker_.Idle(); });
+  }
+  worker_.Stop();
+}
+
+void BackgroundEncoder::Queue(const std::string& name, int64_t version) {
+  MutexLock lock(&mu_);
+  worker_.Push({name, version});
+}
+
+Status BackgroundEncoder::Drain() {
+  {
+    MutexLock lock(&mu_);
+    progress_.wait(lock, [&]() CAIRN_REQUIRES(mu_) { return worker_.Idle(); });
+  }
+  return TakeError();
+}
+
+Status BackgroundEncoder::TakeError() {
+  MutexLock lock(&mu_);
+  return std::exchange(error_, Status::Ok());
+}
+
+// The encoding runs without mu_ (Queue and Drain go on meanwhile); its
+// outcome is agreed over the encoder's group, as the wait agreed it when
+// the encoding ran there.
+void BackgroundEncoder::Run(Job& job) {
+  Done d{.name = job.name, .version = job.version};
+  {
+    MutexUnlock unlock(&mu_);
+    // Encoded even when the local commit failed: every member takes part,
+    // and this one's failure to read its bundle fails the encoding for all.
+    const Status local = wait_local_ ? wait_local_(job.name, job.version) : Status::Ok();
+    const SteadyTime start = std::chrono::steady_clock::now();
+    auto bytes = Encode(*group_, sets_, config_, job.name, job.version);
+    d.status = collective::Agree(*group_, local.ok() ? bytes.status() : local,
+                                 "the XOR parity (L3) of version " + std::to_string(job.version) +
+                                     " of '" + job.name + "', in the background");
+    d.bytes = bytes.ok() ? *bytes : 0;
+    d.seconds = SecondsSince(start);
+    d.end_ns = RealtimeNs();
+    if (done_) done_(d);
+  }
+  if (!d.status.ok() && error_.ok()) error_ = d.status;
+}
+
+}  // namespace cairn::parity

@@ -1,0 +1,82 @@
+// L3 parity encoded off the application's thread (docs/mpi.md, "Progress"):
+// with Cairn's own progress threads, the checkpoint of an L3 turn queues
+// the version here; a thread of this object's encodes the queued
+// versions in order (parity::Encode, streamed window by window) over a group
+// of its own (Group::Duplicate), so that its collective exchanges never meet
+// the application's collective calls on the client's group. Every member
+// queues the same versions in the same order (every l3_every-th
+// checkpoint of the client, as every member makes the same checkpoints),
+// so the members' encoders run the same collective encodings.
+// MPI-free.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "cairn/config.hpp"
+#include "cairn/group.hpp"
+#include "cairn/status.hpp"
+#include "engine/worker.hpp"
+#include "redundancy/parity/xor_parity.hpp"
+#include "util/mutex.hpp"
+
+namespace cairn::parity {
+
+class BackgroundEncoder {
+ public:
+  // One encoding's outcome, agreed by the set's members.
+  struct Done {
+    std::string name;
+    int64_t version = -1;
+    Status status;
+    uint64_t bytes = 0;   // the parity file's
+    double seconds = 0;   // the encoding's, agreement included
+    int64_t end_ns = -1;  // realtime, when it was stored
+  };
+  // Waits (locally) until a version is committed locally; the error when
+  // it never will be.
+  using WaitLocal = std::function<Status(const std::string& name, int64_t version)>;
+  // `group`: this member's duplicate of the client's group (every member
+  // makes one); `config` the member's own. `done` runs on the encoder's
+  // thread after each encoding (stats, the protected version).
+  BackgroundEncoder(std::unique_ptr<Group> group, Sets sets, Config config, WaitLocal wait_local,
+                    std::function<void(const Done&)> done);
+  // Runs what is queued, then stops. Without a Drain on every member
+  // before, an encoding may wait for members that will not come: the
+  // owner drains at close.
+  ~BackgroundEncoder();
+  BackgroundEncoder(const BackgroundEncoder&) = delete;
+  BackgroundEncoder& operator=(const BackgroundEncoder&) = delete;
+
+  // Queues `version` of `name`: encoded once committed locally (a version
+  // that never is, fails its encoding on every member). Any thread.
+  void Queue(const std::string& name, int64_t version) CAIRN_EXCLUDES(mu_);
+  // Blocks until every queued encoding ended (needs every member's encoder
+  // to run them: every member drains at the same collective call). Returns
+  // TakeError().
+  Status Drain() CAIRN_EXCLUDES(mu_);
+  // The first failed encoding since the last call (Ok: none).
+  Status TakeError() CAIRN_EXCLUDES(mu_);
+
+ private:
+  struct Job {
+    std::string name;
+    int64_t version;
+  };
+  void Run(Job& job) CAIRN_REQUIRES(mu_);
+
+  const std::unique_ptr<Group> group_;
+  const Sets sets_;
+  const Config config_;
+  const WaitLocal wait_local_;
+  const std::function<void(const Done&)> done_;
+  Mutex mu_;
+  std::condition_variable_any progress_;  // after every job
+  Status error_ CAIRN_GUARDED_BY(mu_);
+  core::Worker<Job> worker_;  // last: joined before the rest goes
+};
+
+}  // namespace cairn::parity
