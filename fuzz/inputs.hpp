@@ -37,6 +37,12 @@ Status ParseFtiConfigInput(const uint8_t* data, size_t size);
 // status; anything but OK or kCorrupt is a bug.
 Status ParseManifestInput(const uint8_t* data, size_t size);
 
+// fuzz_partner_head: the bytes as the head of a partner copy (docs/format.md
+// 3.8), parsed as a holder parses one from a source. Returns the parser's
+// status, or kInternal when an accepted head does not encode back to the
+// same bytes; anything but OK or kCorrupt is a bug.
+Status ParsePartnerHeadInput(const uint8_t* data, size_t size);
+
 // What every configuration target accepts as the outcome of an input: OK, a
 // configuration error or no memory. Anything else is a finding.
 inline bool ConfigOutcome(const Status& s) {

@@ -1,5 +1,5 @@
-// cairn_fuzz_seeds DIR [manifest]: writes the seed corpus of fuzz_file_reader
-// (or, with `manifest`, of fuzz_manifest, below), small
+// cairn_fuzz_seeds DIR [manifest|partner_head]: writes the seed corpus of
+// fuzz_file_reader (or of fuzz_manifest, fuzz_partner_head: below), small
 // valid data files (format versions 1 and 2, full and layered) made by the
 // library's own FileWriter (docs/design.md, "Fuzzing"). Run once when the
 // format changes and commit the files:
@@ -17,6 +17,7 @@
 #include "format/layout.hpp"
 #include "os/fs/fs.hpp"
 #include "redundancy/manifest.hpp"
+#include "redundancy/partner/head.hpp"
 #include "util/crc32c.hpp"
 
 namespace {
@@ -94,10 +95,39 @@ int Manifests(const std::string& dir) {
   return 0;
 }
 
+// fuzz_partner_head's seeds: one head of each kind, as a source writes it.
+int PartnerHeads(const std::string& dir) {
+  using cairn::partner::Head;
+  const struct {
+    const char* file;
+    Head head;
+  } seeds[] = {
+      {"files",
+       {.kind = Head::Kind::kFiles,
+        .version = 9,
+        .name = "state",
+        .total = 12288,
+        .files = {{.number = 9, .bytes = 4096}, {.number = 8, .bytes = 8192}}}},
+      {"nothing", {.kind = Head::Kind::kNothing, .version = 3, .name = "field.u"}},
+      {"bye", {.kind = Head::Kind::kBye, .version = -2}},
+  };
+  for (const auto& s : seeds) {
+    const std::vector<uint8_t> bytes = cairn::partner::EncodeHead(s.head);
+    FILE* f = std::fopen((dir + "/" + s.file).c_str(), "wb");
+    if (f == nullptr || std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size() ||
+        std::fclose(f) != 0) {
+      std::fprintf(stderr, "%s: cannot write\n", s.file);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[2]) == "manifest") return Manifests(argv[1]);
+  if (argc == 3 && std::string(argv[2]) == "partner_head") return PartnerHeads(argv[1]);
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR [manifest]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s DIR [manifest|partner_head]\n", argv[0]);
     return 2;
   }
   const Seed seeds[] = {

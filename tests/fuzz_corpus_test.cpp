@@ -71,6 +71,11 @@ TEST(FuzzCorpus, FtiConfigSeedsParse) { ExpectSeedsOk("fti_config", 5, fuzz::Par
 // (regenerate with cairn_fuzz_seeds fuzz/corpus/manifest manifest).
 TEST(FuzzCorpus, ManifestSeedsParse) { ExpectSeedsOk("manifest", 3, fuzz::ParseManifestInput); }
 
+// A head of each kind (cairn_fuzz_seeds fuzz/corpus/partner_head partner_head).
+TEST(FuzzCorpus, PartnerHeadSeedsParse) {
+  ExpectSeedsOk("partner_head", 3, fuzz::ParsePartnerHeadInput);
+}
+
 TEST(FuzzFindings, FileReaderFindingsAreCleanErrors) {
   for (const Input& f : ReadDir("tests/data/fuzz/file_reader")) {
     const Status st = fuzz::ReadFileInput(f.bytes.data(), f.bytes.size());

@@ -12,6 +12,7 @@
 #include "format/chain.hpp"
 #include "format/naming.hpp"
 #include "os/fs/fs.hpp"
+#include "redundancy/partner/head.hpp"
 #include "redundancy/redundancy.hpp"
 #include "util/clock.hpp"
 #include "util/crc32c.hpp"
@@ -30,7 +31,6 @@ namespace cairn::partner {
 
 namespace {
 
-constexpr int64_t kMagic = 0x3164683243524143;  // "CARC2hd1" little-endian
 constexpr int64_t kNothing = -1;                // head: the source has no file to send
 constexpr int64_t kBye = -2;                    // head: the source sends nothing more
 constexpr int64_t kAbortMagic = 0x3162613243524143;  // "CARC2ab1": abort notice
@@ -464,21 +464,14 @@ Status Transfers::StartOut(Out& o) {
       o.total = 0;
     }
   }
-  auto put = [&](int64_t v) {
-    const size_t at = o.head.size();
-    o.head.resize(at + sizeof v);
-    std::memcpy(o.head.data() + at, &v, sizeof v);
-  };
-  put(kMagic);
-  put(o.version);
-  put(count);
-  put(static_cast<int64_t>(o.name.size()));
-  put(static_cast<int64_t>(o.total));
-  for (const auto& f : o.files) {
-    put(f.number);
-    put(static_cast<int64_t>(f.bytes));
-  }
-  o.head.insert(o.head.end(), o.name.begin(), o.name.end());
+  Head head{.kind = o.version == kBye   ? Head::Kind::kBye
+                    : count == kNothing ? Head::Kind::kNothing
+                                        : Head::Kind::kFiles,
+            .version = o.version,
+            .name = o.name,
+            .total = o.total};
+  for (const auto& f : o.files) head.files.push_back({.number = f.number, .bytes = f.bytes});
+  o.head = EncodeHead(head);
   o.chunks = (o.total + limits_.chunk_bytes - 1) / limits_.chunk_bytes;
   if (count >= 0) {
     CAIRN_ASSIGN_OR_RETURN(o.ack_req, group_->StartReceive(map_.partner, kAckTag,
@@ -593,36 +586,30 @@ Status Transfers::Handle(In& in, const uint8_t* msg, size_t bytes) {
 // A head: opens the temp files of the version's files (the transfer's
 // outcome is kept in `damage`; only a malformed head stops the level).
 Status Transfers::Begin(In& in, const uint8_t* msg, size_t bytes) {
-  const std::string from = "a partner copy's head from rank " + std::to_string(in.source);
-  if (bytes < 5 * sizeof(int64_t) || Word(msg) != kMagic) return Status::Corrupt(from + " is malformed");
-  const int64_t version = Word(msg + 8), count = Word(msg + 16), name_bytes = Word(msg + 24);
-  const int64_t total = Word(msg + 32);
-  if (count == kBye) {
+  CAIRN_ASSIGN_OR_RETURN(
+      Head head,
+      ParseHead(msg, bytes, "a partner copy's head from rank " + std::to_string(in.source)));
+  if (head.kind == Head::Kind::kBye) {
     in.bye = true;
     return Status::Ok();
   }
-  const size_t files = count > 0 ? static_cast<size_t>(count) : 0;
-  if (count < kNothing || name_bytes < 1 || total < 0 ||
-      bytes != 40 + 16 * files + static_cast<size_t>(name_bytes)) {
-    return Status::Corrupt(from + " is malformed");
-  }
-  in.name.assign(reinterpret_cast<const char*>(msg + 40 + 16 * files), static_cast<size_t>(name_bytes));
-  in.version = version;
-  if (count == kNothing) {  // the source reports its own error
-    in.stored[{in.name, version}] = Status::Ok();
+  in.name = std::move(head.name);
+  in.version = head.version;
+  if (head.kind == Head::Kind::kNothing) {  // the source reports its own error
+    in.stored[{in.name, in.version}] = Status::Ok();
     return Status::Ok();
   }
   in.receiving = true;
   in.damage = Status::Ok();
   in.got = 0;
   in.next_index = 0;
-  in.total = static_cast<uint64_t>(total);
+  in.total = head.total;
   in.files.clear();
   in.dir = CopyDir(config_, in.source) + "/" + in.name;
   os::FileSystem* fs = redundancy::Fs(config_);
   in.damage = fs->CreateDirs(in.dir, 0700);
-  for (size_t i = 0; i < files; ++i) {
-    In::File f{.number = Word(msg + 40 + 16 * i), .bytes = static_cast<uint64_t>(Word(msg + 48 + 16 * i))};
+  for (const Head::File& h : head.files) {
+    In::File f{.number = h.number, .bytes = h.bytes};
     f.tmp = in.dir + "/." + format::EntryFileName(format::EntryKind::kCheckpoint, f.number) + "." +
             std::to_string(::getpid()) + ".tmp";
     if (in.damage.ok()) {
