@@ -33,6 +33,10 @@
  * The trial's choices are printed first (rank 0), so a failing seed replays
  * the same choices; which byte a file kill lands on can differ in a replay.
  *
+ * CAIRN_KILL_THREAD_MULTIPLE=1 initialises MPI with MPI_THREAD_MULTIPLE: the
+ * partner copies and the L3 parity then move on Cairn's own threads, so the
+ * kills land inside them as well.
+ *
  * CAIRN_KILL_LOSE_NODE=1 (with CAIRN_L2_EVERY or CAIRN_L3_EVERY on, 4 ranks
  * or more: 2 simulated nodes or more) also loses the victim's simulated node
  * before the relaunch: the check job first deletes its local directory
@@ -339,7 +343,12 @@ static void check(struct Plan p) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  /* CAIRN_KILL_THREAD_MULTIPLE=1: MPI_THREAD_MULTIPLE, so that Cairn's own
+   * threads move the redundancy (docs/mpi.md, "Progress") and the kills land
+   * in their transfers and encodings too. */
+  const char *mt = getenv("CAIRN_KILL_THREAD_MULTIPLE");
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, mt && strcmp(mt, "1") == 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   if (argc != 4 || (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "check") != 0) ||
