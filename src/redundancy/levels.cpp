@@ -39,7 +39,9 @@ Levels::Levels(Group* group, Config config, Plan plan, Hooks hooks, partner::Tra
   }
 }
 
-Levels::~Levels() = default;
+// The encoder first: its thread reports to stats_ and protected_, which
+// are declared after it and so would go before it.
+Levels::~Levels() { encoder_.reset(); }
 
 void Levels::EncodeInBackground(std::unique_ptr<Group> group) {
   if (plan_.l3_every <= 0) return;
