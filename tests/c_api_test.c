@@ -155,6 +155,8 @@ static void test_null_handles(void) {
     CHECK(due == 0, "checkpoint_due on a NULL client sets *due to 0");
   }
   CHECK_RC(cairn_restore_affinity(NULL, CAIRN_CHECKPOINTING_THREAD), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_restore_begin(NULL), CAIRN_ERR_INVALID_ARGUMENT);
+  CHECK_RC(cairn_restore_end(NULL), CAIRN_ERR_INVALID_ARGUMENT);
   st.size = sizeof st;
   CHECK_RC(cairn_stats(NULL, &st), CAIRN_ERR_INVALID_ARGUMENT);
   CHECK(cairn_last_error() != NULL, "cairn_last_error is never NULL");
@@ -462,6 +464,20 @@ int main(void) {
   CHECK_RC(cairn_restore(c, "sim", 3), CAIRN_OK);
   CHECK(holds(3), "restore(3) brings back version 3's content");
   CHECK_RC(cairn_restore(c, "sim", 99), CAIRN_ERR_NOT_FOUND);
+
+  /* A restore made of several calls: counted from begin to end. */
+  {
+    cairn_stats_t st;
+    st.size = sizeof st;
+    CHECK_RC(cairn_restore_end(c), CAIRN_ERR_STATE);
+    CHECK_RC(cairn_restore_begin(c), CAIRN_OK);
+    CHECK_RC(cairn_restore(c, "sim", 3), CAIRN_OK);
+    CHECK_RC(cairn_stats(c, &st), CAIRN_OK);
+    CHECK(st.init_restores_now == 1, "a begun restore counts until its end");
+    CHECK_RC(cairn_restore_end(c), CAIRN_OK);
+    CHECK_RC(cairn_stats(c, &st), CAIRN_OK);
+    CHECK(st.init_restores_now == 0, "an ended restore no longer counts");
+  }
 
   /* A region whose size differs from the checkpoint's. */
   REQUIRE_RC(cairn_protect(c, 7, g_b, sizeof g_b - sizeof g_b[0]), CAIRN_OK);

@@ -176,6 +176,39 @@ TEST_F(ClientTest, LatestAtMostPicksNewestVersionUnderTheBound) {
   EXPECT_EQ(client->Latest("none", 100).status().code(), Code::kNotFound);
 }
 
+// BeginRestore/EndRestore count as a restore the application waits on
+// (init.restores_now, which pauses the cache's background touch: the
+// initializer's own tests show the pause), nest, and refuse an end with none
+// begun; Close ends those left open, and a restore inside one counts once
+// more for its own length.
+TEST_F(ClientTest, BeginRestoreCountsAsARestoreUntilItsEnd) {
+  Config c = MakeConfig();
+  auto client = OpenClient(c);
+  ASSERT_NE(client, nullptr);
+  std::vector<uint8_t> buf = Pattern(10000, 1);
+  ASSERT_OK(client->Protect(0, buf.data(), buf.size()));
+  ASSERT_OK(client->Checkpoint("rs", 1));
+  ASSERT_OK(client->Wait("rs", 1, Level::kLocal));
+  EXPECT_EQ(client->GetStats().init.restores_now, 0u);
+  ASSERT_OK(client->BeginRestore());
+  EXPECT_EQ(client->GetStats().init.restores_now, 1u);
+  ASSERT_OK(client->BeginRestore());
+  EXPECT_EQ(client->GetStats().init.restores_now, 2u);
+  ASSERT_OK(client->Restore("rs", 1));
+  EXPECT_EQ(client->GetStats().init.restores_now, 2u) << "the restore's own count ended with it";
+  ASSERT_OK(client->EndRestore());
+  EXPECT_EQ(client->GetStats().init.restores_now, 1u);
+  ASSERT_OK(client->EndRestore());
+  EXPECT_EQ(client->GetStats().init.restores_now, 0u);
+  Status s = client->EndRestore();
+  EXPECT_EQ(s.code(), Code::kState) << s.ToString();
+  EXPECT_NE(s.message().find("no restore begun"), std::string::npos) << s.ToString();
+  ASSERT_OK(client->BeginRestore());
+  ASSERT_OK(client->Close());
+  EXPECT_EQ(client->BeginRestore().code(), Code::kState) << "closed";
+  EXPECT_EQ(client->EndRestore().code(), Code::kState) << "closed";
+}
+
 // A size mismatch (or a region missing from the version) is detected before
 // anything is copied: every region keeps its content.
 TEST_P(ClientKindTest, SizeMismatchAndMissingRegionLeaveRegionsUntouched) {

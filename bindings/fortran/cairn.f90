@@ -60,6 +60,7 @@ module cairn
   public :: cairn_open, cairn_close, cairn_protect, cairn_protect_ptr, cairn_unprotect
   public :: cairn_checkpoint, cairn_wait, cairn_latest, cairn_restore, cairn_stats
   public :: cairn_restore_latest, cairn_register_thread, cairn_restore_affinity
+  public :: cairn_restore_begin, cairn_restore_end
   public :: cairn_checkpoint_due
   public :: cairn_history_open, cairn_history_push, cairn_history_push_ptr
   public :: cairn_history_pop, cairn_history_pop_ptr, cairn_history_close
@@ -154,6 +155,18 @@ module cairn
       integer(c_int), value :: index
       integer(c_int) :: ierr
     end function c_cairn_restore_affinity
+
+    function c_cairn_restore_begin(c) bind(C, name="cairn_restore_begin") result(ierr)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: c
+      integer(c_int) :: ierr
+    end function c_cairn_restore_begin
+
+    function c_cairn_restore_end(c) bind(C, name="cairn_restore_end") result(ierr)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: c
+      integer(c_int) :: ierr
+    end function c_cairn_restore_end
 
     function c_cairn_restore(c, name, version) bind(C, name="cairn_restore") result(ierr)
       import :: c_char, c_int, c_int64_t, c_ptr
@@ -469,6 +482,22 @@ contains
     integer(c_int) :: ierr
     ierr = c_cairn_restore_affinity(client%ptr, index)
   end function cairn_restore_affinity
+
+  !> cairn_restore_begin / cairn_restore_end - bracket a restore made of
+  !> several calls: in between, the host cache's background preparation
+  !> pauses, as inside each cairn_restore. They nest. cairn_restore_end with
+  !> none begun is CAIRN_ERR_STATE; cairn_close ends those left open.
+  function cairn_restore_begin(client) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int) :: ierr
+    ierr = c_cairn_restore_begin(client%ptr)
+  end function cairn_restore_begin
+
+  function cairn_restore_end(client) result(ierr)
+    type(cairn_client), intent(in) :: client
+    integer(c_int) :: ierr
+    ierr = c_cairn_restore_end(client%ptr)
+  end function cairn_restore_end
 
   !> cairn_stats - snapshot of the client's pipeline statistics.
   function cairn_stats(client, stats) result(ierr)

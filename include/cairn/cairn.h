@@ -129,6 +129,15 @@ CAIRN_EXPORT int cairn_latest(cairn_client_t *c, const char *name, int64_t *vers
  * CAIRN_ERR_SIZE_MISMATCH if a region's size differs. */
 CAIRN_EXPORT int cairn_restore(cairn_client_t *c, const char *name, int64_t version);
 
+/* cairn_restore_begin / cairn_restore_end - bracket a restore made of several
+ * calls (a framework's load: its own metadata, planning, then cairn_restore
+ * for the data). In between, the application counts as waiting on a
+ * restore, as inside each cairn_restore, so the host cache's background
+ * preparation (host_cache.init) pauses. They nest. cairn_restore_end with
+ * none begun is CAIRN_ERR_STATE; cairn_close ends those left open. */
+CAIRN_EXPORT int cairn_restore_begin(cairn_client_t *c);
+CAIRN_EXPORT int cairn_restore_end(cairn_client_t *c);
+
 /* cairn_restore_latest - the restart in one pass: restore the newest committed
  * version of name that verifies into the protected regions and store its
  * number in *version_out (-1 on error). Each byte is read once. When a version

@@ -301,6 +301,15 @@ class CAIRN_EXPORT Client {
   Status Restore(std::string_view name, int64_t version);
   // The same, reading the files as `options` says (RestoreOptions).
   Status Restore(std::string_view name, int64_t version, const RestoreOptions& options);
+  // A restore made of several calls (a framework's load: it reads its own
+  // metadata, plans, then calls Restore for the data): from BeginRestore to
+  // its EndRestore the application counts as waiting on a restore, as it
+  // does inside each Restore call, so the host cache's background
+  // preparation (host_cache.init) pauses instead of taking the cores and the
+  // memory bandwidth the load needs (stats: init.restores_now). They nest.
+  // EndRestore with none begun is kState; Close ends those left open.
+  Status BeginRestore();
+  Status EndRestore();
 
   // The restart in one pass: restores the newest committed version of `name`
   // that verifies into the protected regions and returns its number. Each

@@ -176,6 +176,20 @@ int cairn_restore(cairn_client_t* c, const char* name, int64_t version) {
   });
 }
 
+int cairn_restore_begin(cairn_client_t* c) {
+  return Guard([&]() -> int {
+    if (c == nullptr) return InvalidHandle("client");
+    return Report(c->client->BeginRestore());
+  });
+}
+
+int cairn_restore_end(cairn_client_t* c) {
+  return Guard([&]() -> int {
+    if (c == nullptr) return InvalidHandle("client");
+    return Report(c->client->EndRestore());
+  });
+}
+
 int cairn_restore_latest(cairn_client_t* c, const char* name, int64_t* version_out) {
   return Guard([&]() -> int {
     if (version_out != nullptr) *version_out = -1;

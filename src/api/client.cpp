@@ -97,6 +97,9 @@ struct Client::Impl {
   // the thread that opened the client, the one that may call MPI.
   std::unique_ptr<collective::GlobalCommit> global;
   std::thread::id opener;
+  // BeginRestore's waits not yet ended (EndRestore, Close).
+  Mutex restores_mu;
+  std::vector<std::unique_ptr<core::Pipeline::RestoreWait>> restores CAIRN_GUARDED_BY(restores_mu);
   // In a group whose transport allows it (Group::thread_multiple): Cairn's
   // own threads progress `global` and `levels` instead of the opener's
   // Cairn calls. Declared after them: stopped before they go.
@@ -281,6 +284,10 @@ Result<std::unique_ptr<Client>> Client::Open(const char* config_path) {
 Status Client::Close() {
   std::unique_lock lock(impl_->core->lifecycle);
   if (!impl_->core->pipeline) return Status::Ok();
+  {
+    MutexLock l(&impl_->restores_mu);  // they refer to the pipeline
+    impl_->restores.clear();
+  }
   Status s = impl_->core->pipeline->Shutdown();
   // The collective completions below run on this thread alone.
   if (impl_->progress) impl_->progress->Stop();
@@ -450,6 +457,24 @@ Status Client::Restore(std::string_view name, int64_t version, const RestoreOpti
   Status s = RestoreVersion(name, version, options);
   if (s.ok()) impl_->Restored(name, start);
   return s;
+}
+
+Status Client::BeginRestore() {
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  MutexLock l(&impl_->restores_mu);
+  impl_->restores.push_back(std::make_unique<core::Pipeline::RestoreWait>(*impl_->core->pipeline));
+  return Status::Ok();
+}
+
+Status Client::EndRestore() {
+  std::shared_lock lock(impl_->core->lifecycle);
+  if (!impl_->core->pipeline) return Closed();
+  MutexLock l(&impl_->restores_mu);
+  if (impl_->restores.empty())
+    return Status::State("EndRestore: no restore begun (BeginRestore) is open");
+  impl_->restores.pop_back();
+  return Status::Ok();
 }
 
 Status Client::RestoreVersion(std::string_view name, int64_t version, const RestoreOptions& options) {

@@ -105,6 +105,11 @@ program test_cairn
                 "restore_affinity of the checkpointing thread")
   call check_rc(cairn_restore_affinity(client, 9_c_int), CAIRN_ERR_NOT_FOUND, __LINE__, &
                 "restore_affinity of an index not recorded")
+  ! A restore made of several calls.
+  call check_rc(cairn_restore_end(client), CAIRN_ERR_STATE, __LINE__, "restore_end with none begun")
+  call check_rc(cairn_restore_begin(client), CAIRN_OK, __LINE__, "restore_begin")
+  call check_rc(cairn_restore(client, "fsim", 3_c_int64_t), CAIRN_OK, __LINE__, "restore inside restore_begin")
+  call check_rc(cairn_restore_end(client), CAIRN_OK, __LINE__, "restore_end")
 
   ! Errors -------------------------------------------------------------------
   call check_rc(cairn_checkpoint(client, "bad/name", 4_c_int64_t), CAIRN_ERR_INVALID_ARGUMENT, &

@@ -131,6 +131,21 @@ def test_latest(client: cairn.Client) -> None:
     assert client.latest("lat") == 5
 
 
+def test_restoring_counts_as_a_restore_until_it_ends(client: cairn.Client) -> None:
+    assert client.stats().init.restores_now == 0
+    with client.restoring():
+        assert client.stats().init.restores_now == 1
+        client.begin_restore()
+        assert client.stats().init.restores_now == 2
+        client.end_restore()
+    assert client.stats().init.restores_now == 0
+    with pytest.raises(cairn.StateError, match="no restore begun"):
+        client.end_restore()
+    with pytest.raises(RuntimeError), client.restoring():
+        raise RuntimeError("the load failed")
+    assert client.stats().init.restores_now == 0, "the with block ends it on an exception too"
+
+
 def test_wait_levels(client: cairn.Client) -> None:
     client.protect(0, np.zeros(1000))
     client.checkpoint("lv", 0)

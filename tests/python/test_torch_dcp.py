@@ -4,6 +4,7 @@ training-loop Checkpointer, in one process and on 1, 2 and 4 gloo ranks."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import glob
 import os
 import subprocess
@@ -93,6 +94,47 @@ def test_save_load_one_process(tmp_path: Path) -> None:
         assert torch.equal(into["big"], big - base) and torch.equal(into["big_view"], (big - base)[10:1000:3])
         assert into["flags"].tolist() == [True, False, True]
     assert cairn.torch.Reader(tmp_path).store.steps() == [4, 3]
+
+
+def test_a_load_is_one_restore_from_metadata_to_data(tmp_path: Path) -> None:
+    from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
+
+    sd = {"w": torch.arange(1 << 16, dtype=torch.float32), "b": torch.ones(3)}
+    dcp.save(sd, storage_writer=cairn.torch.Writer(tmp_path), checkpoint_id=1)
+    reader = cairn.torch.Reader(tmp_path)
+    client = reader.store.client
+    seen: List[int] = []
+
+    class Watching(DefaultLoadPlanner):
+        def commit_tensor(self, read_item: object, tensor: object) -> None:
+            seen.append(client.stats().init.restores_now)
+            super().commit_tensor(read_item, tensor)  # type: ignore[arg-type]
+
+    into = {"w": torch.zeros(1 << 16), "b": torch.zeros(3)}
+    dcp.load(into, storage_reader=reader, planner=Watching())
+    assert torch.equal(into["w"], sd["w"]) and torch.equal(into["b"], sd["b"])
+    assert seen and all(n >= 1 for n in seen), seen
+    assert client.stats().init.restores_now == 0, "still counted after the load"
+    from torch.distributed.checkpoint.api import CheckpointException
+
+    class Failing(DefaultLoadPlanner):
+        def commit_tensor(self, read_item: object, tensor: object) -> None:
+            raise RuntimeError("the planner failed mid-load")
+
+    with pytest.raises((CheckpointException, RuntimeError)):
+        dcp.load({"w": torch.zeros(1 << 16), "b": torch.zeros(3)}, storage_reader=reader, planner=Failing())
+    assert client.stats().init.restores_now == 0, "still counted after a load that failed reading"
+    # One that fails planning (after read_metadata began it): ended by the
+    # reader's next load, or when the reader goes.
+    with pytest.raises(CheckpointException):
+        dcp.load({"w": torch.zeros(5), "b": torch.zeros(3)}, storage_reader=reader)
+    assert client.stats().init.restores_now == 1, "the planning is part of the load"
+    dcp.load(into, storage_reader=reader)
+    assert client.stats().init.restores_now == 0, "still counted after the next load"
+    with pytest.raises(CheckpointException):
+        dcp.load({"w": torch.zeros(5), "b": torch.zeros(3)}, storage_reader=cairn.torch.Reader(tmp_path))
+    gc.collect()
+    assert client.stats().init.restores_now == 0, "still counted after the reader went"
 
 
 def test_async_save_blocks_only_for_the_capture(tmp_path: Path) -> None:

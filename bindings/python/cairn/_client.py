@@ -798,6 +798,35 @@ class Client(_Closable):
         """
         self._impl.restore_affinity(index)
 
+    def begin_restore(self) -> None:
+        """Begins a restore made of several calls (a framework's load: it
+        reads its own metadata, plans, then restores the data): until
+        :meth:`end_restore`, the application counts as waiting on a restore,
+        as it does inside :meth:`restore`, so the host cache's background
+        preparation (``host_cache_init``) pauses instead of taking the cores
+        and the memory bandwidth the load needs (``stats().init.restores_now``
+        counts them). They nest; :meth:`close` ends those left open.
+        :meth:`restoring` is the same as a ``with`` block."""
+        self._impl.begin_restore()
+
+    def end_restore(self) -> None:
+        """Ends the newest :meth:`begin_restore`.
+
+        Raises:
+            StateError: none is open.
+        """
+        self._impl.end_restore()
+
+    @contextlib.contextmanager
+    def restoring(self) -> Iterator[None]:
+        """``with client.restoring(): ...``: :meth:`begin_restore` on entry,
+        :meth:`end_restore` on exit."""
+        self.begin_restore()
+        try:
+            yield
+        finally:
+            self.end_restore()
+
     def restore_latest(self, name: str) -> Optional[int]:
         """The restart in one pass: restores the newest committed version of
         ``name`` that verifies into the protected regions and returns its

@@ -569,6 +569,8 @@ class PyClient {
   void RestoreAffinity(int index) {
     Check(WithoutGil([&] { return client_->RestoreAffinity(index); }));
   }
+  void BeginRestore() { Check(client_->BeginRestore()); }
+  void EndRestore() { Check(client_->EndRestore()); }
 
   std::optional<int64_t> RestoreLatest(const std::string& name) {
     cairn::Result<int64_t> r = WithoutGil([&] {
@@ -710,6 +712,8 @@ NB_MODULE(_cairn, m) {
            nb::arg("shared_on_node") = false)
       .def("register_thread", &PyClient::RegisterThread, nb::arg("index"))
       .def("restore_affinity", &PyClient::RestoreAffinity, nb::arg("index"))
+      .def("begin_restore", &PyClient::BeginRestore)
+      .def("end_restore", &PyClient::EndRestore)
       .def("saved_latest", &PyClient::SavedLatest, nb::arg("name"))
       .def("saved_ranks", &PyClient::SavedRanks, nb::arg("name"), nb::arg("version"))
       .def("saved_region_size", &PyClient::SavedRegionSize, nb::arg("name"), nb::arg("version"),

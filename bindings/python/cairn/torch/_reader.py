@@ -58,8 +58,33 @@ class Reader(StorageReader):
         self.store = Store(target, name, client_kwargs)
         self.step = step_of(step)
         self._locations: Dict[Any, Location] = {}
+        self._restoring = False
+
+    # A DCP load is one restore made of several calls (metadata, planning,
+    # data): the client counts it as one from read_metadata (or the first
+    # call that comes) to the end of read_data, so that the host cache's
+    # background preparation does not take the cores and the memory
+    # bandwidth the load needs in between (Client.begin_restore). A load
+    # that fails before read_data (its planning) ends it at the next reset,
+    # or when the reader goes.
+    def _begin(self) -> None:
+        if not self._restoring:
+            self.store.client.begin_restore()
+            self._restoring = True
+
+    def _end(self) -> None:
+        if self._restoring:
+            self._restoring = False
+            self.store.client.end_restore()
+
+    def __del__(self) -> None:
+        try:
+            self._end()
+        except Exception:  # the client was closed first: nothing to end
+            pass
 
     def reset(self, checkpoint_id: Union[str, "os.PathLike[str]", None] = None) -> None:
+        self._end()  # a load that failed part-way
         self.step = step_of(checkpoint_id)
 
     @classmethod
@@ -67,6 +92,7 @@ class Reader(StorageReader):
         return is_step(checkpoint_id)
 
     def read_metadata(self, *args: Any, **kwargs: Any) -> Metadata:
+        self._begin()
         if self.step is None:
             steps = self.store.steps()
             if not steps:
@@ -79,6 +105,7 @@ class Reader(StorageReader):
         return metadata
 
     def set_up_storage_reader(self, metadata: Metadata, is_coordinator: bool, *args: Any, **kwargs: Any) -> None:
+        self._begin()
         self._locations = dict(metadata.storage_data or {})
 
     def prepare_local_plan(self, plan: LoadPlan) -> LoadPlan:
@@ -110,6 +137,16 @@ class Reader(StorageReader):
         ]
 
     def read_data(self, plan: LoadPlan, planner: LoadPlanner) -> Future[None]:
+        self._begin()
+        try:
+            self._read_plan(plan, planner)
+        finally:
+            self._end()
+        fut: Future[None] = Future()
+        fut.set_result(None)
+        return fut
+
+    def _read_plan(self, plan: LoadPlan, planner: LoadPlanner) -> None:
         by_version: Dict[Tuple[int, int], List[Tuple[ReadItem, Location]]] = defaultdict(list)
         for item in plan.items:
             loc = self._locations[item.storage_index]
@@ -120,9 +157,6 @@ class Reader(StorageReader):
         shared = plan.storage_data.shared if isinstance(plan.storage_data, _Node) else frozenset()
         for (rank, version), items in sorted(by_version.items()):
             self._read_version(rank, version, items, planner, (rank, version) in shared)
-        fut: Future[None] = Future()
-        fut.set_result(None)
-        return fut
 
     def _read_inline(self, item: ReadItem, loc: Location, planner: LoadPlanner) -> None:
         assert loc.inline is not None
