@@ -43,6 +43,12 @@ Status ParseManifestInput(const uint8_t* data, size_t size);
 // same bytes; anything but OK or kCorrupt is a bug.
 Status ParsePartnerHeadInput(const uint8_t* data, size_t size);
 
+// fuzz_parity_header: the bytes as an XOR parity file (docs/format.md 3.9),
+// whose header is parsed as a rebuild parses a survivor's. Returns the
+// parser's status, or kInternal when an accepted header does not encode back
+// to the same bytes; anything but OK or kCorrupt is a bug.
+Status ParseParityHeaderInput(const uint8_t* data, size_t size);
+
 // What every configuration target accepts as the outcome of an input: OK, a
 // configuration error or no memory. Anything else is a finding.
 inline bool ConfigOutcome(const Status& s) {

@@ -1,5 +1,6 @@
-// cairn_fuzz_seeds DIR [manifest|partner_head]: writes the seed corpus of
-// fuzz_file_reader (or of fuzz_manifest, fuzz_partner_head: below), small
+// cairn_fuzz_seeds DIR [manifest|partner_head|parity_header]: writes the
+// seed corpus of fuzz_file_reader (or of fuzz_manifest, fuzz_partner_head,
+// fuzz_parity_header: below), small
 // valid data files (format versions 1 and 2, full and layered) made by the
 // library's own FileWriter (docs/design.md, "Fuzzing"). Run once when the
 // format changes and commit the files:
@@ -17,6 +18,7 @@
 #include "format/layout.hpp"
 #include "os/fs/fs.hpp"
 #include "redundancy/manifest.hpp"
+#include "redundancy/parity/header.hpp"
 #include "redundancy/partner/head.hpp"
 #include "util/crc32c.hpp"
 
@@ -95,6 +97,17 @@ int Manifests(const std::string& dir) {
   return 0;
 }
 
+// Writes one seed file of a binary corpus; false (said on stderr) if it cannot.
+bool WriteSeed(const std::string& dir, const char* file, const std::vector<uint8_t>& bytes) {
+  FILE* f = std::fopen((dir + "/" + file).c_str(), "wb");
+  if (f == nullptr || std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size() ||
+      std::fclose(f) != 0) {
+    std::fprintf(stderr, "%s: cannot write\n", file);
+    return false;
+  }
+  return true;
+}
+
 // fuzz_partner_head's seeds: one head of each kind, as a source writes it.
 int PartnerHeads(const std::string& dir) {
   using cairn::partner::Head;
@@ -112,13 +125,37 @@ int PartnerHeads(const std::string& dir) {
       {"bye", {.kind = Head::Kind::kBye, .version = -2}},
   };
   for (const auto& s : seeds) {
-    const std::vector<uint8_t> bytes = cairn::partner::EncodeHead(s.head);
-    FILE* f = std::fopen((dir + "/" + s.file).c_str(), "wb");
-    if (f == nullptr || std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size() ||
-        std::fclose(f) != 0) {
-      std::fprintf(stderr, "%s: cannot write\n", s.file);
-      return 1;
-    }
+    if (!WriteSeed(dir, s.file, cairn::partner::EncodeHead(s.head))) return 1;
+  }
+  return 0;
+}
+
+// fuzz_parity_header's seeds: whole parity files (header, parity chunk, CRC)
+// of sets of 2, 3 and 4 members, one with empty bundles.
+int ParityHeaders(const std::string& dir) {
+  using cairn::parity::impl::Header;
+  const struct {
+    const char* file;
+    Header header;
+  } seeds[] = {
+      {"two", {.version = 5, .position = 0, .chunk = 300, .members = {{0, 300, 11}, {1, 120, 12}}}},
+      {"three",
+       {.version = 40,
+        .position = 2,
+        .chunk = 256,
+        .members = {{2, 512, 1}, {6, 500, 2}, {10, 3, 3}}}},
+      {"four-empty",
+       {.version = 0,
+        .position = 3,
+        .chunk = 1,
+        .members = {{0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {3, 0, 0}}}},
+  };
+  for (const auto& s : seeds) {
+    std::vector<uint8_t> bytes = cairn::parity::impl::EncodeHeader(s.header);
+    for (uint64_t i = 0; i < s.header.chunk; ++i) bytes.push_back(static_cast<uint8_t>(i * 7 + 1));
+    const uint32_t crc = cairn::crc32c::Value(bytes.data(), bytes.size());
+    for (int k = 0; k < 4; ++k) bytes.push_back(static_cast<uint8_t>(crc >> (8 * k)));
+    if (!WriteSeed(dir, s.file, bytes)) return 1;
   }
   return 0;
 }
@@ -126,8 +163,9 @@ int PartnerHeads(const std::string& dir) {
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[2]) == "manifest") return Manifests(argv[1]);
   if (argc == 3 && std::string(argv[2]) == "partner_head") return PartnerHeads(argv[1]);
+  if (argc == 3 && std::string(argv[2]) == "parity_header") return ParityHeaders(argv[1]);
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR [manifest|partner_head]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s DIR [manifest|partner_head|parity_header]\n", argv[0]);
     return 2;
   }
   const Seed seeds[] = {

@@ -76,6 +76,12 @@ TEST(FuzzCorpus, PartnerHeadSeedsParse) {
   ExpectSeedsOk("partner_head", 3, fuzz::ParsePartnerHeadInput);
 }
 
+// Parity files of sets of 2, 3 and 4 (cairn_fuzz_seeds fuzz/corpus/parity_header
+// parity_header).
+TEST(FuzzCorpus, ParityHeaderSeedsParse) {
+  ExpectSeedsOk("parity_header", 3, fuzz::ParseParityHeaderInput);
+}
+
 TEST(FuzzFindings, FileReaderFindingsAreCleanErrors) {
   for (const Input& f : ReadDir("tests/data/fuzz/file_reader")) {
     const Status st = fuzz::ReadFileInput(f.bytes.data(), f.bytes.size());

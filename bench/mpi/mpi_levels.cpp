@@ -64,6 +64,12 @@ int64_t MaxOver(int64_t v) {
   MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
   return v;
 }
+// When the last rank saw an event (ns), or -1 when a rank did not see it.
+int64_t LastOver(int64_t ns) {
+  constexpr int64_t kUnseen = std::numeric_limits<int64_t>::max();
+  const int64_t last = MaxOver(ns < 0 ? kUnseen : ns);
+  return last == kUnseen ? -1 : last;
+}
 bool AllOk(bool ok) {
   int v = ok ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -122,15 +128,13 @@ JobCycle JobOf(const Cycle& y) {
   j.local_commit_s = JobSince(y, y.local_ns);
   j.l2_protected_s = JobSince(y, y.l2_ns);
   j.l3_protected_s = JobSince(y, y.l3_ns);
-  const int64_t last_local =
-      MaxOver(y.local_ns < 0 ? std::numeric_limits<int64_t>::max() : y.local_ns);
-  const int64_t last_record =
-      MaxOver(y.record_ns < 0 ? std::numeric_limits<int64_t>::max() : y.record_ns);
-  const int64_t last_learned =
-      MaxOver(y.learned_ns < 0 ? std::numeric_limits<int64_t>::max() : y.learned_ns);
-  if (last_local != std::numeric_limits<int64_t>::max() &&
-      last_record != std::numeric_limits<int64_t>::max()) {
+  const int64_t last_local = LastOver(y.local_ns);
+  const int64_t last_record = LastOver(y.record_ns);
+  const int64_t last_learned = LastOver(y.learned_ns);
+  if (last_local >= 0 && last_record >= 0) {
     j.global_commit_latency_s = 1e-9 * static_cast<double>(last_record - last_local);
+  }
+  if (last_local >= 0 && last_learned >= 0) {
     j.global_commit_learned_s = 1e-9 * static_cast<double>(last_learned - last_local);
   }
   return j;

@@ -786,10 +786,10 @@ Result<GlobalCommitState> ProgressGlobalCommit(Client& client, std::string_view 
   ProgressGlobal(impl);
   GlobalCommitState st = impl.global->State(std::string(name));
   const redundancy::Protection p = impl.levels->Protected(std::string(name));
-  st.l2_version = p.l2_version;
-  st.l2_protected_ns = p.l2_ns;
-  st.l3_version = p.l3_version;
-  st.l3_protected_ns = p.l3_ns;
+  st.l2_version = p.l2.version;
+  st.l2_protected_ns = p.l2.ns;
+  st.l3_version = p.l3.version;
+  st.l3_protected_ns = p.l3.ns;
   return st;
 }
 

@@ -58,7 +58,7 @@ Protection Levels::Protected(const std::string& name) const {
     MutexLock lock(&stats_mu_);
     if (auto it = protected_.find(name); it != protected_.end()) p = it->second;
   }
-  if (transfers_) std::tie(p.l2_version, p.l2_ns) = transfers_->Acknowledged(name);
+  if (transfers_) p.l2 = transfers_->Acknowledged(name);
   return p;
 }
 
@@ -69,13 +69,10 @@ Status Levels::BackgroundError(bool drain) {
 }
 
 void Levels::Checkpointed(const std::string& name, int64_t version, bool ok) {
-  if (encoder_) {
-    // Failed checkpoints too: every member queues the same encodings.
-    MutexLock lock(&turns_mu_);
-    if (++l3_checkpoints_ % plan_.l3_every == 0) encoder_->Queue(name, version);
-  }
-  if (plan_.l2_every <= 0) return;
   MutexLock lock(&turns_mu_);
+  // Failed checkpoints too: every member queues the same encodings.
+  if (encoder_ && ++l3_checkpoints_ % plan_.l3_every == 0) encoder_->Queue(name, version);
+  if (plan_.l2_every <= 0) return;
   if (++checkpoints_ % plan_.l2_every != 0 || !ok) return;
   if (transfers_) {
     transfers_->Queue(name, version);
@@ -148,11 +145,7 @@ void Levels::Replicated(const std::string& name, int64_t version) {
   const int64_t now_ns = RealtimeNs();
   MutexLock lock(&stats_mu_);
   ++stats_.l2_copies;
-  Protection& p = protected_[name];
-  if (version > p.l2_version) {
-    p.l2_version = version;
-    p.l2_ns = now_ns;
-  }
+  protected_[name].l2.Raise(version, now_ns);
 }
 
 void Levels::Count(uint64_t MpiStats::*field, uint64_t n) {
@@ -211,11 +204,7 @@ void Levels::Encoded(const std::string& name, int64_t version, uint64_t bytes, d
   ++stats_.l3_parity_writes;
   stats_.l3_parity_bytes += bytes;
   stats_.l3_encode_s += seconds;
-  Protection& p = protected_[name];
-  if (version > p.l3_version) {
-    p.l3_version = version;
-    p.l3_ns = end_ns;
-  }
+  protected_[name].l3.Raise(version, end_ns);
 }
 
 Status Levels::CheckAsked(const WaitLevels& asked, const std::string& label) const {

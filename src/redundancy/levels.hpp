@@ -20,6 +20,7 @@
 #include "cairn/config.hpp"
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
+#include "redundancy/newest.hpp"
 #include "redundancy/parity/background_encoder.hpp"
 #include "redundancy/parity/xor_parity.hpp"
 #include "redundancy/partner/partner.hpp"
@@ -59,11 +60,10 @@ class TurnSet {
   std::set<std::pair<std::string, int64_t>> set_;
 };
 
-// The newest version of a name each level protects on this member, and
-// when it became so (realtime ns); -1: none.
+// The newest version of a name each level protects on this member.
 struct Protection {
-  int64_t l2_version = -1, l2_ns = -1;  // this member's copy stored by its partner
-  int64_t l3_version = -1, l3_ns = -1;  // its set's parity stored
+  Newest l2;  // this member's copy stored by its partner
+  Newest l3;  // its set's parity stored
 };
 
 class Levels {

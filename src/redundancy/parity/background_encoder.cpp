@@ -24,10 +24,7 @@ BackgroundEncoder::BackgroundEncoder(std::unique_ptr<Group> group, Sets sets, Co
 }
 
 BackgroundEncoder::~BackgroundEncoder() {
-  {
-    MutexLock lock(&mu_);
-    progress_.wait(lock, [&]() CAIRN_REQUIRES(mu_) { return worker_.Idle(); });
-  }
+  (void)Drain();  // every member encodes what it queued: the others wait for it
   worker_.Stop();
 }
 

@@ -21,51 +21,22 @@ namespace impl {
 std::string ParityDir(const Config& c) { return c.scratch_dir + "/.xor"; }
 std::string ParityFile(int64_t v) { return format::EntryFileName(format::EntryKind::kCheckpoint, v); }
 
-std::vector<uint8_t> EncodeHeader(const Header& h) {
-  std::vector<uint8_t> out(h.Size(), 0);
-  std::copy(std::begin(kMagic), std::end(kMagic), out.begin());
-  format::le::Put32(&out[8], 1);
-  format::le::Put32(&out[12], static_cast<uint32_t>(h.members.size()));
-  format::le::Put32(&out[16], h.position);
-  format::le::Put64(&out[24], static_cast<uint64_t>(h.version));
-  format::le::Put64(&out[32], h.chunk);
-  for (size_t i = 0; i < h.members.size(); ++i) {
-    uint8_t* p = &out[kFixed + kPerMember * i];
-    format::le::Put64(p, static_cast<uint64_t>(h.members[i].rank));
-    format::le::Put64(p + 8, static_cast<uint64_t>(h.members[i].bytes));
-    format::le::Put32(p + 16, h.members[i].crc);
+Result<Header> ReadHeader(os::File& file, const std::string& path,
+                          const std::vector<int>& members) {
+  CAIRN_ASSIGN_OR_RETURN(uint64_t size, file.Size());
+  std::vector<uint8_t> head(kFixed);
+  if (size < kFixed + kCrc) return ParseHeader(head.data(), 0, size, path, &members);  // names it
+  CAIRN_RETURN_IF_ERROR(file.ReadAt(head.data(), kFixed, 0));
+  // The table only when the count is this set's: a damaged count is then
+  // never a large read.
+  const uint32_t m = ClaimedMembers(head.data(), head.size());
+  if (m == members.size() && kFixed + kPerMember * uint64_t{m} <= size) {
+    head.resize(kFixed + kPerMember * m);
+    CAIRN_RETURN_IF_ERROR(file.ReadAt(head.data() + kFixed, head.size() - kFixed, kFixed));
   }
-  return out;
+  return ParseHeader(head.data(), head.size(), size, path, &members);
 }
 
-// The header of a parity file, checked against the file's size and (when
-// `members` is given) this member's set; kCorrupt naming what is wrong.
-Result<Header> ReadHeader(os::File& file, const std::string& path, const std::vector<int>& members) {
-  auto bad = [&](const std::string& why) { return Status::Corrupt(path + ": not a usable XOR parity file: " + why); };
-  CAIRN_ASSIGN_OR_RETURN(uint64_t size, file.Size());
-  uint8_t fixed[kFixed];
-  if (size < kFixed + kCrc) return bad("too short");
-  CAIRN_RETURN_IF_ERROR(file.ReadAt(fixed, kFixed, 0));
-  if (!std::equal(std::begin(kMagic), std::end(kMagic), fixed)) return bad("no CAIRNXOR magic");
-  if (format::le::Get32(fixed + 8) != 1) return bad("unknown layout version");
-  const uint32_t m = format::le::Get32(fixed + 12);
-  Header h;
-  h.position = format::le::Get32(fixed + 16);
-  h.version = static_cast<int64_t>(format::le::Get64(fixed + 24));
-  h.chunk = format::le::Get64(fixed + 32);
-  if (m < 2 || h.position >= m || m != members.size()) return bad("not this rank's set");
-  if (h.chunk == 0 || h.chunk > size || size != kFixed + kPerMember * m + h.chunk + kCrc)
-    return bad("its size does not match its header");
-  std::vector<uint8_t> table(kPerMember * m);
-  CAIRN_RETURN_IF_ERROR(file.ReadAt(table.data(), table.size(), kFixed));
-  for (uint32_t i = 0; i < m; ++i) {
-    const uint8_t* p = &table[kPerMember * i];
-    h.members.push_back({static_cast<int64_t>(format::le::Get64(p)),
-                         static_cast<int64_t>(format::le::Get64(p + 8)), format::le::Get32(p + 16)});
-    if (h.members.back().rank != members[i]) return bad("its set's members are not this rank's set");
-  }
-  return h;
-}
 // dst ^= src, 32 bytes at a time (SIMD where the target has it).
 void XorInto(uint8_t* dst, const uint8_t* src, size_t n) {
   const uint8_t* both[2] = {dst, src};

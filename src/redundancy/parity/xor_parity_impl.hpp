@@ -9,11 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "redundancy/parity/xor_parity.hpp"
 #include "cairn/config.hpp"
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
 #include "os/fs/fs.hpp"
+#include "redundancy/parity/header.hpp"
+#include "redundancy/parity/xor_parity.hpp"
 
 namespace cairn::redundancy {
 class BundleReader;
@@ -21,30 +22,13 @@ class BundleReader;
 
 namespace cairn::parity::impl {
 
-inline constexpr char kMagic[8] = {'C', 'A', 'I', 'R', 'N', 'X', 'O', 'R'};
-inline constexpr size_t kFixed = 40, kPerMember = 24, kCrc = 4;
-
 // <rank dir>/.xor: where a member keeps its parity files (under <name>/).
 std::string ParityDir(const Config& c);
 // A version's parity file name.
 std::string ParityFile(int64_t v);
 
-struct Member {
-  int64_t rank = -1;
-  int64_t bytes = -1;  // of its bundle
-  uint32_t crc = 0;    // of its bundle
-};
-struct Header {
-  int64_t version = -1;
-  uint32_t position = 0;
-  uint64_t chunk = 0;
-  std::vector<Member> members;
-  size_t Size() const { return kFixed + kPerMember * members.size(); }
-};
-
-std::vector<uint8_t> EncodeHeader(const Header& h);
-// The header of a parity file, checked against the file's size and (when
-// `members` is given) this member's set; kCorrupt naming what is wrong.
+// The header of a parity file (ParseHeader), checked against the file's
+// size and this member's set; kCorrupt naming what is wrong.
 Result<Header> ReadHeader(os::File& file, const std::string& path, const std::vector<int>& members);
 
 // dst ^= src.

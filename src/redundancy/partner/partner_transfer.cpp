@@ -37,12 +37,6 @@ constexpr int64_t kAbortMagic = 0x3162613243524143;  // "CARC2ab1": abort notice
 constexpr size_t kTrailer = 16;                 // chunk: [int64 index][uint32 crc32c][uint32 0]
 constexpr size_t kMinReceive = 64 << 10;        // a receive holds any head
 
-int64_t Word(const uint8_t* at) {
-  int64_t v;
-  std::memcpy(&v, at, sizeof v);
-  return v;
-}
-
 uint32_t ChunkCrc(const uint8_t* payload, size_t n, int64_t index) {
   return crc32c::Extend(crc32c::Value(payload, n), &index, sizeof index);
 }
@@ -240,10 +234,10 @@ uint64_t Transfers::copies() const {
   return copies_;
 }
 
-std::pair<int64_t, int64_t> Transfers::Acknowledged(const std::string& name) const {
+redundancy::Newest Transfers::Acknowledged(const std::string& name) const {
   MutexLock lock(&mu_);
   auto it = acknowledged_.find(name);
-  return it == acknowledged_.end() ? std::pair<int64_t, int64_t>{-1, -1} : it->second;
+  return it == acknowledged_.end() ? redundancy::Newest{} : it->second;
 }
 
 void Transfers::Fail(const Status& s) {
@@ -410,11 +404,7 @@ void Transfers::StepOut() {
                                                " could not store it (its error says why)");
       } else {
         ++copies_;
-        auto& [v, ns] = acknowledged_.try_emplace(o.name, -1, -1).first->second;
-        if (o.version > v) {
-          v = o.version;
-          ns = RealtimeNs();
-        }
+        acknowledged_[o.name].Raise(o.version, RealtimeNs());
       }
     } else if (!o.failed.ok()) {
       out_results_[o.seq] = o.failed.WithContext("the partner copy of version " +

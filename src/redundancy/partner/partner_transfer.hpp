@@ -41,6 +41,7 @@
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
 #include "engine/worker.hpp"
+#include "redundancy/newest.hpp"
 #include "redundancy/partner/partner.hpp"
 #include "redundancy/progress_thread.hpp"
 #include "util/mutex.hpp"
@@ -102,7 +103,7 @@ class Transfers {
   uint64_t copies() const CAIRN_EXCLUDES(mu_);
   // The newest version of `name` the partner acknowledged, and when this
   // member heard it (realtime ns); {-1, -1}: none.
-  std::pair<int64_t, int64_t> Acknowledged(const std::string& name) const CAIRN_EXCLUDES(mu_);
+  redundancy::Newest Acknowledged(const std::string& name) const CAIRN_EXCLUDES(mu_);
 
   // What the in-flight chunks are, for tests that damage one (a fake
   // transport): message tags.
@@ -165,7 +166,7 @@ class Transfers {
   std::map<uint64_t, Status> out_results_ CAIRN_GUARDED_BY(mu_);  // seq -> failed outcome
   std::vector<std::unique_ptr<In>> ins_ CAIRN_GUARDED_BY(mu_);   // one per source
   uint64_t copies_ CAIRN_GUARDED_BY(mu_) = 0;
-  std::map<std::string, std::pair<int64_t, int64_t>> acknowledged_ CAIRN_GUARDED_BY(mu_);
+  std::map<std::string, redundancy::Newest> acknowledged_ CAIRN_GUARDED_BY(mu_);
   bool blocking_ CAIRN_GUARDED_BY(mu_) = false;   // in Complete: may wait for a local commit
   bool finishing_ CAIRN_GUARDED_BY(mu_) = false;  // no commit will come any more
   bool finished_ CAIRN_GUARDED_BY(mu_) = false;
