@@ -79,7 +79,7 @@ class GlobalCommit {
   // stop afterwards.
   Status Finish() CAIRN_EXCLUDES(mu_);
 
-  // A record by a collective call (client.cpp): the same manifest writes,
+  // A record by a collective call (client_group.cpp): the same manifest writes,
   // serialized with the recorder's.
   Status Record(const std::string& name, int64_t committed, int64_t persistent) CAIRN_EXCLUDES(mu_);
   // The state of `name` (group.hpp).

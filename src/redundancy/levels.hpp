@@ -68,7 +68,7 @@ struct Protection {
 
 class Levels {
  public:
-  // What the levels ask of the client (client.cpp).
+  // What the levels ask of the client (client_group.cpp, OpenInGroup).
   struct Hooks {
     // Waits, locally, until `version` of `name` is in the persistent tier.
     std::function<Status(const std::string& name, int64_t version)> make_persistent;
@@ -109,7 +109,7 @@ class Levels {
   // copies (every member closes). Collective.
   Status Finish();
 
-  // With Cairn's own progress threads (client.cpp): L3's turns are every
+  // With Cairn's own progress threads (client_group.cpp): L3's turns are every
   // l3_every-th checkpoint of the client (over all names, as L2's), each
   // encoded in the background over `group` (this member's duplicate of the
   // client's group) once committed locally, and no wait waits for it

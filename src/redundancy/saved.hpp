@@ -1,6 +1,6 @@
 // Reading the files of a saved MPI job from a job of another size (or any
 // process): docs/format.md 3.7 is the procedure, docs/mpi.md the API. MPI-free
-// and local: the collective checks on top of it are in client.cpp.
+// and local: the collective checks on top of it are in client_group.cpp.
 #pragma once
 
 #include <cstddef>
