@@ -1,7 +1,8 @@
 // What xor_parity.cpp (the sets), xor_encode.cpp (the streamed encoding)
-// and xor_rebuild.cpp (the parity level's streamed rebuild) share: the
-// parity file's header (docs/format.md 3.9 is normative), the windows they
-// stream and the exchanges within a set. Internal to libcairn_mpi.
+// and xor_rebuild.cpp (the parity level's streamed rebuild) share: reading
+// a parity file's header (its layout and parser: header.hpp; docs/format.md
+// 3.9 is normative), the windows they stream and the exchanges within a
+// set. Internal to libcairn.
 #pragma once
 
 #include <cstddef>
