@@ -33,8 +33,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cmath>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,132 +42,31 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "cairn/config.hpp"
+#include "config/environment.hpp"
 #include "config/toml_check.hpp"
+#include "config/values.hpp"
 
 namespace cairn {
 namespace {
+
+using config_values::EnumKey;
+using config_values::MakeAbsolute;
+using config_values::NormalizePath;
+using config_values::OctalString;
+using config_values::ParseBool;
+using config_values::ParseInt;
+using config_values::ParseMode;
+using config_values::Spellings;
+using config_values::UserName;
 
 constexpr uint64_t kMinBlockBytes = 64ull << 10;
 constexpr uint64_t kMaxBlockBytes = 1ull << 30;
 constexpr uint64_t kBlockAlignment = 4096;
 constexpr uint64_t kMaxHashChunk = 64ull << 20;
-
-// ---------------------------------------------------------------------------
-// Small parsers shared by the file and the environment.
-
-// "0600", "600", "0o600" -> 0600. Values above 07777 are rejected here;
-// Validate() narrows to 0777.
-Result<uint32_t> ParseMode(std::string_view text) {
-  std::string_view s = text;
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'o' || s[1] == 'O')) s.remove_prefix(2);
-  if (s.empty() || s.size() > 6) {
-    return Status::Config("bad file mode '" + std::string(text) + "': expected octal digits like 0600");
-  }
-  uint32_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '7') {
-      return Status::Config("bad file mode '" + std::string(text) + "': expected octal digits like 0600");
-    }
-    v = v * 8 + static_cast<uint32_t>(c - '0');
-  }
-  if (v > 07777) return Status::Config("bad file mode '" + std::string(text) + "': more than 07777");
-  return v;
-}
-
-// Decimal integer in [lo, hi], nothing else (no sign games, no trailing text).
-bool ParseInt(std::string_view s, int64_t lo, int64_t hi, int64_t* out) {
-  if (s.empty()) return false;
-  bool neg = s[0] == '-';
-  if (neg) s.remove_prefix(1);
-  if (s.empty() || s.size() > 18) return false;
-  int64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  if (neg) v = -v;
-  if (v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
-bool ParseBool(std::string_view s, bool* out) {
-  std::string l(s);
-  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (l == "1" || l == "true" || l == "yes" || l == "on") {
-    *out = true;
-    return true;
-  }
-  if (l == "0" || l == "false" || l == "no" || l == "off") {
-    *out = false;
-    return true;
-  }
-  return false;
-}
-
-std::string OctalString(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "0%o", v);
-  return buf;
-}
-
-// Lexical normal form for comparing directories: no "//", no "." segments,
-// ".." resolved lexically, no trailing '/'.
-std::string NormalizePath(const std::string& p) {
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i <= p.size()) {
-    size_t j = p.find('/', i);
-    if (j == std::string::npos) j = p.size();
-    std::string seg = p.substr(i, j - i);
-    if (seg == "..") {
-      if (!parts.empty() && parts.back() != "..") {
-        parts.pop_back();
-      } else if (p.empty() || p[0] != '/') {
-        parts.push_back(seg);
-      }
-    } else if (!seg.empty() && seg != ".") {
-      parts.push_back(seg);
-    }
-    i = j + 1;
-  }
-  std::string out = (!p.empty() && p[0] == '/') ? "/" : "";
-  for (size_t k = 0; k < parts.size(); ++k) out += (k ? "/" : "") + parts[k];
-  return out.empty() ? "." : out;
-}
-
-std::string MakeAbsolute(const std::string& p) {
-  if (p.empty() || p[0] == '/') return p;
-  std::string cwd(PATH_MAX, '\0');
-  if (::getcwd(cwd.data(), cwd.size()) == nullptr) return p;  // keep it relative
-  cwd.resize(std::strlen(cwd.c_str()));
-  return NormalizePath(cwd + "/" + p);
-}
-
-// The user name for the default scratch directory, reduced to [A-Za-z0-9._-].
-std::string UserName() {
-  std::string name;
-  long bufsize = ::sysconf(_SC_GETPW_R_SIZE_MAX);
-  std::vector<char> buf(bufsize > 0 ? static_cast<size_t>(bufsize) : 16384);
-  struct passwd pw;
-  struct passwd* found = nullptr;
-  if (::getpwuid_r(::geteuid(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr &&
-      found->pw_name != nullptr) {
-    name = found->pw_name;
-  } else if (const char* user = std::getenv("USER"); user != nullptr) {
-    name = user;
-  }
-  for (char& c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-              c == '_' || c == '-';
-    if (!ok) c = '_';
-  }
-  if (name.empty()) name = "uid" + std::to_string(::geteuid());
-  return name;
-}
 
 // ---------------------------------------------------------------------------
 // The TOML file.
@@ -213,8 +112,8 @@ struct KeySpec {
   std::function<std::string(const toml::node&, Config*)> apply;
 };
 
-std::string Expect(const char* what, const toml::node& n) {
-  return std::string(" must be ") + what + ", not " + TypeName(n.type());
+std::string Expect(const std::string& what, const toml::node& n) {
+  return " must be " + what + ", not " + TypeName(n.type());
 }
 
 std::string ReadString(const toml::node& n, std::string* out) {
@@ -246,46 +145,6 @@ std::string ReadSize(const toml::node& n, uint64_t* out) {
   }
   if (!n.is_string()) return Expect("a size (a string like \"512MiB\" or an integer number of bytes)", n);
   auto r = ParseSize(n.as_string()->get());
-  if (!r.ok()) return ": " + r.status().message();
-  *out = r.value();
-  return "";
-}
-
-std::string ReadInit(const toml::node& n, CacheInit* out) {
-  if (!n.is_string()) return Expect("a string (eager, memset, lazy, concurrent, sequential, adaptive)", n);
-  auto r = ParseCacheInit(n.as_string()->get());
-  if (!r.ok()) return ": " + r.status().message();
-  *out = r.value();
-  return "";
-}
-
-std::string ReadDeviceInit(const toml::node& n, DeviceCacheInit* out) {
-  if (!n.is_string()) return Expect("a string (direct, incremental)", n);
-  auto r = ParseDeviceCacheInit(n.as_string()->get());
-  if (!r.ok()) return ": " + r.status().message();
-  *out = r.value();
-  return "";
-}
-
-std::string ReadChanges(const toml::node& n, ChangeDetection* out) {
-  if (!n.is_string()) return Expect("a string (full, pages, hash, auto)", n);
-  auto r = ParseChangeDetection(n.as_string()->get());
-  if (!r.ok()) return ": " + r.status().message();
-  *out = r.value();
-  return "";
-}
-
-std::string ReadCapture(const toml::node& n, CaptureMode* out) {
-  if (!n.is_string()) return Expect("a string (copy, zero-copy)", n);
-  auto r = ParseCaptureMode(n.as_string()->get());
-  if (!r.ok()) return ": " + r.status().message();
-  *out = r.value();
-  return "";
-}
-
-std::string ReadWriteProtect(const toml::node& n, WriteProtectMode* out) {
-  if (!n.is_string()) return Expect("a string (auto, userfaultfd, mprotect)", n);
-  auto r = ParseWriteProtectMode(n.as_string()->get());
   if (!r.ok()) return ": " + r.status().message();
   *out = r.value();
   return "";
@@ -327,12 +186,16 @@ std::string Read(const toml::node& n, int64_t, bool* out) { return ReadBool(n, o
 std::string Read(const toml::node& n, int64_t lo, int* out) { return ReadInt(n, lo, out); }
 std::string Read(const toml::node& n, int64_t, uint64_t* out) { return ReadSize(n, out); }
 std::string Read(const toml::node& n, int64_t, uint32_t* out) { return ReadMode(n, out); }
-std::string Read(const toml::node& n, int64_t, CacheInit* out) { return ReadInit(n, out); }
-std::string Read(const toml::node& n, int64_t, DeviceCacheInit* out) { return ReadDeviceInit(n, out); }
-std::string Read(const toml::node& n, int64_t, ChangeDetection* out) { return ReadChanges(n, out); }
-std::string Read(const toml::node& n, int64_t, CaptureMode* out) { return ReadCapture(n, out); }
-std::string Read(const toml::node& n, int64_t, WriteProtectMode* out) { return ReadWriteProtect(n, out); }
 std::string Read(const toml::node& n, int64_t, double* out) { return ReadNumber(n, out); }
+// Every enumerated key (config_enums.def).
+template <typename E>
+requires std::is_enum_v<E> std::string Read(const toml::node& n, int64_t, E* out) {
+  if (!n.is_string()) return Expect("a string (" + Spellings<E>() + ")", n);
+  auto r = EnumKey<E>::Parse(n.as_string()->get());
+  if (!r.ok()) return ": " + r.status().message();
+  *out = r.value();
+  return "";
+}
 
 const std::vector<KeySpec>& Schema() {
   static const std::vector<KeySpec> schema = {
@@ -423,108 +286,10 @@ Status ApplyToml(std::string_view text, std::string_view origin, Config* config)
   return ApplyTable(root, origin, config);
 }
 
-// ---------------------------------------------------------------------------
-// The environment.
-
-// One parser per member type, as for the file; `name` is the variable.
-Status FromEnv(const char* name, const char* v, int64_t lo, std::string* out) {
-  if (lo > 0 && *v == '\0') return Status::Config(std::string(name) + " is set but empty");
-  *out = v;  // "" = none / off
-  return Status::Ok();
-}
-
-Status FromEnv(const char* name, const char* v, int64_t, uint64_t* out) {
-  auto r = ParseSize(v);
-  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
-  *out = r.value();
-  return Status::Ok();
-}
-
-Status FromEnv(const char* name, const char* v, int64_t lo, int* out) {
-  int64_t x;
-  if (!ParseInt(v, lo, INT_MAX, &x)) {
-    return Status::Config(std::string(name) + "='" + v + "' is not an integer >= " + std::to_string(lo));
-  }
-  *out = static_cast<int>(x);
-  return Status::Ok();
-}
-
-Status FromEnv(const char* name, const char* v, int64_t, bool* out) {
-  if (!ParseBool(v, out)) {
-    return Status::Config(std::string(name) + "='" + v +
-                          "' is not a boolean (use 1, 0, true, false, yes, no, on, off)");
-  }
-  return Status::Ok();
-}
-
-Status FromEnv(const char* name, const char* v, int64_t, uint32_t* out) {
-  auto r = ParseMode(v);
-  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
-  *out = r.value();
-  return Status::Ok();
-}
-
-Status FromEnv(const char* name, const char* v, int64_t, CacheInit* out) {
-  auto r = ParseCacheInit(v);
-  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
-  *out = r.value();
-  return Status::Ok();
-}
-
-Status FromEnv(const char* name, const char* v, int64_t, DeviceCacheInit* out) {
-  auto r = ParseDeviceCacheInit(v);
-  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
-  *out = r.value();
-  return Status::Ok();
-}
-
-Status FromEnv(const char* name, const char* v, int64_t, ChangeDetection* out) {
-  auto r = ParseChangeDetection(v);
-  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
-  *out = r.value();
-  return Status::Ok();
-}
-
-Status FromEnv(const char* name, const char* v, int64_t, CaptureMode* out) {
-  auto r = ParseCaptureMode(v);
-  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
-  *out = r.value();
-  return Status::Ok();
-}
-
-Status FromEnv(const char* name, const char* v, int64_t, WriteProtectMode* out) {
-  auto r = ParseWriteProtectMode(v);
-  if (!r.ok()) return Status::Config(std::string(name) + ": " + r.status().message());
-  *out = r.value();
-  return Status::Ok();
-}
-
-Status FromEnv(const char* name, const char* v, int64_t, double* out) {
-  char* end = nullptr;
-  errno = 0;
-  const double d = std::strtod(v, &end);
-  if (end == v || *end != '\0' || errno != 0) {
-    return Status::Config(std::string(name) + "='" + v + "' is not a number");
-  }
-  *out = d;
-  return Status::Ok();
-}
-
-// Every key with a variable in config_keys.def, in the table's order.
-Status ApplyEnvironment(Config* c) {
-#define CAIRN_CONFIG_KEY(section, key, member, lo, env, py, type, dflt, doc) \
-  if (const char* v = *(env) != '\0' ? std::getenv(env) : nullptr) {         \
-    CAIRN_RETURN_IF_ERROR(FromEnv(env, v, lo, &c->member));                   \
-  }
-#include "cairn/config_keys.def"
-#undef CAIRN_CONFIG_KEY
-  return Status::Ok();
-}
-
 Result<Config> Build(const std::string* toml_text, std::string_view origin, bool apply_environment) {
   Config config = DefaultConfig();
   if (toml_text != nullptr) CAIRN_RETURN_IF_ERROR(ApplyToml(*toml_text, origin, &config));
-  if (apply_environment) CAIRN_RETURN_IF_ERROR(ApplyEnvironment(&config));
+  if (apply_environment) CAIRN_RETURN_IF_ERROR(config_values::ApplyEnvironment(&config));
   config.scratch_dir = MakeAbsolute(config.scratch_dir);
   config.persistent_dir = MakeAbsolute(config.persistent_dir);
   config.trace_path = MakeAbsolute(config.trace_path);

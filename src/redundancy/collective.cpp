@@ -4,13 +4,6 @@
 #include <algorithm>
 #include <limits>
 
-namespace cairn {
-Group::~Group() = default;
-Result<std::unique_ptr<Group>> Group::Duplicate() {
-  return Status::Unsupported("this group has no second channel for collective calls");
-}
-}  // namespace cairn
-
 namespace cairn::collective {
 
 namespace {

@@ -7,13 +7,6 @@
 
 #include "util/clock.hpp"
 
-namespace cairn {
-Group::Pending::~Pending() = default;
-Result<std::unique_ptr<Group::Pending>> Group::StartAllReduce(Op, const int64_t*, size_t) {
-  return Status::Unsupported("this group has no nonblocking reductions");
-}
-}  // namespace cairn
-
 namespace cairn::collective {
 
 namespace {

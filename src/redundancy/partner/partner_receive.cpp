@@ -1,0 +1,208 @@
+// L2 partner copies, the receiving side (partner_transfer.hpp; the messages
+// are docs/format.md 3.8's): receives posted ahead, each message checked
+// before it is used (a head, a chunk and its trailer), a whole version handed
+// to the store thread, then acknowledged.
+#include <unistd.h>  // getpid: temp file names (docs/format.md, 3.3)
+
+#include <algorithm>
+#include <cstring>
+
+#include "format/chain.hpp"
+#include "format/naming.hpp"
+#include "os/fs/fs.hpp"
+#include "redundancy/partner/head.hpp"
+#include "redundancy/partner/partner_transfer.hpp"
+#include "redundancy/partner/transfer_state.hpp"
+#include "redundancy/redundancy.hpp"
+#include "util/clock.hpp"
+#include "util/crc32c.hpp"
+
+namespace cairn::partner {
+
+using namespace wire;  // NOLINT(google-build-using-namespace): docs/format.md 3.8's constants
+
+// `buf`: a handled message's buffer, reused (not zeroed again).
+Status Transfers::Post(In& in, std::vector<uint8_t> buf) {
+  Out::Flight p;
+  p.buf = std::move(buf);
+  p.buf.resize(std::max(limits_.chunk_bytes + kTrailer, kMinReceive));
+  CAIRN_ASSIGN_OR_RETURN(p.req,
+                         group_->StartReceive(in.source, kDataTag, p.buf.data(), p.buf.size()));
+  in.posted.push_back(std::move(p));
+  return Status::Ok();
+}
+
+void Transfers::StepIn(In& in) {
+  while (!in.acks.empty()) {  // an ack's buffer lives until its send completed
+    auto sent = in.acks.front().second->Test();
+    if (!sent.ok()) return Fail(sent.status());
+    if (!*sent) break;
+    in.acks.pop_front();
+  }
+  if (!in.aborted.ok()) return;  // nothing more comes from it
+  while (!in.bye) {
+    while (in.posted.size() < static_cast<size_t>(limits_.window)) {
+      if (Status s = Post(in, {}); !s.ok()) return Fail(s);
+    }
+    auto done = in.posted.front().req->Test();
+    if (!done.ok()) return Fail(done.status());
+    if (!*done) return;
+    Out::Flight msg = std::move(in.posted.front());
+    in.posted.pop_front();
+    if (Status s = Handle(in, msg.buf.data(), msg.req->bytes()); !s.ok()) return Fail(s);
+    if (!in.bye) {
+      if (Status s = Post(in, std::move(msg.buf)); !s.ok()) return Fail(s);
+    }
+  }
+}
+
+Status Transfers::Handle(In& in, const uint8_t* msg, size_t bytes) {
+  if (!in.receiving) return Begin(in, msg, bytes);
+  const std::string what = "chunk " + std::to_string(in.next_index) + " of version " +
+                           std::to_string(in.version) + " of '" + in.name + "' from rank " +
+                           std::to_string(in.source);
+  if (bytes < kTrailer)
+    return Status::Corrupt(what + ": " + std::to_string(bytes) + " bytes, no trailer");
+  const size_t n = bytes - kTrailer;
+  int64_t index = 0;
+  uint32_t crc = 0;
+  std::memcpy(&index, msg + n, sizeof index);
+  std::memcpy(&crc, msg + n + sizeof index, sizeof crc);
+  if (in.damage.ok() && (index != in.next_index || crc != ChunkCrc(msg, n, in.next_index))) {
+    in.damage = Status::Corrupt(what + " arrived damaged (its CRC32C or index does not match)");
+  }
+  uint64_t file_start = 0;
+  for (auto& f : in.files) {
+    if (!in.damage.ok()) break;
+    const uint64_t lo = std::max(in.got, file_start),
+                   hi = std::min(in.got + n, file_start + f.bytes);
+    if (lo < hi) {
+      Status w = f.file->WriteAt(msg + (lo - in.got), hi - lo, lo - file_start);
+      if (!w.ok()) in.damage = w.WithContext(what);
+    }
+    file_start += f.bytes;
+  }
+  in.got += n;
+  ++in.next_index;
+  return in.got >= in.total ? Keep(in) : Status::Ok();
+}
+
+// A head: opens the temp files of the version's files (the transfer's
+// outcome is kept in `damage`; only a malformed head stops the level).
+Status Transfers::Begin(In& in, const uint8_t* msg, size_t bytes) {
+  CAIRN_ASSIGN_OR_RETURN(
+      Head head,
+      ParseHead(msg, bytes, "a partner copy's head from rank " + std::to_string(in.source)));
+  if (head.kind == Head::Kind::kBye) {
+    in.bye = true;
+    return Status::Ok();
+  }
+  in.name = std::move(head.name);
+  in.version = head.version;
+  if (head.kind == Head::Kind::kNothing) {  // the source reports its own error
+    in.stored[{in.name, in.version}] = Status::Ok();
+    return Status::Ok();
+  }
+  in.receiving = true;
+  in.damage = Status::Ok();
+  in.got = 0;
+  in.next_index = 0;
+  in.total = head.total;
+  in.files.clear();
+  in.dir = CopyDir(config_, in.source) + "/" + in.name;
+  os::FileSystem* fs = redundancy::Fs(config_);
+  in.damage = fs->CreateDirs(in.dir, 0700);
+  for (const Head::File& h : head.files) {
+    In::File f{.number = h.number, .bytes = h.bytes};
+    f.tmp = in.dir + "/." + format::EntryFileName(format::EntryKind::kCheckpoint, f.number) + "." +
+            std::to_string(::getpid()) + ".tmp";
+    if (in.damage.ok()) {
+      auto file = fs->Open(f.tmp, os::OpenOptions{.write = true, .mode = config_.file_mode});
+      if (file.ok())
+        f.file = std::move(*file);
+      else
+        in.damage = file.status();
+    }
+    in.files.push_back(std::move(f));
+  }
+  return in.total == 0 ? Keep(in) : Status::Ok();
+}
+
+// The whole version is here: the store thread makes it durable (RunStore),
+// and Stored acknowledges it. The source's next version may arrive
+// meanwhile (new temp files).
+Status Transfers::Keep(In& in) {
+  auto job = std::make_unique<Store>(Store{.in = &in,
+                                           .name = in.name,
+                                           .dir = in.dir,
+                                           .version = in.version,
+                                           .files = std::move(in.files),
+                                           .status = in.damage});
+  in.files.clear();
+  in.receiving = false;
+  ++in.storing;
+  MutexLock lock(&store_mu_);
+  storer_.Push(std::move(job));
+  return Status::Ok();
+}
+
+// The store thread: fsync, rename bases first (a directory never shows a
+// version whose chain is broken, docs/format.md 4.8, so what a recovery
+// lists meanwhile is whole), or remove the temp files. Why a thread: the
+// fsync of a large version took the holder's application hundreds of ms
+// inside an unrelated Cairn call (docs/mpi.md "Partner copies (L2)").
+void Transfers::RunStore(Store& job) {
+  MutexUnlock unlocked(&store_mu_);  // only the job's own state below: Keep may queue the next
+  os::FileSystem* fs = redundancy::Fs(config_);
+  Status& s = job.status;
+  for (auto& f : job.files) {
+    if (s.ok() && config_.fsync) s = f.file->Sync();
+    if (s.ok()) s = f.file->Close();
+  }
+  for (auto it = job.files.rbegin(); s.ok() && it != job.files.rend(); ++it) {
+    s = fs->Rename(
+        it->tmp, job.dir + "/" + format::EntryFileName(format::EntryKind::kCheckpoint, it->number));
+  }
+  if (s.ok() && config_.fsync) s = fs->SyncDir(job.dir);
+  if (!s.ok()) {
+    for (auto& f : job.files) {
+      f.file.reset();
+      (void)fs->Remove(f.tmp);
+    }
+  }
+  job.files.clear();
+}
+
+// The versions the store thread finished: the older copies of their source
+// go (on this thread, so that a recovery never lists a version while it is
+// deleted), the outcome is kept for Complete, and the source is answered.
+void Transfers::Stored() {
+  std::vector<std::unique_ptr<Store>> done;
+  {
+    MutexLock lock(&store_mu_);
+    done.swap(stored_);
+  }
+  Status failed;
+  for (auto& job : done) {
+    In& in = *job->in;
+    --in.storing;
+    if (job->status.ok())
+      redundancy::Retain(config_, CopyDir(config_, in.source), job->name, /*chains=*/true);
+    in.stored[{job->name, job->version}] = job->status;
+    if (Status a = Ack(in, job->version, job->status.code()); failed.ok()) failed = a;
+  }
+  if (!failed.ok()) Fail(failed);
+}
+
+Status Transfers::Ack(In& in, int64_t version, Code code) {
+  auto ack = std::make_unique<int64_t[]>(2);
+  ack[0] = version;
+  ack[1] = static_cast<int64_t>(code);
+  CAIRN_ASSIGN_OR_RETURN(
+      auto req, group_->StartSend(in.source, kAckTag, reinterpret_cast<uint8_t*>(ack.get()),
+                                  2 * sizeof(int64_t)));
+  in.acks.emplace_back(std::move(ack), std::move(req));
+  return Status::Ok();
+}
+
+}  // namespace cairn::partner

@@ -1,0 +1,180 @@
+// L2 partner copies, the sending side (partner_transfer.hpp; the messages
+// are docs/format.md 3.8's): a queued version's head, then its chunks, a
+// window of them in flight, then the holder's acknowledgement.
+#include <algorithm>
+#include <cstring>
+
+#include "format/chain.hpp"
+#include "format/naming.hpp"
+#include "os/fs/fs.hpp"
+#include "redundancy/partner/head.hpp"
+#include "redundancy/partner/partner_transfer.hpp"
+#include "redundancy/partner/transfer_state.hpp"
+#include "redundancy/redundancy.hpp"
+#include "util/clock.hpp"
+#include "util/crc32c.hpp"
+
+namespace cairn::partner {
+
+using namespace wire;  // NOLINT(google-build-using-namespace): docs/format.md 3.8's constants
+
+void Transfers::StepOut() {
+  if (!partner_aborted_.ok()) {  // no ack will come: the transfers end here
+    for (auto& o : outs_) {
+      if (o->version != kBye) {
+        out_results_[o->seq] = partner_aborted_.WithContext(
+            "the partner copy of version " + std::to_string(o->version) + " of '" + o->name + "'");
+      }
+      done_seq_ = o->seq;
+      Dispose(std::move(o));  // its sends may never complete: kept until quiet
+    }
+    outs_.clear();
+    return;
+  }
+  while (!outs_.empty() && broken_.ok()) {
+    Out& o = *outs_.front();
+    if (o.state == Out::State::kWaiting) {
+      if (o.version != kBye && !local_.committed(o.name, o.version)) {
+        if (finishing_) {
+          o.failed = Status::NotFound("version " + std::to_string(o.version) + " of '" + o.name +
+                                      "' was never committed locally");
+        } else if (blocking_ && local_.wait) {
+          o.failed = local_.wait(o.name, o.version);
+        } else {
+          return;  // a later Progress
+        }
+      }
+      if (Status s = StartOut(o); !s.ok()) return Fail(s);
+    }
+    if (o.state == Out::State::kSending) {
+      if (Status s = SendChunks(o); !s.ok()) return Fail(s);
+      if (o.next_chunk < o.chunks || !o.flights.empty()) return;
+      auto head = o.head_req->Test();
+      if (!head.ok()) return Fail(head.status());
+      if (!*head) return;
+      o.state = Out::State::kAcking;
+    }
+    if (o.ack_req) {
+      auto acked = o.ack_req->Test();
+      if (!acked.ok()) return Fail(acked.status());
+      if (!*acked) return;
+      if (o.ack[0] != o.version || o.ack[1] != 0) {
+        const auto code = o.ack[1] == 0 ? Code::kInternal : static_cast<Code>(o.ack[1]);
+        out_results_[o.seq] =
+            Status(code, "the partner copy of version " + std::to_string(o.version) + " of '" +
+                             o.name + "': rank " + std::to_string(map_.partner) +
+                             " could not store it (its error says why)");
+      } else {
+        ++copies_;
+        acknowledged_[o.name].Raise(o.version, RealtimeNs());
+      }
+    } else if (!o.failed.ok()) {
+      out_results_[o.seq] = o.failed.WithContext(
+          "the partner copy of version " + std::to_string(o.version) + " of '" + o.name + "'");
+    }
+    done_seq_ = o.seq;
+    Dispose(std::move(outs_.front()));  // quiet: its head, chunks and ack completed
+    outs_.pop_front();
+  }
+}
+
+// The head (docs/format.md 3.8): [magic][version][files][name bytes][total]
+// then [number][bytes] per file, then the name.
+Status Transfers::StartOut(Out& o) {
+  int64_t count = o.version == kBye ? kBye : kNothing;
+  if (o.version != kBye && o.failed.ok()) {
+    auto chain =
+        format::Chain::Open(redundancy::Fs(config_), config_.scratch_dir, o.name, o.version);
+    Status s = chain.status();
+    for (size_t i = 0; s.ok() && i < chain->links().size(); ++i) {
+      const std::string& path = chain->links()[i]->path();
+      auto parsed = format::ParseEntryFileName(path.substr(path.rfind('/') + 1));
+      if (!parsed) {
+        s = Status::Internal(path + ": not a version file name");
+        break;
+      }
+      // Opened now: retention may delete the file before its last chunk goes.
+      auto file = redundancy::Fs(config_)->Open(path, os::OpenOptions{});
+      if (!file.ok()) {
+        s = file.status();
+        break;
+      }
+      auto bytes = (*file)->Size();
+      if (!bytes.ok()) {
+        s = bytes.status();
+        break;
+      }
+      o.total += *bytes;
+      o.files.push_back({parsed->number, std::move(*file), *bytes});
+    }
+    if (s.ok()) {
+      count = static_cast<int64_t>(o.files.size());
+    } else {
+      // Gone: the local retention deleted it once newer versions were
+      // committed (no wait asked for this one); nothing to send, no error.
+      if (s.code() != Code::kNotFound) o.failed = s;
+      o.files.clear();
+      o.total = 0;
+    }
+  }
+  Head head{.kind = o.version == kBye   ? Head::Kind::kBye
+                    : count == kNothing ? Head::Kind::kNothing
+                                        : Head::Kind::kFiles,
+            .version = o.version,
+            .name = o.name,
+            .total = o.total};
+  for (const auto& f : o.files) head.files.push_back({.number = f.number, .bytes = f.bytes});
+  o.head = EncodeHead(head);
+  o.chunks = (o.total + limits_.chunk_bytes - 1) / limits_.chunk_bytes;
+  if (count >= 0) {
+    CAIRN_ASSIGN_OR_RETURN(
+        o.ack_req, group_->StartReceive(map_.partner, kAckTag, reinterpret_cast<uint8_t*>(o.ack),
+                                        sizeof o.ack));
+  }
+  CAIRN_ASSIGN_OR_RETURN(o.head_req,
+                         group_->StartSend(map_.partner, kDataTag, o.head.data(), o.head.size()));
+  o.state = Out::State::kSending;
+  return Status::Ok();
+}
+
+// Reaps the sends that completed and starts chunks up to the window: each
+// is read from the files when it is sent, so at most `window` chunks of
+// this member's version are in memory.
+Status Transfers::SendChunks(Out& o) {
+  while (!o.flights.empty()) {
+    CAIRN_ASSIGN_OR_RETURN(bool done, o.flights.front().req->Test());
+    if (!done) break;
+    o.spare = std::move(o.flights.front().buf);
+    o.flights.pop_front();
+  }
+  while (o.next_chunk < o.chunks && o.flights.size() < static_cast<size_t>(limits_.window)) {
+    const uint64_t begin = o.next_chunk * limits_.chunk_bytes;
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(limits_.chunk_bytes, o.total - begin));
+    Out::Flight f;
+    f.buf = std::move(o.spare);  // a sent chunk's buffer: not zeroed again
+    f.buf.resize(n + kTrailer);
+    uint64_t file_start = 0;
+    for (const auto& file : o.files) {
+      const uint64_t lo = std::max(begin, file_start),
+                     hi = std::min(begin + n, file_start + file.bytes);
+      if (lo < hi) {
+        CAIRN_RETURN_IF_ERROR(
+            file.file->ReadAt(f.buf.data() + (lo - begin), hi - lo, lo - file_start));
+      }
+      file_start += file.bytes;
+    }
+    const int64_t index = static_cast<int64_t>(o.next_chunk);
+    const uint32_t crc = ChunkCrc(f.buf.data(), n, index);
+    std::memcpy(f.buf.data() + n, &index, sizeof index);
+    std::memcpy(f.buf.data() + n + sizeof index, &crc, sizeof crc);
+    std::memset(f.buf.data() + n + sizeof index + sizeof crc, 0,
+                kTrailer - sizeof index - sizeof crc);
+    CAIRN_ASSIGN_OR_RETURN(f.req,
+                           group_->StartSend(map_.partner, kDataTag, f.buf.data(), f.buf.size()));
+    o.flights.push_back(std::move(f));
+    ++o.next_chunk;
+  }
+  return Status::Ok();
+}
+
+}  // namespace cairn::partner

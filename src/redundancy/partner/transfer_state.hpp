@@ -1,0 +1,136 @@
+// What the partner copies' three parts share (partner_transfer.hpp): the
+// wire constants of docs/format.md 3.8, the state of a transfer out (Out)
+// and in (In), a received version on its way to the store thread (Store) and
+// a peer's abort notices (Peer). partner_transfer.cpp drives them,
+// partner_send.cpp sends, partner_receive.cpp receives and stores. Internal
+// to libcairn.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "os/fs/fs.hpp"
+#include "redundancy/partner/partner_transfer.hpp"
+#include "util/crc32c.hpp"
+#include "util/mutex.hpp"
+
+namespace cairn::partner {
+namespace wire {
+
+constexpr int64_t kNothing = -1;                     // head: the source has no file to send
+constexpr int64_t kBye = -2;                         // head: the source sends nothing more
+constexpr int64_t kAbortMagic = 0x3162613243524143;  // "CARC2ab1": abort notice
+constexpr size_t kTrailer = 16;           // chunk: [int64 index][uint32 crc32c][uint32 0]
+constexpr size_t kMinReceive = 64 << 10;  // a receive holds any head
+
+inline uint32_t ChunkCrc(const uint8_t* payload, size_t n, int64_t index) {
+  return crc32c::Extend(crc32c::Value(payload, n), &index, sizeof index);
+}
+
+// What MPI may still read or write after its owner is gone: a send to a
+// member that stopped receiving (it never completes), a receive whose
+// withdrawal failed. Freeing its buffer would let MPI touch freed memory
+// (the heap corruption once met in MPI_Finalize), so it is kept until the
+// process exits. Error paths only; reachable from here, so LeakSanitizer
+// does not count it.
+class Kept {
+ public:
+  static void UntilExit(std::shared_ptr<void> p) {
+    static Kept* kept = new Kept;
+    MutexLock lock(&kept->mu_);
+    kept->items_.push_back(std::move(p));
+  }
+
+ private:
+  Mutex mu_;
+  std::vector<std::shared_ptr<void>> items_ CAIRN_GUARDED_BY(mu_);
+};
+
+// Complete (or none)? A failed test counts as pending: MPI may still use it.
+inline bool Settled(const std::unique_ptr<Group::Request>& r) {
+  if (!r) return true;
+  auto done = r->Test();
+  return done.ok() && *done;
+}
+
+// Withdraws a receive (or none); false while it may still be pending.
+inline bool Withdrawn(const std::unique_ptr<Group::Request>& r) { return !r || r->Cancel().ok(); }
+
+}  // namespace wire
+
+struct Transfers::Out {
+  uint64_t seq = 0;
+  std::string name;
+  int64_t version = -1;
+  enum class State { kWaiting, kSending, kAcking } state = State::kWaiting;
+  struct File {
+    int64_t number;
+    std::unique_ptr<os::File> file;
+    uint64_t bytes;
+  };
+  std::vector<File> files;
+  uint64_t total = 0, chunks = 0, next_chunk = 0;
+  std::vector<uint8_t> head;
+  std::unique_ptr<Group::Request> head_req;
+  struct Flight {
+    std::vector<uint8_t> buf;
+    std::unique_ptr<Group::Request> req;
+  };
+  std::deque<Flight> flights;
+  std::vector<uint8_t> spare;
+  int64_t ack[2] = {-1, -1};
+  std::unique_ptr<Group::Request> ack_req;
+  Status failed;  // this member could not send it (no ack expected)
+};
+
+struct Transfers::In {
+  int source = -1;
+  std::deque<Out::Flight> posted;  // receives, in the order started
+  bool bye = false;
+  bool receiving = false;  // between a head and the transfer's last chunk
+  std::string name;
+  int64_t version = -1;
+  struct File {
+    int64_t number;
+    uint64_t bytes;
+    std::string tmp;
+    std::unique_ptr<os::File> file;
+  };
+  std::string dir;
+  std::vector<File> files;
+  uint64_t total = 0, got = 0;
+  int64_t next_index = 0;
+  Status damage;  // the first thing wrong with the transfer being received
+  // Finished transfers, until Complete takes their outcome.
+  std::map<std::pair<std::string, int64_t>, Status> stored;
+  std::deque<std::pair<std::unique_ptr<int64_t[]>, std::unique_ptr<Group::Request>>> acks;
+  Status aborted;   // the source's abort notice: nothing more comes from it
+  int storing = 0;  // whole versions with the store thread, not acknowledged yet
+};
+
+// A whole received version, from Keep to the store thread (RunStore) and
+// back (Stored).
+struct Transfers::Store {
+  In* in;  // the MPI thread's: only Stored touches it
+  std::string name, dir;
+  int64_t version;
+  std::vector<In::File> files;
+  Status status;  // what was wrong with the transfer, then with the store
+};
+
+// The partner or a source: the abort notice it may send, the one sent to it.
+struct Transfers::Peer {
+  int rank = -1;
+  int64_t notice[2] = {0, 0};  // [kAbortMagic][code]
+  std::unique_ptr<Group::Request> req;
+  bool heard = false;
+  int64_t sent[2] = {0, 0};
+  std::unique_ptr<Group::Request> send;
+};
+
+}  // namespace cairn::partner
