@@ -31,19 +31,21 @@ _atexit.register(set_log, None)
 from ._memory import alloc, empty
 from ._client import (
     ChangeMode,
-    ChangeStats,
-    ZeroCopyStats,
-    IntervalStats,
     Client,
     DeviceCacheInit,
-    DeviceStats,
     History,
-    InitStats,
     InitStrategy,
     Level,
+)
+from ._stats import (
+    ChangeStats,
+    DeviceStats,
+    InitStats,
+    IntervalStats,
     MpiStats,
     Stats,
     TierStats,
+    ZeroCopyStats,
 )
 from ._errors import (
     ConfigError,

@@ -7,7 +7,6 @@ import enum
 import importlib
 import os
 import threading
-from dataclasses import asdict, dataclass, fields
 from types import TracebackType
 from typing import (
     TYPE_CHECKING,
@@ -18,7 +17,6 @@ from typing import (
     Mapping,
     NoReturn,
     Optional,
-    Set,
     Tuple,
     Type,
     TypeVar,
@@ -29,7 +27,6 @@ from typing import (
 from . import _cairn, _config, _state
 from ._errors import (
     Error,
-    InternalError,
     InvalidArgumentError,
     NotFoundError,
     SizeMismatchError,
@@ -37,6 +34,7 @@ from ._errors import (
     UnsupportedError,
 )
 from ._enums import ChangeMode, DeviceCacheInit, InitStrategy
+from ._stats import Stats
 from ._types import ArrayLike
 
 if TYPE_CHECKING:
@@ -46,18 +44,13 @@ __all__ = [
     "ChangeMode",
     "Client",
     "DeviceCacheInit",
-    "DeviceStats",
     "History",
-    "InitStats",
     "InitStrategy",
     "Level",
-    "Stats",
-    "TierStats",
 ]
 
 PathArg = Union[str, "os.PathLike[str]"]
 _A = TypeVar("_A", bound=ArrayLike)
-_T = TypeVar("_T")
 
 
 class Level(enum.IntEnum):
@@ -82,254 +75,6 @@ def _level(level: LevelArg) -> int:
     raise InvalidArgumentError(
         f"unknown level {level!r}: use 'cache', 'local', 'persistent' or cairn.Level"
     )
-
-
-# The statistics: every field of include/cairn/cairn_stats.def under its C++
-# name (the table's name is the path: init_pinned_s = Stats.init.pinned_s).
-# The extension returns them as one flat dict, which _from_dict maps onto
-# these classes by name, refusing any field a class lacks (docs/stats.md).
-
-
-@dataclass(frozen=True)
-class InitStats:
-    """Fast initialization of the host cache (``cairn::InitStats``). Times are
-    seconds since the client was opened; ``None`` = not (yet) happened."""
-
-    strategy: str  #: host_cache.init
-    pin_failed: bool  #: pinning was on and failed
-    pin_error: str  #: why pinning failed; "" if it did not
-    open_s: float  #: time the open spent preparing the cache
-    fully_touched_s: Optional[float]  #: every cache page touched
-    pinned_s: Optional[float]  #: the cache was pinned (host_cache.pin)
-    pin_wait_s: float  #: time spent waiting for the node's pin lock
-    pin_call_s: float  #: duration of the pin call itself
-    touched_bytes: int  #: touched in the background by the initializer
-    touch_slices: int  #: slices the initializer touched
-    capture_untouched_bytes: int  #: captured into untouched memory
-    capture_touched_bytes: int  #: captured into touched, unpinned memory
-    capture_pinned_bytes: int  #: captured into pinned memory
-    mode_switches: int  #: adaptive: concurrent <-> sequential changes
-    concurrent_now: bool  #: adaptive: touching concurrently now
-    restores_now: int  #: restores the application waits on now (the touch pauses)
-
-
-@dataclass(frozen=True)
-class TierStats:
-    """Traffic through one stage of the pipeline."""
-
-    bytes: int  #: payload bytes moved
-    ops: int  #: versions/steps moved
-    seconds: float  #: busy time of the stage
-
-    @property
-    def gbps(self) -> float:
-        """Bandwidth in GB/s (1e9 bytes) over the busy time; 0 when idle."""
-        return self.bytes / self.seconds / 1e9 if self.seconds > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class DeviceStats:
-    """The GPU tier (``cairn::DeviceStats``, docs/gpu.md): the device cache
-    (``device_cache``) and the traffic of device and managed regions. Counters
-    are 0 when no device cache and no device region were used."""
-
-    gpu: bool  #: a CUDA driver and device are in use
-    init: str  #: device_cache.init: "direct" or "incremental"
-    map_failed: bool  #: mapping the device cache stopped early
-    map_error: str  #: why mapping stopped early; "" if it did not
-    capacity_bytes: int  #: device cache size (0 = none)
-    mapped_bytes: int  #: backed by device memory so far
-    fully_mapped_s: Optional[float]  #: since open; None = still mapping (or no cache)
-    capture: TierStats  #: device/managed regions -> device cache (or host cache)
-    drain: TierStats  #: device cache -> host cache (background)
-    prefetch: TierStats  #: host cache -> device cache (background)
-    hits: int  #: restores/pops served from the device cache
-    evictions: int  #: device cache slots evicted (data safe in the host tier)
-    capture_blocked_s: float  #: captures waited for mapped or free device slots
-    bounce_bytes: int  #: moved through the pinned bounce buffers
-    used_bytes: int  #: device cache slots holding data now
-
-
-@dataclass(frozen=True)
-class ChangeStats:
-    """Change detection (``cairn::ChangeStats``; ``checkpoint.changes``,
-    docs/design.md "Layered captures"). Zero with ``changes = "full"``."""
-
-    mode: str  #: checkpoint.changes in use
-    tracker: str  #: page tracker in use ("uffd-async", ...; "" = none made)
-    fallback_note: str  #: the first reason a region lost its detection mode
-    full_versions: int  #: checkpoint versions stored full
-    layered_versions: int  #: checkpoint versions stored layered (changed extents only)
-    bytes_examined: int  #: host region bytes offered to change detection
-    bytes_stored: int  #: payload bytes the versions store
-    bytes_hashed: int  #: bytes read by the hash detector
-    tracking_faults: int  #: first writes trapped by the page tracker
-    fallbacks: int  #: regions that fell back (untrackable memory, tracking lost)
-    deactivations: int  #: auto: times monitoring was deactivated
-    deactivated_regions: int  #: auto: regions deactivated now
-
-
-@dataclass(frozen=True)
-class MpiStats:
-    """The redundancy levels of a client opened in an MPI group
-    (``cairn::MpiStats``; docs/mpi.md). Zero for a client opened alone."""
-
-    restored_local: int  #: collective restores served by the rank's own local file (L1)
-    restored_l2: int  #: ... by a partner copy brought back (L2)
-    restored_l3: int  #: ... by a file rebuilt from XOR parity (L3)
-    restored_l4: int  #: ... by the rank's persistent file (L4)
-    l2_copies: int  #: versions stored at the partner (L2 turns)
-    l3_parity_writes: int  #: XOR parity files written
-    l3_parity_bytes: int  #: their bytes
-    l3_encode_s: float  #: time the waits spent encoding them, and re-encodings after a rebuild
-    l3_rebuilds: int  #: versions of this rank rebuilt from XOR parity
-    l3_rebuild_s: float  #: time of the recoveries that rebuilt them (without re-encoding)
-    l3_read_s: float  #: rebuilds survived: reading the bundle and parity
-    l3_exchange_s: float  #: rebuilds taken part in: time in their exchanges
-    l3_xor_s: float  #: rebuilds survived: XOR of the windows received
-    l3_crc_s: float  #: rebuilds taken part in: CRCs of the windows
-    l3_write_s: float  #: rebuilds of this rank: writing the rebuilt file
-    l3_write_wait_s: float  #: rebuilds of this rank: receiving waited for the writes
-    l3_sync_s: float  #: rebuilds of this rank: committing the rebuilt file
-    l4_waits: int  #: versions made persistent by CAIRN_L4_EVERY
-
-
-@dataclass(frozen=True)
-class ZeroCopyStats:
-    """Zero-copy captures (``cairn::ZeroCopyStats``; ``checkpoint.capture``,
-    docs/design.md "Zero-copy captures"). Zero in copy mode."""
-
-    note: str  #: why a zero-copy checkpoint was copied instead ("" = none)
-    versions: int  #: checkpoints captured zero-copy
-    fallbacks: int  #: zero-copy checkpoints copied instead
-    protected_bytes: int  #: bytes write-protected, summed over versions
-    cow_peak_bytes: int  #: most copy-on-write buffer bytes in use at once
-    red: int  #: first writes that waited for their page to be read
-    orange: int  #: first writes copied into the copy-on-write buffer
-    green: int  #: pages read before any write
-    blue: int  #: first writes after the version was read (watched: learned order with userfaultfd)
-    faults: int  #: write faults handled
-    red_wait_s: float  #: application time blocked in RED faults
-    fault_s: float  #: handler time on write faults
-    call_s: float  #: time inside checkpoint calls captured zero-copy
-    watch_faults: int  #: first writes trapped after their page was read (the learned order's watch)
-    huge_restored_bytes: int  #: cairn_alloc huge pages put back whole after epochs split them
-
-
-@dataclass(frozen=True)
-class IntervalStats:
-    """The optimal checkpoint interval (``cairn::IntervalStats``;
-    :meth:`Client.checkpoint_due`, docs/design.md "When to checkpoint"): the
-    last decision, for the name it was asked about. Zero before the first
-    call that found a measured checkpoint."""
-
-    period_s: float  #: optimal interval T_opt = max(C, sqrt(2 C (MTBF - R)))
-    waste: float  #: expected waste fraction (0 to 1) at that interval
-    checkpoint_s: float  #: C: median blocking cost of the recent checkpoints
-    restore_s: float  #: R: measured (or estimated) restore cost
-
-
-@dataclass(frozen=True)
-class Stats:
-    """A snapshot of a client's statistics (``cairn::Stats``; docs/stats.md)."""
-
-    capture: TierStats  #: application memory -> host cache
-    flush_local: TierStats  #: host cache -> local directory
-    flush_persistent: TierStats  #: -> persistent directory (from the cache or the local file)
-    prefetch: TierStats  #: files -> host cache (history pops)
-    restore: TierStats  #: cache or files -> application memory
-    cache_hits: int  #: restores/pops served entirely from the cache
-    cache_misses: int  #: restores/pops that read a file
-    prefetch_waits: int  #: pops that waited for an in-flight prefetch
-    evictions: int  #: cache blocks evicted (clean data only)
-    flushes_skipped: int  #: history steps consumed before being flushed
-    capture_blocked_s: float  #: time captures waited for cache space
-    cache_capacity_bytes: int  #: size of the host cache
-    cache_used_bytes: int  #: bytes holding data (dirty + clean)
-    cache_dirty_bytes: int  #: bytes not yet in the local directory
-    failed_flushes: int  #: flushes that failed (reported by wait)
-    persist_file_copies: int  #: checkpoints copied local file -> persistent (not from the cache)
-    persist_holds_released: int  #: checkpoints whose cache blocks a capture took back from the persister
-    numa_local_chunks: int  #: captured blocks copied into a chunk on their source's NUMA node
-    numa_remote_chunks: int  #: captured blocks copied into another node's chunk (none free on theirs)
-    init: InitStats  #: how the host cache was prepared (host_cache.init)
-    device: DeviceStats  #: the GPU tier (device_cache)
-    changes: ChangeStats  #: change detection (checkpoint.changes)
-    mpi: MpiStats  #: redundancy levels of an MPI client (docs/mpi.md)
-    zero_copy: ZeroCopyStats  #: zero-copy captures (checkpoint.capture)
-    interval: IntervalStats  #: the optimal checkpoint interval (checkpoint_due)
-
-    @property
-    def capture_blocked_seconds(self) -> float:
-        """The documented earlier name of :attr:`capture_blocked_s`."""
-        return self.capture_blocked_s
-
-    @property
-    def hit_ratio(self) -> float:
-        """cache_hits / (cache_hits + cache_misses); 0 before any read."""
-        reads = self.cache_hits + self.cache_misses
-        return self.cache_hits / reads if reads else 0.0
-
-    def as_dict(self) -> Dict[str, Any]:
-        """The statistics as nested dicts (for JSON)."""
-        return asdict(self)
-
-    @classmethod
-    def _from_dict(cls, d: Mapping[str, Union[int, float, str]]) -> "Stats":
-        used: Set[str] = set()
-        stats = _build(cls, d, "", used)
-        unused = sorted(set(d) - used)
-        if unused:
-            raise InternalError(f"cairn.Stats has no attribute for the statistics {unused}")
-        return stats
-
-
-# The classes nested in Stats, by annotation (``from __future__ import
-# annotations`` makes them strings), and the names of the enum fields' values.
-_NESTED: Dict[str, type] = {
-    "TierStats": TierStats,
-    "InitStats": InitStats,
-    "DeviceStats": DeviceStats,
-    "ChangeStats": ChangeStats,
-    "MpiStats": MpiStats,
-    "ZeroCopyStats": ZeroCopyStats,
-    "IntervalStats": IntervalStats,
-}
-_ENUM_NAMES: Dict[str, Tuple[str, ...]] = {
-    "init_strategy": _config.INIT_STRATEGIES,
-    "device_init": _config.DEVICE_CACHE_INITS,
-}
-_KINDS: Dict[str, str] = {name: kind for name, kind, _doc in _cairn.stats_fields()}
-
-
-def _build(cls: Type[_T], d: Mapping[str, Union[int, float, str]], prefix: str, used: Set[str]) -> _T:
-    """cls from the flat dict: field f of cls is d[prefix + f] (nested: a prefix)."""
-    values: Dict[str, Any] = {}
-    for f in fields(cls):  # type: ignore[arg-type]
-        key = prefix + f.name
-        nested = _NESTED.get(str(f.type))
-        if nested is not None:
-            values[f.name] = _build(nested, d, key + "_", used)
-            continue
-        value, kind = d[key], _KINDS[key]
-        used.add(key)
-        if kind == "WHEN":
-            values[f.name] = _when(value)
-        elif kind == "ENUM":
-            values[f.name] = _ENUM_NAMES[key][int(value)]
-        elif kind in ("F64", "RATIO"):
-            values[f.name] = float(value)
-        elif kind == "U64":
-            values[f.name] = int(value)
-        else:  # FLAG (a bool already) or TEXT
-            values[f.name] = value
-    return cls(**values)
-
-
-def _when(seconds: Union[int, float, str]) -> Optional[float]:
-    """A time since open, or None for "not yet" (< 0 in C++)."""
-    value = float(seconds)
-    return None if value < 0 else value
 
 
 _Self = TypeVar("_Self", bound="_Closable")
