@@ -19,4 +19,13 @@ struct Stat {
 // included, in the table's order (schema_gen_stats.cpp).
 std::string PythonStats(const std::vector<Stat>& stats);
 
+// From include/cairn/config_keys.def (schema_gen_config.cpp): cairn.Client's
+// keyword parameters (one line each, in the table's order), their table in
+// its docstring, and _cairn.Config's attributes in _cairn.pyi.
+std::string PythonKeywords();
+std::string PythonKeywordTable();
+std::string PyiConfig();
+// The keywords' table in docs/python.md.
+std::string PythonKeywordMarkdown();
+
 }  // namespace cairn::schema_gen
