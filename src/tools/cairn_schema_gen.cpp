@@ -6,6 +6,8 @@
 //   include/cairn/cairn_stats.def   -> docs/stats.md, the field table
 //   include/cairn/cairn_stats.def   -> bindings/python/cairn/_stats.py, cairn.Stats
 //   include/cairn/config_enums.def  -> bindings/python/cairn/_enums.py
+//   (the kinds and ranks of arrays)  -> bindings/fortran/cairn_array*.inc, the
+//                                      specifics of cairn_protect, push and pop
 //   include/cairn/config_keys.def   -> docs/config.md, the key table
 //   include/cairn/config_keys.def   -> cairn.Client's keywords: its signature
 //                                      and docstring (cairn/_client.py), the
@@ -266,6 +268,10 @@ int main(int argc, char** argv) {
   const bool check = argc == 3;
   int failed = 0;
   failed += Update(root + "/bindings/fortran/cairn_generated.inc", Fortran(), check);
+  failed += Update(root + "/bindings/fortran/cairn_array_interfaces.inc",
+                   cairn::schema_gen::FortranArrayInterfaces(), check);
+  failed += Update(root + "/bindings/fortran/cairn_arrays.inc", cairn::schema_gen::FortranArrays(),
+                   check);
   failed += Update(root + "/bindings/python/cairn/_enums.py", PythonEnums(), check);
   failed += Update(root + "/bindings/python/cairn/_stats.py",
                    cairn::schema_gen::PythonStats(AllStats()), check);

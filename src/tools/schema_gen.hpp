@@ -28,4 +28,9 @@ std::string PyiConfig();
 // The keywords' table in docs/python.md.
 std::string PythonKeywordMarkdown();
 
+// bindings/fortran: the generic array procedures' interface blocks and their
+// specifics, one per kind and rank (schema_gen_fortran.cpp).
+std::string FortranArrayInterfaces();
+std::string FortranArrays();
+
 }  // namespace cairn::schema_gen
