@@ -326,99 +326,138 @@ Config DefaultConfig() {
   return c;
 }
 
-Status Config::Validate() const {
-  auto bytes = [](uint64_t b) { return std::to_string(b) + " bytes (" + FormatSize(b) + ")"; };
-  if (scratch_dir.empty()) {
+namespace {
+
+// "4096 bytes (4 KiB)".
+std::string Bytes(uint64_t b) { return std::to_string(b) + " bytes (" + FormatSize(b) + ")"; }
+
+// [storage]: the directories and the file mode.
+Status ValidateStorage(const Config& c) {
+  if (c.scratch_dir.empty()) {
     return Status::Config("storage.scratch is empty: set it in [storage] or with CAIRN_SCRATCH");
   }
-  if (block_bytes % kBlockAlignment != 0) {
-    return Status::Config("host_cache.block_size (CAIRN_BLOCK_SIZE) is " + bytes(block_bytes) +
-                          ", not a multiple of 4096 (direct I/O needs 4 KiB alignment)");
-  }
-  if (block_bytes < kMinBlockBytes || block_bytes > kMaxBlockBytes) {
-    return Status::Config("host_cache.block_size (CAIRN_BLOCK_SIZE) is " + bytes(block_bytes) +
-                          "; it must be between 64 KiB and 1 GiB");
-  }
-  if (host_cache_bytes / 2 < block_bytes) {
-    return Status::Config("host_cache.size (CAIRN_HOST_CACHE) is " + bytes(host_cache_bytes) +
-                          "; it must hold at least 2 blocks of host_cache.block_size (" +
-                          FormatSize(block_bytes) + "), i.e. at least " + FormatSize(2 * block_bytes) +
-                          ", so that one block can be filled while another is flushed");
-  }
-  if (keep_versions < 1) {
-    return Status::Config("retention.keep_versions (CAIRN_KEEP) is " + std::to_string(keep_versions) +
-                          "; it must be at least 1");
-  }
-  if (copy_threads < -1 || copy_threads > 64) {
-    return Status::Config("host_cache.copy_threads (CAIRN_COPY_THREADS) is " + std::to_string(copy_threads) +
-                          "; it must be between 0 and 64, or -1 for automatic");
-  }
-  if (host_cache_numa != "auto" && host_cache_numa != "on" && host_cache_numa != "off") {
-    return Status::Config("host_cache.numa (CAIRN_HOST_CACHE_NUMA) is '" + host_cache_numa +
-                          "'; it must be auto, on or off");
-  }
-  if (placement != "restore" && placement != "keep" && placement != "interleave") {
-    return Status::Config("restart.placement (CAIRN_PLACEMENT) is '" + placement +
-                          "'; it must be restore, keep or interleave");
-  }
-  if (zero_copy_order != "learned" && zero_copy_order != "address") {
-    return Status::Config("checkpoint.zero_copy_order (CAIRN_ZERO_COPY_ORDER) is '" + zero_copy_order +
-                          "'; it must be learned or address");
-  }
-  if (prefetch_depth < 0) {
-    return Status::Config("history.prefetch_depth (CAIRN_PREFETCH_DEPTH) is " + std::to_string(prefetch_depth) +
-                          "; it must be at least 0 (0 = as many steps as fit in the cache)");
-  }
-  if (device_cache_bytes != 0 && device_cache_bytes < block_bytes) {
-    return Status::Config("device_cache.size (CAIRN_DEVICE_CACHE) is " + bytes(device_cache_bytes) +
-                          "; it must hold at least one block of host_cache.block_size (" +
-                          FormatSize(block_bytes) + "), or be 0 for no device cache");
-  }
-  if (device_map_chunk_bytes == 0) {
-    return Status::Config("device_cache.map_chunk is 0 bytes; it must be more than 0 (it is rounded up to "
-                          "the GPU's allocation granularity)");
-  }
-  if (device < -1) {
-    return Status::Config("device_cache.device (CAIRN_DEVICE) is " + std::to_string(device) +
-                          "; it must be a device number >= 0, or -1 for the current context's device");
-  }
-  if (bounce_buffers < 1 || bounce_buffers > 64) {
-    return Status::Config("device_cache.bounce_buffers is " + std::to_string(bounce_buffers) +
-                          "; it must be between 1 and 64");
-  }
-  if (max_layers < 0) {
-    return Status::Config("checkpoint.max_layers (CAIRN_MAX_LAYERS) is " + std::to_string(max_layers) +
-                          "; it must be at least 0 (0 = never layered)");
-  }
-  if (hash_chunk_bytes % kBlockAlignment != 0 || hash_chunk_bytes == 0 || hash_chunk_bytes > kMaxHashChunk) {
-    return Status::Config("checkpoint.hash_chunk (CAIRN_HASH_CHUNK) is " + bytes(hash_chunk_bytes) +
-                          "; it must be a multiple of 4 KiB between 4 KiB and 64 MiB");
-  }
-  if (!(cow_fraction >= 0 && cow_fraction <= 1)) {
-    char value[32];
-    std::snprintf(value, sizeof value, "%g", cow_fraction);
-    return Status::Config("checkpoint.cow_fraction (CAIRN_COW) is " + std::string(value) +
-                          "; it must be between 0 and 1 (a fraction of the bytes a version protects)");
-  }
-  if (!(mtbf_s >= 0) || !std::isfinite(mtbf_s)) {
-    char value[32];
-    std::snprintf(value, sizeof value, "%g", mtbf_s);
-    return Status::Config("checkpoint.mtbf_s (CAIRN_MTBF) is " + std::string(value) +
-                          "; it must be a number of seconds >= 0 (0 = not set)");
-  }
-  if (file_mode > 0777) {
-    return Status::Config("storage.file_mode (CAIRN_FILE_MODE) is " + OctalString(file_mode) +
+  if (c.file_mode > 0777) {
+    return Status::Config("storage.file_mode (CAIRN_FILE_MODE) is " + OctalString(c.file_mode) +
                           "; only permission bits (at most 0777) are allowed");
   }
-  if ((file_mode & 0600) != 0600) {
-    return Status::Config("storage.file_mode (CAIRN_FILE_MODE) is " + OctalString(file_mode) +
+  if ((c.file_mode & 0600) != 0600) {
+    return Status::Config("storage.file_mode (CAIRN_FILE_MODE) is " + OctalString(c.file_mode) +
                           "; the owner must be able to read and write (0600 bits)");
   }
-  if (!persistent_dir.empty() && NormalizePath(persistent_dir) == NormalizePath(scratch_dir)) {
-    return Status::Config("storage.persistent and storage.scratch are the same directory ('" + persistent_dir +
+  if (!c.persistent_dir.empty() &&
+      NormalizePath(c.persistent_dir) == NormalizePath(c.scratch_dir)) {
+    return Status::Config("storage.persistent and storage.scratch are the same directory ('" +
+                          c.persistent_dir +
                           "'); leave storage.persistent empty to have no persistent tier");
   }
   return Status::Ok();
+}
+
+// [host_cache], [retention], [history].
+Status ValidateHostCache(const Config& c) {
+  if (c.block_bytes % kBlockAlignment != 0) {
+    return Status::Config("host_cache.block_size (CAIRN_BLOCK_SIZE) is " + Bytes(c.block_bytes) +
+                          ", not a multiple of 4096 (direct I/O needs 4 KiB alignment)");
+  }
+  if (c.block_bytes < kMinBlockBytes || c.block_bytes > kMaxBlockBytes) {
+    return Status::Config("host_cache.block_size (CAIRN_BLOCK_SIZE) is " + Bytes(c.block_bytes) +
+                          "; it must be between 64 KiB and 1 GiB");
+  }
+  if (c.host_cache_bytes / 2 < c.block_bytes) {
+    return Status::Config("host_cache.size (CAIRN_HOST_CACHE) is " + Bytes(c.host_cache_bytes) +
+                          "; it must hold at least 2 blocks of host_cache.block_size (" +
+                          FormatSize(c.block_bytes) + "), i.e. at least " +
+                          FormatSize(2 * c.block_bytes) +
+                          ", so that one block can be filled while another is flushed");
+  }
+  if (c.keep_versions < 1) {
+    return Status::Config("retention.keep_versions (CAIRN_KEEP) is " +
+                          std::to_string(c.keep_versions) + "; it must be at least 1");
+  }
+  if (c.copy_threads < -1 || c.copy_threads > 64) {
+    return Status::Config("host_cache.copy_threads (CAIRN_COPY_THREADS) is " +
+                          std::to_string(c.copy_threads) +
+                          "; it must be between 0 and 64, or -1 for automatic");
+  }
+  if (c.host_cache_numa != "auto" && c.host_cache_numa != "on" && c.host_cache_numa != "off") {
+    return Status::Config("host_cache.numa (CAIRN_HOST_CACHE_NUMA) is '" + c.host_cache_numa +
+                          "'; it must be auto, on or off");
+  }
+  if (c.prefetch_depth < 0) {
+    return Status::Config("history.prefetch_depth (CAIRN_PREFETCH_DEPTH) is " +
+                          std::to_string(c.prefetch_depth) +
+                          "; it must be at least 0 (0 = as many steps as fit in the cache)");
+  }
+  return Status::Ok();
+}
+
+// [device_cache].
+Status ValidateDevice(const Config& c) {
+  if (c.device_cache_bytes != 0 && c.device_cache_bytes < c.block_bytes) {
+    return Status::Config("device_cache.size (CAIRN_DEVICE_CACHE) is " +
+                          Bytes(c.device_cache_bytes) +
+                          "; it must hold at least one block of host_cache.block_size (" +
+                          FormatSize(c.block_bytes) + "), or be 0 for no device cache");
+  }
+  if (c.device_map_chunk_bytes == 0) {
+    return Status::Config("device_cache.map_chunk is 0 bytes; it must be more than 0 (it is rounded up to "
+                          "the GPU's allocation granularity)");
+  }
+  if (c.device < -1) {
+    return Status::Config(
+        "device_cache.device (CAIRN_DEVICE) is " + std::to_string(c.device) +
+        "; it must be a device number >= 0, or -1 for the current context's device");
+  }
+  if (c.bounce_buffers < 1 || c.bounce_buffers > 64) {
+    return Status::Config("device_cache.bounce_buffers is " + std::to_string(c.bounce_buffers) +
+                          "; it must be between 1 and 64");
+  }
+  return Status::Ok();
+}
+
+// [checkpoint], [restart].
+Status ValidateCheckpoint(const Config& c) {
+  if (c.placement != "restore" && c.placement != "keep" && c.placement != "interleave") {
+    return Status::Config("restart.placement (CAIRN_PLACEMENT) is '" + c.placement +
+                          "'; it must be restore, keep or interleave");
+  }
+  if (c.zero_copy_order != "learned" && c.zero_copy_order != "address") {
+    return Status::Config("checkpoint.zero_copy_order (CAIRN_ZERO_COPY_ORDER) is '" +
+                          c.zero_copy_order + "'; it must be learned or address");
+  }
+  if (c.max_layers < 0) {
+    return Status::Config("checkpoint.max_layers (CAIRN_MAX_LAYERS) is " +
+                          std::to_string(c.max_layers) +
+                          "; it must be at least 0 (0 = never layered)");
+  }
+  if (c.hash_chunk_bytes % kBlockAlignment != 0 || c.hash_chunk_bytes == 0 ||
+      c.hash_chunk_bytes > kMaxHashChunk) {
+    return Status::Config("checkpoint.hash_chunk (CAIRN_HASH_CHUNK) is " +
+                          Bytes(c.hash_chunk_bytes) +
+                          "; it must be a multiple of 4 KiB between 4 KiB and 64 MiB");
+  }
+  if (!(c.cow_fraction >= 0 && c.cow_fraction <= 1)) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", c.cow_fraction);
+    return Status::Config("checkpoint.cow_fraction (CAIRN_COW) is " + std::string(value) +
+                          "; it must be between 0 and 1 (a fraction of the bytes a version protects)");
+  }
+  if (!(c.mtbf_s >= 0) || !std::isfinite(c.mtbf_s)) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", c.mtbf_s);
+    return Status::Config("checkpoint.mtbf_s (CAIRN_MTBF) is " + std::string(value) +
+                          "; it must be a number of seconds >= 0 (0 = not set)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Config::Validate() const {
+  CAIRN_RETURN_IF_ERROR(ValidateStorage(*this));
+  CAIRN_RETURN_IF_ERROR(ValidateHostCache(*this));
+  CAIRN_RETURN_IF_ERROR(ValidateDevice(*this));
+  return ValidateCheckpoint(*this);
 }
 
 Result<Config> LoadConfigFromString(std::string_view toml, std::string_view origin, bool apply_environment) {

@@ -226,6 +226,80 @@ void EncodeTables(const Layout& layout, const std::vector<uint32_t>& crcs, std::
   std::memcpy(p, name.data(), name.size());
 }
 
+namespace {
+
+// Version 1's region entry r (at p) and its blocks' entries, checked
+// against the header, the footer and the regions before it (*next_free:
+// where the previous region's data ended, aligned; *ids: their ids).
+Status DecodeRegionV1(const uint8_t* p, uint32_t r, const uint8_t* blocks_in, const Header& h,
+                      const Footer& f, uint64_t* next_free, std::unordered_set<int32_t>* ids,
+                      Layout* l, std::vector<uint32_t>* crcs) {
+  Layout::Region reg;
+  reg.spec.id = static_cast<int32_t>(Get32(p + 0));
+  const uint32_t memory = Get32(p + 4);
+  reg.spec.bytes = Get64(p + 8);
+  reg.data_offset = Get64(p + 16);
+  reg.first_block = Get32(p + 24);
+  reg.block_count = Get32(p + 28);
+  if (memory > static_cast<uint32_t>(MemoryKind::kManaged)) {
+    return CorruptF("region %u (id %d): unknown memory kind %u", r, reg.spec.id, memory);
+  }
+  reg.spec.memory = static_cast<MemoryKind>(memory);
+  if (!ids->insert(reg.spec.id).second) return CorruptF("region id %d appears twice", reg.spec.id);
+  if (reg.spec.bytes > f.table_offset) {
+    return CorruptF("region %u (id %d): %llu bytes do not fit before the table", r, reg.spec.id,
+                    U(reg.spec.bytes));
+  }
+  const uint64_t bb = h.block_bytes;
+  const uint64_t expect_blocks = (reg.spec.bytes + bb - 1) / bb;
+  if (reg.block_count != expect_blocks) {
+    return CorruptF("region %u (id %d): %u blocks, expected %llu for %llu bytes", r, reg.spec.id,
+                    reg.block_count, U(expect_blocks), U(reg.spec.bytes));
+  }
+  if (reg.first_block != l->blocks.size()) {
+    return CorruptF("region %u (id %d): first block %u, expected %zu", r, reg.spec.id,
+                    reg.first_block, l->blocks.size());
+  }
+  if (l->blocks.size() + reg.block_count > h.block_count) {
+    return CorruptF("regions hold more blocks than the header's %u", h.block_count);
+  }
+  if (reg.data_offset % kAlignment != 0 || reg.data_offset < *next_free ||
+      reg.data_offset > f.table_offset ||
+      AlignUp(reg.spec.bytes) > f.table_offset - reg.data_offset) {
+    return CorruptF(
+        "region %u (id %d): data offset %llu (%llu bytes) is misaligned, overlaps "
+        "or lies outside [%llu, %llu)",
+        r, reg.spec.id, U(reg.data_offset), U(reg.spec.bytes), U(*next_free), U(f.table_offset));
+  }
+  for (uint32_t j = 0; j < reg.block_count; ++j) {
+    const uint32_t index = static_cast<uint32_t>(l->blocks.size());
+    const uint8_t* b = blocks_in + kBlockEntryBytes * index;
+    Layout::Block blk;
+    blk.region = r;
+    blk.offset = reg.data_offset + j * bb;
+    blk.length = Get32(b + 4);
+    const uint64_t expect_len = j + 1 < reg.block_count ? bb : reg.spec.bytes - j * bb;
+    if (blk.length != expect_len) {
+      return CorruptF("block %u (region id %d): length %u, expected %llu", index, reg.spec.id,
+                      blk.length, U(expect_len));
+    }
+    crcs->push_back(Get32(b + 0));
+    l->blocks.push_back(blk);
+  }
+  *next_free = reg.data_offset + AlignUp(reg.spec.bytes);
+  // Version 1 stores every region whole: its implicit extent table.
+  reg.stored_bytes = reg.spec.bytes;
+  reg.first_extent = static_cast<uint32_t>(l->extents.size());
+  if (reg.spec.bytes > 0) l->extents.push_back(Extent{0, reg.spec.bytes});
+  reg.extent_count = static_cast<uint32_t>(l->extents.size() - reg.first_extent);
+  l->payload_bytes += reg.spec.bytes;
+  l->stored_bytes += reg.spec.bytes;
+  l->regions.push_back(reg);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status DecodeTables(const uint8_t* in, const Header& h, const Footer& f, Layout* layout,
                     std::vector<uint32_t>* crcs, std::string* name) {
   const uint32_t stored = f.table_crc;
@@ -247,69 +321,9 @@ Status DecodeTables(const uint8_t* in, const Header& h, const Footer& f, Layout*
   crcs->reserve(h.block_count);
   std::unordered_set<int32_t> ids;
   uint64_t next_free = kHeaderBytes;  // end of the previous region, aligned
-  const uint64_t bb = h.block_bytes;
   for (uint32_t r = 0; r < h.region_count; ++r) {
-    const uint8_t* p = in + kRegionEntryBytes * r;
-    Layout::Region reg;
-    reg.spec.id = static_cast<int32_t>(Get32(p + 0));
-    const uint32_t memory = Get32(p + 4);
-    reg.spec.bytes = Get64(p + 8);
-    reg.data_offset = Get64(p + 16);
-    reg.first_block = Get32(p + 24);
-    reg.block_count = Get32(p + 28);
-    if (memory > static_cast<uint32_t>(MemoryKind::kManaged)) {
-      return CorruptF("region %u (id %d): unknown memory kind %u", r, reg.spec.id, memory);
-    }
-    reg.spec.memory = static_cast<MemoryKind>(memory);
-    if (!ids.insert(reg.spec.id).second) return CorruptF("region id %d appears twice", reg.spec.id);
-    if (reg.spec.bytes > f.table_offset) {
-      return CorruptF("region %u (id %d): %llu bytes do not fit before the table", r, reg.spec.id,
-                      U(reg.spec.bytes));
-    }
-    const uint64_t expect_blocks = (reg.spec.bytes + bb - 1) / bb;
-    if (reg.block_count != expect_blocks) {
-      return CorruptF("region %u (id %d): %u blocks, expected %llu for %llu bytes", r, reg.spec.id,
-                      reg.block_count, U(expect_blocks), U(reg.spec.bytes));
-    }
-    if (reg.first_block != l.blocks.size()) {
-      return CorruptF("region %u (id %d): first block %u, expected %zu", r, reg.spec.id,
-                      reg.first_block, l.blocks.size());
-    }
-    if (l.blocks.size() + reg.block_count > h.block_count) {
-      return CorruptF("regions hold more blocks than the header's %u", h.block_count);
-    }
-    if (reg.data_offset % kAlignment != 0 || reg.data_offset < next_free ||
-        reg.data_offset > f.table_offset ||
-        AlignUp(reg.spec.bytes) > f.table_offset - reg.data_offset) {
-      return CorruptF("region %u (id %d): data offset %llu (%llu bytes) is misaligned, overlaps "
-                      "or lies outside [%llu, %llu)",
-                      r, reg.spec.id, U(reg.data_offset), U(reg.spec.bytes), U(next_free),
-                      U(f.table_offset));
-    }
-    for (uint32_t j = 0; j < reg.block_count; ++j) {
-      const uint32_t index = static_cast<uint32_t>(l.blocks.size());
-      const uint8_t* b = blocks_in + kBlockEntryBytes * index;
-      Layout::Block blk;
-      blk.region = r;
-      blk.offset = reg.data_offset + j * bb;
-      blk.length = Get32(b + 4);
-      const uint64_t expect_len = j + 1 < reg.block_count ? bb : reg.spec.bytes - j * bb;
-      if (blk.length != expect_len) {
-        return CorruptF("block %u (region id %d): length %u, expected %llu", index, reg.spec.id,
-                        blk.length, U(expect_len));
-      }
-      crcs->push_back(Get32(b + 0));
-      l.blocks.push_back(blk);
-    }
-    next_free = reg.data_offset + AlignUp(reg.spec.bytes);
-    // Version 1 stores every region whole: its implicit extent table.
-    reg.stored_bytes = reg.spec.bytes;
-    reg.first_extent = static_cast<uint32_t>(l.extents.size());
-    if (reg.spec.bytes > 0) l.extents.push_back(Extent{0, reg.spec.bytes});
-    reg.extent_count = static_cast<uint32_t>(l.extents.size() - reg.first_extent);
-    l.payload_bytes += reg.spec.bytes;
-    l.stored_bytes += reg.spec.bytes;
-    l.regions.push_back(reg);
+    CAIRN_RETURN_IF_ERROR(
+        DecodeRegionV1(in + kRegionEntryBytes * r, r, blocks_in, h, f, &next_free, &ids, &l, crcs));
   }
   if (l.blocks.size() != h.block_count) {
     return CorruptF("regions hold %zu blocks, header says %u", l.blocks.size(), h.block_count);

@@ -173,68 +173,83 @@ Status ZeroCopy::Read(const void* src, void* dst, size_t n) {
       return Status::InvalidArgument(
           "zero-copy: the bytes read are not protected memory of this epoch");
     }
-    std::atomic<uint8_t>& st = e->state[static_cast<size_t>(i)];
-    const bool last_piece = piece_end == pg + page;
-    uint8_t s = st.load(std::memory_order_acquire);
-    while ((s & kStateMask) == kProtected &&
-           !st.compare_exchange_weak(s, static_cast<uint8_t>(kReading | (s & kRed)),
-                                     std::memory_order_acq_rel)) {
-    }
-    while ((s & kStateMask) == kCowing) {  // the handler is copying it (one page)
-      ::sched_yield();
-      s = st.load(std::memory_order_acquire);
-    }
-    const uint8_t low = s & kStateMask;
-    if (low == kProtected) {
-      CopyStable(out + (at - a), reinterpret_cast<const void*>(at), piece_end - at);
-      if (last_piece) {
-        // Watching: a page nobody waits for stays protected until its
-        // first write; a RED writer's page is released now.
-        uint8_t old = st.load(std::memory_order_acquire);
-        while (!st.compare_exchange_weak(old, (old & kRed) != 0 || !e->watch ? kDone : kWatched,
-                                         std::memory_order_acq_rel)) {
-        }
-        const bool release = (old & kRed) != 0 || !e->watch;
-        if ((old & kRed) != 0) {
-          red_wait_ns_.fetch_add(NowNs(), std::memory_order_relaxed);
-        } else {
-          green_.fetch_add(1, std::memory_order_relaxed);
-        }
-        e->Seen(static_cast<size_t>(i), (old & kRed) != 0 ? PageColor::kRed : PageColor::kGreen);
-        if (e->reads == e->to_read) Complete(e);
-        if (release) {
-          if (run_end != pg) flush_run();
-          if (run_end == 0) run_start = pg;
-          run_end = pg + page;
-        }
-      } else {
-        // Not the page's last piece: back to protected (a writer that came
-        // meanwhile stays RED until the last piece).
-        uint8_t cur = st.load(std::memory_order_acquire);
-        while (!st.compare_exchange_weak(cur, static_cast<uint8_t>(kProtected | (cur & kRed)),
-                                         std::memory_order_acq_rel)) {
-        }
-      }
-    } else if (low == kCowed) {
-      const uint32_t slot = e->slot_of[static_cast<size_t>(i)];
-      std::memcpy(out + (at - a), e->SlotData(slot) + (at - pg), piece_end - at);
-      if (last_piece) {
-        st.store(kDone, std::memory_order_release);
-        e->Seen(static_cast<size_t>(i), PageColor::kOrange);
-        if (e->reads == e->to_read) Complete(e);
-        e->cow_used.fetch_sub(1, std::memory_order_relaxed);
-        e->GiveSlot(slot);
-      }
-    } else {
+    bool release = false;
+    if (!ReadPiece(e, static_cast<size_t>(i), pg, at, piece_end, out + (at - a), &release)) {
       flush_run();
       return Status::InvalidArgument(
           "zero-copy: page at offset " + std::to_string(pg - a) +
           " of the read was already read in this epoch, or is not protected");
     }
+    if (release) {
+      if (run_end != pg) flush_run();
+      if (run_end == 0) run_start = pg;
+      run_end = pg + page;
+    }
     at = piece_end;
   }
   flush_run();
   return status;
+}
+
+// Piece [at, piece_end) of page i (at pg) into out, by the page's state:
+// from memory while it is protected (the state kReading meanwhile, so the
+// handler copies nothing), or from its COW slot. The piece that ends the
+// page finishes it: *release when its protection goes now (a RED writer
+// waits, or no watch). False: the page was read already, or is not
+// protected.
+bool ZeroCopy::ReadPiece(Epoch* e, size_t i, uintptr_t pg, uintptr_t at, uintptr_t piece_end,
+                         uint8_t* out, bool* release) {
+  const size_t page = os::PageSize();
+  std::atomic<uint8_t>& st = e->state[i];
+  const bool last_piece = piece_end == pg + page;
+  uint8_t s = st.load(std::memory_order_acquire);
+  while ((s & kStateMask) == kProtected &&
+         !st.compare_exchange_weak(s, static_cast<uint8_t>(kReading | (s & kRed)),
+                                   std::memory_order_acq_rel)) {
+  }
+  while ((s & kStateMask) == kCowing) {  // the handler is copying it (one page)
+    ::sched_yield();
+    s = st.load(std::memory_order_acquire);
+  }
+  const uint8_t low = s & kStateMask;
+  if (low == kProtected) {
+    CopyStable(out, reinterpret_cast<const void*>(at), piece_end - at);
+    if (!last_piece) {
+      // Back to protected (a writer that came meanwhile stays RED until the
+      // last piece).
+      uint8_t cur = st.load(std::memory_order_acquire);
+      while (!st.compare_exchange_weak(cur, static_cast<uint8_t>(kProtected | (cur & kRed)),
+                                       std::memory_order_acq_rel)) {
+      }
+      return true;
+    }
+    // Watching: a page nobody waits for stays protected until its first
+    // write; a RED writer's page is released now.
+    uint8_t old = st.load(std::memory_order_acquire);
+    while (!st.compare_exchange_weak(old, (old & kRed) != 0 || !e->watch ? kDone : kWatched,
+                                     std::memory_order_acq_rel)) {
+    }
+    *release = (old & kRed) != 0 || !e->watch;
+    if ((old & kRed) != 0) {
+      red_wait_ns_.fetch_add(NowNs(), std::memory_order_relaxed);
+    } else {
+      green_.fetch_add(1, std::memory_order_relaxed);
+    }
+    e->Seen(i, (old & kRed) != 0 ? PageColor::kRed : PageColor::kGreen);
+    if (e->reads == e->to_read) Complete(e);
+    return true;
+  }
+  if (low != kCowed) return false;
+  const uint32_t slot = e->slot_of[i];
+  std::memcpy(out, e->SlotData(slot) + (at - pg), piece_end - at);
+  if (last_piece) {
+    st.store(kDone, std::memory_order_release);
+    e->Seen(i, PageColor::kOrange);
+    if (e->reads == e->to_read) Complete(e);
+    e->cow_used.fetch_sub(1, std::memory_order_relaxed);
+    e->GiveSlot(slot);
+  }
+  return true;
 }
 
 const uint8_t* ZeroCopy::CopiedAt(uintptr_t a, size_t* left) const {

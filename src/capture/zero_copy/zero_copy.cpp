@@ -105,17 +105,7 @@ ZeroCopy::~ZeroCopy() {
 
 Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges, const std::vector<ZeroCopyPiece>& copied) {
   if (in_epoch()) return Status::State("zero-copy: an epoch is already in progress");
-  // The bytes on no protected page are taken now, as a copy capture would.
-  copied_.clear();
-  size_t copied_total = 0;
-  for (const ZeroCopyPiece& p : copied) {
-    if (p.bytes == 0) continue;
-    copied_.push_back({reinterpret_cast<uintptr_t>(p.data), p.bytes, copied_total});
-    copied_total += p.bytes;
-  }
-  copied_bytes_.resize(copied_total);
-  for (const Copied& c : copied_) std::memcpy(copied_bytes_.data() + c.at, reinterpret_cast<const void*>(c.start), c.bytes);
-  std::sort(copied_.begin(), copied_.end(), [](const Copied& a, const Copied& b) { return a.start < b.start; });
+  TakeCopied(copied);
   std::vector<ZeroCopyRange> sorted = ranges;
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.data < b.data; });
   // The last epoch's watch ends here: its history is complete. The same
@@ -141,6 +131,39 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges, const std::vect
     protect_bytes += r.extents.empty() ? r.bytes : ExtentBytes(r.extents);
   }
   const uint64_t cow_bytes = CowBytes(cow_fraction_, protect_bytes);
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<Epoch> e, MakeEpoch(pages, cow_bytes));
+  SetPageStates(e.get(), sorted);
+  epoch_ = std::move(e);
+  live_.store(epoch_.get(), std::memory_order_seq_cst);
+  TakeOrphans(epoch_.get());
+  if (Status s = ProtectRanges(sorted, keep); !s.ok()) {
+    End();
+    return s;
+  }
+  epochs_.fetch_add(1, std::memory_order_relaxed);
+  protected_bytes_.fetch_add(protect_bytes, std::memory_order_relaxed);
+  cow_bytes_.store(cow_bytes, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+// The bytes on no protected page are taken now, as a copy capture would.
+void ZeroCopy::TakeCopied(const std::vector<ZeroCopyPiece>& copied) {
+  copied_.clear();
+  size_t copied_total = 0;
+  for (const ZeroCopyPiece& p : copied) {
+    if (p.bytes == 0) continue;
+    copied_.push_back({reinterpret_cast<uintptr_t>(p.data), p.bytes, copied_total});
+    copied_total += p.bytes;
+  }
+  copied_bytes_.resize(copied_total);
+  for (const Copied& c : copied_)
+    std::memcpy(copied_bytes_.data() + c.at, reinterpret_cast<const void*>(c.start), c.bytes);
+  std::sort(copied_.begin(), copied_.end(),
+            [](const Copied& a, const Copied& b) { return a.start < b.start; });
+}
+
+Result<std::unique_ptr<ZeroCopy::Epoch>> ZeroCopy::MakeEpoch(size_t pages, uint64_t cow_bytes) {
+  const size_t page = os::PageSize();
   // The COW buffer stays from one epoch to the next, grown when needed. It
   // is not populated here: faulting 50 MiB of fresh memory in would cost the
   // first checkpoint call ~35 ms, and a slot's page costs its first ORANGE
@@ -174,6 +197,12 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges, const std::vect
   // learns from its traps.
   e->watch = watch_ && (watch_group_ <= 1 || (last_traps_ > pages / watch_group_ && 2 * last_traps_ > 3 * prior_traps_));
   e->traps_before = red_.load(std::memory_order_relaxed) + orange_.load(std::memory_order_relaxed);
+  return e;
+}
+
+// States first, then the handler may see the epoch (Begin), then protection.
+void ZeroCopy::SetPageStates(Epoch* e, const std::vector<ZeroCopyRange>& sorted) {
+  const size_t page = os::PageSize();
   size_t first = 0;
   for (const auto& r : sorted) {
     e->ranges.push_back(Epoch::Range{reinterpret_cast<uintptr_t>(r.data), r.bytes, first});
@@ -182,7 +211,6 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges, const std::vect
   // Pages written after the last Written looked are reported again.
   for (const uintptr_t a : late_pages_) e->CarryAt(a);
   late_pages_.clear();
-  // States first, then the handler may see the epoch, then protection.
   // Watching: every page of the ranges is watched, those stored are read.
   for (size_t i = 0; e->watch && i < sorted.size(); ++i) {
     for (size_t p = 0; p < sorted[i].bytes / page; ++p) {
@@ -199,29 +227,21 @@ Status ZeroCopy::Begin(const std::vector<ZeroCopyRange>& ranges, const std::vect
       }
     }
   }
-  epoch_ = std::move(e);
-  live_.store(epoch_.get(), std::memory_order_seq_cst);
-  TakeOrphans(epoch_.get());
-  Status s;
-  for (size_t i = 0; i < sorted.size() && s.ok(); ++i) {
-    if (!keep) s = wp_->Register(sorted[i].data, sorted[i].bytes);
-    if (!s.ok()) break;
+}
+
+Status ZeroCopy::ProtectRanges(const std::vector<ZeroCopyRange>& sorted, bool keep) {
+  const size_t page = os::PageSize();
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (!keep) CAIRN_RETURN_IF_ERROR(wp_->Register(sorted[i].data, sorted[i].bytes));
     epoch_->registered.push_back(epoch_->ranges[i]);
     const ExtentList whole{Extent{0, sorted[i].bytes}};
     for (const Extent& x : sorted[i].extents.empty() || epoch_->watch ? whole : sorted[i].extents) {
       const uint64_t from = x.offset / page * page;
       const uint64_t to = (x.end() + page - 1) / page * page;
-      s = wp_->Protect(reinterpret_cast<uintptr_t>(sorted[i].data) + from, to - from);
-      if (!s.ok()) break;
+      CAIRN_RETURN_IF_ERROR(
+          wp_->Protect(reinterpret_cast<uintptr_t>(sorted[i].data) + from, to - from));
     }
   }
-  if (!s.ok()) {
-    End();
-    return s;
-  }
-  epochs_.fetch_add(1, std::memory_order_relaxed);
-  protected_bytes_.fetch_add(protect_bytes, std::memory_order_relaxed);
-  cow_bytes_.store(cow_bytes, std::memory_order_relaxed);
   return Status::Ok();
 }
 

@@ -189,10 +189,21 @@ class ZeroCopy {
   bool OnFault(uintptr_t page);  // the handler thread
   void ReleaseWatchGroup(Epoch* e, size_t page_index);  // the handler thread
   void Complete(Epoch* e);                              // the reader, watching
+  // The reader (Read): one piece of page i, which starts at pg (page_traps.cpp).
+  bool ReadPiece(Epoch* e, size_t i, uintptr_t pg, uintptr_t at, uintptr_t piece_end, uint8_t* out,
+                 bool* release);
   void SettleHistory();
   void Tidy();
   void WaitForHandlers() const;  // until no fault handler runs (zero_copy.cpp says why it suffices)
   void TakeOrphans(Epoch* e);
+  // Begin's steps: the bytes on no protected page, copied now; the epoch
+  // for `pages` pages and a COW buffer of cow_bytes (the spare, when it
+  // fits); its ranges and page states; the ranges' protection (keep: they
+  // are registered already).
+  void TakeCopied(const std::vector<ZeroCopyPiece>& copied);
+  Result<std::unique_ptr<Epoch>> MakeEpoch(size_t pages, uint64_t cow_bytes);
+  void SetPageStates(Epoch* e, const std::vector<ZeroCopyRange>& sorted);
+  Status ProtectRanges(const std::vector<ZeroCopyRange>& sorted, bool keep);
   // Removes every protection (keep_registered: the registration of the
   // epoch's ranges stays, for the next Begin of the same ranges), learns the
   // history.

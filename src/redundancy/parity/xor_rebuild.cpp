@@ -216,17 +216,7 @@ class ParityLevel final : public redundancy::Level {
     // own files, whole, to say which is damaged (Diagnose).
     // 5. The lost member's own parity of v, lost with its node, is encoded
     // again (Reencode): the set protects v against the next loss at once.
-    if (p == gone) {
-      auto served = ReceiveRebuilt(name, v, gone, static_cast<uint64_t>(chunk), record);
-      const bool back = served.ok() && !served->empty();
-      SteadyTime t = std::chrono::steady_clock::now();
-      auto again = Reencode(group_, sets_, config_, name, v, gone, nullptr, nullptr, back);
-      Lap(&t, &times_->l3_encode_s);
-      if (!again.ok()) notes_.push_back(again.status().ToString() + "; the set protects version " +
-                                        std::to_string(v) + " again from its next XOR parity (L3)");
-      if (back && again.ok()) *served += ", and its own parity of it encoded again";
-      return served;
-    }
+    if (p == gone) return RebuildLost(name, v, gone, static_cast<uint64_t>(chunk), record);
     CAIRN_RETURN_IF_ERROR(SendRebuilt(s, gone));
     CAIRN_ASSIGN_OR_RETURN(const bool refused, Outcome(gone, false));
     if (refused && s.failure.ok()) s.failure = Diagnose(s);
@@ -236,6 +226,22 @@ class ParityLevel final : public redundancy::Level {
     Lap(&t, &times_->l3_encode_s);
     if (!again.ok()) notes_.push_back(again.status().ToString());
     return std::string();
+  }
+
+  // Steps 3 to 5 on the lost member: receive and check the rebuilt version,
+  // then its own parity of it again.
+  Result<std::string> RebuildLost(const std::string& name, int64_t v, size_t gone, uint64_t chunk,
+                                  const Member& record) {
+    auto served = ReceiveRebuilt(name, v, gone, chunk, record);
+    const bool back = served.ok() && !served->empty();
+    SteadyTime t = std::chrono::steady_clock::now();
+    auto again = Reencode(group_, sets_, config_, name, v, gone, nullptr, nullptr, back);
+    Lap(&t, &times_->l3_encode_s);
+    if (!again.ok())
+      notes_.push_back(again.status().ToString() + "; the set protects version " +
+                       std::to_string(v) + " again from its next XOR parity (L3)");
+    if (back && again.ok()) *served += ", and its own parity of it encoded again";
+    return served;
   }
 
   std::vector<std::string> Notes() const override { return notes_; }
