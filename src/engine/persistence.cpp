@@ -34,23 +34,23 @@ Flusher::Owner Pipeline::PersisterOwner() {
 
 Mover::Owner Pipeline::MoverOwner() {
   return {
-      .copied = [this](const EntryPtr& e, const Status& s, std::chrono::steady_clock::time_point t0,
-                       double seconds) CAIRN_REQUIRES(mu_) {
-        NotePersisted(e, s, t0, seconds, "persist (file copy)");
-        if (s.ok()) ++stats_.persist_file_copies;
-      },
+      .copied =
+          [this](const EntryPtr& e, const Status& s, std::chrono::steady_clock::time_point t0,
+                 double seconds) CAIRN_REQUIRES(mu_) {
+            NotePersisted(e, s, t0, seconds, "persist (file copy)");
+            if (s.ok()) ++stats_.persist_file_copies;
+          },
       .may_retire = [this](const std::string& name, int64_t v, bool local)
-          CAIRN_REQUIRES(mu_) { return MayRetire(name, v, local); },
-      .persisting = [this](const std::string& name, int64_t v) CAIRN_REQUIRES(mu_) {
-        EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
-        return e && e->persist_pending;
-      },
-      .global_of = [this](const std::string& name) CAIRN_REQUIRES(mu_) -> int64_t {
-        auto it = global_commits_.find(name);
-        return it == global_commits_.end() ? -1 : it->second.global;
-      },
+                        CAIRN_REQUIRES(mu_) { return MayRetire(name, v, local); },
+      .persisting =
+          [this](const std::string& name, int64_t v) CAIRN_REQUIRES(mu_) {
+            EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
+            return e && e->persist_pending;
+          },
+      .global_of = [this](const std::string& name)
+                       CAIRN_REQUIRES(mu_) -> int64_t { return commits_.Global(name); },
       .base_of = [this](const std::string& name, int64_t v)
-          CAIRN_REQUIRES(mu_) -> std::optional<int64_t> {
+                     CAIRN_REQUIRES(mu_) -> std::optional<int64_t> {
         EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
         if (!e) return std::nullopt;  // a file of an earlier run: retention reads it
         return e->layout.record.base_version;
@@ -137,7 +137,7 @@ void Pipeline::NotePersisted(const EntryPtr& e, const Status& s, std::chrono::st
 // committed locally, is kept (a later pass removes it), and so is an MPI
 // job's newest possibly common version (SetGlobalCommit).
 bool Pipeline::MayRetire(const std::string& name, int64_t v, bool local) {
-  if (auto it = global_commits_.find(name); it != global_commits_.end() && it->second.common == v) return false;
+  if (commits_.Common(name) == v) return false;
   EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
   if (e && (e->persist_pending || !e->local_committed)) return false;
   // The base of a layered version still in flight (captured before a newer

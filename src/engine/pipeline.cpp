@@ -244,17 +244,13 @@ void Pipeline::SettleLayering(Entry& e) {
 
 Pipeline::LocalCommit Pipeline::NewestLocalCommit(const std::string& name) const {
   MutexLock lock(&mu_);
-  auto it = local_commits_.find(name);
-  return it == local_commits_.end() ? LocalCommit{} : it->second;
+  return commits_.NewestLocal(name);
 }
 
 void Pipeline::SetGlobalCommit(const std::string& name, int64_t global, int64_t common) {
   MutexLock lock(&mu_);
-  GlobalCommit& g = global_commits_[name];
-  g.common = std::max(g.common, common);
-  if (global <= g.global) return;
-  g.global = global;
-  mover_.Retain(name);  // the deletions its commit made possible
+  if (commits_.RaiseGlobal(name, global, common))
+    mover_.Retain(name);  // the deletions its commit made possible
 }
 
 // The entry's file is committed: stats, and what the mover does next.
@@ -262,13 +258,10 @@ void Pipeline::CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_
                              double io_seconds) {
   e->local_committed = true;
   if (e->kind == format::EntryKind::kCheckpoint) {
-    LocalCommit& newest = local_commits_[e->name];
-    if (e->number > newest.version) {
-      newest.version = e->number;
-      newest.realtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
-    }
+    commits_.NoteLocal(e->name, e->number,
+                       std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count());
   }
   tracer_.Span("flush", "local", flush_start, std::chrono::steady_clock::now(), e->layout.stored_bytes,
                e->name, e->number);

@@ -73,28 +73,29 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
-#include "engine/catalog.hpp"
-#include "engine/stages/checksummer.hpp"
 #include "capture/copy_engine.hpp"
-#include "engine/stages/device_io.hpp"
-#include "engine/stages/device_mover.hpp"
-#include "os/mem/numa.hpp"
-#include "engine/stages/flusher.hpp"
-#include "engine/stages/mover.hpp"
-#include "engine/stages/prefetcher.hpp"
-#include "tiers/tier_cache.hpp"
-#include "engine/entry.hpp"
-#include "tiers/host_cache.hpp"
-#include "engine/stages/initializer.hpp"
 #include "capture/layering.hpp"
-#include "engine/trace.hpp"
-#include "engine/worker.hpp"
 #include "capture/zero_copy/spare_count.hpp"
 #include "capture/zero_copy/zero_copy.hpp"
+#include "engine/catalog.hpp"
+#include "engine/commit_record.hpp"
+#include "engine/entry.hpp"
+#include "engine/stages/checksummer.hpp"
+#include "engine/stages/device_io.hpp"
+#include "engine/stages/device_mover.hpp"
+#include "engine/stages/flusher.hpp"
+#include "engine/stages/initializer.hpp"
+#include "engine/stages/mover.hpp"
+#include "engine/stages/prefetcher.hpp"
+#include "engine/trace.hpp"
+#include "engine/worker.hpp"
 #include "format/file_writer.hpp"
-#include "tiers/device_cache.hpp"
 #include "gpu/runtime.hpp"
+#include "os/mem/numa.hpp"
+#include "tiers/device_cache.hpp"
 #include "tiers/file_tier.hpp"
+#include "tiers/host_cache.hpp"
+#include "tiers/tier_cache.hpp"
 #include "util/mutex.hpp"
 #include "util/thread_annotations.hpp"
 
@@ -165,10 +166,7 @@ class Pipeline {
   // local directory, and when the commit completed (CLOCK_REALTIME, ns since
   // the epoch); {-1, -1} when none since open. Cheap (no I/O): the global
   // commit in the background asks it at every Cairn call (docs/mpi.md).
-  struct LocalCommit {
-    int64_t version = -1;
-    int64_t realtime_ns = -1;
-  };
+  using LocalCommit = CommitRecord::Local;
   LocalCommit NewestLocalCommit(const std::string& name) const CAIRN_EXCLUDES(mu_);
   // In an MPI job (docs/mpi.md, "Retention"): the newest version of
   // checkpoint `name` known to be committed on every rank (`global`), and the
@@ -483,11 +481,7 @@ class Pipeline {
   bool shut_down_ CAIRN_GUARDED_BY(mu_) = false;
   Status unreported_error_ CAIRN_GUARDED_BY(mu_);
   Stats stats_ CAIRN_GUARDED_BY(mu_);
-  std::map<std::string, LocalCommit> local_commits_ CAIRN_GUARDED_BY(mu_);  // NewestLocalCommit
-  struct GlobalCommit {
-    int64_t global = -1, common = -1;
-  };
-  std::map<std::string, GlobalCommit> global_commits_ CAIRN_GUARDED_BY(mu_);  // SetGlobalCommit
+  CommitRecord commits_ CAIRN_GUARDED_BY(mu_);  // NewestLocalCommit, SetGlobalCommit
   // The host cache tier's block bookkeeping (tier_cache.hpp): host chunks
   // whose blocks are written (evictable). The device tier's is the device
   // mover's.
