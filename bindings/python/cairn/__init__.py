@@ -33,10 +33,9 @@ from ._client import (
     ChangeMode,
     Client,
     DeviceCacheInit,
-    History,
     InitStrategy,
-    Level,
 )
+from ._history import History, Level
 from ._stats import (
     ChangeStats,
     DeviceStats,

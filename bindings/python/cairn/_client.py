@@ -1,15 +1,13 @@
-"""cairn.Client and cairn.History: the Python face of the C++ API."""
+"""cairn.Client: the Python face of the C++ API (cairn.History is
+_history.py, Client.save and load _arrays.py)."""
 
 from __future__ import annotations
 
 import contextlib
-import enum
 import importlib
 import os
 import threading
-from types import TracebackType
 from typing import (
-    TYPE_CHECKING,
     Any,
     Dict,
     Iterator,
@@ -18,27 +16,20 @@ from typing import (
     NoReturn,
     Optional,
     Tuple,
-    Type,
-    TypeVar,
     Union,
-    overload,
 )
 
-from . import _cairn, _config, _state
+from . import _cairn, _config
 from ._errors import (
     Error,
     InvalidArgumentError,
-    NotFoundError,
-    SizeMismatchError,
-    StateError,
     UnsupportedError,
 )
 from ._enums import CaptureMode, ChangeMode, DeviceCacheInit, InitStrategy, WriteProtectMode
+from ._arrays import _ArrayMappings
+from ._history import History, Level, LevelArg, _Closable, _level
 from ._stats import Stats
 from ._types import ArrayLike
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
 
 __all__ = [
     "ChangeMode",
@@ -50,134 +41,6 @@ __all__ = [
 ]
 
 PathArg = Union[str, "os.PathLike[str]"]
-_A = TypeVar("_A", bound=ArrayLike)
-
-
-class Level(enum.IntEnum):
-    """Where a version is durable (values match ``cairn_level_t``)."""
-
-    CACHE = 0  #: captured into the host cache
-    LOCAL = 1  #: committed to the local (scratch) directory
-    PERSISTENT = 2  #: committed to the persistent directory
-
-
-LevelArg = Union[Level, str]
-
-
-def _level(level: LevelArg) -> int:
-    if isinstance(level, Level):
-        return int(level)
-    if isinstance(level, str):
-        try:
-            return int(Level[level.upper()])
-        except KeyError:
-            pass
-    raise InvalidArgumentError(
-        f"unknown level {level!r}: use 'cache', 'local', 'persistent' or cairn.Level"
-    )
-
-
-_Self = TypeVar("_Self", bound="_Closable")
-
-
-class _Closable:
-    """A context manager whose exit calls :meth:`close`."""
-
-    _closed: bool
-
-    @property
-    def closed(self) -> bool:
-        """True once :meth:`close` was called."""
-        return self._closed
-
-    def close(self) -> None:
-        """Releases the object's resources. Idempotent."""
-        raise NotImplementedError
-
-    def __enter__(self: _Self) -> _Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        self.close()
-
-
-class History(_Closable):
-    """An adjoint history: steps pushed in a forward pass, popped (usually in
-    reverse) in a backward pass. Made by :meth:`Client.history`.
-
-    A popped step is consumed. Steps are ephemeral: closing the history drops
-    the remaining ones (unless ``history_persistent=True``). Usable as a
-    context manager (closes on exit). Close it before its client.
-    """
-
-    def __init__(self, impl: _cairn.History, name: str) -> None:
-        self._impl = impl
-        self._name = name
-        self._closed = False
-
-    @property
-    def name(self) -> str:
-        """The history's name."""
-        return self._name
-
-    def push(self, step: int, data: ArrayLike) -> None:
-        """Copies ``data`` (any contiguous buffer, CUDA array or tensor,
-        read-only is fine) as step ``step`` (>= 0). Returns once it is in the
-        host cache (or the device cache, for device memory).
-
-        Raises:
-            ExistsError: the step was pushed already.
-            StateError: the history or the client is closed.
-        """
-        self._impl.push(step, data)
-
-    @overload
-    def pop(self, step: int, out: None = None) -> bytearray: ...
-
-    @overload
-    def pop(self, step: int, out: _A) -> _A: ...
-
-    def pop(self, step: int, out: Optional[ArrayLike] = None) -> Union[bytearray, ArrayLike]:
-        """Copies step ``step`` into ``out`` and consumes it; returns ``out``.
-
-        ``out`` is a writable contiguous buffer, CUDA array or tensor of at
-        least the step's size (the first :meth:`step_size` bytes are written). Without
-        ``out``, a new ``bytearray`` of the step's size is returned (view it
-        with ``numpy.frombuffer(b, dtype)``). Prefetches the next lower steps.
-
-        Raises:
-            NotFoundError: no such step (never pushed, or already popped).
-            SizeMismatchError: ``out`` is too small (the step is kept).
-            StateError: the history or the client is closed.
-        """
-        if out is None:
-            buf = bytearray(self._impl.step_size(step))
-            self._impl.pop(step, buf)
-            return buf
-        self._impl.pop(step, out)
-        return out
-
-    def step_size(self, step: int) -> int:
-        """Size in bytes of a step pushed and not popped yet.
-
-        Raises:
-            NotFoundError: no such step.
-        """
-        return self._impl.step_size(step)
-
-    def close(self) -> None:
-        """Drops every remaining step (deleting ephemeral files). Idempotent."""
-        self._closed = True
-        self._impl.close()
-
-    def __repr__(self) -> str:
-        return f"<cairn.History {self._name!r}{' closed' if self._closed else ''}>"
-
 
 
 def _open_mpi(comm: Any, config: Optional[PathArg], overrides: Mapping[str, object]) -> _cairn.Client:
@@ -209,7 +72,7 @@ def _open_mpi(comm: Any, config: Optional[PathArg], overrides: Mapping[str, obje
     return _cairn.Client.open_mpi(config_obj, code, message, comm.py2f(), library)
 
 
-class Client(_Closable):
+class Client(_ArrayMappings, _Closable):
     """A Cairn client: protects memory regions and checkpoints them
     asynchronously through the host cache to the scratch (and persistent)
     directory.
@@ -630,159 +493,3 @@ class Client(_Closable):
     def stats(self) -> Stats:
         """A snapshot of the pipeline statistics."""
         return Stats._from_dict(self._impl.stats())
-
-    # -- mappings of arrays --------------------------------------------------
-
-    def save(
-        self, name: str, version: int, arrays: Mapping[str, ArrayLike], *, changes: Optional[ChangeMode] = "hash"
-    ) -> None:
-        """Checkpoints a mapping of arrays (e.g. a model's ``state_dict()``) as
-        ``version`` of ``name``, with a manifest of its keys, dtypes and
-        shapes. Returns once captured (like :meth:`checkpoint`); use
-        :meth:`wait` for durability. Read-only arrays are fine.
-
-        Regions registered with :meth:`protect` are not part of it: they are
-        set aside for the call and registered again afterwards.
-
-        ``changes`` is the arrays' change detection (default ``"hash"``: a
-        version stores only the 64 KiB chunks that changed since the previous
-        committed ``save`` of ``name``, layered on it; None: the client's
-        ``checkpoint.changes``; ``"full"``: everything every time).
-
-        Raises:
-            InvalidArgumentError: a key is not a str, or a value is not an
-                array (or not contiguous).
-        """
-        with self._lock, self._set_aside_protected():
-            items = _state.entries(arrays)
-            head, manifest = _state.encode(items)
-            regions: Dict[int, ArrayLike] = {_state.HEADER_ID: head, _state.MANIFEST_ID: manifest}
-            regions.update((e.id, arrays[e.key]) for e in items)
-            with self._regions(regions, writable=False, changes=changes):
-                self._impl.checkpoint(name, version)
-            if self._zero_copy:  # read until the next checkpoint call
-                self._in_capture = list(regions.values())
-
-    @overload
-    def load(
-        self,
-        name: str,
-        version: int,
-        into: None = None,
-        *,
-        strict: bool = True,
-        shared_on_node: bool = False,
-    ) -> Dict[str, "NDArray[Any]"]: ...
-
-    @overload
-    def load(
-        self,
-        name: str,
-        version: int,
-        into: Mapping[str, ArrayLike],
-        *,
-        strict: bool = True,
-        shared_on_node: bool = False,
-    ) -> Mapping[str, ArrayLike]: ...
-
-    def load(
-        self,
-        name: str,
-        version: int,
-        into: Optional[Mapping[str, ArrayLike]] = None,
-        *,
-        strict: bool = True,
-        shared_on_node: bool = False,
-    ) -> Union[Dict[str, "NDArray[Any]"], Mapping[str, ArrayLike]]:
-        """Loads ``version`` of ``name`` written by :meth:`save`.
-
-        Without ``into``: returns a new dict of new numpy arrays, one per
-        saved key (in sorted key order), each with the dtype and shape it was
-        saved with (a bytearray or other buffer comes back as the uint8 or
-        other array its buffer format describes). Needs numpy.
-
-        With ``into``: fills the existing arrays of ``into`` (same keys,
-        dtypes and shapes; numpy, torch, CUDA arrays, buffers) and returns
-        ``into``. The manifest is checked before any data is copied, so a
-        mismatch leaves ``into`` untouched. With ``strict=False``, keys of the
-        checkpoint that ``into`` lacks are skipped. ``shared_on_node`` as for
-        :meth:`restore`.
-
-        Regions registered with :meth:`protect` are left alone.
-
-        Raises:
-            SizeMismatchError: a dtype or shape differs (every mismatch is listed).
-            NotFoundError: no such version, or keys differ (listed).
-            InvalidArgumentError: the version was not written by :meth:`save`.
-            UnsupportedError: without ``into``, a saved dtype numpy lacks
-                (e.g. torch's bfloat16; those keys are listed).
-            CorruptError: the data failed verification.
-            ImportError: without ``into``, numpy is not installed.
-        """
-        label = f"version {version} of '{name}'"
-        with self._lock, self._set_aside_protected():
-            stored = self._manifest(name, version, label)
-            result: Union[Dict[str, "NDArray[Any]"], Mapping[str, ArrayLike]]
-            if into is None:
-                result = arrays = _state.allocate(stored, label)
-                regions: Dict[int, ArrayLike] = {stored[k].id: a for k, a in arrays.items()}
-            else:
-                result = into
-                wanted = _state.entries(into)
-                _state.check(stored, wanted, strict, label)
-                regions = {stored[e.key].id: into[e.key] for e in wanted}
-            with self._regions(regions, writable=True):
-                self._impl.restore(name, version, shared_on_node)
-        return result
-
-    def _manifest(self, name: str, version: int, label: str) -> Dict[str, _state.Entry]:
-        """The manifest of a version written by :meth:`save` (lock held,
-        protect()ed regions set aside): its header, then the manifest."""
-        head = bytearray(_state.HEADER_BYTES)
-        try:
-            with self._regions({_state.HEADER_ID: head}, writable=True):
-                self._impl.restore(name, version)
-        except (SizeMismatchError, NotFoundError) as e:
-            if isinstance(e, NotFoundError) and not e.message.startswith("region "):
-                raise  # no such version
-            raise InvalidArgumentError(
-                f"{label} was not written by Client.save(): {e.message}"
-            ) from None
-        manifest = bytearray(_state.header(head, label))
-        with self._regions({_state.MANIFEST_ID: manifest}, writable=True):
-            self._impl.restore(name, version)
-        return _state.decode(manifest, label)
-
-    @contextlib.contextmanager
-    def _set_aside_protected(self) -> Iterator[None]:
-        """Unregisters the protect()ed regions for a with block (save and load
-        use region ids 0, 1, 2, ... of their own), then registers them again.
-        The lock is held: no checkpoint or restore can see the gap."""
-        aside = dict(self._protected)
-        for rid in aside:
-            self._impl.unprotect(rid, wait=False)
-        try:
-            yield
-        finally:
-            for rid, (obj, changes) in aside.items():
-                self._impl.protect(rid, obj, True, changes)
-
-    @contextlib.contextmanager
-    def _regions(
-        self, regions: Mapping[int, ArrayLike], writable: bool, changes: Optional[str] = None
-    ) -> Iterator[None]:
-        """Protects ``regions`` for the length of a with block (lock held).
-        ``writable``: restore targets, which do not make the cache grow (no
-        checkpoint of them follows)."""
-        done = []
-        try:
-            for rid, obj in regions.items():
-                self._impl.protect(rid, obj, writable, changes, not writable)
-                done.append(rid)
-            yield
-        finally:
-            for rid in done:
-                try:
-                    self._impl.unprotect(rid, wait=False)
-                except StateError:
-                    pass  # closed meanwhile: its regions are gone already
