@@ -43,6 +43,15 @@ Status ParseManifestInput(const uint8_t* data, size_t size);
 // same bytes; anything but OK or kCorrupt is a bug.
 Status ParsePartnerHeadInput(const uint8_t* data, size_t size);
 
+// fuzz_partner_messages: the first byte (mod 3) chooses the message, the
+// rest is its bytes: 0 a chunk that should be chunk 0, 1 the holder's
+// answer to version 7, 2 an abort notice (docs/format.md 3.8), parsed as a
+// rank parses one from another. Returns the parser's status (OK for a
+// damaged chunk, which the transfer reports), or kInternal when an accepted
+// message does not encode back to the same bytes; anything but OK or
+// kCorrupt is a bug.
+Status ParsePartnerMessagesInput(const uint8_t* data, size_t size);
+
 // fuzz_parity_header: the bytes as an XOR parity file (docs/format.md 3.9),
 // whose header is parsed as a rebuild parses a survivor's. Returns the
 // parser's status, or kInternal when an accepted header does not encode back

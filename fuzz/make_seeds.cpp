@@ -1,4 +1,4 @@
-// cairn_fuzz_seeds DIR [manifest|partner_head|parity_header]: writes the
+// cairn_fuzz_seeds DIR [manifest|partner_head|partner_messages|parity_header]: writes the
 // seed corpus of fuzz_file_reader (or of fuzz_manifest, fuzz_partner_head,
 // fuzz_parity_header: below), small
 // valid data files (format versions 1 and 2, full and layered) made by the
@@ -10,6 +10,7 @@
 // 4 KiB, the smallest the format allows, so that each file has several
 // blocks in a few KiB; FuzzCorpus.FileReaderSeedsAreValidFiles checks that
 // each still verifies.
+#include <array>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "redundancy/manifest.hpp"
 #include "redundancy/parity/header.hpp"
 #include "redundancy/partner/head.hpp"
+#include "redundancy/partner/messages.hpp"
 #include "util/crc32c.hpp"
 
 namespace {
@@ -130,6 +132,28 @@ int PartnerHeads(const std::string& dir) {
   return 0;
 }
 
+// fuzz_partner_messages' seeds: a chunk, a stored and a failed answer, an
+// abort notice, as ranks write them (the first byte chooses the kind).
+int PartnerMessages(const std::string& dir) {
+  auto words = [](uint8_t kind, const std::array<int64_t, 2>& w) {
+    std::vector<uint8_t> out{kind};
+    const auto* p = reinterpret_cast<const uint8_t*>(w.data());
+    out.insert(out.end(), p, p + sizeof w);
+    return out;
+  };
+  std::vector<uint8_t> chunk(1 + 300 + cairn::partner::kTrailer, 0);
+  for (size_t i = 1; i <= 300; ++i) chunk[i] = static_cast<uint8_t>(i * 13);
+  cairn::partner::PutTrailer(chunk.data() + 1, 300, 0);
+  return WriteSeed(dir, "chunk", chunk) &&
+                 WriteSeed(dir, "answer-stored",
+                           words(1, cairn::partner::EncodeAnswer(7, cairn::Code::kOk))) &&
+                 WriteSeed(dir, "answer-failed",
+                           words(1, cairn::partner::EncodeAnswer(7, cairn::Code::kNoSpace))) &&
+                 WriteSeed(dir, "abort", words(2, cairn::partner::EncodeAbort(cairn::Code::kIo)))
+             ? 0
+             : 1;
+}
+
 // fuzz_parity_header's seeds: whole parity files (header, parity chunk, CRC)
 // of sets of 2, 3 and 4 members, one with empty bundles.
 int ParityHeaders(const std::string& dir) {
@@ -164,8 +188,10 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[2]) == "manifest") return Manifests(argv[1]);
   if (argc == 3 && std::string(argv[2]) == "partner_head") return PartnerHeads(argv[1]);
   if (argc == 3 && std::string(argv[2]) == "parity_header") return ParityHeaders(argv[1]);
+  if (argc == 3 && std::string(argv[2]) == "partner_messages") return PartnerMessages(argv[1]);
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR [manifest|partner_head|parity_header]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s DIR [manifest|partner_head|partner_messages|parity_header]\n",
+                 argv[0]);
     return 2;
   }
   const Seed seeds[] = {

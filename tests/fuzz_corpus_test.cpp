@@ -76,6 +76,12 @@ TEST(FuzzCorpus, PartnerHeadSeedsParse) {
   ExpectSeedsOk("partner_head", 3, fuzz::ParsePartnerHeadInput);
 }
 
+// A chunk, two answers and an abort notice (cairn_fuzz_seeds
+// fuzz/corpus/partner_messages partner_messages).
+TEST(FuzzCorpus, PartnerMessagesSeedsParse) {
+  ExpectSeedsOk("partner_messages", 4, fuzz::ParsePartnerMessagesInput);
+}
+
 // Parity files of sets of 2, 3 and 4 (cairn_fuzz_seeds fuzz/corpus/parity_header
 // parity_header).
 TEST(FuzzCorpus, ParityHeaderSeedsParse) {

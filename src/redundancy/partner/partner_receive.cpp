@@ -61,14 +61,9 @@ Status Transfers::Handle(In& in, const uint8_t* msg, size_t bytes) {
   const std::string what = "chunk " + std::to_string(in.next_index) + " of version " +
                            std::to_string(in.version) + " of '" + in.name + "' from rank " +
                            std::to_string(in.source);
-  if (bytes < kTrailer)
-    return Status::Corrupt(what + ": " + std::to_string(bytes) + " bytes, no trailer");
-  const size_t n = bytes - kTrailer;
-  int64_t index = 0;
-  uint32_t crc = 0;
-  std::memcpy(&index, msg + n, sizeof index);
-  std::memcpy(&crc, msg + n + sizeof index, sizeof crc);
-  if (in.damage.ok() && (index != in.next_index || crc != ChunkCrc(msg, n, in.next_index))) {
+  CAIRN_ASSIGN_OR_RETURN(const Chunk chunk, ParseChunk(msg, bytes, in.next_index, what));
+  const size_t n = chunk.payload;
+  if (in.damage.ok() && !chunk.intact) {
     in.damage = Status::Corrupt(what + " arrived damaged (its CRC32C or index does not match)");
   }
   uint64_t file_start = 0;
@@ -196,8 +191,9 @@ void Transfers::Stored() {
 
 Status Transfers::Ack(In& in, int64_t version, Code code) {
   auto ack = std::make_unique<int64_t[]>(2);
-  ack[0] = version;
-  ack[1] = static_cast<int64_t>(code);
+  const Answer answer = EncodeAnswer(version, code);
+  ack[0] = answer[0];
+  ack[1] = answer[1];
   CAIRN_ASSIGN_OR_RETURN(
       auto req, group_->StartSend(in.source, kAckTag, reinterpret_cast<uint8_t*>(ack.get()),
                                   2 * sizeof(int64_t)));

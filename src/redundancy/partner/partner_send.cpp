@@ -58,12 +58,15 @@ void Transfers::StepOut() {
       auto acked = o.ack_req->Test();
       if (!acked.ok()) return Fail(acked.status());
       if (!*acked) return;
-      if (o.ack[0] != o.version || o.ack[1] != 0) {
-        const auto code = o.ack[1] == 0 ? Code::kInternal : static_cast<Code>(o.ack[1]);
-        out_results_[o.seq] =
-            Status(code, "the partner copy of version " + std::to_string(o.version) + " of '" +
-                             o.name + "': rank " + std::to_string(map_.partner) +
-                             " could not store it (its error says why)");
+      const std::string what =
+          "the partner copy of version " + std::to_string(o.version) + " of '" + o.name + "'";
+      auto code = ParseAnswer(reinterpret_cast<const uint8_t*>(o.ack), o.ack_req->bytes(),
+                              o.version, what + ": rank " + std::to_string(map_.partner));
+      if (!code.ok()) {
+        out_results_[o.seq] = code.status();
+      } else if (*code != Code::kOk) {
+        out_results_[o.seq] = Status(*code, what + ": rank " + std::to_string(map_.partner) +
+                                                " could not store it (its error says why)");
       } else {
         ++copies_;
         acknowledged_[o.name].Raise(o.version, RealtimeNs());
@@ -163,12 +166,7 @@ Status Transfers::SendChunks(Out& o) {
       }
       file_start += file.bytes;
     }
-    const int64_t index = static_cast<int64_t>(o.next_chunk);
-    const uint32_t crc = ChunkCrc(f.buf.data(), n, index);
-    std::memcpy(f.buf.data() + n, &index, sizeof index);
-    std::memcpy(f.buf.data() + n + sizeof index, &crc, sizeof crc);
-    std::memset(f.buf.data() + n + sizeof index + sizeof crc, 0,
-                kTrailer - sizeof index - sizeof crc);
+    PutTrailer(f.buf.data(), n, static_cast<int64_t>(o.next_chunk));
     CAIRN_ASSIGN_OR_RETURN(f.req,
                            group_->StartSend(map_.partner, kDataTag, f.buf.data(), f.buf.size()));
     o.flights.push_back(std::move(f));

@@ -128,9 +128,9 @@ void Transfers::SendAborts() {
   if (aborts_sent_) return;
   aborts_sent_ = true;
   for (auto& p : peers_) {
-    p->sent[0] = kAbortMagic;
-    p->sent[1] = static_cast<int64_t>(broken_.code());
-    auto r = group_->StartSend(p->rank, kAbortTag, reinterpret_cast<const uint8_t*>(p->sent), sizeof p->sent);
+    p->sent = EncodeAbort(broken_.code());
+    auto r = group_->StartSend(p->rank, kAbortTag, reinterpret_cast<const uint8_t*>(p->sent.data()),
+                               sizeof p->sent);
     if (r.ok()) p->send = std::move(*r);
   }
 }
@@ -140,7 +140,8 @@ void Transfers::Listen() {
   if (!listening_) {
     listening_ = true;
     for (auto& p : peers_) {
-      auto r = group_->StartReceive(p->rank, kAbortTag, reinterpret_cast<uint8_t*>(p->notice), sizeof p->notice);
+      auto r = group_->StartReceive(p->rank, kAbortTag,
+                                    reinterpret_cast<uint8_t*>(p->notice.data()), sizeof p->notice);
       if (!r.ok()) return Fail(r.status());
       p->req = std::move(*r);
     }
@@ -151,10 +152,13 @@ void Transfers::Listen() {
     if (!got.ok()) return Fail(got.status());
     if (!*got) continue;
     p->heard = true;
-    const bool valid = p->req->bytes() == sizeof p->notice && p->notice[0] == kAbortMagic && p->notice[1] != 0;
-    Aborted(p->rank, Status(valid ? static_cast<Code>(p->notice[1]) : Code::kInternal,
-                            "rank " + std::to_string(p->rank) +
-                                " stopped its partner copies (L2) after an error (its own error says which)"));
+    const std::string from = "rank " + std::to_string(p->rank);
+    auto code =
+        ParseAbort(reinterpret_cast<const uint8_t*>(p->notice.data()), p->req->bytes(), from);
+    Aborted(p->rank, code.ok()
+                         ? Status(*code, from + " stopped its partner copies (L2) after an error "
+                                                "(its own error says which)")
+                         : code.status());
   }
 }
 

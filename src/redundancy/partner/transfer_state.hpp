@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "os/fs/fs.hpp"
+#include "redundancy/partner/messages.hpp"
 #include "redundancy/partner/partner_transfer.hpp"
-#include "util/crc32c.hpp"
 #include "util/mutex.hpp"
 
 namespace cairn::partner {
@@ -24,13 +24,7 @@ namespace wire {
 
 constexpr int64_t kNothing = -1;                     // head: the source has no file to send
 constexpr int64_t kBye = -2;                         // head: the source sends nothing more
-constexpr int64_t kAbortMagic = 0x3162613243524143;  // "CARC2ab1": abort notice
-constexpr size_t kTrailer = 16;           // chunk: [int64 index][uint32 crc32c][uint32 0]
 constexpr size_t kMinReceive = 64 << 10;  // a receive holds any head
-
-inline uint32_t ChunkCrc(const uint8_t* payload, size_t n, int64_t index) {
-  return crc32c::Extend(crc32c::Value(payload, n), &index, sizeof index);
-}
 
 // What MPI may still read or write after its owner is gone: a send to a
 // member that stopped receiving (it never completes), a receive whose
@@ -126,10 +120,10 @@ struct Transfers::Store {
 // The partner or a source: the abort notice it may send, the one sent to it.
 struct Transfers::Peer {
   int rank = -1;
-  int64_t notice[2] = {0, 0};  // [kAbortMagic][code]
+  AbortNotice notice{};  // what it sent us (messages.hpp)
   std::unique_ptr<Group::Request> req;
   bool heard = false;
-  int64_t sent[2] = {0, 0};
+  AbortNotice sent{};
   std::unique_ptr<Group::Request> send;
 };
 
