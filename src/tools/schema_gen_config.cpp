@@ -5,13 +5,13 @@
 // with the rule of the extension's KindOf (bindings/python/src/module.cpp):
 // a string member named *_dir or *_path is a path, any other a word.
 #include <algorithm>
-#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <type_traits>
 
 #include "cairn/config.hpp"
+#include "config/values.hpp"
 #include "tools/schema_gen.hpp"
 
 namespace cairn::schema_gen {
@@ -58,12 +58,11 @@ const char* AttributeType() {
 }
 
 // "`"a"`, `"b"` or `"c"`": an enumerated key's spellings.
-std::string OneOf(std::initializer_list<const char*> names) {
+template <size_t N>
+std::string OneOf(const char* const (&names)[N]) {
   std::string out;
-  size_t i = 0;
-  for (const char* n : names) {
-    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string("`\"") + n + "\"`";
-    ++i;
+  for (size_t i = 0; i < N; ++i) {
+    out += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string("`\"") + names[i] + "\"`";
   }
   return out;
 }
@@ -83,31 +82,8 @@ std::string KeywordValue(std::string_view member) {
     return "size: bytes (`int`) or a size string (`\"512MiB\"`, `\"4 GiB\"`)";
   } else if constexpr (std::is_same_v<T, uint32_t>) {
     return "file mode: `0o640` or `\"0640\"`";
-  } else if constexpr (std::is_same_v<T, CacheInit>) {
-    return OneOf({
-#define CAIRN_CACHE_INIT(cpp, value, name, c, doc) name,
-#include "cairn/config_enums.def"
-    });
-  } else if constexpr (std::is_same_v<T, DeviceCacheInit>) {
-    return OneOf({
-#define CAIRN_DEVICE_CACHE_INIT(cpp, value, name, c, doc) name,
-#include "cairn/config_enums.def"
-    });
-  } else if constexpr (std::is_same_v<T, ChangeDetection>) {
-    return OneOf({
-#define CAIRN_CHANGE_DETECTION(cpp, value, name, c, doc) name,
-#include "cairn/config_enums.def"
-    });
-  } else if constexpr (std::is_same_v<T, CaptureMode>) {
-    return OneOf({
-#define CAIRN_CAPTURE_MODE(cpp, value, name, c, doc) name,
-#include "cairn/config_enums.def"
-    });
-  } else if constexpr (std::is_same_v<T, WriteProtectMode>) {
-    return OneOf({
-#define CAIRN_WRITE_PROTECT_MODE(cpp, value, name, c, doc) name,
-#include "cairn/config_enums.def"
-    });
+  } else if constexpr (std::is_enum_v<T>) {
+    return OneOf(config_values::EnumKey<T>::kNames);  // config_enums.def
   } else {
     return "a number (`int` or `float`)";
   }
