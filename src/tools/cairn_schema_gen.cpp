@@ -12,11 +12,13 @@
 //   include/cairn/config_keys.def   -> cairn.Client's keywords: its signature
 //                                      and docstring (cairn/_client.py), the
 //                                      table of docs/python.md; _cairn.pyi's Config
+//   (FTI's and VELOC's Fortran types) -> the per-type specifics of the fti and
+//                                      veloc modules (src/compat/*/*.f90)
 //
 // The outputs are checked in. Usage: cairn_schema_gen SOURCE_DIR [--check]
 // writes them (the target cairn_regenerate runs this), or with --check only
 // compares (ctest schema_generated_current) and says which file is stale.
-// In the Markdown files, _client.py and _cairn.pyi only the text between the
+// In the Markdown files, _client.py, _cairn.pyi and the compat modules only the text between the
 // markers is generated (Splice).
 #include <algorithm>
 #include <cinttypes>
@@ -287,5 +289,17 @@ int main(int argc, char** argv) {
                          "include/cairn/config_keys.def: Config", gen::PyiConfig(), check);
   failed += UpdateRegion(root + "/docs/python.md", "include/cairn/config_keys.def",
                          gen::PythonKeywordMarkdown(), check);
+  const std::string fti = root + "/src/compat/fti/fti.f90";
+  const std::string veloc = root + "/src/compat/veloc/veloc.f90";
+  const std::string compat = "schema_gen_compat_fortran.cpp: ";
+  failed += UpdateRegion(fti, compat + "FTI types", gen::FtiTypeDeclarations(), check);
+  failed += UpdateRegion(fti, compat + "FTI_InitType calls", gen::FtiInitTypes(), check);
+  for (const char* generic : {"FTI_Protect", "FTI_Realloc"})
+    failed += UpdateRegion(fti, compat + generic + " interface", gen::FtiInterface(generic), check);
+  failed += UpdateRegion(fti, compat + "FTI_Protect specifics", gen::FtiProtectSpecifics(), check);
+  failed += UpdateRegion(fti, compat + "FTI_Realloc specifics", gen::FtiReallocSpecifics(), check);
+  failed +=
+      UpdateRegion(veloc, compat + "VELOC_Mem_protect interface", gen::VelocInterfaces(), check);
+  failed += UpdateRegion(veloc, compat + "VELOC specifics", gen::VelocSpecifics(), check);
   return failed == 0 ? 0 : 1;
 }

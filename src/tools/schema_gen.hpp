@@ -33,4 +33,16 @@ std::string PythonKeywordMarkdown();
 std::string FortranArrayInterfaces();
 std::string FortranArrays();
 
+// The drop-in APIs' Fortran modules (schema_gen_compat_fortran.cpp): FTI's
+// predefined types, their FTI_InitType calls, the specifics of FTI_Protect
+// and FTI_Realloc and their interface lines (`generic`: FTI_Protect or
+// FTI_Realloc); VELOC_Mem_protect's specifics and interface lines.
+std::string FtiTypeDeclarations();
+std::string FtiInitTypes();
+std::string FtiInterface(const std::string& generic);
+std::string FtiProtectSpecifics();
+std::string FtiReallocSpecifics();
+std::string VelocInterfaces();
+std::string VelocSpecifics();
+
 }  // namespace cairn::schema_gen
