@@ -71,8 +71,8 @@ void Pipeline::ReserveFor(uint64_t bytes) {
 }
 
 void Pipeline::GrowCache(uint64_t bytes) {
-  if (!cache_ || initializer_.GrowFor(bytes) == 0) return;
-  stats_.cache_capacity_bytes = cache_->capacity_bytes();
+  if (!store_.has_cache() || initializer_.GrowFor(bytes) == 0) return;
+  stats_.cache_capacity_bytes = store_.cache().capacity_bytes();
   cv_app_.notify_all();  // a capture waiting for room finds the new chunks
 }
 
@@ -138,10 +138,11 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
     }
     e->blocks[b].chunk = chunk;
     if (node >= 0) {
-      ++(cache_->node_of(static_cast<uint32_t>(chunk)) == node ? stats_.numa_local_chunks : stats_.numa_remote_chunks);
+      ++(store_.cache().node_of(static_cast<uint32_t>(chunk)) == node ? stats_.numa_local_chunks
+                                                                      : stats_.numa_remote_chunks);
     }
     initializer_.NoteCaptureChunk(was_touched, blk.length);
-    uint8_t* dst = cache_->data(static_cast<uint32_t>(chunk));
+    uint8_t* dst = store_.data(static_cast<uint32_t>(chunk));
     add(gpu_source ? batch->gpu : batch->host[was_touched ? 1 : 0], dst);
     batch->blocks.push_back(b);
     batch->to_slot.push_back(false);
@@ -153,7 +154,7 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
 }
 
 void Pipeline::FreeHeld(std::vector<HeldChunk>* held) {
-  for (const HeldChunk& h : *held) cache_->Free(static_cast<uint32_t>(h.chunk));
+  for (const HeldChunk& h : *held) store_.Free(static_cast<uint32_t>(h.chunk));
   if (!held->empty()) cv_app_.notify_all();
   held->clear();
 }
@@ -175,7 +176,7 @@ Pipeline::HeldChunk Pipeline::HoldRoom(const Entry& e, ZeroCopyOrder& order, std
     // spares then.
     const bool drains = device_mover_.DrainsPending();
     if (drains) FreeHeld(spares);
-    const size_t chunks = cache_->chunk_count();
+    const size_t chunks = store_.chunk_count();
     const size_t keep = !drains && order.WantsSpares() ? spare_count_.Keep(chunks) : 0;
     if (!spares->empty() && (order.RedWaiting() || spares->size() > keep)) {
       h = spares->back();
@@ -183,7 +184,7 @@ Pipeline::HeldChunk Pipeline::HoldRoom(const Entry& e, ZeroCopyOrder& order, std
       return h;
     }
     if (DrainRoomAfterTaking(e)) {
-      if (const std::optional<uint32_t> c = TakeChunk(cache_->chunk_bytes(), &h.touched)) {
+      if (const std::optional<uint32_t> c = TakeChunk(store_.cache().chunk_bytes(), &h.touched)) {
         h.chunk = static_cast<int32_t>(*c);
         // Spares first (they went to the last RED pages): RED pages come one
         // after the other when the application writes from one thread.
@@ -196,7 +197,7 @@ Pipeline::HeldChunk Pipeline::HoldRoom(const Entry& e, ZeroCopyOrder& order, std
         continue;
       }
     }
-    if (ReleasePersistHold()) continue;
+    if (store_.ReleaseOldestHold()) continue;
     // With a spare, look for RED pages every kRedPoll; without, wait for room.
     waited = waited || spares->empty();
     WaitAsCaptureBlocked("blocked: cache full", false, spares->empty() ? std::chrono::microseconds(0) : kRedPoll);
@@ -235,7 +236,7 @@ Status Pipeline::RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, c
   // untouched.
   for (const uint32_t k : batch.blocks) {
     BlockState& bs = e->blocks[k];
-    if (bs.chunk >= 0) cache_->Free(static_cast<uint32_t>(bs.chunk));
+    if (bs.chunk >= 0) store_.Free(static_cast<uint32_t>(bs.chunk));
     if (bs.slot >= 0) dcache_->Free(static_cast<uint32_t>(bs.slot));
     bs.chunk = bs.slot = -1;
   }
@@ -264,12 +265,7 @@ void Pipeline::SealBatch(const EntryPtr& e, const CaptureBatch& batch) {
     bs.sealed = true;
     ++e->sealed_blocks;
     ++e->resident_blocks;
-    if (e->failed() || e->consumed) {
-      host_tier_.MarkClean(*e, k);
-    } else {
-      dirty_bytes_ += e->layout.blocks[k].length;
-      checksummer_.Push(e, k);
-    }
+    if (store_.Captured(*e, k)) checksummer_.Push(e, k);
   }
 }
 
@@ -313,7 +309,7 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   e->persist_skipped = persistent_ && kind == format::EntryKind::kCheckpoint && !persist;
   MutexLock lock(&mu_);
   CAIRN_RETURN_IF_ERROR(CheckCapturable(*e));
-  const bool numa_chunks = cache_ && cache_->nodes().partitioned();
+  const bool numa_chunks = store_.has_cache() && store_.cache().nodes().partitioned();
   // What the version stores (change detection reads the sources: without
   // mu_). Nothing else captures meanwhile (capture_mu_).
   lock.Unlock();
@@ -402,7 +398,7 @@ Status Pipeline::CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSourc
     if (held.chunk >= 0) spares.push_back(held);  // not used (no host block came first): kept or freed below
     if (want.empty()) {
       FreeHeld(&spares);
-      if (zc != nullptr) spare_count_.EndEpoch(cache_->chunk_count());
+      if (zc != nullptr) spare_count_.EndEpoch(store_.chunk_count());
       break;
     }
     b += static_cast<uint32_t>(batch.blocks.size());

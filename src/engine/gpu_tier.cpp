@@ -110,43 +110,44 @@ Result<MemoryKind> Pipeline::ClassifyRegion(const void* p, size_t bytes) {
 DeviceMover::Owner Pipeline::DeviceMoverOwner() {
   using TimePoint = DeviceMover::TimePoint;
   return {
-      .try_acquire_chunk = [this](uint32_t write_bytes) CAIRN_REQUIRES(mu_) {
-        // The room held for the persister too: it may be waiting for this
-        // very drain (a device block's checksum comes after it).
-        return TakeChunk(write_bytes);
-      },
-      .free_chunk = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { cache_->Free(chunk); },
-      .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { return cache_->data(chunk); },
+      .try_acquire_chunk =
+          [this](uint32_t write_bytes) CAIRN_REQUIRES(mu_) {
+            // The room held for the persister too: it may be waiting for this
+            // very drain (a device block's checksum comes after it).
+            return TakeChunk(write_bytes);
+          },
+      .free_chunk = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { store_.Free(chunk); },
+      .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { return store_.data(chunk); },
       .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
       .host_registered = [this]() CAIRN_REQUIRES(mu_) { return initializer_.host_registered(); },
-      .use_bandwidth = [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
-      .drained = [this](const EntryPtr& e, uint32_t block, TimePoint t0, TimePoint t1, bool bounced)
-          CAIRN_REQUIRES(mu_) {
-            const uint32_t length = e->layout.blocks[block].length;
-            stats_.device.drain.bytes += length;
-            stats_.device.drain.seconds += SecondsBetween(t0, t1);
-            if (bounced) stats_.device.bounce_bytes += length;
-            if (block + 1 == e->blocks.size()) stats_.device.drain.ops += 1;
-            if (e->failed() || e->consumed) {
-              host_tier_.MarkClean(*e, block);
-            } else {
-              dirty_bytes_ += length;
-              checksummer_.Push(e, block);
-            }
-            tracer_.Span("drain", "device", t0, t1, length, e->name, e->number);
-          },
+      .use_bandwidth =
+          [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
+      .drained =
+          [this](const EntryPtr& e, uint32_t block, TimePoint t0, TimePoint t1, bool bounced)
+              CAIRN_REQUIRES(mu_) {
+                const uint32_t length = e->layout.blocks[block].length;
+                stats_.device.drain.bytes += length;
+                stats_.device.drain.seconds += SecondsBetween(t0, t1);
+                if (bounced) stats_.device.bounce_bytes += length;
+                if (block + 1 == e->blocks.size()) stats_.device.drain.ops += 1;
+                if (store_.Captured(*e, block)) checksummer_.Push(e, block);
+                tracer_.Span("drain", "device", t0, t1, length, e->name, e->number);
+              },
       .fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) { FailEntry(e, s); },
-      .prefetched = [this](const EntryPtr& e, uint64_t bytes, TimePoint t0) CAIRN_REQUIRES(mu_) {
-        stats_.device.prefetch.bytes += bytes;
-        stats_.device.prefetch.ops += 1;
-        stats_.device.prefetch.seconds += SecondsSince(t0);
-        tracer_.Span("device prefetch", "prefetch", t0, std::chrono::steady_clock::now(), bytes, e->name,
-                     e->number);
-      },
-      .walk_popped_steps = [this](const StepJudge& judge) CAIRN_REQUIRES(mu_) {
-        return WalkPoppedSteps(catalog_, config_.prefetch_depth, judge);
-      },
-      .wait_for_slot = [this](const char* span) CAIRN_REQUIRES(mu_) { WaitAsCaptureBlocked(span, /*device=*/true); },
+      .prefetched =
+          [this](const EntryPtr& e, uint64_t bytes, TimePoint t0) CAIRN_REQUIRES(mu_) {
+            stats_.device.prefetch.bytes += bytes;
+            stats_.device.prefetch.ops += 1;
+            stats_.device.prefetch.seconds += SecondsSince(t0);
+            tracer_.Span("device prefetch", "prefetch", t0, std::chrono::steady_clock::now(), bytes,
+                         e->name, e->number);
+          },
+      .walk_popped_steps =
+          [this](const StepJudge& judge) CAIRN_REQUIRES(mu_) {
+            return WalkPoppedSteps(catalog_, config_.prefetch_depth, judge);
+          },
+      .wait_for_slot = [this](const char* span)
+                           CAIRN_REQUIRES(mu_) { WaitAsCaptureBlocked(span, /*device=*/true); },
       .trace_cache = [this]() CAIRN_REQUIRES(mu_) { TraceCache(); },
   };
 }

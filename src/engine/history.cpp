@@ -190,29 +190,32 @@ void Pipeline::RemoveNameDirIfUnused(const std::string& name) {
 Prefetcher::Owner Pipeline::PrefetcherOwner() {
   return {
       .catalog = [this]() CAIRN_REQUIRES(mu_) -> const Catalog& { return catalog_; },
-      .chunk_count = [this]() CAIRN_REQUIRES(mu_) { return cache_->chunk_count(); },
-      .has_room = [this](const Entry& e, size_t missing) CAIRN_REQUIRES(mu_) {
-        return host_tier_.HasRoomFor(e, cache_->free_count(), missing);
-      },
-      .acquire_chunk = [this](const Entry& e, uint32_t write_bytes) CAIRN_REQUIRES(mu_) {
-        // Evicts only clean blocks of older captures than e.
-        return TryAcquireChunk(write_bytes, nullptr, e.seq);
-      },
-      .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { return cache_->data(chunk); },
-      .free_chunk = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { cache_->Free(chunk); },
-      .mark_clean = [this](Entry& e, uint32_t b) CAIRN_REQUIRES(mu_) { host_tier_.MarkClean(e, b); },
+      .chunk_count = [this]() CAIRN_REQUIRES(mu_) { return store_.chunk_count(); },
+      .has_room = [this](const Entry& e, size_t missing)
+                      CAIRN_REQUIRES(mu_) { return store_.HasRoomFor(e, missing); },
+      .acquire_chunk =
+          [this](const Entry& e, uint32_t write_bytes) CAIRN_REQUIRES(mu_) {
+            // Evicts only clean blocks of older captures than e.
+            return TryAcquireChunk(write_bytes, nullptr, e.seq);
+          },
+      .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { return store_.data(chunk); },
+      .free_chunk = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { store_.Free(chunk); },
+      .mark_clean = [this](Entry& e, uint32_t b) CAIRN_REQUIRES(mu_) { store_.MarkClean(e, b); },
       .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
       .tier = [this](format::EntryKind kind) -> tiers::FileTier& { return tier_for(kind); },
-      .use_bandwidth = [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
-      .loaded = [this](const EntryPtr& e, Prefetcher::TimePoint t0) CAIRN_REQUIRES(mu_) {
-        tracer_.Span("prefetch", "prefetch", t0, std::chrono::steady_clock::now(), e->layout.payload_bytes,
-                     e->name, e->number);
-        TraceCache();
-        stats_.prefetch.bytes += e->layout.payload_bytes;
-        stats_.prefetch.ops += 1;
-        stats_.prefetch.seconds += SecondsSince(t0);
-      },
-      .finished = [this] { device_mover_.Wake(); },  // a device step may be ready for host -> device
+      .use_bandwidth =
+          [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
+      .loaded =
+          [this](const EntryPtr& e, Prefetcher::TimePoint t0) CAIRN_REQUIRES(mu_) {
+            tracer_.Span("prefetch", "prefetch", t0, std::chrono::steady_clock::now(),
+                         e->layout.payload_bytes, e->name, e->number);
+            TraceCache();
+            stats_.prefetch.bytes += e->layout.payload_bytes;
+            stats_.prefetch.ops += 1;
+            stats_.prefetch.seconds += SecondsSince(t0);
+          },
+      .finished =
+          [this] { device_mover_.Wake(); },  // a device step may be ready for host -> device
   };
 }
 

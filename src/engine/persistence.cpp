@@ -4,7 +4,7 @@
 // blocks are verified against the CRCs taken at capture before they are
 // written. Its locally written blocks are held in the cache until the
 // persister wrote them too, unless a capture needs the room: then the hold
-// is released (ReleasePersistHold), and if the persister meets an evicted
+// is released (BlockStore::ReleaseOldestHold), and if the persister meets an evicted
 // block it gives the entry up and the mover copies the committed local file
 // instead (reading it back, verified). Either way the version is committed
 // at the persistent tier with fsync of file and directory.
@@ -18,10 +18,8 @@ namespace cairn::core {
 Flusher::Owner Pipeline::PersisterOwner() {
   Flusher::Owner o = FlusherOwner();  // the same cache, pins, directories
   o.tier = [this](format::EntryKind) -> tiers::FileTier& { return *persistent_; };
-  o.block_written = [this](const EntryPtr& e, uint32_t b) CAIRN_REQUIRES(mu_) {
-    // Written locally too: evictable now (a no-op if the hold was released).
-    if (!e->consumed && e->blocks[b].written) host_tier_.MarkClean(*e, b);
-  };
+  o.block_written = [this](const EntryPtr& e, uint32_t b)
+                        CAIRN_REQUIRES(mu_) { store_.WrittenPersistently(*e, b); };
   o.fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) {
     NotePersisted(e, s.WithContext("persistent tier"), {}, 0, nullptr);
   };
@@ -69,35 +67,15 @@ void Pipeline::BeginPersist(const EntryPtr& e) {
     if (!base || !base->persistent_committed) return;
   }
   e->persist_from_cache = true;
-  e->persist_hold = true;
-  persist_holds_.push_back(e);
+  store_.Hold(e);
   persister_.Push(e);
-}
-
-bool Pipeline::ReleasePersistHold() {
-  if (persist_holds_.empty()) return false;
-  EntryPtr e = persist_holds_.front();
-  DropHold(e);
-  ++stats_.persist_holds_released;
-  return true;
-}
-
-void Pipeline::DropHold(const EntryPtr& e) {
-  if (!e->persist_hold) return;
-  e->persist_hold = false;
-  persist_holds_.erase(std::find(persist_holds_.begin(), persist_holds_.end(), e));
-  if (e->consumed) return;  // its chunks went, or go at the last unpin
-  for (uint32_t b = 0; b < e->blocks.size(); ++b) {
-    if (e->blocks[b].written) host_tier_.MarkClean(*e, b);
-  }
-  cv_app_.notify_all();
 }
 
 // After the persister's turn at e, whatever became of it: committed, failed,
 // consumed, or given up (a block it needed was evicted).
 void Pipeline::PersisterDone(const EntryPtr& e) {
   e->persist_from_cache = false;
-  DropHold(e);
+  store_.DropHold(e);
   prefetcher_.Wake();  // its blocks are evictable now
   if (!e->persist_pending) return;  // committed, or failed (booked)
   if (e->consumed || e->failed()) {

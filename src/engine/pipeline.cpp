@@ -44,7 +44,7 @@ Pipeline::Pipeline(const Config& config)
       tracer_(config.trace_path, fs_),
       checksummer_(&mu_, &cv_app_,
                    {.chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) -> const uint8_t* {
-                      return cache_->data(chunk);
+                      return store_.data(chunk);
                     },
                     .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
                     .checksummed =
@@ -55,7 +55,8 @@ Pipeline::Pipeline(const Config& config)
                     .paused = [this]() CAIRN_REQUIRES(mu_) { return capture_copying_; }}),
       flusher_(&mu_, &cv_app_, FlusherOwner()),
       persister_(&mu_, &cv_app_, PersisterOwner(),
-                 {.written = &BlockState::persisted, .started = &Entry::persist_started}, /*verify=*/true),
+                 {.written = &BlockState::persisted, .started = &Entry::persist_started},
+                 /*verify=*/true),
       mover_(&mu_, &cv_app_, &local_, persistent_ ? &*persistent_ : nullptr,
              static_cast<uint32_t>(config.block_bytes), static_cast<size_t>(config.keep_versions),
              MoverOwner()),
@@ -87,8 +88,10 @@ Status Pipeline::Init() {
   CAIRN_RETURN_IF_ERROR(initializer_.Prepare());
   {
     MutexLock lock(&mu_);
-    if (cache_->nodes().partitioned()) {  // host_cache.numa: the threads follow their chunks' nodes
-      const NodeFollower follower(numa_, *cache_);
+    if (store_.cache()
+            .nodes()
+            .partitioned()) {  // host_cache.numa: the threads follow their chunks' nodes
+      const NodeFollower follower(numa_, store_.cache());
       flusher_.FollowNodes(follower);
       persister_.FollowNodes(follower);
       prefetcher_.FollowNodes(follower);
@@ -158,11 +161,8 @@ Status Pipeline::Shutdown() {
   {
     MutexLock lock(&mu_);
     catalog_.ClearEntries();
-    persist_holds_.clear();
-    host_tier_.Clear();
     device_mover_.Clear();
-    cache = std::move(cache_);
-    cache_.reset();
+    cache = store_.Close();
   }
   // Every thread is joined: the cache is ours alone, unpinned and unmapped
   // without the lock (munlock/unregister are system calls).
@@ -189,31 +189,32 @@ void Pipeline::NotifyAll() {
 Flusher::Owner Pipeline::FlusherOwner() {
   return {
       .tier = [this](format::EntryKind kind) -> tiers::FileTier& { return tier_for(kind); },
-      .dir_known = [this](const std::string& dir) CAIRN_REQUIRES(mu_) { return known_dirs_.contains(dir); },
+      .dir_known = [this](const std::string& dir)
+                       CAIRN_REQUIRES(mu_) { return known_dirs_.contains(dir); },
       .dir_made = [this](const std::string& dir) CAIRN_REQUIRES(mu_) { known_dirs_.insert(dir); },
-      .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) -> const uint8_t* { return cache_->data(chunk); },
+      .chunk_data = [this](uint32_t chunk)
+                        CAIRN_REQUIRES(mu_) -> const uint8_t* { return store_.data(chunk); },
       .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
-      .use_bandwidth = [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
-      .block_written = [this](const EntryPtr& e, uint32_t b) CAIRN_REQUIRES(mu_) {
-        dirty_bytes_ -= e->layout.blocks[b].length;
-        if (!e->consumed && !HeldForPersister(*e, b)) host_tier_.MarkClean(*e, b);
-      },
+      .use_bandwidth =
+          [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
+      .block_written = [this](const EntryPtr& e, uint32_t b)
+                           CAIRN_REQUIRES(mu_) { store_.WrittenLocally(*e, b); },
       .fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) { FailEntry(e, s); },
       .skipped = [this]() CAIRN_REQUIRES(mu_) { ++stats_.flushes_skipped; },
       .committed = [this](const EntryPtr& e, std::chrono::steady_clock::time_point t0, double io_s)
-          CAIRN_REQUIRES(mu_) { CommitFlushed(e, t0, io_s); },
+                       CAIRN_REQUIRES(mu_) { CommitFlushed(e, t0, io_s); },
       .flushed = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { FlushDone(e); },
   };
 }
 
 Initializer::Owner Pipeline::InitializerOwner() {
   return {
-      .adopt = [this](HostCache&& cache) CAIRN_REQUIRES(mu_) {
-        cache_.emplace(std::move(cache));
-        host_tier_.Attach(&*cache_);
-        stats_.cache_capacity_bytes = cache_->capacity_bytes();
-      },
-      .cache = [this]() CAIRN_REQUIRES(mu_) -> HostCache& { return *cache_; },
+      .adopt =
+          [this](HostCache&& cache) CAIRN_REQUIRES(mu_) {
+            store_.Adopt(std::move(cache));
+            stats_.cache_capacity_bytes = store_.cache().capacity_bytes();
+          },
+      .cache = [this]() CAIRN_REQUIRES(mu_) -> HostCache& { return store_.cache(); },
       .touched = [this] { prefetcher_.Wake(); },
   };
 }
@@ -283,8 +284,8 @@ void Pipeline::CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_
 }
 
 void Pipeline::TraceCache() {
-  if (!tracer_.enabled() || !cache_) return;
-  tracer_.Counter("host cache", cache_->used_bytes(), dirty_bytes_);
+  if (!tracer_.enabled() || !store_.has_cache()) return;
+  tracer_.Counter("host cache", store_.cache().used_bytes(), store_.dirty_bytes());
 }
 
 // ---------------------------------------------------------------------------
@@ -292,8 +293,7 @@ void Pipeline::TraceCache() {
 
 std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* was_touched, uint64_t below_seq,
                                                   int node) {
-  auto c = host_tier_.TryAcquire([&](HostCache& cache) { return cache.Allocate(was_touched, write_bytes, node); },
-                                 below_seq);
+  auto c = store_.TryAcquire(write_bytes, was_touched, below_seq, node);
   if (c) NoteTouchProgress();  // the writer touches it: the cache may be fully touched now
   return c;
 }
@@ -301,7 +301,7 @@ std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* wa
 std::optional<uint32_t> Pipeline::TakeChunk(uint32_t write_bytes, bool* was_touched, int node) {
   for (;;) {
     if (auto c = TryAcquireChunk(write_bytes, was_touched, UINT64_MAX, node)) return c;
-    if (!ReleasePersistHold()) return std::nullopt;
+    if (!store_.ReleaseOldestHold()) return std::nullopt;
   }
 }
 
@@ -340,22 +340,19 @@ void Pipeline::SetCaptureCopying(bool copying) {
 // before it can write, and so free, anything the capture holds.
 bool Pipeline::DrainRoomAfterTaking(const Entry& capturing) const {
   if (!device_mover_.DrainsPending()) return true;
-  return host_tier_.HasRoomFor(capturing, cache_->free_count(), 2);
+  return store_.HasRoomFor(capturing, 2);
 }
 
 void Pipeline::WaitForDrainRoom(const Entry& capturing) {
   while (!DrainRoomAfterTaking(capturing)) {
-    if (!ReleasePersistHold()) WaitAsCaptureBlocked("blocked: host cache kept for drains");
+    if (!store_.ReleaseOldestHold()) WaitAsCaptureBlocked("blocked: host cache kept for drains");
   }
 }
 
 void Pipeline::ReleaseChunks(Entry& e) {
-  for (uint32_t b = 0; b < e.blocks.size(); ++b) {
-    if (!e.blocks[b].written && e.blocks[b].sealed && e.blocks[b].chunk >= 0 && !e.failed()) {
-      dirty_bytes_ -= e.layout.blocks[b].length;
-    }
-    host_tier_.Drop(e, b);
-    if (dcache_) device_mover_.DropSlot(e, b);
+  store_.Release(e);
+  if (dcache_) {
+    for (uint32_t b = 0; b < e.blocks.size(); ++b) device_mover_.DropSlot(e, b);
   }
   device_mover_.Wake();
   cv_app_.notify_all();
@@ -379,13 +376,7 @@ void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
   if (e->local_error.ok()) e->local_error = s;
   ++stats_.failed_flushes;
   if (unreported_error_.ok()) unreported_error_ = s;
-  // The data stays in the cache (restorable while resident) but can never be
-  // flushed: make its blocks evictable so captures keep making progress.
-  for (uint32_t b = 0; b < e->blocks.size(); ++b) {
-    BlockState& bs = e->blocks[b];
-    if (bs.sealed && bs.chunk >= 0 && !bs.written) dirty_bytes_ -= e->layout.blocks[b].length;
-    if (bs.sealed) host_tier_.MarkClean(*e, b);
-  }
+  store_.Failed(*e);
   cv_app_.notify_all();
   flusher_.Wake();
   persister_.Wake();
@@ -473,7 +464,7 @@ Stats Pipeline::GetStats() const {
   Stats s = stats_;
   s.init = initializer_.stats();
   s.init.restores_now = static_cast<uint64_t>(std::max(initializer_.restores_now(), 0));
-  if (cache_) s.cache_used_bytes = cache_->used_bytes();
+  if (store_.has_cache()) s.cache_used_bytes = store_.cache().used_bytes();
   if (dcache_) {
     s.device.mapped_bytes = dcache_->mapped_bytes();
     s.device.used_bytes = uint64_t{dcache_->used_count()} * dcache_->slot_bytes();
@@ -482,7 +473,7 @@ Stats Pipeline::GetStats() const {
       if (s.device.map_error.empty()) s.device.map_error = dcache_->map_error();
     }
   }
-  s.cache_dirty_bytes = dirty_bytes_;
+  s.cache_dirty_bytes = store_.dirty_bytes();
   if (layering_) s.changes = layering_->stats();
   if (zero_copy_) {
     const ZeroCopyCounters c = zero_copy_->counters();

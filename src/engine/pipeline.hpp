@@ -77,6 +77,7 @@
 #include "capture/layering.hpp"
 #include "capture/zero_copy/spare_count.hpp"
 #include "capture/zero_copy/zero_copy.hpp"
+#include "engine/block_store.hpp"
 #include "engine/catalog.hpp"
 #include "engine/commit_record.hpp"
 #include "engine/entry.hpp"
@@ -402,15 +403,6 @@ class Pipeline {
   Mover::Owner MoverOwner();
   // A checkpoint starts its capture: bound for the persistent tier.
   void BeginPersist(const EntryPtr& e) CAIRN_REQUIRES(mu_);
-  // Whether block b of e must stay in the host cache for the persister.
-  static bool HeldForPersister(const Entry& e, uint32_t b) {
-    return e.persist_hold && !e.blocks[b].persisted;
-  }
-  // Lets the oldest held entry's written blocks go (evictable); false when
-  // nothing is held. The application's room comes first: the persister gives
-  // the entry up if it meets an evicted block, and the mover copies its file.
-  bool ReleasePersistHold() CAIRN_REQUIRES(mu_);
-  void DropHold(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   void PersisterDone(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   void NotePersisted(const EntryPtr& e, const Status& s, std::chrono::steady_clock::time_point t0,
                      double seconds, const char* span) CAIRN_REQUIRES(mu_);
@@ -471,21 +463,21 @@ class Pipeline {
   // own wake-up condition (Worker::Wake).
   std::condition_variable_any cv_app_;
 
-  std::optional<HostCache> cache_ CAIRN_GUARDED_BY(mu_);
   Catalog catalog_ CAIRN_GUARDED_BY(mu_);  // entries and open histories
   std::set<std::string> known_dirs_ CAIRN_GUARDED_BY(mu_);
-  std::deque<EntryPtr> persist_holds_ CAIRN_GUARDED_BY(mu_);  // persist_hold set, oldest first
-  uint64_t dirty_bytes_ CAIRN_GUARDED_BY(mu_) = 0;
   bool closing_ CAIRN_GUARDED_BY(mu_) = false;
   bool capture_copying_ CAIRN_GUARDED_BY(mu_) = false;  // SetCaptureCopying
   bool shut_down_ CAIRN_GUARDED_BY(mu_) = false;
   Status unreported_error_ CAIRN_GUARDED_BY(mu_);
   Stats stats_ CAIRN_GUARDED_BY(mu_);
   CommitRecord commits_ CAIRN_GUARDED_BY(mu_);  // NewestLocalCommit, SetGlobalCommit
-  // The host cache tier's block bookkeeping (tier_cache.hpp): host chunks
-  // whose blocks are written (evictable). The device tier's is the device
+  // The host tier's state: the cache, its chunks' blocks, the dirty bytes,
+  // the persist holds (block_store.hpp). The device tier's is the device
   // mover's.
-  TierCache<HostTier> host_tier_ CAIRN_GUARDED_BY(mu_){&stats_.evictions, &tracer_};
+  BlockStore store_ CAIRN_GUARDED_BY(mu_){
+      {.evictions = &stats_.evictions, .holds_released = &stats_.persist_holds_released},
+      &tracer_,
+      &cv_app_};
 
   // GPU tier. gpu_ is null without a usable driver (gpu_unavailable_ says
   // why); dcache_ is null with device_cache.size = 0 or when it could not be

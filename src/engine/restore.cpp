@@ -73,8 +73,9 @@ Status Pipeline::CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarge
     for (uint32_t b = region.first_block; b < region.first_block + region.block_count; ++b) {
       const auto& blk = e->layout.blocks[b];
       const bool from_slot = e->in_device(b) && (device_target || !e->in_host(b));
-      const void* src = from_slot ? reinterpret_cast<const void*>(dcache_->address(static_cast<uint32_t>(e->blocks[b].slot)))
-                                  : cache_->data(static_cast<uint32_t>(e->blocks[b].chunk));
+      const void* src = from_slot ? reinterpret_cast<const void*>(
+                                        dcache_->address(static_cast<uint32_t>(e->blocks[b].slot)))
+                                  : store_.data(static_cast<uint32_t>(e->blocks[b].chunk));
       *device_hit = *device_hit || from_slot;
       (from_slot || device_target ? gpu : cpu)
           .push_back({.dst = dst + (blk.offset - region.data_offset), .src = src, .bytes = blk.length});

@@ -1,0 +1,92 @@
+// The host tier's state and its transitions (block_store.hpp).
+#include "engine/block_store.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace cairn::core {
+
+BlockStore::BlockStore(Counters counters, Tracer* tracer, std::condition_variable_any* room)
+    : tier_(counters.evictions, tracer), holds_released_(counters.holds_released), room_(room) {}
+
+void BlockStore::Adopt(HostCache&& cache) {
+  cache_.emplace(std::move(cache));
+  tier_.Attach(&*cache_);
+}
+
+std::optional<HostCache> BlockStore::Close() {
+  holds_.clear();
+  tier_.Clear();
+  tier_.Attach(nullptr);
+  std::optional<HostCache> cache = std::move(cache_);
+  cache_.reset();
+  return cache;
+}
+
+std::optional<uint32_t> BlockStore::TryAcquire(uint32_t write_bytes, bool* was_touched,
+                                               uint64_t below_seq, int node) {
+  return tier_.TryAcquire(
+      [&](HostCache& cache) { return cache.Allocate(was_touched, write_bytes, node); }, below_seq);
+}
+
+bool BlockStore::Captured(Entry& e, uint32_t b) {
+  if (e.failed() || e.consumed) {
+    tier_.MarkClean(e, b);
+    return false;
+  }
+  dirty_ += e.layout.blocks[b].length;
+  return true;
+}
+
+void BlockStore::WrittenLocally(Entry& e, uint32_t b) {
+  dirty_ -= e.layout.blocks[b].length;
+  if (!e.consumed && !HeldForPersister(e, b)) tier_.MarkClean(e, b);
+}
+
+void BlockStore::WrittenPersistently(Entry& e, uint32_t b) {
+  // Written locally too: evictable now (a no-op if the hold was released).
+  if (!e.consumed && e.blocks[b].written) tier_.MarkClean(e, b);
+}
+
+void BlockStore::Failed(Entry& e) {
+  for (uint32_t b = 0; b < e.blocks.size(); ++b) {
+    const BlockState& bs = e.blocks[b];
+    if (bs.sealed && bs.chunk >= 0 && !bs.written) dirty_ -= e.layout.blocks[b].length;
+    if (bs.sealed) tier_.MarkClean(e, b);
+  }
+}
+
+void BlockStore::Release(Entry& e) {
+  for (uint32_t b = 0; b < e.blocks.size(); ++b) {
+    const BlockState& bs = e.blocks[b];
+    // A failed entry's blocks stopped counting when it failed (Failed).
+    if (!bs.written && bs.sealed && bs.chunk >= 0 && !e.failed())
+      dirty_ -= e.layout.blocks[b].length;
+    tier_.Drop(e, b);
+  }
+}
+
+void BlockStore::Hold(const EntryPtr& e) {
+  e->persist_hold = true;
+  holds_.push_back(e);
+}
+
+bool BlockStore::ReleaseOldestHold() {
+  if (holds_.empty()) return false;
+  DropHold(EntryPtr(holds_.front()));  // a copy: DropHold erases the front
+  ++*holds_released_;
+  return true;
+}
+
+void BlockStore::DropHold(const EntryPtr& e) {
+  if (!e->persist_hold) return;
+  e->persist_hold = false;
+  holds_.erase(std::find(holds_.begin(), holds_.end(), e));
+  if (e->consumed) return;  // its chunks went, or go at the last unpin
+  for (uint32_t b = 0; b < e->blocks.size(); ++b) {
+    if (e->blocks[b].written) tier_.MarkClean(*e, b);
+  }
+  room_->notify_all();
+}
+
+}  // namespace cairn::core
