@@ -66,6 +66,11 @@ void BlockStore::Release(Entry& e) {
   }
 }
 
+void BlockStore::TraceOccupancy(Tracer& tracer) const {
+  if (!tracer.enabled() || !cache_) return;
+  tracer.Counter("host cache", cache_->used_bytes(), dirty_);
+}
+
 void BlockStore::Hold(const EntryPtr& e) {
   e->persist_hold = true;
   holds_.push_back(e);

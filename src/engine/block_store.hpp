@@ -90,6 +90,8 @@ class BlockStore {
   // e's chunks go (consumed, at its last unpin).
   void Release(Entry& e);
   uint64_t dirty_bytes() const { return dirty_; }
+  // A sample of the cache's occupancy (used and dirty bytes) in the trace.
+  void TraceOccupancy(Tracer& tracer) const;
 
   // Persist holds ---------------------------------------------------------------
   // e's written blocks stay in the cache until the persister wrote them.

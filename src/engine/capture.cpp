@@ -72,7 +72,6 @@ void Pipeline::ReserveFor(uint64_t bytes) {
 
 void Pipeline::GrowCache(uint64_t bytes) {
   if (!store_.has_cache() || initializer_.GrowFor(bytes) == 0) return;
-  stats_.cache_capacity_bytes = store_.cache().capacity_bytes();
   cv_app_.notify_all();  // a capture waiting for room finds the new chunks
 }
 
@@ -247,7 +246,7 @@ Status Pipeline::RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, c
   }
   e->capture_done = true;
   Consume(e);
-  UseBandwidth(-1, Initializer::Mover::kCapture);
+  movers_.Add(MemoryMovers::Kind::kCapture, -1);
   cv_app_.notify_all();
   return copied.WithContext(std::string(e->kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push") +
                             " of '" + e->name + "' " + std::to_string(e->number));

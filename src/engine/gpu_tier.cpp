@@ -116,12 +116,8 @@ DeviceMover::Owner Pipeline::DeviceMoverOwner() {
             // very drain (a device block's checksum comes after it).
             return TakeChunk(write_bytes);
           },
-      .free_chunk = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { store_.Free(chunk); },
-      .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { return store_.data(chunk); },
       .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
       .host_registered = [this]() CAIRN_REQUIRES(mu_) { return initializer_.host_registered(); },
-      .use_bandwidth =
-          [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
       .drained =
           [this](const EntryPtr& e, uint32_t block, TimePoint t0, TimePoint t1, bool bounced)
               CAIRN_REQUIRES(mu_) {
@@ -148,7 +144,6 @@ DeviceMover::Owner Pipeline::DeviceMoverOwner() {
           },
       .wait_for_slot = [this](const char* span)
                            CAIRN_REQUIRES(mu_) { WaitAsCaptureBlocked(span, /*device=*/true); },
-      .trace_cache = [this]() CAIRN_REQUIRES(mu_) { TraceCache(); },
   };
 }
 

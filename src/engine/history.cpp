@@ -190,21 +190,12 @@ void Pipeline::RemoveNameDirIfUnused(const std::string& name) {
 Prefetcher::Owner Pipeline::PrefetcherOwner() {
   return {
       .catalog = [this]() CAIRN_REQUIRES(mu_) -> const Catalog& { return catalog_; },
-      .chunk_count = [this]() CAIRN_REQUIRES(mu_) { return store_.chunk_count(); },
-      .has_room = [this](const Entry& e, size_t missing)
-                      CAIRN_REQUIRES(mu_) { return store_.HasRoomFor(e, missing); },
       .acquire_chunk =
           [this](const Entry& e, uint32_t write_bytes) CAIRN_REQUIRES(mu_) {
             // Evicts only clean blocks of older captures than e.
             return TryAcquireChunk(write_bytes, nullptr, e.seq);
           },
-      .chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { return store_.data(chunk); },
-      .free_chunk = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) { store_.Free(chunk); },
-      .mark_clean = [this](Entry& e, uint32_t b) CAIRN_REQUIRES(mu_) { store_.MarkClean(e, b); },
       .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
-      .tier = [this](format::EntryKind kind) -> tiers::FileTier& { return tier_for(kind); },
-      .use_bandwidth =
-          [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
       .loaded =
           [this](const EntryPtr& e, Prefetcher::TimePoint t0) CAIRN_REQUIRES(mu_) {
             tracer_.Span("prefetch", "prefetch", t0, std::chrono::steady_clock::now(),

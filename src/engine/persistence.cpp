@@ -17,9 +17,6 @@ namespace cairn::core {
 
 Flusher::Owner Pipeline::PersisterOwner() {
   Flusher::Owner o = FlusherOwner();  // the same cache, pins, directories
-  o.tier = [this](format::EntryKind) -> tiers::FileTier& { return *persistent_; };
-  o.block_written = [this](const EntryPtr& e, uint32_t b)
-                        CAIRN_REQUIRES(mu_) { store_.WrittenPersistently(*e, b); };
   o.fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) {
     NotePersisted(e, s.WithContext("persistent tier"), {}, 0, nullptr);
   };

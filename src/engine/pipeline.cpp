@@ -53,16 +53,22 @@ Pipeline::Pipeline(const Config& config)
                           persister_.Wake();
                         },
                     .paused = [this]() CAIRN_REQUIRES(mu_) { return capture_copying_; }}),
-      flusher_(&mu_, &cv_app_, FlusherOwner()),
-      persister_(&mu_, &cv_app_, PersisterOwner(),
-                 {.written = &BlockState::persisted, .started = &Entry::persist_started},
+      flusher_(&mu_, &cv_app_, &store_, &movers_, {.checkpoints = &local_, .steps = &history_},
+               FlusherOwner()),
+      persister_(&mu_, &cv_app_, &store_, &movers_,
+                 {.checkpoints = persistent_ ? &*persistent_ : nullptr}, PersisterOwner(),
+                 {.written = &BlockState::persisted,
+                  .started = &Entry::persist_started,
+                  .wrote = &BlockStore::WrittenPersistently},
                  /*verify=*/true),
       mover_(&mu_, &cv_app_, &local_, persistent_ ? &*persistent_ : nullptr,
              static_cast<uint32_t>(config.block_bytes), static_cast<size_t>(config.keep_versions),
              MoverOwner()),
-      prefetcher_(&mu_, &cv_app_, config_.prefetch_depth, PrefetcherOwner()),
-      device_mover_(&mu_, &cv_app_, &stats_.device.evictions, &tracer_, DeviceMoverOwner()),
-      initializer_(&mu_, &cv_app_, &tracer_, config, InitializerOwner()) {}
+      prefetcher_(&mu_, &cv_app_, config_.prefetch_depth, &store_, &movers_, &history_,
+                  PrefetcherOwner()),
+      device_mover_(&mu_, &cv_app_, &stats_.device.evictions, &tracer_, &store_, &movers_,
+                    DeviceMoverOwner()),
+      initializer_(&mu_, &cv_app_, &tracer_, config, &store_, &movers_, InitializerOwner()) {}
 
 Result<std::unique_ptr<Pipeline>> Pipeline::Start(const Config& config) {
   CAIRN_RETURN_IF_ERROR(config.Validate());
@@ -104,14 +110,13 @@ Status Pipeline::Init() {
                                                        .engine = copier_.get()},
                                          static_cast<uint32_t>(config_.block_bytes));
   if (config_.capture == CaptureMode::kZeroCopy) UseZeroCopyPageSources();
-  auto named = [this](const char* name) { return [this, name] { tracer_.NameThread(name); }; };
-  if (gpu_) device_mover_.Start(named("cairn device mover (device <-> host)"));
-  checksummer_.Start(named("cairn checksummer"));
-  flusher_.Start(named("cairn flusher (cache -> local)"));
-  if (persistent_) persister_.Start(named("cairn persister (cache -> persistent)"));
-  mover_.Start(named("cairn mover (local -> persistent, retention)"));
-  prefetcher_.Start(named("cairn prefetcher (files -> cache)"));
-  initializer_.Start(named("cairn initializer (touch, pin)"));
+  if (gpu_) device_mover_.Start("cairn device mover (device <-> host)", &tracer_);
+  checksummer_.Start("cairn checksummer", &tracer_);
+  flusher_.Start("cairn flusher (cache -> local)", &tracer_);
+  if (persistent_) persister_.Start("cairn persister (cache -> persistent)", &tracer_);
+  mover_.Start("cairn mover (local -> persistent, retention)", &tracer_);
+  prefetcher_.Start("cairn prefetcher (files -> cache)", &tracer_);
+  initializer_.Start("cairn initializer (touch, pin)");
   return Status::Ok();
 }
 
@@ -162,6 +167,8 @@ Status Pipeline::Shutdown() {
     MutexLock lock(&mu_);
     catalog_.ClearEntries();
     device_mover_.Clear();
+    // The stats keep the capacity it had (GetStats asks the cache while open).
+    if (store_.has_cache()) stats_.cache_capacity_bytes = store_.cache().capacity_bytes();
     cache = store_.Close();
   }
   // Every thread is joined: the cache is ours alone, unpinned and unmapped
@@ -188,17 +195,10 @@ void Pipeline::NotifyAll() {
 
 Flusher::Owner Pipeline::FlusherOwner() {
   return {
-      .tier = [this](format::EntryKind kind) -> tiers::FileTier& { return tier_for(kind); },
       .dir_known = [this](const std::string& dir)
                        CAIRN_REQUIRES(mu_) { return known_dirs_.contains(dir); },
       .dir_made = [this](const std::string& dir) CAIRN_REQUIRES(mu_) { known_dirs_.insert(dir); },
-      .chunk_data = [this](uint32_t chunk)
-                        CAIRN_REQUIRES(mu_) -> const uint8_t* { return store_.data(chunk); },
       .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
-      .use_bandwidth =
-          [this](int delta) { UseBandwidth(delta, Initializer::Mover::kBackgroundIo); },
-      .block_written = [this](const EntryPtr& e, uint32_t b)
-                           CAIRN_REQUIRES(mu_) { store_.WrittenLocally(*e, b); },
       .fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) { FailEntry(e, s); },
       .skipped = [this]() CAIRN_REQUIRES(mu_) { ++stats_.flushes_skipped; },
       .committed = [this](const EntryPtr& e, std::chrono::steady_clock::time_point t0, double io_s)
@@ -209,12 +209,6 @@ Flusher::Owner Pipeline::FlusherOwner() {
 
 Initializer::Owner Pipeline::InitializerOwner() {
   return {
-      .adopt =
-          [this](HostCache&& cache) CAIRN_REQUIRES(mu_) {
-            store_.Adopt(std::move(cache));
-            stats_.cache_capacity_bytes = store_.cache().capacity_bytes();
-          },
-      .cache = [this]() CAIRN_REQUIRES(mu_) -> HostCache& { return store_.cache(); },
       .touched = [this] { prefetcher_.Wake(); },
   };
 }
@@ -283,10 +277,7 @@ void Pipeline::CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_
   cv_app_.notify_all();
 }
 
-void Pipeline::TraceCache() {
-  if (!tracer_.enabled() || !store_.has_cache()) return;
-  tracer_.Counter("host cache", store_.cache().used_bytes(), store_.dirty_bytes());
-}
+void Pipeline::TraceCache() { store_.TraceOccupancy(tracer_); }
 
 // ---------------------------------------------------------------------------
 // Chunks
@@ -463,8 +454,12 @@ Stats Pipeline::GetStats() const {
   MutexLock lock(&mu_);
   Stats s = stats_;
   s.init = initializer_.stats();
-  s.init.restores_now = static_cast<uint64_t>(std::max(initializer_.restores_now(), 0));
-  if (store_.has_cache()) s.cache_used_bytes = store_.cache().used_bytes();
+  s.init.restores_now =
+      static_cast<uint64_t>(std::max(movers_.now(MemoryMovers::Kind::kRestore), 0));
+  if (store_.has_cache()) {
+    s.cache_capacity_bytes = store_.cache().capacity_bytes();
+    s.cache_used_bytes = store_.cache().used_bytes();
+  }
   if (dcache_) {
     s.device.mapped_bytes = dcache_->mapped_bytes();
     s.device.used_bytes = uint64_t{dcache_->used_count()} * dcache_->slot_bytes();

@@ -11,7 +11,8 @@
 // Shutdown(); the six stages run on Workers, worker.hpp, each inside its own
 // class: checksummer.hpp, flusher.hpp (flusher and persister), mover.hpp,
 // prefetcher.hpp, device_mover.hpp; the initializer, initializer.hpp, runs
-// its own std::jthread). Pipeline wires them (their Owners) and orders the
+// its own std::jthread). Pipeline wires them (the host tier's state they
+// share, store_, and their Owners) and orders the
 // shutdown; the application-thread paths (capture.cpp, restore.cpp, chain_restore.cpp,
 // history.cpp) stay here because they coordinate all of them:
 //   checksummer  CRC32C of sealed blocks, ahead of the flusher (so checksums
@@ -81,6 +82,7 @@
 #include "engine/catalog.hpp"
 #include "engine/commit_record.hpp"
 #include "engine/entry.hpp"
+#include "engine/memory_movers.hpp"
 #include "engine/stages/checksummer.hpp"
 #include "engine/stages/device_io.hpp"
 #include "engine/stages/device_mover.hpp"
@@ -188,13 +190,10 @@ class Pipeline {
   // meanwhile (Initializer::MustPauseTouching says why). They nest.
   class RestoreWait {
    public:
-    explicit RestoreWait(Pipeline& p) : p_(p) { p_.UseBandwidth(+1, Initializer::Mover::kRestore); }
-    ~RestoreWait() { p_.UseBandwidth(-1, Initializer::Mover::kRestore); }
-    RestoreWait(const RestoreWait&) = delete;
-    RestoreWait& operator=(const RestoreWait&) = delete;
+    explicit RestoreWait(Pipeline& p) : counted_(&p.movers_, MemoryMovers::Kind::kRestore) {}
 
    private:
-    Pipeline& p_;
+    MemoryMovers::Scope counted_;
   };
   // Restores the newest committed version that verifies, trying older ones
   // into the same targets on damage (kCorrupt, kIo); returns its number.
@@ -414,9 +413,6 @@ class Pipeline {
   Initializer::Owner InitializerOwner();
   // A writer took a chunk: the cache may be fully touched now.
   void NoteTouchProgress() CAIRN_REQUIRES(mu_) { initializer_.NoteTouchProgress(); }
-  // A memory mover starts (+1) or ends (-1): touching may pause
-  // (Initializer::UseBandwidth). Atomic counters: no lock needed.
-  void UseBandwidth(int delta, Initializer::Mover mover) { initializer_.UseBandwidth(delta, mover); }
 
   // GPU tier (gpu_tier.cpp).
   Status OpenGpu() CAIRN_EXCLUDES(mu_);  // at Init: runtime, device cache (best effort)
@@ -456,6 +452,7 @@ class Pipeline {
   tiers::FileTier history_;  // same directory, history write options
   std::optional<tiers::FileTier> persistent_;
   Tracer tracer_;  // thread-safe on its own; no-op unless trace.path is set
+  MemoryMovers movers_;  // who moves memory now (atomic; the initializer's touch model reads it)
 
   Mutex capture_mu_;  // serializes captures (see above); before mu_
   mutable Mutex mu_ CAIRN_ACQUIRED_AFTER(capture_mu_);

@@ -29,6 +29,7 @@
 #include <thread>
 #include <utility>
 
+#include "engine/trace.hpp"
 #include "util/mutex.hpp"
 
 namespace cairn::core {
@@ -51,10 +52,10 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Starts the thread; on_start runs first on it (say, to name it).
-  void Start(std::function<void()> on_start) {
-    thread_ = std::jthread([this, on_start = std::move(on_start)](std::stop_token stop) {
-      if (on_start) on_start();
+  // Starts the thread; `name` (if set) names it in the tracer's timeline.
+  void Start(const char* name = nullptr, Tracer* tracer = nullptr) {
+    thread_ = std::jthread([this, name, tracer](std::stop_token stop) {
+      if (name != nullptr && tracer != nullptr) tracer->NameThread(name);
       Loop(stop);
     });
   }

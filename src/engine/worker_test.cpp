@@ -1,10 +1,16 @@
 #include "engine/worker.hpp"
 
+#include <gtest/gtest.h>
+
 #include <condition_variable>
+#include <fstream>
+#include <iterator>
 #include <optional>
+#include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
+#include "os/fs/fs.hpp"
+#include "testing/test_util.hpp"
 
 namespace cairn::core {
 namespace {
@@ -96,21 +102,37 @@ TEST(WorkerTest, StopRunsWhatIsQueuedThenJoins) {
   EXPECT_TRUE(w.Idle());
 }
 
-TEST(WorkerTest, StartHookRunsOnTheWorkerThread) {
+// The `tid` of the trace event that starts with `head`, or -1.
+int TidOf(const std::string& trace, const std::string& head) {
+  const size_t at = trace.find(head);
+  if (at == std::string::npos) return -1;
+  const size_t tid = trace.find("\"tid\":", at);
+  return tid == std::string::npos ? -1 : std::stoi(trace.substr(tid + 6));
+}
+
+TEST(WorkerTest, StartNamesTheWorkerThreadInTheTrace) {
   Owner o;
-  std::thread::id hook_thread;
-  std::thread::id job_thread;
+  test::TempDir dir("worker-trace");
+  const std::string path = dir.path() + "/t.json";
+  Tracer tracer(path, os::FileSystem::Default());
   Worker<int> w(&o.mu, &o.done,
-                {.run = [&](int&) CAIRN_REQUIRES(o.mu) { job_thread = std::this_thread::get_id(); }});
-  w.Start([&] { hook_thread = std::this_thread::get_id(); });
+                {.run = [&](int&) CAIRN_REQUIRES(o.mu) { tracer.Instant("job", "test", 0); }});
+  w.Start("the worker", &tracer);
   {
     MutexLock l(&o.mu);
     w.Push(1);
     o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return w.Idle(); });
   }
   w.Stop();
-  EXPECT_EQ(hook_thread, job_thread);
-  EXPECT_NE(hook_thread, std::this_thread::get_id());
+  tracer.Instant("main", "test", 0);
+  ASSERT_TRUE(tracer.Write().ok());
+  std::ifstream in(path);
+  const std::string trace((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const int named = TidOf(trace, "{\"ph\":\"M\",\"name\":\"thread_name\"");
+  ASSERT_GE(named, 0) << trace;
+  EXPECT_NE(trace.find("\"args\":{\"name\":\"the worker\"}"), std::string::npos) << trace;
+  EXPECT_EQ(TidOf(trace, "{\"ph\":\"i\",\"name\":\"job\""), named) << trace;  // the job's thread
+  EXPECT_NE(TidOf(trace, "{\"ph\":\"i\",\"name\":\"main\""), named) << trace;
 }
 
 TEST(WorkerTest, StopWithoutStartIsHarmless) {

@@ -48,7 +48,8 @@ class Checksummer {
   // done: notified (under *mu) after every block, for waiters on progress.
   Checksummer(Mutex* mu, std::condition_variable_any* done, Owner owner);
 
-  void Start(std::function<void()> on_start) { worker_.Start(std::move(on_start)); }
+  // Starts the thread (`name`: its name in the tracer's timeline).
+  void Start(const char* name = nullptr, Tracer* tracer = nullptr) { worker_.Start(name, tracer); }
   void RequestStop() { worker_.RequestStop(); }
   void Stop() { worker_.Stop(); }  // joins
   void Wake() { worker_.Wake(); }

@@ -9,10 +9,13 @@
 
 namespace cairn::core {
 
-DeviceMover::DeviceMover(Mutex* mu, std::condition_variable_any* done, uint64_t* evictions, Tracer* tracer,
-                         Owner owner)
+DeviceMover::DeviceMover(Mutex* mu, std::condition_variable_any* done, uint64_t* evictions,
+                         Tracer* tracer, BlockStore* store, MemoryMovers* movers, Owner owner)
     : mu_(mu),
       done_(done),
+      store_(store),
+      movers_(movers),
+      tracer_(tracer),
       owner_(std::move(owner)),
       tier_(evictions, tracer),
       worker_(mu, done,
@@ -20,10 +23,11 @@ DeviceMover::DeviceMover(Mutex* mu, std::condition_variable_any* done, uint64_t*
                  mu_->AssertHeld();  // the Worker takes and runs jobs with *mu held
                  return Take();
                },
-               .run = [this](Job& j) {
-                 mu_->AssertHeld();
-                 j.drain ? DrainBlock(j.e, j.block) : Prefetch(j.e);
-               }}) {}
+               .run =
+                   [this](Job& j) {
+                     mu_->AssertHeld();
+                     j.drain ? DrainBlock(j.e, j.block) : Prefetch(j.e);
+                   }}) {}
 
 void DeviceMover::Attach(gpu::DeviceCache* cache, DeviceIo* io) {
   mu_->AssertHeld();
@@ -120,16 +124,16 @@ void DeviceMover::DrainBlock(const EntryPtr& e, uint32_t block) {
   // the entry is consumed, which is checked again below.
   const uint32_t chunk = WaitForChunk(padded);
   if (NothingToDrain(e, block)) {  // it notified the waiters
-    owner_.free_chunk(chunk);
+    store_->Free(chunk);
     return;
   }
   bs.chunk = static_cast<int32_t>(chunk);
   ++e->pins;  // the slot and the chunk stay while we copy
-  uint8_t* dst = owner_.chunk_data(chunk);
+  uint8_t* dst = store_->data(chunk);
   const auto* src = reinterpret_cast<const void*>(cache_->address(static_cast<uint32_t>(bs.slot)));
   const bool registered = owner_.host_registered();
   DeviceIo* io = io_;
-  owner_.use_bandwidth(+1);
+  movers_->Add(MemoryMovers::Kind::kBackgroundIo, +1);
   const auto t0 = std::chrono::steady_clock::now();
   auto t1 = t0;
   Status s;
@@ -138,7 +142,7 @@ void DeviceMover::DrainBlock(const EntryPtr& e, uint32_t block) {
     s = io->Drain(dst, src, length, padded, registered);
     t1 = std::chrono::steady_clock::now();
   }
-  owner_.use_bandwidth(-1);
+  movers_->Add(MemoryMovers::Kind::kBackgroundIo, -1);
   if (!s.ok()) return DrainFailed(e, block, s);
   bs.sealed = true;
   ++e->sealed_blocks;
@@ -146,12 +150,12 @@ void DeviceMover::DrainBlock(const EntryPtr& e, uint32_t block) {
   owner_.drained(e, block, t0, t1, /*bounced=*/!registered);
   tier_.MarkClean(*e, block);  // the host tier has it now
   owner_.unpin(e);
-  owner_.trace_cache();
+  if (tracer_ != nullptr) store_->TraceOccupancy(*tracer_);
 }
 
 void DeviceMover::DrainFailed(const EntryPtr& e, uint32_t block, const Status& s) {
   BlockState& bs = e->blocks[block];
-  owner_.free_chunk(static_cast<uint32_t>(bs.chunk));
+  store_->Free(static_cast<uint32_t>(bs.chunk));
   bs.chunk = -1;
   owner_.unpin(e);
   if (!e->consumed) {
@@ -198,7 +202,7 @@ void DeviceMover::PlanPrefetch(const EntryPtr& e, std::vector<CopySegment>* segm
     bs.slot = static_cast<int32_t>(*slot);
     filled->push_back(b);
     segments->push_back({.dst = reinterpret_cast<void*>(cache_->address(*slot)),
-                         .src = owner_.chunk_data(static_cast<uint32_t>(bs.chunk)),
+                         .src = store_->data(static_cast<uint32_t>(bs.chunk)),
                          .bytes = e->layout.blocks[b].length});
   }
 }

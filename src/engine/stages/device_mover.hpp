@@ -31,13 +31,15 @@
 #include <vector>
 
 #include "cairn/status.hpp"
-#include "engine/stages/device_io.hpp"
+#include "engine/block_store.hpp"
 #include "engine/entry.hpp"
+#include "engine/memory_movers.hpp"
+#include "engine/stages/device_io.hpp"
 #include "engine/step_walk.hpp"
-#include "tiers/tier_cache.hpp"
 #include "engine/trace.hpp"
 #include "engine/worker.hpp"
 #include "tiers/device_cache.hpp"
+#include "tiers/tier_cache.hpp"
 #include "util/mutex.hpp"
 #include "util/thread_annotations.hpp"
 
@@ -49,19 +51,17 @@ class DeviceMover {
 
   // What it needs of its owner; each is called with *mu held.
   struct Owner {
-    // A host-cache chunk for a block of write_bytes (evicting as the host
-    // tier allows), or nullopt: none now (a drain waits on `done`).
+    // A chunk of the store for a block of write_bytes (evicting as the
+    // host tier allows, taking back the room held for the persister), or
+    // nullopt: none now (a drain waits on `done`).
     std::function<std::optional<uint32_t>(uint32_t write_bytes)> try_acquire_chunk;
-    std::function<void(uint32_t chunk)> free_chunk;
-    // The bytes of a chunk (written or read with *mu dropped, while the
-    // chunk's entry is pinned), and the unpin of that pin.
-    std::function<uint8_t*(uint32_t chunk)> chunk_data;
+    // Drops a pin the mover took (its chunks' bytes are written or read with
+    // *mu dropped meanwhile); the owner releases a consumed entry's chunks at
+    // its last pin.
     std::function<void(const EntryPtr&)> unpin;
     // Whether the host cache is page-locked by the driver (a drain copies
     // straight into it; else through a bounce buffer).
     std::function<bool()> host_registered;
-    // A drain starts (+1) or ends (-1): background I/O is moving memory.
-    std::function<void(int delta)> use_bandwidth;
     // Block `block` of e was copied device -> host (t0..t1, through a bounce
     // buffer or not) and is sealed in its chunk: stats, trace, and its host
     // path (queued for its checksum; evictable at once if e failed or was
@@ -76,19 +76,19 @@ class DeviceMover {
     // A capture waits for a slot (`span` says why); the wait is the
     // application's blocking. Returns after one wake-up of `done`.
     std::function<void(const char* span)> wait_for_slot;
-    // A cache-occupancy sample for the trace.
-    std::function<void()> trace_cache;
   };
 
   // done: notified (under *mu) after every job and whenever a slot frees, for
   // captures waiting for room. evictions: the counter each slot eviction adds
-  // one to; tracer (optional): where evictions are traced.
+  // one to; tracer (optional): where evictions are traced. store: the host
+  // tier the drains fill and the device prefetches read.
   DeviceMover(Mutex* mu, std::condition_variable_any* done, uint64_t* evictions, Tracer* tracer,
-              Owner owner);
+              BlockStore* store, MemoryMovers* movers, Owner owner);
 
   // The device cache (null: none) and the copy streams; before Start.
   void Attach(gpu::DeviceCache* cache, DeviceIo* io);
-  void Start(std::function<void()> on_start) { worker_.Start(std::move(on_start)); }
+  // Starts the thread (`name`: its name in the tracer's timeline).
+  void Start(const char* name = nullptr, Tracer* tracer = nullptr) { worker_.Start(name, tracer); }
   void RequestStop() { worker_.RequestStop(); }
   void Stop() { worker_.Stop(); }  // joins
   // A slot, a chunk or a popped step changed, or the cache mapped more: the
@@ -141,6 +141,9 @@ class DeviceMover {
 
   Mutex* const mu_;
   std::condition_variable_any* const done_;
+  BlockStore* const store_ CAIRN_PT_GUARDED_BY(*mu_);
+  MemoryMovers* const movers_;  // counts its block I/O (kBackgroundIo)
+  Tracer* const tracer_;        // optional
   const Owner owner_;
   gpu::DeviceCache* cache_ CAIRN_GUARDED_BY(mu_) = nullptr;
   DeviceIo* io_ CAIRN_GUARDED_BY(mu_) = nullptr;

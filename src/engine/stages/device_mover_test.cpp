@@ -37,12 +37,14 @@ class DeviceMoverTest : public test::FakeCudaTest {
     rt_ = std::move(rt).value();
     io_.emplace(rt_.get(), Status::Ok(), kBlock, 1);
     ASSERT_TRUE(io_->Ensure().ok());
-    chunks_.assign(kChunks, std::vector<uint8_t>(kBlock));
+    Result<HostCache> host =
+        HostCache::Create(uint64_t{kChunks} * kBlock, kBlock, os::MapOptions{});
+    ASSERT_TRUE(host.ok()) << host.status().ToString();
     {
       MutexLock l(&mu_);
-      chunk_used_.assign(kChunks, false);
+      store_.Adopt(std::move(host).value());
     }
-    mover_.emplace(&mu_, &done_, &evictions_, nullptr, Interface());
+    mover_.emplace(&mu_, &done_, &evictions_, nullptr, &store_, &movers_, Interface());
   }
   void TearDown() override {
     {
@@ -55,6 +57,10 @@ class DeviceMoverTest : public test::FakeCudaTest {
     if (mover_) mover_->Stop();
     cache_.reset();  // joins the mapping thread (which may still wake the mover)
     mover_.reset();
+    {
+      MutexLock l(&mu_);
+      store_.Close();
+    }
     io_.reset();
     rt_.reset();
     test::FakeCudaTest::TearDown();
@@ -66,34 +72,28 @@ class DeviceMoverTest : public test::FakeCudaTest {
           ++chunk_asks_;
           done_.notify_all();
           if (!chunks_allowed_) return std::nullopt;
-          for (uint32_t c = 0; c < kChunks; ++c) {
-            if (!chunk_used_[c]) {
-              chunk_used_[c] = true;
-              return c;
-            }
-          }
-          return std::nullopt;
+          return store_.TryAcquire(kBlock, nullptr, /*below_seq=*/0, -1);  // evicts nothing
         },
-        .free_chunk = [this](uint32_t c) CAIRN_REQUIRES(mu_) { chunk_used_.at(c) = false; },
-        .chunk_data = [this](uint32_t c) { return chunks_.at(c).data(); },
         .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { --e->pins, ++unpins_; },
         .host_registered = [] { return false; },  // through the bounce buffer
-        .use_bandwidth = [this](int delta) CAIRN_REQUIRES(mu_) { io_now_ += delta; },
-        .drained = [this](const EntryPtr& e, uint32_t b, DeviceMover::TimePoint t0, DeviceMover::TimePoint t1,
-                          bool bounced) CAIRN_REQUIRES(mu_) {
-          EXPECT_GT(e->pins, 0);  // before the unpin
-          EXPECT_LE(t0, t1);
-          EXPECT_TRUE(bounced);
-          drained_.emplace_back(e->number, b);
-        },
-        .fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) {
-          e->local_error = s;
-          fails_.push_back(s);
-        },
-        .prefetched = [this](const EntryPtr& e, uint64_t bytes, DeviceMover::TimePoint) CAIRN_REQUIRES(mu_) {
-          prefetched_.push_back(e->number);
-          prefetched_bytes_ += bytes;
-        },
+        .drained =
+            [this](const EntryPtr& e, uint32_t b, DeviceMover::TimePoint t0,
+                   DeviceMover::TimePoint t1, bool bounced) CAIRN_REQUIRES(mu_) {
+              EXPECT_GT(e->pins, 0);  // before the unpin
+              EXPECT_LE(t0, t1);
+              EXPECT_TRUE(bounced);
+              drained_.emplace_back(e->number, b);
+            },
+        .fail =
+            [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) {
+              e->local_error = s;
+              fails_.push_back(s);
+            },
+        .prefetched =
+            [this](const EntryPtr& e, uint64_t bytes, DeviceMover::TimePoint) CAIRN_REQUIRES(mu_) {
+              prefetched_.push_back(e->number);
+              prefetched_bytes_ += bytes;
+            },
         // A popped history: `steps_`, highest first, without a depth limit.
         .walk_popped_steps = [this](const StepJudge& judge) CAIRN_REQUIRES(mu_) -> EntryPtr {
           for (const EntryPtr& e : steps_) {
@@ -103,12 +103,12 @@ class DeviceMoverTest : public test::FakeCudaTest {
           }
           return nullptr;
         },
-        .wait_for_slot = [this](const char* span) CAIRN_REQUIRES(mu_) {
-          slot_waits_.emplace_back(span);
-          done_.notify_all();
-          done_.wait(mu_);
-        },
-        .trace_cache = [] {},
+        .wait_for_slot =
+            [this](const char* span) CAIRN_REQUIRES(mu_) {
+              slot_waits_.emplace_back(span);
+              done_.notify_all();
+              done_.wait(mu_);
+            },
     };
   }
 
@@ -180,7 +180,7 @@ class DeviceMoverTest : public test::FakeCudaTest {
       auto c = Interface().try_acquire_chunk(kBlock);
       ASSERT_TRUE(c.has_value());
       const std::vector<uint8_t> data = Pattern(*e, b);
-      std::copy(data.begin(), data.end(), chunks_[*c].begin());
+      std::copy(data.begin(), data.end(), store_.data(*c));
       BlockState& bs = e->blocks[b];
       bs.chunk = static_cast<int32_t>(*c);
       bs.sealed = bs.written = bs.crc_ready = true;
@@ -216,14 +216,16 @@ class DeviceMoverTest : public test::FakeCudaTest {
   std::unique_ptr<gpu::Runtime> rt_;
   std::optional<DeviceIo> io_;
   std::unique_ptr<gpu::DeviceCache> cache_;
-  std::vector<std::vector<uint8_t>> chunks_;  // the fake host cache
-  std::vector<bool> chunk_used_ CAIRN_GUARDED_BY(mu_);
+  uint64_t holds_released_ = 0;
+  // The host tier: kChunks chunks.
+  BlockStore store_ CAIRN_GUARDED_BY(mu_){
+      {.evictions = &evictions_, .holds_released = &holds_released_}, nullptr, &done_};
   bool chunks_allowed_ CAIRN_GUARDED_BY(mu_) = true;
   int chunk_asks_ CAIRN_GUARDED_BY(mu_) = 0;
   bool mapping_released_ CAIRN_GUARDED_BY(mu_) = false;
   int progress_calls_ CAIRN_GUARDED_BY(mu_) = 0;
   int unpins_ CAIRN_GUARDED_BY(mu_) = 0;
-  int io_now_ CAIRN_GUARDED_BY(mu_) = 0;
+  MemoryMovers movers_;     // the drains count as background I/O
   uint64_t evictions_ = 0;  // written by the mover under mu_
   std::vector<std::pair<int64_t, uint32_t>> drained_ CAIRN_GUARDED_BY(mu_);  // (number, block), in order
   std::vector<Status> fails_ CAIRN_GUARDED_BY(mu_);
@@ -249,7 +251,7 @@ TEST_F(DeviceMoverTest, DrainsInCaptureOrderIntoHostChunks) {
   const std::vector<std::pair<int64_t, uint32_t>> fifo{{1, 0}, {1, 1}, {1, 2}, {2, 0}, {2, 1}};
   EXPECT_EQ(drained_, fifo);
   EXPECT_EQ(unpins_, 5);
-  EXPECT_EQ(io_now_, 0);
+  EXPECT_EQ(movers_.now(MemoryMovers::Kind::kBackgroundIo), 0);
   for (const EntryPtr& e : {a, b}) {
     EXPECT_EQ(e->pins, 0);
     EXPECT_EQ(e->resident_blocks, e->blocks.size());
@@ -259,11 +261,12 @@ TEST_F(DeviceMoverTest, DrainsInCaptureOrderIntoHostChunks) {
       ASSERT_TRUE(e->in_host(k) && e->in_device(k)) << e->number << "/" << k;
       EXPECT_TRUE(bs.dclean);  // the slot is evictable now
       const std::vector<uint8_t> want = Pattern(*e, k);
-      const auto& chunk = chunks_[static_cast<uint32_t>(bs.chunk)];
-      EXPECT_TRUE(std::equal(want.begin(), want.end(), chunk.begin())) << e->number << "/" << k;
+      const uint8_t* chunk = store_.data(static_cast<uint32_t>(bs.chunk));
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), chunk)) << e->number << "/" << k;
       // The tail up to the next 4 KiB is zeroed (direct I/O writes it).
       const size_t padded = format::AlignUp(want.size());
-      EXPECT_TRUE(std::all_of(chunk.begin() + want.size(), chunk.begin() + padded, [](uint8_t c) { return c == 0; }));
+      EXPECT_TRUE(
+          std::all_of(chunk + want.size(), chunk + padded, [](uint8_t c) { return c == 0; }));
     }
   }
 }
@@ -315,7 +318,7 @@ TEST_F(DeviceMoverTest, ADrainFailureFailsTheEntryAndKeepsItsSlotRestorable) {
   EXPECT_TRUE(drained_.empty());
   EXPECT_EQ(a->pins, 0);
   EXPECT_LT(a->blocks[0].chunk, 0);  // the chunk went back
-  EXPECT_TRUE(std::none_of(chunk_used_.begin(), chunk_used_.end(), [](bool u) { return u; }));
+  EXPECT_EQ(store_.cache().free_count(), kChunks);
   EXPECT_TRUE(a->in_device(0));  // still restorable from the device
   EXPECT_TRUE(a->blocks[0].dclean);  // but evictable: it can never be flushed
   ASSERT_TRUE(mover_->TryAcquireSlot().has_value());  // the free one

@@ -20,9 +20,13 @@ auto Timed(double* io_seconds, Fn&& fn) {
 
 }  // namespace
 
-Flusher::Flusher(Mutex* mu, std::condition_variable_any* done, Owner owner, Marks marks, bool verify)
+Flusher::Flusher(Mutex* mu, std::condition_variable_any* done, BlockStore* store,
+                 MemoryMovers* movers, FlushTiers tiers, Owner owner, Marks marks, bool verify)
     : mu_(mu),
       done_(done),
+      store_(store),
+      movers_(movers),
+      tiers_(tiers),
       owner_(std::move(owner)),
       marks_(marks),
       verify_(verify),
@@ -47,7 +51,7 @@ void Flusher::FailFlush(const EntryPtr& e, const Status& s, const char* what) {
 
 Status Flusher::OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter>* writer,
                            double* io_seconds) {
-  tiers::FileTier& tier = owner_.tier(e->kind);
+  tiers::FileTier& tier = tiers_.For(e->kind);
   const std::string dir = tier.NameDir(e->name);
   const bool need_dir = !owner_.dir_known(dir);
   Status s;
@@ -96,9 +100,9 @@ std::optional<uint32_t> Flusher::WaitForReadyBlock(const Entry& e, uint32_t lowe
 Status Flusher::WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& writer, double* io_seconds) {
   BlockState& bs = e->blocks[b];
   ++e->pins;
-  const uint8_t* data = owner_.chunk_data(static_cast<uint32_t>(bs.chunk));
+  const uint8_t* data = store_->data(static_cast<uint32_t>(bs.chunk));
   const uint32_t crc = bs.crc;
-  owner_.use_bandwidth(+1);
+  movers_->Add(MemoryMovers::Kind::kBackgroundIo, +1);
   const uint32_t length = e->layout.blocks[b].length;
   Status s;
   {
@@ -111,13 +115,13 @@ Status Flusher::WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& wr
       s = Timed(io_seconds, [&] { return writer.WriteBlock(b, data, crc); });
     }
   }
-  owner_.use_bandwidth(-1);
+  movers_->Add(MemoryMovers::Kind::kBackgroundIo, -1);
   if (s.ok()) {
     // Before the unpin: if a pop consumed the entry meanwhile, the last
     // unpin releases the chunks and must see this block as written (not
     // dirty).
     Written(*e, b) = true;
-    owner_.block_written(e, b);
+    (store_->*marks_.wrote)(*e, b);
   }
   owner_.unpin(e);
   return s;
@@ -161,7 +165,7 @@ void Flusher::WritePlacement(const EntryPtr& e, const format::FileWriter& writer
   if (e->kind != format::EntryKind::kCheckpoint || !e->placement) return;
   format::Placement p = *e->placement;
   p.data_created_ns = writer.info().created_unix_ns;
-  tiers::FileTier& tier = owner_.tier(e->kind);
+  tiers::FileTier& tier = tiers_.For(e->kind);
   MutexUnlock unlocked(mu_);  // a small file: temp + rename
   (void)format::WritePlacement(tier.fs(), format::PlacementPath(tier.dir(), e->name, e->number), p);
 }

@@ -12,10 +12,12 @@
 // and then it gives the entry up (nothing booked) and its owner copies the
 // local file instead.
 //
-// It owns its Worker (queue, thread) and its writer; the entries, the chunk
-// memory, the cache bookkeeping, the stats and what follows a commit belong
-// to its owner (the pipeline), reached through the narrow Owner interface
-// below, so a test drives it with a fake cache over a temp dir or a FaultFs.
+// It owns its Worker (queue, thread) and its writer. The chunks it writes
+// from and their bookkeeping are the BlockStore's (block_store.hpp): a
+// written block goes through the store's transition for its tier (Marks).
+// The entries, the stats and what follows a commit belong to its owner (the
+// pipeline), reached through the narrow Owner interface below, so a test
+// drives it with a small store over a temp dir or a FaultFs.
 //
 // Locking: it shares its owner's mutex (*mu), which guards the entries'
 // fields and the queue. Every lock-held step below requires *mu and drops it
@@ -33,8 +35,10 @@
 #include <string>
 
 #include "cairn/status.hpp"
-#include "engine/node_follower.hpp"
+#include "engine/block_store.hpp"
 #include "engine/entry.hpp"
+#include "engine/memory_movers.hpp"
+#include "engine/node_follower.hpp"
 #include "engine/worker.hpp"
 #include "format/file_writer.hpp"
 #include "tiers/file_tier.hpp"
@@ -44,10 +48,21 @@
 namespace cairn::core {
 
 // Which of an entry's flags a flusher keeps: a block is in its file, the
-// entry's file was opened. The defaults are the local tier's.
+// entry's file was opened; and the store's transition for a block written
+// (called before the unpin). The defaults are the local tier's.
+// The file tier a flusher writes each kind of entry to.
+struct FlushTiers {
+  tiers::FileTier* checkpoints = nullptr;
+  tiers::FileTier* steps = nullptr;  // history steps
+  tiers::FileTier& For(format::EntryKind kind) const {
+    return *(kind == format::EntryKind::kCheckpoint ? checkpoints : steps);
+  }
+};
+
 struct FlushMarks {
   bool BlockState::*written = &BlockState::written;
   bool Entry::*started = &Entry::flush_started;
+  void (BlockStore::*wrote)(Entry& e, uint32_t b) = &BlockStore::WrittenLocally;
 };
 
 class Flusher {
@@ -57,20 +72,13 @@ class Flusher {
 
   // What it needs of its owner; each is called with *mu held.
   struct Owner {
-    // The file tier an entry of this kind is written to.
-    std::function<tiers::FileTier&(format::EntryKind)> tier;
     // Whether a name directory is known to exist, and that it now does.
     std::function<bool(const std::string& dir)> dir_known;
     std::function<void(const std::string& dir)> dir_made;
-    // The bytes of a host-cache chunk (read with *mu dropped, while the
-    // chunk's entry is pinned), and the unpin of that pin.
-    std::function<const uint8_t*(uint32_t chunk)> chunk_data;
+    // Drops the pin a block write took (its chunk is read with *mu
+    // dropped meanwhile); the owner releases a consumed entry's chunks at
+    // its last pin.
     std::function<void(const EntryPtr&)> unpin;
-    // A block write starts (+1) or ends (-1): background I/O is moving memory.
-    std::function<void(int delta)> use_bandwidth;
-    // Block b of e is in its file (called before the unpin): no longer dirty,
-    // evictable unless consumed.
-    std::function<void(const EntryPtr&, uint32_t b)> block_written;
     // The flush of a live entry failed (s names the step, entry and version).
     std::function<void(const EntryPtr&, const Status& s)> fail;
     // An entry consumed before its file was committed: not written.
@@ -86,13 +94,15 @@ class Flusher {
   // and fail the write (kCorrupt) if the chunk no longer matches the CRC
   // taken at capture (the persister: what reaches the persistent tier
   // matches what the application handed over).
-  Flusher(Mutex* mu, std::condition_variable_any* done, Owner owner, Marks marks = {},
-          bool verify = false);
+  // store: the host tier whose chunks it writes; tiers: where to.
+  Flusher(Mutex* mu, std::condition_variable_any* done, BlockStore* store, MemoryMovers* movers,
+          FlushTiers tiers, Owner owner, Marks marks = {}, bool verify = false);
 
   // Before Start: the thread moves near each chunk it works on
   // (host_cache.numa; node_follower.hpp).
   void FollowNodes(NodeFollower follower) { follower_ = std::move(follower); }
-  void Start(std::function<void()> on_start) { worker_.Start(std::move(on_start)); }
+  // Starts the thread (`name`: its name in the tracer's timeline).
+  void Start(const char* name = nullptr, Tracer* tracer = nullptr) { worker_.Start(name, tracer); }
   void RequestStop() { worker_.RequestStop(); }
   void Stop() { worker_.Stop(); }  // joins
   // A checksum is ready, an entry was consumed or failed: a flush waiting
@@ -135,6 +145,9 @@ class Flusher {
 
   Mutex* const mu_;
   std::condition_variable_any* const done_;
+  BlockStore* const store_ CAIRN_PT_GUARDED_BY(*mu_);
+  MemoryMovers* const movers_;  // counts its block I/O (kBackgroundIo)
+  const FlushTiers tiers_;
   const Owner owner_;
   NodeFollower follower_;  // used by the worker's thread only
   const Marks marks_;

@@ -1,20 +1,23 @@
-// The Flusher driven without a pipeline: a fake owner holds the chunk memory
-// and books what the flusher reports; files go to a temp dir through a
-// FaultFs.
+// The Flusher driven without a pipeline: a fake owner holds a small
+// BlockStore and books what the flusher reports; files go to a temp dir
+// through a FaultFs.
 #include "engine/stages/flusher.hpp"
+
+#include <gtest/gtest.h>
 
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "format/file_reader.hpp"
 #include "testing/fs/fault_fs.hpp"
+#include "testing/store_owner.hpp"
 #include "testing/test_util.hpp"
 #include "util/crc32c.hpp"
 
@@ -23,50 +26,66 @@ namespace {
 
 constexpr uint32_t kBlock = 4096;
 
-struct FakeOwner {
+struct FakeOwner : test::StoreOwner {
   test::TempDir tmp{"flusher"};
   test::FaultFs fs;
-  tiers::FileTier tier{Level::kLocal, tmp.path(), &fs, {.direct = false, .fsync = false, .mode = 0600}};
-  Mutex mu;
-  std::condition_variable_any done;
-  std::vector<std::vector<uint8_t>> chunks;
+  tiers::FileTier tier{
+      Level::kLocal, tmp.path(), &fs, {.direct = false, .fsync = false, .mode = 0600}};
   std::set<std::string> dirs CAIRN_GUARDED_BY(mu);
   int dirs_made CAIRN_GUARDED_BY(mu) = 0;
   bool opening CAIRN_GUARDED_BY(mu) = false;  // a flush asked about its directory
   int unpins CAIRN_GUARDED_BY(mu) = 0;
-  int io_now CAIRN_GUARDED_BY(mu) = 0, io_max CAIRN_GUARDED_BY(mu) = 0;
-  std::vector<uint32_t> written CAIRN_GUARDED_BY(mu);  // blocks, in write order
+  MemoryMovers movers;  // the block writes count as background I/O
+  // What the unpins saw: every block write's transition came first.
+  bool marked_before_unpin CAIRN_GUARDED_BY(mu) = true;
+  FlushMarks marks;  // the flusher's (a persister's differ)
   std::vector<Status> fails CAIRN_GUARDED_BY(mu);
   int skipped CAIRN_GUARDED_BY(mu) = 0;
   int committed CAIRN_GUARDED_BY(mu) = 0;
   int flushed CAIRN_GUARDED_BY(mu) = 0;
+  std::map<const Entry*, int> entry_unpins CAIRN_GUARDED_BY(mu);
+
+  explicit FakeOwner(FlushMarks m = {}) : StoreOwner(16, kBlock), marks(m) {}
+
+  // Blocks of e with the flusher's written mark.
+  int Marked(const Entry& e) const {
+    int n = 0;
+    for (const BlockState& bs : e.blocks) n += bs.*marks.written ? 1 : 0;
+    return n;
+  }
+  uint8_t* Chunk(const Entry& e, uint32_t b) CAIRN_REQUIRES(mu) {
+    return store.data(static_cast<uint32_t>(e.blocks[b].chunk));
+  }
 
   Flusher::Owner Interface() {
     return {
-        .tier = [this](format::EntryKind) -> tiers::FileTier& { return tier; },
-        .dir_known = [this](const std::string& d) CAIRN_REQUIRES(mu) {
-          opening = true;
-          done.notify_all();
-          return dirs.contains(d);
-        },
-        .dir_made = [this](const std::string& d) CAIRN_REQUIRES(mu) { dirs.insert(d), ++dirs_made; },
-        .chunk_data = [this](uint32_t c) -> const uint8_t* { return chunks.at(c).data(); },
-        .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu) { --e->pins, ++unpins; },
-        .use_bandwidth = [this](int d) CAIRN_REQUIRES(mu) { io_max = std::max(io_max, io_now += d); },
-        .block_written = [this](const EntryPtr& e, uint32_t b) CAIRN_REQUIRES(mu) {
-          EXPECT_GT(e->pins, 0);  // before the unpin
-          written.push_back(b);
-        },
-        .fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu) {
-          e->local_error = s;
-          fails.push_back(s);
-        },
+        .dir_known =
+            [this](const std::string& d) CAIRN_REQUIRES(mu) {
+              opening = true;
+              done.notify_all();
+              return dirs.contains(d);
+            },
+        .dir_made = [this](const std::string& d)
+                        CAIRN_REQUIRES(mu) { dirs.insert(d), ++dirs_made; },
+        .unpin =
+            [this](const EntryPtr& e) CAIRN_REQUIRES(mu) {
+              // One pin per block write, unpinned after the block is marked.
+              ++entry_unpins[e.get()];
+              marked_before_unpin = marked_before_unpin && Marked(*e) >= entry_unpins[e.get()];
+              --e->pins, ++unpins;
+            },
+        .fail =
+            [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu) {
+              e->local_error = s;
+              fails.push_back(s);
+            },
         .skipped = [this]() CAIRN_REQUIRES(mu) { ++skipped; },
-        .committed = [this](const EntryPtr& e, Flusher::TimePoint, double io_s) CAIRN_REQUIRES(mu) {
-          EXPECT_GE(io_s, 0.0);
-          e->local_committed = true;
-          ++committed;
-        },
+        .committed =
+            [this](const EntryPtr& e, Flusher::TimePoint, double io_s) CAIRN_REQUIRES(mu) {
+              EXPECT_GE(io_s, 0.0);
+              e->local_committed = true;
+              ++committed;
+            },
         .flushed = [this](const EntryPtr&) CAIRN_REQUIRES(mu) { ++flushed; },
     };
   }
@@ -80,13 +99,19 @@ struct FakeOwner {
     e->number = number;
     e->layout = format::Layout::Make({{.id = 1, .memory = MemoryKind::kHost, .bytes = bytes}}, kBlock);
     e->blocks.resize(e->layout.blocks.size());
+    MutexLock l(&mu);
     for (uint32_t b = 0; b < e->blocks.size(); ++b) {
       const uint32_t len = e->layout.blocks[b].length;
-      chunks.push_back(test::SplitMixPattern(kBlock, number, b));
+      const std::optional<uint32_t> chunk = store.TryAcquire(kBlock, nullptr, 0, -1);
+      EXPECT_TRUE(chunk.has_value());
+      if (!chunk) break;
+      const std::vector<uint8_t> data = test::SplitMixPattern(kBlock, number, b);
+      std::copy(data.begin(), data.end(), store.data(*chunk));
       BlockState& bs = e->blocks[b];
-      bs.chunk = static_cast<int32_t>(chunks.size() - 1);
+      bs.chunk = static_cast<int32_t>(*chunk);
       bs.sealed = true;
-      bs.crc = crc32c::Value(chunks.back().data(), len);
+      bs.crc = crc32c::Value(data.data(), len);
+      EXPECT_TRUE(store.Captured(*e, b));  // dirty until written
     }
     e->capture_done = true;
     return e;
@@ -121,7 +146,8 @@ class FlusherTest : public ::testing::Test {
     f.Start(nullptr);
   }
   FakeOwner o;
-  Flusher f{&o.mu, &o.done, o.Interface()};
+  Flusher f{&o.mu,        &o.done, &o.store, &o.movers, {.checkpoints = &o.tier, .steps = &o.tier},
+            o.Interface()};
 };
 
 TEST_F(FlusherTest, WritesBlocksAsTheirChecksumsBecomeReadyThenCommits) {
@@ -132,6 +158,9 @@ TEST_F(FlusherTest, WritesBlocksAsTheirChecksumsBecomeReadyThenCommits) {
     o.Ready(f, e, 2);  // the last block first (a device block drained late, say)
     o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return e->blocks[2].written; });
     EXPECT_FALSE(e->blocks[0].written);  // not ready: not written
+    EXPECT_FALSE(e->blocks[1].written);
+    EXPECT_TRUE(e->blocks[2].clean);   // written: evictable
+    EXPECT_FALSE(e->blocks[0].clean);  // dirty
     EXPECT_EQ(o.committed, 0);
     o.Ready(f, e, 0);
     o.Ready(f, e, 1);
@@ -139,15 +168,16 @@ TEST_F(FlusherTest, WritesBlocksAsTheirChecksumsBecomeReadyThenCommits) {
   o.WaitIdle(f);
   {
     MutexLock l(&o.mu);
-    EXPECT_EQ(o.written, (std::vector<uint32_t>{2, 0, 1}));
+    for (uint32_t b = 0; b < 3; ++b) EXPECT_TRUE(e->blocks[b].written && e->blocks[b].clean) << b;
+    EXPECT_EQ(o.store.dirty_bytes(), 0u);
+    EXPECT_TRUE(o.marked_before_unpin);
     EXPECT_EQ(o.committed, 1);
     EXPECT_EQ(o.flushed, 1);
     EXPECT_TRUE(o.fails.empty());
     EXPECT_EQ(o.dirs_made, 1);
     EXPECT_EQ(o.unpins, 3);
     EXPECT_EQ(e->pins, 0);
-    EXPECT_EQ(o.io_now, 0);
-    EXPECT_EQ(o.io_max, 1);
+    EXPECT_EQ(o.movers.now(MemoryMovers::Kind::kBackgroundIo), 0);
   }
   // The committed file holds every block, verified against its CRCs.
   auto r = format::FileReader::Open(&o.fs, o.Path(e));
@@ -156,7 +186,8 @@ TEST_F(FlusherTest, WritesBlocksAsTheirChecksumsBecomeReadyThenCommits) {
   for (uint32_t b = 0; b < 3; ++b) {
     std::vector<uint8_t> got(e->layout.blocks[b].length);
     ASSERT_TRUE((*r)->ReadBlock(b, got.data()).ok()) << b;
-    EXPECT_TRUE(std::equal(got.begin(), got.end(), o.chunks[b].begin())) << b;
+    MutexLock l(&o.mu);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), o.Chunk(*e, b))) << b;
   }
   EXPECT_EQ(o.FilesIn(e), 1u);  // no temp file left
 }
@@ -228,7 +259,7 @@ TEST_F(FlusherTest, AWriteErrorFailsTheEntryAndNamesIt) {
   EXPECT_NE(o.fails[0].message().find("flush of 'ckpt' 7"), std::string::npos) << o.fails[0].ToString();
   EXPECT_EQ(o.committed, 0);
   EXPECT_EQ(e->pins, 0);
-  EXPECT_EQ(o.io_now, 0);
+  EXPECT_EQ(o.movers.now(MemoryMovers::Kind::kBackgroundIo), 0);
   EXPECT_EQ(o.FilesIn(e), 0u);  // aborted: no temp file, no final file
 }
 
@@ -256,10 +287,14 @@ class PersisterTest : public ::testing::Test {
     ASSERT_FALSE(o.tmp.path().empty());
     f.Start(nullptr);
   }
-  FakeOwner o;
-  Flusher f{&o.mu, &o.done, o.Interface(),
-            FlushMarks{.written = &BlockState::persisted, .started = &Entry::persist_started},
-            /*verify=*/true};
+  static constexpr FlushMarks kMarks{.written = &BlockState::persisted,
+                                     .started = &Entry::persist_started,
+                                     .wrote = &BlockStore::WrittenPersistently};
+  FakeOwner o{kMarks};
+  Flusher f{
+      &o.mu,          &o.done, &o.store, &o.movers, {.checkpoints = &o.tier, .steps = &o.tier},
+      o.Interface(),  kMarks,
+      /*verify=*/true};
 };
 
 TEST_F(PersisterTest, KeepsItsOwnMarksApartFromTheLocalFlushers) {
@@ -273,9 +308,11 @@ TEST_F(PersisterTest, KeepsItsOwnMarksApartFromTheLocalFlushers) {
   }
   o.WaitIdle(f);
   MutexLock l(&o.mu);
-  EXPECT_EQ(o.written, (std::vector<uint32_t>{0, 1}));  // block 0 too: its own mark
-  EXPECT_TRUE(e->blocks[0].persisted && e->blocks[1].persisted);
+  EXPECT_TRUE(e->blocks[0].persisted && e->blocks[1].persisted);  // block 0 too: its own mark
   EXPECT_FALSE(e->blocks[1].written);
+  EXPECT_TRUE(e->blocks[0].clean);   // in both files: evictable
+  EXPECT_FALSE(e->blocks[1].clean);  // not yet in the local file
+  EXPECT_TRUE(o.marked_before_unpin);
   EXPECT_TRUE(e->persist_started);
   EXPECT_FALSE(e->flush_started);
   EXPECT_EQ(o.committed, 1);
@@ -291,7 +328,8 @@ TEST_F(PersisterTest, GivesAnEntryUpAtABlockThatLeftTheCache) {
   }
   o.WaitIdle(f);
   MutexLock l(&o.mu);
-  EXPECT_EQ(o.written, (std::vector<uint32_t>{0}));
+  EXPECT_TRUE(e->blocks[0].persisted);  // written, then the persister met block 1
+  EXPECT_FALSE(e->blocks[1].persisted || e->blocks[2].persisted);
   EXPECT_EQ(o.committed, 0);
   EXPECT_TRUE(o.fails.empty());  // nothing booked: its owner copies the file
   EXPECT_EQ(o.skipped, 0);
@@ -304,7 +342,7 @@ TEST_F(PersisterTest, AChunkChangedAfterItsChecksumFailsTheWrite) {
   EntryPtr e = o.MakeEntry("ckpt", 3, 2 * kBlock);
   {
     MutexLock l(&o.mu);
-    o.chunks[static_cast<size_t>(e->blocks[1].chunk)][17] ^= 0x40;
+    o.Chunk(*e, 1)[17] ^= 0x40;
     f.Push(e);
     o.Ready(f, e, 0);
     o.Ready(f, e, 1);

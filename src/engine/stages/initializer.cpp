@@ -54,13 +54,16 @@ os::Numa* CacheNuma(const Config& config) {
 }
 
 Initializer::Initializer(Mutex* mu, std::condition_variable_any* progress, Tracer* tracer,
-                         const Config& config, Owner owner)
+                         const Config& config, BlockStore* store, MemoryMovers* movers, Owner owner)
     : mu_(mu),
       progress_(progress),
       tracer_(tracer),
       config_(config),
+      store_(store),
       owner_(std::move(owner)),
-      pinner_(config.pinner ? config.pinner : os::MemoryPinner::Mlock()) {}
+      pinner_(config.pinner ? config.pinner : os::MemoryPinner::Mlock()),
+      movers_(movers),
+      cv_(movers->changed()) {}
 
 void Initializer::UseRegistrationPinner(os::MemoryPinner* pinner) {
   pinner_ = pinner;
@@ -86,7 +89,7 @@ Status Initializer::Prepare() {
   }
   if (!mapped.ok()) return mapped.status().WithContext("host cache");
   MutexLock lock(mu_);
-  owner_.adopt(std::move(mapped).value());
+  store_->Adopt(std::move(mapped).value());
   stats_.strategy = config_.init;
   if (eager) PrepareEager(t0);
   stats_.open_s = SecondsSince(t0);
@@ -111,9 +114,9 @@ void Initializer::PrepareEager(TimePoint t0) {
   RecordPin(pinned, p0, std::chrono::steady_clock::now());
 }
 
-void Initializer::Start(std::function<void()> on_start) {
-  thread_ = std::jthread([this, on_start = std::move(on_start)](std::stop_token stop) {
-    if (on_start) on_start();
+void Initializer::Start(const char* name) {
+  thread_ = std::jthread([this, name](std::stop_token stop) {
+    if (name != nullptr) tracer_->NameThread(name);
     Loop(stop);
   });
 }
@@ -189,13 +192,6 @@ const InitStats& Initializer::stats() const {
   return stats_;
 }
 
-void Initializer::UseBandwidth(int delta, Mover mover) {
-  std::atomic<int>& users = mover == Mover::kCapture   ? captures_now_
-                            : mover == Mover::kRestore ? restores_now_
-                                                       : background_io_now_;
-  if (users.fetch_add(delta, std::memory_order_relaxed) + delta == 0) cv_.notify_all();
-}
-
 bool Initializer::MustPauseTouching(TouchModel::Mode mode) const {
   // A restore from files blocks the application at the disk's speed and
   // reads straight into the application's memory, not into the cache: a
@@ -203,15 +199,15 @@ bool Initializer::MustPauseTouching(TouchModel::Mode mode) const {
   // restart of 1 GiB measured 0.97-1.40 s touching vs 0.77-0.83 s without,
   // docs/bench.md). Only the fixed concurrent strategy, which the user chose
   // to touch alongside everything, keeps going.
-  if (config_.init != CacheInit::kConcurrent && restores_now_.load(std::memory_order_relaxed) > 0) {
+  if (config_.init != CacheInit::kConcurrent && movers_->now(MemoryMovers::Kind::kRestore) > 0) {
     return true;
   }
   if (mode == TouchModel::Mode::kConcurrent) return false;
-  const bool capturing = captures_now_.load(std::memory_order_relaxed) > 0;
+  const bool capturing = movers_->now(MemoryMovers::Kind::kCapture) > 0;
   // The fixed sequential strategy also yields to flushes and prefetches (the
   // paper's definition); the adaptive one only to captures (touch_model.hpp).
   if (config_.init == CacheInit::kSequential) {
-    return capturing || background_io_now_.load(std::memory_order_relaxed) > 0;
+    return capturing || movers_->now(MemoryMovers::Kind::kBackgroundIo) > 0;
   }
   return capturing;
 }
@@ -223,7 +219,7 @@ double Initializer::CaptureStarted(TimePoint t0) {
   mu_->AssertHeld();
   // The compute interval that ended at t0 feeds the adaptive touch model.
   const double interval_s = last_capture_end_ ? SecondsBetween(*last_capture_end_, t0) : -1;
-  UseBandwidth(+1, Mover::kCapture);
+  movers_->Add(MemoryMovers::Kind::kCapture, +1);
   return interval_s;
 }
 
@@ -252,7 +248,7 @@ void Initializer::CaptureEnded(uint64_t bytes, double seconds, double interval_s
   mu_->AssertHeld();
   touch_model_.OnCapture(bytes, seconds, interval_s, touch_mode_ == TouchModel::Mode::kConcurrent);
   last_capture_end_ = std::chrono::steady_clock::now();
-  UseBandwidth(-1, Mover::kCapture);
+  movers_->Add(MemoryMovers::Kind::kCapture, -1);
 }
 
 // ---------------------------------------------------------------------------
@@ -342,10 +338,10 @@ void Initializer::TouchClaimed(uint32_t chunk, TouchModel::Mode mode, std::stop_
     touching_.store(true, std::memory_order_relaxed);
     while (progress < chunk_bytes && !stop.stop_requested()) {
       const uint32_t n = std::min(kSliceBytes, chunk_bytes - progress);
-      const bool capture_before = captures_now_.load(std::memory_order_relaxed) > 0;
+      const bool capture_before = movers_->now(MemoryMovers::Kind::kCapture) > 0;
       const auto s0 = std::chrono::steady_clock::now();
       TouchSlice(base + progress, n);
-      const bool capture_after = captures_now_.load(std::memory_order_relaxed) > 0;
+      const bool capture_after = movers_->now(MemoryMovers::Kind::kCapture) > 0;
       slices.push_back({n, SecondsSince(s0), capture_before || capture_after});
       progress += n;
       if (MustPauseTouching(mode)) break;  // yield to the capture (or flush)

@@ -29,11 +29,13 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
-#include "tiers/host_cache.hpp"
-#include "models/touch_model.hpp"
+#include "engine/block_store.hpp"
+#include "engine/memory_movers.hpp"
 #include "engine/trace.hpp"
+#include "models/touch_model.hpp"
 #include "os/mem/memory.hpp"
 #include "os/mem/numa.hpp"
+#include "tiers/host_cache.hpp"
 #include "util/mutex.hpp"
 #include "util/thread_annotations.hpp"
 
@@ -51,10 +53,6 @@ class Initializer {
   // What it needs of its owner; each is called with *mu held, except
   // touch_slice.
   struct Owner {
-    // The host cache Prepare mapped: the owner keeps it (and lets cache()
-    // return it from then on).
-    std::function<void(HostCache&& cache)> adopt;
-    std::function<HostCache&()> cache;
     // A chunk came back from touching: a capture or prefetch waiting for
     // room may take it now (`progress` is notified too).
     std::function<void()> touched;
@@ -66,8 +64,15 @@ class Initializer {
   // config: host_cache.* (size, block size, init, huge pages, pin, pin
   // serialization, pinner). progress: notified (under *mu) after every
   // touched chunk and after the pin. tracer: thread-safe on its own.
-  Initializer(Mutex* mu, std::condition_variable_any* progress, Tracer* tracer, const Config& config,
-              Owner owner);
+  // store: where Prepare puts the cache it mapped (BlockStore::Adopt); the
+  // chunks it touches and pins are the store's from then on.
+  // movers: who moves memory now (memory_movers.hpp). Touching pauses while
+  // they do, as MustPauseTouching says: for a restore from files under every
+  // strategy but the fixed concurrent one, for a capture unless the touch
+  // mode is concurrent, for background I/O under the sequential strategy
+  // only; the thread waits on movers->changed().
+  Initializer(Mutex* mu, std::condition_variable_any* progress, Tracer* tracer,
+              const Config& config, BlockStore* store, MemoryMovers* movers, Owner owner);
   ~Initializer() { Stop(); }
   Initializer(const Initializer&) = delete;
   Initializer& operator=(const Initializer&) = delete;
@@ -79,26 +84,13 @@ class Initializer {
   // At open, before Start: maps the cache and hands it to the owner; eager:
   // populated, and pinned here (the application waits for it).
   Status Prepare() CAIRN_EXCLUDES(*mu_);
-  // Starts the thread; on_start runs first on it (say, to name it).
-  void Start(std::function<void()> on_start);
+  // Starts the thread (`name`: its name in the tracer's timeline).
+  void Start(const char* name = nullptr);
   void RequestStop() { thread_.request_stop(); }
   void Stop();  // joins; a pin call already running is waited for
   // After Stop, with the cache the owner's alone: undoes the pin, if any.
   void Unpin(const HostCache& cache) CAIRN_EXCLUDES(*mu_);
 
-  // Memory movers (atomic, no lock needed) start (+1) or end (-1) moving
-  // memory. Touching pauses meanwhile as MustPauseTouching says: for a
-  // restore from files under every strategy but the fixed concurrent one,
-  // for a capture unless the touch mode is concurrent, for background I/O
-  // under the sequential strategy only.
-  enum class Mover {
-    kCapture,       // the application copies into the cache
-    kRestore,       // the application waits on a read from files into its memory
-    kBackgroundIo,  // a flush write, prefetch read or device drain
-  };
-  void UseBandwidth(int delta, Mover mover);
-  // Restores counted by UseBandwidth now (InitStats::restores_now).
-  int restores_now() const { return restores_now_.load(std::memory_order_relaxed); }
   // The thread is touching right now (a capture's copy rates tell apart).
   bool touching() const { return touching_.load(std::memory_order_relaxed); }
 
@@ -114,8 +106,8 @@ class Initializer {
   // touching ran meanwhile: the touch model's capture rates.
   void NoteCaptureCopy(uint64_t bytes, double seconds, bool into_touched, bool touching);
   // A capture of `bytes` ended after `seconds` (interval_s: what
-  // CaptureStarted returned). A rolled-back capture calls UseBandwidth(-1,
-  // Mover::kCapture) instead.
+  // CaptureStarted returned). A rolled-back capture ends its mover
+  // (MemoryMovers::kCapture) instead.
   void CaptureEnded(uint64_t bytes, double seconds, double interval_s);
   // A writer took a chunk (its write touches it): the cache may be fully
   // touched now.
@@ -136,7 +128,7 @@ class Initializer {
     bool during_capture;
   };
 
-  HostCache& cache() CAIRN_REQUIRES(*mu_) { return owner_.cache(); }
+  HostCache& cache() CAIRN_REQUIRES(*mu_) { return store_->cache(); }
   // Eager: books the populated cache and pins it (the application waits).
   void PrepareEager(TimePoint t0) CAIRN_REQUIRES(*mu_);
   void Loop(std::stop_token stop) CAIRN_EXCLUDES(*mu_);
@@ -162,23 +154,22 @@ class Initializer {
   std::condition_variable_any* const progress_;
   Tracer* const tracer_;
   const Config config_;
+  BlockStore* const store_ CAIRN_PT_GUARDED_BY(*mu_);
   const Owner owner_;
   const TimePoint opened_at_ = std::chrono::steady_clock::now();
   // Set before Prepare (the threads start after it), then constant.
   os::MemoryPinner* pinner_;
   bool registration_ = false;  // pinner_ registers with the GPU driver
 
-  std::condition_variable_any cv_;  // memory went idle, cache fully touched
+  MemoryMovers* const movers_;
+  // movers_->changed(): memory went idle, cache fully touched or grown.
+  std::condition_variable_any& cv_;
   InitStats stats_ CAIRN_GUARDED_BY(*mu_);
   bool pinned_ CAIRN_GUARDED_BY(*mu_) = false;
   bool host_registered_ CAIRN_GUARDED_BY(*mu_) = false;  // pinned via cuMemHostRegister
   TouchModel touch_model_ CAIRN_GUARDED_BY(*mu_);
   TouchModel::Mode touch_mode_ CAIRN_GUARDED_BY(*mu_) = TouchModel::Mode::kConcurrent;
   std::optional<TimePoint> last_capture_end_ CAIRN_GUARDED_BY(*mu_);
-  // Memory movers now, by kind (Mover).
-  std::atomic<int> captures_now_{0};
-  std::atomic<int> restores_now_{0};
-  std::atomic<int> background_io_now_{0};
   std::atomic<bool> touching_{false};  // the thread is touching right now
   std::jthread thread_;  // last: joined before the rest goes
 };

@@ -25,20 +25,24 @@ struct FakeOwner {
   Tracer tracer{"", nullptr};  // off
   Mutex mu;
   std::condition_variable_any progress;
-  std::optional<HostCache> cache CAIRN_GUARDED_BY(mu);
+  uint64_t evictions = 0, holds_released = 0;
+  MemoryMovers movers;  // who moves memory (the tests start and end movers by hand)
+  // Where the initializer puts the cache it maps.
+  BlockStore store CAIRN_GUARDED_BY(mu){
+      {.evictions = &evictions, .holds_released = &holds_released}, &tracer, &progress};
+  // The store's cache (precondition: adopted).
+  HostCache* cache() CAIRN_REQUIRES(mu) { return store.has_cache() ? &store.cache() : nullptr; }
   int touched CAIRN_GUARDED_BY(mu) = 0;  // chunks handed back by the toucher
 
   Initializer::Owner Interface(std::function<void(uint8_t*, uint32_t)> touch_slice = nullptr) {
-    return {.adopt = [this](HostCache&& c) CAIRN_REQUIRES(mu) { cache.emplace(std::move(c)); },
-            .cache = [this]() CAIRN_REQUIRES(mu) -> HostCache& { return *cache; },
-            .touched = [this]() CAIRN_REQUIRES(mu) { ++touched; },
+    return {.touched = [this]() CAIRN_REQUIRES(mu) { ++touched; },
             .touch_slice = std::move(touch_slice)};
   }
 
   // The cache, for Initializer::Unpin (which takes mu itself).
   const HostCache& Cache() {
     MutexLock l(&mu);
-    return *cache;
+    return store.cache();
   }
 
   // Waits (on `progress`) until pred holds; false after the guard.
@@ -59,8 +63,8 @@ class FakePinner final : public os::MemoryPinner {
     bool touched = false;
     {
       MutexLock l(&owner_->mu);  // called with the owner's mutex dropped
-      touched = owner_->cache && owner_->cache->fully_touched() && owner_->cache->base() == p &&
-                owner_->cache->mapped_bytes() == n;
+      const HostCache* c = owner_->cache();
+      touched = c && c->fully_touched() && c->base() == p && c->mapped_bytes() == n;
     }
     std::lock_guard l(mu_);
     ++pins_;
@@ -147,7 +151,8 @@ Config InitConfig(CacheInit init, uint64_t chunk, uint32_t chunks, os::MemoryPin
 TEST(InitializerTest, TouchesEveryChunkThenPinsOnce) {
   FakeOwner o;
   FakePinner pinner(&o);
-  Initializer init(&o.mu, &o.progress, &o.tracer, InitConfig(CacheInit::kConcurrent, 256 * kKiB, 8, &pinner),
+  Initializer init(&o.mu, &o.progress, &o.tracer,
+                   InitConfig(CacheInit::kConcurrent, 256 * kKiB, 8, &pinner), &o.store, &o.movers,
                    o.Interface());
   ASSERT_TRUE(init.Prepare().ok());
   init.Start(nullptr);
@@ -161,7 +166,7 @@ TEST(InitializerTest, TouchesEveryChunkThenPinsOnce) {
     EXPECT_EQ(st.strategy, CacheInit::kConcurrent);
     EXPECT_GE(st.fully_touched_s, 0);
     EXPECT_GE(st.pinned_s, st.fully_touched_s);
-    EXPECT_EQ(st.touched_bytes, o.cache->capacity_bytes()) << "the initializer did it all";
+    EXPECT_EQ(st.touched_bytes, o.cache()->capacity_bytes()) << "the initializer did it all";
     EXPECT_EQ(st.touch_slices, 8u);  // a 256 KiB chunk is one slice
     EXPECT_TRUE(st.pin_error.empty()) << st.pin_error;
     EXPECT_EQ(o.touched, 8);
@@ -178,7 +183,8 @@ TEST(InitializerTest, TouchesEveryChunkThenPinsOnce) {
 // the thread, idle once the cache was touched, touches the new ones too.
 TEST(InitializerTest, GrowForAddsChunksThatTheThreadTouches) {
   FakeOwner o;
-  Initializer init(&o.mu, &o.progress, &o.tracer, InitConfig(CacheInit::kConcurrent, 256 * kKiB, 8), o.Interface());
+  Initializer init(&o.mu, &o.progress, &o.tracer, InitConfig(CacheInit::kConcurrent, 256 * kKiB, 8),
+                   &o.store, &o.movers, o.Interface());
   ASSERT_TRUE(init.Prepare().ok());
   init.Start(nullptr);
   ASSERT_TRUE(o.WaitUntil([&] {
@@ -189,7 +195,7 @@ TEST(InitializerTest, GrowForAddsChunksThatTheThreadTouches) {
     MutexLock l(&o.mu);
     EXPECT_EQ(init.GrowFor(7 * 256 * kKiB - 1), 0u) << "8 chunks hold 7 blocks and one more";
     EXPECT_EQ(init.GrowFor(4 * kMiB), 17u - 8u);
-    EXPECT_EQ(o.cache->capacity_bytes(), 17 * 256 * kKiB);
+    EXPECT_EQ(o.cache()->capacity_bytes(), 17 * 256 * kKiB);
   }
   ASSERT_TRUE(o.WaitUntil([&] {
     o.mu.AssertHeld();
@@ -197,7 +203,7 @@ TEST(InitializerTest, GrowForAddsChunksThatTheThreadTouches) {
   })) << "new chunks not touched";
   init.Stop();
   MutexLock l(&o.mu);
-  EXPECT_TRUE(o.cache->fully_touched());
+  EXPECT_TRUE(o.cache()->fully_touched());
   EXPECT_GE(init.stats().fully_touched_s, 0);
   EXPECT_EQ(init.stats().touched_bytes, 17 * 256 * kKiB);
 }
@@ -208,11 +214,11 @@ TEST(InitializerTest, GrowForLeavesAPinnedOrUngrowableCacheAlone) {
     FakePinner pinner(&o);
     Config c = InitConfig(CacheInit::kConcurrent, 256 * kKiB, 8, pin ? &pinner : nullptr);
     c.host_cache_grow = pin;  // pinned with growth on; unpinned with it off
-    Initializer init(&o.mu, &o.progress, &o.tracer, c, o.Interface());
+    Initializer init(&o.mu, &o.progress, &o.tracer, c, &o.store, &o.movers, o.Interface());
     ASSERT_TRUE(init.Prepare().ok());
     MutexLock l(&o.mu);
     EXPECT_EQ(init.GrowFor(64 * kMiB), 0u) << (pin ? "pinned" : "growth off");
-    EXPECT_EQ(o.cache->chunk_count(), 8u);
+    EXPECT_EQ(o.cache()->chunk_count(), 8u);
   }
 }
 
@@ -223,6 +229,7 @@ TEST(InitializerTest, SequentialTouchingPausesWhileACaptureRunsAndResumes) {
   FakeOwner o;
   SliceGate gate;
   Initializer init(&o.mu, &o.progress, &o.tracer, InitConfig(CacheInit::kSequential, 4 * kMiB, 3),
+                   &o.store, &o.movers,
                    o.Interface([&](uint8_t* p, uint32_t n) { gate.Touch(p, n); }));
   ASSERT_TRUE(init.Prepare().ok());
   init.Start(nullptr);
@@ -243,8 +250,8 @@ TEST(InitializerTest, SequentialTouchingPausesWhileACaptureRunsAndResumes) {
     MutexLock l(&o.mu);
     EXPECT_EQ(init.stats().touch_slices, 1u) << "did not yield at the end of the slice";
     EXPECT_EQ(init.stats().touched_bytes, 2 * kMiB);
-    EXPECT_EQ(o.cache->touch_progress(0), 2 * kMiB);
-    EXPECT_FALSE(o.cache->fully_touched());
+    EXPECT_EQ(o.cache()->touch_progress(0), 2 * kMiB);
+    EXPECT_FALSE(o.cache()->fully_touched());
     EXPECT_FALSE(init.TouchingAllowed());
   }
   gate.SetCapturing(false);
@@ -257,7 +264,7 @@ TEST(InitializerTest, SequentialTouchingPausesWhileACaptureRunsAndResumes) {
   EXPECT_EQ(gate.while_capturing(), 0) << "touched while a capture ran";
   MutexLock l(&o.mu);
   EXPECT_EQ(init.stats().touch_slices, 6u) << "chunk 0 resumed at 2 MiB, then 2 x 2 chunks";
-  EXPECT_EQ(init.stats().touched_bytes, o.cache->capacity_bytes());
+  EXPECT_EQ(init.stats().touched_bytes, o.cache()->capacity_bytes());
   EXPECT_GE(init.CaptureStarted(std::chrono::steady_clock::now()), 0) << "an interval since the last end";
 }
 
@@ -269,11 +276,12 @@ TEST(InitializerTest, AdaptiveTouchingPausesWhileARestoreReadsFromFiles) {
   FakeOwner o;
   SliceGate gate;
   Initializer init(&o.mu, &o.progress, &o.tracer, InitConfig(CacheInit::kAdaptive, 4 * kMiB, 3),
+                   &o.store, &o.movers,
                    o.Interface([&](uint8_t* p, uint32_t n) { gate.Touch(p, n); }));
   ASSERT_TRUE(init.Prepare().ok());
   init.Start(nullptr);
   ASSERT_TRUE(gate.WaitForCalls(1));  // inside the first 2 MiB slice of chunk 0
-  init.UseBandwidth(+1, Initializer::Mover::kRestore);
+  o.movers.Add(MemoryMovers::Kind::kRestore, +1);
   gate.SetCapturing(true);  // "a mover runs": here the restore
   gate.Open();
   ASSERT_TRUE(o.WaitUntil([&] {
@@ -283,10 +291,10 @@ TEST(InitializerTest, AdaptiveTouchingPausesWhileARestoreReadsFromFiles) {
   {
     MutexLock l(&o.mu);
     EXPECT_EQ(init.stats().touch_slices, 1u) << "did not yield to the restore at the end of the slice";
-    EXPECT_EQ(o.cache->touch_progress(0), 2 * kMiB);
+    EXPECT_EQ(o.cache()->touch_progress(0), 2 * kMiB);
   }
   gate.SetCapturing(false);
-  init.UseBandwidth(-1, Initializer::Mover::kRestore);
+  o.movers.Add(MemoryMovers::Kind::kRestore, -1);
   ASSERT_TRUE(o.WaitUntil([&] { return init.stats().fully_touched_s >= 0; }));
   init.Stop();
   EXPECT_EQ(gate.while_capturing(), 0) << "touched while the restore read";
@@ -300,15 +308,16 @@ TEST(InitializerTest, ConcurrentTouchingGoesOnDuringARestore) {
   FakeOwner o;
   SliceGate gate;
   Initializer init(&o.mu, &o.progress, &o.tracer, InitConfig(CacheInit::kConcurrent, 4 * kMiB, 2),
+                   &o.store, &o.movers,
                    o.Interface([&](uint8_t* p, uint32_t n) { gate.Touch(p, n); }));
   ASSERT_TRUE(init.Prepare().ok());
   init.Start(nullptr);
   ASSERT_TRUE(gate.WaitForCalls(1));
-  init.UseBandwidth(+1, Initializer::Mover::kRestore);
+  o.movers.Add(MemoryMovers::Kind::kRestore, +1);
   gate.SetCapturing(true);
   gate.Open();
   ASSERT_TRUE(o.WaitUntil([&] { return init.stats().fully_touched_s >= 0; })) << "paused for the restore";
-  init.UseBandwidth(-1, Initializer::Mover::kRestore);
+  o.movers.Add(MemoryMovers::Kind::kRestore, -1);
   init.Stop();
   EXPECT_EQ(gate.while_capturing(), 3) << "the 3 slices after the first run during the restore";
 }
@@ -326,7 +335,8 @@ TEST(InitializerTest, PinFailureIsReportedOnceAndNotRetried) {
   } restore_log;  // also when an assertion below ends the test
   FakeOwner o;
   FakePinner pinner(&o, Status::NoMemory("RLIMIT_MEMLOCK is 64 KiB"));
-  Initializer init(&o.mu, &o.progress, &o.tracer, InitConfig(CacheInit::kMemset, 256 * kKiB, 4, &pinner),
+  Initializer init(&o.mu, &o.progress, &o.tracer,
+                   InitConfig(CacheInit::kMemset, 256 * kKiB, 4, &pinner), &o.store, &o.movers,
                    o.Interface());
   ASSERT_TRUE(init.Prepare().ok());
   init.Start(nullptr);
@@ -355,14 +365,15 @@ TEST(InitializerTest, PinFailureIsReportedOnceAndNotRetried) {
 TEST(InitializerTest, EagerPopulatesAndPinsInPrepare) {
   FakeOwner o;
   FakePinner pinner(&o);
-  Initializer init(&o.mu, &o.progress, &o.tracer, InitConfig(CacheInit::kEager, 256 * kKiB, 4, &pinner),
+  Initializer init(&o.mu, &o.progress, &o.tracer,
+                   InitConfig(CacheInit::kEager, 256 * kKiB, 4, &pinner), &o.store, &o.movers,
                    o.Interface());
   ASSERT_TRUE(init.Prepare().ok());
   EXPECT_EQ(pinner.pins(), 1) << "pinned before Prepare returned";
   EXPECT_TRUE(pinner.all_touched());
   {
     MutexLock l(&o.mu);
-    EXPECT_TRUE(o.cache->fully_touched());
+    EXPECT_TRUE(o.cache()->fully_touched());
     EXPECT_GE(init.stats().fully_touched_s, 0);
     EXPECT_GE(init.stats().pinned_s, 0);
     EXPECT_GT(init.stats().open_s, 0);
@@ -383,7 +394,8 @@ TEST(InitializerTest, StopDuringTouchingEndsAtTheSliceAndDoesNotPin) {
   FakeOwner o;
   FakePinner pinner(&o);
   SliceGate gate;
-  Initializer init(&o.mu, &o.progress, &o.tracer, InitConfig(CacheInit::kConcurrent, 4 * kMiB, 2, &pinner),
+  Initializer init(&o.mu, &o.progress, &o.tracer,
+                   InitConfig(CacheInit::kConcurrent, 4 * kMiB, 2, &pinner), &o.store, &o.movers,
                    o.Interface([&](uint8_t* p, uint32_t n) { gate.Touch(p, n); }));
   ASSERT_TRUE(init.Prepare().ok());
   init.Start(nullptr);
@@ -394,7 +406,7 @@ TEST(InitializerTest, StopDuringTouchingEndsAtTheSliceAndDoesNotPin) {
   EXPECT_EQ(gate.calls(), 1);
   EXPECT_EQ(pinner.pins(), 0);
   MutexLock l(&o.mu);
-  EXPECT_EQ(o.cache->touch_progress(0), 2 * kMiB) << "the touched slice is kept";
+  EXPECT_EQ(o.cache()->touch_progress(0), 2 * kMiB) << "the touched slice is kept";
   EXPECT_LT(init.stats().fully_touched_s, 0);
   EXPECT_TRUE(init.stats().pin_error.empty()) << "stopping is no failure";
 }
@@ -404,7 +416,8 @@ TEST(InitializerTest, StopDuringTouchingEndsAtTheSliceAndDoesNotPin) {
 TEST(InitializerTest, LazyFinishesWrittenChunksThenPins) {
   FakeOwner o;
   FakePinner pinner(&o);
-  Initializer init(&o.mu, &o.progress, &o.tracer, InitConfig(CacheInit::kLazy, 256 * kKiB, 4, &pinner),
+  Initializer init(&o.mu, &o.progress, &o.tracer,
+                   InitConfig(CacheInit::kLazy, 256 * kKiB, 4, &pinner), &o.store, &o.movers,
                    o.Interface());
   ASSERT_TRUE(init.Prepare().ok());
   init.Start(nullptr);
@@ -412,13 +425,13 @@ TEST(InitializerTest, LazyFinishesWrittenChunksThenPins) {
   {
     MutexLock l(&o.mu);
     std::vector<uint32_t> taken;
-    while (auto c = o.cache->Allocate(nullptr, page)) taken.push_back(*c);
+    while (auto c = o.cache()->Allocate(nullptr, page)) taken.push_back(*c);
     ASSERT_EQ(taken.size(), 4u);
     init.NoteTouchProgress();
-    for (uint32_t c : taken) o.cache->Free(c);
+    for (uint32_t c : taken) o.cache()->Free(c);
   }
-  init.UseBandwidth(+1, Initializer::Mover::kCapture);  // a capture ends: the thread looks again
-  init.UseBandwidth(-1, Initializer::Mover::kCapture);
+  o.movers.Add(MemoryMovers::Kind::kCapture, +1);  // a capture ends: the thread looks again
+  o.movers.Add(MemoryMovers::Kind::kCapture, -1);
   ASSERT_TRUE(o.WaitUntil([&] { return init.stats().pinned_s >= 0; }));
   init.Stop();
   EXPECT_EQ(pinner.pins(), 1);

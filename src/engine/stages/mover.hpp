@@ -76,7 +76,8 @@ class Mover {
   Mover(Mutex* mu, std::condition_variable_any* done, const tiers::FileTier* local,
         const tiers::FileTier* persistent, uint32_t block_bytes, size_t keep, Owner owner);
 
-  void Start(std::function<void()> on_start) { worker_.Start(std::move(on_start)); }
+  // Starts the thread (`name`: its name in the tracer's timeline).
+  void Start(const char* name = nullptr, Tracer* tracer = nullptr) { worker_.Start(name, tracer); }
   void RequestStop() { worker_.RequestStop(); }
   void Stop() { worker_.Stop(); }  // joins
   void Wake() { worker_.Wake(); }

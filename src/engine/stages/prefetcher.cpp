@@ -6,10 +6,14 @@
 
 namespace cairn::core {
 
-Prefetcher::Prefetcher(Mutex* mu, std::condition_variable_any* done, int depth, Owner owner)
+Prefetcher::Prefetcher(Mutex* mu, std::condition_variable_any* done, int depth, BlockStore* store,
+                       MemoryMovers* movers, const tiers::FileTier* steps, Owner owner)
     : mu_(mu),
       done_(done),
       depth_(depth),
+      store_(store),
+      movers_(movers),
+      steps_(steps),
       owner_(std::move(owner)),
       worker_(mu, done,
               {.take = [this](Worker<EntryPtr>&) -> std::optional<EntryPtr> {
@@ -17,10 +21,11 @@ Prefetcher::Prefetcher(Mutex* mu, std::condition_variable_any* done, int depth, 
                  if (EntryPtr e = FindTarget()) return e;
                  return std::nullopt;
                },
-               .run = [this](EntryPtr& e) {
-                 mu_->AssertHeld();
-                 LoadStep(e);
-               }}) {}
+               .run =
+                   [this](EntryPtr& e) {
+                     mu_->AssertHeld();
+                     LoadStep(e);
+                   }}) {}
 
 EntryPtr Prefetcher::FindTarget() {
   return WalkPoppedSteps(owner_.catalog(), depth_,
@@ -34,11 +39,11 @@ StepVerdict Prefetcher::Judge(const Entry& e) const {
   if (e.prefetch_failed || e.failed()) return StepVerdict::kSkip;
   // Still being written: the pop will wait for it.
   if (!e.local_committed) return StepVerdict::kNextHistory;
-  if (e.blocks.size() > owner_.chunk_count()) return StepVerdict::kSkip;  // larger than the cache
+  if (e.blocks.size() > store_->chunk_count()) return StepVerdict::kSkip;  // larger than the cache
   // Enough room without evicting anything needed sooner (this entry's own
   // resident blocks included)? Else wait for pops to free space.
   const size_t missing = e.blocks.size() - e.resident_blocks;
-  return owner_.has_room(e, missing) ? StepVerdict::kTake : StepVerdict::kWait;
+  return store_->HasRoomFor(e, missing) ? StepVerdict::kTake : StepVerdict::kWait;
 }
 
 void Prefetcher::LoadStep(const EntryPtr& e) {
@@ -53,9 +58,9 @@ void Prefetcher::LoadStep(const EntryPtr& e) {
   std::vector<uint32_t> crcs;
   Status s;
   if (TakeChunks(*e, &dst)) {
-    owner_.use_bandwidth(+1);
+    movers_->Add(MemoryMovers::Kind::kBackgroundIo, +1);
     s = ReadBlocks(e, dst, &crcs);
-    owner_.use_bandwidth(-1);
+    movers_->Add(MemoryMovers::Kind::kBackgroundIo, -1);
   } else {
     s = Status::Io("no chunk for prefetching '" + e->name + "' step " + std::to_string(e->number));
   }
@@ -87,14 +92,14 @@ bool Prefetcher::TakeChunks(Entry& e, std::vector<uint8_t*>* dst) {
       return false;
     }
     e.blocks[b].chunk = static_cast<int32_t>(*chunk);
-    (*dst)[b] = owner_.chunk_data(*chunk);
+    (*dst)[b] = store_->data(*chunk);
   }
   return true;
 }
 
 Status Prefetcher::ReadBlocks(const EntryPtr& e, const std::vector<uint8_t*>& dst,
                               std::vector<uint32_t>* crcs) {
-  const tiers::FileTier& tier = owner_.tier(e->kind);
+  const tiers::FileTier& tier = *steps_;
   const std::string path = tier.EntryPath(e->name, e->kind, e->number);
   const size_t nblocks = e->blocks.size();
   MutexUnlock unlocked(mu_);  // the file read
@@ -119,7 +124,7 @@ void Prefetcher::Publish(Entry& e, const std::vector<uint8_t*>& dst, const std::
     BlockState& bs = e.blocks[b];
     bs.sealed = bs.written = bs.crc_ready = true;
     bs.crc = crcs[b];
-    owner_.mark_clean(e, b);
+    store_->MarkClean(e, b);
   }
   e.resident_blocks = static_cast<uint32_t>(e.blocks.size());
 }
@@ -127,7 +132,7 @@ void Prefetcher::Publish(Entry& e, const std::vector<uint8_t*>& dst, const std::
 void Prefetcher::GiveBack(Entry& e, const std::vector<uint8_t*>& dst) {
   for (uint32_t b = 0; b < dst.size(); ++b) {
     if (!dst[b]) continue;
-    owner_.free_chunk(static_cast<uint32_t>(e.blocks[b].chunk));
+    store_->Free(static_cast<uint32_t>(e.blocks[b].chunk));
     e.blocks[b].chunk = -1;
   }
 }

@@ -7,10 +7,11 @@
 // for pops to free some.
 //
 // It owns its Worker (a polling stage: no queue, take() walks the popped
-// histories); the catalog, the entries, the chunks and their bookkeeping, the
-// stats and the trace belong to its owner (the pipeline), reached through the
-// narrow Owner interface below, so a test drives it with a fake cache over a
-// temp dir or a FaultFs.
+// histories). The chunks it reads into and their bookkeeping are the
+// BlockStore's (block_store.hpp); the catalog, the entries, the stats and
+// the trace belong to its owner (the pipeline), reached through the narrow
+// Owner interface below, so a test drives it with a small store over a temp
+// dir or a FaultFs.
 //
 // Locking: it shares its owner's mutex (*mu), which guards the catalog and
 // the entries' fields. Every lock-held step below requires *mu; LoadStep
@@ -27,9 +28,11 @@
 #include <vector>
 
 #include "cairn/status.hpp"
-#include "engine/node_follower.hpp"
+#include "engine/block_store.hpp"
 #include "engine/catalog.hpp"
 #include "engine/entry.hpp"
+#include "engine/memory_movers.hpp"
+#include "engine/node_follower.hpp"
 #include "engine/step_walk.hpp"
 #include "engine/worker.hpp"
 #include "tiers/file_tier.hpp"
@@ -46,27 +49,14 @@ class Prefetcher {
   struct Owner {
     // The entries and the open histories, whose popped steps it walks.
     std::function<const Catalog&()> catalog;
-    // How many chunks the host cache has in all (a larger step is skipped).
-    std::function<uint32_t()> chunk_count;
-    // Whether `missing` chunks can be had for e now without evicting
-    // anything ranked at or above it (free ones, then evictable ones).
-    std::function<bool(const Entry& e, size_t missing)> has_room;
-    // A chunk for a block of e whose first write_bytes bytes the read fills:
-    // free, or freed by evicting a clean block ranked below e; never waits.
+    // A chunk of the store for a block of e whose first write_bytes bytes
+    // the read fills: free, or freed by evicting a clean block ranked below
+    // e; never waits (BlockStore::TryAcquire, and what a writer's take tells
+    // the initializer).
     std::function<std::optional<uint32_t>(const Entry& e, uint32_t write_bytes)> acquire_chunk;
-    // The memory of a chunk (filled with *mu dropped, while e is pinned), and
-    // giving back a chunk whose read failed.
-    std::function<uint8_t*(uint32_t chunk)> chunk_data;
-    std::function<void(uint32_t chunk)> free_chunk;
-    // Block b of e is loaded (in its file too): evictable.
-    std::function<void(Entry& e, uint32_t b)> mark_clean;
     // Drops the prefetcher's pin; the owner releases a consumed entry's
     // chunks at its last pin.
     std::function<void(const EntryPtr&)> unpin;
-    // The file tier that holds the steps' files.
-    std::function<tiers::FileTier&(format::EntryKind)> tier;
-    // A file read starts (+1) or ends (-1): background I/O is moving memory.
-    std::function<void(int delta)> use_bandwidth;
     // e was loaded (its read began at t0): stats and trace.
     std::function<void(const EntryPtr& e, TimePoint t0)> loaded;
     // After every step, loaded or not (the device mover may go on).
@@ -74,13 +64,17 @@ class Prefetcher {
   };
 
   // depth: history.prefetch_depth (0: no limit). done: notified (under *mu)
-  // after every step.
-  Prefetcher(Mutex* mu, std::condition_variable_any* done, int depth, Owner owner);
+  // after every step. store: the host cache the steps are read into (a
+  // step larger than it is skipped; a read block is evictable). steps: the
+  // file tier that holds the steps' files.
+  Prefetcher(Mutex* mu, std::condition_variable_any* done, int depth, BlockStore* store,
+             MemoryMovers* movers, const tiers::FileTier* steps, Owner owner);
 
   // Before Start: the thread moves near each chunk it works on
   // (host_cache.numa; node_follower.hpp).
   void FollowNodes(NodeFollower follower) { follower_ = std::move(follower); }
-  void Start(std::function<void()> on_start) { worker_.Start(std::move(on_start)); }
+  // Starts the thread (`name`: its name in the tracer's timeline).
+  void Start(const char* name = nullptr, Tracer* tracer = nullptr) { worker_.Start(name, tracer); }
   void RequestStop() { worker_.RequestStop(); }
   void Stop() { worker_.Stop(); }  // joins
   // A pop started or ended, a chunk freed, a step committed: look again.
@@ -113,6 +107,9 @@ class Prefetcher {
   Mutex* const mu_;
   std::condition_variable_any* const done_;
   const int depth_;
+  BlockStore* const store_ CAIRN_PT_GUARDED_BY(*mu_);
+  MemoryMovers* const movers_;  // counts its block I/O (kBackgroundIo)
+  const tiers::FileTier* const steps_;
   const Owner owner_;
   NodeFollower follower_;  // used by the worker's thread only
   Worker<EntryPtr> worker_;  // last: its thread is joined before the rest goes

@@ -1,9 +1,11 @@
 // The Prefetcher driven without a pipeline: a fake owner holds the catalog
-// and a small fake host cache (a free list of chunks) and books what the
-// prefetcher reports; the steps' files are in a temp dir behind a FaultFs.
+// and a small BlockStore and books what the prefetcher reports; the steps'
+// files are in a temp dir behind a FaultFs.
 // The tests synchronise on the walks the prefetcher makes (each calls the
 // owner's catalog()), never on time.
 #include "engine/stages/prefetcher.hpp"
+
+#include <gtest/gtest.h>
 
 #include <condition_variable>
 #include <cstdint>
@@ -14,10 +16,9 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "format/file_writer.hpp"
 #include "testing/fs/fault_fs.hpp"
+#include "testing/store_owner.hpp"
 #include "testing/test_util.hpp"
 #include "util/crc32c.hpp"
 
@@ -27,26 +28,31 @@ namespace {
 constexpr uint32_t kBlock = 4096;
 constexpr auto kStep = format::EntryKind::kHistoryStep;
 
-struct FakeOwner {
+struct FakeOwner : test::StoreOwner {
   test::TempDir tmp{"prefetcher"};
   test::FaultFs fs;
-  tiers::FileTier tier{Level::kLocal, tmp.path(), &fs, {.direct = false, .fsync = false, .mode = 0600}};
-  Mutex mu;
-  std::condition_variable_any done;
+  tiers::FileTier tier{
+      Level::kLocal, tmp.path(), &fs, {.direct = false, .fsync = false, .mode = 0600}};
   Catalog catalog CAIRN_GUARDED_BY(mu);
-  std::vector<std::vector<uint8_t>> chunks;  // the cache's memory, sized once
-  std::set<uint32_t> free CAIRN_GUARDED_BY(mu);
   int walks CAIRN_GUARDED_BY(mu) = 0;  // catalog() calls: one per look for work
   int acquired CAIRN_GUARDED_BY(mu) = 0;
-  int marked_clean CAIRN_GUARDED_BY(mu) = 0;
   int unpins CAIRN_GUARDED_BY(mu) = 0;
   int finished CAIRN_GUARDED_BY(mu) = 0;
-  int io_now CAIRN_GUARDED_BY(mu) = 0, io_max CAIRN_GUARDED_BY(mu) = 0;
+  MemoryMovers movers;                               // the file reads count as background I/O
   std::vector<int64_t> loaded CAIRN_GUARDED_BY(mu);  // steps, in load order
 
-  explicit FakeOwner(uint32_t nchunks) : chunks(nchunks, std::vector<uint8_t>(kBlock)) {
-    MutexLock l(&mu);
-    for (uint32_t c = 0; c < nchunks; ++c) free.insert(c);
+  explicit FakeOwner(uint32_t nchunks) : StoreOwner(nchunks, kBlock) {}
+
+  uint32_t free_count() CAIRN_REQUIRES(mu) { return store.cache().free_count(); }
+  // Blocks the prefetcher made evictable.
+  int clean_blocks(const Entry& e) const CAIRN_REQUIRES(mu) {
+    int n = 0;
+    for (const BlockState& bs : e.blocks) n += bs.clean ? 1 : 0;
+    return n;
+  }
+  std::vector<uint8_t> ChunkBytes(int32_t chunk) CAIRN_REQUIRES(mu) {
+    const uint8_t* p = store.data(static_cast<uint32_t>(chunk));
+    return {p, p + kBlock};
   }
 
   Prefetcher::Owner Interface() {
@@ -56,28 +62,18 @@ struct FakeOwner {
           done.notify_all();
           return catalog;
         },
-        .chunk_count = [this] { return static_cast<uint32_t>(chunks.size()); },
-        .has_room = [this](const Entry&, size_t missing) CAIRN_REQUIRES(mu) { return free.size() >= missing; },
-        .acquire_chunk = [this](const Entry&, uint32_t) CAIRN_REQUIRES(mu) -> std::optional<uint32_t> {
-          if (free.empty()) return std::nullopt;
-          const uint32_t c = *free.begin();
-          free.erase(free.begin());
-          ++acquired;
+        .acquire_chunk = [this](const Entry& e, uint32_t n)
+                             CAIRN_REQUIRES(mu) -> std::optional<uint32_t> {
+          std::optional<uint32_t> c = store.TryAcquire(n, nullptr, e.seq, -1);
+          if (c) ++acquired;
           return c;
         },
-        .chunk_data = [this](uint32_t c) { return chunks.at(c).data(); },
-        .free_chunk = [this](uint32_t c) CAIRN_REQUIRES(mu) { EXPECT_TRUE(free.insert(c).second) << c; },
-        .mark_clean = [this](Entry& e, uint32_t b) CAIRN_REQUIRES(mu) {
-          EXPECT_GE(e.blocks[b].chunk, 0);
-          ++marked_clean;
-        },
         .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu) { --e->pins, ++unpins; },
-        .tier = [this](format::EntryKind) -> tiers::FileTier& { return tier; },
-        .use_bandwidth = [this](int d) CAIRN_REQUIRES(mu) { io_max = std::max(io_max, io_now += d); },
-        .loaded = [this](const EntryPtr& e, Prefetcher::TimePoint) CAIRN_REQUIRES(mu) {
-          EXPECT_GT(e->pins, 0);  // before the unpin
-          loaded.push_back(e->number);
-        },
+        .loaded =
+            [this](const EntryPtr& e, Prefetcher::TimePoint) CAIRN_REQUIRES(mu) {
+              EXPECT_GT(e->pins, 0);  // before the unpin
+              loaded.push_back(e->number);
+            },
         .finished = [this]() CAIRN_REQUIRES(mu) { ++finished; },
     };
   }
@@ -120,10 +116,7 @@ struct FakeOwner {
     catalog.Remove(*e);
     catalog.DropStep(e->name, e->number);
     e->consumed = true;
-    for (BlockState& bs : e->blocks) {
-      if (bs.chunk >= 0) free.insert(static_cast<uint32_t>(bs.chunk));
-      bs.chunk = -1;
-    }
+    store.Release(*e);
     p.Wake();
   }
 
@@ -146,8 +139,8 @@ struct FakeOwner {
       const BlockState& bs = e->blocks[b];
       ASSERT_GE(bs.chunk, 0) << b;
       EXPECT_TRUE(bs.sealed && bs.written && bs.crc_ready) << b;
-      EXPECT_EQ(chunks[bs.chunk], Pattern(e->number, b)) << b;
-      EXPECT_EQ(bs.crc, crc32c::Value(chunks[bs.chunk].data(), kBlock)) << b;
+      EXPECT_EQ(ChunkBytes(bs.chunk), Pattern(e->number, b)) << b;
+      EXPECT_EQ(bs.crc, crc32c::Value(store.data(static_cast<uint32_t>(bs.chunk)), kBlock)) << b;
     }
   }
 };
@@ -158,7 +151,7 @@ class PrefetcherTest : public ::testing::Test {
   void Go(uint32_t nchunks, int depth) {
     o.emplace(nchunks);
     ASSERT_FALSE(o->tmp.path().empty());
-    p.emplace(&o->mu, &o->done, depth, o->Interface());
+    p.emplace(&o->mu, &o->done, depth, &o->store, &o->movers, &o->tier, o->Interface());
   }
   void StartPopping(const std::string& name) {
     {
@@ -185,11 +178,10 @@ TEST_F(PrefetcherTest, LoadsTheHighestStepsFirstWithinTheDepthAheadOfThePops) {
     o->ExpectLoaded(s[5]);
     o->ExpectLoaded(s[4]);
     EXPECT_EQ(s[3]->blocks[0].chunk, -1);  // beyond the depth
-    EXPECT_EQ(o->marked_clean, 2);
+    EXPECT_EQ(o->clean_blocks(*s[5]) + o->clean_blocks(*s[4]), 2);
     EXPECT_EQ(o->unpins, 2);
     EXPECT_EQ(o->finished, 2);
-    EXPECT_EQ(o->io_now, 0);
-    EXPECT_EQ(o->io_max, 1);
+    EXPECT_EQ(o->movers.now(MemoryMovers::Kind::kBackgroundIo), 0);
     o->Pop(*p, s[5]);
   }
   o->Settle(*p);
@@ -240,7 +232,7 @@ TEST_F(PrefetcherTest, WaitsForRoomWhenNoChunkIsFreeAndSkipsAStepLargerThanTheCa
   {
     MutexLock l(&o->mu);
     EXPECT_EQ(o->loaded, (std::vector<int64_t>{3, 2}));
-    EXPECT_TRUE(o->free.empty());
+    EXPECT_EQ(o->free_count(), 0u);
     EXPECT_EQ(s1->blocks[0].chunk, -1);
     EXPECT_FALSE(big->prefetch_failed);
     EXPECT_EQ(o->acquired, 2);  // never asked for a chunk that was not there
@@ -255,13 +247,17 @@ TEST_F(PrefetcherTest, WaitsForRoomWhenNoChunkIsFreeAndSkipsAStepLargerThanTheCa
 TEST_F(PrefetcherTest, ReadsOnlyTheBlocksThatAreNotResident) {
   Go(4, /*depth=*/1);
   EntryPtr e = o->AddStep("h", 7, 3);
+  int32_t resident = -1;
   {
     MutexLock l(&o->mu);
-    // Block 1 stayed in chunk 3.
-    o->free.erase(3);
-    o->chunks[3] = FakeOwner::Pattern(7, 1);
-    e->blocks[1].chunk = 3;
-    e->blocks[1].crc = crc32c::Value(o->chunks[3].data(), kBlock);
+    // Block 1 stayed in the cache.
+    const std::optional<uint32_t> c = o->store.TryAcquire(kBlock, nullptr, 0, -1);
+    ASSERT_TRUE(c.has_value());
+    resident = static_cast<int32_t>(*c);
+    const std::vector<uint8_t> data = FakeOwner::Pattern(7, 1);
+    std::copy(data.begin(), data.end(), o->store.data(*c));
+    e->blocks[1].chunk = resident;
+    e->blocks[1].crc = crc32c::Value(data.data(), kBlock);
     e->blocks[1].crc_ready = true;
     e->resident_blocks = 1;
   }
@@ -269,8 +265,8 @@ TEST_F(PrefetcherTest, ReadsOnlyTheBlocksThatAreNotResident) {
   MutexLock l(&o->mu);
   EXPECT_EQ(o->loaded, (std::vector<int64_t>{7}));
   EXPECT_EQ(o->acquired, 2);
-  EXPECT_EQ(o->marked_clean, 2);  // the read blocks only
-  EXPECT_EQ(e->blocks[1].chunk, 3);
+  EXPECT_EQ(o->clean_blocks(*e), 2);  // the read blocks only
+  EXPECT_EQ(e->blocks[1].chunk, resident);
   o->ExpectLoaded(e);
 }
 
@@ -293,9 +289,9 @@ TEST_F(PrefetcherTest, AFailedReadGivesItsChunksBackAndTheNextStepIsLoaded) {
     EXPECT_FALSE(e->prefetching);
   }
   o->ExpectLoaded(s1);
-  EXPECT_EQ(o->free.size(), 3u);  // 4 chunks, s1 holds one
+  EXPECT_EQ(o->free_count(), 3u);  // 4 chunks, s1 holds one
   EXPECT_EQ(o->finished, 3);
-  EXPECT_EQ(o->io_now, 0);
+  EXPECT_EQ(o->movers.now(MemoryMovers::Kind::kBackgroundIo), 0);
 }
 
 // The walk the host and device prefetchers share, with a scripted judge.
