@@ -14,7 +14,8 @@
 // take() and run() are called with it held, and run() may drop it (a
 // MutexUnlock) for I/O or copies. Clang cannot see that the owner's `mu_` and
 // a worker's `*mu_` are one mutex, so the methods below assert it
-// (AssertHeld) where the owner requires it (CAIRN_REQUIRES(mu_)).
+// (AssertHeld, which debug builds check at run time) where the owner
+// requires it (CAIRN_REQUIRES(mu_)).
 //
 // Stopping: RequestStop() asks, Join() waits. The thread returns once stop
 // is requested and take() yields nothing; the owner drains the queues before

@@ -13,7 +13,11 @@
 // with CAIRN_REQUIRES or CAIRN_NO_THREAD_SAFETY_ANALYSIS as appropriate).
 #pragma once
 
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
+#include <thread>
 
 #include "util/thread_annotations.hpp"
 
@@ -26,23 +30,53 @@ class CAIRN_CAPABILITY("mutex") Mutex {
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
 
-  void Lock() CAIRN_ACQUIRE() { mu_.lock(); }
-  void Unlock() CAIRN_RELEASE() { mu_.unlock(); }
-  bool TryLock() CAIRN_TRY_ACQUIRE(true) { return mu_.try_lock(); }
+  void Lock() CAIRN_ACQUIRE() {
+    mu_.lock();
+    Took();
+  }
+  void Unlock() CAIRN_RELEASE() {
+    Gave();
+    mu_.unlock();
+  }
+  bool TryLock() CAIRN_TRY_ACQUIRE(true) {
+    if (!mu_.try_lock()) return false;
+    Took();
+    return true;
+  }
 
   // BasicLockable spelling (std::lock_guard, std::condition_variable_any).
-  void lock() CAIRN_ACQUIRE() { mu_.lock(); }
-  void unlock() CAIRN_RELEASE() { mu_.unlock(); }
-  bool try_lock() CAIRN_TRY_ACQUIRE(true) { return mu_.try_lock(); }
+  void lock() CAIRN_ACQUIRE() { Lock(); }
+  void unlock() CAIRN_RELEASE() { Unlock(); }
+  bool try_lock() CAIRN_TRY_ACQUIRE(true) { return TryLock(); }
 
-  // Tells the analysis the mutex is held (no runtime check: std::mutex cannot
-  // tell which thread owns it).
-  void AssertHeld() const CAIRN_ASSERT_CAPABILITY(this) {}
+  // Tells the analysis the mutex is held, where it cannot see that (a
+  // Worker's *mu is its owner's mutex). Debug builds (no NDEBUG) check it:
+  // the calling thread must be the one that locked it through this class,
+  // else it is a locking bug in Cairn, reported on stderr and aborted there
+  // and then, not left to corrupt state. Release builds do not check.
+  void AssertHeld() const CAIRN_ASSERT_CAPABILITY(this) {
+#ifndef NDEBUG
+    if (owner_.load(std::memory_order_relaxed) != std::this_thread::get_id()) {
+      std::fputs("cairn: internal error: Mutex::AssertHeld on a mutex this thread does not hold\n",
+                 stderr);
+      std::abort();
+    }
+#endif
+  }
 
-  // The underlying std::mutex, for std::unique_lock + std::condition_variable.
+  // The underlying std::mutex, for std::unique_lock + std::condition_variable
+  // (a lock taken this way is not seen by AssertHeld).
   std::mutex& native() CAIRN_RETURN_CAPABILITY(this) { return mu_; }
 
  private:
+  // The thread holding it. Kept in every build, so that the class has one
+  // layout whatever NDEBUG is where it is compiled; only AssertHeld's check
+  // depends on it. Only the owner compares its own id with this, so relaxed
+  // order is enough: a thread sees its own last store, and never its id
+  // stored by another.
+  void Took() { owner_.store(std::this_thread::get_id(), std::memory_order_relaxed); }
+  void Gave() { owner_.store(std::thread::id(), std::memory_order_relaxed); }
+  std::atomic<std::thread::id> owner_{};
   std::mutex mu_;
 };
 

@@ -139,5 +139,32 @@ TEST(MutexTest, MutexUnlockReleasesForItsScope) {
   EXPECT_EQ(seen, 1);
 }
 
+#ifndef NDEBUG
+// Debug builds check AssertHeld at run time: held by this thread, through a
+// MutexLock, across a condition wait and after a relock.
+TEST(MutexTest, AssertHeldChecksTheOwnerInDebugBuilds) {
+  Mutex mu;
+  std::condition_variable_any cv;
+  bool ready = false;
+  {
+    MutexLock l(&mu);
+    mu.AssertHeld();
+    std::thread t([&] {
+      MutexLock other(&mu);
+      ready = true;
+      cv.notify_all();
+    });
+    cv.wait(l, [&] { return ready; });
+    mu.AssertHeld();  // re-acquired by the wait
+    l.Unlock();
+    l.Lock();
+    mu.AssertHeld();
+    l.Unlock();
+    t.join();
+  }
+  EXPECT_DEATH(mu.AssertHeld(), "does not hold");  // released
+}
+#endif
+
 }  // namespace
 }  // namespace cairn
