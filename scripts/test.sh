@@ -187,16 +187,23 @@ fi
 # one clang tree compiles everything with the analysis as errors. It is also
 # the tree's clang build: every target (library, MPI and drop-in libraries,
 # tools, tests, bench, examples, Fortran), so a rule or a construct that only
-# GCC accepts fails here. -O0 and no debug info: nothing here runs. Counted
-# as one test.
+# GCC accepts fails here. -O0 and no debug info. Then the unit tests run once
+# in it: a build without NDEBUG, where Mutex::AssertHeld checks at run time
+# that the calling thread holds the mutex (util/mutex.hpp). Counted as one
+# test.
 banner "thread-safety and clang build in build-tsa"
 cmake -S . -B build-tsa -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 \
   -DCAIRN_THREAD_SAFETY=ON -DCAIRN_BUILD_TESTS=ON -DCAIRN_BUILD_BENCH=ON -DCAIRN_BUILD_EXAMPLES=ON \
   -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCMAKE_C_FLAGS_DEBUG=-O0
-if cmake --build build-tsa -j"$jobs"; then
+if ! cmake --build build-tsa -j"$jobs"; then
+  echo "test.sh: thread-safety (clang): the analysis found a violation (or clang failed)" >&2
+  failed=$((failed + 1))
+  exit 1
+fi
+if build-tsa/bin/cairn_tests --gtest_brief=1; then
   passed=$((passed + 1))
 else
-  echo "test.sh: thread-safety (clang): the analysis found a violation (or clang failed)" >&2
+  echo "test.sh: the unit tests failed in the clang debug tree (build-tsa), AssertHeld checked" >&2
   failed=$((failed + 1))
   exit 1
 fi
