@@ -37,6 +37,18 @@ constexpr Type kVelocTypes[] = {{"character", "character(len=*)", 1},
                                 {"complex4", "complex(4)", 8},
                                 {"complex8", "complex(8)", 16}};
 
+// One specific: subroutine `name`(id_F, data, err) over a POINTER `decl`
+// of any rank (assumed rank) with the given intent, then `body`, which sets
+// err.
+void Specific(std::ostringstream& o, const std::string& name, const char* decl, const char* intent,
+              const std::string& body) {
+  o << "\n  subroutine " << name << "(id_F, data, err)\n"
+    << "    integer, intent(in) :: id_F\n"
+    << "    " << decl << ", pointer, intent(" << intent << ") :: data(..)\n"
+    << "    integer, intent(out) :: err\n"
+    << body << "  end subroutine " << name << "\n";
+}
+
 }  // namespace
 
 std::string FtiTypeDeclarations() {
@@ -63,13 +75,10 @@ std::string FtiInterface(const std::string& generic) {
 std::string FtiProtectSpecifics() {
   std::ostringstream o;
   for (const Type& t : kFtiTypes) {
-    o << "\n  subroutine FTI_Protect_" << t.name << "(id_F, data, err)\n"
-      << "    integer, intent(in) :: id_F\n"
-      << "    " << t.decl << ", pointer, intent(in) :: data(..)\n"
-      << "    integer, intent(out) :: err\n"
-      << "    err = protect_contiguous(id_F, c_loc(data), size(data, kind=8), FTI_" << t.name
-      << ")\n"
-      << "  end subroutine FTI_Protect_" << t.name << "\n";
+    Specific(
+        o, std::string("FTI_Protect_") + t.name, t.decl, "in",
+        std::string("    err = protect_contiguous(id_F, c_loc(data), size(data, kind=8), FTI_") +
+            t.name + ")\n");
   }
   return o.str();
 }
@@ -77,25 +86,26 @@ std::string FtiProtectSpecifics() {
 std::string FtiReallocSpecifics() {
   std::ostringstream o;
   for (const Type& t : kFtiTypes) {
-    o << "\n  subroutine FTI_Realloc_" << t.name << "(id_F, data, err)\n"
-      << "    integer, intent(in) :: id_F\n"
-      << "    " << t.decl << ", pointer, intent(inout) :: data(..)\n"
-      << "    integer, intent(out) :: err\n"
-      << "    type(c_ptr) :: moved\n"
-      << "    integer(8) :: n\n"
-      << "    err = FTI_NSCS\n"
-      << "    select rank (data)\n"
-      << "    rank (0)\n"
-      << "      n = realloc_first(id_F, c_loc(data), " << t.bytes << ", 1_8, moved)\n"
-      << "      if (n == 1) call c_f_pointer(moved, data)\n"
-      << "    rank (1)\n"
-      << "      n = realloc_first(id_F, c_loc(data), " << t.bytes << ", -1_8, moved)\n"
-      << "      if (n >= 0) call c_f_pointer(moved, data, [n])\n"
-      << "    rank default\n"
-      << "      n = -1\n"
-      << "    end select\n"
-      << "    if (n >= 0) err = FTI_SCES\n"
-      << "  end subroutine FTI_Realloc_" << t.name << "\n";
+    const std::string each = std::to_string(t.bytes);
+    Specific(o, std::string("FTI_Realloc_") + t.name, t.decl, "inout",
+             "    type(c_ptr) :: moved\n"
+             "    integer(8) :: n\n"
+             "    err = FTI_NSCS\n"
+             "    select rank (data)\n"
+             "    rank (0)\n"
+             "      n = realloc_first(id_F, c_loc(data), " +
+                 each +
+                 ", 1_8, moved)\n"
+                 "      if (n == 1) call c_f_pointer(moved, data)\n"
+                 "    rank (1)\n"
+                 "      n = realloc_first(id_F, c_loc(data), " +
+                 each +
+                 ", -1_8, moved)\n"
+                 "      if (n >= 0) call c_f_pointer(moved, data, [n])\n"
+                 "    rank default\n"
+                 "      n = -1\n"
+                 "    end select\n"
+                 "    if (n >= 0) err = FTI_SCES\n");
   }
   return o.str();
 }
@@ -109,15 +119,11 @@ std::string VelocInterfaces() {
 std::string VelocSpecifics() {
   std::ostringstream o;
   for (const Type& t : kVelocTypes) {
-    o << "\n  subroutine protect_" << t.name << "(id_F, data, err)\n"
-      << "    integer, intent(in) :: id_F\n"
-      << "    " << t.decl << ", pointer, intent(in) :: data(..)\n"
-      << "    integer, intent(out) :: err\n"
-      << "    err = VELOC_NSCS\n"
-      << "    if (refused(id_F, associated(data), is_contiguous(data))) return\n"
-      << "    err = protect_pointer(id_F, c_loc(data), size(data, kind=8), storage_size(data, "
-         "kind=8))\n"
-      << "  end subroutine protect_" << t.name << "\n";
+    Specific(o, std::string("protect_") + t.name, t.decl, "in",
+             "    err = VELOC_NSCS\n"
+             "    if (refused(id_F, associated(data), is_contiguous(data))) return\n"
+             "    err = protect_pointer(id_F, c_loc(data), size(data, kind=8), storage_size(data, "
+             "kind=8))\n");
   }
   return o.str();
 }
