@@ -94,9 +94,8 @@ Status Pipeline::Init() {
   CAIRN_RETURN_IF_ERROR(initializer_.Prepare());
   {
     MutexLock lock(&mu_);
-    if (store_.cache()
-            .nodes()
-            .partitioned()) {  // host_cache.numa: the threads follow their chunks' nodes
+    // host_cache.numa: the threads follow their chunks' nodes.
+    if (store_.cache().nodes().partitioned()) {
       const NodeFollower follower(numa_, store_.cache());
       flusher_.FollowNodes(follower);
       persister_.FollowNodes(follower);

@@ -133,16 +133,15 @@ void DeviceMover::DrainBlock(const EntryPtr& e, uint32_t block) {
   const auto* src = reinterpret_cast<const void*>(cache_->address(static_cast<uint32_t>(bs.slot)));
   const bool registered = owner_.host_registered();
   DeviceIo* io = io_;
-  movers_->Add(MemoryMovers::Kind::kBackgroundIo, +1);
   const auto t0 = std::chrono::steady_clock::now();
   auto t1 = t0;
   Status s;
   {
+    const MemoryMovers::Scope moving(movers_, MemoryMovers::Kind::kBackgroundIo);
     MutexUnlock unlocked(mu_);  // the device -> host copy
     s = io->Drain(dst, src, length, padded, registered);
     t1 = std::chrono::steady_clock::now();
   }
-  movers_->Add(MemoryMovers::Kind::kBackgroundIo, -1);
   if (!s.ok()) return DrainFailed(e, block, s);
   bs.sealed = true;
   ++e->sealed_blocks;

@@ -102,10 +102,10 @@ Status Flusher::WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& wr
   ++e->pins;
   const uint8_t* data = store_->data(static_cast<uint32_t>(bs.chunk));
   const uint32_t crc = bs.crc;
-  movers_->Add(MemoryMovers::Kind::kBackgroundIo, +1);
   const uint32_t length = e->layout.blocks[b].length;
   Status s;
   {
+    const MemoryMovers::Scope moving(movers_, MemoryMovers::Kind::kBackgroundIo);
     MutexUnlock unlocked(mu_);  // the block write (and its check)
     follower_.Follow(data);
     if (verify_ && crc32c::Value(data, length) != crc) {
@@ -115,7 +115,6 @@ Status Flusher::WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& wr
       s = Timed(io_seconds, [&] { return writer.WriteBlock(b, data, crc); });
     }
   }
-  movers_->Add(MemoryMovers::Kind::kBackgroundIo, -1);
   if (s.ok()) {
     // Before the unpin: if a pop consumed the entry meanwhile, the last
     // unpin releases the chunks and must see this block as written (not

@@ -50,7 +50,8 @@ namespace cairn::core {
 // Which of an entry's flags a flusher keeps: a block is in its file, the
 // entry's file was opened; and the store's transition for a block written
 // (called before the unpin). The defaults are the local tier's.
-// The file tier a flusher writes each kind of entry to.
+// The file tier a flusher writes each kind of entry to (the persister's has
+// checkpoints only: history steps are never persisted).
 struct FlushTiers {
   tiers::FileTier* checkpoints = nullptr;
   tiers::FileTier* steps = nullptr;  // history steps

@@ -58,9 +58,8 @@ void Prefetcher::LoadStep(const EntryPtr& e) {
   std::vector<uint32_t> crcs;
   Status s;
   if (TakeChunks(*e, &dst)) {
-    movers_->Add(MemoryMovers::Kind::kBackgroundIo, +1);
+    const MemoryMovers::Scope moving(movers_, MemoryMovers::Kind::kBackgroundIo);
     s = ReadBlocks(e, dst, &crcs);
-    movers_->Add(MemoryMovers::Kind::kBackgroundIo, -1);
   } else {
     s = Status::Io("no chunk for prefetching '" + e->name + "' step " + std::to_string(e->number));
   }
