@@ -42,7 +42,10 @@ def test_two_ranks(tmp_path: Path) -> None:
     cmd = [mpirun, "-np", "2", "--oversubscribe", "--timeout", "120", "--mca", "btl", "self,vader"]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
-    env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    # Its own session directory: two mpiruns that start together race to create
+    # the shared one (cmake/CairnMpiSessions.cmake says more).
+    env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none",
+               OMPI_MCA_orte_tmpdir_base=str(tmp_path / "ompi"))
     cmd += [sys.executable, str(WORKER), str(tmp_path)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
