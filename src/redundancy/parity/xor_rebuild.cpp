@@ -6,15 +6,15 @@
 #include <map>
 #include <set>
 
-#include "redundancy/bundle_stream.hpp"
-#include "redundancy/write_behind.hpp"
-#include "redundancy/parity/xor_parity.hpp"
-#include "redundancy/parity/xor_parity_impl.hpp"
 #include "cairn/cairn.hpp"
 #include "format/chain.hpp"
-#include "format/le.hpp"
 #include "format/naming.hpp"
 #include "os/fs/fs.hpp"
+#include "redundancy/bundle_stream.hpp"
+#include "redundancy/parity/xor_parity.hpp"
+#include "redundancy/parity/xor_parity_impl.hpp"
+#include "redundancy/parity/xor_survivor.hpp"
+#include "redundancy/write_behind.hpp"
 #include "util/clock.hpp"
 #include "util/crc32c.hpp"
 
@@ -27,22 +27,11 @@ using redundancy::Fs;
 using redundancy::Get;
 using redundancy::Put;
 
-// What a survivor appends to each window it sends the lost member: its
-// verdict so far (0: its parity and bundle check out).
-constexpr size_t kVerdict = sizeof(int64_t);
 // How many rounds the lost member holds (one arriving, the others waiting
 // for or in their write): 3 x (m - 1) windows, 9 MiB for m = 4. Two (the
 // lockstep of receive and write) left the survivors waiting for every slow
 // write; a third absorbs most of it (docs/mpi.md "Measuring a rebuild").
 constexpr size_t kRoundsBehind = 3;
-
-// Adds the seconds since *t to *phase and restarts *t there: the phases of
-// a rebuild (MpiStats' l3_*_s) timed back to back.
-void Lap(SteadyTime* t, double* phase) {
-  const SteadyTime now = std::chrono::steady_clock::now();
-  *phase += SecondsBetween(*t, now);
-  *t = now;
-}
 
 // Where the lost member's rebuilt bundle goes while it streams in.
 class Sink {
@@ -173,14 +162,14 @@ class ParityLevel final : public redundancy::Level {
     // data read (headers, sizes); every member learns each survivor's state
     // (0 ok, 1 absent, 2 damaged) and what its parity records of the lost
     // member. All go on only if every survivor can and they agree.
-    Survivor s;
+    Survivor s(group_, sets_, config_, times_);
     Status why;
-    if (p != gone) why = OpenSurvivor(name, v, gone, &s);
+    if (p != gone) why = s.Open(name, v, gone);
     std::vector<uint8_t> state;
     Put(&state, why.ok() ? 0 : why.code() == Code::kNotFound ? 1 : 2);
-    Put(&state, static_cast<int64_t>(s.header.chunk));
-    Put(&state, s.lost.bytes);
-    Put(&state, s.lost.crc);
+    Put(&state, static_cast<int64_t>(s.header().chunk));
+    Put(&state, s.lost().bytes);
+    Put(&state, s.lost().crc);
     CAIRN_RETURN_IF_ERROR(ShareInSet(group_, sets_, state, &got));
     int64_t worst = 0, chunk = 0;
     Member record{.rank = members[gone]};
@@ -217,12 +206,12 @@ class ParityLevel final : public redundancy::Level {
     // 5. The lost member's own parity of v, lost with its node, is encoded
     // again (Reencode): the set protects v against the next loss at once.
     if (p == gone) return RebuildLost(name, v, gone, static_cast<uint64_t>(chunk), record);
-    CAIRN_RETURN_IF_ERROR(SendRebuilt(s, gone));
+    CAIRN_RETURN_IF_ERROR(s.Send(gone));
     CAIRN_ASSIGN_OR_RETURN(const bool refused, Outcome(gone, false));
-    if (refused && s.failure.ok()) s.failure = Diagnose(s);
-    if (!s.failure.ok()) notes_.push_back(s.failure.ToString());
+    if (refused && s.failure().ok()) s.failure() = s.Diagnose();
+    if (!s.failure().ok()) notes_.push_back(s.failure().ToString());
     SteadyTime t = std::chrono::steady_clock::now();
-    auto again = Reencode(group_, sets_, config_, name, v, gone, &s.header, s.bundle.get(), true);
+    auto again = Reencode(group_, sets_, config_, name, v, gone, &s.header(), s.bundle(), true);
     Lap(&t, &times_->l3_encode_s);
     if (!again.ok()) notes_.push_back(again.status().ToString());
     return std::string();
@@ -247,153 +236,10 @@ class ParityLevel final : public redundancy::Level {
   std::vector<std::string> Notes() const override { return notes_; }
 
  private:
-  // What a survivor of a rebuild reads: its parity file and its bundle.
-  struct Survivor {
-    Header header;
-    Member lost;  // what the parity records of the lost member
-    std::string name, path;
-    std::unique_ptr<os::File> parity;
-    std::unique_ptr<os::FileView> parity_view;  // null: it is read with ReadAt
-    std::unique_ptr<redundancy::BundleReader> bundle;
-    Status failure;  // the first thing that did not check out while streaming
-  };
-
-  std::string ParityPath(const std::string& name, int64_t v) const {
-    return format::EntryPath(ParityDir(config_), name, format::EntryKind::kCheckpoint, v);
-  }
-
   Result<Header> ReadParityHeader(const std::string& name, int64_t v) {
-    const std::string path = ParityPath(name, v);
+    const std::string path = ParityPath(config_, name, v);
     CAIRN_ASSIGN_OR_RETURN(auto file, Fs(config_)->Open(path, os::OpenOptions{}));
-    return ReadVersionHeader(*file, path, v);
-  }
-
-  Result<Header> ReadVersionHeader(os::File& file, const std::string& path, int64_t v) {
-    CAIRN_ASSIGN_OR_RETURN(Header h, ReadHeader(file, path, sets_.members()));
-    if (h.version != v || h.position != static_cast<uint32_t>(sets_.position))
-      return Status::Corrupt(path + ": not this rank's parity of version " + std::to_string(v));
-    return h;
-  }
-
-  // A survivor's parity (header checked) and bundle (of the size the parity
-  // recorded); their data are checked while they stream. kNotFound when it
-  // has no parity of v.
-  Status OpenSurvivor(const std::string& name, int64_t v, size_t gone, Survivor* s) {
-    s->name = name;
-    s->path = ParityPath(name, v);
-    auto file = Fs(config_)->Open(s->path, os::OpenOptions{});
-    if (!file.ok())
-      return file.status().code() == Code::kNotFound ? Status::NotFound(s->path) : file.status();
-    CAIRN_ASSIGN_OR_RETURN(s->header, ReadVersionHeader(**file, s->path, v));
-    s->parity = std::move(*file);
-    if (auto view = s->parity->Map(); view.ok()) s->parity_view = std::move(view).value();
-    auto bundle = redundancy::BundleReader::Open(config_, config_.scratch_dir, name, v);
-    if (!bundle.ok() || static_cast<int64_t>((*bundle)->size()) !=
-                            s->header.members[static_cast<size_t>(sets_.position)].bytes)
-      return NotProtected(name, v);
-    s->bundle = std::move(*bundle);
-    s->lost = s->header.members[gone];
-    return Status::Ok();
-  }
-
-  Status NotProtected(const std::string& name, int64_t v) const {
-    return Status::Corrupt("rank " + std::to_string(group_.rank()) + "'s version " +
-                           std::to_string(v) + " of '" + name +
-                           "' is not what its XOR parity protects (damaged or compacted since)");
-  }
-
-  // A survivor's part of a rebuild, window after window (WindowOf(c) bytes
-  // of each chunk; docs/mpi.md): it reads the chunks of its bundle that the
-  // other survivors' parity XORed in (not the one the lost member's parity
-  // holds: the rebuild does not use it) and its parity window, sends each
-  // other survivor its chunk and XORs what it receives with its parity
-  // window, which is then the lost member's chunk ChunkOf(p, gone) there:
-  // that goes to the lost member in the next round, with this survivor's
-  // verdict so far (0: every read succeeded). Two windows alternate, one
-  // being sent while the next is built. Its files are read in place where
-  // they can be mapped (os::FileView: no copy; MPI sends from the page
-  // cache), else copied out. No CRC is taken here: the lost
-  // member checks the whole rebuilt bundle against the CRC the parity
-  // recorded, which any damage to what the rebuild used changes (Diagnose
-  // names the damaged file when it does). Its own failures do not stop the
-  // rounds: the others wait for them.
-  Status SendRebuilt(Survivor& s, size_t gone) {
-    const std::vector<int>& members = sets_.members();
-    const size_t m = members.size(), p = static_cast<size_t>(sets_.position);
-    const uint64_t c = s.header.chunk, window = WindowOf(c), w = std::min(window, c),
-                   rounds = (c + window - 1) / window;
-    const uint64_t head = s.header.Size();
-    const size_t unused = ChunkOf(gone, p, m);
-    auto fail = [&](const Status& st) {
-      if (s.failure.ok() && !st.ok()) s.failure = st;
-    };
-    std::vector<uint8_t> own((m - 1) * w),
-        acc[2] = {std::vector<uint8_t>(w + kVerdict), std::vector<uint8_t>(w + kVerdict)};
-    std::vector<const uint8_t*> piece(m - 1), sources;  // this round's chunk windows; what XORs into next
-    std::vector<std::vector<uint8_t>> got;
-    uint64_t sent = 0;  // bytes of the previous window
-    SteadyTime t = std::chrono::steady_clock::now();
-    for (uint64_t r = 0; r <= rounds; ++r) {
-      std::vector<Group::Outgoing> sends;
-      std::vector<int> from;
-      const uint64_t off = r * window, n = r < rounds ? std::min(window, c - off) : 0;
-      uint8_t* next = acc[r % 2].data();
-      sources.clear();
-      if (r < rounds) {
-        for (size_t k = 0; k + 1 < m; ++k) {
-          if (k == unused) continue;
-          piece[k] = s.bundle->View(k * c + off, n);
-          if (piece[k] != nullptr) continue;
-          uint8_t* copy = own.data() + k * w;
-          piece[k] = copy;
-          if (Status st = s.bundle->Read(k * c + off, copy, n); !st.ok()) {
-            fail(st);
-            std::fill_n(copy, n, 0);
-          }
-        }
-        sources.push_back(ParityWindow(s, head + off, n, next, fail));
-        Lap(&t, &times_->l3_read_s);
-        for (size_t j = 0; j < m; ++j) {
-          if (j == p || j == gone) continue;
-          sends.push_back({.to = members[j], .data = piece[ChunkOf(j, p, m)], .bytes = n});
-          from.push_back(members[j]);
-        }
-      }
-      if (r > 0) {
-        uint8_t* prev = acc[(r + 1) % 2].data();
-        const int64_t verdict = s.failure.ok() ? 0 : 2;
-        std::memcpy(prev + sent, &verdict, kVerdict);
-        sends.push_back({.to = members[gone], .data = prev, .bytes = sent + kVerdict});
-      }
-      CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
-      Lap(&t, &times_->l3_exchange_s);
-      for (size_t i = 0; i < got.size(); ++i) {
-        if (got[i].size() == n) {
-          sources.push_back(got[i].data());
-        } else {
-          fail(Status::Corrupt("a parity piece from rank " + std::to_string(from[i]) +
-                               " has the wrong size"));
-        }
-      }
-      if (r < rounds) XorOf(next, sources.data(), sources.size(), n);
-      Lap(&t, &times_->l3_xor_s);
-      sent = n;
-    }
-    return Status::Ok();
-  }
-
-  // A survivor's parity bytes [at, at + n): in place from its mapping, else
-  // read into `into` (zeros and a failure on a read error).
-  template <typename Fail>
-  const uint8_t* ParityWindow(Survivor& s, uint64_t at, uint64_t n, uint8_t* into, const Fail& fail) {
-    if (s.parity_view != nullptr) {
-      if (auto bytes = s.parity_view->Bytes(at, n); bytes.ok()) return *bytes;
-    }
-    if (Status st = s.parity->ReadAt(into, n, at); !st.ok()) {
-      fail(st);
-      std::fill_n(into, n, 0);
-    }
-    return into;
+    return ReadVersionHeader(*file, path, v, sets_);
   }
 
   // After the streaming, every member of the set: the lost member says
@@ -402,49 +248,6 @@ class ParityLevel final : public redundancy::Level {
   Result<bool> Outcome(size_t gone, bool refused) {
     CAIRN_ASSIGN_OR_RETURN(auto said, ShareValues(group_, sets_, {refused ? 1 : 0}));
     return said[gone][0] != 0;  // a malformed message (-1) refuses too
-  }
-
-  // A refused rebuild: this survivor checks its parity file and its whole
-  // bundle against their recorded CRCs (one more read of each), so that the
-  // damaged one is named by its own rank. Ok when both check out.
-  Status Diagnose(Survivor& s) {
-    SteadyTime t = std::chrono::steady_clock::now();
-    const uint64_t window = WindowOf(s.header.chunk);
-    std::vector<uint8_t> buf(window);
-    // The CRC of bytes [0, bytes) that read(offset, dst, n) gives, window by window.
-    auto crc_of = [&](uint64_t bytes, const auto& read) -> Result<uint32_t> {
-      uint32_t crc = 0;
-      for (uint64_t off = 0; off < bytes; off += window) {
-        const uint64_t n = std::min(window, bytes - off);
-        CAIRN_RETURN_IF_ERROR(read(off, buf.data(), n));
-        crc = crc32c::Extend(crc, buf.data(), n);
-      }
-      return crc;
-    };
-    // The parity file's CRC covers its header and its chunk.
-    CAIRN_ASSIGN_OR_RETURN(const uint32_t parity_crc,
-                           crc_of(s.header.Size() + s.header.chunk, [&](uint64_t off, uint8_t* dst, uint64_t n) {
-                             return s.parity->ReadAt(dst, n, off);
-                           }));
-    const Member& me = s.header.members[static_cast<size_t>(sets_.position)];
-    CAIRN_ASSIGN_OR_RETURN(const uint32_t own_crc,
-                           crc_of(static_cast<uint64_t>(me.bytes), [&](uint64_t off, uint8_t* dst, uint64_t n) {
-                             return s.bundle->Read(off, dst, n);
-                           }));
-    Lap(&t, &times_->l3_crc_s);
-    return CheckSurvivor(s, parity_crc, own_crc);
-  }
-
-  // The parity file's CRC and this member's bundle's against what was
-  // recorded.
-  Status CheckSurvivor(Survivor& s, uint32_t parity_crc, uint32_t own_crc) {
-    uint8_t tail[kCrc];
-    CAIRN_RETURN_IF_ERROR(s.parity->ReadAt(tail, kCrc, s.header.Size() + s.header.chunk));
-    if (parity_crc != format::le::Get32(tail))
-      return Status::Corrupt(s.path + ": the XOR parity file's checksum does not match (damaged)");
-    const Member& me = s.header.members[static_cast<size_t>(sets_.position)];
-    if (own_crc != me.crc) return NotProtected(s.name, s.header.version);
-    return Status::Ok();
   }
 
   // The lost member's part: each round brings one window of each of its
