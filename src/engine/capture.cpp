@@ -176,7 +176,7 @@ Pipeline::HeldChunk Pipeline::HoldRoom(const Entry& e, ZeroCopyOrder& order, std
     const bool drains = device_mover_.DrainsPending();
     if (drains) FreeHeld(spares);
     const size_t chunks = store_.chunk_count();
-    const size_t keep = !drains && order.WantsSpares() ? spare_count_.Keep(chunks) : 0;
+    const size_t keep = !drains && order.WantsSpares() ? zero_copy_.spares().Keep(chunks) : 0;
     if (!spares->empty() && (order.RedWaiting() || spares->size() > keep)) {
       h = spares->back();
       spares->pop_back();
@@ -188,7 +188,7 @@ Pipeline::HeldChunk Pipeline::HoldRoom(const Entry& e, ZeroCopyOrder& order, std
         // Spares first (they went to the last RED pages): RED pages come one
         // after the other when the application writes from one thread.
         if (order.RedWaiting()) {
-          if (waited && keep > 0) spare_count_.Short(chunks);  // it waited for this chunk
+          if (waited && keep > 0) zero_copy_.spares().Short(chunks);  // it waited for this chunk
           return h;
         }
         if (spares->size() >= keep) return h;
@@ -296,7 +296,7 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   if (number < 0) return Status::InvalidArgument("version/step must be >= 0, got " + std::to_string(number));
   CAIRN_RETURN_IF_ERROR(CheckSources(sources));
   MutexLock capture_lock(&capture_mu_);
-  JoinZeroCopy();  // a checkpoint waits for the previous zero-copy epoch's read
+  zero_copy_.Join();  // a checkpoint waits for the previous zero-copy epoch's read
   const auto t0 = std::chrono::steady_clock::now();
   double interval_s = -1;
   double blocked_before = 0;
@@ -324,7 +324,7 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
     if (checkpoint) layering_->Dropped(name, number);
     return s;
   }
-  // zero-copy (zero_copy_capture.cpp): protected now, copied by a reader thread.
+  // zero-copy (zero_copy_capture.hpp): protected now, copied by a reader thread.
   if (checkpoint && config_.capture == CaptureMode::kZeroCopy && StartZeroCopy(e, sources, t0, interval_s)) {
     return Status::Ok();
   }
@@ -335,6 +335,40 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   CAIRN_RETURN_IF_ERROR(copied);
   EndCapture(e, t0, interval_s, blocked_before);
   return Status::Ok();
+}
+
+bool Pipeline::StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                             std::chrono::steady_clock::time_point t0, double interval_s) {
+  if (!zero_copy_.Begin(e->layout, sources, e->name, e->number, t0)) return false;
+  zero_copy_.Read(e->layout, sources, [this, e, sources, t0, interval_s](ZeroCopy* zc) {
+    ReadZeroCopy(e, sources, zc, t0, interval_s);
+  });
+  return true;
+}
+
+// The epoch's reader: the copy capture's batch loop, each host piece read
+// through the epoch (ZeroCopy::Read).
+void Pipeline::ReadZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                            ZeroCopy* zc, std::chrono::steady_clock::time_point t0,
+                            double interval_s) {
+  tracer_.NameThread("cairn zero-copy reader (app memory -> cache)");
+  MutexLock lock(&mu_);
+  const double blocked_before = CaptureBlockedSeconds();
+  const Status s = CaptureBlocks(e, sources, zc);
+  zero_copy_.EndRead();
+  if (s.ok()) {
+    EndCapture(e, t0, interval_s, blocked_before);
+  } else if (unreported_error_.ok()) {
+    unreported_error_ = s;  // no caller waits for the capture: the next wait or close reports it
+  }
+}
+
+void Pipeline::ReleaseSources() {
+  {
+    MutexLock capture_lock(&capture_mu_);
+    zero_copy_.Join();  // its huge-page pass touches the memory too
+  }
+  zero_copy_.WaitIdle();
 }
 
 // The node of each block's first source byte, from the entry's placement
@@ -397,7 +431,7 @@ Status Pipeline::CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSourc
     if (held.chunk >= 0) spares.push_back(held);  // not used (no host block came first): kept or freed below
     if (want.empty()) {
       FreeHeld(&spares);
-      if (zc != nullptr) spare_count_.EndEpoch(store_.chunk_count());
+      if (zc != nullptr) zero_copy_.spares().EndEpoch(store_.chunk_count());
       break;
     }
     b += static_cast<uint32_t>(batch.blocks.size());

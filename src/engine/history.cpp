@@ -64,7 +64,7 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   const auto kind = format::EntryKind::kHistoryStep;
   const std::string label = format::EntryLabel(kind, name, step);
   auto t0 = std::chrono::steady_clock::now();
-  WaitZeroCopyIdle();  // dst may be protected by a zero-copy epoch being read
+  zero_copy_.WaitIdle();  // dst may be protected by a zero-copy epoch being read
   if (dst_kind == MemoryKind::kHost) layering_->BeforeRestore(dst, capacity);  // a write into tracked memory
   MutexLock lock(&mu_);
   Catalog::History* hist = catalog_.FindHistory(name);

@@ -108,7 +108,7 @@ Status Pipeline::Init() {
                                                        .hash_chunk = config_.hash_chunk_bytes,
                                                        .engine = copier_.get()},
                                          static_cast<uint32_t>(config_.block_bytes));
-  if (config_.capture == CaptureMode::kZeroCopy) UseZeroCopyPageSources();
+  if (config_.capture == CaptureMode::kZeroCopy) zero_copy_.UsePageSources(*layering_);
   if (gpu_) device_mover_.Start("cairn device mover (device <-> host)", &tracer_);
   checksummer_.Start("cairn checksummer", &tracer_);
   flusher_.Start("cairn flusher (cache -> local)", &tracer_);
@@ -469,19 +469,7 @@ Stats Pipeline::GetStats() const {
   }
   s.cache_dirty_bytes = store_.dirty_bytes();
   if (layering_) s.changes = layering_->stats();
-  if (zero_copy_) {
-    const ZeroCopyCounters c = zero_copy_->counters();
-    s.zero_copy.protected_bytes = c.protected_bytes;
-    s.zero_copy.cow_peak_bytes = c.cow_peak_bytes;
-    s.zero_copy.red = c.red;
-    s.zero_copy.orange = c.orange;
-    s.zero_copy.green = c.green;
-    s.zero_copy.blue = c.blue;
-    s.zero_copy.watch_faults = c.watch_faults;
-    s.zero_copy.faults = c.faults;
-    s.zero_copy.red_wait_s = c.red_wait_s;
-    s.zero_copy.fault_s = c.fault_s;
-  }
+  zero_copy_.AddCounters(&s.zero_copy);
   return s;
 }
 

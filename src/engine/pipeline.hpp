@@ -76,7 +76,6 @@
 #include "cairn/cairn.hpp"
 #include "capture/copy_engine.hpp"
 #include "capture/layering.hpp"
-#include "capture/zero_copy/spare_count.hpp"
 #include "capture/zero_copy/zero_copy.hpp"
 #include "engine/block_store.hpp"
 #include "engine/catalog.hpp"
@@ -92,6 +91,7 @@
 #include "engine/stages/prefetcher.hpp"
 #include "engine/trace.hpp"
 #include "engine/worker.hpp"
+#include "engine/zero_copy_capture.hpp"
 #include "format/file_writer.hpp"
 #include "gpu/runtime.hpp"
 #include "os/mem/numa.hpp"
@@ -334,7 +334,7 @@ class Pipeline {
                  HeldChunk* held) CAIRN_REQUIRES(mu_);
   // A zero-copy reader's room for its next block, taken before the block is
   // chosen (capture.cpp, CaptureBlocks). The reader keeps *spares (as many
-  // as spare_count_ says) for pages that go RED: a normal block waits for
+  // as zero_copy_.spares() says) for pages that go RED: a normal block waits for
   // another chunk, looking for RED pages every kRedPoll, and a RED page
   // takes a spare at once.
   static constexpr auto kRedPoll = std::chrono::microseconds(100);
@@ -347,35 +347,21 @@ class Pipeline {
   // Copies e's blocks into the cache, batch by batch (mu_ dropped around each
   // copy), in address order; zc: host pieces are read through the zero-copy
   // epoch instead, one block at a time in the flush order
-  // (checkpoint.zero_copy_order; ZeroCopyOrder, zero_copy_capture.cpp).
+  // (checkpoint.zero_copy_order; capture/zero_copy/zero_copy_order.hpp).
   // The NUMA node of each block's source (Entry::block_nodes); without mu_,
   // before the entry is published.
   std::vector<int32_t> SourceNodes(const Entry& e, const std::vector<CaptureSource>& sources);
   Status CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSource>& sources, ZeroCopy* zc)
       CAIRN_REQUIRES(mu_);
 
-  // Zero-copy checkpoints (zero_copy_capture.cpp; docs/design.md, "Zero-copy
-  // captures"). StartZeroCopy protects e's host memory and hands the rest of
-  // the capture to a reader thread; false (with zero_copy.note) when e must be
-  // copied instead.
+  // Zero-copy checkpoints (zero_copy_): StartZeroCopy begins an epoch over
+  // e's host memory and hands the rest of the capture to its reader thread,
+  // which runs ReadZeroCopy; false when e must be copied instead.
   bool StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
                      std::chrono::steady_clock::time_point t0, double interval_s) CAIRN_REQUIRES(mu_, capture_mu_);
-  void ReadZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
-                    std::chrono::steady_clock::time_point t0, double interval_s) CAIRN_EXCLUDES(mu_);
-  void RestoreHugePages(const format::Layout& l, const std::vector<CaptureSource>& sources,
-                        const std::stop_token& stop) CAIRN_EXCLUDES(mu_);
-  // The previous epoch's reader is done (joined).
-  void JoinZeroCopy() CAIRN_REQUIRES(capture_mu_) CAIRN_EXCLUDES(mu_);
-  // checkpoint.changes = pages under zero-copy: the regions' written pages
-  // come from the zero-copy engine's watch (ZeroCopy::Written), not from an
-  // os::PageTracker (which would own the memory's write protection).
-  void UseZeroCopyPageSources();
-  // *epochs: zero-copy epochs begun so far (the watched one is the last).
-  Result<ExtentList> ZeroCopyWritten(const void* data, uint64_t bytes, uint64_t* epochs) CAIRN_EXCLUDES(mu_);
-  // No zero-copy epoch is being read (restore and pop write into memory that
-  // may be protected, holding mu_, which the reader needs), and the last
-  // epoch's watch of first writes is over (no protection left).
-  void WaitZeroCopyIdle() CAIRN_EXCLUDES(mu_);
+  void ReadZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources, ZeroCopy* zc,
+                    std::chrono::steady_clock::time_point t0, double interval_s)
+      CAIRN_EXCLUDES(mu_);
   // A device copy failed: this version never existed.
   Status RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, const Status& copied)
       CAIRN_REQUIRES(mu_);
@@ -493,12 +479,9 @@ class Pipeline {
   // after mu_). Made by Init, after copier_, whose helpers it hashes on.
   std::unique_ptr<Layering> layering_;
 
-  // zero-copy: made at the first zero-copy checkpoint; one epoch at a time.
-  std::unique_ptr<ZeroCopy> zero_copy_ CAIRN_GUARDED_BY(mu_);
-  Status zero_copy_unavailable_ CAIRN_GUARDED_BY(mu_);  // Create failed: copy from now on
-  bool zero_copy_busy_ CAIRN_GUARDED_BY(mu_) = false;   // an epoch is being read
-  SpareCount spare_count_ CAIRN_GUARDED_BY(mu_);        // HoldRoom's spares, learned per epoch
-  std::jthread zero_copy_reader_ CAIRN_GUARDED_BY(capture_mu_);
+  // Zero-copy epochs, one at a time (zero_copy_capture.hpp; its own
+  // locking over mu_ and capture_mu_).
+  ZeroCopyCapture zero_copy_{&mu_, &capture_mu_, &cv_app_, config_, &stats_.zero_copy};
 
   // The stages (worker.hpp), over mu_. Declared after everything they use:
   // started by Init, stopped and joined by Shutdown (and their destructors).

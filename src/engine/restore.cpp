@@ -92,7 +92,7 @@ Status Pipeline::Restore(const std::string& name, int64_t version,
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
   const auto kind = format::EntryKind::kCheckpoint;
   auto t0 = std::chrono::steady_clock::now();
-  WaitZeroCopyIdle();  // the targets may be protected by an epoch being read
+  zero_copy_.WaitIdle();  // the targets may be protected by an epoch being read
   for (const auto& t : targets) {
     if (t.memory == MemoryKind::kHost) layering_->BeforeRestore(t.data, t.bytes);
   }

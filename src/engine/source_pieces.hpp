@@ -1,6 +1,6 @@
 // Where a version's stored bytes come from (capture.cpp and the zero-copy
-// flush order, zero_copy_capture.cpp): each block's payload as pieces of its
-// region's memory.
+// flush order, capture/zero_copy/zero_copy_order.cpp): each block's payload
+// as pieces of its region's memory.
 #pragma once
 
 #include <algorithm>

@@ -8,7 +8,7 @@
 //   within a color by first-write order (pages with no trapped write after
 //   those with one), ties by the last epoch's read order.
 //
-// Within the epoch, the reader (zero_copy_capture.cpp) takes the block of any
+// Within the epoch, the reader (engine/zero_copy_capture.hpp) takes the block of any
 // page that goes RED first, then of any page that goes ORANGE (to free its
 // slot; only under COW pressure or without history: ZeroCopyOrder::Next),
 // then the blocks by that rank. The ranks are relative orders, not
