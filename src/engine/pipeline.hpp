@@ -7,33 +7,13 @@
 //                                        cache -> persistent tier; the mover
 //                                        copies the local file if evicted first)
 //
-// Threads (each owned by a component held here, stopped and joined by
-// Shutdown(); the six stages run on Workers, worker.hpp, each inside its own
-// class: checksummer.hpp, flusher.hpp (flusher and persister), mover.hpp,
-// prefetcher.hpp, device_mover.hpp; the initializer, initializer.hpp, runs
-// its own std::jthread). Pipeline wires them (the host tier's state they
-// share, store_, and their Owners) and orders the
-// shutdown; the application-thread paths (capture.cpp, restore.cpp, chain_restore.cpp,
-// history.cpp) stay here because they coordinate all of them:
-//   checksummer  CRC32C of sealed blocks, ahead of the flusher (so checksums
-//                cost no flush bandwidth)
-//   flusher      FIFO: writes entries block by block to the local tier and
-//                commits them (temp + fsync + rename + dir fsync); it streams a
-//                checkpoint that is still being captured, which is how a
-//                checkpoint larger than the cache passes through it
-//   persister    the same component as the flusher (flusher.hpp), for the
-//                persistent tier: writes checkpoints from the host cache
-//                while the flusher writes them locally (persistence.cpp)
-//   mover        copies committed checkpoints to the persistent tier when the
-//                persister had to give them up, deletes consumed/retired
-//                files, applies retention (mover.hpp)
-//   prefetcher   reads history steps back into free chunks ahead of the pops,
-//                highest step first (reverse order is the adjoint pattern)
-//   initializer  maps the host cache, touches it ahead of the captures, then
-//                pins it (host_cache.init and .pin; initializer.hpp)
-//   device mover GPU tier only (device_mover.hpp): drains captured
-//                device-cache slots to host-cache chunks in FIFO order, then
-//                prefetches history steps host -> device ahead of the pops
+// Threads: each is owned by a component held here (the stages below, each
+// in its own class, and the zero-copy reader), stopped and joined by
+// Shutdown(). Pipeline wires them (the state they share, and their Owners)
+// and orders the shutdown; the application-thread paths (capture.cpp,
+// restore.cpp, chain_restore.cpp, history.cpp) stay here because they
+// coordinate all of them. docs/design.md ("Who owns what") draws the
+// threads, what each runs and the locks it holds.
 //
 // GPU tier: a block of a device or managed region is captured into a
 // device-cache slot (device -> device on Cairn's stream) and drained to a
@@ -485,22 +465,26 @@ class Pipeline {
 
   // The stages (worker.hpp), over mu_. Declared after everything they use:
   // started by Init, stopped and joined by Shutdown (and their destructors).
-  //   checksummer   CRC32C of sealed blocks (queue: captures, drains);
-  //                 its own class (checksummer.hpp)
-  //   flusher       writes and commits entries (queue: captures, FIFO);
-  //                 its own class (flusher.hpp)
-  //   persister     writes checkpoints to the persistent tier from the
-  //                 cache (queue: captures, FIFO); a Flusher
-  //   mover         file copies to the persistent tier, retention,
-  //                 deletions (queue: chores); its own class (mover.hpp)
-  //   prefetcher    history steps back into the host cache (polls);
-  //                 its own class (prefetcher.hpp)
-  //   device_mover  drains device slots to host chunks (queue), else
-  //                 prefetches steps host -> device (polls); GPU tier only;
-  //                 its own class (device_mover.hpp), which owns the device
-  //                 tier's slot bookkeeping
-  //   initializer   maps, touches and pins the host cache (its own thread,
-  //                 paced by the touch model); its own class (initializer.hpp)
+  //   checksummer   CRC32C of sealed blocks, ahead of the flusher (so
+  //                 checksums cost no flush bandwidth; queue: captures, drains)
+  //   flusher       FIFO: writes entries block by block to the local tier and
+  //                 commits them (temp + fsync + rename + dir fsync); it
+  //                 streams a checkpoint still being captured, which is how
+  //                 one larger than the cache passes through (flusher.hpp)
+  //   persister     a Flusher for the persistent tier: writes checkpoints from
+  //                 the cache while the flusher writes them locally
+  //                 (persistence.cpp)
+  //   mover         copies committed checkpoints to the persistent tier when
+  //                 the persister had to give them up, deletes consumed and
+  //                 retired files, applies retention (queue: chores)
+  //   prefetcher    reads history steps back into free chunks ahead of the
+  //                 pops, highest step first (the adjoint pattern; polls)
+  //   device_mover  GPU tier only: drains captured device-cache slots to host
+  //                 chunks in FIFO order, then prefetches steps host -> device
+  //                 ahead of the pops; owns the device tier's slot bookkeeping
+  //   initializer   maps the host cache, touches it ahead of the captures
+  //                 (paced by the touch model), then pins it (its own thread;
+  //                 host_cache.init and .pin)
   Checksummer checksummer_;
   Flusher flusher_;
   Flusher persister_;
