@@ -7,9 +7,10 @@
 // run under mu_).
 #pragma once
 
-#include <cstdint>
 #include <climits>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -31,6 +32,20 @@ class Catalog {
     return it == entries_.end() ? nullptr : it->second;
   }
 
+  // Whether checkpoint version v of `name` is on its way to the persistent
+  // tier (the persister, or a copy queued earlier).
+  bool Persisting(const std::string& name, int64_t v) const {
+    const EntryPtr e = Find(format::EntryKind::kCheckpoint, name, v);
+    return e && e->persist_pending;
+  }
+  // The base of checkpoint version v of `name` (-1: a full version) while it
+  // is in the pipeline; nullopt otherwise (a file of an earlier run: its
+  // header says).
+  std::optional<int64_t> BaseOf(const std::string& name, int64_t v) const {
+    const EntryPtr e = Find(format::EntryKind::kCheckpoint, name, v);
+    if (!e) return std::nullopt;
+    return e->layout.record.base_version;
+  }
   // Registers e with the next capture rank (e->seq); a history step also
   // joins its history's steps. Preconditions: nothing is registered under
   // e's key, and a step's history is open.

@@ -37,19 +37,6 @@ Mover::Owner Pipeline::MoverOwner() {
           },
       .may_retire = [this](const std::string& name, int64_t v, bool local)
                         CAIRN_REQUIRES(mu_) { return MayRetire(name, v, local); },
-      .persisting =
-          [this](const std::string& name, int64_t v) CAIRN_REQUIRES(mu_) {
-            EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
-            return e && e->persist_pending;
-          },
-      .global_of = [this](const std::string& name)
-                       CAIRN_REQUIRES(mu_) -> int64_t { return commits_.Global(name); },
-      .base_of = [this](const std::string& name, int64_t v)
-                     CAIRN_REQUIRES(mu_) -> std::optional<int64_t> {
-        EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
-        if (!e) return std::nullopt;  // a file of an earlier run: retention reads it
-        return e->layout.record.base_version;
-      },
   };
 }
 

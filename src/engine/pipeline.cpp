@@ -63,7 +63,7 @@ Pipeline::Pipeline(const Config& config)
                  /*verify=*/true),
       mover_(&mu_, &cv_app_, &local_, persistent_ ? &*persistent_ : nullptr,
              static_cast<uint32_t>(config.block_bytes), static_cast<size_t>(config.keep_versions),
-             MoverOwner()),
+             {.catalog = &catalog_, .commits = &commits_}, MoverOwner()),
       prefetcher_(&mu_, &cv_app_, config_.prefetch_depth, &store_, &movers_, &history_,
                   PrefetcherOwner()),
       device_mover_(&mu_, &cv_app_, &stats_.device.evictions, &tracer_, &store_, &movers_,

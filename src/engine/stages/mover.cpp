@@ -58,12 +58,15 @@ bool Holds(const tiers::FileTier& tier, const format::FileReader& link) {
 }  // namespace
 
 Mover::Mover(Mutex* mu, std::condition_variable_any* done, const tiers::FileTier* local,
-             const tiers::FileTier* persistent, uint32_t block_bytes, size_t keep, Owner owner)
+             const tiers::FileTier* persistent, uint32_t block_bytes, size_t keep, Views views,
+             Owner owner)
     : mu_(mu),
       local_(local),
       persistent_(persistent),
       block_bytes_(block_bytes),
       keep_(keep),
+      catalog_(views.catalog),
+      commits_(views.commits),
       owner_(std::move(owner)),
       worker_(mu, done, {.run = [this](Chore& chore) {
                 mu_->AssertHeld();  // the Worker runs jobs with *mu held
@@ -127,7 +130,7 @@ Status Mover::CopyChain(const EntryPtr& e, bool* delayed) {
     if (Holds(*persistent_, base)) continue;
     {
       MutexLock lock(mu_);
-      if (owner_.persisting(e->name, base.info().number)) {
+      if (catalog_->Persisting(e->name, base.info().number)) {
         delayed_.push_back(e);
         *delayed = true;
         return Status::Ok();
@@ -146,7 +149,7 @@ void Mover::AddChain(const tiers::FileTier& tier, const std::string& name, int64
     std::optional<int64_t> base;
     {
       MutexLock lock(mu_);
-      base = owner_.base_of(name, v);
+      base = catalog_->BaseOf(name, v);
     }
     if (!base) {
       auto r = format::FileReader::Open(tier.fs(), tier.EntryPath(name, kind, v));
@@ -175,9 +178,9 @@ void Mover::ApplyRetention(const std::string& name) {
     std::set<int64_t> needed;
     for (auto it = first_kept; it != versions->end(); ++it) AddChain(*tier, name, *it, &needed);
     int64_t global = -1;
-    if (owner_.global_of) {
+    if (commits_ != nullptr) {
       MutexLock lock(mu_);
-      global = owner_.global_of(name);
+      global = commits_->Global(name);
     }
     if (global >= 0) {
       // The newest keep_ versions up to the global commit, too.

@@ -16,13 +16,17 @@
 //            consumed while their commit ran)
 //   Run      any other chore (the pipeline's history-directory removal)
 //
-// It owns its Worker (queue, thread) and nothing else; the entries and what a
-// copy's result means belong to its owner (the pipeline), reached through the
-// narrow Owner interface below, so a test drives it over a temp dir.
+// It owns its Worker (queue, thread) and nothing else. It reads the owner's
+// catalog (which versions are still being persisted, the base of a version
+// in the pipeline) and commit record (an MPI job's global commit); what a
+// copy's result means and whether a version may go are its owner's (the
+// pipeline's), reached through the narrow Owner interface below, so a test
+// drives it over a temp dir.
 //
-// Locking: it shares its owner's mutex (*mu), which guards the queue and the
-// entries' fields. Every chore runs with *mu dropped (file I/O); the Owner's
-// callbacks are called with it held.
+// Locking: it shares its owner's mutex (*mu), which guards the queue, the
+// catalog, the commit record and the entries' fields. Every chore runs with
+// *mu dropped (file I/O), taking it for each look-up; the Owner's callbacks
+// are called with it held.
 #pragma once
 
 #include <chrono>
@@ -30,11 +34,13 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <string>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "cairn/status.hpp"
+#include "engine/catalog.hpp"
+#include "engine/commit_record.hpp"
 #include "engine/entry.hpp"
 #include "engine/worker.hpp"
 #include "tiers/file_tier.hpp"
@@ -56,25 +62,25 @@ class Mover {
     // the local (local = true) or persistent tier now. The owner says no for
     // a version it still needs, and forgets a local one it lets go.
     std::function<bool(const std::string& name, int64_t v, bool local)> may_retire;
-    // Whether version v of checkpoint `name` is on its way to the persistent
-    // tier by other means (the persister, or a copy queued earlier): a
-    // layered version built on it waits (Copy copies no base twice at once).
-    std::function<bool(const std::string& name, int64_t v)> persisting;
-    // The newest version of checkpoint `name` committed on every rank of an
-    // MPI job (-1: none, or not in a job): retention also keeps the newest
-    // `keep` versions up to it.
-    std::function<int64_t(const std::string& name)> global_of;
-    // The base of version v of checkpoint `name` if the owner knows it (-1:
-    // a full version), so retention reads no file the owner wrote itself;
-    // nullopt: retention reads the file's header and tables.
-    std::function<std::optional<int64_t>(const std::string& name, int64_t v)> base_of;
+  };
+  // The owner's state it reads (under *mu).
+  struct Views {
+    // The entries: a layered version whose base is still on its way to the
+    // persistent tier (Entry::persist_pending) waits for it (Copy copies no
+    // base twice at once); a version's base is read from its entry, so
+    // retention reads no file the owner wrote itself.
+    const Catalog* catalog = nullptr;
+    // Null, or an MPI job's commits: retention also keeps the newest `keep`
+    // versions up to a name's global commit.
+    const CommitRecord* commits = nullptr;
   };
 
   // persistent: null without a persistent tier (Copy is then a
   // precondition violation). block_bytes: the largest block to copy.
   // keep: versions retention keeps per name and tier.
   Mover(Mutex* mu, std::condition_variable_any* done, const tiers::FileTier* local,
-        const tiers::FileTier* persistent, uint32_t block_bytes, size_t keep, Owner owner);
+        const tiers::FileTier* persistent, uint32_t block_bytes, size_t keep, Views views,
+        Owner owner);
 
   // Starts the thread (`name`: its name in the tracer's timeline).
   void Start(const char* name = nullptr, Tracer* tracer = nullptr) { worker_.Start(name, tracer); }
@@ -111,6 +117,8 @@ class Mover {
   const tiers::FileTier* const persistent_;
   const uint32_t block_bytes_;
   const size_t keep_;
+  const Catalog* const catalog_ CAIRN_PT_GUARDED_BY(*mu_);
+  const CommitRecord* const commits_ CAIRN_PT_GUARDED_BY(*mu_);
   const Owner owner_;
   std::vector<EntryPtr> delayed_ CAIRN_GUARDED_BY(*mu_);  // copies waiting for a base
   Worker<Chore> worker_;  // last: its thread is joined before the rest goes

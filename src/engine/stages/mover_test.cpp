@@ -36,22 +36,18 @@ class MoverTest : public ::testing::Test {
 
   Mover::Owner Interface() {
     return {
-        .copied = [this](const EntryPtr& e, const Status& s, Mover::TimePoint, double seconds)
-            CAIRN_REQUIRES(mu) {
-          EXPECT_GE(seconds, 0.0);
-          copies.push_back(s);
-          if (s.ok()) e->persistent_committed = true;
-        },
-        .may_retire = [this](const std::string&, int64_t v, bool in_local) CAIRN_REQUIRES(mu) {
-          asked.insert({v, in_local});
-          return !keep_anyway.contains(v);
-        },
-        .persisting = [this](const std::string&, int64_t v) CAIRN_REQUIRES(mu) {
-          return being_persisted.contains(v);
-        },
-        .base_of = [](const std::string&, int64_t) -> std::optional<int64_t> {
-          return std::nullopt;  // retention reads the files
-        },
+        .copied =
+            [this](const EntryPtr& e, const Status& s, Mover::TimePoint, double seconds)
+                CAIRN_REQUIRES(mu) {
+                  EXPECT_GE(seconds, 0.0);
+                  copies.push_back(s);
+                  if (s.ok()) e->persistent_committed = true;
+                },
+        .may_retire =
+            [this](const std::string&, int64_t v, bool in_local) CAIRN_REQUIRES(mu) {
+              asked.insert({v, in_local});
+              return !keep_anyway.contains(v);
+            },
     };
   }
 
@@ -107,8 +103,11 @@ class MoverTest : public ::testing::Test {
   std::vector<Status> copies CAIRN_GUARDED_BY(mu);
   std::set<std::pair<int64_t, bool>> asked CAIRN_GUARDED_BY(mu);
   std::set<int64_t> keep_anyway CAIRN_GUARDED_BY(mu);
-  std::set<int64_t> being_persisted CAIRN_GUARDED_BY(mu);
-  Mover mover{&mu, &done, &local, &persistent, kBlock, /*keep=*/2, Interface()};
+  // The owner's entries: empty (retention reads the files) but for the
+  // versions a test marks as being persisted.
+  Catalog catalog CAIRN_GUARDED_BY(mu);
+  Mover mover{&mu,        &done, &local, &persistent, kBlock, /*keep=*/2, {.catalog = &catalog},
+              Interface()};
 };
 
 TEST_F(MoverTest, CopiesACommittedFileVerifiedAndBooksIt) {
@@ -158,6 +157,29 @@ TEST_F(MoverTest, RetentionKeepsTheNewestAndWhatItsOwnerStillNeeds) {
   MutexLock l(&mu);
   EXPECT_TRUE(asked.contains({1, true}) && asked.contains({3, true}));
   EXPECT_FALSE(asked.contains({4, true}) || asked.contains({5, true}));  // the newest two
+}
+
+// In an MPI job, the newest `keep` versions up to the name's global commit
+// stay too (a restart agrees on one of them), read from the owner's record.
+TEST_F(MoverTest, RetentionAlsoKeepsTheNewestUpToTheGlobalCommit) {
+  CommitRecord commits;
+  Mover job{&mu,
+            &done,
+            &local,
+            &persistent,
+            kBlock,
+            /*keep=*/2,
+            {.catalog = &catalog, .commits = &commits},
+            Interface()};
+  job.Start(nullptr);
+  for (int64_t v = 1; v <= 6; ++v) Commit(v, kBlock);
+  {
+    MutexLock l(&mu);
+    commits.RaiseGlobal("ckpt", 3, 3);
+    job.Retain("ckpt");
+    done.wait(l, [&]() CAIRN_REQUIRES(mu) { return job.Idle(); });
+  }
+  EXPECT_EQ(Committed(local), (std::vector<int64_t>{2, 3, 5, 6}));
 }
 
 // A kept layered version needs its bases: v1 and v2 are older than the two
@@ -229,7 +251,9 @@ TEST_F(MoverTest, ALayerWaitsForItsBaseBeingPersisted) {
   Chains().WriteChain(1, 1);
   {
     MutexLock l(&mu);
-    being_persisted.insert(1);
+    EntryPtr base = EntryOf(1);
+    base->persist_pending = true;  // the persister is still writing it
+    catalog.Add(base);
     mover.Copy(EntryOf(2));
   }
   WaitIdle();
@@ -237,7 +261,7 @@ TEST_F(MoverTest, ALayerWaitsForItsBaseBeingPersisted) {
   {
     MutexLock l(&mu);
     EXPECT_TRUE(copies.empty());
-    being_persisted.clear();
+    catalog.Find(kCkpt, "ckpt", 1)->persist_pending = false;
     mover.Resume("ckpt");
   }
   WaitIdle();
