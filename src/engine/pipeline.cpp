@@ -53,10 +53,12 @@ Pipeline::Pipeline(const Config& config)
                           persister_.Wake();
                         },
                     .paused = [this]() CAIRN_REQUIRES(mu_) { return capture_copying_; }}),
-      flusher_(&mu_, &cv_app_, &store_, &movers_, {.checkpoints = &local_, .steps = &history_},
+      flusher_(&mu_, &cv_app_, &store_, &movers_,
+               {.checkpoints = &local_, .steps = &history_, .known_dirs = &known_dirs_},
                FlusherOwner()),
       persister_(&mu_, &cv_app_, &store_, &movers_,
-                 {.checkpoints = persistent_ ? &*persistent_ : nullptr}, PersisterOwner(),
+                 {.checkpoints = persistent_ ? &*persistent_ : nullptr, .known_dirs = &known_dirs_},
+                 PersisterOwner(),
                  {.written = &BlockState::persisted,
                   .started = &Entry::persist_started,
                   .wrote = &BlockStore::WrittenPersistently},
@@ -194,9 +196,6 @@ void Pipeline::NotifyAll() {
 
 Flusher::Owner Pipeline::FlusherOwner() {
   return {
-      .dir_known = [this](const std::string& dir)
-                       CAIRN_REQUIRES(mu_) { return known_dirs_.contains(dir); },
-      .dir_made = [this](const std::string& dir) CAIRN_REQUIRES(mu_) { known_dirs_.insert(dir); },
       .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
       .fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) { FailEntry(e, s); },
       .skipped = [this]() CAIRN_REQUIRES(mu_) { ++stats_.flushes_skipped; },

@@ -27,6 +27,7 @@ Flusher::Flusher(Mutex* mu, std::condition_variable_any* done, BlockStore* store
       store_(store),
       movers_(movers),
       tiers_(tiers),
+      known_dirs_(tiers.known_dirs),
       owner_(std::move(owner)),
       marks_(marks),
       verify_(verify),
@@ -53,7 +54,7 @@ Status Flusher::OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter
                            double* io_seconds) {
   tiers::FileTier& tier = tiers_.For(e->kind);
   const std::string dir = tier.NameDir(e->name);
-  const bool need_dir = !owner_.dir_known(dir);
+  const bool need_dir = !known_dirs_->contains(dir);
   Status s;
   {
     MutexUnlock unlocked(mu_);  // directory and file creation
@@ -74,7 +75,7 @@ Status Flusher::OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter
       }
     }
   }
-  if (s.ok() && need_dir) owner_.dir_made(dir);
+  if (s.ok() && need_dir) known_dirs_->insert(dir);
   return s;
 }
 
@@ -175,6 +176,7 @@ void Flusher::FlushEntry(const EntryPtr& e) {
     return;
   }
   e.get()->*marks_.started = true;
+  done_->notify_all();  // progress: e's flush started
   const auto flush_start = std::chrono::steady_clock::now();
   double io_seconds = 0;
   std::unique_ptr<format::FileWriter> writer;

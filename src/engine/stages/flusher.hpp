@@ -32,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "cairn/status.hpp"
@@ -55,6 +56,9 @@ namespace cairn::core {
 struct FlushTiers {
   tiers::FileTier* checkpoints = nullptr;
   tiers::FileTier* steps = nullptr;  // history steps
+  // The name directories known to exist (the owner's, under *mu): a flush
+  // creates its name's directory only when it is not in, and adds it.
+  std::set<std::string>* known_dirs = nullptr;
   tiers::FileTier& For(format::EntryKind kind) const {
     return *(kind == format::EntryKind::kCheckpoint ? checkpoints : steps);
   }
@@ -73,9 +77,6 @@ class Flusher {
 
   // What it needs of its owner; each is called with *mu held.
   struct Owner {
-    // Whether a name directory is known to exist, and that it now does.
-    std::function<bool(const std::string& dir)> dir_known;
-    std::function<void(const std::string& dir)> dir_made;
     // Drops the pin a block write took (its chunk is read with *mu
     // dropped meanwhile); the owner releases a consumed entry's chunks at
     // its last pin.
@@ -149,6 +150,7 @@ class Flusher {
   BlockStore* const store_ CAIRN_PT_GUARDED_BY(*mu_);
   MemoryMovers* const movers_;  // counts its block I/O (kBackgroundIo)
   const FlushTiers tiers_;
+  std::set<std::string>* const known_dirs_ CAIRN_PT_GUARDED_BY(*mu_);
   const Owner owner_;
   NodeFollower follower_;  // used by the worker's thread only
   const Marks marks_;

@@ -31,9 +31,9 @@ struct FakeOwner : test::StoreOwner {
   test::FaultFs fs;
   tiers::FileTier tier{
       Level::kLocal, tmp.path(), &fs, {.direct = false, .fsync = false, .mode = 0600}};
-  std::set<std::string> dirs CAIRN_GUARDED_BY(mu);
-  int dirs_made CAIRN_GUARDED_BY(mu) = 0;
-  bool opening CAIRN_GUARDED_BY(mu) = false;  // a flush asked about its directory
+  std::set<std::string> dirs CAIRN_GUARDED_BY(mu);  // name directories known to exist
+  // Directories the flushes created (FaultFs counts the calls).
+  uint64_t dirs_made() const { return fs.calls(test::FaultOp::kCreateDirs); }
   int unpins CAIRN_GUARDED_BY(mu) = 0;
   MemoryMovers movers;  // the block writes count as background I/O
   // What the unpins saw: every block write's transition came first.
@@ -59,14 +59,6 @@ struct FakeOwner : test::StoreOwner {
 
   Flusher::Owner Interface() {
     return {
-        .dir_known =
-            [this](const std::string& d) CAIRN_REQUIRES(mu) {
-              opening = true;
-              done.notify_all();
-              return dirs.contains(d);
-            },
-        .dir_made = [this](const std::string& d)
-                        CAIRN_REQUIRES(mu) { dirs.insert(d), ++dirs_made; },
         .unpin =
             [this](const EntryPtr& e) CAIRN_REQUIRES(mu) {
               // One pin per block write, unpinned after the block is marked.
@@ -146,7 +138,11 @@ class FlusherTest : public ::testing::Test {
     f.Start(nullptr);
   }
   FakeOwner o;
-  Flusher f{&o.mu,        &o.done, &o.store, &o.movers, {.checkpoints = &o.tier, .steps = &o.tier},
+  Flusher f{&o.mu,
+            &o.done,
+            &o.store,
+            &o.movers,
+            {.checkpoints = &o.tier, .steps = &o.tier, .known_dirs = &o.dirs},
             o.Interface()};
 };
 
@@ -174,7 +170,8 @@ TEST_F(FlusherTest, WritesBlocksAsTheirChecksumsBecomeReadyThenCommits) {
     EXPECT_EQ(o.committed, 1);
     EXPECT_EQ(o.flushed, 1);
     EXPECT_TRUE(o.fails.empty());
-    EXPECT_EQ(o.dirs_made, 1);
+    EXPECT_EQ(o.dirs_made(), 1u);
+    EXPECT_EQ(o.dirs.size(), 1u);
     EXPECT_EQ(o.unpins, 3);
     EXPECT_EQ(e->pins, 0);
     EXPECT_EQ(o.movers.now(MemoryMovers::Kind::kBackgroundIo), 0);
@@ -199,14 +196,14 @@ TEST_F(FlusherTest, WritesEntriesInQueueOrderAndKnowsTheirDirectory) {
     f.Push(a);
     f.Push(b);
     o.Ready(f, b, 0);  // b is ready first, but a is older
-    o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return o.opening; });
+    o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return a->flush_started; });
     EXPECT_FALSE(b->flush_started);
     o.Ready(f, a, 0);
   }
   o.WaitIdle(f);
   MutexLock l(&o.mu);
   EXPECT_EQ(o.committed, 2);
-  EXPECT_EQ(o.dirs_made, 1);  // the second flush knew the directory
+  EXPECT_EQ(o.dirs_made(), 1u);  // the second flush knew the directory
   EXPECT_TRUE(a->local_committed && b->local_committed);
 }
 
@@ -222,7 +219,8 @@ TEST_F(FlusherTest, AnEntryConsumedBeforeItsFlushIsSkippedWithoutAFile) {
   EXPECT_EQ(o.skipped, 1);
   EXPECT_EQ(o.flushed, 1);
   EXPECT_EQ(o.committed, 0);
-  EXPECT_FALSE(o.opening);  // no directory, no file
+  EXPECT_EQ(o.dirs_made(), 0u);  // no directory, no file
+  EXPECT_TRUE(o.dirs.empty());
   EXPECT_FALSE(e->flush_started);
 }
 
@@ -291,10 +289,14 @@ class PersisterTest : public ::testing::Test {
                                      .started = &Entry::persist_started,
                                      .wrote = &BlockStore::WrittenPersistently};
   FakeOwner o{kMarks};
-  Flusher f{
-      &o.mu,          &o.done, &o.store, &o.movers, {.checkpoints = &o.tier, .steps = &o.tier},
-      o.Interface(),  kMarks,
-      /*verify=*/true};
+  Flusher f{&o.mu,
+            &o.done,
+            &o.store,
+            &o.movers,
+            {.checkpoints = &o.tier, .steps = &o.tier, .known_dirs = &o.dirs},
+            o.Interface(),
+            kMarks,
+            /*verify=*/true};
 };
 
 TEST_F(PersisterTest, KeepsItsOwnMarksApartFromTheLocalFlushers) {
