@@ -138,10 +138,6 @@ DeviceMover::Owner Pipeline::DeviceMoverOwner() {
             tracer_.Span("device prefetch", "prefetch", t0, std::chrono::steady_clock::now(), bytes,
                          e->name, e->number);
           },
-      .walk_popped_steps =
-          [this](const StepJudge& judge) CAIRN_REQUIRES(mu_) {
-            return WalkPoppedSteps(catalog_, config_.prefetch_depth, judge);
-          },
       .wait_for_slot = [this](const char* span)
                            CAIRN_REQUIRES(mu_) { WaitAsCaptureBlocked(span, /*device=*/true); },
   };

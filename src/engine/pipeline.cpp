@@ -69,7 +69,7 @@ Pipeline::Pipeline(const Config& config)
       prefetcher_(&mu_, &cv_app_, config_.prefetch_depth, &store_, &movers_, &history_,
                   PrefetcherOwner()),
       device_mover_(&mu_, &cv_app_, &stats_.device.evictions, &tracer_, &store_, &movers_,
-                    DeviceMoverOwner()),
+                    &catalog_, config_.prefetch_depth, DeviceMoverOwner()),
       initializer_(&mu_, &cv_app_, &tracer_, config, &store_, &movers_, InitializerOwner()) {}
 
 Result<std::unique_ptr<Pipeline>> Pipeline::Start(const Config& config) {

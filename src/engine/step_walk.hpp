@@ -7,8 +7,6 @@
 // the entries (the pipeline's), and the judge is called under it.
 #pragma once
 
-#include <functional>
-
 #include "engine/catalog.hpp"
 #include "engine/entry.hpp"
 
@@ -22,11 +20,11 @@ enum class StepVerdict {
   kWait,         // due, but no room now: nothing to do until space frees
   kTake,         // load this one
 };
-using StepJudge = std::function<StepVerdict(const Entry&)>;
 
-// The first step the judge takes, or nullptr. Steps consumed or no longer in
-// the catalog are skipped without asking.
-inline EntryPtr WalkPoppedSteps(const Catalog& catalog, int depth, const StepJudge& judge) {
+// The first step judge(const Entry&) -> StepVerdict takes, or nullptr. Steps
+// consumed or no longer in the catalog are skipped without asking.
+template <typename Judge>
+EntryPtr WalkPoppedSteps(const Catalog& catalog, int depth, const Judge& judge) {
   for (const auto& [name, h] : catalog.histories()) {
     if (!h.popping) continue;
     int ahead = 0;

@@ -10,10 +10,13 @@
 namespace cairn::core {
 
 DeviceMover::DeviceMover(Mutex* mu, std::condition_variable_any* done, uint64_t* evictions,
-                         Tracer* tracer, BlockStore* store, MemoryMovers* movers, Owner owner)
+                         Tracer* tracer, BlockStore* store, MemoryMovers* movers,
+                         const Catalog* catalog, int depth, Owner owner)
     : mu_(mu),
       done_(done),
       store_(store),
+      catalog_(catalog),
+      depth_(depth),
       movers_(movers),
       tracer_(tracer),
       owner_(std::move(owner)),
@@ -175,7 +178,10 @@ void DeviceMover::DrainFailed(const EntryPtr& e, uint32_t block, const Status& s
 // without evicting anything needed sooner.
 EntryPtr DeviceMover::FindPrefetchTarget() {
   if (!cache_ || !cache_->mapping_done() || cache_->mapped_slots() == 0) return nullptr;
-  return owner_.walk_popped_steps([this](const Entry& e) CAIRN_REQUIRES(*mu_) { return JudgeStep(e); });
+  return WalkPoppedSteps(*catalog_, depth_, [this](const Entry& e) {
+    mu_->AssertHeld();  // the walk runs under *mu, which clang cannot see here
+    return JudgeStep(e);
+  });
 }
 
 StepVerdict DeviceMover::JudgeStep(const Entry& e) const {

@@ -32,6 +32,7 @@
 
 #include "cairn/status.hpp"
 #include "engine/block_store.hpp"
+#include "engine/catalog.hpp"
 #include "engine/entry.hpp"
 #include "engine/memory_movers.hpp"
 #include "engine/stages/device_io.hpp"
@@ -71,8 +72,6 @@ class DeviceMover {
     std::function<void(const EntryPtr&, const Status& s)> fail;
     // e's missing blocks (`bytes`) were copied host -> device from t0.
     std::function<void(const EntryPtr&, uint64_t bytes, TimePoint t0)> prefetched;
-    // The prefetchers' walk of the popped histories (WalkPoppedSteps).
-    std::function<EntryPtr(const StepJudge&)> walk_popped_steps;
     // A capture waits for a slot (`span` says why); the wait is the
     // application's blocking. Returns after one wake-up of `done`.
     std::function<void(const char* span)> wait_for_slot;
@@ -81,9 +80,13 @@ class DeviceMover {
   // done: notified (under *mu) after every job and whenever a slot frees, for
   // captures waiting for room. evictions: the counter each slot eviction adds
   // one to; tracer (optional): where evictions are traced. store: the host
-  // tier the drains fill and the device prefetches read.
+  // tier the drains fill and the device prefetches read. catalog: the
+  // owner's entries and histories (under *mu), whose popped steps it
+  // prefetches, at most `depth` ahead of the pops (history.prefetch_depth;
+  // 0: no limit) as the host prefetcher does (WalkPoppedSteps).
   DeviceMover(Mutex* mu, std::condition_variable_any* done, uint64_t* evictions, Tracer* tracer,
-              BlockStore* store, MemoryMovers* movers, Owner owner);
+              BlockStore* store, MemoryMovers* movers, const Catalog* catalog, int depth,
+              Owner owner);
 
   // The device cache (null: none) and the copy streams; before Start.
   void Attach(gpu::DeviceCache* cache, DeviceIo* io);
@@ -142,6 +145,8 @@ class DeviceMover {
   Mutex* const mu_;
   std::condition_variable_any* const done_;
   BlockStore* const store_ CAIRN_PT_GUARDED_BY(*mu_);
+  const Catalog* const catalog_ CAIRN_PT_GUARDED_BY(*mu_);
+  const int depth_;
   MemoryMovers* const movers_;  // counts its block I/O (kBackgroundIo)
   Tracer* const tracer_;        // optional
   const Owner owner_;

@@ -44,7 +44,8 @@ class DeviceMoverTest : public test::FakeCudaTest {
       MutexLock l(&mu_);
       store_.Adopt(std::move(host).value());
     }
-    mover_.emplace(&mu_, &done_, &evictions_, nullptr, &store_, &movers_, Interface());
+    mover_.emplace(&mu_, &done_, &evictions_, nullptr, &store_, &movers_, &catalog_, /*depth=*/0,
+                   Interface());
   }
   void TearDown() override {
     {
@@ -94,15 +95,6 @@ class DeviceMoverTest : public test::FakeCudaTest {
               prefetched_.push_back(e->number);
               prefetched_bytes_ += bytes;
             },
-        // A popped history: `steps_`, highest first, without a depth limit.
-        .walk_popped_steps = [this](const StepJudge& judge) CAIRN_REQUIRES(mu_) -> EntryPtr {
-          for (const EntryPtr& e : steps_) {
-            const StepVerdict v = e->consumed ? StepVerdict::kSkip : judge(*e);
-            if (v == StepVerdict::kTake) return e;
-            if (v == StepVerdict::kWait || v == StepVerdict::kNextHistory) return nullptr;
-          }
-          return nullptr;
-        },
         .wait_for_slot =
             [this](const char* span) CAIRN_REQUIRES(mu_) {
               slot_waits_.emplace_back(span);
@@ -232,7 +224,7 @@ class DeviceMoverTest : public test::FakeCudaTest {
   std::vector<int64_t> prefetched_ CAIRN_GUARDED_BY(mu_);
   uint64_t prefetched_bytes_ CAIRN_GUARDED_BY(mu_) = 0;
   std::vector<std::string> slot_waits_ CAIRN_GUARDED_BY(mu_);
-  std::vector<EntryPtr> steps_ CAIRN_GUARDED_BY(mu_);
+  Catalog catalog_ CAIRN_GUARDED_BY(mu_);  // the popped history a test sets up
   std::optional<DeviceMover> mover_;  // last: stopped first
 };
 
@@ -334,7 +326,12 @@ TEST_F(DeviceMoverTest, PrefetchLoadsTheNextPoppedStepsIntoSlotsHighestFirst) {
     MutexLock l(&mu_);
     MakeResident(s2);
     MakeResident(s1);
-    steps_ = {s2, s1};
+    catalog_.OpenHistory("v").popping = true;  // being popped: its steps are prefetched
+    for (const EntryPtr& e : {s1, s2}) {
+      const uint64_t seq = e->seq;
+      catalog_.Add(e);
+      e->seq = seq;  // the rank MakeEntry gave it
+    }
   }
   mover_->Start(nullptr);
   MutexLock l(&mu_);
