@@ -48,7 +48,15 @@ void Levels::EncodeInBackground(std::unique_ptr<Group> group) {
   encoder_ = std::make_unique<parity::BackgroundEncoder>(
       std::move(group), plan_.sets, config_, hooks_.local.wait,
       [this](const parity::BackgroundEncoder::Done& d) {
-        if (d.status.ok()) Encoded(d.name, d.version, d.bytes, d.seconds, d.end_ns);
+        if (d.superseded) {
+          util::Log(LogLevel::kInfo,
+                    "the XOR parity (L3) of version %lld of '%s' was skipped: retention removed "
+                    "the version "
+                    "before its encoding's turn (checkpoints come faster than the encodings)",
+                    static_cast<long long>(d.version), d.name.c_str());
+        } else if (d.status.ok()) {
+          Encoded(d.name, d.version, d.bytes, d.seconds, d.end_ns);
+        }
       });
 }
 
@@ -193,6 +201,7 @@ Status Levels::EncodeL3(const std::string& name, int64_t version, const std::str
   const SteadyTime start = std::chrono::steady_clock::now();
   auto bytes = parity::Encode(*group_, plan_.sets, config_, name, version);
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, bytes.status(), "the XOR parity (L3) of " + label));
+  if (*bytes == 0) return Status::Ok();  // superseded (Encode): nothing to protect any more
   const int64_t end_ns = RealtimeNs();
   Encoded(name, version, *bytes, SecondsSince(start), end_ns);
   return Status::Ok();

@@ -58,9 +58,14 @@ void BackgroundEncoder::Run(Job& job) {
     const Status local = wait_local_ ? wait_local_(job.name, job.version) : Status::Ok();
     const SteadyTime start = std::chrono::steady_clock::now();
     auto bytes = Encode(*group_, sets_, config_, job.name, job.version);
-    d.status = collective::Agree(*group_, local.ok() ? bytes.status() : local,
-                                 "the XOR parity (L3) of version " + std::to_string(job.version) +
-                                     " of '" + job.name + "', in the background");
+    // Superseded: the same on every member (Encode shares it), so none
+    // agrees, and the local wait's error (the files are gone) does not count.
+    d.superseded = bytes.ok() && *bytes == 0;
+    if (!d.superseded) {
+      d.status = collective::Agree(*group_, local.ok() ? bytes.status() : local,
+                                   "the XOR parity (L3) of version " + std::to_string(job.version) +
+                                       " of '" + job.name + "', in the background");
+    }
     d.bytes = bytes.ok() ? *bytes : 0;
     d.seconds = SecondsSince(start);
     d.end_ns = RealtimeNs();

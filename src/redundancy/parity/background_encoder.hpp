@@ -35,6 +35,9 @@ class BackgroundEncoder {
     uint64_t bytes = 0;   // the parity file's
     double seconds = 0;   // the encoding's, agreement included
     int64_t end_ns = -1;  // realtime, when it was stored
+    // The set skipped the version (Encode returned 0): retention removed it
+    // before its turn, a newer version is there. Not an error.
+    bool superseded = false;
   };
   // Waits (locally) until a version is committed locally; the error when
   // it never will be.

@@ -141,6 +141,19 @@ class Encoder {
   Status failure_;
 };
 
+// What a member says of its bundle instead of its size.
+constexpr int64_t kUnreadable = -1, kSuperseded = -2;
+
+// Version v of `name` is not in this member's local directory and a newer
+// one is: retention removed v (it keeps the newest versions) before its
+// encoding's turn.
+bool Superseded(const Config& config, const std::string& name, int64_t v) {
+  const std::vector<int64_t> local =
+      redundancy::Versions(config, config.scratch_dir, name);  // newest first
+  return !local.empty() && local.front() > v &&
+         std::find(local.begin(), local.end(), v) == local.end();
+}
+
 // The first member whose outcome (outcomes[q][0], a Code) is not OK, as
 // that code with a message naming it (`why`); OK when every one's is.
 Status FirstFailed(const std::vector<std::vector<int64_t>>& outcomes, const std::vector<int>& members,
@@ -159,14 +172,20 @@ Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config, co
   const std::vector<int>& members = sets.members();
   const size_t m = members.size();
   const std::string what = "the XOR parity (L3) of version " + std::to_string(version) + " of '" + name + "'";
-  // 1. Every member learns every bundle's size (-1: its files do not open).
+  // 1. Every member learns every bundle's size (kUnreadable: its files do
+  // not open; kSuperseded: retention removed them).
   auto bundle = redundancy::BundleReader::Open(config, config.scratch_dir, name, version);
-  CAIRN_ASSIGN_OR_RETURN(auto sizes,
-                         ShareValues(group, sets, {bundle.ok() ? static_cast<int64_t>((*bundle)->size()) : -1}));
+  const int64_t mine = bundle.ok()                         ? static_cast<int64_t>((*bundle)->size())
+                       : Superseded(config, name, version) ? kSuperseded
+                                                           : kUnreadable;
+  CAIRN_ASSIGN_OR_RETURN(auto sizes, ShareValues(group, sets, {mine}));
+  bool superseded = false;
+  for (size_t q = 0; q < m; ++q) superseded = superseded || sizes[q][0] == kSuperseded;
   Header h{.version = version, .position = static_cast<uint32_t>(sets.position)};
   int64_t longest = 0;
   for (size_t q = 0; q < m; ++q) {
     const int64_t bytes = sizes[q][0];
+    if (bytes == kSuperseded) continue;
     if (bytes < 0) {
       // The whole set skips this parity: each member sees the same sizes.
       if (!bundle.ok()) return bundle.status().WithContext(what);
@@ -176,6 +195,7 @@ Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config, co
     h.members.push_back({members[q], bytes, 0});
     longest = std::max(longest, bytes);
   }
+  if (superseded) return uint64_t{0};  // the whole set skips it: each member sees the same sizes
   h.chunk = std::max<uint64_t>(1, (static_cast<uint64_t>(longest) + m - 2) / (m - 1));
   // 2. Streamed (Encoder).
   const std::string dir = ParityDir(config) + "/" + name;

@@ -6,18 +6,19 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
 
-#include "redundancy/bundle_stream.hpp"
-#include "redundancy/redundancy.hpp"
-#include "redundancy/parity/xor_parity.hpp"
-#include "redundancy/parity/xor_parity_impl.hpp"
 #include "cairn/cairn.hpp"
 #include "format/le.hpp"
 #include "format/naming.hpp"
 #include "os/fs/fs.hpp"
+#include "redundancy/bundle_stream.hpp"
+#include "redundancy/parity/xor_parity.hpp"
+#include "redundancy/parity/xor_parity_impl.hpp"
+#include "redundancy/redundancy.hpp"
 #include "testing/fs/fault_fs.hpp"
 #include "testing/group/loopback_group.hpp"
 #include "testing/test_util.hpp"
@@ -192,6 +193,30 @@ TEST_F(XorEncodeTest, ReencodeGivesTheLostMembersParityBack) {
 // Member 2's stream fails in the middle (its second window's write, then
 // its second read): every member fails, member 2 with its own error, the
 // others naming rank 2, and no member keeps a parity file or a temp file.
+// An encoding that fell behind retention: one member already removed the
+// version and committed a newer one. The whole set skips it (0 on every
+// member, no parity anywhere); a member that merely lost the file fails it.
+TEST_F(XorEncodeTest, AVersionRetentionRemovedIsSkippedByTheWholeSet) {
+  const std::string v1 =
+      format::EntryPath(configs_[2].scratch_dir, "sim", format::EntryKind::kCheckpoint, 1);
+  const std::string v2 =
+      format::EntryPath(configs_[2].scratch_dir, "sim", format::EntryKind::kCheckpoint, 2);
+  ASSERT_EQ(std::rename(v1.c_str(), v2.c_str()), 0);  // v1 gone, a newer one there
+  auto skipped = EncodeAll();
+  for (int r = 0; r < kMembers; ++r) {
+    ASSERT_TRUE(skipped[r].ok()) << r << ": " << skipped[r].status().ToString();
+    EXPECT_EQ(*skipped[r], 0u) << r;
+    EXPECT_TRUE(ParityEntries(r).empty()) << r;
+  }
+  ASSERT_EQ(std::rename(v2.c_str(), v1.c_str()), 0);
+  ASSERT_EQ(std::remove(v1.c_str()), 0);  // gone, and nothing newer: not retention's doing
+  const auto out = EncodeAll();
+  for (int r = 0; r < kMembers; ++r) {
+    EXPECT_FALSE(out[r].ok()) << r;
+    EXPECT_TRUE(ParityEntries(r).empty()) << r;
+  }
+}
+
 TEST_F(XorEncodeTest, AFullDiskMidStreamOnOneMemberLeavesNoParityAnywhere) {
   FaultFs fault;
   configs_[2].fs = &fault;

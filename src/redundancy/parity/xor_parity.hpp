@@ -37,9 +37,12 @@ Result<Sets> SetsFromNodes(const std::vector<int>& node_of, int rank, int64_t gr
 Result<Sets> MakeSets(Group& group, int64_t group_size);
 
 // Computes and stores this member's parity chunk of `version` (its bundle
-// in config.scratch_dir) with its set; returns the parity file's size.
-// Collective over the set (every member of the group calls it); the outcome
-// is not agreed here.
+// in config.scratch_dir) with its set; returns the parity file's size, or 0
+// on every member when the set skipped the version: its files are gone from
+// a member's local directory and that member committed a newer version of
+// `name` (retention removed it before its turn: an encoding that fell
+// behind). Collective over the set (every member of the group calls it);
+// the outcome is not agreed here.
 Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config,
                         const std::string& name, int64_t version);
 
