@@ -49,7 +49,8 @@ Result<format::Chain> OpenChain(os::FileSystem* fs, const tiers::FileTier& tier,
 // One pass per link, by default in the way the tier writes: O_DIRECT for
 // checkpoint files written with storage.direct_io (not in the page cache
 // anyway, and a lone buffered read needs a page cache as large as the version
-// beside the application's memory: 2.6-3.5x slower cold, docs/bench.md),
+// beside the application's memory: 2.6-3.5x slower cold,
+// docs/results/2026-11-25-development-vm.md),
 // buffered for scratch history steps, which the page cache usually still
 // holds. kThroughPageCache reads buffered: several processes reading the same
 // files share the page cache's one read from the disk. Device and managed
