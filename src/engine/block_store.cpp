@@ -15,6 +15,7 @@ void BlockStore::Adopt(HostCache&& cache) {
 }
 
 std::optional<HostCache> BlockStore::Close() {
+  host_registered_ = false;  // the caller unpins what it gets back
   holds_.clear();
   tier_.Clear();
   tier_.Attach(nullptr);

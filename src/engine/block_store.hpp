@@ -54,6 +54,11 @@ class BlockStore {
   uint32_t chunk_count() const { return cache_->chunk_count(); }
   // A chunk that no block holds (a capture rolled back, a prefetch undone).
   void Free(uint32_t chunk) { cache_->Free(chunk); }
+  // Whether the cache is pinned by registration with the GPU driver
+  // (cuMemHostRegister): a device copy then goes straight into a chunk, not
+  // through a bounce buffer. The initializer says so once it pinned it.
+  bool host_registered() const { return host_registered_; }
+  void SetHostRegistered(bool registered) { host_registered_ = registered; }
   // Teardown, every thread joined: the lists and holds are cleared and the
   // cache is handed to the caller (to unpin and unmap without the lock).
   std::optional<HostCache> Close();
@@ -111,6 +116,7 @@ class BlockStore {
   std::optional<HostCache> cache_;
   TierCache<HostTier> tier_;
   uint64_t dirty_ = 0;          // bytes of Captured blocks not yet written locally
+  bool host_registered_ = false;
   std::deque<EntryPtr> holds_;  // persist_hold set, oldest first
   uint64_t* const holds_released_;
   std::condition_variable_any* const room_;

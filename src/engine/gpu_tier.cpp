@@ -117,7 +117,6 @@ DeviceMover::Owner Pipeline::DeviceMoverOwner() {
             return TakeChunk(write_bytes);
           },
       .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
-      .host_registered = [this]() CAIRN_REQUIRES(mu_) { return initializer_.host_registered(); },
       .drained =
           [this](const EntryPtr& e, uint32_t block, TimePoint t0, TimePoint t1, bool bounced)
               CAIRN_REQUIRES(mu_) {

@@ -134,7 +134,7 @@ void DeviceMover::DrainBlock(const EntryPtr& e, uint32_t block) {
   ++e->pins;  // the slot and the chunk stay while we copy
   uint8_t* dst = store_->data(chunk);
   const auto* src = reinterpret_cast<const void*>(cache_->address(static_cast<uint32_t>(bs.slot)));
-  const bool registered = owner_.host_registered();
+  const bool registered = store_->host_registered();  // else through a bounce buffer
   DeviceIo* io = io_;
   const auto t0 = std::chrono::steady_clock::now();
   auto t1 = t0;

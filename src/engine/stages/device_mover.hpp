@@ -60,9 +60,6 @@ class DeviceMover {
     // *mu dropped meanwhile); the owner releases a consumed entry's chunks at
     // its last pin.
     std::function<void(const EntryPtr&)> unpin;
-    // Whether the host cache is page-locked by the driver (a drain copies
-    // straight into it; else through a bounce buffer).
-    std::function<bool()> host_registered;
     // Block `block` of e was copied device -> host (t0..t1, through a bounce
     // buffer or not) and is sealed in its chunk: stats, trace, and its host
     // path (queued for its checksum; evictable at once if e failed or was

@@ -76,7 +76,6 @@ class DeviceMoverTest : public test::FakeCudaTest {
           return store_.TryAcquire(kBlock, nullptr, /*below_seq=*/0, -1);  // evicts nothing
         },
         .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { --e->pins, ++unpins_; },
-        .host_registered = [] { return false; },  // through the bounce buffer
         .drained =
             [this](const EntryPtr& e, uint32_t b, DeviceMover::TimePoint t0,
                    DeviceMover::TimePoint t1, bool bounced) CAIRN_REQUIRES(mu_) {

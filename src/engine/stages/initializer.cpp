@@ -144,7 +144,7 @@ void Initializer::RecordPin(const Status& s, TimePoint p0, TimePoint p1) {
   // leaves that registration alone at close).
   if (s.ok() || (registration_ && s.code() == Code::kExists)) {
     pinned_ = true;
-    host_registered_ = registration_;
+    store_->SetHostRegistered(registration_);
     stats_.pinned_s = SecondsSince(opened_at_);
     return;
   }
@@ -180,11 +180,6 @@ void Initializer::NoteFullyTouched() {
     tracer_->Instant("fully touched", "init", cache().capacity_bytes(), "host cache");
     cv_.notify_all();
   }
-}
-
-bool Initializer::host_registered() const {
-  mu_->AssertHeld();
-  return host_registered_;
 }
 
 const InitStats& Initializer::stats() const {

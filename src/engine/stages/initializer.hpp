@@ -78,7 +78,7 @@ class Initializer {
   Initializer& operator=(const Initializer&) = delete;
 
   // Before Prepare, when the owner pins through the GPU driver
-  // (cuMemHostRegister): kExists from it counts as pinned, and
+  // (cuMemHostRegister): kExists from it counts as pinned, and the store's
   // host_registered() tells.
   void UseRegistrationPinner(os::MemoryPinner* pinner);
   // At open, before Start: maps the cache and hands it to the owner; eager:
@@ -117,8 +117,6 @@ class Initializer {
   // machine has available now; the thread touches the new chunks. Returns
   // the chunks added (0: large enough, growth off, or no room).
   uint32_t GrowFor(uint64_t bytes);
-  // The cache is pinned by registration with the GPU driver.
-  bool host_registered() const;
   const InitStats& stats() const;
 
  private:
@@ -166,7 +164,6 @@ class Initializer {
   std::condition_variable_any& cv_;
   InitStats stats_ CAIRN_GUARDED_BY(*mu_);
   bool pinned_ CAIRN_GUARDED_BY(*mu_) = false;
-  bool host_registered_ CAIRN_GUARDED_BY(*mu_) = false;  // pinned via cuMemHostRegister
   TouchModel touch_model_ CAIRN_GUARDED_BY(*mu_);
   TouchModel::Mode touch_mode_ CAIRN_GUARDED_BY(*mu_) = TouchModel::Mode::kConcurrent;
   std::optional<TimePoint> last_capture_end_ CAIRN_GUARDED_BY(*mu_);

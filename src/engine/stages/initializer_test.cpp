@@ -170,7 +170,7 @@ TEST(InitializerTest, TouchesEveryChunkThenPinsOnce) {
     EXPECT_EQ(st.touch_slices, 8u);  // a 256 KiB chunk is one slice
     EXPECT_TRUE(st.pin_error.empty()) << st.pin_error;
     EXPECT_EQ(o.touched, 8);
-    EXPECT_FALSE(init.host_registered());
+    EXPECT_FALSE(o.store.host_registered());  // pinned, not registered with a GPU driver
     init.NoteCaptureChunk(/*was_touched=*/true, 100);
     EXPECT_EQ(init.stats().capture_pinned_bytes, 100u);
   }
