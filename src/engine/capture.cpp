@@ -355,12 +355,13 @@ void Pipeline::ReadZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>&
   MutexLock lock(&mu_);
   const double blocked_before = CaptureBlockedSeconds();
   const Status s = CaptureBlocks(e, sources, zc);
-  zero_copy_.EndRead();
+  zero_copy_.EndEpoch();
   if (s.ok()) {
     EndCapture(e, t0, interval_s, blocked_before);
   } else if (unreported_error_.ok()) {
     unreported_error_ = s;  // no caller waits for the capture: the next wait or close reports it
   }
+  zero_copy_.EndRead();
 }
 
 void Pipeline::ReleaseSources() {

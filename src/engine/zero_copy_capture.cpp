@@ -89,7 +89,6 @@ class ZeroCopyPageSource final : public PageSource {
 // written pages from the watch (ZeroCopyPageSource), so it watches page by
 // page, as the page tracker would.
 Status ZeroCopyCapture::MakeEngine() {
-  CAIRN_RETURN_IF_ERROR(unavailable_);
   if (engine_) return Status::Ok();
   const bool pages =
       config_.changes == ChangeDetection::kPages || config_.changes == ChangeDetection::kAuto;
@@ -113,6 +112,7 @@ bool ZeroCopyCapture::Begin(const format::Layout& l, const std::vector<CaptureSo
   mu_->AssertHeld();
   capture_mu_->AssertHeld();
   Status s = [&]() CAIRN_REQUIRES(*mu_) -> Status {
+    CAIRN_RETURN_IF_ERROR(unavailable_);
     CAIRN_ASSIGN_OR_RETURN(EpochPlan plan, PlanEpoch(l, sources));
     CAIRN_RETURN_IF_ERROR(MakeEngine());
     return engine_->Begin(plan.ranges, plan.copied);
@@ -130,9 +130,13 @@ bool ZeroCopyCapture::Begin(const format::Layout& l, const std::vector<CaptureSo
   return true;
 }
 
-void ZeroCopyCapture::EndRead() {
+void ZeroCopyCapture::EndEpoch() {
   mu_->AssertHeld();
   engine_->End();  // whatever was not read (an error) is released too
+}
+
+void ZeroCopyCapture::EndRead() {
+  mu_->AssertHeld();
   busy_ = false;
   idle_->notify_all();
 }

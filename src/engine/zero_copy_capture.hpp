@@ -53,7 +53,7 @@ class ZeroCopyCapture {
   bool Begin(const format::Layout& l, const std::vector<CaptureSource>& sources,
              const std::string& name, int64_t number, SteadyTime t0);
   // After Begin: the reader thread runs read(engine) (the capture's batch
-  // loop through the epoch, under *mu; it calls EndRead when it is done),
+  // loop through the epoch, under *mu; it calls EndEpoch, then EndRead),
   // then puts back the huge pages the epoch split. `l` and `sources` must
   // outlive the thread (read holds the entry). Needs mu and capture_mu held.
   template <typename ReadFn>
@@ -68,7 +68,10 @@ class ZeroCopyCapture {
     });
   }
   // The reader's batch loop is over: whatever was not read (an error) is
-  // released, and waiters for the epoch go on. Needs mu held.
+  // released. Needs mu held.
+  void EndEpoch();
+  // The reader is done with the epoch (its capture ended): waiters for it
+  // go on. Needs mu held.
   void EndRead();
   // The previous epoch's reader is done (joined). Needs capture_mu held, and
   // mu not (the reader takes it).

@@ -51,6 +51,7 @@ TEST_F(ZeroCopyEpochsTest, AnEpochIsReadOnItsOwnThreadAndWaitedFor) {
     zc.Read(layout_, sources_, [&](ZeroCopy* engine) {
       MutexLock l(&mu_);
       read = engine != nullptr;
+      zc.EndEpoch();
       zc.EndRead();
     });
   }
