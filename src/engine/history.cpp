@@ -189,6 +189,7 @@ void Pipeline::RemoveNameDirIfUnused(const std::string& name) {
 // What the prefetcher (prefetcher.hpp) needs of the pipeline.
 Prefetcher::Owner Pipeline::PrefetcherOwner() {
   return {
+      .catalog = [this]() CAIRN_REQUIRES(mu_) -> const Catalog& { return catalog_; },
       .acquire_chunk =
           [this](const Entry& e, uint32_t write_bytes) CAIRN_REQUIRES(mu_) {
             // Evicts only clean blocks of older captures than e.

@@ -66,7 +66,7 @@ Pipeline::Pipeline(const Config& config)
       mover_(&mu_, &cv_app_, &local_, persistent_ ? &*persistent_ : nullptr,
              static_cast<uint32_t>(config.block_bytes), static_cast<size_t>(config.keep_versions),
              {.catalog = &catalog_, .commits = &commits_}, MoverOwner()),
-      prefetcher_(&mu_, &cv_app_, config_.prefetch_depth, &store_, &movers_, &history_, &catalog_,
+      prefetcher_(&mu_, &cv_app_, config_.prefetch_depth, &store_, &movers_, &history_,
                   PrefetcherOwner()),
       device_mover_(&mu_, &cv_app_, &stats_.device.evictions, &tracer_, &store_, &movers_,
                     &catalog_, config_.prefetch_depth, DeviceMoverOwner()),

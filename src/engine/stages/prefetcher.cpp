@@ -7,15 +7,13 @@
 namespace cairn::core {
 
 Prefetcher::Prefetcher(Mutex* mu, std::condition_variable_any* done, int depth, BlockStore* store,
-                       MemoryMovers* movers, const tiers::FileTier* steps, const Catalog* catalog,
-                       Owner owner)
+                       MemoryMovers* movers, const tiers::FileTier* steps, Owner owner)
     : mu_(mu),
       done_(done),
       depth_(depth),
       store_(store),
       movers_(movers),
       steps_(steps),
-      catalog_(catalog),
       owner_(std::move(owner)),
       worker_(mu, done,
               {.take = [this](Worker<EntryPtr>&) -> std::optional<EntryPtr> {
@@ -30,9 +28,7 @@ Prefetcher::Prefetcher(Mutex* mu, std::condition_variable_any* done, int depth, 
                    }}) {}
 
 EntryPtr Prefetcher::FindTarget() {
-  ++looks_;
-  done_->notify_all();
-  return WalkPoppedSteps(*catalog_, depth_, [this](const Entry& e) {
+  return WalkPoppedSteps(owner_.catalog(), depth_, [this](const Entry& e) {
     mu_->AssertHeld();  // the walk runs under *mu, which clang cannot see here
     return Judge(e);
   });

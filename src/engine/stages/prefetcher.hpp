@@ -47,6 +47,8 @@ class Prefetcher {
 
   // What it needs of its owner; each is called with *mu held.
   struct Owner {
+    // The entries and the open histories, whose popped steps it walks.
+    std::function<const Catalog&()> catalog;
     // A chunk of the store for a block of e whose first write_bytes bytes
     // the read fills: free, or freed by evicting a clean block ranked below
     // e; never waits (BlockStore::TryAcquire, and what a writer's take tells
@@ -66,8 +68,7 @@ class Prefetcher {
   // step larger than it is skipped; a read block is evictable). steps: the
   // file tier that holds the steps' files.
   Prefetcher(Mutex* mu, std::condition_variable_any* done, int depth, BlockStore* store,
-             MemoryMovers* movers, const tiers::FileTier* steps, const Catalog* catalog,
-             Owner owner);
+             MemoryMovers* movers, const tiers::FileTier* steps, Owner owner);
 
   // Before Start: the thread moves near each chunk it works on
   // (host_cache.numa; node_follower.hpp).
@@ -81,13 +82,6 @@ class Prefetcher {
 
   // Precondition: *mu held. No step is being loaded.
   bool Idle() const { return worker_.Idle(); }
-  // Precondition: *mu held. How many times it looked for a step to load
-  // (each look notifies `done`): after a change, a look that found nothing
-  // and Idle() mean it has nothing to do until the next change.
-  uint64_t looks() const {
-    mu_->AssertHeld();
-    return looks_;
-  }
 
  private:
   // The next step worth loading, or nullptr.
@@ -116,9 +110,7 @@ class Prefetcher {
   BlockStore* const store_ CAIRN_PT_GUARDED_BY(*mu_);
   MemoryMovers* const movers_;  // counts its block I/O (kBackgroundIo)
   const tiers::FileTier* const steps_;
-  const Catalog* const catalog_ CAIRN_PT_GUARDED_BY(*mu_);  // the entries and histories it walks
   const Owner owner_;
-  uint64_t looks_ CAIRN_GUARDED_BY(*mu_) = 0;
   NodeFollower follower_;  // used by the worker's thread only
   Worker<EntryPtr> worker_;  // last: its thread is joined before the rest goes
 };

@@ -1,8 +1,8 @@
 // The Prefetcher driven without a pipeline: a fake owner holds the catalog
 // and a small BlockStore and books what the prefetcher reports; the steps'
 // files are in a temp dir behind a FaultFs.
-// The tests synchronise on the looks for work the prefetcher makes
-// (Prefetcher::looks), never on time.
+// The tests synchronise on the walks the prefetcher makes (each calls the
+// owner's catalog()), never on time.
 #include "engine/stages/prefetcher.hpp"
 
 #include <gtest/gtest.h>
@@ -34,6 +34,7 @@ struct FakeOwner : test::StoreOwner {
   tiers::FileTier tier{
       Level::kLocal, tmp.path(), &fs, {.direct = false, .fsync = false, .mode = 0600}};
   Catalog catalog CAIRN_GUARDED_BY(mu);
+  int walks CAIRN_GUARDED_BY(mu) = 0;  // catalog() calls: one per look for work
   int acquired CAIRN_GUARDED_BY(mu) = 0;
   int unpins CAIRN_GUARDED_BY(mu) = 0;
   int finished CAIRN_GUARDED_BY(mu) = 0;
@@ -56,6 +57,11 @@ struct FakeOwner : test::StoreOwner {
 
   Prefetcher::Owner Interface() {
     return {
+        .catalog = [this]() CAIRN_REQUIRES(mu) -> const Catalog& {
+          ++walks;
+          done.notify_all();
+          return catalog;
+        },
         .acquire_chunk = [this](const Entry& e, uint32_t n)
                              CAIRN_REQUIRES(mu) -> std::optional<uint32_t> {
           std::optional<uint32_t> c = store.TryAcquire(n, nullptr, e.seq, -1);
@@ -119,9 +125,9 @@ struct FakeOwner : test::StoreOwner {
   // until the next change.
   void Settle(Prefetcher& p) {
     MutexLock l(&mu);
-    const uint64_t before = p.looks();
+    const int before = walks;
     p.Wake();
-    done.wait(l, [&]() CAIRN_REQUIRES(mu) { return p.looks() > before && p.Idle(); });
+    done.wait(l, [&]() CAIRN_REQUIRES(mu) { return walks > before && p.Idle(); });
   }
 
   // The step is in the cache with its file's data and checksums.
@@ -145,8 +151,7 @@ class PrefetcherTest : public ::testing::Test {
   void Go(uint32_t nchunks, int depth) {
     o.emplace(nchunks);
     ASSERT_FALSE(o->tmp.path().empty());
-    p.emplace(&o->mu, &o->done, depth, &o->store, &o->movers, &o->tier, &o->catalog,
-              o->Interface());
+    p.emplace(&o->mu, &o->done, depth, &o->store, &o->movers, &o->tier, o->Interface());
   }
   void StartPopping(const std::string& name) {
     {
