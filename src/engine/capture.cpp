@@ -340,9 +340,10 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
 bool Pipeline::StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
                              std::chrono::steady_clock::time_point t0, double interval_s) {
   if (!zero_copy_.Begin(e->layout, sources, e->name, e->number, t0)) return false;
-  zero_copy_.Read(e->layout, sources, [this, e, sources, t0, interval_s](ZeroCopy* zc) {
-    ReadZeroCopy(e, sources, zc, t0, interval_s);
-  });
+  zero_copy_.Read(e->layout, sources,
+                  [this, e, t0, interval_s](ZeroCopy* zc, const std::vector<CaptureSource>& pieces) {
+                    ReadZeroCopy(e, pieces, zc, t0, interval_s);
+                  });
   return true;
 }
 

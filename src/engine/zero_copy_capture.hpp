@@ -52,9 +52,10 @@ class ZeroCopyCapture {
   // Needs mu and capture_mu held.
   bool Begin(const format::Layout& l, const std::vector<CaptureSource>& sources,
              const std::string& name, int64_t number, SteadyTime t0);
-  // After Begin: the reader thread runs read(engine) (the capture's batch
-  // loop through the epoch, under *mu; it calls EndEpoch, then EndRead),
-  // then puts back the huge pages the epoch split. `l` and `sources` must
+  // After Begin: the reader thread runs read(engine, sources) (the capture's
+  // batch loop through the epoch, under *mu; it calls EndEpoch, then
+  // EndRead), then puts back the huge pages the epoch split. The thread
+  // keeps its own copy of `sources`, which it lends to read; `l` must
   // outlive the thread (read holds the entry). Needs mu and capture_mu held.
   template <typename ReadFn>
   void Read(const format::Layout& l, const std::vector<CaptureSource>& sources, ReadFn read) {
@@ -63,7 +64,7 @@ class ZeroCopyCapture {
     busy_ = true;
     reader_ = std::jthread([this, &l, sources, zc = engine_.get(),
                             read = std::move(read)](std::stop_token stop) mutable {
-      read(zc);
+      read(zc, sources);
       RestoreHugePages(l, sources, stop);
     });
   }

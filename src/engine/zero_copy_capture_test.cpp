@@ -48,9 +48,9 @@ TEST_F(ZeroCopyEpochsTest, AnEpochIsReadOnItsOwnThreadAndWaitedFor) {
       GTEST_SKIP() << "no write protection here: " << stats_.note;
     }
     EXPECT_EQ(stats_.versions, 1u);
-    zc.Read(layout_, sources_, [&](ZeroCopy* engine) {
+    zc.Read(layout_, sources_, [&](ZeroCopy* engine, const std::vector<CaptureSource>& lent) {
       MutexLock l(&mu_);
-      read = engine != nullptr;
+      read = engine != nullptr && lent.size() == sources_.size() && lent[0].data == sources_[0].data;
       zc.EndEpoch();
       zc.EndRead();
     });
