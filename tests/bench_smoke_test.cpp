@@ -207,6 +207,42 @@ TEST_F(BenchSmokeTest, Restart) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/persistent/sync"));
 }
 
+// --whole-restart: Cairn's new process into a buffer it has not touched
+// (large enough for the restore to fault it in ahead of the reads) and the
+// raw programs, each verified or failing the run.
+TEST_F(BenchSmokeTest, WholeRestart) {
+  const std::string json = dir_ + "/out.json";
+  ASSERT_EQ(
+      Run({"restart",      "--mode",      "async",           "--no-warmup", "--repeat",      "2",
+           "--size",       "32MiB",       "--count",         "2",           "--interval-ms", "1",
+           "--host-cache", "64MiB",       "--whole-restart", "on",          "--json",        json,
+           "--dir",        dir_ + "/work"}),
+      0)
+      << log_;
+  const std::string doc = ReadFile(json);
+  for (const char* p : {"async.restart.whole_restart_s", "async.restart.whole_raw_s",
+                        "async.restart.whole_to_raw", "async.restart.cold_restore_call_s"}) {
+    ExpectPath(doc, p);
+  }
+  const std::string how = ValueAt(doc, "async.restart.whole_raw_method");
+  EXPECT_TRUE(how == "\"direct\"" || how == "\"buffered\"") << how;
+  EXPECT_EQ(ValueAt(doc, "async.restart.cold_version"), "1");
+  EXPECT_EQ(doc.find("\"mismatches\": 1"), std::string::npos);
+}
+
+// The raw program says what is missing instead of timing nothing.
+TEST_F(BenchSmokeTest, RawRestartChildWithoutAFileFails) {
+  const std::string report = dir_ + "/report.txt";
+  EXPECT_EQ(
+      Run({"restart-child", "--child-lib", "raw-direct", "--child-salt", "1", "--child-version",
+           "0", "--child-dir", dir_ + "/nothing-here", "--child-report", report, "--size", "2MiB"}),
+      1)
+      << log_;
+  EXPECT_NE(ReadFile(report).find("error not found: raw restart: no data file under"),
+            std::string::npos)
+      << ReadFile(report);
+}
+
 // The new process's verification catches wrong data: restart-child on the
 // files a sync trial left, with the trial's salt (the first trial of the
 // process: 1) and with another.

@@ -81,6 +81,10 @@ struct Options {
   std::string persistent_dir;       // restart --persistent: Cairn's persistent tier (and
                                     // the baseline's copy), "" = none
   bool cold_restart = true;         // restart --cold-restart: the new-process restart
+  // restart --whole-restart: also the restart as a program lives it, from
+  // the spawn to restored data in memory nobody touched yet, against a raw
+  // program that allocates, reads and so touches the same bytes.
+  bool whole_restart = false;
   bool verify_full = false;         // compare every restored page in full
   // restart (docs/bench.md, "Changed data"): Cairn's change
   // detection (the baseline always writes everything), which pages each
@@ -107,6 +111,9 @@ struct Options {
   // --child-lib cairn|sync, --child-salt, --child-version, --child-report.
   bool restart_child = false;
   bool child_async = true;
+  bool child_raw = false;  // --child-lib raw-direct|raw-buffered: no library
+  bool child_raw_direct = false;
+  bool child_touch = true;  // --child-touch: touch the buffer before "started"
   uint64_t child_salt = 0;
   int64_t child_version = -1;
   std::string child_lib_dir;        // the library's directory (DIR/cairn or DIR/sync)
@@ -222,6 +229,11 @@ struct ColdRestart {
   uint64_t file_bytes = 0;      // the data file read (the newest version's)
   double raw_read_gbps = 0;     // the fastest raw cold read of that file
   std::string raw_read_method;  // "direct" or "buffered"
+  // --whole-restart: spawn -> restored, for Cairn into an untouched buffer,
+  // and for the faster raw program (whole_raw_method) into one; 0 when off.
+  double whole_s = 0;
+  double whole_raw_s = 0;
+  std::string whole_raw_method;
 };
 
 struct TrialResult {

@@ -46,7 +46,7 @@ const gpu::Driver& D() { return *BenchDriver(MemoryKind::kDevice).value(); }  //
 const char* MemoryKindName(MemoryKind kind) { return gpu::PointerKindName(kind); }
 
 Result<BenchBuffer> BenchBuffer::Allocate(MemoryKind kind, size_t bytes, bool huge_pages,
-                                          bool tracked) {
+                                          bool tracked, bool touch) {
   BenchBuffer b;
   b.kind_ = kind;
   b.bytes_ = bytes;
@@ -59,14 +59,14 @@ Result<BenchBuffer> BenchBuffer::Allocate(MemoryKind kind, size_t bytes, bool hu
     // --app-huge-pages asks for, so that only the tracking differs from an
     // untracked run.
     if (bytes > 0) (void)::madvise(b.app_, bytes, huge_pages ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
-    TouchPages(b.app_, bytes);
+    if (touch) TouchPages(b.app_, bytes);
     return b;
   }
   if (kind == MemoryKind::kHost) {
     CAIRN_ASSIGN_OR_RETURN(b.host_buffer_, AllocateBuffer(bytes));
     b.app_ = b.host_buffer_.get();
     if (huge_pages && bytes > 0) (void)::madvise(b.app_, bytes, MADV_HUGEPAGE);  // 2 MiB-aligned
-    TouchPages(b.app_, bytes);
+    if (touch) TouchPages(b.app_, bytes);
     return b;
   }
 #if CAIRN_GPU_HAVE_CUDA

@@ -38,8 +38,10 @@ class BenchBuffer {
   // tracked (host only): the memory comes from cairn::Alloc, page-aligned
   // memory that checkpoint.changes = pages can track (restart --changes
   // pages|auto); huge_pages still decides its page kind.
+  // touch (host only): write every page now, so that the first use does not
+  // fault; off leaves the memory as a fresh malloc is.
   static Result<BenchBuffer> Allocate(MemoryKind kind, size_t bytes, bool huge_pages = false,
-                                      bool tracked = false);
+                                      bool tracked = false, bool touch = true);
 
   BenchBuffer(BenchBuffer&& other) noexcept;
   BenchBuffer& operator=(BenchBuffer&& other) noexcept;

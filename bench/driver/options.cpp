@@ -145,6 +145,10 @@ Options:
                      the time until the last version is durable there
   --cold-restart on|off  restart: restore each trial's newest version in a
                      new process from cold files (default on)
+  --whole-restart on|off  restart: also time the whole restart, spawn to
+                     restored, into a buffer the new process has not touched
+                     yet, against a raw program that allocates it and reads
+                     the same file into it (default off)
   --verify V         sample (default: stamps of every page, a sample of
                      pages in full) or full (every page in full; slower, it
                      eats into the compute interval)
@@ -232,6 +236,7 @@ Result<Options> ParseOptions(int argc, char** argv) {
     if (name == "--quiet") { CAIRN_RETURN_IF_ERROR(flag(o.quiet)); continue; }
     if (name == "--forward-only") { CAIRN_RETURN_IF_ERROR(flag(o.forward_only)); continue; }
 
+    // clang-format off
     static const char* const kWithValue[] = {
         "--count", "--size", "--interval-ms", "--compute", "--host-cache", "--block-size", "--dir",
         "--mode", "--repeat", "--json", "--sync-fsync", "--limits-size", "--verify",
@@ -239,7 +244,9 @@ Result<Options> ParseOptions(int argc, char** argv) {
         "--device-cache-init", "--device-map-chunk", "--sync-other", "--persistent",
         "--cold-restart", "--child-lib", "--child-salt", "--child-version", "--child-dir",
         "--child-report", "--changes", "--change-fraction", "--change-pattern",
-        "--max-layers", "--set", "--track-loop", "--track-loop-intervals", "--child-verify-as", "--settle", "--track-loop-ms", "--track-loop-baseline"};
+        "--max-layers", "--set", "--track-loop", "--track-loop-intervals", "--child-verify-as",
+        "--child-touch", "--whole-restart", "--settle", "--track-loop-ms", "--track-loop-baseline"};
+    // clang-format on
     bool known = false;
     for (const char* k : kWithValue) known = known || name == k;
     if (!known) return Bad(name, "unknown option (see --help)");
@@ -292,9 +299,18 @@ Result<Options> ParseOptions(int argc, char** argv) {
       else if (name == "--sync-other") o.sync_other = on;
       else o.cold_restart = on;
     } else if (name == "--child-lib") {  // hidden: restart-child only
-      if (value != "cairn" && value != "sync") return Bad(name, "expected cairn or sync");
+      if (value != "cairn" && value != "sync" && value != "raw-direct" && value != "raw-buffered") {
+        return Bad(name, "expected cairn, sync, raw-direct or raw-buffered");
+      }
       o.child_async = value == "cairn";
+      o.child_raw = value.starts_with("raw-");
+      o.child_raw_direct = value == "raw-direct";
       child_given = true;
+    } else if (name == "--child-touch" || name == "--whole-restart") {
+      if (value != "on" && value != "off")
+        return Bad(name, "expected on or off, got '" + value + "'");
+      (name == "--child-touch" ? o.child_touch : o.whole_restart) = value == "on";
+      if (name == "--child-touch") child_given = true;
     } else if (name == "--child-salt") {
       CAIRN_ASSIGN_OR_RETURN(o.child_salt, ParseCount(name, value, 0));
       child_given = true;

@@ -306,6 +306,12 @@ Json TrialJson(const TrialResult& t, Workload w) {
             c.raw_read_gbps > 0 && c.file_bytes > 0
                 ? Json(c.restore_s * c.raw_read_gbps * 1e9 / static_cast<double>(c.file_bytes))
                 : Json());
+      if (c.whole_s > 0) {  // --whole-restart
+        r.Set("whole_restart_s", c.whole_s);
+        r.Set("whole_raw_s", c.whole_raw_s);
+        r.Set("whole_raw_method", c.whole_raw_method);
+        r.Set("whole_to_raw", c.whole_raw_s > 0 ? Json(c.whole_s / c.whole_raw_s) : Json());
+      }
     }
     j.Set("restart", std::move(r));
     j.Set("changes", ChangesJson(t, s));

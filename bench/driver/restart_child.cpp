@@ -177,15 +177,17 @@ std::string FractionText(double f) {
 
 // The child's command line: the trial's options that shape the library and
 // the buffer, plus the --child-* ones.
-std::vector<std::string> ChildArgs(const Options& o, bool async, const std::string& lib_dir,
-                                   int64_t version, uint64_t salt, const std::string& report) {
+std::vector<std::string> ChildArgs(const Options& o, const char* lib, const std::string& lib_dir,
+                                   int64_t version, uint64_t salt, const std::string& report,
+                                   bool touch = true) {
   auto on = [](bool b) { return std::string(b ? "on" : "off"); };
   std::vector<std::string> a = {"cairn-bench", "restart-child", "--quiet"};
   auto add = [&](const char* name, std::string value) {
     a.emplace_back(name);
     a.push_back(std::move(value));
   };
-  add("--child-lib", async ? "cairn" : "sync");
+  add("--child-lib", lib);
+  add("--child-touch", on(touch));
   add("--child-salt", std::to_string(salt));
   add("--child-version", std::to_string(version));
   add("--child-dir", lib_dir);
@@ -221,6 +223,76 @@ std::map<std::string, std::string> ReadReport(const std::string& path) {
   return kv;
 }
 
+// A finished child: its report and how it ended.
+struct Child {
+  Status status;  // ok: exited 0
+  double spawned = 0, process_s = 0;
+  std::map<std::string, std::string> kv;
+  double At(const char* key) const {
+    auto it = kv.find(key);
+    return it == kv.end() ? 0.0 : std::strtod(it->second.c_str(), nullptr);
+  }
+};
+
+// Spawns this binary with `args` and waits for it; `who` names it in errors.
+Child SpawnChild(std::vector<std::string> args, const std::string& report, const std::string& who) {
+  Child c;
+  ::unlink(report.c_str());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  c.spawned = Now();
+  pid_t pid = 0;
+  const int err = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ);
+  if (err != 0) {
+    c.status = ErrnoStatus(err, "posix_spawn", "/proc/self/exe").WithContext(who);
+    return c;
+  }
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  c.process_s = Now() - c.spawned;
+  c.kv = ReadReport(report);
+  ::unlink(report.c_str());
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    auto e = c.kv.find("error");
+    c.status =
+        Status::Internal(who + ": the new process " +
+                         (WIFEXITED(wstatus) ? "exited " + std::to_string(WEXITSTATUS(wstatus))
+                                             : std::string("was killed")) +
+                         (e == c.kv.end() ? std::string() : ": " + e->second));
+  }
+  return c;
+}
+
+// --whole-restart: Cairn's child into an untouched buffer, then the raw
+// programs (O_DIRECT and buffered reads straight into theirs), each from
+// dropped caches; spawn -> restored.
+Status WholeRestart(const Options& o, const std::string& lib_dir,
+                    const std::vector<std::string>& lib_dirs, int64_t version, uint64_t salt,
+                    ColdRestart& cold) {
+  const std::string report = lib_dir + ".whole-report";
+  uint64_t resident = 0;
+  // Which goes first alternates with the trial (see ColdRestartTrial on order).
+  const bool cairn_first = salt % 2 == 0;
+  const char* order[] = {cairn_first ? "cairn" : "raw-direct", "raw-buffered",
+                         cairn_first ? "raw-direct" : "cairn"};
+  for (const char* lib : order) {
+    (void)DropCaches(lib_dirs, resident);
+    const std::string who = std::string("whole restart (") + lib + ")";
+    Child c = SpawnChild(ChildArgs(o, lib, lib_dir, version, salt, report, false), report, who);
+    if (!c.status.ok()) return c.status;
+    const double s = c.At("restored") - c.spawned;
+    if (lib[0] == 'c') {
+      cold.whole_s = s;
+    } else if (cold.whole_raw_s == 0 || s < cold.whole_raw_s) {
+      cold.whole_raw_s = s;
+      cold.whole_raw_method = lib + 4;
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void ColdRestartTrial(const Options& o, bool async, const std::string& lib_dir,
@@ -235,41 +307,18 @@ void ColdRestartTrial(const Options& o, bool async, const std::string& lib_dir,
   MeasureRawColdRead(data_file, cold);
   cold.cache_drop = DropCaches(lib_dirs, cold.resident_bytes);
   const std::string report = lib_dir + ".child-report";
-  ::unlink(report.c_str());
-  std::vector<std::string> args = ChildArgs(o, async, lib_dir, version, salt, report);
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  const double spawned = Now();
-  pid_t pid = 0;
-  const int err = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ);
-  if (err != 0) {
-    r.status = ErrnoStatus(err, "posix_spawn", "/proc/self/exe").WithContext("cold restart");
-    return;
-  }
-  int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  cold.process_s = Now() - spawned;
-  std::map<std::string, std::string> kv = ReadReport(report);
-  ::unlink(report.c_str());
-  auto at = [&](const char* key) {
-    auto it = kv.find(key);
-    return it == kv.end() ? 0.0 : std::strtod(it->second.c_str(), nullptr);
-  };
   const std::string who = std::string("cold restart (") + (async ? "cairn" : "sync") + ")";
-  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-    auto e = kv.find("error");
-    r.status =
-        Status::Internal(who + ": the new process " +
-                         (WIFEXITED(wstatus) ? "exited " + std::to_string(WEXITSTATUS(wstatus))
-                                             : std::string("was killed")) +
-                         (e == kv.end() ? std::string() : ": " + e->second));
-    auto w = kv.find("wrong");
-    if (w != kv.end()) r.verify.Fail(who + ": " + w->second);
+  Child child = SpawnChild(ChildArgs(o, async ? "cairn" : "sync", lib_dir, version, salt, report),
+                           report, who);
+  cold.process_s = child.process_s;
+  if (!child.status.ok()) {
+    r.status = child.status;
+    auto w = child.kv.find("wrong");
+    if (w != child.kv.end()) r.verify.Fail(who + ": " + w->second);
     return;
   }
+  auto at = [&](const char* key) { return child.At(key); };
+  const double spawned = child.spawned;
   cold.start_s = at("started") - spawned;
   cold.open_s = at("opened") - at("started");
   cold.latest_s = at("found") - at("opened");
@@ -281,15 +330,53 @@ void ColdRestartTrial(const Options& o, bool async, const std::string& lib_dir,
   r.verify.bytes_compared += static_cast<uint64_t>(at("bytes_compared"));
 
   MeasureRawColdRead(data_file, cold);
+  if (o.whole_restart && async) {
+    if (Status st = WholeRestart(o, lib_dir, lib_dirs, version, salt, cold); !st.ok()) {
+      r.status = st;
+      return;
+    }
+  }
   r.cold = std::move(cold);
 }
 
 namespace {
 
 // The child's work; the report gets the timestamps as it goes.
+// The raw program of --whole-restart: allocates a buffer as large as the
+// newest version's data file and reads the file into it, straight, in
+// kReadChunk pieces (O_DIRECT or buffered): the least a restart can do.
+Status ChildRawRead(const Options& o, std::ofstream& rep) {
+  rep << "started " << Now() << "\n";
+  const std::string path = DataFile(true, o.child_lib_dir, o.child_version);
+  struct stat sb {};
+  if (path.empty() || ::stat(path.c_str(), &sb) != 0) {
+    return Status::NotFound("raw restart: no data file under " + o.child_lib_dir);
+  }
+  const size_t bytes = static_cast<size_t>(sb.st_size);
+  CAIRN_ASSIGN_OR_RETURN(Buffer buf, AllocateBuffer(bytes + kReadChunk));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (o.child_raw_direct ? O_DIRECT : 0));
+  if (fd < 0) return ErrnoStatus(errno, "open", path);
+  Status st;
+  for (size_t done = 0; done < bytes && st.ok();) {
+    Result<size_t> got = ReadAll(fd, buf.get() + done, kReadChunk, done, path);
+    if (!got.ok())
+      st = got.status();
+    else if (*got == 0)
+      break;
+    else
+      done += *got;
+  }
+  ::close(fd);
+  CAIRN_RETURN_IF_ERROR(st);
+  rep << "restored " << Now() << "\n";
+  return Status::Ok();
+}
+
 Status ChildRestore(const Options& o, std::ofstream& rep, VerifyStats& verify) {
-  CAIRN_ASSIGN_OR_RETURN(BenchBuffer app, BenchBuffer::Allocate(o.memory, o.size, o.app_huge_pages,
-                                                                 UsesTrackedMemory(o)));
+  if (o.child_raw) return ChildRawRead(o, rep);
+  CAIRN_ASSIGN_OR_RETURN(BenchBuffer app,
+                         BenchBuffer::Allocate(o.memory, o.size, o.app_huge_pages,
+                                               UsesTrackedMemory(o), o.child_touch));
   rep << "started " << Now() << "\n";
   int64_t version = -1;
   if (o.child_async) {

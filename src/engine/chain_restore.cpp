@@ -7,12 +7,14 @@
 // whose link does not match its reference cannot be restored: it counts as
 // damage of the tip (kCorrupt naming the broken link), so restore falls back
 // to the persistent tier's chain and RestoreLatest / Latest to older versions.
+#include <optional>
 #include <set>
 
 #include "engine/region_match.hpp"
 #include "format/chain.hpp"
 #include "format/naming.hpp"
 #include "os/mem/page_backing.hpp"
+#include "os/mem/prefault.hpp"
 
 namespace cairn::core {
 
@@ -30,6 +32,24 @@ bool StageInto(const RestoreTarget& t) {
   if (t.bytes < kAskPagesFrom) return true;
   Result<bool> huge = os::BackedByHugePages(t.data, t.bytes);
   return !huge.ok() || !*huge;
+}
+
+// Host targets from this size on that are not faulted in yet (a new
+// process's buffer) are faulted in by a helper thread ahead of the reads
+// (os/mem/prefault.hpp says why); smaller ones are not worth a thread.
+constexpr uint64_t kPrefaultFrom = 16ull << 20;
+
+// The Prefaulter for the host targets that need one, or none.
+std::optional<os::Prefaulter> PrefaultHostTargets(const std::vector<RestoreTarget>& targets) {
+  std::vector<os::Range> fresh;
+  for (const RestoreTarget& t : targets) {
+    if (t.memory == MemoryKind::kHost && t.bytes >= kPrefaultFrom &&
+        !os::SampledPagesResident(t.data, t.bytes)) {
+      fresh.push_back({t.data, t.bytes});
+    }
+  }
+  if (fresh.empty()) return std::nullopt;
+  return std::optional<os::Prefaulter>(std::in_place, std::move(fresh));
 }
 
 // Opens version `number` and its bases in `tier`, checking every link's
@@ -69,6 +89,7 @@ Status Pipeline::ReadChain(const format::Chain& chain, const tiers::FileTier& ti
                   .stage = direct && host && t.bytes > 0 && StageInto(t)});
   }
   CAIRN_ASSIGN_OR_RETURN(const format::ChainPlan plan, format::ChainPlan::Make(chain, to));
+  const std::optional<os::Prefaulter> prefault = PrefaultHostTargets(targets);
   return plan.Execute(
       fs_,
       [this](void* dst, const void* src, size_t n) {

@@ -187,18 +187,36 @@ MemoryPinner* MemoryPinner::Mlock() {
   return &pinner;
 }
 
+namespace {
+#if defined(MADV_POPULATE_WRITE) && defined(MADV_POPULATE_READ)
+// Whether the running kernel knows the advice (Linux 5.14+), asked once on a
+// page of our own: a call's EINVAL may also mean that its range cannot be
+// populated (VM_IO, VM_PFNMAP), which must not turn the advice off for good.
+bool PopulateSupported(bool write) {
+  static const auto probe = [](int advice) {
+    const size_t page = PageSize();
+    void* p = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return true;  // cannot tell: let the real call answer
+    const bool ok = ::madvise(p, page, advice) == 0 || errno != EINVAL;
+    ::munmap(p, page);
+    return ok;
+  };
+  static const bool read_ok = probe(MADV_POPULATE_READ);
+  static const bool write_ok = probe(MADV_POPULATE_WRITE);
+  return write ? write_ok : read_ok;
+}
+#endif
+}  // namespace
+
 int PopulatePages(const void* p, size_t n, bool write) {
 #if defined(MADV_POPULATE_WRITE) && defined(MADV_POPULATE_READ)
-  static std::atomic<bool> unsupported[2] = {false, false};  // [write]
-  if (unsupported[write].load(std::memory_order_relaxed)) return EINVAL;
+  if (!PopulateSupported(write)) return EINVAL;
   const size_t page = PageSize();
   const uintptr_t start = reinterpret_cast<uintptr_t>(p) / page * page;
   const uintptr_t end = reinterpret_cast<uintptr_t>(p) + n;
   if (::madvise(reinterpret_cast<void*>(start), end - start, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0)
     return 0;
-  const int err = errno;
-  if (err == EINVAL) unsupported[write].store(true, std::memory_order_relaxed);
-  return err;
+  return errno;
 #else
   (void)p;
   (void)n;

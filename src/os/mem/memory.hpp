@@ -53,9 +53,10 @@ class Mapping {
 
 // madvise(MADV_POPULATE_WRITE, or _READ when !write) over the pages of
 // [p, p+n): faults them in inside the kernel and reports a failure as an
-// errno instead of a signal. 0 on success; EINVAL once per advice on a
-// kernel without it (Linux < 5.14), which is then not asked again (and the
-// headers' lack of it answers EINVAL too); otherwise madvise's errno.
+// errno instead of a signal. 0 on success; EINVAL on a kernel without the
+// advice (Linux < 5.14, asked once per process; the headers' lack of it
+// answers EINVAL too), otherwise madvise's errno (EINVAL also for a range the
+// kernel cannot populate, EFAULT where an access would have faulted).
 // Precondition: n > 0.
 int PopulatePages(const void* p, size_t n, bool write);
 // Faults every page of [p, p+n) in, writable, so later writes do not fault;
