@@ -8,12 +8,13 @@
 #include "gpu/runtime.hpp"
 
 #include <cstdio>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "gpu/cuda_driver.hpp"
+#include "util/mutex.hpp"
+#include "util/thread_annotations.hpp"
 
 namespace cairn::gpu {
 
@@ -133,7 +134,7 @@ class HostRegisterPinner final : public os::MemoryPinner {
       r = d.cuMemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE);
     }
     if (r == CUDA_SUCCESS) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       mine_.insert(p);
       return Status::Ok();
     }
@@ -157,7 +158,7 @@ class HostRegisterPinner final : public os::MemoryPinner {
 
   void Unpin(void* p, size_t /*n*/) override {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       if (mine_.erase(p) == 0) return;  // not registered by this pinner
     }
     Runtime::Scope scope(rt_);
@@ -168,8 +169,8 @@ class HostRegisterPinner final : public os::MemoryPinner {
 
  private:
   const Runtime& rt_;
-  std::mutex mu_;
-  std::set<void*> mine_;  // base addresses this pinner registered
+  Mutex mu_;
+  std::set<void*> mine_ CAIRN_GUARDED_BY(mu_);  // base addresses this pinner registered
 };
 
 }  // namespace
