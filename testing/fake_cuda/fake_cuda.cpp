@@ -49,12 +49,23 @@
 #include <vector>
 
 #include "fake_cuda_control.h"
+#include "util/mutex.hpp"
+#include "util/thread_annotations.hpp"
 
 #if CUDA_VERSION < 12000
 #error "the fake CUDA driver needs cuda.h from CUDA 12.0 or newer"
 #endif
 
 namespace {
+
+// The driver's locks, annotated so that the clang tree's thread-safety
+// analysis checks them (docs/design.md, "Locking"). Globals rather than
+// State members so that the annotations of the objects State holds can name
+// them. Lock order: g_mu, then a stream's own mutex; g_knobs_mu and
+// g_pause_mu are taken alone. Stream workers never take g_mu.
+cairn::Mutex g_mu;        // the driver's objects: State's maps, Context, Device
+cairn::Mutex g_knobs_mu;  // injected faults and call counts
+cairn::Mutex g_pause_mu;  // paused stream workers
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kGiB = uint64_t{1} << 30;
@@ -420,8 +431,8 @@ class Stream {
   // operation of this stream; blocks while kQueueDepth are pending. False
   // once the stream is stopping (destroyed, or its context reset).
   bool Push(std::vector<Dep> deps, std::function<CUresult()> run, uint64_t* seq) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return stopping_ || queue_.size() < kQueueDepth; });
+    cairn::MutexLock lock(&mu_);
+    while (!stopping_ && queue_.size() >= kQueueDepth) cv_.wait(lock);
     if (stopping_) return false;
     Op op;
     op.seq = ++submitted_;
@@ -433,34 +444,34 @@ class Stream {
     return true;
   }
   uint64_t Tail() {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     return submitted_;
   }
   bool Done(uint64_t seq) {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     return completed_ >= seq;
   }
   void WaitFor(uint64_t seq) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return completed_ >= seq; });
+    cairn::MutexLock lock(&mu_);
+    while (completed_ < seq) cv_.wait(lock);
   }
   void Drain() { WaitFor(Tail()); }
   // The first error of an operation since the last TakeError (deferred
   // faults), cleared by reading it.
   CUresult TakeError() {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     CUresult e = error_;
     error_ = CUDA_SUCCESS;
     return e;
   }
   CUresult PeekError() {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     return error_;
   }
   // No more pushes; the worker finishes what is queued and exits.
   void BeginStop() {
     {
-      std::lock_guard lock(mu_);
+      cairn::MutexLock lock(&mu_);
       stopping_ = true;
     }
     cv_.notify_all();
@@ -485,8 +496,8 @@ class Stream {
     for (;;) {
       Op op;
       {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        cairn::MutexLock lock(&mu_);
+        while (!stopping_ && queue_.empty()) cv_.wait(lock);
         if (queue_.empty()) break;
         op = std::move(queue_.front());  // the slot stays queued until done
       }
@@ -498,7 +509,7 @@ class Stream {
       const CUresult r = op.run && !lost ? op.run() : CUDA_SUCCESS;
       if (r != CUDA_SUCCESS) LoseContext(ctx, r);
       {
-        std::lock_guard lock(mu_);
+        cairn::MutexLock lock(&mu_);
         queue_.pop_front();
         completed_ = op.seq;
         if (r != CUDA_SUCCESS && error_ == CUDA_SUCCESS) error_ = r;
@@ -508,13 +519,13 @@ class Stream {
     finished_.store(true);
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Op> queue_;
-  uint64_t submitted_ = 0;
-  uint64_t completed_ = 0;
-  CUresult error_ = CUDA_SUCCESS;
-  bool stopping_ = false;
+  cairn::Mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<Op> queue_ CAIRN_GUARDED_BY(mu_);
+  uint64_t submitted_ CAIRN_GUARDED_BY(mu_) = 0;
+  uint64_t completed_ CAIRN_GUARDED_BY(mu_) = 0;
+  CUresult error_ CAIRN_GUARDED_BY(mu_) = CUDA_SUCCESS;
+  bool stopping_ CAIRN_GUARDED_BY(mu_) = false;
   std::atomic<bool> finished_{false};
   std::jthread worker_;  // last: started once the members above exist
 };
@@ -525,17 +536,17 @@ class Stream {
 struct Context {
   explicit Context(int dev) : device(dev) {}
   const int device;
-  int refs = 0;         // cuDevicePrimaryCtxRetain count
-  bool active = false;  // retained at least once since the last reset
+  int refs CAIRN_GUARDED_BY(g_mu) = 0;         // cuDevicePrimaryCtxRetain count
+  bool active CAIRN_GUARDED_BY(g_mu) = false;  // retained at least once since the last reset
   // The sticky error that lost this context (README.md, "Sticky errors"):
   // every later call that does work in it returns this. Atomic: set by the
   // stream workers, read without mu.
   std::atomic<CUresult> lost{CUDA_SUCCESS};
-  std::shared_ptr<Stream> legacy;                 // the NULL stream
-  std::vector<std::shared_ptr<Stream>> streams;   // created, not destroyed
-  std::vector<std::shared_ptr<Stream>> retired;   // destroyed, maybe draining
+  std::shared_ptr<Stream> legacy CAIRN_GUARDED_BY(g_mu);                // the NULL stream
+  std::vector<std::shared_ptr<Stream>> streams CAIRN_GUARDED_BY(g_mu);  // created, not destroyed
+  std::vector<std::shared_ptr<Stream>> retired CAIRN_GUARDED_BY(g_mu);  // destroyed, maybe draining
 
-  std::vector<std::shared_ptr<Stream>> AllStreams() const {
+  std::vector<std::shared_ptr<Stream>> AllStreams() const CAIRN_REQUIRES(g_mu) {
     std::vector<std::shared_ptr<Stream>> all = streams;
     all.insert(all.end(), retired.begin(), retired.end());
     if (legacy) all.push_back(legacy);
@@ -556,11 +567,11 @@ void LoseContext(Context* c, CUresult r) {
 struct Device {
   int ordinal = 0;
   uint64_t total = 0;
-  uint64_t used = 0;  // cuMemAlloc + cuMemCreate bytes
+  uint64_t used CAIRN_GUARDED_BY(g_mu) = 0;  // cuMemAlloc + cuMemCreate bytes
   std::unique_ptr<Context> primary;
 
   // What cuMemGetInfo calls free; what allocations must fit in.
-  uint64_t free_bytes() const { return total - std::min(used, total); }
+  uint64_t free_bytes() const CAIRN_REQUIRES(g_mu) { return total - std::min(used, total); }
 };
 
 // Physical memory of cuMemCreate.
@@ -622,36 +633,36 @@ struct State {
   void ReadEnvironment();
   void Teardown();
 
-  // Everything below `mu` is guarded by it, except the atomics. Lock order:
-  // mu, then a stream's mutex. Stream workers never take mu.
-  std::mutex mu;
-  Config config;
+  // Guarded by g_mu, except the atomics.
+  Config config CAIRN_GUARDED_BY(g_mu);
   std::atomic<bool> initialized{false};
   std::atomic<uint64_t> generation{1};  // bumped by reset: stale current contexts
-  std::vector<std::unique_ptr<Device>> devices;
-  std::map<uintptr_t, std::unique_ptr<Block>> blocks;
-  std::map<uintptr_t, Registration> regs;
-  std::unordered_map<uint64_t, std::shared_ptr<Phys>> handles;  // not yet released
-  std::vector<std::shared_ptr<Phys>> released_mapped;            // released, still mapped
-  std::unordered_map<Stream*, std::shared_ptr<Stream>> streams;  // live CUstreams
-  std::unordered_map<Event*, std::unique_ptr<Event>> events;     // live CUevents
-  uint64_t next_handle = 0xfa4e0000;
-  uint64_t next_buffer_id = 1;
+  std::vector<std::unique_ptr<Device>> devices CAIRN_GUARDED_BY(g_mu);
+  std::map<uintptr_t, std::unique_ptr<Block>> blocks CAIRN_GUARDED_BY(g_mu);
+  std::map<uintptr_t, Registration> regs CAIRN_GUARDED_BY(g_mu);
+  // not yet released
+  std::unordered_map<uint64_t, std::shared_ptr<Phys>> handles CAIRN_GUARDED_BY(g_mu);
+  // released, still mapped
+  std::vector<std::shared_ptr<Phys>> released_mapped CAIRN_GUARDED_BY(g_mu);
+  // live CUstreams and CUevents
+  std::unordered_map<Stream*, std::shared_ptr<Stream>> streams CAIRN_GUARDED_BY(g_mu);
+  std::unordered_map<Event*, std::unique_ptr<Event>> events CAIRN_GUARDED_BY(g_mu);
+  uint64_t next_handle CAIRN_GUARDED_BY(g_mu) = 0xfa4e0000;
+  uint64_t next_buffer_id CAIRN_GUARDED_BY(g_mu) = 1;
 
-  // Knobs (kmu): injected faults and call counts.
-  std::mutex kmu;
-  std::vector<Fault> faults;
-  std::unordered_map<std::string, uint64_t> fault_calls;  // since the faults were set
-  std::unordered_map<std::string, uint64_t> calls;        // since load / reset
+  // Knobs (g_knobs_mu): injected faults and call counts.
+  std::vector<Fault> faults CAIRN_GUARDED_BY(g_knobs_mu);
+  // Calls counted since the faults were set, and since load / reset.
+  std::unordered_map<std::string, uint64_t> fault_calls CAIRN_GUARDED_BY(g_knobs_mu);
+  std::unordered_map<std::string, uint64_t> calls CAIRN_GUARDED_BY(g_knobs_mu);
   std::atomic<double> copy_gbps{0}, map_gbps{0}, create_gbps{0}, alloc_gbps{0},
       register_gbps{0};
   // CAIRN_FAKE_CUDA_POPULATE: device memory gets its pages at allocation.
   std::atomic<bool> populate{false};
 
-  // Paused stream workers (pmu).
-  std::mutex pmu;
-  std::condition_variable pcv;
-  bool paused = false;
+  // Paused stream workers (g_pause_mu).
+  std::condition_variable_any pcv;
+  bool paused CAIRN_GUARDED_BY(g_pause_mu) = false;
 };
 
 State& S() {
@@ -661,14 +672,14 @@ State& S() {
 
 void WaitWhilePaused() {
   State& st = S();
-  std::unique_lock lock(st.pmu);
-  st.pcv.wait(lock, [&] { return !st.paused; });
+  cairn::MutexLock lock(&g_pause_mu);
+  while (st.paused) st.pcv.wait(lock);
 }
 
 void SetPaused(bool paused) {
   State& st = S();
   {
-    std::lock_guard lock(st.pmu);
+    cairn::MutexLock lock(&g_pause_mu);
     st.paused = paused;
   }
   st.pcv.notify_all();
@@ -735,10 +746,10 @@ void State::ReadEnvironment() {
   }
   populate.store(populate_pages);
   {
-    std::lock_guard lock(mu);
+    cairn::MutexLock lock(&g_mu);
     config = c;
   }
-  std::lock_guard lock(kmu);
+  cairn::MutexLock lock(&g_knobs_mu);
   faults = std::move(faults_from_env);
   fault_calls.clear();
   calls.clear();
@@ -758,11 +769,11 @@ void FreePhysMemory(Phys& p) {
 
 void State::Teardown() {
   {
-    std::lock_guard lock(pmu);
+    cairn::MutexLock lock(&g_pause_mu);
     paused = false;
   }
   pcv.notify_all();
-  std::lock_guard lock(mu);
+  cairn::MutexLock lock(&g_mu);
   for (auto& dev : devices) {
     Context* c = dev->primary.get();
     for (auto& s : c->AllStreams()) s->Stop();
@@ -798,7 +809,7 @@ struct Gate {
 // Counts the call and applies the injected faults.
 Gate Enter(const char* api) {
   State& st = S();
-  std::lock_guard lock(st.kmu);
+  cairn::MutexLock lock(&g_knobs_mu);
   ++st.calls[api];
   Gate gate;
   if (st.faults.empty()) return gate;
@@ -838,7 +849,7 @@ Context* CurrentContext() {
 // Under mu: the current context, which must exist and be active. For the
 // calls that release or only name something (frees, destroys,
 // cuCtxGetDevice): a lost context is still theirs to use.
-CUresult RequireLiveContext(Context** out) {
+CUresult RequireLiveContext(Context** out) CAIRN_REQUIRES(g_mu) {
   Context* c = CurrentContext();
   if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   if (!c->active) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
@@ -849,7 +860,7 @@ CUresult RequireLiveContext(Context** out) {
 // Under mu: as above, and not lost: the calls that do work in the context
 // (allocate, register, copy, set, create, record, wait, synchronize) return
 // its sticky error.
-CUresult RequireContext(Context** out) {
+CUresult RequireContext(Context** out) CAIRN_REQUIRES(g_mu) {
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(RequireLiveContext(&c));
   FAKE_RETURN_IF_ERROR(LostError(c));
@@ -874,19 +885,19 @@ CUresult CurrentLostError() { return LostError(CurrentContext()); }
   if (gate.now != CUDA_SUCCESS) return FailNow(gate.now);  \
   if (!S().initialized.load()) return CUDA_ERROR_NOT_INITIALIZED
 
-Device* FindDevice(State& st, CUdevice dev) {
+Device* FindDevice(State& st, CUdevice dev) CAIRN_REQUIRES(g_mu) {
   if (dev < 0 || static_cast<size_t>(dev) >= st.devices.size()) return nullptr;
   return st.devices[static_cast<size_t>(dev)].get();
 }
 
-Context* FindContext(State& st, CUcontext handle) {
+Context* FindContext(State& st, CUcontext handle) CAIRN_REQUIRES(g_mu) {
   for (auto& d : st.devices) {
     if (reinterpret_cast<CUcontext>(d->primary.get()) == handle) return d->primary.get();
   }
   return nullptr;
 }
 
-Block* FindBlock(State& st, uintptr_t a) {
+Block* FindBlock(State& st, uintptr_t a) CAIRN_REQUIRES(g_mu) {
   auto it = st.blocks.upper_bound(a);
   if (it == st.blocks.begin()) return nullptr;
   --it;
@@ -895,15 +906,17 @@ Block* FindBlock(State& st, uintptr_t a) {
 }
 
 // The first block overlapping [a, a + n), or null.
-Block* OverlappingBlock(State& st, uintptr_t a, size_t n) {
+Block* OverlappingBlock(State& st, uintptr_t a, size_t n) CAIRN_REQUIRES(g_mu) {
   if (Block* b = FindBlock(st, a)) return b;
   auto it = st.blocks.upper_bound(a);
   return it != st.blocks.end() && it->first - a < n ? it->second.get() : nullptr;
 }
 
-bool OverlapsBlock(State& st, uintptr_t a, size_t n) { return OverlappingBlock(st, a, n) != nullptr; }
+bool OverlapsBlock(State& st, uintptr_t a, size_t n) CAIRN_REQUIRES(g_mu) {
+  return OverlappingBlock(st, a, n) != nullptr;
+}
 
-Registration* FindRegistration(State& st, uintptr_t a) {
+Registration* FindRegistration(State& st, uintptr_t a) CAIRN_REQUIRES(g_mu) {
   auto it = st.regs.upper_bound(a);
   if (it == st.regs.begin()) return nullptr;
   --it;
@@ -958,7 +971,8 @@ bool DeviceSide(Where w) { return w == Where::kDevice || w == Where::kManaged; }
 // memory must be inside one live allocation, or a mapped VMM range whose
 // access flags allow the access; host memory is pinned when it lies inside one
 // registration or cuMemAllocHost allocation.
-CUresult Resolve(State& st, uintptr_t a, size_t n, bool write, int device, Resolved* r) {
+CUresult Resolve(State& st, uintptr_t a, size_t n, bool write, int device, Resolved* r)
+    CAIRN_REQUIRES(g_mu) {
   if (a == 0 || n > UINTPTR_MAX - a) return CUDA_ERROR_INVALID_VALUE;
   r->spans.clear();
   if (Block* b = FindBlock(st, a)) {
@@ -1042,7 +1056,7 @@ void CopySpans(const std::vector<Span>& dst, const std::vector<Span>& src) {
 // work in the legacy stream waits for earlier work of every blocking stream of
 // the context, and work in a blocking stream waits for earlier legacy work.
 CUresult PrepareStream(State& st, Context* ctx, CUstream h, std::shared_ptr<Stream>* out,
-                       std::vector<Dep>* deps) {
+                       std::vector<Dep>* deps) CAIRN_REQUIRES(g_mu) {
   std::shared_ptr<Stream> s;
   if (h == nullptr || h == CU_STREAM_LEGACY) {
     s = ctx->legacy;
@@ -1100,7 +1114,7 @@ CUresult DrainStreams(const std::vector<std::shared_ptr<Stream>>& streams, bool 
 }
 
 // Under mu: every stream of every active context (for device-wide syncs).
-std::vector<std::shared_ptr<Stream>> AllActiveStreams(State& st) {
+std::vector<std::shared_ptr<Stream>> AllActiveStreams(State& st) CAIRN_REQUIRES(g_mu) {
   std::vector<std::shared_ptr<Stream>> all;
   for (auto& d : st.devices) {
     if (d->primary->active) {
@@ -1112,7 +1126,7 @@ std::vector<std::shared_ptr<Stream>> AllActiveStreams(State& st) {
 }
 
 // Under mu: joins streams that were destroyed and have finished their work.
-void ReapRetired(Context* ctx) {
+void ReapRetired(Context* ctx) CAIRN_REQUIRES(g_mu) {
   auto& r = ctx->retired;
   for (auto it = r.begin(); it != r.end();) {
     if ((*it)->Finished()) {
@@ -1124,7 +1138,7 @@ void ReapRetired(Context* ctx) {
   }
 }
 
-void ReleasePhysIfUnused(State& st, const std::shared_ptr<Phys>& p) {
+void ReleasePhysIfUnused(State& st, const std::shared_ptr<Phys>& p) CAIRN_REQUIRES(g_mu) {
   if (!p->released || p->maps != 0 || p->backing == nullptr) return;
   FreePhysMemory(*p);
   if (Device* d = FindDevice(st, p->device)) d->used -= p->size;
@@ -1135,7 +1149,7 @@ void ReleasePhysIfUnused(State& st, const std::shared_ptr<Phys>& p) {
 // Under mu (held throughout: stream workers never take it): the reset that
 // follows the last cuDevicePrimaryCtxRelease. Destroys the context's streams
 // and events and frees the memory allocated or registered in it.
-void ResetContext(State& st, Context* ctx) {
+void ResetContext(State& st, Context* ctx) CAIRN_REQUIRES(g_mu) {
   ctx->active = false;
   // "The context cannot be used anymore, and must be destroyed"
   // (CUDA_ERROR_ASSERT): the reset is that destruction. The other sticky
@@ -1200,7 +1214,7 @@ enum class CopyKind { kAny, kHtoD, kDtoH, kDtoD };
 CUresult Copy(const Gate& gate, CopyKind kind, uintptr_t dst, uintptr_t src, size_t n,
               CUstream h, bool async_api) {
   State& st = S();
-  std::unique_lock lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Context* ctx = nullptr;
   FAKE_RETURN_IF_ERROR(RequireContext(&ctx));
   std::shared_ptr<Stream> s;
@@ -1224,7 +1238,7 @@ CUresult Copy(const Gate& gate, CopyKind kind, uintptr_t dst, uintptr_t src, siz
     case CopyKind::kAny:
       break;
   }
-  lock.unlock();
+  lock.Unlock();
 
   const bool managed = d.where == Where::kManaged || r.where == Where::kManaged;
   bool wait = false;
@@ -1274,7 +1288,7 @@ CUresult Copy(const Gate& gate, CopyKind kind, uintptr_t dst, uintptr_t src, siz
 CUresult Memset(const Gate& gate, uintptr_t dst, unsigned char value, size_t n, CUstream h,
                 bool async_api) {
   State& st = S();
-  std::unique_lock lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Context* ctx = nullptr;
   FAKE_RETURN_IF_ERROR(RequireContext(&ctx));
   std::shared_ptr<Stream> s;
@@ -1284,7 +1298,7 @@ CUresult Memset(const Gate& gate, uintptr_t dst, unsigned char value, size_t n, 
   Resolved d;
   FAKE_RETURN_IF_ERROR(Resolve(st, dst, n, /*write=*/true, ctx->device, &d));
   if (d.where == Where::kPageableHost) return CUDA_ERROR_INVALID_VALUE;
-  lock.unlock();
+  lock.Unlock();
   const bool wait = !async_api && d.where != Where::kDevice;
   return Submit(s, std::move(deps),
                 OrDeferred(gate, [spans = std::move(d.spans), value, n, rate = st.copy_gbps.load()] {
@@ -1310,7 +1324,7 @@ struct PtrInfo {
   const Mapping* mapping = nullptr;
 };
 
-PtrInfo Classify(State& st, uintptr_t a) {
+PtrInfo Classify(State& st, uintptr_t a) CAIRN_REQUIRES(g_mu) {
   PtrInfo i;
   if (Block* b = FindBlock(st, a)) {
     i.ctx = b->ctx;
@@ -1452,7 +1466,8 @@ CUresult PointerAttribute(const PtrInfo& i, CUpointer_attribute attr, void* data
 
 // Under mu: a host-accessible block (managed or cuMemAllocHost memory) owned
 // by `ctx`.
-CUresult AddHostBlock(State& st, Context* ctx, Kind kind, size_t bytesize, uintptr_t* out) {
+CUresult AddHostBlock(State& st, Context* ctx, Kind kind, size_t bytesize, uintptr_t* out)
+    CAIRN_REQUIRES(g_mu) {
   const size_t len = RoundUp(bytesize, PageSize());
   char* p = MapReadWrite(len);
   if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1480,18 +1495,18 @@ CUresult AddHostBlock(State& st, Context* ctx, Kind kind, size_t bytesize, uintp
 template <typename Freeable>
 CUresult FreeBlockAfterSync(uintptr_t base, Freeable freeable) {
   State& st = S();
-  std::unique_lock lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(RequireLiveContext(&c));
-  auto find = [&] {
+  auto find = [&]() CAIRN_REQUIRES(g_mu) {
     auto it = st.blocks.find(base);
     return it != st.blocks.end() && freeable(it->second->kind) ? it : st.blocks.end();
   };
   if (base == 0 || find() == st.blocks.end()) return CUDA_ERROR_INVALID_VALUE;
   auto streams = AllActiveStreams(st);
-  lock.unlock();
+  lock.Unlock();
   DrainStreams(streams, /*take_errors=*/false);
-  lock.lock();
+  lock.Lock();
   auto it = find();
   if (it == st.blocks.end()) return CUDA_ERROR_INVALID_VALUE;  // freed meanwhile
   Block& b = *it->second;
@@ -1505,7 +1520,7 @@ CUresult FreeBlockAfterSync(uintptr_t base, Freeable freeable) {
 // VMM helpers
 
 // Under mu: validates an allocation property (PINNED device memory).
-CUresult CheckProp(State& st, const CUmemAllocationProp* prop) {
+CUresult CheckProp(State& st, const CUmemAllocationProp* prop) CAIRN_REQUIRES(g_mu) {
   if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
   if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST ||
@@ -1524,7 +1539,7 @@ CUresult CheckProp(State& st, const CUmemAllocationProp* prop) {
 }
 
 // Under mu: the reservation containing [a, a + n), or null.
-Block* FindReservation(State& st, uintptr_t a, size_t n) {
+Block* FindReservation(State& st, uintptr_t a, size_t n) CAIRN_REQUIRES(g_mu) {
   Block* b = FindBlock(st, a);
   if (b == nullptr || b->kind != Kind::kReservation || n > b->size - (a - b->start)) return nullptr;
   return b;
@@ -1532,7 +1547,8 @@ Block* FindReservation(State& st, uintptr_t a, size_t n) {
 
 // Under mu: the mappings that exactly tile [a, a + n) (first starts at a, no
 // holes, last ends at a + n), as iterators; empty if they do not.
-std::vector<std::map<uintptr_t, Mapping>::iterator> ExactMappings(Block* b, uintptr_t a, size_t n) {
+std::vector<std::map<uintptr_t, Mapping>::iterator> ExactMappings(Block* b, uintptr_t a, size_t n)
+    CAIRN_REQUIRES(g_mu) {
   std::vector<std::map<uintptr_t, Mapping>::iterator> out;
   auto it = b->maps.find(a);
   uintptr_t cur = a;
@@ -1572,7 +1588,7 @@ CUresult cuInit(unsigned int Flags) {
   if (gate.now != CUDA_SUCCESS) return gate.now;
   if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;  // "Currently, the Flags parameter must be 0"
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   if (st.initialized.load()) return CUDA_SUCCESS;
   if (!st.config.error.empty()) {
     std::fprintf(stderr, "fake CUDA driver: %s\n", st.config.error.c_str());
@@ -1603,7 +1619,7 @@ CUresult cuDeviceGet(CUdevice* device, int ordinal) {
   FAKE_ENTER("cuDeviceGet");
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   if (FindDevice(st, ordinal) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
   *device = ordinal;
   return CUDA_SUCCESS;
@@ -1613,7 +1629,7 @@ CUresult cuDeviceGetCount(int* count) {
   FAKE_ENTER("cuDeviceGetCount");
   if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   *count = static_cast<int>(st.devices.size());
   return CUDA_SUCCESS;
 }
@@ -1622,7 +1638,7 @@ CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
   FAKE_ENTER("cuDeviceGetName");
   if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   if (FindDevice(st, dev) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
   std::snprintf(name, static_cast<size_t>(len), "Cairn fake CUDA device %d", dev);
   return CUDA_SUCCESS;
@@ -1632,7 +1648,7 @@ CUresult cuDeviceTotalMem(size_t* bytes, CUdevice dev) {
   FAKE_ENTER("cuDeviceTotalMem");
   if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Device* d = FindDevice(st, dev);
   if (d == nullptr) return CUDA_ERROR_INVALID_DEVICE;
   *bytes = d->total;
@@ -1643,7 +1659,7 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
   FAKE_ENTER("cuDeviceGetAttribute");
   if (pi == nullptr) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Device* d = FindDevice(st, dev);
   if (d == nullptr) return CUDA_ERROR_INVALID_DEVICE;
   if (attrib < 1 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
@@ -1676,7 +1692,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   FAKE_ENTER("cuDevicePrimaryCtxRetain");
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Device* d = FindDevice(st, dev);
   if (d == nullptr) return CUDA_ERROR_INVALID_DEVICE;
   Context* c = d->primary.get();
@@ -1691,7 +1707,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
   FAKE_ENTER("cuDevicePrimaryCtxRelease");
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Device* d = FindDevice(st, dev);
   if (d == nullptr) return CUDA_ERROR_INVALID_DEVICE;
   Context* c = d->primary.get();
@@ -1706,7 +1722,7 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
 CUresult cuCtxSetCurrent(CUcontext ctx) {
   FAKE_ENTER("cuCtxSetCurrent");
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   if (ctx == nullptr) {
     t_current = Current{};
     return CUDA_SUCCESS;
@@ -1727,8 +1743,7 @@ CUresult cuCtxGetCurrent(CUcontext* pctx) {
 CUresult cuCtxGetDevice(CUdevice* device) {
   FAKE_ENTER("cuCtxGetDevice");
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(RequireLiveContext(&c));  // names the device: works on a lost context
   *device = c->device;
@@ -1737,12 +1752,11 @@ CUresult cuCtxGetDevice(CUdevice* device) {
 
 CUresult cuCtxSynchronize(void) {
   FAKE_ENTER("cuCtxSynchronize");
-  State& st = S();
-  std::unique_lock lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(RequireContext(&c));
   auto streams = c->AllStreams();
-  lock.unlock();
+  lock.Unlock();
   // "cuCtxSynchronize() returns an error if one of the preceding tasks failed."
   const CUresult first = DrainStreams(streams, /*take_errors=*/true);
   const CUresult lost = LostError(c);
@@ -1756,7 +1770,7 @@ CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
   if (phStream == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if ((Flags & ~static_cast<unsigned>(CU_STREAM_NON_BLOCKING)) != 0) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(RequireContext(&c));
   ReapRetired(c);
@@ -1770,7 +1784,7 @@ CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
 CUresult cuStreamDestroy(CUstream hStream) {
   FAKE_ENTER("cuStreamDestroy");
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   if (hStream == nullptr || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD) {
     return CUDA_ERROR_INVALID_HANDLE;  // the default streams cannot be destroyed
   }
@@ -1792,7 +1806,8 @@ CUresult cuStreamDestroy(CUstream hStream) {
 namespace {
 
 // Under mu: the stream a synchronizing call names; NULL/legacy need a context.
-CUresult FindStreamForSync(State& st, CUstream h, std::shared_ptr<Stream>* out, Context** ctx_out) {
+CUresult FindStreamForSync(State& st, CUstream h, std::shared_ptr<Stream>* out, Context** ctx_out)
+    CAIRN_REQUIRES(g_mu) {
   if (h == nullptr || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
     if (h == CU_STREAM_PER_THREAD) return CUDA_ERROR_NOT_SUPPORTED;
     Context* c = nullptr;
@@ -1813,7 +1828,7 @@ CUresult FindStreamForSync(State& st, CUstream h, std::shared_ptr<Stream>* out, 
 CUresult cuStreamSynchronize(CUstream hStream) {
   FAKE_ENTER("cuStreamSynchronize");
   State& st = S();
-  std::unique_lock lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   std::shared_ptr<Stream> s;
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(FindStreamForSync(st, hStream, &s, &c));
@@ -1822,10 +1837,10 @@ CUresult cuStreamSynchronize(CUstream hStream) {
   if (s->legacy) {
     // The legacy stream also waits for the blocking streams' earlier work.
     FAKE_RETURN_IF_ERROR(PrepareStream(st, c, nullptr, &s, &deps));
-    lock.unlock();
+    lock.Unlock();
     return Submit(s, std::move(deps), {}, /*wait=*/true);
   }
-  lock.unlock();
+  lock.Unlock();
   s->Drain();
   const CUresult e = s->TakeError();
   const CUresult lost = LostError(c);  // lost by this stream's work, or another's
@@ -1835,11 +1850,11 @@ CUresult cuStreamSynchronize(CUstream hStream) {
 CUresult cuStreamQuery(CUstream hStream) {
   FAKE_ENTER("cuStreamQuery");
   State& st = S();
-  std::unique_lock lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   std::shared_ptr<Stream> s;
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(FindStreamForSync(st, hStream, &s, &c));
-  lock.unlock();
+  lock.Unlock();
   FAKE_RETURN_IF_ERROR(LostError(c));
   if (!s->Done(s->Tail())) return CUDA_ERROR_NOT_READY;
   FAKE_RETURN_IF_ERROR(LostError(c));  // lost meanwhile
@@ -1850,7 +1865,7 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
   FAKE_ENTER("cuStreamWaitEvent");
   if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;  // CU_EVENT_WAIT_DEFAULT only
   State& st = S();
-  std::unique_lock lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   auto ev = st.events.find(reinterpret_cast<Event*>(hEvent));
   if (ev == st.events.end()) return CUDA_ERROR_INVALID_HANDLE;
   Context* c = nullptr;
@@ -1867,7 +1882,7 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
   FAKE_RETURN_IF_ERROR(PrepareStream(st, c, hStream, &s, &deps));
   // Waits on the work captured by the most recent cuEventRecord (none: no-op).
   if (ev->second->stream) deps.push_back({ev->second->stream, ev->second->seq});
-  lock.unlock();
+  lock.Unlock();
   return Submit(s, std::move(deps), {}, /*wait=*/false);
 }
 
@@ -1883,7 +1898,7 @@ CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(RequireContext(&c));
   auto e = std::make_unique<Event>();
@@ -1898,7 +1913,7 @@ CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
 CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
   FAKE_ENTER("cuEventRecord");
   State& st = S();
-  std::unique_lock lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   auto ev = st.events.find(reinterpret_cast<Event*>(hEvent));
   if (ev == st.events.end()) return CUDA_ERROR_INVALID_HANDLE;
   Context* c = ev->second->ctx;
@@ -1912,11 +1927,11 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
   std::shared_ptr<Stream> s;
   std::vector<Dep> deps;
   FAKE_RETURN_IF_ERROR(PrepareStream(st, c, hStream, &s, &deps));
-  lock.unlock();
+  lock.Unlock();
   // A marker: the event completes when everything before it in the stream has.
   uint64_t seq = 0;
   FAKE_RETURN_IF_ERROR(Submit(s, std::move(deps), {}, /*wait=*/false, &seq));
-  lock.lock();
+  lock.Lock();
   ev = st.events.find(reinterpret_cast<Event*>(hEvent));
   if (ev == st.events.end()) return CUDA_ERROR_INVALID_HANDLE;  // destroyed meanwhile
   ev->second->stream = std::move(s);
@@ -1928,7 +1943,7 @@ namespace {
 
 CUresult EventTarget(CUevent hEvent, std::shared_ptr<Stream>* s, uint64_t* seq, Context** ctx) {
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   auto ev = st.events.find(reinterpret_cast<Event*>(hEvent));
   if (ev == st.events.end()) return CUDA_ERROR_INVALID_HANDLE;
   *s = ev->second->stream;
@@ -1970,7 +1985,7 @@ CUresult cuEventSynchronize(CUevent hEvent) {
 CUresult cuEventDestroy(CUevent hEvent) {
   FAKE_ENTER("cuEventDestroy");
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   // "An event may be destroyed before it is complete": nothing waits for it.
   auto ev = st.events.find(reinterpret_cast<Event*>(hEvent));
   if (ev == st.events.end()) return CUDA_ERROR_INVALID_HANDLE;
@@ -1985,7 +2000,7 @@ CUresult cuMemGetInfo(size_t* free, size_t* total) {
   FAKE_ENTER("cuMemGetInfo");
   if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(RequireContext(&c));
   Device* d = st.devices[static_cast<size_t>(c->device)].get();
@@ -2000,7 +2015,7 @@ CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
   if (dptr == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
   {
-    std::lock_guard lock(st.mu);
+    cairn::MutexLock lock(&g_mu);
     Context* c = nullptr;
     FAKE_RETURN_IF_ERROR(RequireContext(&c));
     // Checked again below; here so that nothing is mapped (or populated) for
@@ -2021,7 +2036,7 @@ CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
     FreeBlockMemory(*b);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Context* c = nullptr;
   if (CUresult r = RequireContext(&c); r != CUDA_SUCCESS) {
     FreeBlockMemory(*b);
@@ -2047,7 +2062,7 @@ CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flag
   if (dptr == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
   if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(RequireContext(&c));
   // Managed memory is host memory here (host-accessible at the same address);
@@ -2061,8 +2076,7 @@ CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flag
 CUresult cuMemFree(CUdeviceptr dptr) {
   FAKE_ENTER("cuMemFree");
   if (dptr == 0) {
-    State& st = S();
-    std::lock_guard lock(st.mu);
+    cairn::MutexLock lock(&g_mu);
     Context* c = nullptr;
     return RequireContext(&c);  // freeing 0 does nothing
   }
@@ -2074,7 +2088,7 @@ CUresult cuMemFree(CUdeviceptr dptr) {
 CUresult cuMemGetAddressRange(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {
   FAKE_ENTER("cuMemGetAddressRange");
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(RequireContext(&c));
   Block* b = FindBlock(st, static_cast<uintptr_t>(dptr));
@@ -2089,12 +2103,12 @@ CUresult cuMemAllocHost(void** pp, size_t bytesize) {
   if (pp == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
   {
-    std::lock_guard lock(st.mu);
+    cairn::MutexLock lock(&g_mu);
     Context* c = nullptr;
     FAKE_RETURN_IF_ERROR(RequireContext(&c));
   }
   Throttle(bytesize, st.register_gbps);  // page-locking costs what registration does
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(RequireContext(&c));
   uintptr_t p = 0;
@@ -2120,7 +2134,7 @@ CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags) {
   const uintptr_t page_start = a / PageSize() * PageSize();
   const uintptr_t page_end = RoundUp(a + bytesize, PageSize());
   State& st = S();
-  auto check = [&](Context** c) -> CUresult {
+  auto check = [&](Context** c) CAIRN_REQUIRES(g_mu) -> CUresult {
     FAKE_RETURN_IF_ERROR(RequireContext(c));
     if (Block* b = OverlappingBlock(st, page_start, page_end - page_start)) {
       // cuMemAllocHost memory is page-locked already; device memory is not host memory.
@@ -2143,7 +2157,7 @@ CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags) {
     return CUDA_SUCCESS;
   };
   {
-    std::lock_guard lock(st.mu);
+    cairn::MutexLock lock(&g_mu);
     Context* c = nullptr;
     FAKE_RETURN_IF_ERROR(check(&c));
   }
@@ -2152,7 +2166,7 @@ CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   Throttle(bytesize, st.register_gbps);
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(check(&c));  // again: another thread may have registered meanwhile
   Registration r;
@@ -2171,7 +2185,7 @@ CUresult cuMemHostUnregister(void* p) {
   FAKE_ENTER("cuMemHostUnregister");
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   Context* c = nullptr;
   FAKE_RETURN_IF_ERROR(RequireLiveContext(&c));
   // "The base address must be the same one specified to cuMemHostRegister()."
@@ -2244,7 +2258,7 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdevi
   FAKE_ENTER("cuPointerGetAttribute");
   if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   const PtrInfo i = Classify(st, static_cast<uintptr_t>(ptr));
   return PointerAttribute(i, attribute, data, static_cast<uintptr_t>(ptr), /*multi=*/false);
 }
@@ -2254,7 +2268,7 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute*
   FAKE_ENTER("cuPointerGetAttributes");
   if (numAttributes == 0 || attributes == nullptr || data == nullptr) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   const PtrInfo i = Classify(st, static_cast<uintptr_t>(ptr));
   for (unsigned k = 0; k < numAttributes; ++k) {
     if (data[k] == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -2274,7 +2288,7 @@ CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocatio
     return CUDA_ERROR_INVALID_VALUE;
   }
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   FAKE_RETURN_IF_ERROR(CheckProp(st, prop));
   *granularity = st.config.granularity;
   return CUDA_SUCCESS;
@@ -2289,7 +2303,7 @@ CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CU
   if ((alignment & (alignment - 1)) != 0) return CUDA_ERROR_INVALID_VALUE;
   if (addr % PageSize() != 0) return CUDA_ERROR_INVALID_VALUE;  // the hint is otherwise ignored
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   // Stricter than the reference's "multiple of the host page size": mappings
   // are granularity multiples, so a reservation must be one to be mappable.
   const size_t g = st.config.granularity;
@@ -2310,7 +2324,7 @@ CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CU
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   FAKE_ENTER("cuMemAddressFree");
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   // "The size must match what was given to memAddressReserve and the ptr
   // given must match what was returned from memAddressReserve."
   auto it = st.blocks.find(static_cast<uintptr_t>(ptr));
@@ -2332,7 +2346,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CU
   if (handle == nullptr || flags != 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   State& st = S();
   {
-    std::lock_guard lock(st.mu);
+    cairn::MutexLock lock(&g_mu);
     FAKE_RETURN_IF_ERROR(CheckProp(st, prop));
     // "The size of this allocation must be a multiple of the the value given
     // via cuMemGetAllocationGranularity with the CU_MEM_ALLOC_GRANULARITY_MINIMUM flag."
@@ -2348,7 +2362,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CU
   p->backing = MapReadWrite(size, st.populate.load());
   if (p->backing == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   p->size = size;
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   if (CUresult r = CheckProp(st, prop); r != CUDA_SUCCESS) {
     FreePhysMemory(*p);
     return r;
@@ -2370,7 +2384,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CU
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   FAKE_ENTER("cuMemRelease");
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   auto it = st.handles.find(handle);
   if (it == st.handles.end()) return CUDA_ERROR_INVALID_VALUE;
   std::shared_ptr<Phys> p = it->second;
@@ -2395,12 +2409,13 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
   if (flags != 0 || offset != 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   const auto a = static_cast<uintptr_t>(ptr);
   State& st = S();
-  auto check = [&](std::shared_ptr<Phys>* phys, Block** res) -> CUresult {
+  auto check = [&](std::shared_ptr<Phys>* phys, Block** res) CAIRN_REQUIRES(g_mu) -> CUresult {
     auto h = st.handles.find(handle);
     if (h == st.handles.end()) return CUDA_ERROR_INVALID_VALUE;  // unknown or released handle
     const size_t g = st.config.granularity;
     if (a % g != 0 || size % g != 0) return CUDA_ERROR_INVALID_VALUE;
-    if (size > h->second->size) return CUDA_ERROR_INVALID_VALUE;  // offset + size past the allocation
+    if (size > h->second->size)
+      return CUDA_ERROR_INVALID_VALUE;  // offset + size past the allocation
     Block* b = FindReservation(st, a, size);
     if (b == nullptr) return CUDA_ERROR_INVALID_VALUE;  // not inside one cuMemAddressReserve range
     // "cuMemMap can only create mappings on VA range reservations that are not
@@ -2415,13 +2430,13 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
     return CUDA_SUCCESS;
   };
   {
-    std::lock_guard lock(st.mu);
+    cairn::MutexLock lock(&g_mu);
     std::shared_ptr<Phys> phys;
     Block* b = nullptr;
     FAKE_RETURN_IF_ERROR(check(&phys, &b));
   }
   Throttle(size, st.map_gbps);
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   std::shared_ptr<Phys> phys;
   Block* b = nullptr;
   FAKE_RETURN_IF_ERROR(check(&phys, &b));
@@ -2439,8 +2454,9 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   FAKE_ENTER("cuMemUnmap");
   const auto a = static_cast<uintptr_t>(ptr);
   State& st = S();
-  std::unique_lock lock(st.mu);
-  auto find = [&](std::vector<std::map<uintptr_t, Mapping>::iterator>* maps) -> Block* {
+  cairn::MutexLock lock(&g_mu);
+  auto find = [&](std::vector<std::map<uintptr_t, Mapping>::iterator>* maps)
+                  CAIRN_REQUIRES(g_mu) -> Block* {
     Block* b = size == 0 ? nullptr : FindReservation(st, a, size);
     if (b == nullptr) return nullptr;
     // "The range must be the entire contiguous address range that was mapped
@@ -2452,9 +2468,9 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   if (find(&maps) == nullptr) return CUDA_ERROR_INVALID_VALUE;
   // \note_sync: work still using the range finishes first.
   auto streams = AllActiveStreams(st);
-  lock.unlock();
+  lock.Unlock();
   DrainStreams(streams, /*take_errors=*/false);
-  lock.lock();
+  lock.Lock();
   Block* b = find(&maps);
   if (b == nullptr) return CUDA_ERROR_INVALID_VALUE;
   for (auto it : maps) {
@@ -2474,7 +2490,7 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* des
   if (desc == nullptr || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   const auto a = static_cast<uintptr_t>(ptr);
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   for (size_t k = 0; k < count; ++k) {
     const CUmemAccessDesc& d = desc[k];
     if (d.location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
@@ -2563,7 +2579,7 @@ int cairn_fake_cuda_set_fail(const char* spec) {
     return -1;
   }
   State& st = S();
-  std::lock_guard lock(st.kmu);
+  cairn::MutexLock lock(&g_knobs_mu);
   st.faults = std::move(faults);
   st.fault_calls.clear();
   return 0;
@@ -2586,7 +2602,7 @@ int cairn_fake_cuda_set_gbps(const char* knob, double gbps) {
 
 int cairn_fake_cuda_set_device_memory(unsigned long long bytes) {
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   for (auto& d : st.devices) {
     if (d->used > bytes) return -1;
   }
@@ -2598,7 +2614,7 @@ int cairn_fake_cuda_set_device_memory(unsigned long long bytes) {
 unsigned long long cairn_fake_cuda_call_count(const char* api) {
   if (api == nullptr) return 0;
   State& st = S();
-  std::lock_guard lock(st.kmu);
+  cairn::MutexLock lock(&g_knobs_mu);
   auto it = st.calls.find(BaseName(api));
   return it == st.calls.end() ? 0 : it->second;
 }
@@ -2608,9 +2624,9 @@ void cairn_fake_cuda_pause_streams(int paused) { SetPaused(paused != 0); }
 unsigned long long cairn_fake_cuda_live(const char* what) {
   if (what == nullptr) return 0;
   State& st = S();
-  std::lock_guard lock(st.mu);
+  cairn::MutexLock lock(&g_mu);
   const std::string_view w = what;
-  auto count_blocks = [&](Kind k) {
+  auto count_blocks = [&](Kind k) CAIRN_REQUIRES(g_mu) {
     return static_cast<unsigned long long>(std::count_if(
         st.blocks.begin(), st.blocks.end(), [&](const auto& e) { return e.second->kind == k; }));
   };

@@ -8,11 +8,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "os/fs/fs.hpp"
+#include "util/mutex.hpp"
+#include "util/thread_annotations.hpp"
 
 namespace cairn::test {
 
@@ -29,31 +30,31 @@ class GateFs final : public os::FileSystem {
   // The gate holds SyncDir of a path that contains `gated` instead of the
   // opens (a store that is durable only after its directory's fsync).
   void GateSyncDirInstead() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     gate_sync_dir_ = true;
   }
 
   void Arm() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     armed_ = true;
   }
 
   void Release() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     released_ = true;
     cv_.notify_all();
   }
   bool WaitBlocked(std::chrono::milliseconds limit) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, limit, [&] { return blocked_; });
+    MutexLock lock(&mu_);
+    return cv_.wait_for(lock, limit, [&]() CAIRN_REQUIRES(mu_) { return blocked_; });
   }
   std::vector<std::string> opened() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     return opened_;
   }
   // Bytes read so far from paths that contain `part`.
   uint64_t bytes_read(const std::string& part) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     uint64_t n = 0;
     for (const auto& [path, bytes] : read_bytes_) n += path.find(part) != std::string::npos ? bytes : 0;
     return n;
@@ -61,7 +62,7 @@ class GateFs final : public os::FileSystem {
   // Opens for reading of paths that contain `part`: all of them, and those
   // that asked for O_DIRECT (whether or not the file system grants it).
   int read_opens(const std::string& part, bool direct_only) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     int n = 0;
     for (const auto& [path, direct] : read_opens_) {
       n += path.find(part) != std::string::npos && (direct || !direct_only) ? 1 : 0;
@@ -70,14 +71,14 @@ class GateFs final : public os::FileSystem {
   }
   // Waits until a RemoveDir call has succeeded.
   bool WaitDirRemoved(std::chrono::milliseconds limit) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, limit, [&] { return dirs_removed_ > 0; });
+    MutexLock lock(&mu_);
+    return cv_.wait_for(lock, limit, [&]() CAIRN_REQUIRES(mu_) { return dirs_removed_ > 0; });
   }
 
   Result<std::unique_ptr<os::File>> Open(const std::string& path,
                                          const os::OpenOptions& o) override {
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(&mu_);
       opened_.push_back(path);
       if (!o.write) read_opens_.emplace_back(path, o.direct);
       if (!gate_sync_dir_ && o.write != gate_reads_) Hold(lock, path);
@@ -91,14 +92,14 @@ class GateFs final : public os::FileSystem {
   Status CreateDirs(const std::string& p, uint32_t m) override { return base_->CreateDirs(p, m); }
   Status RemoveDir(const std::string& p) override {
     Status s = base_->RemoveDir(p);
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (s.ok()) ++dirs_removed_;
     cv_.notify_all();
     return s;
   }
   Status SyncDir(const std::string& p) override {
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(&mu_);
       if (gate_sync_dir_) Hold(lock, p);
     }
     return base_->SyncDir(p);
@@ -108,11 +109,11 @@ class GateFs final : public os::FileSystem {
 
  private:
   // At the gate, when armed and `path` is gated: blocks until Release.
-  void Hold(std::unique_lock<std::mutex>& lock, const std::string& path) {
+  void Hold(MutexLock& lock, const std::string& path) CAIRN_REQUIRES(mu_) {
     if (!armed_ || path.find(gated_) == std::string::npos) return;
     blocked_ = true;
     cv_.notify_all();
-    cv_.wait(lock, [&] { return released_; });
+    while (!released_) cv_.wait(lock);
   }
 
   // A file opened for reading: counts what ReadAt returns.
@@ -123,7 +124,7 @@ class GateFs final : public os::FileSystem {
     Status ReadAt(void* b, size_t n, uint64_t off) override {
       Status s = f_->ReadAt(b, n, off);
       if (s.ok()) {
-        std::lock_guard lock(fs_->mu_);
+        MutexLock lock(&fs_->mu_);
         fs_->read_bytes_[f_->path()] += n;
       }
       return s;
@@ -141,18 +142,18 @@ class GateFs final : public os::FileSystem {
   };
 
   os::FileSystem* const base_ = os::FileSystem::Default();
-  std::map<std::string, uint64_t> read_bytes_;  // guarded by mu_
-  std::vector<std::pair<std::string, bool>> read_opens_;  // path, direct; guarded by mu_
   const std::string gated_;
   const bool gate_reads_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool armed_;
-  bool gate_sync_dir_ = false;
-  bool released_ = false;
-  bool blocked_ = false;
-  std::vector<std::string> opened_;
-  int dirs_removed_ = 0;
+  mutable Mutex mu_;
+  std::condition_variable_any cv_;
+  std::map<std::string, uint64_t> read_bytes_ CAIRN_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, bool>> read_opens_ CAIRN_GUARDED_BY(mu_);  // path, direct
+  bool armed_ CAIRN_GUARDED_BY(mu_);
+  bool gate_sync_dir_ CAIRN_GUARDED_BY(mu_) = false;
+  bool released_ CAIRN_GUARDED_BY(mu_) = false;
+  bool blocked_ CAIRN_GUARDED_BY(mu_) = false;
+  std::vector<std::string> opened_ CAIRN_GUARDED_BY(mu_);
+  int dirs_removed_ CAIRN_GUARDED_BY(mu_) = 0;
 };
 
 // Releases a GateFs when it goes out of scope (declare it after the client so

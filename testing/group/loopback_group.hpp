@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "cairn/group.hpp"
+#include "util/mutex.hpp"
+#include "util/thread_annotations.hpp"
 
 namespace cairn::test {
 
@@ -66,32 +68,32 @@ class LoopbackHub {
   using Key = std::tuple<int, int, int>;  // from, to, tag
 
   void Send(Key key, std::vector<uint8_t> msg) {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     if (damage) damage(std::get<0>(key), std::get<1>(key), std::get<2>(key), msg);
     messages_[key].push_back({std::move(msg), nullptr});
     Match(key);
   }
   // Rendezvous: the message stays in the sender's buffer until matched.
   void SendLater(Key key, std::shared_ptr<SendState> state) {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     messages_[key].push_back({{}, std::move(state)});
     Match(key);
   }
   bool SendDone(const SendState& state) {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     return state.done;
   }
   void Post(Key key, std::shared_ptr<Receive> r) {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     receives_[key].push_back(std::move(r));
     Match(key);
   }
   bool Done(const Receive& r) {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     return r.done;
   }
   void Cancel(Key key, const std::shared_ptr<Receive>& r) {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     if (r->done) return;
     auto& q = receives_[key];
     q.erase(std::remove(q.begin(), q.end(), r), q.end());
@@ -99,7 +101,7 @@ class LoopbackHub {
   }
   // Messages sent and not received yet, for tests of what is in flight.
   size_t Unreceived() {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     size_t n = 0;
     for (auto& [k, q] : messages_) n += q.size();
     return n;
@@ -107,7 +109,7 @@ class LoopbackHub {
 
   // A blocking element-wise reduction over the members' threads.
   void Reduce(bool min, int64_t* values, size_t n) {
-    std::unique_lock lock(mu_);
+    cairn::MutexLock lock(&mu_);
     const uint64_t gen = generation_;
     if (arrived_ == 0) acc_.assign(values, values + n);
     for (size_t i = 0; i < n; ++i) acc_[i] = min ? std::min(acc_[i], values[i]) : std::max(acc_[i], values[i]);
@@ -117,14 +119,14 @@ class LoopbackHub {
       ++generation_;
       cv_.notify_all();
     } else {
-      cv_.wait(lock, [&] { return generation_ != gen; });
+      while (generation_ == gen) cv_.wait(lock);
     }
     std::copy(result_.begin(), result_.end(), values);
   }
   // The k-th channel of its own (Group::Duplicate: every member's k-th
   // call gets the same), with this hub's settings.
   LoopbackHub* Channel(int k) {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     auto& c = channels_[k];
     if (!c) {
       c = std::make_unique<LoopbackHub>(size_);
@@ -136,7 +138,7 @@ class LoopbackHub {
   // Nonblocking reductions: each member's k-th contribution is reduced with
   // every other member's k-th (group.hpp's contract).
   void Contribute(uint64_t seq, bool min, const int64_t* values, size_t n) {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     Round& r = rounds_[seq];
     if (r.count == 0) r.acc.assign(values, values + n);
     for (size_t i = 0; i < n; ++i)
@@ -146,23 +148,23 @@ class LoopbackHub {
   // Whether round `seq` is complete (then *out is its result; a member
   // reads it once, and the round goes once every member read it).
   bool RoundDone(uint64_t seq, std::vector<int64_t>* out) {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     return TakeRound(seq, out);
   }
   void WaitRound(uint64_t seq, std::vector<int64_t>* out) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return TakeRound(seq, out); });
+    cairn::MutexLock lock(&mu_);
+    while (!TakeRound(seq, out)) cv_.wait(lock);
   }
   // Blocking mailboxes for Exchange (one per pair, in order).
   void Put(int from, int to, std::vector<uint8_t> msg) {
-    std::lock_guard lock(mu_);
+    cairn::MutexLock lock(&mu_);
     mail_[{from, to}].push_back(std::move(msg));
     cv_.notify_all();
   }
   std::vector<uint8_t> Take(int from, int to) {
-    std::unique_lock lock(mu_);
+    cairn::MutexLock lock(&mu_);
     auto& q = mail_[{from, to}];
-    cv_.wait(lock, [&] { return !q.empty(); });
+    while (q.empty()) cv_.wait(lock);
     auto msg = std::move(q.front());
     q.pop_front();
     return msg;
@@ -173,14 +175,14 @@ class LoopbackHub {
     std::vector<int64_t> acc;
     int count = 0, read = 0;
   };
-  bool TakeRound(uint64_t seq, std::vector<int64_t>* out) {
+  bool TakeRound(uint64_t seq, std::vector<int64_t>* out) CAIRN_REQUIRES(mu_) {
     auto it = rounds_.find(seq);
     if (it == rounds_.end() || it->second.count < size_) return false;
     *out = it->second.acc;
     if (++it->second.read == size_) rounds_.erase(it);
     return true;
   }
-  void Match(const Key& key) {
+  void Match(const Key& key) CAIRN_REQUIRES(mu_) {
     auto& msgs = messages_[key];
     auto& recvs = receives_[key];
     while (!msgs.empty() && !recvs.empty()) {
@@ -200,20 +202,22 @@ class LoopbackHub {
   }
 
   const int size_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  // Guards everything below, and the SendState and Receive records handed
+  // out (their done flags, a receive's bytes).
+  cairn::Mutex mu_;
+  std::condition_variable_any cv_;
   struct Message {
     std::vector<uint8_t> bytes;
     std::shared_ptr<SendState> later;  // rendezvous: not read yet
   };
-  std::map<Key, std::deque<Message>> messages_;
-  std::map<Key, std::deque<std::shared_ptr<Receive>>> receives_;
-  std::map<std::pair<int, int>, std::deque<std::vector<uint8_t>>> mail_;
-  int arrived_ = 0;
-  uint64_t generation_ = 0;
-  std::vector<int64_t> acc_, result_;
-  std::map<uint64_t, Round> rounds_;
-  std::map<int, std::unique_ptr<LoopbackHub>> channels_;
+  std::map<Key, std::deque<Message>> messages_ CAIRN_GUARDED_BY(mu_);
+  std::map<Key, std::deque<std::shared_ptr<Receive>>> receives_ CAIRN_GUARDED_BY(mu_);
+  std::map<std::pair<int, int>, std::deque<std::vector<uint8_t>>> mail_ CAIRN_GUARDED_BY(mu_);
+  int arrived_ CAIRN_GUARDED_BY(mu_) = 0;
+  uint64_t generation_ CAIRN_GUARDED_BY(mu_) = 0;
+  std::vector<int64_t> acc_ CAIRN_GUARDED_BY(mu_), result_ CAIRN_GUARDED_BY(mu_);
+  std::map<uint64_t, Round> rounds_ CAIRN_GUARDED_BY(mu_);
+  std::map<int, std::unique_ptr<LoopbackHub>> channels_ CAIRN_GUARDED_BY(mu_);
 };
 
 // Member `rank` of the hub; node = rank (every member its own node).
