@@ -166,6 +166,7 @@ struct ModeRun {
   double runtime_s = 0;
   std::vector<double> call_s;
   uint64_t red = 0, orange = 0, blue = 0, watch_faults = 0, extra_bytes = 0, huge_restored = 0;
+  uint64_t address_epochs = 0;         // learned order: epochs that fell back to address order
   double red_wait_s = 0, fault_s = 0;  // the application's time blocked in RED faults; the handler's time
   double capture_s = 0;  // per version: the call to its last byte in the cache (zero-copy: the reader's pass)
 };
@@ -249,6 +250,7 @@ Result<ModeRun> RunMode(const AiOptions& o, int mode, uint8_t* mem, const std::s
     r.blue = s.zero_copy.blue;
     r.watch_faults = s.zero_copy.watch_faults;
     r.huge_restored = s.zero_copy.huge_restored_bytes;
+    r.address_epochs = s.zero_copy.address_epochs;
     r.red_wait_s = s.zero_copy.red_wait_s;
     r.fault_s = s.zero_copy.fault_s;
     if (s.capture.ops > 0) r.capture_s = (s.capture.seconds + s.capture_blocked_s) / static_cast<double>(s.capture.ops);
@@ -270,10 +272,11 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
     return Median(v);
   };
   const double base = median(0, [](const ModeRun& r) { return r.runtime_s; });
-  Json runtime = Json::Object(), increase = Json::Object(), memory = Json::Object(), red = Json::Object(),
-       orange = Json::Object(), blue = Json::Object(), watch = Json::Object(),
-       huge = Json::Object(), red_wait = Json::Object(), fault = Json::Object(), calls = Json::Object(),
-       first_calls = Json::Object(), capture = Json::Object();
+  Json runtime = Json::Object(), increase = Json::Object(), memory = Json::Object(),
+       red = Json::Object(), orange = Json::Object(), blue = Json::Object(), watch = Json::Object(),
+       huge = Json::Object(), red_wait = Json::Object(), fault = Json::Object(),
+       calls = Json::Object(), address_epochs = Json::Object(), first_calls = Json::Object(),
+       capture = Json::Object();
   for (int m = 0; m < kModeCount; ++m) {
     const double rt = median(m, [](const ModeRun& r) { return r.runtime_s; });
     runtime.Set(kModes[m], rt);
@@ -291,6 +294,7 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
       blue.Set(kModes[m], median(m, [](const ModeRun& r) { return r.blue; }));
       watch.Set(kModes[m], median(m, [](const ModeRun& r) { return r.watch_faults; }));
       huge.Set(kModes[m], median(m, [](const ModeRun& r) { return r.huge_restored; }));
+      address_epochs.Set(kModes[m], median(m, [](const ModeRun& r) { return r.address_epochs; }));
       red_wait.Set(kModes[m], median(m, [](const ModeRun& r) { return r.red_wait_s; }));
       fault.Set(kModes[m], median(m, [](const ModeRun& r) { return r.fault_s; }));
     }
@@ -318,6 +322,7 @@ Json Report(const AiOptions& o, const std::vector<std::vector<ModeRun>>& runs) {
       .Set("blue", blue)
       .Set("watch_faults", watch)
       .Set("huge_restored_bytes", huge)
+      .Set("address_epochs", address_epochs)
       .Set("red_wait_s", red_wait)
       .Set("fault_s", fault);
   Json doc = Json::Object();

@@ -144,6 +144,8 @@ struct ZeroCopyStats {
   double fault_s = 0;           // handler time on faults (divide by faults: per page)
   double call_s = 0;            // time inside checkpoint calls captured zero-copy
   uint64_t huge_restored_bytes = 0;  // cairn_alloc huge pages whole again after epochs (os/mem/mappings.hpp)
+  uint64_t address_epochs =
+      0;  // learned-order epochs read in address order (their pattern changes between epochs)
 };
 
 // The optimal checkpoint interval (Client::CheckpointDue; docs/design.md,

@@ -414,6 +414,7 @@ Status Pipeline::CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSourc
   std::unique_ptr<ZeroCopyOrder> order;
   if (zc != nullptr) {
     order = std::make_unique<ZeroCopyOrder>(e->layout, sources, packed, zc, config_.zero_copy_order == "learned");
+    if (order->address_fallback()) ++stats_.zero_copy.address_epochs;
   }
   CaptureBatch batch;
   std::vector<uint32_t> want;

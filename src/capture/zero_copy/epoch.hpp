@@ -129,6 +129,9 @@ struct ZeroCopy::Epoch {
   uint32_t reads = 0;          // the reader's
   uint32_t to_read = 0;        // pages the version stores (Begin)
   bool watch = false;          // this epoch watches (Begin)
+  // Planned in address order, the learned order's fallback (Begin;
+  // flush_order.hpp): not watched, not scored.
+  bool address = false;
   uint64_t traps_before = 0;   // RED + ORANGE counted before it (Begin)
   // Watching: set by End once every page was read; first writes numbered
   // from completed_at on came after the version was complete (BLUE).

@@ -53,10 +53,56 @@ std::vector<uint32_t> OrderByKey(const std::vector<uint64_t>& key) {
   return order;
 }
 
-void FlushHistory::Learn(std::vector<Range> ranges, const std::vector<PageSeen>& seen, size_t page_bytes) {
+// Two radix passes over the written pages only, so that scoring costs the
+// epoch's writes, not a sort of every page.
+std::optional<OrderScores> ScoreOrders(const std::vector<uint32_t>& prior_rank,
+                                       const std::vector<PageSeen>& seen) {
+  if (prior_rank.size() != seen.size()) return std::nullopt;
+  std::vector<uint32_t> by;
+  for (uint32_t i = 0; i < seen.size(); ++i) {
+    if (seen[i].first_write != 0) by.push_back(i);
+  }
+  if (by.size() < kMinScoredWrites) return std::nullopt;
+  std::vector<uint32_t> tmp(by.size()), count(1u << 16);
+  SortPass(by, tmp, count, [&](uint32_t i) { return (seen[i].first_write - 1u) & 0xffffu; });
+  SortPass(by, tmp, count, [&](uint32_t i) { return (seen[i].first_write - 1u) >> 16; });
+  size_t learned = 0, address = 0;
+  for (size_t k = 1; k < by.size(); ++k) {
+    learned += prior_rank[by[k - 1]] < prior_rank[by[k]] ? 1 : 0;
+    address += by[k - 1] < by[k] ? 1 : 0;
+  }
+  const auto pairs = static_cast<double>(by.size() - 1);
+  return OrderScores{.learned = static_cast<double>(learned) / pairs,
+                     .address = static_cast<double>(address) / pairs};
+}
+
+void FlushHistory::Learn(std::vector<Range> ranges, const std::vector<PageSeen>& seen,
+                         size_t page_bytes, bool followed_address) {
+  const bool same =
+      page_bytes == page_bytes_ && std::equal(ranges.begin(), ranges.end(), ranges_.begin(),
+                                              ranges_.end(), [](const Range& a, const Range& b) {
+                                                return a.start == b.start && a.bytes == b.bytes &&
+                                                       a.first_page == b.first_page;
+                                              });
+  if (!same || (followed_address && ++address_epochs_ >= kProbeAfter)) {
+    scores_ = {};
+    scored_epochs_ = 0;
+    address_epochs_ = 0;
+  } else if (!followed_address) {
+    if (const std::optional<OrderScores> s = ScoreOrders(rank_, seen)) Score(*s);
+  }
   ranges_ = std::move(ranges);
   rank_ = RankPages(seen, &red_pages_);
   page_bytes_ = page_bytes;
+}
+
+void FlushHistory::Score(const OrderScores& s) {
+  if (scored_epochs_++ == 0) {
+    scores_ = s;
+    return;
+  }
+  scores_.learned = (scores_.learned + s.learned) / 2;
+  scores_.address = (scores_.address + s.address) / 2;
 }
 
 uint32_t FlushHistory::RankOf(uintptr_t a) const {

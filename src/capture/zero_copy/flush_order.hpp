@@ -17,11 +17,27 @@
 // RED/ORANGE pages this epoch and is learned for the next one. Only the last
 // epoch is remembered.
 //
+// Some patterns cannot be learned from the last epoch: an order that changes
+// between epochs (reversed on odd ones, forward on even ones) makes the last
+// epoch's ranks the worst order for this one. So each epoch also scores how
+// well the ranks it was planned by foretold its first writes, against how
+// well address order would have (ScoreOrders). When address order has been
+// the better forecast (FlushHistory::PrefersAddressOrder), the next epochs
+// fall back to address order: planned by address (RED pages still first) and
+// not watched, so they cost what checkpoint.zero_copy_order = address costs.
+// Most of what a wrong learned order costs is its watch, not its order
+// (docs/results/2026-12-06-flush-order-predictors.md). An unwatched epoch
+// read by address ranks its pages by read position, which says nothing of
+// the application's order, so those epochs are not scored: after
+// kProbeAfter of them the scores start afresh and the learned order is
+// tried again.
+//
 // Thread safety: none (the capture's reader thread, one epoch at a time).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace cairn::core {
@@ -45,6 +61,22 @@ std::vector<uint32_t> RankPages(const std::vector<PageSeen>& seen, uint32_t* red
 // Block indices sorted by key, ties by index (stable).
 std::vector<uint32_t> OrderByKey(const std::vector<uint64_t>& key);
 
+// How well two forecasts foretold an epoch's first writes: of the pages
+// written (first_write > 0), taken in first-write order, the fraction of
+// consecutive pairs that the forecast puts in the same order. `learned`
+// forecasts by `prior_rank` (the ranks the epoch was planned by, one per
+// page of the same ranges), `address` by page index (address order: the
+// ranges are sorted by start). 1: the writes followed the forecast; 0: they
+// ran against it; ~0.5: no relation. nullopt with fewer than
+// kMinScoredWrites written pages (too few to judge an order by).
+struct OrderScores {
+  double learned = 0;
+  double address = 0;
+};
+constexpr size_t kMinScoredWrites = 64;
+std::optional<OrderScores> ScoreOrders(const std::vector<uint32_t>& prior_rank,
+                                       const std::vector<PageSeen>& seen);
+
 // The last epoch's page ranks, by address.
 class FlushHistory {
  public:
@@ -54,8 +86,12 @@ class FlushHistory {
     size_t bytes = 0;
     size_t first_page = 0;  // index of its first page in the epoch
   };
-  // ranges sorted by start; seen: one per page of the ranges.
-  void Learn(std::vector<Range> ranges, const std::vector<PageSeen>& seen, size_t page_bytes);
+  // ranges sorted by start; seen: one per page of the ranges. Over the same
+  // ranges as the last epoch, also scores the last ranks (ScoreOrders),
+  // unless the epoch followed address order (`followed_address`: the
+  // fallback); other ranges start the scores afresh.
+  void Learn(std::vector<Range> ranges, const std::vector<PageSeen>& seen, size_t page_bytes,
+             bool followed_address = false);
   // The rank of the page at page-aligned address a, kUnknown if not seen.
   uint32_t RankOf(uintptr_t a) const;
   // Pages that were RED: they hold ranks 0 .. red_pages() - 1.
@@ -63,11 +99,32 @@ class FlushHistory {
   bool empty() const { return ranges_.empty(); }
   size_t memory_bytes() const { return rank_.capacity() * sizeof(uint32_t); }
 
+  // The forecasts' scores, each an average over the scored epochs that
+  // weighs the last one by half (a pattern that changes is followed within
+  // two epochs), and how many epochs were scored.
+  const OrderScores& scores() const { return scores_; }
+  uint32_t scored_epochs() const { return scored_epochs_; }
+  // Address order forecast the first writes better than the ranks, by
+  // kAddressMargin, over at least two scored epochs: the next epoch is
+  // planned by address. The margin keeps the ranks where neither forecasts
+  // (random writes score ~0.5 both ways) and where both do (a sweep).
+  static constexpr double kAddressMargin = 0.2;
+  bool PrefersAddressOrder() const {
+    return scored_epochs_ >= 2 && scores_.address > scores_.learned + kAddressMargin;
+  }
+  // Epochs that follow address order before the learned order is tried again.
+  static constexpr uint32_t kProbeAfter = 8;
+
  private:
+  void Score(const OrderScores& s);
+
   std::vector<Range> ranges_;
   std::vector<uint32_t> rank_;
   uint32_t red_pages_ = 0;
   size_t page_bytes_ = 4096;
+  OrderScores scores_;
+  uint32_t scored_epochs_ = 0;
+  uint32_t address_epochs_ = 0;  // followed address order since the last scores reset
 };
 
 }  // namespace cairn::core

@@ -195,7 +195,12 @@ Result<std::unique_ptr<ZeroCopy::Epoch>> ZeroCopy::MakeEpoch(size_t pages, uint6
   // order, ~450 watch faults per epoch, 0.11 s, for no fewer traps. A
   // pattern that changes shows up as a jump in traps. The first epoch
   // learns from its traps.
-  e->watch = watch_ && (watch_group_ <= 1 || (last_traps_ > pages / watch_group_ && 2 * last_traps_ > 3 * prior_traps_));
+  // An epoch planned by address (the learned order's fallback, as of the
+  // epochs learned so far: a watched epoch's record is learned by the reader,
+  // after this) watches only for the written pages.
+  e->address = history_.PrefersAddressOrder();
+  e->watch = watch_ && (watch_group_ <= 1 || (!e->address && last_traps_ > pages / watch_group_ &&
+                                              2 * last_traps_ > 3 * prior_traps_));
   e->traps_before = red_.load(std::memory_order_relaxed) + orange_.load(std::memory_order_relaxed);
   return e;
 }
@@ -312,7 +317,7 @@ void ZeroCopy::Tidy() {
 // checkpoint call would otherwise pay.
 void ZeroCopy::SettleHistory() {
   if (!std::exchange(history_pending_, false)) return;
-  history_.Learn(std::move(pending_ranges_), seen_owner_->seen, os::PageSize());
+  history_.Learn(std::move(pending_ranges_), seen_owner_->seen, os::PageSize(), pending_address_);
   std::fill(seen_owner_->seen.begin(), seen_owner_->seen.end(), PageSeen{});
   pending_ranges_ = {};
 }
@@ -355,6 +360,7 @@ void ZeroCopy::Finish(bool keep_registered) {
   pending_ranges_.clear();
   for (const auto& r : e->ranges) pending_ranges_.push_back({r.start, r.bytes, r.first_page});
   history_pending_ = true;
+  pending_address_ = e->address;
   seen_owner_ = e;
   prior_traps_ = last_traps_;
   last_traps_ = red_.load(std::memory_order_relaxed) + orange_.load(std::memory_order_relaxed) - e->traps_before;
@@ -388,6 +394,8 @@ Result<ExtentList> ZeroCopy::Written(const void* data, size_t bytes) {
 bool ZeroCopy::in_epoch() const { return epoch_ != nullptr && !epoch_->completed.load(std::memory_order_relaxed); }
 
 bool ZeroCopy::watching() const { return epoch_ != nullptr && epoch_->completed.load(std::memory_order_relaxed); }
+
+bool ZeroCopy::address_epoch() const { return epoch_ != nullptr && epoch_->address; }
 
 int64_t ZeroCopy::PageIndex(uintptr_t a) const { return in_epoch() ? epoch_->PageOf(a) : -1; }
 

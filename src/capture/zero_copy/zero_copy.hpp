@@ -124,6 +124,13 @@ class ZeroCopy {
   bool in_epoch() const;
   // After End, watching: pages not written since their read are protected.
   bool watching() const;
+  // The epoch in progress falls back to address order (a learned-order
+  // reader plans by address: ZeroCopyOrder): the last epochs' first writes
+  // followed address order better than the learned ranks foretold them
+  // (FlushHistory::PrefersAddressOrder, as of Begin). Such an epoch is not
+  // watched (unless for the written pages: watch_group 1), as under
+  // checkpoint.zero_copy_order = address.
+  bool address_epoch() const;
   // Copies [src, src + n) as it was at Begin into dst. src lies in
   // protected extents and copied pieces; pieces come in increasing order
   // within a page, and a page is done (its protection removed, its slot
@@ -229,6 +236,7 @@ class ZeroCopy {
   bool history_pending_ = false;
   Epoch* seen_owner_ = nullptr;
   std::vector<FlushHistory::Range> pending_ranges_;
+  bool pending_address_ = false;          // that epoch was planned by address (not scored)
   os::Mapping cow_;                       // the COW slots of every epoch (grows, kept)
   std::atomic<Epoch*> live_{nullptr};     // the handler's view of epoch_
   std::atomic<int> in_handler_{0};

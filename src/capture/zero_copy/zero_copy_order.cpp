@@ -15,6 +15,7 @@ ZeroCopyOrder::ZeroCopyOrder(const format::Layout& l, const std::vector<CaptureS
   const uintptr_t page = os::PageSize();
   const FlushHistory& history = zc->history();
   bootstrap_ = history.empty();
+  address_fallback_ = learned_ && zc->address_epoch();
   if (learned_) block_of_page_.assign(zc->pages(), kNoBlock);
   // A block with a page that went RED last epoch (the application waited
   // for it) goes by that page's rank, as the slides put RED pages first.
@@ -34,7 +35,9 @@ ZeroCopyOrder::ZeroCopyOrder(const format::Layout& l, const std::vector<CaptureS
     SourcePieces(l, packed, b, [&](uint64_t from, uint64_t, uint64_t n) {
       if ((base + from) % page != 0 || n % page != 0) page_aligned = false;
       for (uintptr_t a = (base + from) / page * page; a < base + from + n; a += page) {
-        if (const uint32_t r = history.RankOf(a); r != FlushHistory::kUnknown) ranks.push_back(r);
+        // Planned by address: every key stays kUnknown (ties: file order).
+        const uint32_t r = address_fallback_ ? FlushHistory::kUnknown : history.RankOf(a);
+        if (r != FlushHistory::kUnknown) ranks.push_back(r);
         const int64_t i = zc->PageIndex(a);
         if (i >= 0 && block_of_page_[static_cast<size_t>(i)] == kNoBlock) block_of_page_[static_cast<size_t>(i)] = b;
       }
@@ -54,6 +57,7 @@ ZeroCopyOrder::ZeroCopyOrder(const format::Layout& l, const std::vector<CaptureS
   // (ZeroCopy::Read): such layouts (extents not page-aligned) keep file order.
   if (!page_aligned) {
     learned_ = false;
+    address_fallback_ = false;
     block_of_page_.clear();
     std::fill(key.begin(), key.end(), 0);
   }

@@ -4,7 +4,10 @@
 // went RED first, then of one that went ORANGE (its slot comes back sooner;
 // only while the COW buffer is over half full, or without history: Next),
 // then the blocks by their page that went RED last epoch, else by the last
-// epoch's median rank of their pages.
+// epoch's median rank of their pages; or, while the last epochs' first writes
+// followed address order better than the ranks foretold them (ZeroCopy::
+// address_epoch: an order that changes between epochs), the blocks in file
+// order, RED and ORANGE pages first as above.
 // Blocks sit at fixed file offsets (docs/format.md 3.3: any order), so the
 // order changes no byte of the version.
 //
@@ -42,6 +45,9 @@ class ZeroCopyOrder {
   bool Done() const { return handed_out_ == taken_.size(); }
   // The planned order (before urgent pages): for tests.
   const std::vector<uint32_t>& planned() const { return order_; }
+  // The learned order gave way to address order this epoch (stats:
+  // zero_copy_address_epochs).
+  bool address_fallback() const { return address_fallback_; }
 
  private:
   static constexpr uint32_t kNoBlock = ~uint32_t{0};
@@ -49,6 +55,7 @@ class ZeroCopyOrder {
   ZeroCopy* zc_;
   bool learned_;
   bool bootstrap_ = false;  // no history: ORANGE blocks always go first (Next)
+  bool address_fallback_ = false;
   std::vector<uint32_t> order_;
   size_t pos_ = 0;
   std::vector<uint32_t> block_of_page_;  // epoch page -> the first block reading it

@@ -96,6 +96,87 @@ TEST(FlushOrderTest, HistoryLooksPagesUpByAddress) {
   EXPECT_EQ(h.red_pages(), 1u);
 }
 
+// An epoch's first writes in page order 0..n-1 (forward) or n-1..0, every
+// page ORANGE (written before its read).
+std::vector<PageSeen> WrittenInOrder(size_t n, bool reversed) {
+  std::vector<PageSeen> seen(n);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t at = reversed ? n - 1 - i : i;
+    seen[at] = {PageColor::kOrange, static_cast<uint32_t>(i + 1), static_cast<uint32_t>(at)};
+  }
+  return seen;
+}
+
+std::vector<uint32_t> Forward(size_t n) {
+  std::vector<uint32_t> r(n);
+  std::iota(r.begin(), r.end(), 0u);
+  return r;
+}
+
+TEST(FlushOrderTest, ScoresSayWhichForecastTheFirstWritesFollowed) {
+  const size_t n = 100;
+  std::vector<uint32_t> backward = Forward(n);
+  std::reverse(backward.begin(), backward.end());
+  auto score = [&](const std::vector<uint32_t>& prior, bool reversed) {
+    const std::optional<OrderScores> s = ScoreOrders(prior, WrittenInOrder(n, reversed));
+    EXPECT_TRUE(s.has_value());
+    return s.value_or(OrderScores{-1, -1});
+  };
+  OrderScores s = score(Forward(n), false);  // a sweep: both forecast it
+  EXPECT_EQ(s.learned, 1.0);
+  EXPECT_EQ(s.address, 1.0);
+  s = score(backward, true);  // reversed, as last epoch: only the ranks forecast it
+  EXPECT_EQ(s.learned, 1.0);
+  EXPECT_EQ(s.address, 0.0);
+  s = score(backward, false);  // flipped since last epoch: only address order does
+  EXPECT_EQ(s.learned, 0.0);
+  EXPECT_EQ(s.address, 1.0);
+  // Pages not written do not count; too few written pages give no score.
+  std::vector<PageSeen> few = WrittenInOrder(n, false);
+  for (size_t i = kMinScoredWrites - 1; i < n; ++i)
+    few[i] = {PageColor::kGreen, 0, static_cast<uint32_t>(i)};
+  EXPECT_FALSE(ScoreOrders(Forward(n), few).has_value());
+  few[n - 1] = {PageColor::kBlue, 1000, static_cast<uint32_t>(n - 1)};
+  ASSERT_TRUE(ScoreOrders(Forward(n), few).has_value());
+  EXPECT_EQ(ScoreOrders(Forward(n), few)->address, 1.0);
+  // A prior of other ranges cannot be scored.
+  EXPECT_FALSE(ScoreOrders(Forward(n - 1), WrittenInOrder(n, false)).has_value());
+}
+
+// Learn scores every epoch over the same ranges: an order that flips
+// between epochs makes address order the better forecast after two scored
+// epochs; epochs that then follow address order are not scored, and after
+// kProbeAfter of them the learned order is tried again. Steady sweeps,
+// either way, keep the learned order.
+TEST(FlushOrderTest, HistoryPrefersAddressOrderForAFlippingOrderThenProbesAgain) {
+  const size_t n = 128;
+  const std::vector<FlushHistory::Range> ranges = {{0x100000, n * 4096, 0}};
+  for (const int pattern : {0, 1, 2}) {  // forward, reversed, flipping
+    FlushHistory h;
+    for (int ep = 0; ep < 6; ++ep) {
+      h.Learn(ranges, WrittenInOrder(n, pattern == 1 || (pattern == 2 && ep % 2 == 1)), 4096);
+      EXPECT_EQ(h.scored_epochs(), static_cast<uint32_t>(ep)) << pattern;  // the first has no prior
+      EXPECT_EQ(h.PrefersAddressOrder(), pattern == 2 && ep >= 2)
+          << "pattern " << pattern << " epoch " << ep;
+    }
+  }
+  FlushHistory h;
+  for (int ep = 0; ep < 3; ++ep) h.Learn(ranges, WrittenInOrder(n, ep % 2 == 1), 4096);
+  ASSERT_TRUE(h.PrefersAddressOrder());
+  for (uint32_t ep = 1; ep < FlushHistory::kProbeAfter; ++ep) {
+    h.Learn(ranges, WrittenInOrder(n, ep % 2 == 0), 4096, /*followed_address=*/true);
+    EXPECT_TRUE(h.PrefersAddressOrder()) << ep;
+  }
+  h.Learn(ranges, WrittenInOrder(n, false), 4096, /*followed_address=*/true);
+  EXPECT_FALSE(h.PrefersAddressOrder());
+  EXPECT_EQ(h.scored_epochs(), 0u);
+  // Other ranges start afresh.
+  for (int ep = 0; ep < 3; ++ep) h.Learn(ranges, WrittenInOrder(n, ep % 2 == 1), 4096);
+  ASSERT_TRUE(h.PrefersAddressOrder());
+  h.Learn({{0x200000, n * 4096, 0}}, WrittenInOrder(n, false), 4096);
+  EXPECT_FALSE(h.PrefersAddressOrder());
+}
+
 void Store(uint8_t* p, uint64_t v) { __atomic_store_n(reinterpret_cast<uint64_t*>(p), v, __ATOMIC_RELAXED); }
 template <typename F>
 void Until(F cond) {
@@ -608,6 +689,45 @@ TEST_P(LockStepTest, DestructionWhileWatchingRemovesProtection) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cow, LockStepTest, ::testing::Values(0.0, 0.05));
+
+// The engine follows the history: every page written before its read,
+// forward on even epochs and reversed on odd ones. After two scored epochs
+// the epochs fall back to address order (the reader plans in file order; the
+// engine does not watch), kProbeAfter of them, then the learned order is
+// tried again. Every epoch's record is learned before the next Begin, as the
+// reader's Tidy does.
+TEST_P(LockStepTest, AFlippingOrderFallsBackToAddressOrderThenProbesAgain) {
+  auto z = ZeroCopy::Create(1.0, WriteProtectMode::kAuto, /*watch=*/true,
+                            kBlockPages);  // a slot per page
+  ASSERT_TRUE(z.ok()) << z.status().ToString();
+  zc_ = std::move(z).value();
+  const OneRegion blocks = Blocks();
+  const size_t bytes = kPages * page_;
+  std::vector<uint8_t> got(bytes);
+  std::vector<uint32_t> file_order(kPages / kBlockPages);
+  std::iota(file_order.begin(), file_order.end(), 0u);
+  std::string fell_back;
+  for (uint32_t ep = 0; ep < 3 + FlushHistory::kProbeAfter + 1; ++ep) {
+    ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+    const ZeroCopyOrder order(blocks.layout, blocks.sources, PackedStarts(blocks.layout), zc_.get(),
+                              true);
+    EXPECT_EQ(order.address_fallback(), zc_->address_epoch());
+    if (order.address_fallback()) {
+      EXPECT_EQ(order.planned(), file_order) << "epoch " << ep;
+    }
+    fell_back += order.address_fallback() ? 'A' : 'L';
+    for (size_t i = 0; i < kPages; ++i)
+      Store(mem_ + (ep % 2 == 0 ? i : kPages - 1 - i) * page_, ep);
+    ASSERT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
+    zc_->End();
+    if (order.address_fallback()) {
+      EXPECT_FALSE(zc_->watching()) << "epoch " << ep;
+    }
+    zc_->StopWatching();
+    (void)zc_->history();
+  }
+  EXPECT_EQ(fell_back, "LLL" + std::string(FlushHistory::kProbeAfter, 'A') + "L");
+}
 
 }  // namespace
 }  // namespace cairn::core
