@@ -21,12 +21,15 @@
 // between epochs (reversed on odd ones, forward on even ones) makes the last
 // epoch's ranks the worst order for this one. So each epoch also scores how
 // well the ranks it was planned by foretold its first writes, against how
-// well address order would have (ScoreOrders). When address order has been
-// the better forecast (FlushHistory::PrefersAddressOrder), the next epochs
-// fall back to address order: planned by address (RED pages still first) and
-// not watched, so they cost what checkpoint.zero_copy_order = address costs.
-// Most of what a wrong learned order costs is its watch, not its order
-// (docs/results/2026-12-06-flush-order-predictors.md). An unwatched epoch
+// well address order would have (ScoreOrders). Unless the ranks have been
+// the clearly better forecast (FlushHistory::PrefersAddressOrder), the next
+// epochs fall back to address order: planned by address (RED pages still
+// first) and not watched, so they cost what checkpoint.zero_copy_order =
+// address costs. The ranks must earn their watch: most of what a learned
+// order costs where it cannot win is the watch, not the order
+// (docs/results/2026-12-06-flush-order-predictors.md), and with a watch by
+// blocks the ranks of pages without a first write are the last read order,
+// so a plan from them is often file order already. An unwatched epoch
 // read by address ranks its pages by read position, which says nothing of
 // the application's order, so those epochs are not scored: after
 // kProbeAfter of them the scores start afresh and the learned order is
@@ -104,13 +107,15 @@ class FlushHistory {
   // two epochs), and how many epochs were scored.
   const OrderScores& scores() const { return scores_; }
   uint32_t scored_epochs() const { return scored_epochs_; }
-  // Address order forecast the first writes better than the ranks, by
-  // kAddressMargin, over at least two scored epochs: the next epoch is
-  // planned by address. The margin keeps the ranks where neither forecasts
-  // (random writes score ~0.5 both ways) and where both do (a sweep).
-  static constexpr double kAddressMargin = 0.2;
+  // Over at least two scored epochs, the ranks did not forecast the first
+  // writes better than address order by kLearnedMargin: the next epoch is
+  // planned by address. So a sweep (both ~1), writes in a new random order
+  // every epoch (both ~0.5) and an order that flips (the ranks ~0) fall
+  // back; a steady reversed or random order (the ranks ~1, address ~0 or
+  // ~0.5) keeps the ranks.
+  static constexpr double kLearnedMargin = 0.1;
   bool PrefersAddressOrder() const {
-    return scored_epochs_ >= 2 && scores_.address > scores_.learned + kAddressMargin;
+    return scored_epochs_ >= 2 && scores_.learned < scores_.address + kLearnedMargin;
   }
   // Epochs that follow address order before the learned order is tried again.
   static constexpr uint32_t kProbeAfter = 8;
