@@ -273,9 +273,9 @@ static void test_stats_layout(void) {
   CHECK(offsetof(cairn_stats_t, size) == 0, "size comes first");
   CHECK(offsetof(cairn_stats_t, capture_bytes) == 8, "the first row follows size");
   CHECK(offsetof(cairn_stats_t, device_capacity_bytes) % 8 == 0, "64-bit fields are 8-aligned");
-  CHECK(offsetof(cairn_stats_t, mpi_l3_encode_s) + sizeof(double) == sizeof(cairn_stats_t),
+  CHECK(offsetof(cairn_stats_t, zero_copy_address_epochs) + sizeof(uint64_t) == sizeof(cairn_stats_t),
         "no padding at the end");
-  CHECK(sizeof(cairn_stats_t) == 856, "cairn_stats_t is 856 bytes (tests/fortran checks the same)");
+  CHECK(sizeof(cairn_stats_t) == 864, "cairn_stats_t is 864 bytes (tests/fortran checks the same)");
   CHECK(CAIRN_DEVICE_CACHE_DIRECT == 0 && CAIRN_DEVICE_CACHE_INCREMENTAL == 1,
         "cairn_device_cache_init_t values match cairn::DeviceCacheInit");
 }
