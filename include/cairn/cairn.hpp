@@ -144,8 +144,9 @@ struct ZeroCopyStats {
   double fault_s = 0;           // handler time on faults (divide by faults: per page)
   double call_s = 0;            // time inside checkpoint calls captured zero-copy
   uint64_t huge_restored_bytes = 0;  // cairn_alloc huge pages whole again after epochs (os/mem/mappings.hpp)
-  uint64_t address_epochs =
-      0;  // learned-order epochs read in address order (their pattern changes between epochs)
+  // learned-order epochs planned in address order: the learned ranks did not
+  // foretell the first writes better than address order (docs/design.md, "Flush order")
+  uint64_t address_epochs = 0;
 };
 
 // The optimal checkpoint interval (Client::CheckpointDue; docs/design.md,

@@ -141,7 +141,7 @@ class ZeroCopyStats:
     call_s: float  #: time inside checkpoint calls captured zero-copy
     watch_faults: int  #: first writes trapped after their page was read (GREEN and BLUE first writes; the learned order's watch costs one fault each)
     huge_restored_bytes: int  #: bytes of cairn_alloc huge pages put back whole (MADV_COLLAPSE) after zero-copy epochs split them, or found whole
-    address_epochs: int  #: zero-copy epochs under checkpoint.zero_copy_order = learned planned in address order instead: the last epochs' first writes followed address order better than the learned ranks foretold them (an order that changes between epochs)
+    address_epochs: int  #: zero-copy epochs under checkpoint.zero_copy_order = learned planned in address order instead (and not watched): the learned ranks did not foretell the last epochs' first writes better than address order (a sweep, an order that changes between epochs)
 
 
 @dataclass(frozen=True)

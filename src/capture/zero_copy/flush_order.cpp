@@ -78,12 +78,7 @@ std::optional<OrderScores> ScoreOrders(const std::vector<uint32_t>& prior_rank,
 
 void FlushHistory::Learn(std::vector<Range> ranges, const std::vector<PageSeen>& seen,
                          size_t page_bytes, bool followed_address) {
-  const bool same =
-      page_bytes == page_bytes_ && std::equal(ranges.begin(), ranges.end(), ranges_.begin(),
-                                              ranges_.end(), [](const Range& a, const Range& b) {
-                                                return a.start == b.start && a.bytes == b.bytes &&
-                                                       a.first_page == b.first_page;
-                                              });
+  const bool same = page_bytes == page_bytes_ && ranges == ranges_;
   if (!same || (followed_address && ++address_epochs_ >= kProbeAfter)) {
     scores_ = {};
     scored_epochs_ = 0;

@@ -88,6 +88,7 @@ class FlushHistory {
     uintptr_t start = 0;
     size_t bytes = 0;
     size_t first_page = 0;  // index of its first page in the epoch
+    friend bool operator==(const Range&, const Range&) = default;
   };
   // ranges sorted by start; seen: one per page of the ranges. Over the same
   // ranges as the last epoch, also scores the last ranks (ScoreOrders),

@@ -125,8 +125,8 @@ class ZeroCopy {
   // After End, watching: pages not written since their read are protected.
   bool watching() const;
   // The epoch in progress falls back to address order (a learned-order
-  // reader plans by address: ZeroCopyOrder): the last epochs' first writes
-  // followed address order better than the learned ranks foretold them
+  // reader plans by address: ZeroCopyOrder): the learned ranks did not
+  // foretell the last epochs' first writes better than address order
   // (FlushHistory::PrefersAddressOrder, as of Begin). Such an epoch is not
   // watched (unless for the written pages: watch_group 1), as under
   // checkpoint.zero_copy_order = address.

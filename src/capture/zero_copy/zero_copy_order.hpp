@@ -4,10 +4,10 @@
 // went RED first, then of one that went ORANGE (its slot comes back sooner;
 // only while the COW buffer is over half full, or without history: Next),
 // then the blocks by their page that went RED last epoch, else by the last
-// epoch's median rank of their pages; or, while the last epochs' first writes
-// followed address order better than the ranks foretold them (ZeroCopy::
-// address_epoch: an order that changes between epochs), the blocks in file
-// order, RED and ORANGE pages first as above.
+// epoch's median rank of their pages; or, while the ranks do not foretell the
+// last epochs' first writes better than address order (ZeroCopy::
+// address_epoch: a sweep, an order that changes between epochs), the blocks
+// in file order, RED and ORANGE pages first as above.
 // Blocks sit at fixed file offsets (docs/format.md 3.3: any order), so the
 // order changes no byte of the version.
 //

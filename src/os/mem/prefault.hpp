@@ -11,7 +11,6 @@
 
 #include <atomic>
 #include <cstddef>
-#include <span>
 #include <thread>
 #include <vector>
 
