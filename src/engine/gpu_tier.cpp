@@ -1,8 +1,8 @@
 // The GPU tier of the pipeline (docs/gpu.md, "Pipeline"): opening the
-// runtime and the device cache, classifying regions, and the device mover's
-// view of the pipeline (DeviceMoverOwner). The device mover itself (slots,
-// drains device -> host in FIFO order, prefetches host -> device ahead of
-// history pops) is its own component, device_mover.hpp.
+// runtime and the device cache, and classifying regions. The device mover
+// (slots, drains device -> host in FIFO order, prefetches host -> device
+// ahead of history pops) is its own component, device_mover.hpp, and its
+// view of the pipeline is in stage_owners.cpp.
 //
 // Lock order and pins are the host cache's (pipeline.hpp): every driver call
 // runs with mu_ dropped, on an entry pinned (pins > 0) so that neither its
@@ -14,7 +14,6 @@
 #include "engine/pipeline.hpp"
 #include "format/layout.hpp"
 #include "gpu/cuda_driver.hpp"
-#include "util/clock.hpp"
 #include "util/log.hpp"
 
 namespace cairn::core {
@@ -33,7 +32,8 @@ Status Pipeline::OpenGpu() {
     gpu_unavailable_ = rt.status();
     if (config_.device_cache_bytes > 0) {
       MutexLock lock(&mu_);
-      stats_.device.map_error = "device_cache.size is set but no GPU is usable: " + rt.status().ToString();
+      stats_.device.map_error =
+          "device_cache.size is set but no GPU is usable: " + rt.status().ToString();
       util::Log(LogLevel::kWarn, "%s", stats_.device.map_error.c_str());
     }
     return Status::Ok();
@@ -89,57 +89,20 @@ Result<MemoryKind> Pipeline::ClassifyRegion(const void* p, size_t bytes) {
     CAIRN_ASSIGN_OR_RETURN(info, gpu::ClassifyRegion(*driver, p, bytes));
   }
   switch (info.kind) {
-    case MemoryKind::kHost: return MemoryKind::kHost;
+    case MemoryKind::kHost:
+      return MemoryKind::kHost;
     case MemoryKind::kDevice:
     case MemoryKind::kManaged: {
       if (!gpu_) {
-        return Status::Unsupported(std::string(gpu::PointerKindName(info.kind)) +
-                                   " memory, but the GPU tier is unavailable: " +
-                                   gpu_unavailable_.ToString());
+        return Status::Unsupported(
+            std::string(gpu::PointerKindName(info.kind)) +
+            " memory, but the GPU tier is unavailable: " + gpu_unavailable_.ToString());
       }
       CAIRN_RETURN_IF_ERROR(dio_->Ensure());
       return info.kind;
     }
   }
   return MemoryKind::kHost;
-}
-
-// ---------------------------------------------------------------------------
-// The device mover's view of the pipeline
-
-DeviceMover::Owner Pipeline::DeviceMoverOwner() {
-  using TimePoint = DeviceMover::TimePoint;
-  return {
-      .try_acquire_chunk =
-          [this](uint32_t write_bytes) CAIRN_REQUIRES(mu_) {
-            // The room held for the persister too: it may be waiting for this
-            // very drain (a device block's checksum comes after it).
-            return TakeChunk(write_bytes);
-          },
-      .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
-      .drained =
-          [this](const EntryPtr& e, uint32_t block, TimePoint t0, TimePoint t1, bool bounced)
-              CAIRN_REQUIRES(mu_) {
-                const uint32_t length = e->layout.blocks[block].length;
-                stats_.device.drain.bytes += length;
-                stats_.device.drain.seconds += SecondsBetween(t0, t1);
-                if (bounced) stats_.device.bounce_bytes += length;
-                if (block + 1 == e->blocks.size()) stats_.device.drain.ops += 1;
-                if (store_.Captured(*e, block)) checksummer_.Push(e, block);
-                tracer_.Span("drain", "device", t0, t1, length, e->name, e->number);
-              },
-      .fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) { FailEntry(e, s); },
-      .prefetched =
-          [this](const EntryPtr& e, uint64_t bytes, TimePoint t0) CAIRN_REQUIRES(mu_) {
-            stats_.device.prefetch.bytes += bytes;
-            stats_.device.prefetch.ops += 1;
-            stats_.device.prefetch.seconds += SecondsSince(t0);
-            tracer_.Span("device prefetch", "prefetch", t0, std::chrono::steady_clock::now(), bytes,
-                         e->name, e->number);
-          },
-      .wait_for_slot = [this](const char* span)
-                           CAIRN_REQUIRES(mu_) { WaitAsCaptureBlocked(span, /*device=*/true); },
-  };
 }
 
 }  // namespace cairn::core

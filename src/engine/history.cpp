@@ -7,7 +7,6 @@
 #include "engine/pipeline.hpp"
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
-#include "util/clock.hpp"
 
 namespace cairn::core {
 
@@ -55,7 +54,9 @@ Status Pipeline::OpenHistory(const std::string& name) {
 Result<size_t> Pipeline::StepSize(const std::string& name, int64_t step) {
   MutexLock lock(&mu_);
   EntryPtr e = catalog_.Find(format::EntryKind::kHistoryStep, name, step);
-  if (!e) return Status::NotFound(format::EntryLabel(format::EntryKind::kHistoryStep, name, step) + " is not there");
+  if (!e)
+    return Status::NotFound(format::EntryLabel(format::EntryKind::kHistoryStep, name, step) +
+                            " is not there");
   return static_cast<size_t>(e->layout.payload_bytes);
 }
 
@@ -65,7 +66,8 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   const std::string label = format::EntryLabel(kind, name, step);
   auto t0 = std::chrono::steady_clock::now();
   zero_copy_.WaitIdle();  // dst may be protected by a zero-copy epoch being read
-  if (dst_kind == MemoryKind::kHost) layering_->BeforeRestore(dst, capacity);  // a write into tracked memory
+  if (dst_kind == MemoryKind::kHost)
+    layering_->BeforeRestore(dst, capacity);  // a write into tracked memory
   MutexLock lock(&mu_);
   Catalog::History* hist = catalog_.FindHistory(name);
   if (!hist) return Status::State("history '" + name + "' is not open");
@@ -90,7 +92,9 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   if (e->consumed) return Status::NotFound(label + " was popped concurrently");
   const std::vector<RestoreTarget> target{
       {.id = e->layout.regions.empty() ? 0 : e->layout.regions[0].spec.id,
-       .memory = dst_kind, .data = dst, .bytes = bytes}};
+       .memory = dst_kind,
+       .data = dst,
+       .bytes = bytes}};
   Status s;
   bool hit = false;
   bool device_hit = false;
@@ -184,30 +188,6 @@ void Pipeline::RemoveNameDirIfUnused(const std::string& name) {
   if (const auto& e = flusher_.in_hand(); e && (*e)->name == name) return;
   const std::string dir = history_.NameDir(name);
   if (fs_->RemoveDir(dir).ok()) known_dirs_.erase(dir);
-}
-
-// What the prefetcher (prefetcher.hpp) needs of the pipeline.
-Prefetcher::Owner Pipeline::PrefetcherOwner() {
-  return {
-      .catalog = [this]() CAIRN_REQUIRES(mu_) -> const Catalog& { return catalog_; },
-      .acquire_chunk =
-          [this](const Entry& e, uint32_t write_bytes) CAIRN_REQUIRES(mu_) {
-            // Evicts only clean blocks of older captures than e.
-            return TryAcquireChunk(write_bytes, nullptr, e.seq);
-          },
-      .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
-      .loaded =
-          [this](const EntryPtr& e, Prefetcher::TimePoint t0) CAIRN_REQUIRES(mu_) {
-            tracer_.Span("prefetch", "prefetch", t0, std::chrono::steady_clock::now(),
-                         e->layout.payload_bytes, e->name, e->number);
-            TraceCache();
-            stats_.prefetch.bytes += e->layout.payload_bytes;
-            stats_.prefetch.ops += 1;
-            stats_.prefetch.seconds += SecondsSince(t0);
-          },
-      .finished =
-          [this] { device_mover_.Wake(); },  // a device step may be ready for host -> device
-  };
 }
 
 }  // namespace cairn::core

@@ -15,31 +15,6 @@
 
 namespace cairn::core {
 
-Flusher::Owner Pipeline::PersisterOwner() {
-  Flusher::Owner o = FlusherOwner();  // the same cache, pins, directories
-  o.fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) {
-    NotePersisted(e, s.WithContext("persistent tier"), {}, 0, nullptr);
-  };
-  o.skipped = [] {};  // consumed first: counted once, by the flusher
-  o.committed = [this](const EntryPtr& e, std::chrono::steady_clock::time_point t0, double io_s)
-      CAIRN_REQUIRES(mu_) { NotePersisted(e, Status::Ok(), t0, io_s, "persist"); };
-  o.flushed = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { PersisterDone(e); };
-  return o;
-}
-
-Mover::Owner Pipeline::MoverOwner() {
-  return {
-      .copied =
-          [this](const EntryPtr& e, const Status& s, std::chrono::steady_clock::time_point t0,
-                 double seconds) CAIRN_REQUIRES(mu_) {
-            NotePersisted(e, s, t0, seconds, "persist (file copy)");
-            if (s.ok()) ++stats_.persist_file_copies;
-          },
-      .may_retire = [this](const std::string& name, int64_t v, bool local)
-                        CAIRN_REQUIRES(mu_) { return MayRetire(name, v, local); },
-  };
-}
-
 void Pipeline::BeginPersist(const EntryPtr& e) {
   e->persist_pending = true;
   if (!config_.persist_from_cache) return;  // CommitFlushed queues the file copy
@@ -60,7 +35,7 @@ void Pipeline::BeginPersist(const EntryPtr& e) {
 void Pipeline::PersisterDone(const EntryPtr& e) {
   e->persist_from_cache = false;
   store_.DropHold(e);
-  prefetcher_.Wake();  // its blocks are evictable now
+  prefetcher_.Wake();               // its blocks are evictable now
   if (!e->persist_pending) return;  // committed, or failed (booked)
   if (e->consumed || e->failed()) {
     e->persist_pending = false;  // never to be persisted; Wait reports why
@@ -75,14 +50,15 @@ void Pipeline::PersisterDone(const EntryPtr& e) {
 
 // The persistent copy of e ended with s, from the cache (span "persist") or
 // from the local file; span null: failed before anything was traced.
-void Pipeline::NotePersisted(const EntryPtr& e, const Status& s, std::chrono::steady_clock::time_point t0,
-                             double seconds, const char* span) {
+void Pipeline::NotePersisted(const EntryPtr& e, const Status& s,
+                             std::chrono::steady_clock::time_point t0, double seconds,
+                             const char* span) {
   e->persist_pending = false;
   mover_.Resume(e->name);  // copies of layers waiting for it as their base
   if (s.ok()) {
     e->persistent_committed = true;
-    tracer_.Span(span, "persistent", t0, std::chrono::steady_clock::now(), e->layout.stored_bytes, e->name,
-                 e->number);
+    tracer_.Span(span, "persistent", t0, std::chrono::steady_clock::now(), e->layout.stored_bytes,
+                 e->name, e->number);
     stats_.flush_persistent.bytes += e->layout.stored_bytes;
     stats_.flush_persistent.ops += 1;
     stats_.flush_persistent.seconds += seconds;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <utility>
 
+#include "engine/stage_owners.hpp"
 #include "format/naming.hpp"
 #include "os/fs/fs.hpp"
 #include "os/mem/memory.hpp"
@@ -42,35 +43,26 @@ Pipeline::Pipeline(const Config& config)
       history_(Level::kLocal, config.scratch_dir, fs_, HistoryWriterOptions(config)),
       persistent_(PersistentTier(config, fs_)),
       tracer_(config.trace_path, fs_),
-      checksummer_(&mu_, &cv_app_,
-                   {.chunk_data = [this](uint32_t chunk) CAIRN_REQUIRES(mu_) -> const uint8_t* {
-                      return store_.data(chunk);
-                    },
-                    .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
-                    .checksummed =
-                        [this] {
-                          flusher_.Wake();
-                          persister_.Wake();
-                        },
-                    .paused = [this]() CAIRN_REQUIRES(mu_) { return capture_copying_; }}),
+      owners_(std::make_unique<StageOwners>(this)),
+      checksummer_(&mu_, &cv_app_, &owners_->checksummer),
       flusher_(&mu_, &cv_app_, &store_, &movers_,
                {.checkpoints = &local_, .steps = &history_, .known_dirs = &known_dirs_},
-               FlusherOwner()),
+               &owners_->flusher),
       persister_(&mu_, &cv_app_, &store_, &movers_,
                  {.checkpoints = persistent_ ? &*persistent_ : nullptr, .known_dirs = &known_dirs_},
-                 PersisterOwner(),
+                 &owners_->persister,
                  {.written = &BlockState::persisted,
                   .started = &Entry::persist_started,
                   .wrote = &BlockStore::WrittenPersistently},
                  /*verify=*/true),
       mover_(&mu_, &cv_app_, &local_, persistent_ ? &*persistent_ : nullptr,
              static_cast<uint32_t>(config.block_bytes), static_cast<size_t>(config.keep_versions),
-             {.catalog = &catalog_, .commits = &commits_}, MoverOwner()),
+             {.catalog = &catalog_, .commits = &commits_}, &owners_->mover),
       prefetcher_(&mu_, &cv_app_, config_.prefetch_depth, &store_, &movers_, &history_,
-                  PrefetcherOwner()),
+                  &owners_->prefetcher),
       device_mover_(&mu_, &cv_app_, &stats_.device.evictions, &tracer_, &store_, &movers_,
-                    &catalog_, config_.prefetch_depth, DeviceMoverOwner()),
-      initializer_(&mu_, &cv_app_, &tracer_, config, &store_, &movers_, InitializerOwner()) {}
+                    &catalog_, config_.prefetch_depth, &owners_->device_mover),
+      initializer_(&mu_, &cv_app_, &tracer_, config, &store_, &movers_, &owners_->initializer) {}
 
 Result<std::unique_ptr<Pipeline>> Pipeline::Start(const Config& config) {
   CAIRN_RETURN_IF_ERROR(config.Validate());
@@ -83,7 +75,8 @@ Status Pipeline::Init() {
   // Created durably (file_tier.hpp): a directory entry lost in a power loss
   // would take every version committed below it.
   CAIRN_RETURN_IF_ERROR(local_.EnsureDir().WithContext("storage.scratch"));
-  if (persistent_) CAIRN_RETURN_IF_ERROR(persistent_->EnsureDir().WithContext("storage.persistent"));
+  if (persistent_)
+    CAIRN_RETURN_IF_ERROR(persistent_->EnsureDir().WithContext("storage.persistent"));
   CAIRN_RETURN_IF_ERROR(OpenGpu());
   dio_.emplace(gpu_.get(), gpu_unavailable_, config_.block_bytes, config_.bounce_buffers);
   {
@@ -194,23 +187,6 @@ void Pipeline::NotifyAll() {
   prefetcher_.Wake();
 }
 
-Flusher::Owner Pipeline::FlusherOwner() {
-  return {
-      .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { Unpin(e); },
-      .fail = [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) { FailEntry(e, s); },
-      .skipped = [this]() CAIRN_REQUIRES(mu_) { ++stats_.flushes_skipped; },
-      .committed = [this](const EntryPtr& e, std::chrono::steady_clock::time_point t0, double io_s)
-                       CAIRN_REQUIRES(mu_) { CommitFlushed(e, t0, io_s); },
-      .flushed = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { FlushDone(e); },
-  };
-}
-
-Initializer::Owner Pipeline::InitializerOwner() {
-  return {
-      .touched = [this] { prefetcher_.Wake(); },
-  };
-}
-
 void Pipeline::FlushDone(const EntryPtr& e) {
   if (e->kind == format::EntryKind::kCheckpoint) SettleLayering(*e);
   if (e->kind == format::EntryKind::kHistoryStep && !config_.history_persistent &&
@@ -256,8 +232,8 @@ void Pipeline::CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_
                            std::chrono::system_clock::now().time_since_epoch())
                            .count());
   }
-  tracer_.Span("flush", "local", flush_start, std::chrono::steady_clock::now(), e->layout.stored_bytes,
-               e->name, e->number);
+  tracer_.Span("flush", "local", flush_start, std::chrono::steady_clock::now(),
+               e->layout.stored_bytes, e->name, e->number);
   TraceCache();
   stats_.flush_local.bytes += e->layout.stored_bytes;
   stats_.flush_local.ops += 1;
@@ -270,7 +246,7 @@ void Pipeline::CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_
       mover_.Copy(e);  // the persister gave it up before this commit
     } else if (!e->persist_pending) {
       mover_.Retain(e->name);  // persisted already, or no persistent tier
-    }  // else the persister is on it and queues retention when done
+    }                          // else the persister is on it and queues retention when done
   }
   cv_app_.notify_all();
 }
@@ -280,8 +256,8 @@ void Pipeline::TraceCache() { store_.TraceOccupancy(tracer_); }
 // ---------------------------------------------------------------------------
 // Chunks
 
-std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* was_touched, uint64_t below_seq,
-                                                  int node) {
+std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* was_touched,
+                                                  uint64_t below_seq, int node) {
   auto c = store_.TryAcquire(write_bytes, was_touched, below_seq, node);
   if (c) NoteTouchProgress();  // the writer touches it: the cache may be fully touched now
   return c;
@@ -302,7 +278,8 @@ int32_t Pipeline::AcquireChunk(uint32_t write_bytes, bool* was_touched, int node
   }
 }
 
-void Pipeline::WaitAsCaptureBlocked(const char* span, bool device, std::chrono::microseconds limit) {
+void Pipeline::WaitAsCaptureBlocked(const char* span, bool device,
+                                    std::chrono::microseconds limit) {
   const bool copying = capture_copying_;
   SetCaptureCopying(false);
   const auto w0 = std::chrono::steady_clock::now();
@@ -375,8 +352,8 @@ void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
 void Pipeline::FailLayersOn(const Entry& base) {
   for (const EntryPtr& layer : catalog_.LayersOn(base.name, base.number)) {
     if (layer->seq < base.seq) continue;  // on an earlier version of that number
-    FailEntry(layer, base.local_error.WithContext("version " + std::to_string(layer->number) + " of '" +
-                                                  base.name + "' is layered on version " +
+    FailEntry(layer, base.local_error.WithContext("version " + std::to_string(layer->number) +
+                                                  " of '" + base.name + "' is layered on version " +
                                                   std::to_string(base.number) + ", which failed"));
   }
 }
@@ -384,10 +361,12 @@ void Pipeline::FailLayersOn(const Entry& base) {
 // ---------------------------------------------------------------------------
 // Waiting and statistics
 
-Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t number, Level level) {
+Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t number,
+                      Level level) {
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
   if (level == Level::kPersistent && !persistent_) {
-    return Status::InvalidArgument("wait for the persistent level, but storage.persistent is not set");
+    return Status::InvalidArgument(
+        "wait for the persistent level, but storage.persistent is not set");
   }
   MutexLock lock(&mu_);
   EntryPtr e = catalog_.Find(kind, name, number);
@@ -396,14 +375,17 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
     return WaitForFiles(kind, name, number, level);
   }
   if (level == Level::kPersistent && e->persist_skipped) {
-    return Status::InvalidArgument("version " + std::to_string(number) + " of '" + name +
-                                   "' is not written to the persistent level: its checkpoint was not an L4 turn "
-                                   "(mpi.l4_every, CAIRN_L4_EVERY)");
+    return Status::InvalidArgument(
+        "version " + std::to_string(number) + " of '" + name +
+        "' is not written to the persistent level: its checkpoint was not an L4 turn "
+        "(mpi.l4_every, CAIRN_L4_EVERY)");
   }
   cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
     switch (level) {
-      case Level::kCache: return e->capture_done;
-      case Level::kLocal: return e->local_committed || e->failed() || e->consumed;
+      case Level::kCache:
+        return e->capture_done;
+      case Level::kLocal:
+        return e->local_committed || e->failed() || e->consumed;
       case Level::kPersistent:  // levels are cumulative: the persister may commit first
         return (e->persistent_committed && e->local_committed) || e->failed() ||
                !e->persistent_error.ok() || e->consumed;
@@ -412,7 +394,8 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
   });
   Status s = e->local_error;
   if (s.ok() && level == Level::kPersistent) s = e->persistent_error;
-  if (!s.ok() && unreported_error_.code() == s.code() && unreported_error_.message() == s.message()) {
+  if (!s.ok() && unreported_error_.code() == s.code() &&
+      unreported_error_.message() == s.message()) {
     unreported_error_ = Status::Ok();
   }
   return s;
@@ -421,19 +404,22 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
 // Not in this pipeline (retired, or written by an earlier run): committed
 // files answer. An entry retired meanwhile had its file committed before it
 // left the catalog, so asking without the lock answers the same.
-Status Pipeline::WaitForFiles(format::EntryKind kind, const std::string& name, int64_t number, Level level) {
+Status Pipeline::WaitForFiles(format::EntryKind kind, const std::string& name, int64_t number,
+                              Level level) {
   const tiers::FileTier& tier = level == Level::kPersistent ? *persistent_ : local_;
   if (tier.Exists(name, kind, number)) return Status::Ok();
-  return Status::NotFound("version " + std::to_string(number) + " of '" + name + "' is unknown at " +
+  return Status::NotFound("version " + std::to_string(number) + " of '" + name +
+                          "' is unknown at " +
                           (level == Level::kPersistent ? "the persistent level" : "this level"));
 }
 
 Status Pipeline::RemoveLocalCopies(const std::string& name) {
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
   if (config_.changes != ChangeDetection::kFull) {
-    return Status::Unsupported(std::string("deleting the local copies of '") + name + "' with checkpoint.changes = " +
-                               ChangeDetectionName(config_.changes) +
-                               ": the next layered version would rest on a deleted base (use full)");
+    return Status::Unsupported(
+        std::string("deleting the local copies of '") + name +
+        "' with checkpoint.changes = " + ChangeDetectionName(config_.changes) +
+        ": the next layered version would rest on a deleted base (use full)");
   }
   MutexLock lock(&mu_);
   const bool persistent = persistent_.has_value();

@@ -161,8 +161,9 @@ class Pipeline {
   // recorded (they would delay that record's fsync). Values only rise; a
   // higher `global` runs a retention pass.
   void SetGlobalCommit(const std::string& name, int64_t global, int64_t common) CAIRN_EXCLUDES(mu_);
-  Status Restore(const std::string& name, int64_t version, const std::vector<RestoreTarget>& targets,
-                 FileRead read = FileRead::kAsWritten) CAIRN_EXCLUDES(mu_);
+  Status Restore(const std::string& name, int64_t version,
+                 const std::vector<RestoreTarget>& targets, FileRead read = FileRead::kAsWritten)
+      CAIRN_EXCLUDES(mu_);
   // While one lives, the application waits on a restore: a read from files
   // (ReadFromFiles holds one), or an MPI job's whole collective restore
   // with its recovery (a partner copy fetched, a rebuild from parity),
@@ -184,7 +185,8 @@ class Pipeline {
   // beside its file in the local tier, then the persistent one. kNotFound
   // when there is none; other errors say why a record was ignored.
   // (placement_io.cpp)
-  Result<format::Placement> PlacementOf(const std::string& name, int64_t version) CAIRN_EXCLUDES(mu_);
+  Result<format::Placement> PlacementOf(const std::string& name, int64_t version)
+      CAIRN_EXCLUDES(mu_);
 
   // Histories -----------------------------------------------------------------
   // Registers `name`; kState if already open. Ephemeral histories remove stale
@@ -219,10 +221,10 @@ class Pipeline {
     // chunks: copied one after the other, so that the touch model gets both
     // rates.
     std::vector<CopySegment> host[2];
-    std::vector<CopySegment> gpu;  // device/managed -> slot or host chunk
-    std::vector<bool> to_slot;     // per block of the batch
+    std::vector<CopySegment> gpu;                    // device/managed -> slot or host chunk
+    std::vector<bool> to_slot;                       // per block of the batch
     std::vector<std::pair<uint8_t*, size_t>> tails;  // chunk tails to zero
-    bool touching_allowed = false;  // the touch mode allowed touching meanwhile
+    bool touching_allowed = false;                   // the touch mode allowed touching meanwhile
     // Host copies with streaming stores: the capture is larger than the
     // last-level cache, so its chunks leave the caches anyway
     // (CopyEngine::Stores; Pipeline::StreamsCapture).
@@ -244,7 +246,8 @@ class Pipeline {
   // before. Blocks for space (the application's blocking, capture_blocked_s);
   // before waiting it takes back the room held for the persister (TakeChunk).
   // `node` >= 0: a chunk on that NUMA node first (HostCache::Allocate).
-  int32_t AcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr, int node = -1) CAIRN_REQUIRES(mu_);
+  int32_t AcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr, int node = -1)
+      CAIRN_REQUIRES(mu_);
   // One wait on cv_app_ that the capturing application sits through: added
   // to capture_blocked_s (device: to device.capture_blocked_s, a wait for a
   // device-cache slot) and traced as `span` on the app track; `limit` > 0:
@@ -252,7 +255,8 @@ class Pipeline {
   // The capture gives the cores back for the wait: what it waits for may
   // need the checksummer (SetCaptureCopying).
   void WaitAsCaptureBlocked(const char* span, bool device = false,
-                            std::chrono::microseconds limit = std::chrono::microseconds(0)) CAIRN_REQUIRES(mu_);
+                            std::chrono::microseconds limit = std::chrono::microseconds(0))
+      CAIRN_REQUIRES(mu_);
   // Capture precedence (docs/design.md): while an application thread copies
   // a capture, the checksummer takes no new block, so the copy does not
   // share the cores and the memory bandwidth with the CRC of its own earlier
@@ -265,11 +269,12 @@ class Pipeline {
   // No waiting; evicts only clean blocks of entries captured before
   // below_seq (the prefetcher's rule: nothing needed sooner goes).
   std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes, bool* was_touched = nullptr,
-                                          uint64_t below_seq = UINT64_MAX, int node = -1) CAIRN_REQUIRES(mu_);
+                                          uint64_t below_seq = UINT64_MAX, int node = -1)
+      CAIRN_REQUIRES(mu_);
   // TryAcquireChunk, taking the room held for the persister back when that
   // is what it takes (a capture's or a drain's chunk; never waits).
-  std::optional<uint32_t> TakeChunk(uint32_t write_bytes, bool* was_touched = nullptr, int node = -1)
-      CAIRN_REQUIRES(mu_);
+  std::optional<uint32_t> TakeChunk(uint32_t write_bytes, bool* was_touched = nullptr,
+                                    int node = -1) CAIRN_REQUIRES(mu_);
   // Host-cache room for the device mover while drains are pending: whether a
   // capture of `capturing` may take a chunk now, and waiting until it may.
   bool DrainRoomAfterTaking(const Entry& capturing) const CAIRN_REQUIRES(mu_);
@@ -286,8 +291,8 @@ class Pipeline {
   void NotifyAll();
   void TraceCache() CAIRN_REQUIRES(mu_);  // a cache-occupancy counter sample
   // Counts a served restore or pop in the stats and the trace.
-  void NoteRead(bool hit, uint64_t bytes, std::chrono::steady_clock::time_point t0, const char* span,
-                const std::string& name, int64_t number) CAIRN_REQUIRES(mu_);
+  void NoteRead(bool hit, uint64_t bytes, std::chrono::steady_clock::time_point t0,
+                const char* span, const std::string& name, int64_t number) CAIRN_REQUIRES(mu_);
 
   // Capture steps (pipeline.cpp).
   Status CheckSources(const std::vector<CaptureSource>& sources);
@@ -296,8 +301,8 @@ class Pipeline {
   Status CheckCapturable(const Entry& e) CAIRN_REQUIRES(mu_);
   // Registers the entry, whose layout is set (catalog, history, flush
   // queue); kExists/kState.
-  Status BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double* interval_s)
-      CAIRN_REQUIRES(mu_);
+  Status BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0,
+                      double* interval_s) CAIRN_REQUIRES(mu_);
   // Plans a prefix of the blocks `want` (at least the first) into `batch`:
   // slots and chunks taken, the first block waiting for room, the others
   // taking what is free right now. packed: where each of the layout's
@@ -310,15 +315,16 @@ class Pipeline {
     bool touched = false;
   };
   void PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources,
-                 const std::vector<uint64_t>& packed, const std::vector<uint32_t>& want, CaptureBatch* batch,
-                 HeldChunk* held) CAIRN_REQUIRES(mu_);
+                 const std::vector<uint64_t>& packed, const std::vector<uint32_t>& want,
+                 CaptureBatch* batch, HeldChunk* held) CAIRN_REQUIRES(mu_);
   // A zero-copy reader's room for its next block, taken before the block is
   // chosen (capture.cpp, CaptureBlocks). The reader keeps *spares (as many
   // as zero_copy_.spares() says) for pages that go RED: a normal block waits for
   // another chunk, looking for RED pages every kRedPoll, and a RED page
   // takes a spare at once.
   static constexpr auto kRedPoll = std::chrono::microseconds(100);
-  HeldChunk HoldRoom(const Entry& e, ZeroCopyOrder& order, std::vector<HeldChunk>* spares) CAIRN_REQUIRES(mu_);
+  HeldChunk HoldRoom(const Entry& e, ZeroCopyOrder& order, std::vector<HeldChunk>* spares)
+      CAIRN_REQUIRES(mu_);
   void FreeHeld(std::vector<HeldChunk>* held) CAIRN_REQUIRES(mu_);  // back to the cache
   // Copies a planned batch (no lock): device copies, then host copies, then
   // the chunk tails. Adds the device bytes and seconds to the totals.
@@ -338,7 +344,8 @@ class Pipeline {
   // e's host memory and hands the rest of the capture to its reader thread,
   // which runs ReadZeroCopy; false when e must be copied instead.
   bool StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
-                     std::chrono::steady_clock::time_point t0, double interval_s) CAIRN_REQUIRES(mu_, capture_mu_);
+                     std::chrono::steady_clock::time_point t0, double interval_s)
+      CAIRN_REQUIRES(mu_, capture_mu_);
   void ReadZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources, ZeroCopy* zc,
                     std::chrono::steady_clock::time_point t0, double interval_s)
       CAIRN_EXCLUDES(mu_);
@@ -350,10 +357,9 @@ class Pipeline {
   void EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double interval_s,
                   double blocked_before) CAIRN_REQUIRES(mu_);
 
-  // The stages' views of the pipeline (their Owners) and what follows their
-  // jobs; each callback is called with mu_ held.
-  // The flusher's view (pipeline.cpp); its callbacks below.
-  Flusher::Owner FlusherOwner();
+  // Each stage's view of the pipeline (its Owner), one class per stage
+  // (stage_owners.hpp), and what follows their jobs.
+  struct StageOwners;
   // After every flush: a history closed meanwhile gets its directory removed.
   void FlushDone(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   // Tells layering_ (once) whether checkpoint e committed locally.
@@ -361,30 +367,21 @@ class Pipeline {
   void CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
                      double io_seconds) CAIRN_REQUIRES(mu_);
   void RemoveNameDirIfUnused(const std::string& name) CAIRN_EXCLUDES(mu_);
-  // Persistence (persistence.cpp): the persister's and the mover's views of
-  // the pipeline, and the hold that keeps a checkpoint's written blocks in
+  // Persistence (persistence.cpp): what follows the persister's and the
+  // mover's jobs, and the hold that keeps a checkpoint's written blocks in
   // the host cache until the persister wrote them too.
-  Flusher::Owner PersisterOwner();
-  Mover::Owner MoverOwner();
   // A checkpoint starts its capture: bound for the persistent tier.
   void BeginPersist(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   void PersisterDone(const EntryPtr& e) CAIRN_REQUIRES(mu_);
   void NotePersisted(const EntryPtr& e, const Status& s, std::chrono::steady_clock::time_point t0,
                      double seconds, const char* span) CAIRN_REQUIRES(mu_);
   bool MayRetire(const std::string& name, int64_t v, bool local) CAIRN_REQUIRES(mu_);
-  // The prefetcher's view of the pipeline (history.cpp).
-  Prefetcher::Owner PrefetcherOwner();
-  // Fast initialization: the initializer's view of the pipeline (pipeline.cpp),
-  // and what the stages tell it (forwarded to initializer_).
-  Initializer::Owner InitializerOwner();
+  // Fast initialization: what the stages tell the initializer.
   // A writer took a chunk: the cache may be fully touched now.
   void NoteTouchProgress() CAIRN_REQUIRES(mu_) { initializer_.NoteTouchProgress(); }
 
   // GPU tier (gpu_tier.cpp).
   Status OpenGpu() CAIRN_EXCLUDES(mu_);  // at Init: runtime, device cache (best effort)
-  // The device mover's view of the pipeline (its slots, drains and device
-  // prefetches are device_mover.hpp).
-  DeviceMover::Owner DeviceMoverOwner();
 
   // Restore helpers (restore.cpp).
   // Committed checkpoint versions of `name` in the local and persistent tiers.
@@ -398,18 +395,21 @@ class Pipeline {
                        int64_t number, const std::vector<RestoreTarget>& targets,
                        FileRead read = FileRead::kAsWritten) CAIRN_EXCLUDES(mu_);
   // One verifying pass per link of an opened chain of `tier` into targets.
-  Status ReadChain(const format::Chain& chain, const tiers::FileTier& tier, const std::string& label,
-                   const std::vector<RestoreTarget>& targets, FileRead read) CAIRN_EXCLUDES(mu_);
+  Status ReadChain(const format::Chain& chain, const tiers::FileTier& tier,
+                   const std::string& label, const std::vector<RestoreTarget>& targets,
+                   FileRead read) CAIRN_EXCLUDES(mu_);
   // Precondition: e is pinned and fully cached. Drops mu_ for the copies.
   // *device_hit: some block came from the device cache.
-  Status CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets, bool* device_hit)
-      CAIRN_REQUIRES(mu_);
+  Status CopyFromCache(const EntryPtr& e, const std::vector<RestoreTarget>& targets,
+                       bool* device_hit) CAIRN_REQUIRES(mu_);
   // Wait() for an entry no longer (or never) in this pipeline: the committed
   // files answer (no lock held: it stats files).
   Status WaitForFiles(format::EntryKind kind, const std::string& name, int64_t number, Level level)
       CAIRN_EXCLUDES(mu_);
 
-  tiers::FileTier& tier_for(format::EntryKind kind) { return kind == format::EntryKind::kCheckpoint ? local_ : history_; }
+  tiers::FileTier& tier_for(format::EntryKind kind) {
+    return kind == format::EntryKind::kCheckpoint ? local_ : history_;
+  }
 
   const Config config_;
   os::Numa* const numa_;  // config_.numa or the real one
@@ -417,7 +417,7 @@ class Pipeline {
   tiers::FileTier local_;    // durable checkpoint files
   tiers::FileTier history_;  // same directory, history write options
   std::optional<tiers::FileTier> persistent_;
-  Tracer tracer_;  // thread-safe on its own; no-op unless trace.path is set
+  Tracer tracer_;        // thread-safe on its own; no-op unless trace.path is set
   MemoryMovers movers_;  // who moves memory now (atomic; the initializer's touch model reads it)
 
   Mutex capture_mu_;  // serializes captures (see above); before mu_
@@ -463,6 +463,7 @@ class Pipeline {
   // locking over mu_ and capture_mu_).
   ZeroCopyCapture zero_copy_{&mu_, &capture_mu_, &cv_app_, config_, &stats_.zero_copy};
 
+  const std::unique_ptr<StageOwners> owners_;  // what the stages below call back
   // The stages (worker.hpp), over mu_. Declared after everything they use:
   // started by Init, stopped and joined by Shutdown (and their destructors).
   //   checksummer   CRC32C of sealed blocks, ahead of the flusher (so

@@ -6,25 +6,26 @@
 
 namespace cairn::core {
 
-Checksummer::Checksummer(Mutex* mu, std::condition_variable_any* done, Owner owner)
+Checksummer::Checksummer(Mutex* mu, std::condition_variable_any* done, Owner* owner)
     : mu_(mu),
-      owner_(std::move(owner)),
+      owner_(owner),
       worker_(mu, done,
               {.take = [this](Worker<Job>& w) -> std::optional<Job> {
                  mu_->AssertHeld();  // the Worker takes jobs with *mu held
-                 if (owner_.paused && owner_.paused()) return std::nullopt;
+                 if (owner_->Paused()) return std::nullopt;
                  return w.PopFront();
                },
-               .run = [this](Job& j) {
-                 mu_->AssertHeld();
-                 ChecksumBlock(j.e, j.block);
-               }}) {}
+               .run =
+                   [this](Job& j) {
+                     mu_->AssertHeld();
+                     ChecksumBlock(j.e, j.block);
+                   }}) {}
 
 void Checksummer::ChecksumBlock(const EntryPtr& e, uint32_t block) {
   BlockState& bs = e->blocks[block];
   if (e->consumed || bs.chunk < 0) return;
   ++e->pins;
-  const uint8_t* data = owner_.chunk_data(static_cast<uint32_t>(bs.chunk));
+  const uint8_t* data = owner_->ChunkData(static_cast<uint32_t>(bs.chunk));
   const uint32_t length = e->layout.blocks[block].length;
   uint32_t crc = 0;
   {
@@ -34,8 +35,8 @@ void Checksummer::ChecksumBlock(const EntryPtr& e, uint32_t block) {
   // Before the unpin: a consumed entry's last unpin releases its chunks.
   bs.crc = crc;
   bs.crc_ready = true;
-  owner_.unpin(e);
-  owner_.checksummed();
+  owner_->Unpin(e);
+  owner_->Checksummed();
 }
 
 }  // namespace cairn::core

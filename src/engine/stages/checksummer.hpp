@@ -20,7 +20,6 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 
 #include "engine/entry.hpp"
 #include "engine/worker.hpp"
@@ -31,22 +30,28 @@ namespace cairn::core {
 
 class Checksummer {
  public:
-  // What it needs of its owner; each is called with *mu held.
-  struct Owner {
+  // What it needs of its owner (the pipeline: stage_owners.hpp); each is
+  // called with *mu held.
+  class Owner {
+   public:
     // The bytes of a host-cache chunk (read with *mu dropped, while the
     // chunk's entry is pinned).
-    std::function<const uint8_t*(uint32_t chunk)> chunk_data;
+    virtual const uint8_t* ChunkData(uint32_t chunk) = 0;
     // Drops the pin the checksummer took; the owner releases a consumed
     // entry's chunks at its last pin.
-    std::function<void(const EntryPtr&)> unpin;
+    virtual void Unpin(const EntryPtr& e) = 0;
     // A block's checksum is ready (the owner wakes the flusher).
-    std::function<void()> checksummed;
-    // Optional: true while the next block must wait (asked before each one).
-    std::function<bool()> paused;
+    virtual void Checksummed() = 0;
+    // True while the next block must wait (asked before each one).
+    virtual bool Paused() { return false; }
+
+   protected:
+    ~Owner() = default;
   };
 
   // done: notified (under *mu) after every block, for waiters on progress.
-  Checksummer(Mutex* mu, std::condition_variable_any* done, Owner owner);
+  // owner: outlives the checksummer.
+  Checksummer(Mutex* mu, std::condition_variable_any* done, Owner* owner);
 
   // Starts the thread (`name`: its name in the tracer's timeline).
   void Start(const char* name = nullptr, Tracer* tracer = nullptr) { worker_.Start(name, tracer); }
@@ -70,7 +75,7 @@ class Checksummer {
   void ChecksumBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(*mu_);
 
   Mutex* const mu_;
-  const Owner owner_;
+  Owner* const owner_;
   Worker<Job> worker_;  // last: its thread is joined before the rest goes
 };
 

@@ -2,13 +2,14 @@
 // memory, counts pins and wake-ups.
 #include "engine/stages/checksummer.hpp"
 
+#include <gtest/gtest.h>
+
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "util/crc32c.hpp"
 
@@ -16,7 +17,7 @@ namespace cairn::core {
 namespace {
 
 // The owner's side: its mutex, its progress condition, a fake host cache.
-struct FakeOwner {
+struct FakeOwner final : Checksummer::Owner {
   Mutex mu;
   std::condition_variable_any done;
   std::vector<std::vector<uint8_t>> chunks;
@@ -30,20 +31,28 @@ struct FakeOwner {
 
   int unpins_of_entry(const EntryPtr& e) CAIRN_REQUIRES(mu) { return entry_unpins[e.get()]; }
 
-  Checksummer::Owner Interface() {
-    return {.chunk_data = [this](uint32_t c) -> const uint8_t* { return chunks.at(c).data(); },
-            .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu) {
-              ++unpins;
-              ++entry_unpins[e.get()];
-              pinned_at_unpin = pinned_at_unpin && e->pins > 0;
-              // The n-th unpin comes after n checksums were published.
-              int ready = 0;
-              for (const BlockState& bs : e->blocks) ready += bs.crc_ready ? 1 : 0;
-              ready_at_unpin = ready_at_unpin && ready >= unpins_of_entry(e);
-              if (--e->pins == 0 && e->consumed) released = true;
-            },
-            .checksummed = [this]() CAIRN_REQUIRES(mu) { ++wakeups; }};
+  // What a test changes: a hook run before the chunk's bytes are handed
+  // out, and whether the checksummer is paused.
+  std::function<void()> before_chunk_data;
+  std::function<bool()> paused;
+
+  Checksummer::Owner* Interface() { return this; }
+  const uint8_t* ChunkData(uint32_t c) override CAIRN_REQUIRES(mu) {
+    if (before_chunk_data) before_chunk_data();
+    return chunks.at(c).data();
   }
+  void Unpin(const EntryPtr& e) override CAIRN_REQUIRES(mu) {
+    ++unpins;
+    ++entry_unpins[e.get()];
+    pinned_at_unpin = pinned_at_unpin && e->pins > 0;
+    // The n-th unpin comes after n checksums were published.
+    int ready = 0;
+    for (const BlockState& bs : e->blocks) ready += bs.crc_ready ? 1 : 0;
+    ready_at_unpin = ready_at_unpin && ready >= unpins_of_entry(e);
+    if (--e->pins == 0 && e->consumed) released = true;
+  }
+  void Checksummed() override CAIRN_REQUIRES(mu) { ++wakeups; }
+  bool Paused() override CAIRN_REQUIRES(mu) { return paused && paused(); }
 
   // An entry whose block k lies in chunk chunk_of[k] (-1: not resident), with
   // `length` bytes of a pattern per block.
@@ -124,12 +133,8 @@ TEST(ChecksummerTest, AnEntryConsumedDuringTheChecksumIsReleasedAtTheUnpin) {
   // lock; the consume happens there, as if a pop ran during the CRC.
   FakeOwner o;
   EntryPtr e = o.MakeEntry({0}, 4096);
-  Checksummer::Owner owner = o.Interface();
-  owner.chunk_data = [&o, e](uint32_t c) CAIRN_REQUIRES(o.mu) -> const uint8_t* {
-    e->consumed = true;
-    return o.chunks.at(c).data();
-  };
-  Checksummer c(&o.mu, &o.done, owner);
+  o.before_chunk_data = [e] { e->consumed = true; };
+  Checksummer c(&o.mu, &o.done, o.Interface());
   c.Start(nullptr);
   {
     MutexLock l(&o.mu);
@@ -149,13 +154,12 @@ TEST(ChecksummerTest, TakesNoBlockWhilePausedAndResumesWhenWoken) {
   EntryPtr e = o.MakeEntry({0, 1}, 1000);
   bool paused = true;  // guarded by o.mu
   int declined = 0;    // guarded by o.mu
-  Checksummer::Owner owner = o.Interface();
-  owner.paused = [&]() CAIRN_REQUIRES(o.mu) {
+  o.paused = [&]() CAIRN_REQUIRES(o.mu) {
     if (paused) ++declined;
     o.done.notify_all();
     return paused;
   };
-  Checksummer c(&o.mu, &o.done, owner);
+  Checksummer c(&o.mu, &o.done, o.Interface());
   c.Start(nullptr);
   {
     MutexLock l(&o.mu);

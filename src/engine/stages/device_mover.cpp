@@ -11,7 +11,7 @@ namespace cairn::core {
 
 DeviceMover::DeviceMover(Mutex* mu, std::condition_variable_any* done, uint64_t* evictions,
                          Tracer* tracer, BlockStore* store, MemoryMovers* movers,
-                         const Catalog* catalog, int depth, Owner owner)
+                         const Catalog* catalog, int depth, Owner* owner)
     : mu_(mu),
       done_(done),
       store_(store),
@@ -19,7 +19,7 @@ DeviceMover::DeviceMover(Mutex* mu, std::condition_variable_any* done, uint64_t*
       depth_(depth),
       movers_(movers),
       tracer_(tracer),
-      owner_(std::move(owner)),
+      owner_(owner),
       tier_(evictions, tracer),
       worker_(mu, done,
               {.take = [this](Worker<Job>&) -> std::optional<Job> {
@@ -64,8 +64,8 @@ std::optional<int32_t> DeviceMover::AcquireSlot() {
     if (!CacheUsable()) return std::nullopt;
     if (auto s = TryAcquireSlot()) return static_cast<int32_t>(*s);
     // Waiting for the mapping thread, or for the drains.
-    owner_.wait_for_slot(cache_->mapping_done() ? "blocked: device cache full"
-                                                : "blocked: device cache mapping");
+    owner_->WaitForSlot(cache_->mapping_done() ? "blocked: device cache full"
+                                               : "blocked: device cache mapping");
   }
 }
 
@@ -110,7 +110,7 @@ bool DeviceMover::NothingToDrain(const EntryPtr& e, uint32_t block) {
 
 uint32_t DeviceMover::WaitForChunk(uint32_t write_bytes) {
   for (;;) {
-    if (auto c = owner_.try_acquire_chunk(write_bytes)) return *c;
+    if (auto c = owner_->TryAcquireChunk(write_bytes)) return *c;
     done_->wait(*mu_);
   }
 }
@@ -149,9 +149,9 @@ void DeviceMover::DrainBlock(const EntryPtr& e, uint32_t block) {
   bs.sealed = true;
   ++e->sealed_blocks;
   ++e->resident_blocks;
-  owner_.drained(e, block, t0, t1, /*bounced=*/!registered);
+  owner_->Drained(e, block, t0, t1, /*bounced=*/!registered);
   tier_.MarkClean(*e, block);  // the host tier has it now
-  owner_.unpin(e);
+  owner_->Unpin(e);
   if (tracer_ != nullptr) store_->TraceOccupancy(*tracer_);
 }
 
@@ -159,12 +159,12 @@ void DeviceMover::DrainFailed(const EntryPtr& e, uint32_t block, const Status& s
   BlockState& bs = e->blocks[block];
   store_->Free(static_cast<uint32_t>(bs.chunk));
   bs.chunk = -1;
-  owner_.unpin(e);
+  owner_->Unpin(e);
   if (!e->consumed) {
     // The copy in the device cache stays restorable while resident; the
     // version can never be flushed.
-    owner_.fail(e, s.WithContext("device -> host copy of '" + e->name + "' " + std::to_string(e->number) +
-                                 " block " + std::to_string(block)));
+    owner_->Fail(e, s.WithContext("device -> host copy of '" + e->name + "' " +
+                                  std::to_string(e->number) + " block " + std::to_string(block)));
     tier_.MarkClean(*e, block);
   }
 }
@@ -186,14 +186,16 @@ EntryPtr DeviceMover::FindPrefetchTarget() {
 
 StepVerdict DeviceMover::JudgeStep(const Entry& e) const {
   if (e.layout.regions.empty()) return StepVerdict::kSkip;
-  if (e.layout.regions[0].spec.memory == MemoryKind::kHost) return StepVerdict::kNextHistory;  // not a device history
+  if (e.layout.regions[0].spec.memory == MemoryKind::kHost)
+    return StepVerdict::kNextHistory;  // not a device history
   if (e.fully_in_device() || e.device_prefetching || !e.capture_done) return StepVerdict::kAhead;
   if (e.device_prefetch_failed || e.failed()) return StepVerdict::kSkip;
   if (!e.fully_resident()) return StepVerdict::kNextHistory;  // the host prefetcher brings it first
   if (e.blocks.size() > cache_->mapped_slots()) return StepVerdict::kSkip;
   size_t missing = 0;
   for (uint32_t b = 0; b < e.blocks.size(); ++b) missing += e.in_device(b) ? 0 : 1;
-  return tier_.HasRoomFor(e, cache_->free_mapped_count(), missing) ? StepVerdict::kTake : StepVerdict::kWait;
+  return tier_.HasRoomFor(e, cache_->free_mapped_count(), missing) ? StepVerdict::kTake
+                                                                   : StepVerdict::kWait;
 }
 
 void DeviceMover::PlanPrefetch(const EntryPtr& e, std::vector<CopySegment>* segments,
@@ -237,14 +239,14 @@ void DeviceMover::Prefetch(const EntryPtr& e) {
     }
   }
   if (s.ok()) {
-    owner_.prefetched(e, bytes, t0);
+    owner_->Prefetched(e, bytes, t0);
   } else {
     // Pops then copy from the host cache; nothing is lost.
     e->device_prefetch_failed = true;
     util::Log(LogLevel::kError, "device prefetch of '%s' step %lld failed: %s", e->name.c_str(),
               static_cast<long long>(e->number), s.ToString().c_str());
   }
-  owner_.unpin(e);
+  owner_->Unpin(e);
 }
 
 }  // namespace cairn::core

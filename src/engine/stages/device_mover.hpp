@@ -26,7 +26,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <vector>
 
@@ -50,28 +49,34 @@ class DeviceMover {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
 
-  // What it needs of its owner; each is called with *mu held.
-  struct Owner {
+  // What it needs of its owner (the pipeline: stage_owners.hpp); each is
+  // called with *mu held.
+  class Owner {
+   public:
     // A chunk of the store for a block of write_bytes (evicting as the
     // host tier allows, taking back the room held for the persister), or
     // nullopt: none now (a drain waits on `done`).
-    std::function<std::optional<uint32_t>(uint32_t write_bytes)> try_acquire_chunk;
+    virtual std::optional<uint32_t> TryAcquireChunk(uint32_t write_bytes) = 0;
     // Drops a pin the mover took (its chunks' bytes are written or read with
     // *mu dropped meanwhile); the owner releases a consumed entry's chunks at
     // its last pin.
-    std::function<void(const EntryPtr&)> unpin;
+    virtual void Unpin(const EntryPtr& e) = 0;
     // Block `block` of e was copied device -> host (t0..t1, through a bounce
     // buffer or not) and is sealed in its chunk: stats, trace, and its host
     // path (queued for its checksum; evictable at once if e failed or was
     // consumed meanwhile).
-    std::function<void(const EntryPtr&, uint32_t block, TimePoint t0, TimePoint t1, bool bounced)> drained;
+    virtual void Drained(const EntryPtr& e, uint32_t block, TimePoint t0, TimePoint t1,
+                         bool bounced) = 0;
     // A drain of a live entry failed (s names the entry, version and block).
-    std::function<void(const EntryPtr&, const Status& s)> fail;
+    virtual void Fail(const EntryPtr& e, const Status& s) = 0;
     // e's missing blocks (`bytes`) were copied host -> device from t0.
-    std::function<void(const EntryPtr&, uint64_t bytes, TimePoint t0)> prefetched;
+    virtual void Prefetched(const EntryPtr& e, uint64_t bytes, TimePoint t0) = 0;
     // A capture waits for a slot (`span` says why); the wait is the
     // application's blocking. Returns after one wake-up of `done`.
-    std::function<void(const char* span)> wait_for_slot;
+    virtual void WaitForSlot(const char* span) = 0;
+
+   protected:
+    ~Owner() = default;
   };
 
   // done: notified (under *mu) after every job and whenever a slot frees, for
@@ -83,7 +88,7 @@ class DeviceMover {
   // 0: no limit) as the host prefetcher does (WalkPoppedSteps).
   DeviceMover(Mutex* mu, std::condition_variable_any* done, uint64_t* evictions, Tracer* tracer,
               BlockStore* store, MemoryMovers* movers, const Catalog* catalog, int depth,
-              Owner owner);
+              Owner* owner);
 
   // The device cache (null: none) and the copy streams; before Start.
   void Attach(gpu::DeviceCache* cache, DeviceIo* io);
@@ -136,8 +141,8 @@ class DeviceMover {
   // Copies a host-resident step into slots. Drops *mu for the copies.
   void Prefetch(const EntryPtr& e) CAIRN_REQUIRES(*mu_);
   // Slots for e's blocks not in the device, and the copies into them.
-  void PlanPrefetch(const EntryPtr& e, std::vector<CopySegment>* segments, std::vector<uint32_t>* filled)
-      CAIRN_REQUIRES(*mu_);
+  void PlanPrefetch(const EntryPtr& e, std::vector<CopySegment>* segments,
+                    std::vector<uint32_t>* filled) CAIRN_REQUIRES(*mu_);
 
   Mutex* const mu_;
   std::condition_variable_any* const done_;
@@ -146,7 +151,7 @@ class DeviceMover {
   const int depth_;
   MemoryMovers* const movers_;  // counts its block I/O (kBackgroundIo)
   Tracer* const tracer_;        // optional
-  const Owner owner_;
+  Owner* const owner_;
   gpu::DeviceCache* cache_ CAIRN_GUARDED_BY(mu_) = nullptr;
   DeviceIo* io_ CAIRN_GUARDED_BY(mu_) = nullptr;
   TierCache<DeviceTier> tier_ CAIRN_GUARDED_BY(mu_);

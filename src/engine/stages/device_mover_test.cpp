@@ -27,7 +27,7 @@ namespace {
 constexpr uint32_t kBlock = 1u << 20;  // a block and a slot
 constexpr uint32_t kChunks = 8;        // host-cache chunks of the fake owner
 
-class DeviceMoverTest : public test::FakeCudaTest {
+class DeviceMoverTest : public test::FakeCudaTest, public DeviceMover::Owner {
  protected:
   void SetUp() override {
     test::FakeCudaTest::SetUp();
@@ -67,47 +67,44 @@ class DeviceMoverTest : public test::FakeCudaTest {
     test::FakeCudaTest::TearDown();
   }
 
-  DeviceMover::Owner Interface() {
-    return {
-        .try_acquire_chunk = [this](uint32_t) CAIRN_REQUIRES(mu_) -> std::optional<uint32_t> {
-          ++chunk_asks_;
-          done_.notify_all();
-          if (!chunks_allowed_) return std::nullopt;
-          return store_.TryAcquire(kBlock, nullptr, /*below_seq=*/0, -1);  // evicts nothing
-        },
-        .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu_) { --e->pins, ++unpins_; },
-        .drained =
-            [this](const EntryPtr& e, uint32_t b, DeviceMover::TimePoint t0,
-                   DeviceMover::TimePoint t1, bool bounced) CAIRN_REQUIRES(mu_) {
-              EXPECT_GT(e->pins, 0);  // before the unpin
-              EXPECT_LE(t0, t1);
-              EXPECT_TRUE(bounced);
-              drained_.emplace_back(e->number, b);
-            },
-        .fail =
-            [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu_) {
-              e->local_error = s;
-              fails_.push_back(s);
-            },
-        .prefetched =
-            [this](const EntryPtr& e, uint64_t bytes, DeviceMover::TimePoint) CAIRN_REQUIRES(mu_) {
-              prefetched_.push_back(e->number);
-              prefetched_bytes_ += bytes;
-            },
-        .wait_for_slot =
-            [this](const char* span) CAIRN_REQUIRES(mu_) {
-              slot_waits_.emplace_back(span);
-              done_.notify_all();
-              done_.wait(mu_);
-            },
-    };
+  // The test fixture is the mover's owner.
+  DeviceMover::Owner* Interface() { return this; }
+  std::optional<uint32_t> TryAcquireChunk(uint32_t) override CAIRN_REQUIRES(mu_) {
+    ++chunk_asks_;
+    done_.notify_all();
+    if (!chunks_allowed_) return std::nullopt;
+    return store_.TryAcquire(kBlock, nullptr, /*below_seq=*/0, -1);  // evicts nothing
+  }
+  void Unpin(const EntryPtr& e) override CAIRN_REQUIRES(mu_) { --e->pins, ++unpins_; }
+  void Drained(const EntryPtr& e, uint32_t b, DeviceMover::TimePoint t0, DeviceMover::TimePoint t1,
+               bool bounced) override CAIRN_REQUIRES(mu_) {
+    EXPECT_GT(e->pins, 0);  // before the unpin
+    EXPECT_LE(t0, t1);
+    EXPECT_TRUE(bounced);
+    drained_.emplace_back(e->number, b);
+  }
+  void Fail(const EntryPtr& e, const Status& s) override CAIRN_REQUIRES(mu_) {
+    e->local_error = s;
+    fails_.push_back(s);
+  }
+  void Prefetched(const EntryPtr& e, uint64_t bytes, DeviceMover::TimePoint) override
+      CAIRN_REQUIRES(mu_) {
+    prefetched_.push_back(e->number);
+    prefetched_bytes_ += bytes;
+  }
+  void WaitForSlot(const char* span) override CAIRN_REQUIRES(mu_) {
+    slot_waits_.emplace_back(span);
+    done_.notify_all();
+    done_.wait(mu_);
   }
 
   // A device cache of `slots` slots; incremental ones map two slots per
   // chunk, and the first chunk's progress call holds the mapping until
   // mapping_released_.
   void MakeCache(uint32_t slots, DeviceCacheInit init) {
-    gpu::DeviceCacheOptions o{.capacity_bytes = uint64_t{slots} * kBlock, .slot_bytes = kBlock, .init = init,
+    gpu::DeviceCacheOptions o{.capacity_bytes = uint64_t{slots} * kBlock,
+                              .slot_bytes = kBlock,
+                              .init = init,
                               .map_chunk_bytes = 2 * uint64_t{kBlock}};
     o.on_progress = [this] {
       MutexLock l(&mu_);
@@ -133,7 +130,8 @@ class DeviceMoverTest : public test::FakeCudaTest {
     e->name = "v";
     e->number = number;
     e->layout = format::Layout::Make(
-        {{.id = 1, .memory = MemoryKind::kDevice, .bytes = uint64_t{nblocks} * kBlock - 1000}}, kBlock);
+        {{.id = 1, .memory = MemoryKind::kDevice, .bytes = uint64_t{nblocks} * kBlock - 1000}},
+        kBlock);
     e->blocks.resize(e->layout.blocks.size());
     return e;
   }
@@ -168,7 +166,7 @@ class DeviceMoverTest : public test::FakeCudaTest {
   // prefetcher brought back.
   void MakeResident(const EntryPtr& e) CAIRN_REQUIRES(mu_) {
     for (uint32_t b = 0; b < e->blocks.size(); ++b) {
-      auto c = Interface().try_acquire_chunk(kBlock);
+      auto c = TryAcquireChunk(kBlock);
       ASSERT_TRUE(c.has_value());
       const std::vector<uint8_t> data = Pattern(*e, b);
       std::copy(data.begin(), data.end(), store_.data(*c));
@@ -183,7 +181,8 @@ class DeviceMoverTest : public test::FakeCudaTest {
   // The bytes of a slot, read back through the restore stream.
   std::vector<uint8_t> SlotBytes(uint32_t slot, size_t n) {
     std::vector<uint8_t> out(n);
-    const CopySegment seg{.dst = out.data(), .src = reinterpret_cast<void*>(cache_->address(slot)), .bytes = n};
+    const CopySegment seg{
+        .dst = out.data(), .src = reinterpret_cast<void*>(cache_->address(slot)), .bytes = n};
     EXPECT_TRUE(io_->RestoreCopy({&seg, 1}).ok());
     return out;
   }
@@ -218,13 +217,14 @@ class DeviceMoverTest : public test::FakeCudaTest {
   int unpins_ CAIRN_GUARDED_BY(mu_) = 0;
   MemoryMovers movers_;     // the drains count as background I/O
   uint64_t evictions_ = 0;  // written by the mover under mu_
-  std::vector<std::pair<int64_t, uint32_t>> drained_ CAIRN_GUARDED_BY(mu_);  // (number, block), in order
+  std::vector<std::pair<int64_t, uint32_t>> drained_
+      CAIRN_GUARDED_BY(mu_);  // (number, block), in order
   std::vector<Status> fails_ CAIRN_GUARDED_BY(mu_);
   std::vector<int64_t> prefetched_ CAIRN_GUARDED_BY(mu_);
   uint64_t prefetched_bytes_ CAIRN_GUARDED_BY(mu_) = 0;
   std::vector<std::string> slot_waits_ CAIRN_GUARDED_BY(mu_);
   Catalog catalog_ CAIRN_GUARDED_BY(mu_);  // the popped history a test sets up
-  std::optional<DeviceMover> mover_;  // last: stopped first
+  std::optional<DeviceMover> mover_;       // last: stopped first
 };
 
 TEST_F(DeviceMoverTest, DrainsInCaptureOrderIntoHostChunks) {
@@ -273,7 +273,8 @@ TEST_F(DeviceMoverTest, ASlotIsEvictableOnlyOnceItsBlockIsInAHostChunk) {
   Capture(a);
   {
     MutexLock l(&mu_);
-    ASSERT_TRUE(Await(l, [&]() CAIRN_REQUIRES(mu_) { return chunk_asks_ > 0; }));  // the drain waits for a chunk
+    ASSERT_TRUE(Await(
+        l, [&]() CAIRN_REQUIRES(mu_) { return chunk_asks_ > 0; }));  // the drain waits for a chunk
     EXPECT_TRUE(mover_->DrainsPending());
     EXPECT_EQ(a->pins, 0);  // not pinned while it waits
     // Both slots hold blocks that exist nowhere else: no slot for a newer capture.
@@ -301,7 +302,8 @@ TEST_F(DeviceMoverTest, ADrainFailureFailsTheEntryAndKeepsItsSlotRestorable) {
   ASSERT_EQ(ctl_.set_fail("cuMemcpyAsync:1:CUDA_ERROR_INVALID_VALUE"), 0);  // the drain's copy
   mover_->Start(nullptr);
   MutexLock l(&mu_);
-  ASSERT_TRUE(Await(l, [&]() CAIRN_REQUIRES(mu_) { return unpins_ == 1 && !mover_->DrainsPending(); }));
+  ASSERT_TRUE(
+      Await(l, [&]() CAIRN_REQUIRES(mu_) { return unpins_ == 1 && !mover_->DrainsPending(); }));
   ASSERT_EQ(fails_.size(), 1u);
   EXPECT_NE(fails_[0].message().find("device -> host copy of 'v' 7 block 0"), std::string::npos)
       << fails_[0].ToString();
@@ -310,8 +312,8 @@ TEST_F(DeviceMoverTest, ADrainFailureFailsTheEntryAndKeepsItsSlotRestorable) {
   EXPECT_EQ(a->pins, 0);
   EXPECT_LT(a->blocks[0].chunk, 0);  // the chunk went back
   EXPECT_EQ(store_.cache().free_count(), kChunks);
-  EXPECT_TRUE(a->in_device(0));  // still restorable from the device
-  EXPECT_TRUE(a->blocks[0].dclean);  // but evictable: it can never be flushed
+  EXPECT_TRUE(a->in_device(0));                       // still restorable from the device
+  EXPECT_TRUE(a->blocks[0].dclean);                   // but evictable: it can never be flushed
   ASSERT_TRUE(mover_->TryAcquireSlot().has_value());  // the free one
   ASSERT_TRUE(mover_->TryAcquireSlot().has_value());  // a's
   EXPECT_EQ(evictions_, 1u);
@@ -374,14 +376,15 @@ TEST_F(DeviceMoverTest, NoEvictionWhileTheCacheIsStillBeingMapped) {
   {
     MutexLock l(&mu_);
     ASSERT_TRUE(a->blocks[0].dclean && a->blocks[1].dclean);  // both drained
-    EXPECT_FALSE(mover_->TryAcquireSlot().has_value());  // not evicted: more slots are coming
+    EXPECT_FALSE(mover_->TryAcquireSlot().has_value());       // not evicted: more slots are coming
     EXPECT_EQ(evictions_, 0u);
     capture = std::thread([&] {
       MutexLock cl(&mu_);
       got = mover_->AcquireSlot();
     });
     EXPECT_TRUE(Await(l, [&]() CAIRN_REQUIRES(mu_) { return !slot_waits_.empty(); }));
-    EXPECT_EQ(slot_waits_.empty() ? std::string() : slot_waits_[0], "blocked: device cache mapping");
+    EXPECT_EQ(slot_waits_.empty() ? std::string() : slot_waits_[0],
+              "blocked: device cache mapping");
     mapping_released_ = true;
     done_.notify_all();
   }

@@ -21,20 +21,20 @@ auto Timed(double* io_seconds, Fn&& fn) {
 }  // namespace
 
 Flusher::Flusher(Mutex* mu, std::condition_variable_any* done, BlockStore* store,
-                 MemoryMovers* movers, FlushTiers tiers, Owner owner, Marks marks, bool verify)
+                 MemoryMovers* movers, FlushTiers tiers, Owner* owner, Marks marks, bool verify)
     : mu_(mu),
       done_(done),
       store_(store),
       movers_(movers),
       tiers_(tiers),
       known_dirs_(tiers.known_dirs),
-      owner_(std::move(owner)),
+      owner_(owner),
       marks_(marks),
       verify_(verify),
       worker_(mu, done, {.run = [this](EntryPtr& e) {
                 mu_->AssertHeld();  // the Worker runs jobs with *mu held
                 FlushEntry(e);
-                owner_.flushed(e);
+                owner_->Flushed(e);
               }}) {}
 
 void Flusher::AbortWriter(format::FileWriter& writer) {
@@ -44,10 +44,11 @@ void Flusher::AbortWriter(format::FileWriter& writer) {
 
 void Flusher::FailFlush(const EntryPtr& e, const Status& s, const char* what) {
   if (e->consumed) {
-    owner_.skipped();
+    owner_->Skipped();
     return;
   }
-  owner_.fail(e, s.WithContext(std::string(what) + " of '" + e->name + "' " + std::to_string(e->number)));
+  owner_->Fail(
+      e, s.WithContext(std::string(what) + " of '" + e->name + "' " + std::to_string(e->number)));
 }
 
 Status Flusher::OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter>* writer,
@@ -60,13 +61,16 @@ Status Flusher::OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter
     MutexUnlock unlocked(mu_);  // directory and file creation
     if (need_dir) s = tier.EnsureNameDir(e->name);
     if (s.ok()) {
-      format::FileInfo info{.kind = e->kind, .name = e->name, .number = e->number,
-                            .created_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                   std::chrono::system_clock::now().time_since_epoch())
-                                                   .count()};
+      format::FileInfo info{
+          .kind = e->kind,
+          .name = e->name,
+          .number = e->number,
+          .created_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count()};
       auto w = Timed(io_seconds, [&] {
-        return format::FileWriter::Create(tier.fs(), tier.EntryPath(e->name, e->kind, e->number), info,
-                                          e->layout, tier.writer_options());
+        return format::FileWriter::Create(tier.fs(), tier.EntryPath(e->name, e->kind, e->number),
+                                          info, e->layout, tier.writer_options());
       });
       if (w.ok()) {
         *writer = std::move(w).value();
@@ -98,7 +102,8 @@ std::optional<uint32_t> Flusher::WaitForReadyBlock(const Entry& e, uint32_t lowe
   return b;
 }
 
-Status Flusher::WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& writer, double* io_seconds) {
+Status Flusher::WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& writer,
+                           double* io_seconds) {
   BlockState& bs = e->blocks[b];
   ++e->pins;
   const uint8_t* data = store_->data(static_cast<uint32_t>(bs.chunk));
@@ -123,7 +128,7 @@ Status Flusher::WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& wr
     Written(*e, b) = true;
     (store_->*marks_.wrote)(*e, b);
   }
-  owner_.unpin(e);
+  owner_->Unpin(e);
   return s;
 }
 
@@ -142,7 +147,7 @@ bool Flusher::WriteBlocks(const EntryPtr& e, format::FileWriter& writer, double*
     if (!b) {
       const bool skipped = e->consumed;
       AbortWriter(writer);
-      if (skipped) owner_.skipped();
+      if (skipped) owner_->Skipped();
       return false;
     }
     if (Status s = WriteBlock(e, *b, writer, io_seconds); !s.ok()) {
@@ -172,7 +177,7 @@ void Flusher::WritePlacement(const EntryPtr& e, const format::FileWriter& writer
 
 void Flusher::FlushEntry(const EntryPtr& e) {
   if (e->consumed && !(e.get()->*marks_.started)) {
-    owner_.skipped();  // a history step popped before it was flushed
+    owner_->Skipped();  // a history step popped before it was flushed
     return;
   }
   e.get()->*marks_.started = true;
@@ -184,12 +189,12 @@ void Flusher::FlushEntry(const EntryPtr& e) {
   if (!WriteBlocks(e, *writer, &io_seconds)) return;
   if (e->consumed) {
     AbortWriter(*writer);
-    owner_.skipped();
+    owner_->Skipped();
     return;
   }
   if (Status s = Commit(*writer, &io_seconds); !s.ok()) return FailFlush(e, s, "commit");
   WritePlacement(e, *writer);
-  owner_.committed(e, flush_start, io_seconds);
+  owner_->Committed(e, flush_start, io_seconds);
 }
 
 }  // namespace cairn::core

@@ -29,7 +29,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -75,20 +74,25 @@ class Flusher {
   using TimePoint = std::chrono::steady_clock::time_point;
   using Marks = FlushMarks;
 
-  // What it needs of its owner; each is called with *mu held.
-  struct Owner {
+  // What it needs of its owner (the pipeline: stage_owners.hpp); each is
+  // called with *mu held.
+  class Owner {
+   public:
     // Drops the pin a block write took (its chunk is read with *mu
     // dropped meanwhile); the owner releases a consumed entry's chunks at
     // its last pin.
-    std::function<void(const EntryPtr&)> unpin;
+    virtual void Unpin(const EntryPtr& e) = 0;
     // The flush of a live entry failed (s names the step, entry and version).
-    std::function<void(const EntryPtr&, const Status& s)> fail;
+    virtual void Fail(const EntryPtr& e, const Status& s) = 0;
     // An entry consumed before its file was committed: not written.
-    std::function<void()> skipped;
+    virtual void Skipped() = 0;
     // e's file is committed: stats, trace, what the mover does next.
-    std::function<void(const EntryPtr&, TimePoint flush_start, double io_seconds)> committed;
+    virtual void Committed(const EntryPtr& e, TimePoint flush_start, double io_seconds) = 0;
     // After every entry, whatever became of it.
-    std::function<void(const EntryPtr&)> flushed;
+    virtual void Flushed(const EntryPtr& e) = 0;
+
+   protected:
+    ~Owner() = default;
   };
 
   // done: notified (under *mu) after every block written and every entry.
@@ -98,7 +102,7 @@ class Flusher {
   // matches what the application handed over).
   // store: the host tier whose chunks it writes; tiers: where to.
   Flusher(Mutex* mu, std::condition_variable_any* done, BlockStore* store, MemoryMovers* movers,
-          FlushTiers tiers, Owner owner, Marks marks = {}, bool verify = false);
+          FlushTiers tiers, Owner* owner, Marks marks = {}, bool verify = false);
 
   // Before Start: the thread moves near each chunk it works on
   // (host_cache.numa; node_follower.hpp).
@@ -121,8 +125,8 @@ class Flusher {
   // Writes and commits one entry, or skips or fails it (booked).
   void FlushEntry(const EntryPtr& e) CAIRN_REQUIRES(*mu_);
   // Creates the entry's name directory (once) and its file writer.
-  Status OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter>* writer, double* io_seconds)
-      CAIRN_REQUIRES(*mu_);
+  Status OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter>* writer,
+                    double* io_seconds) CAIRN_REQUIRES(*mu_);
   // Writes the entry's blocks as their checksums become ready; false when
   // the flush ended early (skipped or failed, booked; the writer aborted).
   bool WriteBlocks(const EntryPtr& e, format::FileWriter& writer, double* io_seconds)
@@ -151,7 +155,7 @@ class Flusher {
   MemoryMovers* const movers_;  // counts its block I/O (kBackgroundIo)
   const FlushTiers tiers_;
   std::set<std::string>* const known_dirs_ CAIRN_PT_GUARDED_BY(*mu_);
-  const Owner owner_;
+  Owner* const owner_;
   NodeFollower follower_;  // used by the worker's thread only
   const Marks marks_;
   const bool verify_;

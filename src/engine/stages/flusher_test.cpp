@@ -26,7 +26,7 @@ namespace {
 
 constexpr uint32_t kBlock = 4096;
 
-struct FakeOwner : test::StoreOwner {
+struct FakeOwner final : test::StoreOwner, Flusher::Owner {
   test::TempDir tmp{"flusher"};
   test::FaultFs fs;
   tiers::FileTier tier{
@@ -57,30 +57,24 @@ struct FakeOwner : test::StoreOwner {
     return store.data(static_cast<uint32_t>(e.blocks[b].chunk));
   }
 
-  Flusher::Owner Interface() {
-    return {
-        .unpin =
-            [this](const EntryPtr& e) CAIRN_REQUIRES(mu) {
-              // One pin per block write, unpinned after the block is marked.
-              ++entry_unpins[e.get()];
-              marked_before_unpin = marked_before_unpin && Marked(*e) >= entry_unpins[e.get()];
-              --e->pins, ++unpins;
-            },
-        .fail =
-            [this](const EntryPtr& e, const Status& s) CAIRN_REQUIRES(mu) {
-              e->local_error = s;
-              fails.push_back(s);
-            },
-        .skipped = [this]() CAIRN_REQUIRES(mu) { ++skipped; },
-        .committed =
-            [this](const EntryPtr& e, Flusher::TimePoint, double io_s) CAIRN_REQUIRES(mu) {
-              EXPECT_GE(io_s, 0.0);
-              e->local_committed = true;
-              ++committed;
-            },
-        .flushed = [this](const EntryPtr&) CAIRN_REQUIRES(mu) { ++flushed; },
-    };
+  Flusher::Owner* Interface() { return this; }
+  void Unpin(const EntryPtr& e) override CAIRN_REQUIRES(mu) {
+    // One pin per block write, unpinned after the block is marked.
+    ++entry_unpins[e.get()];
+    marked_before_unpin = marked_before_unpin && Marked(*e) >= entry_unpins[e.get()];
+    --e->pins, ++unpins;
   }
+  void Fail(const EntryPtr& e, const Status& s) override CAIRN_REQUIRES(mu) {
+    e->local_error = s;
+    fails.push_back(s);
+  }
+  void Skipped() override CAIRN_REQUIRES(mu) { ++skipped; }
+  void Committed(const EntryPtr& e, Flusher::TimePoint, double io_s) override CAIRN_REQUIRES(mu) {
+    EXPECT_GE(io_s, 0.0);
+    e->local_committed = true;
+    ++committed;
+  }
+  void Flushed(const EntryPtr&) override CAIRN_REQUIRES(mu) { ++flushed; }
 
   // A checkpoint of `bytes` whose blocks are sealed in chunks of their own,
   // with their CRCs computed but not yet published (crc_ready unset).
@@ -89,7 +83,8 @@ struct FakeOwner : test::StoreOwner {
     e->kind = format::EntryKind::kCheckpoint;
     e->name = name;
     e->number = number;
-    e->layout = format::Layout::Make({{.id = 1, .memory = MemoryKind::kHost, .bytes = bytes}}, kBlock);
+    e->layout =
+        format::Layout::Make({{.id = 1, .memory = MemoryKind::kHost, .bytes = bytes}}, kBlock);
     e->blocks.resize(e->layout.blocks.size());
     MutexLock l(&mu);
     for (uint32_t b = 0; b < e->blocks.size(); ++b) {
@@ -254,7 +249,8 @@ TEST_F(FlusherTest, AWriteErrorFailsTheEntryAndNamesIt) {
   o.WaitIdle(f);
   MutexLock l(&o.mu);
   ASSERT_EQ(o.fails.size(), 1u);
-  EXPECT_NE(o.fails[0].message().find("flush of 'ckpt' 7"), std::string::npos) << o.fails[0].ToString();
+  EXPECT_NE(o.fails[0].message().find("flush of 'ckpt' 7"), std::string::npos)
+      << o.fails[0].ToString();
   EXPECT_EQ(o.committed, 0);
   EXPECT_EQ(e->pins, 0);
   EXPECT_EQ(o.movers.now(MemoryMovers::Kind::kBackgroundIo), 0);
@@ -272,7 +268,8 @@ TEST_F(FlusherTest, ACommitErrorFailsTheEntryAndLeavesNoFile) {
   o.WaitIdle(f);
   MutexLock l(&o.mu);
   ASSERT_EQ(o.fails.size(), 1u);
-  EXPECT_NE(o.fails[0].message().find("commit of 'ckpt' 8"), std::string::npos) << o.fails[0].ToString();
+  EXPECT_NE(o.fails[0].message().find("commit of 'ckpt' 8"), std::string::npos)
+      << o.fails[0].ToString();
   EXPECT_EQ(o.committed, 0);
   EXPECT_FALSE(std::filesystem::exists(o.Path(e)));
 }

@@ -54,13 +54,14 @@ os::Numa* CacheNuma(const Config& config) {
 }
 
 Initializer::Initializer(Mutex* mu, std::condition_variable_any* progress, Tracer* tracer,
-                         const Config& config, BlockStore* store, MemoryMovers* movers, Owner owner)
+                         const Config& config, BlockStore* store, MemoryMovers* movers,
+                         Owner* owner)
     : mu_(mu),
       progress_(progress),
       tracer_(tracer),
       config_(config),
       store_(store),
-      owner_(std::move(owner)),
+      owner_(owner),
       pinner_(config.pinner ? config.pinner : os::MemoryPinner::Mlock()),
       movers_(movers),
       cv_(movers->changed()) {}
@@ -151,7 +152,8 @@ void Initializer::RecordPin(const Status& s, TimePoint p0, TimePoint p1) {
   // Reported once, here and in Stats::init.pin_error; the cache keeps working
   // unpinned (slower DMA at worst, never wrong).
   stats_.pin_error = s.ToString();
-  util::Log(LogLevel::kWarn, "host cache left unpinned (%s): %s", pinner_->name(), s.ToString().c_str());
+  util::Log(LogLevel::kWarn, "host cache left unpinned (%s): %s", pinner_->name(),
+            s.ToString().c_str());
 }
 
 void Initializer::NoteTouchProgress() {
@@ -166,7 +168,8 @@ uint32_t Initializer::GrowFor(uint64_t bytes) {
   const uint64_t want = (bytes + block - 1) / block + 1;  // the blocks, and one more
   if (want <= c.chunk_count() || c.reserved_count() <= c.chunk_count()) return 0;
   const uint64_t room = os::AvailableMemoryBytes() / 2 / block;
-  const uint32_t added = c.Grow(static_cast<uint32_t>(std::min<uint64_t>(want, c.chunk_count() + room)));
+  const uint32_t added =
+      c.Grow(static_cast<uint32_t>(std::min<uint64_t>(want, c.chunk_count() + room)));
   if (added == 0) return 0;
   stats_.fully_touched_s = -1;  // fully touched again once the new chunks are
   tracer_->Instant("grown", "init", c.capacity_bytes(), "host cache");
@@ -234,7 +237,8 @@ void Initializer::NoteCaptureChunk(bool was_touched, uint64_t bytes) {
   }
 }
 
-void Initializer::NoteCaptureCopy(uint64_t bytes, double seconds, bool into_touched, bool touching) {
+void Initializer::NoteCaptureCopy(uint64_t bytes, double seconds, bool into_touched,
+                                  bool touching) {
   mu_->AssertHeld();
   touch_model_.OnCaptureCopy(bytes, seconds, into_touched, touching);
 }
@@ -252,7 +256,9 @@ void Initializer::CaptureEnded(uint64_t bytes, double seconds, double interval_s
 TouchModel::Mode Initializer::TouchMode() {
   TouchModel::Mode mode = TouchModel::Mode::kConcurrent;
   switch (config_.init) {
-    case CacheInit::kSequential: mode = TouchModel::Mode::kSequential; break;
+    case CacheInit::kSequential:
+      mode = TouchModel::Mode::kSequential;
+      break;
     case CacheInit::kAdaptive:
       mode = touch_model_.Decide(touch_mode_);
       if (mode != touch_mode_) {
@@ -260,7 +266,8 @@ TouchModel::Mode Initializer::TouchMode() {
         tracer_->Instant(ModeName(mode), "init", 0, "touch mode");
       }
       break;
-    default: break;
+    default:
+      break;
   }
   touch_mode_ = mode;
   stats_.concurrent_now = mode == TouchModel::Mode::kConcurrent;
@@ -297,7 +304,8 @@ bool Initializer::TouchNextChunk(std::stop_token stop) {
   if (MustPauseTouching(mode)) {
     // Wait for the memory movers to end (re-deciding every few ms: the model
     // may change its mind meanwhile).
-    cv_.wait_for(*mu_, stop, std::chrono::milliseconds(5), [&] { return !MustPauseTouching(mode); });
+    cv_.wait_for(*mu_, stop, std::chrono::milliseconds(5),
+                 [&] { return !MustPauseTouching(mode); });
     return true;
   }
   const std::optional<uint32_t> chunk = cache().ClaimForTouch();
@@ -313,9 +321,8 @@ bool Initializer::TouchNextChunk(std::stop_token stop) {
 }
 
 void Initializer::TouchSlice(uint8_t* p, uint32_t n) {
-  if (owner_.touch_slice) {
-    owner_.touch_slice(p, n);
-  } else if (config_.init == CacheInit::kMemset) {
+  if (owner_->TouchSlice(p, n)) return;
+  if (config_.init == CacheInit::kMemset) {
     std::memset(p, 0, n);
   } else {
     os::TouchPages(p, n);
@@ -359,7 +366,7 @@ void Initializer::BookTouch(const std::vector<Slice>& slices, TimePoint t0) {
                 std::chrono::steady_clock::now(), touched);
   NoteFullyTouched();
   progress_->notify_all();  // a capture waiting for space may take this chunk now
-  owner_.touched();
+  owner_->Touched();
 }
 
 void Initializer::PinCache(std::stop_token stop) {

@@ -22,7 +22,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <stop_token>
 #include <thread>
@@ -50,15 +49,19 @@ class Initializer {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
 
-  // What it needs of its owner; each is called with *mu held, except
-  // touch_slice.
-  struct Owner {
-    // A chunk came back from touching: a capture or prefetch waiting for
-    // room may take it now (`progress` is notified too).
-    std::function<void()> touched;
-    // Optional, called WITHOUT *mu: touches one slice of a claimed chunk.
-    // Unset: memset (the memset strategy) or os::TouchPages. Tests gate here.
-    std::function<void(uint8_t* p, uint32_t n)> touch_slice;
+  // What it needs of its owner (the pipeline: stage_owners.hpp).
+  class Owner {
+   public:
+    // With *mu held: a chunk came back from touching, so a capture or
+    // prefetch waiting for room may take it now (`progress` is notified too).
+    virtual void Touched() = 0;
+    // WITHOUT *mu: touches one slice of a claimed chunk and returns true, or
+    // returns false and the initializer touches it (memset under the memset
+    // strategy, else os::TouchPages). Tests gate here.
+    virtual bool TouchSlice(uint8_t* /*p*/, uint32_t /*n*/) { return false; }
+
+   protected:
+    ~Owner() = default;
   };
 
   // config: host_cache.* (size, block size, init, huge pages, pin, pin
@@ -72,7 +75,7 @@ class Initializer {
   // mode is concurrent, for background I/O under the sequential strategy
   // only; the thread waits on movers->changed().
   Initializer(Mutex* mu, std::condition_variable_any* progress, Tracer* tracer,
-              const Config& config, BlockStore* store, MemoryMovers* movers, Owner owner);
+              const Config& config, BlockStore* store, MemoryMovers* movers, Owner* owner);
   ~Initializer() { Stop(); }
   Initializer(const Initializer&) = delete;
   Initializer& operator=(const Initializer&) = delete;
@@ -135,7 +138,8 @@ class Initializer {
   bool TouchNextChunk(std::stop_token stop) CAIRN_REQUIRES(*mu_);
   // Touches the claimed chunk from its progress on, slice by slice, with *mu
   // dropped, until it is done, stop is asked or `mode` must pause.
-  void TouchClaimed(uint32_t chunk, TouchModel::Mode mode, std::stop_token stop) CAIRN_REQUIRES(*mu_);
+  void TouchClaimed(uint32_t chunk, TouchModel::Mode mode, std::stop_token stop)
+      CAIRN_REQUIRES(*mu_);
   void TouchSlice(uint8_t* p, uint32_t n);  // no lock
   // Books the slices touched of a chunk (started at t0).
   void BookTouch(const std::vector<Slice>& slices, TimePoint t0) CAIRN_REQUIRES(*mu_);
@@ -153,7 +157,7 @@ class Initializer {
   Tracer* const tracer_;
   const Config config_;
   BlockStore* const store_ CAIRN_PT_GUARDED_BY(*mu_);
-  const Owner owner_;
+  Owner* const owner_;
   const TimePoint opened_at_ = std::chrono::steady_clock::now();
   // Set before Prepare (the threads start after it), then constant.
   os::MemoryPinner* pinner_;
@@ -168,7 +172,7 @@ class Initializer {
   TouchModel::Mode touch_mode_ CAIRN_GUARDED_BY(*mu_) = TouchModel::Mode::kConcurrent;
   std::optional<TimePoint> last_capture_end_ CAIRN_GUARDED_BY(*mu_);
   std::atomic<bool> touching_{false};  // the thread is touching right now
-  std::jthread thread_;  // last: joined before the rest goes
+  std::jthread thread_;                // last: joined before the rest goes
 };
 
 }  // namespace cairn::core

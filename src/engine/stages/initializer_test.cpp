@@ -4,7 +4,8 @@
 // touched. Every wait is on a condition (a 60 s guard turns a hang into a
 // failure); nothing sleeps.
 #include "engine/stages/initializer.hpp"
-#include "util/log.hpp"
+
+#include <gtest/gtest.h>
 
 #include <condition_variable>
 #include <cstdint>
@@ -12,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include <gtest/gtest.h>
+#include "util/log.hpp"
 
 namespace cairn::core {
 namespace {
@@ -21,7 +22,7 @@ constexpr uint64_t kKiB = 1024, kMiB = 1024 * kKiB;
 constexpr auto kGuard = std::chrono::seconds(60);
 
 // The owner's side: its mutex, its progress condition, the cache it adopts.
-struct FakeOwner {
+struct FakeOwner final : Initializer::Owner {
   Tracer tracer{"", nullptr};  // off
   Mutex mu;
   std::condition_variable_any progress;
@@ -34,10 +35,18 @@ struct FakeOwner {
   HostCache* cache() CAIRN_REQUIRES(mu) { return store.has_cache() ? &store.cache() : nullptr; }
   int touched CAIRN_GUARDED_BY(mu) = 0;  // chunks handed back by the toucher
 
-  Initializer::Owner Interface(std::function<void(uint8_t*, uint32_t)> touch_slice = nullptr) {
-    return {.touched = [this]() CAIRN_REQUIRES(mu) { ++touched; },
-            .touch_slice = std::move(touch_slice)};
+  // touch: what touches a slice instead of the initializer (a gate), if set.
+  Initializer::Owner* Interface(std::function<void(uint8_t*, uint32_t)> touch = nullptr) {
+    touch_slice = std::move(touch);
+    return this;
   }
+  void Touched() override CAIRN_REQUIRES(mu) { ++touched; }
+  bool TouchSlice(uint8_t* p, uint32_t n) override {
+    if (!touch_slice) return false;
+    touch_slice(p, n);
+    return true;
+  }
+  std::function<void(uint8_t*, uint32_t)> touch_slice;
 
   // The cache, for Initializer::Unpin (which takes mu itself).
   const HostCache& Cache() {
@@ -57,7 +66,8 @@ struct FakeOwner {
 // optionally fails them.
 class FakePinner final : public os::MemoryPinner {
  public:
-  FakePinner(FakeOwner* owner, Status fail_with = Status::Ok()) : owner_(owner), fail_with_(fail_with) {}
+  FakePinner(FakeOwner* owner, Status fail_with = Status::Ok())
+      : owner_(owner), fail_with_(fail_with) {}
   const char* name() const override { return "fake"; }
   Status Pin(void* p, size_t n) override {
     bool touched = false;
@@ -136,7 +146,8 @@ class SliceGate {
   bool open_ = false, capturing_ = false;
 };
 
-Config InitConfig(CacheInit init, uint64_t chunk, uint32_t chunks, os::MemoryPinner* pinner = nullptr) {
+Config InitConfig(CacheInit init, uint64_t chunk, uint32_t chunks,
+                  os::MemoryPinner* pinner = nullptr) {
   Config c;
   c.host_cache_bytes = chunk * chunks;
   c.block_bytes = chunk;
@@ -159,7 +170,8 @@ TEST(InitializerTest, TouchesEveryChunkThenPinsOnce) {
   ASSERT_TRUE(o.WaitUntil([&] { return init.stats().pinned_s >= 0; })) << "never pinned";
   init.Stop();
   EXPECT_EQ(pinner.pins(), 1) << "pinned once, never piecewise";
-  EXPECT_TRUE(pinner.all_touched()) << "pinned before every chunk was touched, or not the whole cache";
+  EXPECT_TRUE(pinner.all_touched())
+      << "pinned before every chunk was touched, or not the whole cache";
   {
     MutexLock l(&o.mu);
     const InitStats& st = init.stats();
@@ -265,7 +277,8 @@ TEST(InitializerTest, SequentialTouchingPausesWhileACaptureRunsAndResumes) {
   MutexLock l(&o.mu);
   EXPECT_EQ(init.stats().touch_slices, 6u) << "chunk 0 resumed at 2 MiB, then 2 x 2 chunks";
   EXPECT_EQ(init.stats().touched_bytes, o.cache()->capacity_bytes());
-  EXPECT_GE(init.CaptureStarted(std::chrono::steady_clock::now()), 0) << "an interval since the last end";
+  EXPECT_GE(init.CaptureStarted(std::chrono::steady_clock::now()), 0)
+      << "an interval since the last end";
 }
 
 // A restore from files (the application waits on it, reading into its own
@@ -290,7 +303,8 @@ TEST(InitializerTest, AdaptiveTouchingPausesWhileARestoreReadsFromFiles) {
   }));
   {
     MutexLock l(&o.mu);
-    EXPECT_EQ(init.stats().touch_slices, 1u) << "did not yield to the restore at the end of the slice";
+    EXPECT_EQ(init.stats().touch_slices, 1u)
+        << "did not yield to the restore at the end of the slice";
     EXPECT_EQ(o.cache()->touch_progress(0), 2 * kMiB);
   }
   gate.SetCapturing(false);
@@ -316,7 +330,8 @@ TEST(InitializerTest, ConcurrentTouchingGoesOnDuringARestore) {
   o.movers.Add(MemoryMovers::Kind::kRestore, +1);
   gate.SetCapturing(true);
   gate.Open();
-  ASSERT_TRUE(o.WaitUntil([&] { return init.stats().fully_touched_s >= 0; })) << "paused for the restore";
+  ASSERT_TRUE(o.WaitUntil([&] { return init.stats().fully_touched_s >= 0; }))
+      << "paused for the restore";
   o.movers.Add(MemoryMovers::Kind::kRestore, -1);
   init.Stop();
   EXPECT_EQ(gate.while_capturing(), 3) << "the 3 slices after the first run during the restore";
@@ -343,7 +358,8 @@ TEST(InitializerTest, PinFailureIsReportedOnceAndNotRetried) {
   ASSERT_TRUE(o.WaitUntil([&] { return !init.stats().pin_error.empty(); }));
   {
     MutexLock l(&o.mu);
-    EXPECT_NE(init.stats().pin_error.find("RLIMIT_MEMLOCK"), std::string::npos) << init.stats().pin_error;
+    EXPECT_NE(init.stats().pin_error.find("RLIMIT_MEMLOCK"), std::string::npos)
+        << init.stats().pin_error;
     EXPECT_LT(init.stats().pinned_s, 0);
     init.NoteCaptureChunk(/*was_touched=*/true, 100);
     EXPECT_EQ(init.stats().capture_pinned_bytes, 0u);
@@ -356,7 +372,8 @@ TEST(InitializerTest, PinFailureIsReportedOnceAndNotRetried) {
   MutexLock l(&log_mu);
   ASSERT_EQ(logged.size(), 1u) << "said once, through the log function";
   EXPECT_EQ(logged[0].first, LogLevel::kWarn);
-  EXPECT_NE(logged[0].second.find("host cache left unpinned"), std::string::npos) << logged[0].second;
+  EXPECT_NE(logged[0].second.find("host cache left unpinned"), std::string::npos)
+      << logged[0].second;
   EXPECT_NE(logged[0].second.find("RLIMIT_MEMLOCK"), std::string::npos) << logged[0].second;
 }
 

@@ -1,7 +1,6 @@
 #include "engine/stages/mover.hpp"
 
 #include <algorithm>
-
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -30,8 +29,8 @@ Status CopyVerified(os::FileSystem* fs, const std::string& from, const tiers::Fi
   const auto& info = reader->info();
   CAIRN_RETURN_IF_ERROR(to.EnsureNameDir(info.name));
   CAIRN_ASSIGN_OR_RETURN(
-      auto writer, format::FileWriter::Create(fs, to.EntryPath(info.name, info.kind, info.number), info,
-                                              reader->layout(), to.writer_options()));
+      auto writer, format::FileWriter::Create(fs, to.EntryPath(info.name, info.kind, info.number),
+                                              info, reader->layout(), to.writer_options()));
   std::unique_ptr<uint8_t, AlignedFree> buffer(
       static_cast<uint8_t*>(std::aligned_alloc(format::kAlignment, format::AlignUp(block_bytes))));
   if (!buffer) return Status::NoMemory("bounce buffer for the persistent copy");
@@ -43,7 +42,8 @@ Status CopyVerified(os::FileSystem* fs, const std::string& from, const tiers::Fi
   }
   CAIRN_RETURN_IF_ERROR(writer->Commit());
   // Its placement record too (same created_unix_ns, so it still matches).
-  if (info.kind == format::EntryKind::kCheckpoint) format::CopyPlacement(fs, from, writer->final_path());
+  if (info.kind == format::EntryKind::kCheckpoint)
+    format::CopyPlacement(fs, from, writer->final_path());
   return Status::Ok();
 }
 
@@ -51,7 +51,8 @@ Status CopyVerified(os::FileSystem* fs, const std::string& from, const tiers::Fi
 // copied before, or persisted from the cache.
 bool Holds(const tiers::FileTier& tier, const format::FileReader& link) {
   const format::FileInfo& info = link.info();
-  auto there = format::FileReader::Open(tier.fs(), tier.EntryPath(info.name, info.kind, info.number));
+  auto there =
+      format::FileReader::Open(tier.fs(), tier.EntryPath(info.name, info.kind, info.number));
   return there.ok() && (*there)->record().content_id == link.record().content_id;
 }
 
@@ -59,7 +60,7 @@ bool Holds(const tiers::FileTier& tier, const format::FileReader& link) {
 
 Mover::Mover(Mutex* mu, std::condition_variable_any* done, const tiers::FileTier* local,
              const tiers::FileTier* persistent, uint32_t block_bytes, size_t keep, Views views,
-             Owner owner)
+             Owner* owner)
     : mu_(mu),
       local_(local),
       persistent_(persistent),
@@ -67,9 +68,9 @@ Mover::Mover(Mutex* mu, std::condition_variable_any* done, const tiers::FileTier
       keep_(keep),
       catalog_(views.catalog),
       commits_(views.commits),
-      owner_(std::move(owner)),
+      owner_(owner),
       worker_(mu, done, {.run = [this](Chore& chore) {
-                mu_->AssertHeld();  // the Worker runs jobs with *mu held
+                mu_->AssertHeld();          // the Worker runs jobs with *mu held
                 MutexUnlock unlocked(mu_);  // every chore does its own I/O and locking
                 chore();
               }}) {}
@@ -112,10 +113,11 @@ void Mover::CopyEntry(const EntryPtr& e) {
   if (delayed) return;  // booked when Resume queues it again
   const double seconds = SecondsSince(t0);
   if (!s.ok()) {
-    s = s.WithContext("copy of '" + e->name + "' " + std::to_string(e->number) + " to the persistent tier");
+    s = s.WithContext("copy of '" + e->name + "' " + std::to_string(e->number) +
+                      " to the persistent tier");
   }
   MutexLock lock(mu_);
-  owner_.copied(e, s, t0, seconds);
+  owner_->Copied(e, s, t0, seconds);
 }
 
 // A broken local chain fails the copy (its error names the link) and copies
@@ -193,7 +195,7 @@ void Mover::ApplyRetention(const std::string& name) {
       bool retire;
       {
         MutexLock lock(mu_);
-        retire = owner_.may_retire(name, *it, tier == local_);
+        retire = owner_->MayRetire(name, *it, tier == local_);
       }
       if (retire) {
         (void)tier->RemoveEntry(name, kind, *it);

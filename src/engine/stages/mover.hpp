@@ -53,15 +53,20 @@ class Mover {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
 
-  // What it needs of its owner; each is called with *mu held.
-  struct Owner {
+  // What it needs of its owner (the pipeline: stage_owners.hpp); each is
+  // called with *mu held.
+  class Owner {
+   public:
     // The copy of e to the persistent tier ended with s (its context names
     // the version), started at t0 and took `seconds`.
-    std::function<void(const EntryPtr& e, const Status& s, TimePoint t0, double seconds)> copied;
+    virtual void Copied(const EntryPtr& e, const Status& s, TimePoint t0, double seconds) = 0;
     // Retention: whether committed version v of checkpoint `name` may leave
     // the local (local = true) or persistent tier now. The owner says no for
     // a version it still needs, and forgets a local one it lets go.
-    std::function<bool(const std::string& name, int64_t v, bool local)> may_retire;
+    virtual bool MayRetire(const std::string& name, int64_t v, bool local) = 0;
+
+   protected:
+    ~Owner() = default;
   };
   // The owner's state it reads (under *mu).
   struct Views {
@@ -80,7 +85,7 @@ class Mover {
   // keep: versions retention keeps per name and tier.
   Mover(Mutex* mu, std::condition_variable_any* done, const tiers::FileTier* local,
         const tiers::FileTier* persistent, uint32_t block_bytes, size_t keep, Views views,
-        Owner owner);
+        Owner* owner);
 
   // Starts the thread (`name`: its name in the tracer's timeline).
   void Start(const char* name = nullptr, Tracer* tracer = nullptr) { worker_.Start(name, tracer); }
@@ -94,7 +99,8 @@ class Mover {
   // delayed for their base are queued again.
   void Resume(const std::string& name);
   void Retain(const std::string& name);
-  void Remove(const tiers::FileTier* tier, const std::string& name, format::EntryKind kind, int64_t number);
+  void Remove(const tiers::FileTier* tier, const std::string& name, format::EntryKind kind,
+              int64_t number);
   void Run(std::function<void()> chore);  // runs with *mu dropped
   bool Idle() const { return worker_.Idle(); }
 
@@ -119,7 +125,7 @@ class Mover {
   const size_t keep_;
   const Catalog* const catalog_ CAIRN_PT_GUARDED_BY(*mu_);
   const CommitRecord* const commits_ CAIRN_PT_GUARDED_BY(*mu_);
-  const Owner owner_;
+  Owner* const owner_;
   std::vector<EntryPtr> delayed_ CAIRN_GUARDED_BY(*mu_);  // copies waiting for a base
   Worker<Chore> worker_;  // last: its thread is joined before the rest goes
 };

@@ -3,6 +3,8 @@
 // retention.
 #include "engine/stages/mover.hpp"
 
+#include <gtest/gtest.h>
+
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
@@ -11,11 +13,9 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
+#include "format/chain.hpp"
 #include "format/file_reader.hpp"
 #include "format/file_writer.hpp"
-#include "format/chain.hpp"
 #include "testing/chain_files.hpp"
 #include "testing/fs/fault_fs.hpp"
 #include "testing/test_util.hpp"
@@ -27,28 +27,24 @@ namespace {
 constexpr uint32_t kBlock = 4096;
 constexpr auto kCkpt = format::EntryKind::kCheckpoint;
 
-class MoverTest : public ::testing::Test {
+class MoverTest : public ::testing::Test, public Mover::Owner {
  protected:
   void SetUp() override {
     ASSERT_FALSE(tmp.path().empty());
     mover.Start(nullptr);
   }
 
-  Mover::Owner Interface() {
-    return {
-        .copied =
-            [this](const EntryPtr& e, const Status& s, Mover::TimePoint, double seconds)
-                CAIRN_REQUIRES(mu) {
-                  EXPECT_GE(seconds, 0.0);
-                  copies.push_back(s);
-                  if (s.ok()) e->persistent_committed = true;
-                },
-        .may_retire =
-            [this](const std::string&, int64_t v, bool in_local) CAIRN_REQUIRES(mu) {
-              asked.insert({v, in_local});
-              return !keep_anyway.contains(v);
-            },
-    };
+  // The test fixture is the mover's owner.
+  Mover::Owner* Interface() { return this; }
+  void Copied(const EntryPtr& e, const Status& s, Mover::TimePoint, double seconds) override
+      CAIRN_REQUIRES(mu) {
+    EXPECT_GE(seconds, 0.0);
+    copies.push_back(s);
+    if (s.ok()) e->persistent_committed = true;
+  }
+  bool MayRetire(const std::string&, int64_t v, bool in_local) override CAIRN_REQUIRES(mu) {
+    asked.insert({v, in_local});
+    return !keep_anyway.contains(v);
   }
 
   // A committed local file of version v (bytes of a pattern), and its entry.
@@ -57,7 +53,8 @@ class MoverTest : public ::testing::Test {
     e->kind = kCkpt;
     e->name = "ckpt";
     e->number = v;
-    e->layout = format::Layout::Make({{.id = 1, .memory = MemoryKind::kHost, .bytes = bytes}}, kBlock);
+    e->layout =
+        format::Layout::Make({{.id = 1, .memory = MemoryKind::kHost, .bytes = bytes}}, kBlock);
     EXPECT_OK(local.EnsureNameDir(e->name));
     auto w = format::FileWriter::Create(&fs, local.EntryPath(e->name, kCkpt, v),
                                         {.kind = kCkpt, .name = e->name, .number = v}, e->layout,
@@ -65,7 +62,8 @@ class MoverTest : public ::testing::Test {
     EXPECT_TRUE(w.ok()) << w.status().ToString();
     for (uint32_t b = 0; b < e->layout.blocks.size(); ++b) {
       const auto data = test::SplitMixPattern(format::AlignUp(kBlock), static_cast<uint64_t>(v), b);
-      EXPECT_OK((*w)->WriteBlock(b, data.data(), crc32c::Value(data.data(), e->layout.blocks[b].length)));
+      EXPECT_OK(
+          (*w)->WriteBlock(b, data.data(), crc32c::Value(data.data(), e->layout.blocks[b].length)));
     }
     EXPECT_OK((*w)->Commit());
     return e;
@@ -163,13 +161,10 @@ TEST_F(MoverTest, RetentionKeepsTheNewestAndWhatItsOwnerStillNeeds) {
 // stay too (a restart agrees on one of them), read from the owner's record.
 TEST_F(MoverTest, RetentionAlsoKeepsTheNewestUpToTheGlobalCommit) {
   CommitRecord commits;
-  Mover job{&mu,
-            &done,
-            &local,
-            &persistent,
+  Mover job{&mu,        &done,
+            &local,     &persistent,
             kBlock,
-            /*keep=*/2,
-            {.catalog = &catalog, .commits = &commits},
+            /*keep=*/2, {.catalog = &catalog, .commits = &commits},
             Interface()};
   job.Start(nullptr);
   for (int64_t v = 1; v <= 6; ++v) Commit(v, kBlock);

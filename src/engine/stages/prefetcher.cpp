@@ -7,14 +7,14 @@
 namespace cairn::core {
 
 Prefetcher::Prefetcher(Mutex* mu, std::condition_variable_any* done, int depth, BlockStore* store,
-                       MemoryMovers* movers, const tiers::FileTier* steps, Owner owner)
+                       MemoryMovers* movers, const tiers::FileTier* steps, Owner* owner)
     : mu_(mu),
       done_(done),
       depth_(depth),
       store_(store),
       movers_(movers),
       steps_(steps),
-      owner_(std::move(owner)),
+      owner_(owner),
       worker_(mu, done,
               {.take = [this](Worker<EntryPtr>&) -> std::optional<EntryPtr> {
                  mu_->AssertHeld();  // the Worker takes jobs with *mu held
@@ -28,7 +28,7 @@ Prefetcher::Prefetcher(Mutex* mu, std::condition_variable_any* done, int depth, 
                    }}) {}
 
 EntryPtr Prefetcher::FindTarget() {
-  return WalkPoppedSteps(owner_.catalog(), depth_, [this](const Entry& e) {
+  return WalkPoppedSteps(owner_->catalog(), depth_, [this](const Entry& e) {
     mu_->AssertHeld();  // the walk runs under *mu, which clang cannot see here
     return Judge(e);
   });
@@ -37,7 +37,8 @@ EntryPtr Prefetcher::FindTarget() {
 StepVerdict Prefetcher::Judge(const Entry& e) const {
   // Being loaded already (by us or by a pop reading its file), or not yet
   // captured: counts towards the depth, needs no read.
-  if (e.fully_cached() || e.prefetching || e.pop_reading || !e.capture_done) return StepVerdict::kAhead;
+  if (e.fully_cached() || e.prefetching || e.pop_reading || !e.capture_done)
+    return StepVerdict::kAhead;
   if (e.prefetch_failed || e.failed()) return StepVerdict::kSkip;
   // Still being written: the pop will wait for it.
   if (!e.local_committed) return StepVerdict::kNextHistory;
@@ -68,15 +69,15 @@ void Prefetcher::LoadStep(const EntryPtr& e) {
   e->prefetching = false;
   if (s.ok()) {
     Publish(*e, dst, crcs);
-    owner_.loaded(e, t0);
+    owner_->Loaded(e, t0);
   } else {
     // The pop reads the file itself and reports the damage.
     e->prefetch_failed = true;
     GiveBack(*e, dst);
   }
-  owner_.unpin(e);  // releases the chunks if the step was consumed meanwhile
+  owner_->Unpin(e);  // releases the chunks if the step was consumed meanwhile
   done_->notify_all();
-  owner_.finished();
+  owner_->Finished();
 }
 
 bool Prefetcher::TakeChunks(Entry& e, std::vector<uint8_t*>* dst) {
@@ -86,7 +87,7 @@ bool Prefetcher::TakeChunks(Entry& e, std::vector<uint8_t*>* dst) {
   for (uint32_t b = 0; b < e.blocks.size(); ++b) {
     if (e.blocks[b].chunk >= 0 && e.blocks[b].sealed) continue;
     // FindTarget counted the room under this same lock, so this finds one.
-    auto chunk = owner_.acquire_chunk(e, e.layout.blocks[b].length);
+    auto chunk = owner_->AcquireChunk(e, e.layout.blocks[b].length);
     if (!chunk) {
       GiveBack(e, *dst);
       dst->assign(e.blocks.size(), nullptr);
@@ -119,7 +120,8 @@ Status Prefetcher::ReadBlocks(const EntryPtr& e, const std::vector<uint8_t*>& ds
   return s;
 }
 
-void Prefetcher::Publish(Entry& e, const std::vector<uint8_t*>& dst, const std::vector<uint32_t>& crcs) {
+void Prefetcher::Publish(Entry& e, const std::vector<uint8_t*>& dst,
+                         const std::vector<uint32_t>& crcs) {
   for (uint32_t b = 0; b < e.blocks.size(); ++b) {
     if (!dst[b]) continue;
     BlockState& bs = e.blocks[b];

@@ -22,7 +22,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,22 +44,28 @@ class Prefetcher {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
 
-  // What it needs of its owner; each is called with *mu held.
-  struct Owner {
-    // The entries and the open histories, whose popped steps it walks.
-    std::function<const Catalog&()> catalog;
+  // What it needs of its owner (the pipeline: stage_owners.hpp); each is
+  // called with *mu held.
+  class Owner {
+   public:
+    // The entries and the open histories, whose popped steps it walks (once
+    // per look for work).
+    virtual const Catalog& catalog() = 0;
     // A chunk of the store for a block of e whose first write_bytes bytes
     // the read fills: free, or freed by evicting a clean block ranked below
     // e; never waits (BlockStore::TryAcquire, and what a writer's take tells
     // the initializer).
-    std::function<std::optional<uint32_t>(const Entry& e, uint32_t write_bytes)> acquire_chunk;
+    virtual std::optional<uint32_t> AcquireChunk(const Entry& e, uint32_t write_bytes) = 0;
     // Drops the prefetcher's pin; the owner releases a consumed entry's
     // chunks at its last pin.
-    std::function<void(const EntryPtr&)> unpin;
+    virtual void Unpin(const EntryPtr& e) = 0;
     // e was loaded (its read began at t0): stats and trace.
-    std::function<void(const EntryPtr& e, TimePoint t0)> loaded;
+    virtual void Loaded(const EntryPtr& e, TimePoint t0) = 0;
     // After every step, loaded or not (the device mover may go on).
-    std::function<void()> finished;
+    virtual void Finished() = 0;
+
+   protected:
+    ~Owner() = default;
   };
 
   // depth: history.prefetch_depth (0: no limit). done: notified (under *mu)
@@ -68,7 +73,7 @@ class Prefetcher {
   // step larger than it is skipped; a read block is evictable). steps: the
   // file tier that holds the steps' files.
   Prefetcher(Mutex* mu, std::condition_variable_any* done, int depth, BlockStore* store,
-             MemoryMovers* movers, const tiers::FileTier* steps, Owner owner);
+             MemoryMovers* movers, const tiers::FileTier* steps, Owner* owner);
 
   // Before Start: the thread moves near each chunk it works on
   // (host_cache.numa; node_follower.hpp).
@@ -96,8 +101,8 @@ class Prefetcher {
   bool TakeChunks(Entry& e, std::vector<uint8_t*>* dst) CAIRN_REQUIRES(*mu_);
   // Reads the blocks with a dst from e's file, verified, with *mu dropped;
   // crcs: the file's checksum of every block.
-  Status ReadBlocks(const EntryPtr& e, const std::vector<uint8_t*>& dst, std::vector<uint32_t>* crcs)
-      CAIRN_REQUIRES(*mu_);
+  Status ReadBlocks(const EntryPtr& e, const std::vector<uint8_t*>& dst,
+                    std::vector<uint32_t>* crcs) CAIRN_REQUIRES(*mu_);
   // The read blocks hold their data now: sealed, written, clean.
   void Publish(Entry& e, const std::vector<uint8_t*>& dst, const std::vector<uint32_t>& crcs)
       CAIRN_REQUIRES(*mu_);
@@ -110,8 +115,8 @@ class Prefetcher {
   BlockStore* const store_ CAIRN_PT_GUARDED_BY(*mu_);
   MemoryMovers* const movers_;  // counts its block I/O (kBackgroundIo)
   const tiers::FileTier* const steps_;
-  const Owner owner_;
-  NodeFollower follower_;  // used by the worker's thread only
+  Owner* const owner_;
+  NodeFollower follower_;    // used by the worker's thread only
   Worker<EntryPtr> worker_;  // last: its thread is joined before the rest goes
 };
 

@@ -28,12 +28,12 @@ namespace {
 constexpr uint32_t kBlock = 4096;
 constexpr auto kStep = format::EntryKind::kHistoryStep;
 
-struct FakeOwner : test::StoreOwner {
+struct FakeOwner final : test::StoreOwner, Prefetcher::Owner {
   test::TempDir tmp{"prefetcher"};
   test::FaultFs fs;
   tiers::FileTier tier{
       Level::kLocal, tmp.path(), &fs, {.direct = false, .fsync = false, .mode = 0600}};
-  Catalog catalog CAIRN_GUARDED_BY(mu);
+  Catalog entries CAIRN_GUARDED_BY(mu);
   int walks CAIRN_GUARDED_BY(mu) = 0;  // catalog() calls: one per look for work
   int acquired CAIRN_GUARDED_BY(mu) = 0;
   int unpins CAIRN_GUARDED_BY(mu) = 0;
@@ -55,30 +55,27 @@ struct FakeOwner : test::StoreOwner {
     return {p, p + kBlock};
   }
 
-  Prefetcher::Owner Interface() {
-    return {
-        .catalog = [this]() CAIRN_REQUIRES(mu) -> const Catalog& {
-          ++walks;
-          done.notify_all();
-          return catalog;
-        },
-        .acquire_chunk = [this](const Entry& e, uint32_t n)
-                             CAIRN_REQUIRES(mu) -> std::optional<uint32_t> {
-          std::optional<uint32_t> c = store.TryAcquire(n, nullptr, e.seq, -1);
-          if (c) ++acquired;
-          return c;
-        },
-        .unpin = [this](const EntryPtr& e) CAIRN_REQUIRES(mu) { --e->pins, ++unpins; },
-        .loaded =
-            [this](const EntryPtr& e, Prefetcher::TimePoint) CAIRN_REQUIRES(mu) {
-              EXPECT_GT(e->pins, 0);  // before the unpin
-              loaded.push_back(e->number);
-            },
-        .finished = [this]() CAIRN_REQUIRES(mu) { ++finished; },
-    };
+  Prefetcher::Owner* Interface() { return this; }
+  const Catalog& catalog() override CAIRN_REQUIRES(mu) {
+    ++walks;
+    done.notify_all();
+    return entries;
   }
+  std::optional<uint32_t> AcquireChunk(const Entry& e, uint32_t n) override CAIRN_REQUIRES(mu) {
+    std::optional<uint32_t> c = store.TryAcquire(n, nullptr, e.seq, -1);
+    if (c) ++acquired;
+    return c;
+  }
+  void Unpin(const EntryPtr& e) override CAIRN_REQUIRES(mu) { --e->pins, ++unpins; }
+  void Loaded(const EntryPtr& e, Prefetcher::TimePoint) override CAIRN_REQUIRES(mu) {
+    EXPECT_GT(e->pins, 0);  // before the unpin
+    loaded.push_back(e->number);
+  }
+  void Finished() override CAIRN_REQUIRES(mu) { ++finished; }
 
-  static std::vector<uint8_t> Pattern(int64_t step, uint32_t b) { return test::SplitMixPattern(kBlock, step, b); }
+  static std::vector<uint8_t> Pattern(int64_t step, uint32_t b) {
+    return test::SplitMixPattern(kBlock, step, b);
+  }
 
   // A captured, committed step of `nblocks` whose file holds Pattern(step,
   // b) per block, evicted from the cache (no block resident).
@@ -87,8 +84,8 @@ struct FakeOwner : test::StoreOwner {
     e->kind = kStep;
     e->name = name;
     e->number = step;
-    e->layout = format::Layout::Make({{.id = 1, .memory = MemoryKind::kHost, .bytes = uint64_t{nblocks} * kBlock}},
-                                     kBlock);
+    e->layout = format::Layout::Make(
+        {{.id = 1, .memory = MemoryKind::kHost, .bytes = uint64_t{nblocks} * kBlock}}, kBlock);
     e->blocks.resize(nblocks);
     EXPECT_TRUE(tier.EnsureNameDir(name).ok());
     auto w = format::FileWriter::Create(&fs, tier.EntryPath(name, kStep, step),
@@ -105,16 +102,16 @@ struct FakeOwner : test::StoreOwner {
     e->capture_done = true;
     e->local_committed = committed;
     MutexLock l(&mu);
-    catalog.OpenHistory(name);
-    catalog.Add(e);
+    entries.OpenHistory(name);
+    entries.Add(e);
     return e;
   }
 
   // A pop of the step: consumed, its chunks freed.
   void Pop(Prefetcher& p, const EntryPtr& e) CAIRN_REQUIRES(mu) {
-    catalog.FindHistory(e->name)->popping = true;
-    catalog.Remove(*e);
-    catalog.DropStep(e->name, e->number);
+    entries.FindHistory(e->name)->popping = true;
+    entries.Remove(*e);
+    entries.DropStep(e->name, e->number);
     e->consumed = true;
     store.Release(*e);
     p.Wake();
@@ -156,7 +153,7 @@ class PrefetcherTest : public ::testing::Test {
   void StartPopping(const std::string& name) {
     {
       MutexLock l(&o->mu);
-      o->catalog.FindHistory(name)->popping = true;
+      o->entries.FindHistory(name)->popping = true;
     }
     p->Start(nullptr);
     o->Settle(*p);
@@ -275,7 +272,8 @@ TEST_F(PrefetcherTest, AFailedReadGivesItsChunksBackAndTheNextStepIsLoaded) {
   EntryPtr s1 = o->AddStep("h", 1, 1);
   EntryPtr s2 = o->AddStep("h", 2, 2);
   EntryPtr s3 = o->AddStep("h", 3, 2);
-  o->fs.Inject({.op = test::FaultOp::kRead, .err = EIO, .path_filter = o->tier.EntryPath("h", kStep, 3)});
+  o->fs.Inject(
+      {.op = test::FaultOp::kRead, .err = EIO, .path_filter = o->tier.EntryPath("h", kStep, 3)});
   o->fs.CorruptReads(o->tier.EntryPath("h", kStep, 2));
   StartPopping("h");
   MutexLock l(&o->mu);
