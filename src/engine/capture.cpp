@@ -1,9 +1,7 @@
-// The capture path (application thread): a checkpoint or push is registered
-// (BeginCapture), then copied batch by batch: each batch is planned under mu_
-// (PlanBatch: chunks and slots taken, the first block waiting for room),
-// copied without it (CopyBatch) and sealed under it (SealBatch: queued for
-// the checksummer or the device mover); EndCapture books it. A failed device
-// copy rolls the version back (RollBackCapture).
+// The capture path (capture.hpp says how it goes), and the pipeline's
+// capture entry points: Capture, ReserveFor, ReleaseSources.
+#include "engine/capture.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -12,58 +10,59 @@
 #include <utility>
 
 #include "capture/memory_copy.hpp"
-#include "engine/pipeline.hpp"
+#include "capture/zero_copy/zero_copy_order.hpp"
 #include "engine/placement.hpp"
 #include "engine/source_pieces.hpp"
-#include "capture/zero_copy/zero_copy_order.hpp"
 #include "format/naming.hpp"
 #include "util/clock.hpp"
 
 namespace cairn::core {
 
-Status Pipeline::CheckSources(const std::vector<CaptureSource>& sources) {
+Status Pipeline::Capturer::CheckSources(const std::vector<CaptureSource>& sources) {
   for (const auto& s : sources) {
     if (s.spec.memory != MemoryKind::kHost && s.spec.bytes > 0) {
-      if (!gpu_) {
+      if (!p_->gpu_) {
         return Status::Unsupported("region " + std::to_string(s.spec.id) +
                                    " is not host memory and the GPU tier is unavailable: " +
-                                   gpu_unavailable_.ToString());
+                                   p_->gpu_unavailable_.ToString());
       }
-      CAIRN_RETURN_IF_ERROR(dio_->Ensure());
+      CAIRN_RETURN_IF_ERROR(p_->dio_->Ensure());
     }
   }
   return Status::Ok();
 }
 
-Status Pipeline::CheckCapturable(const Entry& e) {
-  if (closing_) return Status::State("client is closing");
-  if (e.kind == format::EntryKind::kHistoryStep && !catalog_.HasHistory(e.name)) {
+Status Pipeline::Capturer::CheckCapturable(const Entry& e) {
+  if (p_->closing_) return Status::State("client is closing");
+  if (e.kind == format::EntryKind::kHistoryStep && !p_->catalog_.HasHistory(e.name)) {
     return Status::State("history '" + e.name + "' is not open");
   }
-  if (catalog_.Find(e.kind, e.name, e.number)) {
-    return Status::Exists(std::string(e.kind == format::EntryKind::kCheckpoint ? "version " : "step ") +
-                          std::to_string(e.number) + " of '" + e.name + "' is still in the pipeline");
+  if (p_->catalog_.Find(e.kind, e.name, e.number)) {
+    return Status::Exists(
+        std::string(e.kind == format::EntryKind::kCheckpoint ? "version " : "step ") +
+        std::to_string(e.number) + " of '" + e.name + "' is still in the pipeline");
   }
   return Status::Ok();
 }
 
-Status Pipeline::BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double* interval_s) {
+Status Pipeline::Capturer::BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0,
+                                        double* interval_s) {
   CAIRN_RETURN_IF_ERROR(CheckCapturable(*e));
   e->blocks.resize(e->layout.blocks.size());
-  GrowCache(uint64_t{e->blocks.size()} * config_.block_bytes);
-  catalog_.Add(e);
-  flusher_.Push(e);
-  if (persistent_ && e->kind == format::EntryKind::kCheckpoint && !e->persist_skipped) BeginPersist(e);
+  p_->GrowCache(uint64_t{e->blocks.size()} * p_->config_.block_bytes);
+  p_->catalog_.Add(e);
+  p_->flusher_.Push(e);
+  if (p_->persistent_ && e->kind == format::EntryKind::kCheckpoint && !e->persist_skipped)
+    BeginPersist(e);
   if (e->layout.layered()) {
     // Planned on a base whose failure came after the plan (FailLayersOn).
-    EntryPtr base = catalog_.Find(e->kind, e->name, e->layout.record.base_version);
-    if (base && base->failed() && !base->local_committed) FailLayersOn(*base);
+    EntryPtr base = p_->catalog_.Find(e->kind, e->name, e->layout.record.base_version);
+    if (base && base->failed() && !base->local_committed) p_->FailLayersOn(*base);
   }
   // The compute interval that ended at t0 feeds the adaptive touch model.
-  *interval_s = initializer_.CaptureStarted(t0);
+  *interval_s = p_->initializer_.CaptureStarted(t0);
   return Status::Ok();
 }
-
 
 void Pipeline::ReserveFor(uint64_t bytes) {
   MutexLock lock(&mu_);
@@ -75,18 +74,62 @@ void Pipeline::GrowCache(uint64_t bytes) {
   cv_app_.notify_all();  // a capture waiting for room finds the new chunks
 }
 
+void Pipeline::Capturer::BeginPersist(const EntryPtr& e) {
+  e->persist_pending = true;
+  if (!p_->config_.persist_from_cache) return;  // the flusher's commit queues the file copy
+  // A persistent layered version must never be visible before its base: the
+  // persister writes it only when the base is committed there already, else
+  // the mover copies the committed local chain, base first.
+  if (e->layout.layered()) {
+    EntryPtr base = p_->catalog_.Find(e->kind, e->name, e->layout.record.base_version);
+    if (!base || !base->persistent_committed) return;
+  }
+  e->persist_from_cache = true;
+  p_->store_.Hold(e);
+  p_->persister_.Push(e);
+}
+
+int32_t Pipeline::Capturer::AcquireChunk(uint32_t write_bytes, bool* was_touched, int node) {
+  for (;;) {
+    if (auto c = p_->TakeChunk(write_bytes, was_touched, node)) return static_cast<int32_t>(*c);
+    // Back-pressure: every chunk holds data not yet flushed (or pinned).
+    p_->WaitAsCaptureBlocked("blocked: cache full");
+  }
+}
+
+// While device blocks wait to be drained, a capture into the host cache may
+// not take the last chunk the device mover could get (free, or evictable
+// because written): the flusher may be waiting for those device blocks
+// before it can write, and so free, anything the capture holds.
+bool Pipeline::Capturer::DrainRoomAfterTaking(const Entry& capturing) const {
+  if (!p_->device_mover_.DrainsPending()) return true;
+  return p_->store_.HasRoomFor(capturing, 2);
+}
+
+void Pipeline::Capturer::WaitForDrainRoom(const Entry& capturing) {
+  while (!DrainRoomAfterTaking(capturing)) {
+    if (!p_->store_.ReleaseOldestHold())
+      p_->WaitAsCaptureBlocked("blocked: host cache kept for drains");
+  }
+}
+
+double Pipeline::Capturer::CaptureBlockedSeconds() const {
+  return p_->stats_.capture_blocked_s + p_->stats_.device.capture_blocked_s;
+}
+
 // The first block of a batch may wait for space, the others take whatever is
 // free or evictable right now. A block of a device or managed region goes to
 // a device-cache slot when there is a device cache, else straight into a
 // host chunk.
-void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources,
-                         const std::vector<uint64_t>& packed, const std::vector<uint32_t>& want,
-                         CaptureBatch* batch, HeldChunk* held) {
+void Pipeline::Capturer::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                                   const std::vector<uint64_t>& packed,
+                                   const std::vector<uint32_t>& want, CaptureBatch* batch,
+                                   HeldChunk* held) {
   *batch = CaptureBatch{};
   if (StreamsCapture(e->layout.stored_bytes)) batch->stores = CopyEngine::Stores::kStreaming;
   // A sequential toucher may end the slice it is in when a capture starts (a
   // few ms): that is not touching during captures.
-  batch->touching_allowed = initializer_.TouchingAllowed();
+  batch->touching_allowed = p_->initializer_.TouchingAllowed();
   for (const uint32_t b : want) {
     const bool first = batch->blocks.empty();
     const auto& blk = e->layout.blocks[b];
@@ -99,18 +142,19 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
         to.push_back({.dst = dst + at, .src = src + from, .bytes = n});
       });
     };
-    if (gpu_source && device_mover_.CacheUsable()) {
+    if (gpu_source && p_->device_mover_.CacheUsable()) {
       std::optional<int32_t> slot;
       if (first) {
-        slot = device_mover_.AcquireSlot();
-      } else if (auto sl = device_mover_.TryAcquireSlot()) {
+        slot = p_->device_mover_.AcquireSlot();
+      } else if (auto sl = p_->device_mover_.TryAcquireSlot()) {
         slot = static_cast<int32_t>(*sl);
       } else {
         break;
       }
       if (slot) {
         e->blocks[b].slot = *slot;
-        add(batch->gpu, reinterpret_cast<uint8_t*>(dcache_->address(static_cast<uint32_t>(*slot))));
+        add(batch->gpu,
+            reinterpret_cast<uint8_t*>(p_->dcache_->address(static_cast<uint32_t>(*slot))));
         batch->blocks.push_back(b);
         batch->to_slot.push_back(true);
         continue;
@@ -130,31 +174,33 @@ void Pipeline::PlanBatch(const EntryPtr& e, const std::vector<CaptureSource>& so
       chunk = AcquireChunk(write_bytes, &was_touched, node);
     } else if (!DrainRoomAfterTaking(*e)) {
       break;
-    } else if (auto c = TryAcquireChunk(write_bytes, &was_touched, UINT64_MAX, node)) {
+    } else if (auto c = p_->TryAcquireChunk(write_bytes, &was_touched, UINT64_MAX, node)) {
       chunk = static_cast<int32_t>(*c);
     } else {
       break;
     }
     e->blocks[b].chunk = chunk;
     if (node >= 0) {
-      ++(store_.cache().node_of(static_cast<uint32_t>(chunk)) == node ? stats_.numa_local_chunks
-                                                                      : stats_.numa_remote_chunks);
+      ++(p_->store_.cache().node_of(static_cast<uint32_t>(chunk)) == node
+             ? p_->stats_.numa_local_chunks
+             : p_->stats_.numa_remote_chunks);
     }
-    initializer_.NoteCaptureChunk(was_touched, blk.length);
-    uint8_t* dst = store_.data(static_cast<uint32_t>(chunk));
+    p_->initializer_.NoteCaptureChunk(was_touched, blk.length);
+    uint8_t* dst = p_->store_.data(static_cast<uint32_t>(chunk));
     add(gpu_source ? batch->gpu : batch->host[was_touched ? 1 : 0], dst);
     batch->blocks.push_back(b);
     batch->to_slot.push_back(false);
     // Direct I/O writes whole 4 KiB pages: the tail is zeroed so no stale
     // bytes of an older entry reach the file. (Drained slots get theirs in
     // DeviceMover::DrainBlock.)
-    if (write_bytes > blk.length) batch->tails.emplace_back(dst + blk.length, write_bytes - blk.length);
+    if (write_bytes > blk.length)
+      batch->tails.emplace_back(dst + blk.length, write_bytes - blk.length);
   }
 }
 
-void Pipeline::FreeHeld(std::vector<HeldChunk>* held) {
-  for (const HeldChunk& h : *held) store_.Free(static_cast<uint32_t>(h.chunk));
-  if (!held->empty()) cv_app_.notify_all();
+void Pipeline::Capturer::FreeHeld(std::vector<HeldChunk>* held) {
+  for (const HeldChunk& h : *held) p_->store_.Free(static_cast<uint32_t>(h.chunk));
+  if (!held->empty()) p_->cv_app_.notify_all();
   held->clear();
 }
 
@@ -167,28 +213,31 @@ void Pipeline::FreeHeld(std::vector<HeldChunk>* held) {
 // COW slot or half of them in use) and given back to the flush otherwise;
 // how many is learned (SpareCount: a RED page that had to wait for a chunk
 // asks for one more).
-Pipeline::HeldChunk Pipeline::HoldRoom(const Entry& e, ZeroCopyOrder& order, std::vector<HeldChunk>* spares) {
+Pipeline::Capturer::HeldChunk Pipeline::Capturer::HoldRoom(const Entry& e, ZeroCopyOrder& order,
+                                                           std::vector<HeldChunk>* spares) {
   bool waited = false;  // for room, with no spare left
   for (HeldChunk h;;) {
     // Device blocks of earlier entries waiting to be drained need free host
     // chunks, and the flush may wait for them (DrainRoomAfterTaking): no
     // spares then.
-    const bool drains = device_mover_.DrainsPending();
+    const bool drains = p_->device_mover_.DrainsPending();
     if (drains) FreeHeld(spares);
-    const size_t chunks = store_.chunk_count();
-    const size_t keep = !drains && order.WantsSpares() ? zero_copy_.spares().Keep(chunks) : 0;
+    const size_t chunks = p_->store_.chunk_count();
+    const size_t keep = !drains && order.WantsSpares() ? p_->zero_copy_.spares().Keep(chunks) : 0;
     if (!spares->empty() && (order.RedWaiting() || spares->size() > keep)) {
       h = spares->back();
       spares->pop_back();
       return h;
     }
     if (DrainRoomAfterTaking(e)) {
-      if (const std::optional<uint32_t> c = TakeChunk(store_.cache().chunk_bytes(), &h.touched)) {
+      if (const std::optional<uint32_t> c =
+              p_->TakeChunk(p_->store_.cache().chunk_bytes(), &h.touched)) {
         h.chunk = static_cast<int32_t>(*c);
         // Spares first (they went to the last RED pages): RED pages come one
         // after the other when the application writes from one thread.
         if (order.RedWaiting()) {
-          if (waited && keep > 0) zero_copy_.spares().Short(chunks);  // it waited for this chunk
+          if (waited && keep > 0)
+            p_->zero_copy_.spares().Short(chunks);  // it waited for this chunk
           return h;
         }
         if (spares->size() >= keep) return h;
@@ -196,20 +245,22 @@ Pipeline::HeldChunk Pipeline::HoldRoom(const Entry& e, ZeroCopyOrder& order, std
         continue;
       }
     }
-    if (store_.ReleaseOldestHold()) continue;
+    if (p_->store_.ReleaseOldestHold()) continue;
     // With a spare, look for RED pages every kRedPoll; without, wait for room.
     waited = waited || spares->empty();
-    WaitAsCaptureBlocked("blocked: cache full", false, spares->empty() ? std::chrono::microseconds(0) : kRedPoll);
+    p_->WaitAsCaptureBlocked("blocked: cache full", false,
+                             spares->empty() ? std::chrono::microseconds(0) : kRedPoll);
   }
 }
 
-Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_bytes[2], bool* touching,
-                           uint64_t* gpu_bytes, double* gpu_seconds, ZeroCopy* zc) {
-  *touching = initializer_.touching();
+Status Pipeline::Capturer::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_bytes[2],
+                                     bool* touching, uint64_t* gpu_bytes, double* gpu_seconds,
+                                     ZeroCopy* zc) {
+  *touching = p_->initializer_.touching();
   Status copied;
   if (!batch.gpu.empty()) {
     const auto g0 = std::chrono::steady_clock::now();
-    copied = dio_->CaptureCopy(batch.gpu);
+    copied = p_->dio_->CaptureCopy(batch.gpu);
     *gpu_seconds += SecondsSince(g0);
     for (const auto& seg : batch.gpu) *gpu_bytes += seg.bytes;
   }
@@ -220,83 +271,93 @@ Status Pipeline::CopyBatch(CaptureBatch& batch, double copy_s[2], uint64_t copy_
         if (copied.ok()) copied = zc->Read(seg.src, seg.dst, seg.bytes);
       }
     } else {
-      CopyIn(MemoryKind::kHost, *copier_, batch.host[touched], batch.stores);
+      CopyIn(MemoryKind::kHost, *p_->copier_, batch.host[touched], batch.stores);
     }
     copy_s[touched] = SecondsSince(c0);
     for (const auto& seg : batch.host[touched]) copy_bytes[touched] += seg.bytes;
   }
-  *touching = *touching || initializer_.touching();
+  *touching = *touching || p_->initializer_.touching();
   for (const auto& [tail, n] : batch.tails) std::memset(tail, 0, n);
   return copied;
 }
 
-Status Pipeline::RollBackCapture(const EntryPtr& e, const CaptureBatch& batch, const Status& copied) {
+Status Pipeline::Capturer::RollBackCapture(const EntryPtr& e, const CaptureBatch& batch,
+                                           const Status& copied) {
   // Its blocks are released and the flusher skips it; committed versions are
   // untouched.
   for (const uint32_t k : batch.blocks) {
     BlockState& bs = e->blocks[k];
-    if (bs.chunk >= 0) store_.Free(static_cast<uint32_t>(bs.chunk));
-    if (bs.slot >= 0) dcache_->Free(static_cast<uint32_t>(bs.slot));
+    if (bs.chunk >= 0) p_->store_.Free(static_cast<uint32_t>(bs.chunk));
+    if (bs.slot >= 0) p_->dcache_->Free(static_cast<uint32_t>(bs.slot));
     bs.chunk = bs.slot = -1;
   }
   if (e->kind == format::EntryKind::kHistoryStep) {
-    catalog_.DropStep(e->name, e->number);
+    p_->catalog_.DropStep(e->name, e->number);
   } else {
-    SettleLayering(*e);  // now: the same version may be captured again at once
+    p_->SettleLayering(*e);  // now: the same version may be captured again at once
   }
   e->capture_done = true;
-  Consume(e);
-  movers_.Add(MemoryMovers::Kind::kCapture, -1);
-  cv_app_.notify_all();
-  return copied.WithContext(std::string(e->kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push") +
-                            " of '" + e->name + "' " + std::to_string(e->number));
+  p_->Consume(e);
+  p_->movers_.Add(MemoryMovers::Kind::kCapture, -1);
+  p_->cv_app_.notify_all();
+  return copied.WithContext(
+      std::string(e->kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push") + " of '" +
+      e->name + "' " + std::to_string(e->number));
 }
 
-void Pipeline::SealBatch(const EntryPtr& e, const CaptureBatch& batch) {
+void Pipeline::Capturer::SealBatch(const EntryPtr& e, const CaptureBatch& batch) {
   for (size_t j = 0; j < batch.blocks.size(); ++j) {
     const uint32_t k = batch.blocks[j];
     BlockState& bs = e->blocks[k];
     if (batch.to_slot[j]) {
       bs.dsealed = true;
-      device_mover_.Push(e, k);  // drained, or evictable at once if e failed or was consumed
+      p_->device_mover_.Push(e, k);  // drained, or evictable at once if e failed or was consumed
       continue;
     }
     bs.sealed = true;
     ++e->sealed_blocks;
     ++e->resident_blocks;
-    if (store_.Captured(*e, k)) checksummer_.Push(e, k);
+    if (p_->store_.Captured(*e, k)) p_->checksummer_.Push(e, k);
   }
 }
 
-void Pipeline::EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0, double interval_s,
-                          double blocked_before) {
+void Pipeline::Capturer::EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0,
+                                    double interval_s, double blocked_before) {
   e->capture_done = true;
   double elapsed = SecondsSince(t0);
   // Bytes copied: a layered version copies only what it stores.
-  initializer_.CaptureEnded(e->layout.stored_bytes, elapsed, interval_s);
-  stats_.capture.bytes += e->layout.stored_bytes;
-  stats_.capture.ops += 1;
+  p_->initializer_.CaptureEnded(e->layout.stored_bytes, elapsed, interval_s);
+  p_->stats_.capture.bytes += e->layout.stored_bytes;
+  p_->stats_.capture.ops += 1;
   // Copy time only: back-pressure waits (host chunks or device slots) are
   // reported as capture_blocked_s and device.capture_blocked_s.
-  stats_.capture.seconds += std::max(0.0, elapsed - (CaptureBlockedSeconds() - blocked_before));
-  tracer_.Span(e->kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push", "app", t0,
-               std::chrono::steady_clock::now(), e->layout.stored_bytes, e->name, e->number);
-  TraceCache();
-  cv_app_.notify_all();
-  flusher_.Wake();
+  p_->stats_.capture.seconds += std::max(0.0, elapsed - (CaptureBlockedSeconds() - blocked_before));
+  p_->tracer_.Span(e->kind == format::EntryKind::kCheckpoint ? "checkpoint" : "push", "app", t0,
+                   std::chrono::steady_clock::now(), e->layout.stored_bytes, e->name, e->number);
+  p_->TraceCache();
+  p_->cv_app_.notify_all();
+  p_->flusher_.Wake();
+}
+
+Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_t number,
+                         const std::vector<CaptureSource>& sources,
+                         std::shared_ptr<const format::Placement> placement, bool persist) {
+  return Capturer(this).Capture(kind, name, number, sources, std::move(placement), persist);
 }
 
 // Blocks are copied in batches (PlanBatch under mu_, CopyBatch without it: in
 // parallel on the CopyEngine, device and managed sources through the capture
 // stream) and then sealed at once (SealBatch).
-Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_t number,
-                         const std::vector<CaptureSource>& sources,
-                         std::shared_ptr<const format::Placement> placement, bool persist) {
+Status Pipeline::Capturer::Capture(format::EntryKind kind, const std::string& name, int64_t number,
+                                   const std::vector<CaptureSource>& sources,
+                                   std::shared_ptr<const format::Placement> placement,
+                                   bool persist) {
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
-  if (number < 0) return Status::InvalidArgument("version/step must be >= 0, got " + std::to_string(number));
+  if (number < 0)
+    return Status::InvalidArgument("version/step must be >= 0, got " + std::to_string(number));
   CAIRN_RETURN_IF_ERROR(CheckSources(sources));
-  MutexLock capture_lock(&capture_mu_);
-  zero_copy_.Join();  // a checkpoint waits for the previous zero-copy epoch's read
+  MutexLock capture_lock(&p_->capture_mu_);
+  p_->zero_copy_.Join();  // a checkpoint waits for the previous zero-copy epoch's read
   const auto t0 = std::chrono::steady_clock::now();
   double interval_s = -1;
   double blocked_before = 0;
@@ -305,64 +366,70 @@ Status Pipeline::Capture(format::EntryKind kind, const std::string& name, int64_
   e->name = name;
   e->number = number;
   e->placement = std::move(placement);  // placement
-  e->persist_skipped = persistent_ && kind == format::EntryKind::kCheckpoint && !persist;
-  MutexLock lock(&mu_);
+  e->persist_skipped = p_->persistent_ && kind == format::EntryKind::kCheckpoint && !persist;
+  MutexLock lock(&p_->mu_);
   CAIRN_RETURN_IF_ERROR(CheckCapturable(*e));
-  const bool numa_chunks = store_.has_cache() && store_.cache().nodes().partitioned();
+  const bool numa_chunks = p_->store_.has_cache() && p_->store_.cache().nodes().partitioned();
   // What the version stores (change detection reads the sources: without
   // mu_). Nothing else captures meanwhile (capture_mu_).
   lock.Unlock();
   const bool checkpoint = kind == format::EntryKind::kCheckpoint;
   if (checkpoint) {
-    e->layout = layering_->Plan(name, number, sources).layout;
+    e->layout = p_->layering_->Plan(name, number, sources).layout;
   } else {
-    e->layout = format::Layout::Make(SpecsOf(sources), static_cast<uint32_t>(config_.block_bytes));
+    e->layout =
+        format::Layout::Make(SpecsOf(sources), static_cast<uint32_t>(p_->config_.block_bytes));
   }
   if (numa_chunks) e->block_nodes = SourceNodes(*e, sources);
   lock.Lock();
   if (Status s = BeginCapture(e, t0, &interval_s); !s.ok()) {
-    if (checkpoint) layering_->Dropped(name, number);
+    if (checkpoint) p_->layering_->Dropped(name, number);
     return s;
   }
   // zero-copy (zero_copy_capture.hpp): protected now, copied by a reader thread.
-  if (checkpoint && config_.capture == CaptureMode::kZeroCopy && StartZeroCopy(e, sources, t0, interval_s)) {
+  if (checkpoint && p_->config_.capture == CaptureMode::kZeroCopy &&
+      StartZeroCopy(e, sources, t0, interval_s)) {
     return Status::Ok();
   }
   blocked_before = CaptureBlockedSeconds();
-  SetCaptureCopying(true);  // the application waits for this copy: it goes first
+  p_->SetCaptureCopying(true);  // the application waits for this copy: it goes first
   const Status copied = CaptureBlocks(e, sources, nullptr);
-  SetCaptureCopying(false);
+  p_->SetCaptureCopying(false);
   CAIRN_RETURN_IF_ERROR(copied);
   EndCapture(e, t0, interval_s, blocked_before);
   return Status::Ok();
 }
 
-bool Pipeline::StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
-                             std::chrono::steady_clock::time_point t0, double interval_s) {
-  if (!zero_copy_.Begin(e->layout, sources, e->name, e->number, t0)) return false;
-  zero_copy_.Read(e->layout, sources,
-                  [this, e, t0, interval_s](ZeroCopy* zc, const std::vector<CaptureSource>& pieces) {
-                    ReadZeroCopy(e, pieces, zc, t0, interval_s);
-                  });
+bool Pipeline::Capturer::StartZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                                       std::chrono::steady_clock::time_point t0,
+                                       double interval_s) {
+  if (!p_->zero_copy_.Begin(e->layout, sources, e->name, e->number, t0)) return false;
+  p_->zero_copy_.Read(
+      e->layout, sources,
+      [p = p_, e, t0, interval_s](ZeroCopy* zc, const std::vector<CaptureSource>& pieces) {
+        // A Capturer of its own: this one ends with the capture call.
+        Capturer(p).ReadZeroCopy(e, pieces, zc, t0, interval_s);
+      });
   return true;
 }
 
 // The epoch's reader: the copy capture's batch loop, each host piece read
 // through the epoch (ZeroCopy::Read).
-void Pipeline::ReadZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
-                            ZeroCopy* zc, std::chrono::steady_clock::time_point t0,
-                            double interval_s) {
-  tracer_.NameThread("cairn zero-copy reader (app memory -> cache)");
-  MutexLock lock(&mu_);
+void Pipeline::Capturer::ReadZeroCopy(const EntryPtr& e, const std::vector<CaptureSource>& sources,
+                                      ZeroCopy* zc, std::chrono::steady_clock::time_point t0,
+                                      double interval_s) {
+  p_->tracer_.NameThread("cairn zero-copy reader (app memory -> cache)");
+  MutexLock lock(&p_->mu_);
   const double blocked_before = CaptureBlockedSeconds();
   const Status s = CaptureBlocks(e, sources, zc);
-  zero_copy_.EndEpoch();
+  p_->zero_copy_.EndEpoch();
   if (s.ok()) {
     EndCapture(e, t0, interval_s, blocked_before);
-  } else if (unreported_error_.ok()) {
-    unreported_error_ = s;  // no caller waits for the capture: the next wait or close reports it
+  } else if (p_->unreported_error_.ok()) {
+    p_->unreported_error_ =
+        s;  // no caller waits for the capture: the next wait or close reports it
   }
-  zero_copy_.EndRead();
+  p_->zero_copy_.EndRead();
 }
 
 void Pipeline::ReleaseSources() {
@@ -377,7 +444,8 @@ void Pipeline::ReleaseSources() {
 // record, or (recording off, or a history step) sampled now the same way
 // (core::RecordRegion: one page per 2 MiB). Best effort: a failed query
 // leaves the region without preference.
-std::vector<int32_t> Pipeline::SourceNodes(const Entry& e, const std::vector<CaptureSource>& sources) {
+std::vector<int32_t> Pipeline::Capturer::SourceNodes(const Entry& e,
+                                                     const std::vector<CaptureSource>& sources) {
   std::vector<format::RegionPlacement> sampled(e.layout.regions.size());
   std::vector<const format::RegionPlacement*> where(e.layout.regions.size(), nullptr);
   for (size_t r = 0; r < e.layout.regions.size(); ++r) {
@@ -385,7 +453,8 @@ std::vector<int32_t> Pipeline::SourceNodes(const Entry& e, const std::vector<Cap
     if (spec.memory != MemoryKind::kHost) continue;
     where[r] = e.placement ? e.placement->region(spec.id) : nullptr;
     if (where[r] != nullptr) continue;
-    auto rec = RecordRegion(*numa_, spec.id, sources[r].data, spec.bytes, format::kPlacementGranule);
+    auto rec =
+        RecordRegion(*p_->numa_, spec.id, sources[r].data, spec.bytes, format::kPlacementGranule);
     if (rec.ok()) {
       sampled[r] = std::move(rec).value();
       where[r] = &sampled[r];
@@ -405,7 +474,8 @@ std::vector<int32_t> Pipeline::SourceNodes(const Entry& e, const std::vector<Cap
   return nodes;
 }
 
-Status Pipeline::CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSource>& sources, ZeroCopy* zc) {
+Status Pipeline::Capturer::CaptureBlocks(const EntryPtr& e,
+                                         const std::vector<CaptureSource>& sources, ZeroCopy* zc) {
   const std::vector<uint64_t> packed = PackedStarts(e->layout);
   uint64_t gpu_bytes = 0;
   double gpu_seconds = 0;
@@ -413,8 +483,9 @@ Status Pipeline::CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSourc
   const auto nblocks = static_cast<uint32_t>(e->blocks.size());
   std::unique_ptr<ZeroCopyOrder> order;
   if (zc != nullptr) {
-    order = std::make_unique<ZeroCopyOrder>(e->layout, sources, packed, zc, config_.zero_copy_order == "learned");
-    if (order->address_fallback()) ++stats_.zero_copy.address_epochs;
+    order = std::make_unique<ZeroCopyOrder>(e->layout, sources, packed, zc,
+                                            p_->config_.zero_copy_order == "learned");
+    if (order->address_fallback()) ++p_->stats_.zero_copy.address_epochs;
   }
   CaptureBatch batch;
   std::vector<uint32_t> want;
@@ -431,35 +502,37 @@ Status Pipeline::CaptureBlocks(const EntryPtr& e, const std::vector<CaptureSourc
       for (uint32_t k = b; k < nblocks && k - b < kMaxBatch; ++k) want.push_back(k);
     }
     if (!want.empty()) PlanBatch(e, sources, packed, want, &batch, &held);
-    if (held.chunk >= 0) spares.push_back(held);  // not used (no host block came first): kept or freed below
+    if (held.chunk >= 0)
+      spares.push_back(held);  // not used (no host block came first): kept or freed below
     if (want.empty()) {
       FreeHeld(&spares);
-      if (zc != nullptr) zero_copy_.spares().EndEpoch(store_.chunk_count());
+      if (zc != nullptr) p_->zero_copy_.spares().EndEpoch(p_->store_.chunk_count());
       break;
     }
     b += static_cast<uint32_t>(batch.blocks.size());
     double copy_s[2] = {0, 0};  // into untouched, into touched
     uint64_t copy_bytes[2] = {0, 0};
     bool touching = false;
-    mu_.Unlock();
-    const Status copied = CopyBatch(batch, copy_s, copy_bytes, &touching, &gpu_bytes, &gpu_seconds, zc);
-    mu_.Lock();
+    p_->mu_.Unlock();
+    const Status copied =
+        CopyBatch(batch, copy_s, copy_bytes, &touching, &gpu_bytes, &gpu_seconds, zc);
+    p_->mu_.Lock();
     if (!copied.ok()) {
       FreeHeld(&spares);
       return RollBackCapture(e, batch, copied);
     }
     if (batch.gpu.empty()) {  // device copies overlap: no host rate
       for (int touched : {1, 0}) {
-        initializer_.NoteCaptureCopy(copy_bytes[touched], copy_s[touched], touched == 1,
-                                     touching && batch.touching_allowed);
+        p_->initializer_.NoteCaptureCopy(copy_bytes[touched], copy_s[touched], touched == 1,
+                                         touching && batch.touching_allowed);
       }
     }
     SealBatch(e, batch);
   }
   if (gpu_bytes > 0) {
-    stats_.device.capture.bytes += gpu_bytes;
-    stats_.device.capture.ops += 1;
-    stats_.device.capture.seconds += gpu_seconds;
+    p_->stats_.device.capture.bytes += gpu_bytes;
+    p_->stats_.device.capture.ops += 1;
+    p_->stats_.device.capture.seconds += gpu_seconds;
   }
   return Status::Ok();
 }

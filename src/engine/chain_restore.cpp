@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "engine/reader.hpp"
 #include "engine/region_match.hpp"
 #include "format/chain.hpp"
 #include "format/naming.hpp"
@@ -75,9 +76,9 @@ Result<format::Chain> OpenChain(os::FileSystem* fs, const tiers::FileTier& tier,
 // holds. kThroughPageCache reads buffered: several processes reading the same
 // files share the page cache's one read from the disk. Device and managed
 // targets go through the restore stream.
-Status Pipeline::ReadChain(const format::Chain& chain, const tiers::FileTier& tier,
-                           const std::string& label, const std::vector<RestoreTarget>& targets,
-                           FileRead read) {
+Status Pipeline::Reader::ReadChain(const format::Chain& chain, const tiers::FileTier& tier,
+                                   const std::string& label,
+                                   const std::vector<RestoreTarget>& targets, FileRead read) {
   std::vector<uint32_t> index;
   CAIRN_RETURN_IF_ERROR(MatchRegions(chain.tip().layout(), targets, label, &index));
   const bool direct = tier.writer_options().direct && read == FileRead::kAsWritten;
@@ -85,36 +86,37 @@ Status Pipeline::ReadChain(const format::Chain& chain, const tiers::FileTier& ti
   to.reserve(targets.size());
   for (const RestoreTarget& t : targets) {
     const bool host = t.memory == MemoryKind::kHost;
-    to.push_back({.id = t.id, .dst = t.data, .host = host,
+    to.push_back({.id = t.id,
+                  .dst = t.data,
+                  .host = host,
                   .stage = direct && host && t.bytes > 0 && StageInto(t)});
   }
   CAIRN_ASSIGN_OR_RETURN(const format::ChainPlan plan, format::ChainPlan::Make(chain, to));
   const std::optional<os::Prefaulter> prefault = PrefaultHostTargets(targets);
-  return plan.Execute(
-      fs_,
-      [this](void* dst, const void* src, size_t n) {
-        const CopySegment seg{.dst = dst, .src = src, .bytes = n};
-        return dio_->RestoreCopy({&seg, 1});
-      },
-      {.direct = direct});
+  return plan.Execute(p_->fs_,
+                      [this](void* dst, const void* src, size_t n) {
+                        const CopySegment seg{.dst = dst, .src = src, .bytes = n};
+                        return p_->dio_->RestoreCopy({&seg, 1});
+                      },
+                      {.direct = direct});
 }
 
 // Reads from the local tier's chain, falling back to the persistent tier's
 // chain of the same version when the local one is missing, damaged or broken
 // (a chain is never mixed across tiers). Returns the local error if both fail.
-Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, const std::string& name,
-                               int64_t number, const std::vector<RestoreTarget>& targets,
-                               FileRead read) {
+Status Pipeline::Reader::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind,
+                                       const std::string& name, int64_t number,
+                                       const std::vector<RestoreTarget>& targets, FileRead read) {
   const std::string label = format::EntryLabel(kind, name, number);
   // The application waits on this read, from the chain's first open to its
   // last block.
-  const RestoreWait waiting(*this);
-  std::vector<const tiers::FileTier*> tiers{&tier_for(kind)};
-  if (persistent_ && kind == format::EntryKind::kCheckpoint) tiers.push_back(&*persistent_);
+  const RestoreWait waiting(*p_);
+  std::vector<const tiers::FileTier*> tiers{&p_->tier_for(kind)};
+  if (p_->persistent_ && kind == format::EntryKind::kCheckpoint) tiers.push_back(&*p_->persistent_);
   Status first;
   bool any_file = false;
   for (const tiers::FileTier* tier : tiers) {
-    auto chain = OpenChain(fs_, *tier, kind, name, number);
+    auto chain = OpenChain(p_->fs_, *tier, kind, name, number);
     Status s = chain.status();
     if (s.code() == Code::kNotFound) continue;
     any_file = true;
@@ -126,17 +128,18 @@ Status Pipeline::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind, co
     if (first.ok()) first = s;
   }
   if (!any_file) {
-    std::string where = tier_for(kind).dir();
-    if (persistent_ && kind == format::EntryKind::kCheckpoint) where += " or " + persistent_->dir();
+    std::string where = p_->tier_for(kind).dir();
+    if (p_->persistent_ && kind == format::EntryKind::kCheckpoint)
+      where += " or " + p_->persistent_->dir();
     return Status::NotFound(label + " is not in the cache nor in " + where);
   }
   return first;
 }
 
-Result<std::set<int64_t>> Pipeline::CommittedVersions(const std::string& name) {
+Result<std::set<int64_t>> Pipeline::Reader::CommittedVersions(const std::string& name) {
   std::set<int64_t> candidates;
-  std::vector<const tiers::FileTier*> tiers{&local_};
-  if (persistent_) tiers.push_back(&*persistent_);
+  std::vector<const tiers::FileTier*> tiers{&p_->local_};
+  if (p_->persistent_) tiers.push_back(&*p_->persistent_);
   for (const tiers::FileTier* tier : tiers) {
     auto versions = tier->ListCommitted(name, format::EntryKind::kCheckpoint);
     if (!versions.ok()) return versions.status();
@@ -150,19 +153,19 @@ Result<std::set<int64_t>> Pipeline::CommittedVersions(const std::string& name) {
 // since a restore verifies every block as it reads it. Damaged data is found
 // by Restore / RestoreLatest. Appends what is wrong to *damaged (up to ~2000
 // characters).
-bool Pipeline::Intact(const std::string& name, int64_t version, std::string* damaged) {
+bool Pipeline::Reader::Intact(const std::string& name, int64_t version, std::string* damaged) {
   const auto kind = format::EntryKind::kCheckpoint;
   {
     // A committed full version still fully in the cache needs no file (a
     // layered one needs its bases' files: the cache holds only its extents).
-    MutexLock lock(&mu_);
-    EntryPtr e = catalog_.Find(kind, name, version);
+    MutexLock lock(&p_->mu_);
+    EntryPtr e = p_->catalog_.Find(kind, name, version);
     if (e && e->local_committed && e->fully_cached() && !e->layout.layered()) return true;
   }
-  std::vector<const tiers::FileTier*> tiers{&local_};
-  if (persistent_) tiers.push_back(&*persistent_);
+  std::vector<const tiers::FileTier*> tiers{&p_->local_};
+  if (p_->persistent_) tiers.push_back(&*p_->persistent_);
   for (const tiers::FileTier* tier : tiers) {
-    auto chain = OpenChain(fs_, *tier, kind, name, version);
+    auto chain = OpenChain(p_->fs_, *tier, kind, name, version);
     Status s = chain.status();
     if (s.code() == Code::kNotFound) continue;
     if (s.ok()) return true;
@@ -173,10 +176,10 @@ bool Pipeline::Intact(const std::string& name, int64_t version, std::string* dam
 
 Result<int64_t> Pipeline::Latest(const std::string& name) {
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
-  CAIRN_ASSIGN_OR_RETURN(const std::set<int64_t> candidates, CommittedVersions(name));
+  CAIRN_ASSIGN_OR_RETURN(const std::set<int64_t> candidates, Reader(this).CommittedVersions(name));
   std::string damaged;
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
-    if (Intact(name, *it, &damaged)) return *it;
+    if (Reader(this).Intact(name, *it, &damaged)) return *it;
   }
   if (candidates.empty()) return Status::NotFound("no committed version of '" + name + "'");
   return Status::NotFound("no valid version of '" + name + "': all " +
@@ -186,11 +189,11 @@ Result<int64_t> Pipeline::Latest(const std::string& name) {
 
 Result<std::vector<int64_t>> Pipeline::IntactVersions(const std::string& name) {
   CAIRN_RETURN_IF_ERROR(format::ValidateName(name));
-  CAIRN_ASSIGN_OR_RETURN(const std::set<int64_t> candidates, CommittedVersions(name));
+  CAIRN_ASSIGN_OR_RETURN(const std::set<int64_t> candidates, Reader(this).CommittedVersions(name));
   std::vector<int64_t> intact;
   std::string damaged;
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
-    if (Intact(name, *it, &damaged)) intact.push_back(*it);
+    if (Reader(this).Intact(name, *it, &damaged)) intact.push_back(*it);
   }
   return intact;
 }

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "engine/pipeline.hpp"
+#include "engine/reader.hpp"
 #include "format/file_reader.hpp"
 #include "format/naming.hpp"
 
@@ -62,16 +62,21 @@ Result<size_t> Pipeline::StepSize(const std::string& name, int64_t step) {
 
 Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, size_t capacity,
                              MemoryKind dst_kind) {
+  return Reader(this).Pop(name, step, dst, capacity, dst_kind);
+}
+
+Result<size_t> Pipeline::Reader::Pop(const std::string& name, int64_t step, void* dst,
+                                     size_t capacity, MemoryKind dst_kind) {
   const auto kind = format::EntryKind::kHistoryStep;
   const std::string label = format::EntryLabel(kind, name, step);
   auto t0 = std::chrono::steady_clock::now();
-  zero_copy_.WaitIdle();  // dst may be protected by a zero-copy epoch being read
+  p_->zero_copy_.WaitIdle();  // dst may be protected by a zero-copy epoch being read
   if (dst_kind == MemoryKind::kHost)
-    layering_->BeforeRestore(dst, capacity);  // a write into tracked memory
-  MutexLock lock(&mu_);
-  Catalog::History* hist = catalog_.FindHistory(name);
+    p_->layering_->BeforeRestore(dst, capacity);  // a write into tracked memory
+  MutexLock lock(&p_->mu_);
+  Catalog::History* hist = p_->catalog_.FindHistory(name);
   if (!hist) return Status::State("history '" + name + "' is not open");
-  EntryPtr e = catalog_.Find(kind, name, step);
+  EntryPtr e = p_->catalog_.Find(kind, name, step);
   if (!e) return Status::NotFound(label + " is not there (never pushed, or already popped)");
   const size_t bytes = static_cast<size_t>(e->layout.payload_bytes);
   if (capacity < bytes) {
@@ -81,11 +86,11 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
   if (!hist->popping) {
     // The first pop: prefetching starts now, alongside this pop's read.
     hist->popping = true;
-    prefetcher_.Wake();
-    device_mover_.Wake();
+    p_->prefetcher_.Wake();
+    p_->device_mover_.Wake();
   }
-  if (e->prefetching) ++stats_.prefetch_waits;
-  cv_app_.wait(lock, [&] {
+  if (e->prefetching) ++p_->stats_.prefetch_waits;
+  p_->cv_app_.wait(lock, [&] {
     return e->consumed || (e->capture_done && !e->prefetching &&
                            (e->fully_cached() || e->local_committed || e->failed()));
   });
@@ -112,22 +117,22 @@ Result<size_t> Pipeline::Pop(const std::string& name, int64_t step, void* dst, s
     e->pop_reading = false;
   }
   if (!s.ok()) {
-    Unpin(e);
+    p_->Unpin(e);
     return s;
   }
-  if (device_hit) ++stats_.device.hits;
+  if (device_hit) ++p_->stats_.device.hits;
   NoteRead(hit, bytes, t0, hit ? "pop (cache hit)" : "pop (from file)", name, step);
-  catalog_.DropStep(name, step);
+  p_->catalog_.DropStep(name, step);
   const bool delete_file = e->local_committed;
-  Consume(e);
-  Unpin(e);
+  p_->Consume(e);
+  p_->Unpin(e);
   if (delete_file) {
-    tiers::FileTier* t = &history_;
-    mover_.Remove(t, name, format::EntryKind::kHistoryStep, step);
+    tiers::FileTier* t = &p_->history_;
+    p_->mover_.Remove(t, name, format::EntryKind::kHistoryStep, step);
   }
-  TraceCache();
-  prefetcher_.Wake();
-  device_mover_.Wake();
+  p_->TraceCache();
+  p_->prefetcher_.Wake();
+  p_->device_mover_.Wake();
   return bytes;
 }
 

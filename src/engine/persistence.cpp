@@ -1,4 +1,5 @@
-// The persistent tier, wired (docs/design.md, "Persistence"): a checkpoint
+// The persistent tier, wired (docs/design.md, "Persistence"): what follows
+// the persister's and the mover's jobs (their Owners, stage_owners.hpp). A checkpoint
 // is written to the persistent tier by the persister (a second Flusher)
 // straight from the host cache, concurrently with the local flush, and its
 // blocks are verified against the CRCs taken at capture before they are
@@ -11,77 +12,75 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/pipeline.hpp"
+#include "engine/stage_owners.hpp"
 
 namespace cairn::core {
 
-void Pipeline::BeginPersist(const EntryPtr& e) {
-  e->persist_pending = true;
-  if (!config_.persist_from_cache) return;  // CommitFlushed queues the file copy
-  // A persistent layered version must never be visible before its base: the
-  // persister writes it only when the base is committed there already, else
-  // the mover copies the committed local chain, base first.
-  if (e->layout.layered()) {
-    EntryPtr base = catalog_.Find(e->kind, e->name, e->layout.record.base_version);
-    if (!base || !base->persistent_committed) return;
+// The persistent copy of e ended with s, from the cache (span "persist") or
+// from the local file; span null: failed before anything was traced.
+void Pipeline::StageOwners::NotePersisted(Pipeline* p, const EntryPtr& e, const Status& s,
+                                          std::chrono::steady_clock::time_point t0, double seconds,
+                                          const char* span) {
+  e->persist_pending = false;
+  p->mover_.Resume(e->name);  // copies of layers waiting for it as their base
+  if (s.ok()) {
+    e->persistent_committed = true;
+    p->tracer_.Span(span, "persistent", t0, std::chrono::steady_clock::now(),
+                    e->layout.stored_bytes, e->name, e->number);
+    p->stats_.flush_persistent.bytes += e->layout.stored_bytes;
+    p->stats_.flush_persistent.ops += 1;
+    p->stats_.flush_persistent.seconds += seconds;
+    if (e->local_committed) p->mover_.Retain(e->name);  // else the flusher's commit queues it
+  } else {
+    e->persistent_error = s;
+    ++p->stats_.failed_flushes;
+    if (p->unreported_error_.ok()) p->unreported_error_ = s;
   }
-  e->persist_from_cache = true;
-  store_.Hold(e);
-  persister_.Push(e);
+  p->cv_app_.notify_all();
 }
 
+void Pipeline::StageOwners::PersisterOwner::Fail(const EntryPtr& e, const Status& s) {
+  NotePersisted(p_, e, s.WithContext("persistent tier"), {}, 0, nullptr);
+}
+void Pipeline::StageOwners::PersisterOwner::Committed(const EntryPtr& e,
+                                                      Flusher::TimePoint flush_start,
+                                                      double io_seconds) {
+  NotePersisted(p_, e, Status::Ok(), flush_start, io_seconds, "persist");
+}
 // After the persister's turn at e, whatever became of it: committed, failed,
 // consumed, or given up (a block it needed was evicted).
-void Pipeline::PersisterDone(const EntryPtr& e) {
+void Pipeline::StageOwners::PersisterOwner::Flushed(const EntryPtr& e) {
   e->persist_from_cache = false;
-  store_.DropHold(e);
-  prefetcher_.Wake();               // its blocks are evictable now
+  p_->store_.DropHold(e);
+  p_->prefetcher_.Wake();           // its blocks are evictable now
   if (!e->persist_pending) return;  // committed, or failed (booked)
   if (e->consumed || e->failed()) {
     e->persist_pending = false;  // never to be persisted; Wait reports why
-    mover_.Resume(e->name);      // copies waiting for it as their base
-    cv_app_.notify_all();
+    p_->mover_.Resume(e->name);  // copies waiting for it as their base
+    p_->cv_app_.notify_all();
     return;
   }
   // Given up: the committed local file is copied instead (now, or by
-  // CommitFlushed once it is committed).
-  if (e->local_committed) mover_.Copy(e);
+  // FlusherOwner::Committed once it is committed).
+  if (e->local_committed) p_->mover_.Copy(e);
 }
 
-// The persistent copy of e ended with s, from the cache (span "persist") or
-// from the local file; span null: failed before anything was traced.
-void Pipeline::NotePersisted(const EntryPtr& e, const Status& s,
-                             std::chrono::steady_clock::time_point t0, double seconds,
-                             const char* span) {
-  e->persist_pending = false;
-  mover_.Resume(e->name);  // copies of layers waiting for it as their base
-  if (s.ok()) {
-    e->persistent_committed = true;
-    tracer_.Span(span, "persistent", t0, std::chrono::steady_clock::now(), e->layout.stored_bytes,
-                 e->name, e->number);
-    stats_.flush_persistent.bytes += e->layout.stored_bytes;
-    stats_.flush_persistent.ops += 1;
-    stats_.flush_persistent.seconds += seconds;
-    if (e->local_committed) mover_.Retain(e->name);  // else CommitFlushed queues it
-  } else {
-    e->persistent_error = s;
-    ++stats_.failed_flushes;
-    if (unreported_error_.ok()) unreported_error_ = s;
-  }
-  cv_app_.notify_all();
+void Pipeline::StageOwners::MoverOwner::Copied(const EntryPtr& e, const Status& s,
+                                               Mover::TimePoint t0, double seconds) {
+  NotePersisted(p_, e, s, t0, seconds, "persist (file copy)");
+  if (s.ok()) ++p_->stats_.persist_file_copies;
 }
-
 // Retention: a version still bound for the persistent tier, or not yet
 // committed locally, is kept (a later pass removes it), and so is an MPI
 // job's newest possibly common version (SetGlobalCommit).
-bool Pipeline::MayRetire(const std::string& name, int64_t v, bool local) {
-  if (commits_.Common(name) == v) return false;
-  EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, v);
+bool Pipeline::StageOwners::MoverOwner::MayRetire(const std::string& name, int64_t v, bool local) {
+  if (p_->commits_.Common(name) == v) return false;
+  EntryPtr e = p_->catalog_.Find(format::EntryKind::kCheckpoint, name, v);
   if (e && (e->persist_pending || !e->local_committed)) return false;
   // The base of a layered version still in flight (captured before a newer
   // version committed) must outlive that version's commit.
-  if (catalog_.IsBaseOfUncommitted(name, v)) return false;
-  if (e && local) Consume(e);  // older than the newest `keep` committed ones
+  if (p_->catalog_.IsBaseOfUncommitted(name, v)) return false;
+  if (e && local) p_->Consume(e);  // older than the newest `keep` committed ones
   return true;
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <utility>
 
+#include "engine/reader.hpp"
 #include "engine/stage_owners.hpp"
 #include "format/naming.hpp"
 #include "os/fs/fs.hpp"
@@ -187,18 +188,6 @@ void Pipeline::NotifyAll() {
   prefetcher_.Wake();
 }
 
-void Pipeline::FlushDone(const EntryPtr& e) {
-  if (e->kind == format::EntryKind::kCheckpoint) SettleLayering(*e);
-  if (e->kind == format::EntryKind::kHistoryStep && !config_.history_persistent &&
-      !catalog_.HasHistory(e->name)) {
-    // Its history was closed while this step was in flight: the directory
-    // removal skipped then can happen now.
-    const std::string name = e->name;
-    mover_.Run([this, name] { RemoveNameDirIfUnused(name); });
-  }
-  prefetcher_.Wake();
-}
-
 // A checkpoint's flush ended: committed, it may be the base of the next
 // versions; failed or dropped, never.
 void Pipeline::SettleLayering(Entry& e) {
@@ -222,35 +211,6 @@ void Pipeline::SetGlobalCommit(const std::string& name, int64_t global, int64_t 
     mover_.Retain(name);  // the deletions its commit made possible
 }
 
-// The entry's file is committed: stats, and what the mover does next.
-void Pipeline::CommitFlushed(const EntryPtr& e, std::chrono::steady_clock::time_point flush_start,
-                             double io_seconds) {
-  e->local_committed = true;
-  if (e->kind == format::EntryKind::kCheckpoint) {
-    commits_.NoteLocal(e->name, e->number,
-                       std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count());
-  }
-  tracer_.Span("flush", "local", flush_start, std::chrono::steady_clock::now(),
-               e->layout.stored_bytes, e->name, e->number);
-  TraceCache();
-  stats_.flush_local.bytes += e->layout.stored_bytes;
-  stats_.flush_local.ops += 1;
-  stats_.flush_local.seconds += io_seconds;
-  if (e->consumed) {
-    // Popped while its commit was running: the file must go.
-    mover_.Remove(&tier_for(e->kind), e->name, e->kind, e->number);
-  } else if (e->kind == format::EntryKind::kCheckpoint) {
-    if (e->persist_pending && !e->persist_from_cache) {
-      mover_.Copy(e);  // the persister gave it up before this commit
-    } else if (!e->persist_pending) {
-      mover_.Retain(e->name);  // persisted already, or no persistent tier
-    }                          // else the persister is on it and queues retention when done
-  }
-  cv_app_.notify_all();
-}
-
 void Pipeline::TraceCache() { store_.TraceOccupancy(tracer_); }
 
 // ---------------------------------------------------------------------------
@@ -259,7 +219,8 @@ void Pipeline::TraceCache() { store_.TraceOccupancy(tracer_); }
 std::optional<uint32_t> Pipeline::TryAcquireChunk(uint32_t write_bytes, bool* was_touched,
                                                   uint64_t below_seq, int node) {
   auto c = store_.TryAcquire(write_bytes, was_touched, below_seq, node);
-  if (c) NoteTouchProgress();  // the writer touches it: the cache may be fully touched now
+  if (c)
+    initializer_.NoteTouchProgress();  // the writer touches it: the cache may be fully touched now
   return c;
 }
 
@@ -267,14 +228,6 @@ std::optional<uint32_t> Pipeline::TakeChunk(uint32_t write_bytes, bool* was_touc
   for (;;) {
     if (auto c = TryAcquireChunk(write_bytes, was_touched, UINT64_MAX, node)) return c;
     if (!store_.ReleaseOldestHold()) return std::nullopt;
-  }
-}
-
-int32_t Pipeline::AcquireChunk(uint32_t write_bytes, bool* was_touched, int node) {
-  for (;;) {
-    if (auto c = TakeChunk(write_bytes, was_touched, node)) return static_cast<int32_t>(*c);
-    // Back-pressure: every chunk holds data not yet flushed (or pinned).
-    WaitAsCaptureBlocked("blocked: cache full");
   }
 }
 
@@ -298,21 +251,6 @@ void Pipeline::SetCaptureCopying(bool copying) {
   const bool ended = capture_copying_ && !copying;
   capture_copying_ = copying;
   if (ended) checksummer_.Wake();
-}
-
-// While device blocks wait to be drained, a capture into the host cache may
-// not take the last chunk the device mover could get (free, or evictable
-// because written): the flusher may be waiting for those device blocks
-// before it can write, and so free, anything the capture holds.
-bool Pipeline::DrainRoomAfterTaking(const Entry& capturing) const {
-  if (!device_mover_.DrainsPending()) return true;
-  return store_.HasRoomFor(capturing, 2);
-}
-
-void Pipeline::WaitForDrainRoom(const Entry& capturing) {
-  while (!DrainRoomAfterTaking(capturing)) {
-    if (!store_.ReleaseOldestHold()) WaitAsCaptureBlocked("blocked: host cache kept for drains");
-  }
 }
 
 void Pipeline::ReleaseChunks(Entry& e) {
@@ -372,7 +310,7 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
   EntryPtr e = catalog_.Find(kind, name, number);
   if (!e) {
     lock.Unlock();
-    return WaitForFiles(kind, name, number, level);
+    return Reader(this).WaitForFiles(kind, name, number, level);
   }
   if (level == Level::kPersistent && e->persist_skipped) {
     return Status::InvalidArgument(
@@ -399,18 +337,6 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
     unreported_error_ = Status::Ok();
   }
   return s;
-}
-
-// Not in this pipeline (retired, or written by an earlier run): committed
-// files answer. An entry retired meanwhile had its file committed before it
-// left the catalog, so asking without the lock answers the same.
-Status Pipeline::WaitForFiles(format::EntryKind kind, const std::string& name, int64_t number,
-                              Level level) {
-  const tiers::FileTier& tier = level == Level::kPersistent ? *persistent_ : local_;
-  if (tier.Exists(name, kind, number)) return Status::Ok();
-  return Status::NotFound("version " + std::to_string(number) + " of '" + name +
-                          "' is unknown at " +
-                          (level == Level::kPersistent ? "the persistent level" : "this level"));
 }
 
 Status Pipeline::RemoveLocalCopies(const std::string& name) {

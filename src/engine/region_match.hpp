@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/pipeline.hpp"
+#include "engine/restore_target.hpp"
 #include "format/layout.hpp"
 
 namespace cairn::core {

@@ -25,32 +25,46 @@ void Pipeline::StageOwners::FlusherOwner::Fail(const EntryPtr& e, const Status& 
   p_->FailEntry(e, s);
 }
 void Pipeline::StageOwners::FlusherOwner::Skipped() { ++p_->stats_.flushes_skipped; }
+// The entry's file is committed: stats, and what the mover does next.
 void Pipeline::StageOwners::FlusherOwner::Committed(const EntryPtr& e,
                                                     Flusher::TimePoint flush_start,
                                                     double io_seconds) {
-  p_->CommitFlushed(e, flush_start, io_seconds);
+  e->local_committed = true;
+  if (e->kind == format::EntryKind::kCheckpoint) {
+    p_->commits_.NoteLocal(e->name, e->number,
+                           std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count());
+  }
+  p_->tracer_.Span("flush", "local", flush_start, std::chrono::steady_clock::now(),
+                   e->layout.stored_bytes, e->name, e->number);
+  p_->TraceCache();
+  p_->stats_.flush_local.bytes += e->layout.stored_bytes;
+  p_->stats_.flush_local.ops += 1;
+  p_->stats_.flush_local.seconds += io_seconds;
+  if (e->consumed) {
+    // Popped while its commit was running: the file must go.
+    p_->mover_.Remove(&p_->tier_for(e->kind), e->name, e->kind, e->number);
+  } else if (e->kind == format::EntryKind::kCheckpoint) {
+    if (e->persist_pending && !e->persist_from_cache) {
+      p_->mover_.Copy(e);  // the persister gave it up before this commit
+    } else if (!e->persist_pending) {
+      p_->mover_.Retain(e->name);  // persisted already, or no persistent tier
+    }                              // else the persister is on it and queues retention when done
+  }
+  p_->cv_app_.notify_all();
 }
-void Pipeline::StageOwners::FlusherOwner::Flushed(const EntryPtr& e) { p_->FlushDone(e); }
-
-void Pipeline::StageOwners::PersisterOwner::Fail(const EntryPtr& e, const Status& s) {
-  p_->NotePersisted(e, s.WithContext("persistent tier"), {}, 0, nullptr);
-}
-void Pipeline::StageOwners::PersisterOwner::Committed(const EntryPtr& e,
-                                                      Flusher::TimePoint flush_start,
-                                                      double io_seconds) {
-  p_->NotePersisted(e, Status::Ok(), flush_start, io_seconds, "persist");
-}
-void Pipeline::StageOwners::PersisterOwner::Flushed(const EntryPtr& e) { p_->PersisterDone(e); }
-
-// The mover ----------------------------------------------------------------------
-
-void Pipeline::StageOwners::MoverOwner::Copied(const EntryPtr& e, const Status& s,
-                                               Mover::TimePoint t0, double seconds) {
-  p_->NotePersisted(e, s, t0, seconds, "persist (file copy)");
-  if (s.ok()) ++p_->stats_.persist_file_copies;
-}
-bool Pipeline::StageOwners::MoverOwner::MayRetire(const std::string& name, int64_t v, bool local) {
-  return p_->MayRetire(name, v, local);
+// After every flush: a history closed meanwhile gets its directory removed.
+void Pipeline::StageOwners::FlusherOwner::Flushed(const EntryPtr& e) {
+  if (e->kind == format::EntryKind::kCheckpoint) p_->SettleLayering(*e);
+  if (e->kind == format::EntryKind::kHistoryStep && !p_->config_.history_persistent &&
+      !p_->catalog_.HasHistory(e->name)) {
+    // Its history was closed while this step was in flight: the directory
+    // removal skipped then can happen now.
+    const std::string name = e->name;
+    p_->mover_.Run([this, name] { p_->RemoveNameDirIfUnused(name); });
+  }
+  p_->prefetcher_.Wake();
 }
 
 // The prefetcher -----------------------------------------------------------------

@@ -1,8 +1,9 @@
 // The pipeline as each stage's Owner: the interfaces the stages declare
 // (stages/*.hpp, "What it needs of its owner") implemented over the
 // pipeline's state, one class per stage, so that following what a stage's
-// event does means reading one method in stage_owners.cpp. The flusher and
-// the persister are both Flushers; what follows their commits differs.
+// event does means reading one method in stage_owners.cpp (persistence.cpp
+// for the persister's and the mover's). The flusher and the persister are
+// both Flushers; what follows their commits differs.
 //
 // Each method is called by its stage with the pipeline's mu_ held and says
 // so (CAIRN_REQUIRES), so the analysis checks what it reaches of the
@@ -11,6 +12,7 @@
 // pipeline.cpp makes them.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,7 +38,7 @@ struct Pipeline::StageOwners {
   };
 
   // The local tier's flusher: a commit is booked and handed on
-  // (Pipeline::CommitFlushed); after every entry, FlushDone.
+  // (Committed); after every entry, Flushed.
   class FlusherOwner : public Flusher::Owner {
    public:
     explicit FlusherOwner(Pipeline* p) : p_(p) {}
@@ -52,7 +54,7 @@ struct Pipeline::StageOwners {
   };
 
   // The persistent tier's flusher (persistence.cpp): the same cache and pins;
-  // its outcome is the version's persistence (Pipeline::NotePersisted), and a
+  // its outcome is the version's persistence (NotePersisted), and a
   // skipped entry is counted once, by the flusher.
   class PersisterOwner final : public FlusherOwner {
    public:
@@ -65,7 +67,7 @@ struct Pipeline::StageOwners {
   };
 
   // A file copy to the persistent tier is booked as the persister's commits
-  // are; retention asks the pipeline (Pipeline::MayRetire).
+  // are; retention asks MayRetire.
   class MoverOwner final : public Mover::Owner {
    public:
     explicit MoverOwner(Pipeline* p) : p_(p) {}
@@ -120,6 +122,13 @@ struct Pipeline::StageOwners {
    private:
     Pipeline* const p_;
   };
+
+  // The persistent copy of e ended with s, from the cache (the persister)
+  // or from the local file (the mover's copy); span null: failed before
+  // anything was traced (persistence.cpp).
+  static void NotePersisted(Pipeline* p, const EntryPtr& e, const Status& s,
+                            std::chrono::steady_clock::time_point t0, double seconds,
+                            const char* span) CAIRN_REQUIRES(p->mu_);
 
   explicit StageOwners(Pipeline* p)
       : checksummer(p),

@@ -86,7 +86,7 @@ class ZeroCopyCapture {
   // os::PageTracker (which would own the memory's write protection).
   void UsePageSources(Layering& layering);
 
-  // The reader's spares for RED pages (Pipeline::HoldRoom), learned per
+  // The reader's spares for RED pages (Pipeline::Capturer::HoldRoom), learned per
   // epoch. Needs mu held.
   SpareCount& spares() {
     mu_->AssertHeld();

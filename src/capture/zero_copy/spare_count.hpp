@@ -1,5 +1,5 @@
 // How many host-cache chunks the learned order's zero-copy reader keeps as
-// spares for RED pages (Pipeline::HoldRoom; docs/design.md "Room for RED
+// spares for RED pages (Pipeline::Capturer::HoldRoom; docs/design.md "Room for RED
 // pages"), learned from epoch to epoch.
 //
 // Why learned: a spare lets a RED page's block be read at once, but every

@@ -398,7 +398,7 @@ TEST_P(LockStepTest, ARedPageTakesItsBlockFirst) {
   EXPECT_EQ(planned, want);
 }
 
-// What the reader asks before it picks a block (Pipeline::HoldRoom): a RED
+// What the reader asks before it picks a block (Pipeline::Capturer::HoldRoom): a RED
 // page waits in the queue (RedWaiting, the learned order only) until Next
 // takes its block; Done once every block was handed out.
 TEST_P(LockStepTest, RedWaitingUntilNextTakesItsBlockAndDoneAfterTheLast) {
