@@ -9,7 +9,8 @@
 // A Capturer holds no state of its own: it is the pipeline's capture steps,
 // over the pipeline's state (nested in Pipeline, it reaches it as the
 // pipeline's own members do), made for each Pipeline::Capture and for each
-// zero-copy epoch's reader. Internal to the engine: capture.cpp only.
+// zero-copy epoch's reader. Internal to the engine: capture.cpp and
+// capture_room.cpp.
 #pragma once
 
 #include <chrono>
