@@ -62,6 +62,27 @@ Status RecordGlobal(Client::Impl& impl, std::string_view name, int64_t committed
 
 }  // namespace
 
+redundancy::Checkpoints::Commit GroupCheckpoints::NewestLocal(const std::string& name) {
+  const core::Pipeline::LocalCommit c = pipeline_->NewestLocalCommit(name);
+  return {.version = c.version, .realtime_ns = c.realtime_ns};
+}
+Status GroupCheckpoints::WaitLocal(const std::string& name, int64_t version) {
+  return pipeline_->Wait(format::EntryKind::kCheckpoint, name, version, Level::kLocal);
+}
+Status GroupCheckpoints::WaitPersistent(const std::string& name, int64_t version) {
+  return pipeline_->Wait(format::EntryKind::kCheckpoint, name, version, Level::kPersistent);
+}
+Result<std::vector<int64_t>> GroupCheckpoints::IntactVersions(const std::string& name) {
+  return pipeline_->IntactVersions(name);
+}
+Status GroupCheckpoints::RecordGlobal(const std::string& name, int64_t committed,
+                                      int64_t persistent) {
+  return cairn::RecordGlobal(*impl_, name, committed, persistent);
+}
+void GroupCheckpoints::KeepGlobal(const std::string& name, int64_t global, int64_t common) {
+  pipeline_->SetGlobalCommit(name, global, common);
+}
+
 // The ranks' manifests record the saved job's size (docs/format.md 3.6): a
 // job's rank r does not continue another size's saved rank r.
 Status CheckSameSize(Client::Impl& impl, const std::string& name) {
@@ -231,37 +252,14 @@ Result<std::unique_ptr<Client>> OpenInGroup(Result<Config> config, std::unique_p
   impl.group = std::move(group);
   impl.root = *config;
   impl.opener = std::this_thread::get_id();
-  core::Pipeline* pipeline = impl.core->pipeline.get();
-  Client::Impl* self = &impl;
-  impl.levels = std::make_unique<redundancy::Levels>(
-      impl.group.get(), impl.config, std::move(plan),
-      redundancy::Levels::Hooks{
-          .make_persistent =
-              [pipeline](const std::string& name, int64_t v) {
-                return pipeline->Wait(format::EntryKind::kCheckpoint, name, v, Level::kPersistent);
-              },
-          .record = [self](const std::string& name, int64_t committed,
-                           int64_t persistent) { return RecordGlobal(*self, name, committed, persistent); },
-          .intact = [pipeline](const std::string& name) { return pipeline->IntactVersions(name); },
-          .local = {.committed =
-                        [pipeline](const std::string& name, int64_t v) {
-                          return pipeline->NewestLocalCommit(name).version >= v;
-                        },
-                    .wait =
-                        [pipeline](const std::string& name, int64_t v) {
-                          return pipeline->Wait(format::EntryKind::kCheckpoint, name, v, Level::kLocal);
-                        }}});
+  impl.checkpoints = std::make_unique<GroupCheckpoints>(impl.core->pipeline.get(), &impl);
+  impl.levels = std::make_unique<redundancy::Levels>(impl.group.get(), impl.config, std::move(plan),
+                                                     impl.checkpoints.get());
   impl.global = std::make_unique<collective::GlobalCommit>(
       impl.group.get(), impl.config,
       collective::Manifest{.ranks = impl.group->size(),
                            .ranks_per_node = impl.group->ranks_per_node()},
-      [pipeline](const std::string& name) {
-        const auto c = pipeline->NewestLocalCommit(name);
-        return collective::GlobalCommit::Local{.version = c.version, .realtime_ns = c.realtime_ns};
-      },
-      [pipeline](const std::string& name, int64_t global, int64_t common) {
-        pipeline->SetGlobalCommit(name, global, common);
-      });
+      impl.checkpoints.get());
   CAIRN_RETURN_IF_ERROR(
       collective::Agree(*impl.group, StartProgress(impl), "starting Cairn's progress thread"));
   return client;

@@ -53,6 +53,25 @@ struct ClientCore {
   }
 };
 
+// A member's checkpoints as its redundancy levels and global commit see
+// them (redundancy/checkpoints.hpp), over its pipeline; the global
+// commit's record goes through the client's (client_group.cpp).
+class GroupCheckpoints final : public redundancy::Checkpoints {
+ public:
+  GroupCheckpoints(core::Pipeline* pipeline, Client::Impl* impl)
+      : pipeline_(pipeline), impl_(impl) {}
+  Commit NewestLocal(const std::string& name) override;
+  Status WaitLocal(const std::string& name, int64_t version) override;
+  Status WaitPersistent(const std::string& name, int64_t version) override;
+  Result<std::vector<int64_t>> IntactVersions(const std::string& name) override;
+  Status RecordGlobal(const std::string& name, int64_t committed, int64_t persistent) override;
+  void KeepGlobal(const std::string& name, int64_t global, int64_t common) override;
+
+ private:
+  core::Pipeline* const pipeline_;
+  Client::Impl* const impl_;
+};
+
 struct Client::Impl {
   std::shared_ptr<ClientCore> core = std::make_shared<ClientCore>();
   Config config;
@@ -62,6 +81,9 @@ struct Client::Impl {
   // The configuration before the rank's subdirectories (= config when not
   // in a group): the roots where a saved job's ranks are found.
   Config root;
+  // In a group: the member's checkpoints as `levels` and `global` see them
+  // (declared before them: it outlives both).
+  std::unique_ptr<GroupCheckpoints> checkpoints;
   // In a group: the redundancy levels L2-L4, their turns, recoveries and
   // stats (levels.hpp).
   std::unique_ptr<redundancy::Levels> levels;

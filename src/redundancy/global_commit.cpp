@@ -21,12 +21,12 @@ constexpr size_t kValues = 5;
 
 }  // namespace
 
-GlobalCommit::GlobalCommit(Group* group, Config config, Manifest shape, LocalOf local_of, Keep keep)
+GlobalCommit::GlobalCommit(Group* group, Config config, Manifest shape,
+                           redundancy::Checkpoints* local)
     : group_(group),
       config_(std::move(config)),
       shape_(shape),
-      local_of_(std::move(local_of)),
-      keep_(std::move(keep)),
+      local_(local),
       rounds_on_(group->nonblocking()) {
   recorder_ = std::jthread([this](std::stop_token stop) { RecorderLoop(stop); });
 }
@@ -58,12 +58,12 @@ redundancy::Pace GlobalCommit::Pace() {
   MutexLock lock(&mu_);
   if (stopped_ || name_.empty()) return redundancy::Pace::kIdle;
   const int64_t recorded = RecordedLocked(name_);
-  if (local_of_(name_).version > recorded) return redundancy::Pace::kBusy;
+  if (local_->NewestLocal(name_).version > recorded) return redundancy::Pace::kBusy;
   return checkpointed_ > recorded ? redundancy::Pace::kWaiting : redundancy::Pace::kIdle;
 }
 
 void GlobalCommit::Start() {
-  const Local mine = name_.empty() ? Local{} : local_of_(name_);
+  const Local mine = name_.empty() ? Local{} : local_->NewestLocal(name_);
   const int64_t d = name_.empty() ? 0 : Digest(name_);
   const int64_t values[kValues] = {mine.version, -mine.version, d, -d, RecordedLocked(name_)};
   auto p = group_->StartAllReduce(Group::Op::kMin, values, kValues);
@@ -87,7 +87,7 @@ void GlobalCommit::KeepLocked(const std::string& name, int64_t global, int64_t c
   if (global <= g && common <= c) return;
   g = std::max(g, global);
   c = std::max(c, common);
-  if (keep_) keep_(name, g, c);
+  local_->KeepGlobal(name, g, c);
 }
 
 void GlobalCommit::Completed(const std::vector<int64_t>& r, const std::string& name) {
@@ -171,7 +171,7 @@ Status GlobalCommit::Finish() {
       MutexLock lock(&mu_);
       name = name_;
     }
-    const Local last = name.empty() ? Local{} : local_of_(name);
+    const Local last = name.empty() ? Local{} : local_->NewestLocal(name);
     const int64_t d = name.empty() ? 0 : Digest(name);
     int64_t recorded = -1;
     {
@@ -249,7 +249,7 @@ void GlobalCommit::RecorderLoop(std::stop_token stop) {
 }
 
 GlobalCommitState GlobalCommit::State(const std::string& name) {
-  const Local local = local_of_(name);
+  const Local local = local_->NewestLocal(name);
   MutexLock lock(&mu_);
   GlobalCommitState st{.local_version = local.version, .local_commit_ns = local.realtime_ns,
                        .rounds = rounds_};

@@ -19,7 +19,6 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -30,6 +29,7 @@
 #include "cairn/config.hpp"
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
+#include "redundancy/checkpoints.hpp"
 #include "redundancy/collective.hpp"
 #include "redundancy/progress_thread.hpp"
 #include "util/mutex.hpp"
@@ -38,24 +38,20 @@ namespace cairn::collective {
 
 class GlobalCommit {
  public:
-  // What a member has committed locally (Pipeline::NewestLocalCommit).
-  struct Local {
-    int64_t version = -1;
-    int64_t realtime_ns = -1;
-  };
-  using LocalOf = std::function<Local(const std::string& name)>;
-  // Tells retention of a name (Pipeline::SetGlobalCommit) the newest global
-  // commit and the newest version that may be common to every member (a
-  // round's least newest local commit), so that a member running ahead never
-  // deletes the version a restart would agree on (docs/mpi.md,
+  // What a member has committed locally (Checkpoints::NewestLocal).
+  using Local = redundancy::Checkpoints::Commit;
+
+  // `group` and `local` (the member's checkpoints) outlive this object.
+  // Starts the recorder thread. The rounds read each member's newest local
+  // commit (local->NewestLocal) and tell retention (local->KeepGlobal) the
+  // newest global commit and the newest version that may be common to every
+  // member (a round's least newest local commit), so that a member running
+  // ahead never deletes the version a restart would agree on (docs/mpi.md,
   // "Retention"). The global commit is passed once it is recorded: by a
   // collective call's record at once, and from the background only once a
   // round shows every member recorded it, so that the deletions it allows
   // do not delay any member's record on a shared disk.
-  using Keep = std::function<void(const std::string& name, int64_t global, int64_t common)>;
-
-  // `group` outlives this object. Starts the recorder thread.
-  GlobalCommit(Group* group, Config config, Manifest shape, LocalOf local_of, Keep keep = {});
+  GlobalCommit(Group* group, Config config, Manifest shape, redundancy::Checkpoints* local);
   ~GlobalCommit();
   GlobalCommit(const GlobalCommit&) = delete;
   GlobalCommit& operator=(const GlobalCommit&) = delete;
@@ -108,8 +104,7 @@ class GlobalCommit {
   Group* const group_;
   const Config config_;
   const Manifest shape_;
-  const LocalOf local_of_;
-  const Keep keep_;
+  redundancy::Checkpoints* const local_;
   const bool rounds_on_;  // group_->nonblocking(): else Progress and Finish do no MPI
 
   Mutex write_mu_;  // one manifest write at a time (recorder or a collective call); before mu_

@@ -32,10 +32,12 @@ Result<Plan> AgreePlan(Group& group, const Config& config) {
   return plan;
 }
 
-Levels::Levels(Group* group, Config config, Plan plan, Hooks hooks, partner::TransferLimits limits)
-    : group_(group), config_(std::move(config)), plan_(std::move(plan)), hooks_(std::move(hooks)) {
+Levels::Levels(Group* group, Config config, Plan plan, Checkpoints* local,
+               partner::TransferLimits limits)
+    : group_(group), config_(std::move(config)), plan_(std::move(plan)), local_(local) {
   if (plan_.l2_every > 0 && group_->point_to_point()) {
-    transfers_ = std::make_unique<partner::Transfers>(group_, plan_.partner, config_, hooks_.local, limits);
+    transfers_ =
+        std::make_unique<partner::Transfers>(group_, plan_.partner, config_, local_, limits);
   }
 }
 
@@ -46,7 +48,7 @@ Levels::~Levels() { encoder_.reset(); }
 void Levels::EncodeInBackground(std::unique_ptr<Group> group) {
   if (plan_.l3_every <= 0) return;
   encoder_ = std::make_unique<parity::BackgroundEncoder>(
-      std::move(group), plan_.sets, config_, hooks_.local.wait,
+      std::move(group), plan_.sets, config_, local_,
       [this](const parity::BackgroundEncoder::Done& d) {
         if (d.superseded) {
           util::Log(LogLevel::kInfo,
@@ -183,12 +185,12 @@ Status Levels::AfterWait(const std::string& name, int64_t version, cairn::Level 
     CAIRN_RETURN_IF_ERROR(AgreeTurn(l4, 4, "the persistent copy", label));
   }
   if (!persistent && l4) {
-    Status s = hooks_.make_persistent(name, version);
+    Status s = local_->WaitPersistent(name, version);
     CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, s, "making " + label + " persistent (CAIRN_L4_EVERY)"));
     Count(&MpiStats::l4_waits);
     persistent = true;
   }
-  CAIRN_RETURN_IF_ERROR(hooks_.record(name, version, persistent ? version : -1));
+  CAIRN_RETURN_IF_ERROR(local_->RecordGlobal(name, version, persistent ? version : -1));
   if (plan_.l2_every > 0) CAIRN_RETURN_IF_ERROR(CompleteL2(name, version));
   // In the background the checkpoints take the L3 turns (Checkpointed);
   // a failure of an earlier encoding fails this wait.
@@ -228,7 +230,7 @@ Status Levels::CheckAsked(const WaitLevels& asked, const std::string& label) con
 Status Levels::AtLevels(const std::string& name, int64_t version, const WaitLevels& asked) {
   const std::string label = "version " + std::to_string(version) + " of '" + name + "'";
   if (asked.persistent) Count(&MpiStats::l4_waits);
-  CAIRN_RETURN_IF_ERROR(hooks_.record(name, version, asked.persistent ? version : -1));
+  CAIRN_RETURN_IF_ERROR(local_->RecordGlobal(name, version, asked.persistent ? version : -1));
   if (asked.l2) {
     Status s;
     if (transfers_) {
@@ -256,7 +258,7 @@ Status Levels::Recover(const std::string& name, int64_t bound, int64_t distrust)
   if (!redundant()) return Status::Ok();
   // The parity being encoded in the background is what a rebuild reads.
   CAIRN_RETURN_IF_ERROR(BackgroundError(true));
-  auto mine = hooks_.intact(name);
+  auto mine = local_->IntactVersions(name);
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, mine.status(), "listing the versions of '" + name + "'"));
   std::vector<std::unique_ptr<Level>> owned;
   std::vector<int> kinds;  // 2 or 3, per level

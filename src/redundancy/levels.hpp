@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -20,6 +19,7 @@
 #include "cairn/config.hpp"
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
+#include "redundancy/checkpoints.hpp"
 #include "redundancy/newest.hpp"
 #include "redundancy/parity/background_encoder.hpp"
 #include "redundancy/parity/xor_parity.hpp"
@@ -68,23 +68,12 @@ struct Protection {
 
 class Levels {
  public:
-  // What the levels ask of the client (client_group.cpp, OpenInGroup).
-  struct Hooks {
-    // Waits, locally, until `version` of `name` is in the persistent tier.
-    std::function<Status(const std::string& name, int64_t version)> make_persistent;
-    // Records the global commit in the manifests, agreed across members
-    // (collective).
-    std::function<Status(const std::string& name, int64_t committed, int64_t persistent)> record;
-    // The member's committed versions of `name` whose structure checks out.
-    std::function<Result<std::vector<int64_t>>(const std::string& name)> intact;
-    // Its local commits, for the partner copies in the background.
-    partner::Transfers::Local local;
-  };
-
-  // `group` outlives this object; `config` is the member's own (RankConfig).
+  // `group` and `local` (the member's checkpoints, as the client sees
+  // them: client_group.cpp) outlive this object; `config` is the member's
+  // own (RankConfig).
   // With L2 on a group with point_to_point(), the partner copies travel in
   // the background (partner_transfer.hpp); otherwise in the wait.
-  Levels(Group* group, Config config, Plan plan, Hooks hooks,
+  Levels(Group* group, Config config, Plan plan, Checkpoints* local,
          partner::TransferLimits limits = {});
   ~Levels();
 
@@ -176,7 +165,7 @@ class Levels {
   Group* const group_;
   const Config config_;
   const Plan plan_;
-  const Hooks hooks_;
+  Checkpoints* const local_;
   // Collective calls are made by one thread at a time (docs/mpi.md), so the
   // turn counter and the recoveries need no lock; stats may be read from
   // any thread (Client::GetStats).

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "redundancy/solo_group.hpp"
+#include "testing/group/fake_checkpoints.hpp"
 
 namespace cairn {
 namespace {
@@ -33,17 +34,16 @@ TEST_F(LevelsTest, L4TurnsAreEveryNthCheckpointAndOnlyTheyArePersisted) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   std::vector<int64_t> persisted;
   std::vector<std::pair<int64_t, int64_t>> records;
-  redundancy::Levels levels(
-      &group_, config, *plan,
-      {.make_persistent = [&](const std::string&, int64_t v) {
-         persisted.push_back(v);
-         return Status::Ok();
-       },
-       .record = [&](const std::string&, int64_t c, int64_t p) {
-         records.push_back({c, p});
-         return Status::Ok();
-       },
-       .intact = [](const std::string&) { return Result<std::vector<int64_t>>(std::vector<int64_t>{}); }});
+  test::FakeCheckpoints local;
+  local.wait_persistent = [&](const std::string&, int64_t v) {
+    persisted.push_back(v);
+    return Status::Ok();
+  };
+  local.record_global = [&](const std::string&, int64_t c, int64_t p) {
+    records.push_back({c, p});
+    return Status::Ok();
+  };
+  redundancy::Levels levels(&group_, config, *plan, &local);
   EXPECT_FALSE(levels.redundant());
   // Every 2nd checkpoint (over all names) goes to the persistent tier.
   std::vector<bool> turns;
@@ -70,13 +70,12 @@ TEST_F(LevelsTest, WithL4OffEveryCheckpointGoesToThePersistentTierAndNoWaitIsAnL
   auto plan = redundancy::AgreePlan(group_, config);
   ASSERT_TRUE(plan.ok());
   int persisted = 0;
-  redundancy::Levels levels(&group_, config, *plan,
-                            {.make_persistent = [&](const std::string&, int64_t) {
-                               ++persisted;
-                               return Status::Ok();
-                             },
-                             .record = [](const std::string&, int64_t, int64_t) { return Status::Ok(); },
-                             .intact = nullptr});
+  test::FakeCheckpoints local;
+  local.wait_persistent = [&](const std::string&, int64_t) {
+    ++persisted;
+    return Status::Ok();
+  };
+  redundancy::Levels levels(&group_, config, *plan, &local);
   for (int64_t v = 1; v <= 3; ++v) {
     EXPECT_TRUE(levels.PersistTurn("s", v));
     ASSERT_TRUE(levels.AfterWait("s", v, Level::kLocal).ok());
@@ -91,10 +90,9 @@ TEST_F(LevelsTest, AFailedPersistentWaitFailsTheWait) {
   config.persistent_dir = "/nonexistent-persistent";
   auto plan = redundancy::AgreePlan(group_, config);
   ASSERT_TRUE(plan.ok());
-  redundancy::Levels levels(&group_, config, *plan,
-                            {.make_persistent = [](const std::string&, int64_t) { return Status::Io("disk gone"); },
-                             .record = [](const std::string&, int64_t, int64_t) { return Status::Ok(); },
-                             .intact = nullptr});
+  test::FakeCheckpoints local;
+  local.wait_persistent = [](const std::string&, int64_t) { return Status::Io("disk gone"); };
+  redundancy::Levels levels(&group_, config, *plan, &local);
   ASSERT_TRUE(levels.PersistTurn("s", 1));
   Status s = levels.AfterWait("s", 1, Level::kLocal);
   EXPECT_EQ(s.code(), Code::kIo);

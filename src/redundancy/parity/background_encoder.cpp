@@ -10,11 +10,12 @@
 namespace cairn::parity {
 
 BackgroundEncoder::BackgroundEncoder(std::unique_ptr<Group> group, Sets sets, Config config,
-                                     WaitLocal wait_local, std::function<void(const Done&)> done)
+                                     redundancy::Checkpoints* local,
+                                     std::function<void(const Done&)> done)
     : group_(std::move(group)),
       sets_(std::move(sets)),
       config_(std::move(config)),
-      wait_local_(std::move(wait_local)),
+      local_(local),
       done_(std::move(done)),
       worker_(&mu_, &progress_, {.run = [this](Job& job) {
         mu_.AssertHeld();  // the Worker runs jobs under its mutex, mu_
@@ -55,7 +56,7 @@ void BackgroundEncoder::Run(Job& job) {
     MutexUnlock unlock(&mu_);
     // Encoded even when the local commit failed: every member takes part,
     // and this one's failure to read its bundle fails the encoding for all.
-    const Status local = wait_local_ ? wait_local_(job.name, job.version) : Status::Ok();
+    const Status local = local_->WaitLocal(job.name, job.version);
     const SteadyTime start = std::chrono::steady_clock::now();
     auto bytes = Encode(*group_, sets_, config_, job.name, job.version);
     // Superseded: the same on every member (Encode shares it), so none

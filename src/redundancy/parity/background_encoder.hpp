@@ -20,6 +20,7 @@
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
 #include "engine/worker.hpp"
+#include "redundancy/checkpoints.hpp"
 #include "redundancy/parity/xor_parity.hpp"
 #include "util/mutex.hpp"
 
@@ -39,14 +40,13 @@ class BackgroundEncoder {
     // before its turn, a newer version is there. Not an error.
     bool superseded = false;
   };
-  // Waits (locally) until a version is committed locally; the error when
-  // it never will be.
-  using WaitLocal = std::function<Status(const std::string& name, int64_t version)>;
   // `group`: this member's duplicate of the client's group (every member
-  // makes one); `config` the member's own. `done` runs on the encoder's
+  // makes one); `config` the member's own; `local`: the member's
+  // checkpoints (an encoding waits until its version is committed locally),
+  // outlives this object. `done` runs on the encoder's
   // thread after each encoding (stats, the protected version).
-  BackgroundEncoder(std::unique_ptr<Group> group, Sets sets, Config config, WaitLocal wait_local,
-                    std::function<void(const Done&)> done);
+  BackgroundEncoder(std::unique_ptr<Group> group, Sets sets, Config config,
+                    redundancy::Checkpoints* local, std::function<void(const Done&)> done);
   // Runs what is queued, then stops. Without a Drain on every member
   // before, an encoding may wait for members that will not come: the
   // owner drains at close.
@@ -74,7 +74,7 @@ class BackgroundEncoder {
   const std::unique_ptr<Group> group_;
   const Sets sets_;
   const Config config_;
-  const WaitLocal wait_local_;
+  redundancy::Checkpoints* const local_;
   const std::function<void(const Done&)> done_;
   Mutex mu_;
   std::condition_variable_any progress_;  // after every job

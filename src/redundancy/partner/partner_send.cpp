@@ -34,12 +34,12 @@ void Transfers::StepOut() {
   while (!outs_.empty() && broken_.ok()) {
     Out& o = *outs_.front();
     if (o.state == Out::State::kWaiting) {
-      if (o.version != kBye && !local_.committed(o.name, o.version)) {
+      if (o.version != kBye && local_->NewestLocal(o.name).version < o.version) {
         if (finishing_) {
           o.failed = Status::NotFound("version " + std::to_string(o.version) + " of '" + o.name +
                                       "' was never committed locally");
-        } else if (blocking_ && local_.wait) {
-          o.failed = local_.wait(o.name, o.version);
+        } else if (blocking_) {
+          o.failed = local_->WaitLocal(o.name, o.version);
         } else {
           return;  // a later Progress
         }

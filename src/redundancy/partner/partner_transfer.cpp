@@ -17,18 +17,18 @@ namespace cairn::partner {
 
 using namespace wire;  // NOLINT(google-build-using-namespace): docs/format.md 3.8's constants
 
-Transfers::Transfers(Group* group, Map map, Config config, Local local, TransferLimits limits)
+Transfers::Transfers(Group* group, Map map, Config config, redundancy::Checkpoints* local,
+                     TransferLimits limits)
     : group_(group),
       map_(std::move(map)),
       config_(std::move(config)),
-      local_(std::move(local)),
+      local_(local),
       limits_(limits),
-      storer_(&store_mu_, &store_done_,
-              {.run = [this](std::unique_ptr<Store>& job) {
-                store_mu_.AssertHeld();  // the Worker runs jobs under its mutex, store_mu_
-                RunStore(*job);
-                stored_.push_back(std::move(job));
-              }}) {
+      storer_(&store_mu_, &store_done_, {.run = [this](std::unique_ptr<Store>& job) {
+        store_mu_.AssertHeld();  // the Worker runs jobs under its mutex, store_mu_
+        RunStore(*job);
+        stored_.push_back(std::move(job));
+      }}) {
   storer_.Start(nullptr);
   MutexLock lock(&mu_);
   std::vector<int> peers;

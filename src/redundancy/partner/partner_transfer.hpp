@@ -41,6 +41,7 @@
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
 #include "engine/worker.hpp"
+#include "redundancy/checkpoints.hpp"
 #include "redundancy/newest.hpp"
 #include "redundancy/partner/partner.hpp"
 #include "redundancy/progress_thread.hpp"
@@ -55,18 +56,11 @@ struct TransferLimits {
 
 class Transfers {
  public:
-  // The member's local commits.
-  struct Local {
-    // Whether `version` of `name` is committed in the member's local
-    // directory (no I/O, never blocks).
-    std::function<bool(const std::string& name, int64_t version)> committed;
-    // Waits until it is (blocking, local); the error when it never will be.
-    std::function<Status(const std::string& name, int64_t version)> wait;
-  };
-
-  // `group` (with point_to_point()) outlives this object; `config` is the
-  // member's own (RankConfig).
-  Transfers(Group* group, Map map, Config config, Local local, TransferLimits limits = {});
+  // `group` (with point_to_point()) and `local` (the member's checkpoints:
+  // whether a version is committed, and the wait for it) outlive this
+  // object; `config` is the member's own (RankConfig).
+  Transfers(Group* group, Map map, Config config, redundancy::Checkpoints* local,
+            TransferLimits limits = {});
   ~Transfers();
   Transfers(const Transfers&) = delete;
   Transfers& operator=(const Transfers&) = delete;
@@ -146,7 +140,7 @@ class Transfers {
   Group* const group_;
   const Map map_;
   const Config config_;
-  const Local local_;
+  redundancy::Checkpoints* const local_;
   const TransferLimits limits_;
 
   mutable Mutex mu_;  // the transfers' state; the MPI thread's (Progress, Complete, Finish)

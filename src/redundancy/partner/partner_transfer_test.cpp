@@ -10,14 +10,15 @@
 
 #include <chrono>
 #include <filesystem>
-#include <future>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <thread>
 
 #include "cairn/cairn.hpp"
 #include "format/naming.hpp"
 #include "testing/fs/gate_fs.hpp"
+#include "testing/group/fake_checkpoints.hpp"
 #include "testing/group/loopback_group.hpp"
 #include "testing/test_util.hpp"
 
@@ -66,12 +67,12 @@ class TransferTest : public test::ScratchDirTest {
 
   void Start(partner::TransferLimits limits, bool committed = true) {
     for (int r = 0; r < 2; ++r) {
+      // Every version committed, or none (whose wait fails: "never committed").
+      local_[r].newest_local = [committed](const std::string&) {
+        return redundancy::Checkpoints::Commit{.version = committed ? INT64_MAX : -1};
+      };
       transfers_[r] = std::make_unique<partner::Transfers>(
-          groups_[r].get(), partner::MapFromNodes({0, 1}, r), config_[r],
-          partner::Transfers::Local{
-              .committed = [committed](const std::string&, int64_t) { return committed; },
-              .wait = [](const std::string&, int64_t) { return Status::NotFound("never committed"); }},
-          limits);
+          groups_[r].get(), partner::MapFromNodes({0, 1}, r), config_[r], &local_[r], limits);
     }
   }
 
@@ -87,6 +88,7 @@ class TransferTest : public test::ScratchDirTest {
   test::LoopbackHub hub_;
   Config config_[2];
   std::unique_ptr<test::LoopbackGroup> groups_[2];
+  test::FakeCheckpoints local_[2];  // before transfers_: it outlives them
   std::unique_ptr<partner::Transfers> transfers_[2];
 };
 

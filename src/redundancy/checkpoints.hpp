@@ -1,0 +1,50 @@
+// What the redundancy levels ask of a member's own checkpoints (its client's
+// pipeline): whether and when a version is committed locally or
+// persistently, which versions check out, and the two things the global
+// commit hands back (its record in the manifests, and what retention must
+// keep). The client implements it (client_group.cpp, over its Pipeline); the
+// redundancy tests implement it with fakes. Keeps the redundancy code free of
+// the engine: Levels, partner::Transfers, parity::BackgroundEncoder and
+// collective::GlobalCommit see a member's checkpoints only through this.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cairn/status.hpp"
+
+namespace cairn::redundancy {
+
+class Checkpoints {
+ public:
+  // A local commit: the version and when it completed (CLOCK_REALTIME, ns
+  // since the epoch); {-1, -1}: none.
+  struct Commit {
+    int64_t version = -1;
+    int64_t realtime_ns = -1;
+  };
+
+  // The newest version of `name` committed in the member's local directory.
+  // No I/O, never blocks (the background threads ask it often).
+  virtual Commit NewestLocal(const std::string& name) = 0;
+  // Blocks until `version` of `name` is committed locally; the error when it
+  // never will be.
+  virtual Status WaitLocal(const std::string& name, int64_t version) = 0;
+  // Blocks until it is committed in the persistent tier (L4).
+  virtual Status WaitPersistent(const std::string& name, int64_t version) = 0;
+  // The committed versions of `name` whose structure checks out, newest first.
+  virtual Result<std::vector<int64_t>> IntactVersions(const std::string& name) = 0;
+  // Records the global commit of `name` in the manifests (`persistent`: the
+  // version is persistent too, else -1), agreed across members. Collective.
+  virtual Status RecordGlobal(const std::string& name, int64_t committed, int64_t persistent) = 0;
+  // Retention of `name` learns the newest recorded global commit and the
+  // newest version that may be common to every member (docs/mpi.md,
+  // "Retention"). Values only rise.
+  virtual void KeepGlobal(const std::string& name, int64_t global, int64_t common) = 0;
+
+ protected:
+  ~Checkpoints() = default;
+};
+
+}  // namespace cairn::redundancy

@@ -1,0 +1,41 @@
+// A member's checkpoints for the redundancy tests (redundancy/checkpoints.hpp):
+// each answer is a hook the test sets, with a default that says "nothing
+// here": no commit, waits that fail, no intact version, records and
+// retention accepted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "redundancy/checkpoints.hpp"
+
+namespace cairn::test {
+
+class FakeCheckpoints final : public redundancy::Checkpoints {
+ public:
+  std::function<Commit(const std::string&)> newest_local;
+  std::function<Status(const std::string&, int64_t)> wait_local;
+  std::function<Status(const std::string&, int64_t)> wait_persistent;
+  std::function<Status(const std::string&, int64_t, int64_t)> record_global;
+
+  Commit NewestLocal(const std::string& name) override {
+    return newest_local ? newest_local(name) : Commit{};
+  }
+  Status WaitLocal(const std::string& name, int64_t version) override {
+    return wait_local ? wait_local(name, version) : Status::NotFound("never committed");
+  }
+  Status WaitPersistent(const std::string& name, int64_t version) override {
+    return wait_persistent ? wait_persistent(name, version) : Status::NotFound("never persistent");
+  }
+  Result<std::vector<int64_t>> IntactVersions(const std::string&) override {
+    return std::vector<int64_t>{};
+  }
+  Status RecordGlobal(const std::string& name, int64_t committed, int64_t persistent) override {
+    return record_global ? record_global(name, committed, persistent) : Status::Ok();
+  }
+  void KeepGlobal(const std::string&, int64_t, int64_t) override {}
+};
+
+}  // namespace cairn::test
