@@ -104,9 +104,9 @@ Status Pipeline::Reader::ReadChain(const format::Chain& chain, const tiers::File
 // Reads from the local tier's chain, falling back to the persistent tier's
 // chain of the same version when the local one is missing, damaged or broken
 // (a chain is never mixed across tiers). Returns the local error if both fail.
-Status Pipeline::Reader::ReadFromFiles(const EntryPtr& /*e*/, format::EntryKind kind,
-                                       const std::string& name, int64_t number,
-                                       const std::vector<RestoreTarget>& targets, FileRead read) {
+Status Pipeline::Reader::ReadFromFiles(format::EntryKind kind, const std::string& name,
+                                       int64_t number, const std::vector<RestoreTarget>& targets,
+                                       FileRead read) {
   const std::string label = format::EntryLabel(kind, name, number);
   // The application waits on this read, from the chain's first open to its
   // last block.

@@ -112,7 +112,7 @@ Result<size_t> Pipeline::Reader::Pop(const std::string& name, int64_t step, void
   } else {
     e->pop_reading = true;  // the prefetcher leaves it to us
     lock.Unlock();
-    s = ReadFromFiles(e, kind, name, step, bytes == 0 ? std::vector<RestoreTarget>{} : target);
+    s = ReadFromFiles(kind, name, step, bytes == 0 ? std::vector<RestoreTarget>{} : target);
     lock.Lock();
     e->pop_reading = false;
   }

@@ -57,8 +57,8 @@ class Pipeline::Reader {
                        bool* device_hit) CAIRN_REQUIRES(p_->mu_);
   // From the files, chain by chain (chain_restore.cpp): the local tier's
   // chain, else the persistent tier's.
-  Status ReadFromFiles(const EntryPtr& e, format::EntryKind kind, const std::string& name,
-                       int64_t number, const std::vector<RestoreTarget>& targets,
+  Status ReadFromFiles(format::EntryKind kind, const std::string& name, int64_t number,
+                       const std::vector<RestoreTarget>& targets,
                        FileRead read = FileRead::kAsWritten) CAIRN_EXCLUDES(p_->mu_);
   // Counts a served restore or pop in the stats and the trace.
   void NoteRead(bool hit, uint64_t bytes, std::chrono::steady_clock::time_point t0,

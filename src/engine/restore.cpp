@@ -129,7 +129,7 @@ Status Pipeline::Reader::Restore(const std::string& name, int64_t version,
       return e->local_error.WithContext(format::EntryLabel(kind, name, version) + " was lost");
     }
     lock.Unlock();
-    s = ReadFromFiles(e, kind, name, version, targets, read);
+    s = ReadFromFiles(kind, name, version, targets, read);
     lock.Lock();
   }
   if (s.ok()) {

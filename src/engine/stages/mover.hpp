@@ -25,7 +25,7 @@
 //
 // Locking: it shares its owner's mutex (*mu), which guards the queue, the
 // catalog, the commit record and the entries' fields. Every chore runs with
-// *mu dropped (file I/O), taking it for each look-up; the Owner's callbacks
+// *mu dropped (file I/O), taking it for each look-up; the Owner's methods
 // are called with it held.
 #pragma once
 
