@@ -77,7 +77,10 @@ endforeach()
 # does not need.
 set(CAIRN_PC_LIBS_PRIVATE "")
 if(CAIRN_HAVE_HWLOC)
-  set(CAIRN_PC_LIBS_PRIVATE " -lhwloc")
+  string(APPEND CAIRN_PC_LIBS_PRIVATE " -lhwloc")
+endif()
+if(CAIRN_HAVE_ISAL)
+  string(APPEND CAIRN_PC_LIBS_PRIVATE " -lisal")
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/cairn.pc.in ${PROJECT_BINARY_DIR}/cairn.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/cairn.pc

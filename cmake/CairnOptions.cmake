@@ -138,32 +138,47 @@ else()
   endif()
 endif()
 
-# --- Topology through hwloc (src/os/mem/numa.cpp) ---------------------------------
-# CAIRN_WITH_HWLOC: AUTO uses hwloc (Debian's libhwloc-dev, found with
-# pkg-config) when present, ON requires it, OFF leaves it out. With it the
-# NUMA topology comes from hwloc, so HWLOC_XMLFILE can stand in another
-# machine's layout (tests/data/topology-2pkg-4numa.xml); without it from
-# /sys/devices/system/node (docs/design.md, "Placement").
-set(CAIRN_WITH_HWLOC AUTO CACHE STRING "NUMA topology through hwloc: AUTO (if pkg-config finds hwloc), ON or OFF")
-set_property(CACHE CAIRN_WITH_HWLOC PROPERTY STRINGS AUTO ON OFF)
-set(CAIRN_HAVE_HWLOC OFF)
-if(NOT CAIRN_WITH_HWLOC STREQUAL "AUTO" AND NOT CAIRN_WITH_HWLOC)
-  message(STATUS "Cairn: hwloc disabled (CAIRN_WITH_HWLOC=${CAIRN_WITH_HWLOC}); topology from sysfs")
-else()
-  find_package(PkgConfig QUIET)
-  if(PKG_CONFIG_FOUND)
-    pkg_check_modules(CAIRN_HWLOC QUIET hwloc>=2.0)
-  endif()
-  if(CAIRN_HWLOC_FOUND)
-    set(CAIRN_HAVE_HWLOC ON)
-    message(STATUS "Cairn: NUMA topology through hwloc ${CAIRN_HWLOC_VERSION}")
-  elseif(CAIRN_WITH_HWLOC STREQUAL "AUTO")
-    message(STATUS "Cairn: hwloc >= 2.0 not found (pkg-config); topology from sysfs")
+# --- Optional libraries found with pkg-config ---------------------------------
+# cairn_optional_pkg(NAME MODULE WHAT WITHOUT DEBIAN): the cache option
+# CAIRN_WITH_<NAME> (AUTO uses the library when pkg-config finds MODULE, ON
+# requires it, OFF leaves it out) and, when used, CAIRN_HAVE_<NAME> ON and
+# pkg-config's CAIRN_<NAME>_INCLUDE_DIRS, _LINK_LIBRARIES and _VERSION (src/
+# CMakeLists.txt compiles and links libcairn with them). WHAT: what it
+# gives; WITHOUT: what Cairn does without it; DEBIAN: the package. A macro,
+# so that pkg-config's variables land in the caller's scope.
+macro(cairn_optional_pkg name module what without debian)
+  set(CAIRN_WITH_${name} AUTO CACHE STRING "${what}: AUTO (if pkg-config finds ${module}), ON or OFF")
+  set_property(CACHE CAIRN_WITH_${name} PROPERTY STRINGS AUTO ON OFF)
+  set(CAIRN_HAVE_${name} OFF)
+  if(NOT CAIRN_WITH_${name} STREQUAL "AUTO" AND NOT CAIRN_WITH_${name})
+    message(STATUS "Cairn: ${module} disabled (CAIRN_WITH_${name}=${CAIRN_WITH_${name}}); ${without}")
   else()
-    message(FATAL_ERROR "CAIRN_WITH_HWLOC=${CAIRN_WITH_HWLOC} but pkg-config found no hwloc >= 2.0: "
-                        "install libhwloc-dev")
+    find_package(PkgConfig QUIET)
+    if(PKG_CONFIG_FOUND)
+      pkg_check_modules(CAIRN_${name} QUIET ${module})
+    endif()
+    if(CAIRN_${name}_FOUND)
+      set(CAIRN_HAVE_${name} ON)
+      message(STATUS "Cairn: ${what} (${module}, ${CAIRN_${name}_VERSION})")
+    elseif(CAIRN_WITH_${name} STREQUAL "AUTO")
+      message(STATUS "Cairn: ${module} not found (pkg-config); ${without}")
+    else()
+      message(FATAL_ERROR "CAIRN_WITH_${name}=${CAIRN_WITH_${name}} but pkg-config found no ${module}: "
+                          "install ${debian}")
+    endif()
   endif()
-endif()
+endmacro()
+
+# Topology through hwloc (src/os/mem/numa.cpp): with it the NUMA topology
+# comes from hwloc, so HWLOC_XMLFILE can stand in another machine's layout
+# (tests/data/topology-2pkg-4numa.xml); without it from
+# /sys/devices/system/node (docs/design.md, "Placement").
+cairn_optional_pkg(HWLOC "hwloc>=2.0" "NUMA topology through hwloc" "topology from sysfs" libhwloc-dev)
+
+# Reed-Solomon sets through Intel's ISA-L (src/redundancy/parity/rs_code.cpp):
+# without it `mpi.l3_code = rs` is a configuration error naming the missing
+# library; the XOR sets need nothing (docs/mpi.md, "Parity (L3)").
+cairn_optional_pkg(ISAL "libisal>=2.20" "Reed-Solomon L3 sets through ISA-L" "L3 sets are XOR only" libisal-dev)
 
 # What every fuzz-tree target is compiled with: libFuzzer's coverage
 # instrumentation, ASan and UBSan (CAIRN_SANITIZE adds the same when set),

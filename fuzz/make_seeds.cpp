@@ -154,8 +154,8 @@ int PartnerMessages(const std::string& dir) {
              : 1;
 }
 
-// fuzz_parity_header's seeds: whole parity files (header, parity chunk, CRC)
-// of sets of 2, 3 and 4 members, one with empty bundles.
+// fuzz_parity_header's seeds: whole parity files (header, parity rows, CRC)
+// of sets of 2, 3 and 4 members, one with empty bundles, one Reed-Solomon.
 int ParityHeaders(const std::string& dir) {
   using cairn::parity::impl::Header;
   const struct {
@@ -173,10 +173,17 @@ int ParityHeaders(const std::string& dir) {
         .position = 3,
         .chunk = 1,
         .members = {{0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {3, 0, 0}}}},
+      {"four-rs",  // Reed-Solomon, two parity rows of 200 bytes
+       {.code = cairn::L3Code::kRs,
+        .parity = 2,
+        .version = 9,
+        .position = 1,
+        .chunk = 200,
+        .members = {{0, 400, 5}, {1, 100, 6}, {2, 0, 0}, {3, 399, 7}}}},
   };
   for (const auto& s : seeds) {
     std::vector<uint8_t> bytes = cairn::parity::impl::EncodeHeader(s.header);
-    for (uint64_t i = 0; i < s.header.chunk; ++i) bytes.push_back(static_cast<uint8_t>(i * 7 + 1));
+    for (uint64_t i = 0; i < s.header.ParityBytes(); ++i) bytes.push_back(static_cast<uint8_t>(i * 7 + 1));
     const uint32_t crc = cairn::crc32c::Value(bytes.data(), bytes.size());
     for (int k = 0; k < 4; ++k) bytes.push_back(static_cast<uint8_t>(crc >> (8 * k)));
     if (!WriteSeed(dir, s.file, bytes)) return 1;

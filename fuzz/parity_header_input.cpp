@@ -1,4 +1,5 @@
-// ParseParityHeaderInput (fuzz/inputs.hpp): the bytes as an XOR parity file.
+// ParseParityHeaderInput (fuzz/inputs.hpp): the bytes as a parity file (XOR or
+// Reed-Solomon).
 #include <algorithm>
 #include <vector>
 

@@ -30,6 +30,7 @@ need_file libgtest-dev /usr/include/gtest/gtest.h
 need_file libgmock-dev /usr/include/gmock/gmock.h
 need_file libtomlplusplus-dev /usr/include/toml++/toml.h /usr/include/toml++/toml.hpp
 need_file libhwloc-dev /usr/include/hwloc.h  # NUMA topology and HWLOC_XMLFILE tests (optional in CMake; installed so CI tests it)
+need_file libisal-dev /usr/include/isa-l/erasure_code.h  # Reed-Solomon L3 sets, mpi.l3_code = rs (optional in CMake; installed so CI tests it)
 need_file libxxhash-dev /usr/include/xxhash.h  # XXH3-128 for checkpoint.changes=hash (optional in CMake; installed so CI tests it)
 # libFuzzer's runtime for clang-14 (scripts/fuzz.sh, build-fuzz/)
 need_file libclang-rt-14-dev /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a

@@ -82,10 +82,10 @@ TEST(FuzzCorpus, PartnerMessagesSeedsParse) {
   ExpectSeedsOk("partner_messages", 4, fuzz::ParsePartnerMessagesInput);
 }
 
-// Parity files of sets of 2, 3 and 4 (cairn_fuzz_seeds fuzz/corpus/parity_header
-// parity_header).
+// Parity files of sets of 2, 3 and 4, one Reed-Solomon (cairn_fuzz_seeds
+// fuzz/corpus/parity_header parity_header).
 TEST(FuzzCorpus, ParityHeaderSeedsParse) {
-  ExpectSeedsOk("parity_header", 3, fuzz::ParseParityHeaderInput);
+  ExpectSeedsOk("parity_header", 4, fuzz::ParseParityHeaderInput);
 }
 
 TEST(FuzzFindings, FileReaderFindingsAreCleanErrors) {

@@ -154,12 +154,16 @@ Status ReadL3(Client& c, int64_t version, Cycle* y, bool wait_for_it) {
   }
 }
 
-Result<std::unique_ptr<Client>> OpenConfig(const std::string& scratch, bool l2, bool l3) {
+Result<std::unique_ptr<Client>> OpenConfig(const std::string& scratch, bool l2, bool l3,
+                                           L3Code code, int parity) {
   auto c = LoadConfig(nullptr);
   if (c.ok()) {
     c->scratch_dir = scratch;
     c->l2_every = l2 ? 1 : 0;
     c->l3_every = l3 ? 2 : 0;
+    c->l3_code = code;
+    c->l3_parity = parity;
+    if (Status s = c->Validate(); !s.ok()) return s;
   }
   return OpenMpi(MPI_COMM_WORLD, std::move(c));
 }
@@ -249,7 +253,10 @@ Json Report(const LevelsOptions& o, const Run& run, int size, double interval, b
       .Set("size_bytes", o.size)
       .Set("checkpoints", o.checkpoints);
   doc.Set("levels", std::string("L1") + (o.l2 ? ",L2" : "") + (o.l3 ? ",L3" : ""))
-      .Set("l3_code", o.l3_code);
+      .Set("l3_code", L3CodeName(o.l3_code))
+      .Set("l3_parity", o.l3_parity > 0            ? o.l3_parity
+                        : o.l3_code == L3Code::kRs ? 2
+                                                   : 1);
   doc.Set("interval_s", interval).Set("mpi_thread_multiple", multiple);
   Json cycles = Json::Array();
   for (size_t i = 0; i < run.levels.size(); ++i) {
@@ -281,11 +288,6 @@ Json Report(const LevelsOptions& o, const Run& run, int size, double interval, b
 }  // namespace
 
 int RunLevels(const LevelsOptions& o, int rank, int size, const std::string& command) {
-  if (o.l3_code != "xor") {
-    if (rank == 0)
-      std::fprintf(stderr, "cairn-bench-mpi: --l3-code %s: only xor is built\n", o.l3_code.c_str());
-    return 2;
-  }
   const std::string root = RunDir(o.dir, "cairn-bench-levels");
   if (root.empty()) return 1;
   // As cairn-bench-mpi's capture phase (every byte copied, the cache
@@ -305,8 +307,9 @@ int RunLevels(const LevelsOptions& o, int rank, int size, const std::string& com
   Run run;
   double interval = o.interval_s;
   {
-    auto l1 = OpenConfig(root + "/l1", false, false);
-    auto lv = l1.ok() ? OpenConfig(root + "/levels", o.l2, o.l3) : l1.status();
+    auto l1 = OpenConfig(root + "/l1", false, false, L3Code::kXor, 0);
+    auto lv =
+        l1.ok() ? OpenConfig(root + "/levels", o.l2, o.l3, o.l3_code, o.l3_parity) : l1.status();
     status = !l1.ok() ? l1.status() : lv.status();
     if (status.ok()) status = (*l1)->Protect(1, app.data(), app.size());
     if (status.ok()) status = (*lv)->Protect(1, app.data(), app.size());

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "cairn/config.hpp"
+
 namespace cairn::bench {
 
 struct LevelsOptions {
@@ -14,7 +16,8 @@ struct LevelsOptions {
   uint64_t checkpoints = 8;     // per configuration
   double interval_s = 0;        // compute between checkpoints; 0 = chosen from the warm-up
   bool l2 = false, l3 = false;  // --levels L1,L2[,L3]
-  std::string l3_code = "xor";  // --l3-code
+  L3Code l3_code = L3Code::kXor;  // --l3-code (mpi.l3_code)
+  int l3_parity = 0;              // --l3-parity (mpi.l3_parity; 0: the code's default)
   std::string json_path;
   std::string dir;  // empty: a fresh temporary directory, removed at the end
 };

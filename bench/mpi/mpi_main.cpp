@@ -56,7 +56,8 @@ const char kUsage[] =
     "The redundancy levels (docs/bench.md, \"MPI: the redundancy levels\"):\n"
     "  --levels L1|L1,L2|L1,L2,L3  compare L1 alone with these levels (L2 every checkpoint,\n"
     "                L3 every second wait), interleaved, instead of the figures above\n"
-    "  --l3-code xor   the L3 code (only xor is built)\n"
+    "  --l3-code xor|rs  the L3 code (mpi.l3_code; rs: Reed-Solomon, needs ISA-L)\n"
+    "  --l3-parity E   lost members an RS set rebuilds (mpi.l3_parity; default 2)\n"
     "  --checkpoints N checkpoints per configuration (default 8)\n"
     "  --interval-s S  computing between checkpoints (default: 1.5x the slowest level's\n"
     "                time in the warm-up, at least 0.5)\n"
@@ -92,8 +93,14 @@ Result<MpiOptions> Parse(int argc, char** argv) {
       o.lv.l2 = v != "L1";
       o.lv.l3 = v == "L1,L2,L3";
     } else if (name == "--l3-code") {
-      CAIRN_ASSIGN_OR_RETURN(o.lv.l3_code, value());
-      if (o.lv.l3_code != "xor" && o.lv.l3_code != "rs") return Bad(name, "xor or rs");
+      CAIRN_ASSIGN_OR_RETURN(std::string v, value());
+      auto code = ParseL3Code(v);
+      if (!code.ok()) return Bad(name, "xor or rs");
+      o.lv.l3_code = *code;
+    } else if (name == "--l3-parity") {
+      CAIRN_ASSIGN_OR_RETURN(std::string v, value());
+      CAIRN_ASSIGN_OR_RETURN(const uint64_t e, ParseCount(name, v, 1));
+      o.lv.l3_parity = static_cast<int>(e);
     } else if (name == "--checkpoints") {
       CAIRN_ASSIGN_OR_RETURN(std::string v, value());
       CAIRN_ASSIGN_OR_RETURN(o.lv.checkpoints, ParseCount(name, v, 1));

@@ -272,6 +272,12 @@ typedef enum {
 #include "cairn/config_enums.def"
 } cairn_write_protect_t;
 
+/* mpi.l3_code (cairn::L3Code; docs/config.md). */
+typedef enum {
+#define CAIRN_L3_CODE(cpp, value, name, c, doc) c = (value),
+#include "cairn/config_enums.def"
+} cairn_l3_code_t;
+
 /* cairn_stats - snapshot of the client's statistics into out, whose size the
  * caller sets first (see cairn_stats_t). CAIRN_ERR_INVALID_ARGUMENT when
  * out->size is smaller than the size member itself (e.g. 0: not set). */

@@ -71,6 +71,16 @@ CAIRN_EXPORT const char* WriteProtectModeName(WriteProtectMode mode);  // "auto"
 // "auto", "userfaultfd" or "mprotect"; kConfig on anything else.
 CAIRN_EXPORT Result<WriteProtectMode> ParseWriteProtectMode(std::string_view text);
 
+// The code of the L3 parity sets (docs/mpi.md, "Parity (L3)"). mpi.l3_code;
+// CAIRN_L3_CODE.
+enum class L3Code : int {  // config_enums.def
+#define CAIRN_L3_CODE(cpp, value, name, c, doc) cpp = value,
+#include "cairn/config_enums.def"
+};
+CAIRN_EXPORT const char* L3CodeName(L3Code code);  // "xor", "rs"
+// "xor" or "rs"; kConfig on anything else.
+CAIRN_EXPORT Result<L3Code> ParseL3Code(std::string_view text);
+
 struct CAIRN_EXPORT Config {
   // [storage]
   std::string scratch_dir;     // local (node-local) directory; CAIRN_SCRATCH
@@ -166,7 +176,10 @@ struct CAIRN_EXPORT Config {
   // (docs/mpi.md); 0 = off. A client outside a job ignores them.
   int l2_every = 0;  // every n-th checkpoint is an L2 turn; CAIRN_L2_EVERY
   int l3_every = 0;  // every n-th collective wait gets XOR parity; CAIRN_L3_EVERY
-  int l3_group = 0;  // ranks per XOR set, 0 = min(4, nodes); CAIRN_L3_GROUP
+  int l3_group = 0;  // ranks per parity set, 0 = min(4, nodes); CAIRN_L3_GROUP
+  L3Code l3_code = L3Code::kXor;  // CAIRN_L3_CODE
+  int l3_parity = 0;  // parity members' worth per set (lost members it survives), 0 = 1 (xor) or 2
+                      // (rs); CAIRN_L3_PARITY
   int l4_every = 0;  // every n-th collective wait is made persistent; CAIRN_L4_EVERY
   // Cairn's own progress thread where MPI_THREAD_MULTIPLE allows it, else
   // progress at Cairn calls; CAIRN_MPI_PROGRESS_THREAD.

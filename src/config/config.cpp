@@ -451,12 +451,24 @@ Status ValidateCheckpoint(const Config& c) {
   return Status::Ok();
 }
 
+// The ranges that do not need the job's shape (the sets' sizes are checked
+// when an MPI client opens: parity::MakeSets).
+Status ValidateMpi(const Config& c) {
+  if (c.l3_code == L3Code::kXor && c.l3_parity > 1) {
+    return Status::Config("mpi.l3_parity (CAIRN_L3_PARITY) is " + std::to_string(c.l3_parity) +
+                          " with mpi.l3_code = xor, which rebuilds one lost member per set; "
+                          "mpi.l3_code = rs rebuilds more");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Config::Validate() const {
   CAIRN_RETURN_IF_ERROR(ValidateStorage(*this));
   CAIRN_RETURN_IF_ERROR(ValidateHostCache(*this));
   CAIRN_RETURN_IF_ERROR(ValidateDevice(*this));
+  CAIRN_RETURN_IF_ERROR(ValidateMpi(*this));
   return ValidateCheckpoint(*this);
 }
 

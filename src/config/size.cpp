@@ -166,6 +166,10 @@ constexpr Name<WriteProtectMode> kWriteProtectNames[] = {
 #define CAIRN_WRITE_PROTECT_MODE(cpp, value, name, c, doc) {WriteProtectMode::cpp, name},
 #include "cairn/config_enums.def"
 };
+constexpr Name<L3Code> kL3CodeNames[] = {
+#define CAIRN_L3_CODE(cpp, value, name, c, doc) {L3Code::cpp, name},
+#include "cairn/config_enums.def"
+};
 
 template <typename E, size_t N>
 const char* NameOf(const Name<E> (&names)[N], E v) {
@@ -211,6 +215,11 @@ Result<CaptureMode> ParseCaptureMode(std::string_view text) {
 const char* WriteProtectModeName(WriteProtectMode v) { return NameOf(kWriteProtectNames, v); }
 Result<WriteProtectMode> ParseWriteProtectMode(std::string_view text) {
   return Parse(kWriteProtectNames, text, "a write protection");
+}
+
+const char* L3CodeName(L3Code v) { return NameOf(kL3CodeNames, v); }
+Result<L3Code> ParseL3Code(std::string_view text) {
+  return Parse(kL3CodeNames, text, "an L3 code");
 }
 
 }  // namespace cairn

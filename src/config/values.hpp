@@ -79,6 +79,15 @@ struct EnumKey<WriteProtectMode> {
   static Result<WriteProtectMode> Parse(std::string_view s) { return ParseWriteProtectMode(s); }
 };
 
+template <>
+struct EnumKey<L3Code> {
+  static constexpr const char* kNames[] = {
+#define CAIRN_L3_CODE(cpp, value, name, c, doc) name,
+#include "cairn/config_enums.def"
+  };
+  static Result<L3Code> Parse(std::string_view s) { return ParseL3Code(s); }
+};
+
 // "eager, memset, ...": every spelling of E.
 template <typename E>
 std::string Spellings() {

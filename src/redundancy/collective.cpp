@@ -31,6 +31,8 @@ std::vector<AgreedKey> AgreedKeys(const Config& c) {
       {"mpi.l2_every (CAIRN_L2_EVERY)", std::to_string(c.l2_every)},
       {"mpi.l3_every (CAIRN_L3_EVERY)", std::to_string(c.l3_every)},
       {"mpi.l3_group (CAIRN_L3_GROUP)", std::to_string(c.l3_group)},
+      {"mpi.l3_code (CAIRN_L3_CODE)", L3CodeName(c.l3_code)},
+      {"mpi.l3_parity (CAIRN_L3_PARITY)", std::to_string(c.l3_parity)},
       {"mpi.l4_every (CAIRN_L4_EVERY)", std::to_string(c.l4_every)},
       // Cairn's own progress thread changes where an L3 turn's wait ends.
       {"mpi.progress_thread (CAIRN_MPI_PROGRESS_THREAD)", c.progress_thread ? "true" : "false"},

@@ -22,7 +22,8 @@ Result<Plan> AgreePlan(Group& group, const Config& config) {
   }
   if (plan.l3_every > 0) {
     // Derived from every rank's node alike: an error is the same everywhere.
-    CAIRN_ASSIGN_OR_RETURN(plan.sets, parity::MakeSets(group, config.l3_group));
+    CAIRN_ASSIGN_OR_RETURN(
+        plan.sets, parity::MakeSets(group, config.l3_group, config.l3_code, config.l3_parity));
   }
   if (plan.l4_every > 0 && config.persistent_dir.empty()) {
     return Status::Config("mpi.l4_every (CAIRN_L4_EVERY) is " + std::to_string(plan.l4_every) +

@@ -89,6 +89,7 @@ std::string Fortran() {
 #define CAIRN_CHANGE_DETECTION CAIRN_ENUM_LINE
 #define CAIRN_CAPTURE_MODE CAIRN_ENUM_LINE
 #define CAIRN_WRITE_PROTECT_MODE CAIRN_ENUM_LINE
+#define CAIRN_L3_CODE CAIRN_ENUM_LINE
 #include "cairn/config_enums.def"
 #undef CAIRN_ENUM_LINE
   o << "\n  !> Pipeline statistics (cairn_stats_t; cairn_stats.def, docs/stats.md). C's uint64_t\n"
@@ -141,6 +142,11 @@ std::string PythonEnums() {
   literal("checkpoint.write_protect", "WriteProtectMode", "WRITE_PROTECT_MODES", {
 #include "cairn/config_enums.def"
   });
+#define CAIRN_L3_CODE CAIRN_ENUM_NAME
+  literal("mpi.l3_code", "L3Code", "L3_CODES",
+          {
+#include "cairn/config_enums.def"
+          });
 #undef CAIRN_ENUM_NAME
   return o.str();
 }
@@ -177,6 +183,7 @@ std::string Default(cairn::DeviceCacheInit v) { return std::string("`") + cairn:
 std::string Default(cairn::ChangeDetection v) { return std::string("`") + cairn::ChangeDetectionName(v) + "`"; }
 std::string Default(cairn::CaptureMode v) { return std::string("`") + cairn::CaptureModeName(v) + "`"; }
 std::string Default(cairn::WriteProtectMode v) { return std::string("`") + cairn::WriteProtectModeName(v) + "`"; }
+std::string Default(cairn::L3Code v) { return std::string("`") + cairn::L3CodeName(v) + "`"; }
 std::string Default(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "`%g`", v);

@@ -39,6 +39,8 @@ const char* KeywordType(std::string_view member) {
     return "Optional[CaptureMode]";
   } else if constexpr (std::is_same_v<T, WriteProtectMode>) {
     return "Optional[WriteProtectMode]";
+  } else if constexpr (std::is_same_v<T, L3Code>) {
+    return "Optional[L3Code]";
   } else if constexpr (std::is_same_v<T, double>) {
     return "Optional[float]";
   } else {

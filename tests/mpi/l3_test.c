@@ -1,4 +1,4 @@
-/* MPI tests of the XOR parity level (L3) and CAIRN_L4_EVERY (docs/mpi.md),
+/* MPI tests of the parity level (L3: XOR and Reed-Solomon) and CAIRN_L4_EVERY (docs/mpi.md),
  * run by ctest under mpirun with 4 and 8 ranks, every rank on its own
  * simulated node (CAIRN_MPI_RANKS_PER_NODE=1; the default set size is 4):
  *
@@ -24,8 +24,12 @@
  *                    directory, the job restores byte-exact from the other
  *                    levels (not L3) and the damaged rank names its file
  *   l3_test config   L3_GROUP larger than the nodes, 1, non-numeric or
- *                    differing; L4 without a persistent directory:
+ *                    differing; L3_PARITY 2 with xor, rs with sets of 2,
+ *                    differing L3_CODE; L4 without a persistent directory:
  *                    CAIRN_ERR_CONFIG on every rank
+ *   l3_test rs       CAIRN_L3_CODE=rs (Reed-Solomon, e = 2): two nodes of
+ *                    a set lost together are rebuilt byte-exact and their
+ *                    parity encoded again; the other two lost next, too
  *
  * With CAIRN_CHANGES=hash (mpi_l3_layered) versions 2.. are layered on
  * version 1 (a third of the region changes) and what is rebuilt is a chain.
@@ -278,10 +282,25 @@ static void test_config(void) {
   setenv("CAIRN_L3_GROUP", text, 1);
   expect_config_error("CAIRN_L3_GROUP larger than the nodes", "must not exceed the number of nodes");
   setenv("CAIRN_L3_GROUP", "1", 1);
-  expect_config_error("CAIRN_L3_GROUP 1", "at least 2 members");
+  expect_config_error("CAIRN_L3_GROUP 1", "more members than the 1 lost ones");
   setenv("CAIRN_L3_GROUP", g_rank == 0 ? "2" : "4", 1);
   expect_config_error("CAIRN_L3_GROUP differing", "mpi.l3_group (CAIRN_L3_GROUP)");
   unsetenv("CAIRN_L3_GROUP");
+  /* The code: XOR rebuilds one member; RS needs more members than e. */
+  setenv("CAIRN_L3_PARITY", "2", 1);
+  expect_config_error("CAIRN_L3_PARITY 2 with xor", "mpi.l3_code = rs rebuilds more");
+  setenv("CAIRN_L3_CODE", "rs", 1);
+  setenv("CAIRN_L3_GROUP", "2", 1);
+#if CAIRN_TEST_HAVE_ISAL
+  expect_config_error("CAIRN_L3_CODE=rs with sets of 2", "more members than the 2 lost ones");
+#else
+  expect_config_error("CAIRN_L3_CODE=rs without ISA-L", "needs Intel's ISA-L");
+#endif
+  unsetenv("CAIRN_L3_GROUP");
+  unsetenv("CAIRN_L3_PARITY");
+  setenv("CAIRN_L3_CODE", g_rank == 0 ? "rs" : "xor", 1);
+  expect_config_error("CAIRN_L3_CODE differing", "mpi.l3_code (CAIRN_L3_CODE)");
+  unsetenv("CAIRN_L3_CODE");
   setenv("CAIRN_L3_EVERY", g_rank == g_size - 1 ? "x1" : "1", 1);
   char last[32];
   snprintf(last, sizeof last, "rank %d", g_size - 1);
@@ -297,15 +316,57 @@ static void test_config(void) {
   setenv("CAIRN_MPI_RANKS_PER_NODE", "1", 1);
 }
 
+/* CAIRN_L3_CODE=rs (e = 2, sets of 4): nodes 1 and 2 lost together are
+ * rebuilt from their set's Reed-Solomon parity, byte-exact, and their
+ * parity encoded again, so that nodes 0 and 3 lost next are rebuilt too. */
+static void test_rs(void) {
+  unsigned char *buf = malloc(kBytes);
+  char path[4400], log[4096];
+  setenv("CAIRN_L3_CODE", "rs", 1);
+  cairn_client_t *c = open_client(buf);
+  save(c, buf, 1, 3);
+  cairn_stats_t st = stats_of(c);
+  CHECK(st.mpi_l3_parity_writes == 3 && st.mpi_l3_parity_bytes > 0, "stats after 3 RS waits: %llu parity files",
+        (unsigned long long)st.mpi_l3_parity_writes);
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+  path_of(path, sizeof path, ".rs/", 3);
+  CHECK(access(path, F_OK) == 0, "parity file %s missing", path);
+  for (int round = 0; round < 2; ++round) {
+    const int a = round == 0 ? 1 : 0, b = round == 0 ? 2 : 3;
+    const int lost = g_rank % 4 == a || g_rank % 4 == b;
+    lose_nodes(a, b);
+    if (g_size >= 8) lose_nodes(a + 4, b + 4);
+    memset(buf, 0, kBytes);
+    c = open_client(buf);
+    int64_t got = -1;
+    int rc = restore_logged(c, -1, &got, log, sizeof log);
+    CHECK(rc == CAIRN_OK && got == 3 && holds(buf, 3),
+          "round %d: restore_latest after losing nodes %d and %d: rc %d, version %lld", round, a, b, rc,
+          (long long)got);
+    CHECK(all_equal(got), "ranks restored different versions");
+    CHECK((strstr(log, "rebuilt from the Reed-Solomon parity") != NULL) == lost, "round %d: rank %d's log says '%s'",
+          round, g_rank, log);
+    if (lost) CHECK(strstr(log, "encoded again") != NULL, "rank %d's parity not encoded again: '%s'", g_rank, log);
+    st = stats_of(c);
+    CHECK(st.mpi_restored_l3 == (unsigned)lost && st.mpi_l3_rebuilds == (unsigned)lost,
+          "round %d stats: restored l3 %llu, rebuilds %llu", round, (unsigned long long)st.mpi_restored_l3,
+          (unsigned long long)st.mpi_l3_rebuilds);
+    CHECK(cairn_close(c) == CAIRN_OK, "close");
+    CHECK(access(path, F_OK) == 0, "round %d: rank %d's parity %s is not back", round, g_rank, path);
+  }
+  unsetenv("CAIRN_L3_CODE");
+  free(buf);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   if (argc != 2 ||
       (strcmp(argv[1], "node") != 0 && strcmp(argv[1], "two") != 0 && strcmp(argv[1], "damaged") != 0 &&
-       strcmp(argv[1], "config") != 0) ||
+       strcmp(argv[1], "config") != 0 && strcmp(argv[1], "rs") != 0) ||
       g_size < 4) {
-    if (g_rank == 0) fprintf(stderr, "usage: l3_test node|two|damaged|config (on 4 or more ranks)\n");
+    if (g_rank == 0) fprintf(stderr, "usage: l3_test node|two|damaged|config|rs (on 4 or more ranks)\n");
     MPI_Finalize();
     return 2;
   }
@@ -316,6 +377,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "node") == 0) test_node();
   else if (strcmp(argv[1], "two") == 0) test_two();
   else if (strcmp(argv[1], "damaged") == 0) test_damaged();
+  else if (strcmp(argv[1], "rs") == 0) test_rs();
   else test_config();
   cleanup();
   int failures = g_failures;

@@ -72,6 +72,8 @@ class Config:
     l2_every: int
     l3_every: int
     l3_group: int
+    l3_code: str
+    l3_parity: int
     l4_every: int
     progress_thread: bool
     ranks_per_node: int

@@ -25,7 +25,7 @@ from ._errors import (
     InvalidArgumentError,
     UnsupportedError,
 )
-from ._enums import CaptureMode, ChangeMode, DeviceCacheInit, InitStrategy, WriteProtectMode
+from ._enums import CaptureMode, ChangeMode, DeviceCacheInit, InitStrategy, L3Code, WriteProtectMode
 from ._arrays import _ArrayMappings
 from ._history import History, Level, LevelArg, _Closable, _level
 from ._stats import Stats
@@ -125,6 +125,8 @@ class Client(_ArrayMappings, _Closable):
     ``l2_every``                  ``mpi.l2_every``, ``$CAIRN_L2_EVERY``
     ``l3_every``                  ``mpi.l3_every``, ``$CAIRN_L3_EVERY``
     ``l3_group``                  ``mpi.l3_group``, ``$CAIRN_L3_GROUP``
+    ``l3_code``                   ``mpi.l3_code``, ``$CAIRN_L3_CODE``
+    ``l3_parity``                 ``mpi.l3_parity``, ``$CAIRN_L3_PARITY``
     ``l4_every``                  ``mpi.l4_every``, ``$CAIRN_L4_EVERY``
     ``progress_thread``           ``mpi.progress_thread``, ``$CAIRN_MPI_PROGRESS_THREAD``
     ``ranks_per_node``            ``mpi.ranks_per_node``, ``$CAIRN_MPI_RANKS_PER_NODE``
@@ -193,6 +195,8 @@ class Client(_ArrayMappings, _Closable):
         l2_every: Optional[int] = None,
         l3_every: Optional[int] = None,
         l3_group: Optional[int] = None,
+        l3_code: Optional[L3Code] = None,
+        l3_parity: Optional[int] = None,
         l4_every: Optional[int] = None,
         progress_thread: Optional[bool] = None,
         ranks_per_node: Optional[int] = None,

@@ -16,6 +16,7 @@ from ._enums import (
     CHANGE_MODES,
     DEVICE_CACHE_INITS,
     INIT_STRATEGIES,
+    L3_CODES,
     WRITE_PROTECT_MODES,
     CaptureMode,
     ChangeMode,
@@ -115,6 +116,7 @@ _device_init = _one_of(DEVICE_CACHE_INITS)
 _changes = _one_of(CHANGE_MODES)
 _capture = _one_of(CAPTURE_MODES)
 _write_protect = _one_of(WRITE_PROTECT_MODES)
+_l3_code = _one_of(L3_CODES)
 
 
 def _number(key: str, value: object) -> object:
@@ -153,6 +155,7 @@ _CONVERT: Dict[str, Callable[[str, object], object]] = {
     "changes": _changes,
     "capture": _capture,
     "write_protect": _write_protect,
+    "l3_code": _l3_code,
     "number": _number,
 }
 

@@ -25,3 +25,7 @@ CAPTURE_MODES: Tuple[str, ...] = get_args(CaptureMode)
 #: checkpoint.write_protect (docs/config.md).
 WriteProtectMode = Literal["auto", "userfaultfd", "mprotect"]
 WRITE_PROTECT_MODES: Tuple[str, ...] = get_args(WriteProtectMode)
+
+#: mpi.l3_code (docs/config.md).
+L3Code = Literal["xor", "rs"]
+L3_CODES: Tuple[str, ...] = get_args(L3Code)

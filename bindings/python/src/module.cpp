@@ -103,13 +103,15 @@ constexpr const char* KindOf(std::string_view member) {
   else if constexpr (std::is_same_v<T, cairn::ChangeDetection>) return "changes";
   else if constexpr (std::is_same_v<T, cairn::CaptureMode>) return "capture";
   else if constexpr (std::is_same_v<T, cairn::WriteProtectMode>) return "write_protect";
+  else if constexpr (std::is_same_v<T, cairn::L3Code>)
+    return "l3_code";
   else if constexpr (std::is_same_v<T, double>) return "number";
   else static_assert(sizeof(T) == 0, "a Config member of a type the Python package does not know");
 }
 
 // [(keyword, Config attribute, "section.key", environment variable, kind)] of
 // config_keys.def; kind: path, word, bool, int, size, mode, init, device_init, changes,
-// capture, write_protect, number.
+// capture, write_protect, l3_code, number.
 nb::list ConfigKeys() {
   nb::list out;
 #define CAIRN_CONFIG_KEY(section, key, member, lo, env, py, type, dflt, doc) \
@@ -166,6 +168,11 @@ void BindMember(nb::class_<cairn::Config>& cls, const char* name, cairn::Capture
 void BindMember(nb::class_<cairn::Config>& cls, const char* name,
                 cairn::WriteProtectMode cairn::Config::*member) {
   BindEnum(cls, name, member, cairn::WriteProtectModeName, cairn::ParseWriteProtectMode);
+}
+
+void BindMember(nb::class_<cairn::Config>& cls, const char* name,
+                cairn::L3Code cairn::Config::*member) {
+  BindEnum(cls, name, member, cairn::L3CodeName, cairn::ParseL3Code);
 }
 
 // ---------------------------------------------------------------------------

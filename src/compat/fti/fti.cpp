@@ -173,7 +173,7 @@ extern "C" int FTI_Checkpoint(int id, int level) {
   if ((level == 2 && !g->l2) || (level == 3 && !g->l3)) {
     Print(FTI_WARN, "FTI_Checkpoint: level %d %s", level,
           level == 2 ? "(partner copy) needs ranks on at least two nodes (node_size)"
-                     : "(XOR parity) needs group_size >= 2 nodes and at most the number of nodes");
+                     : "(parity) needs group_size >= 2 nodes and at most the number of nodes");
     return FTI_NSCS;
   }
   if (id < 0) {

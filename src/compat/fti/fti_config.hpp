@@ -15,7 +15,7 @@ struct FtiConfig {
   std::string ckpt_dir;  // [basic] ckpt_dir -> storage.scratch (node-local)
   std::string glbl_dir;  // [basic] glbl_dir -> storage.persistent (L4)
   int node_size = 1;     // ranks per node (with local_test = 1: simulated nodes)
-  int group_size = 4;    // XOR set size (L3)
+  int group_size = 4;    // parity set size (L3)
   std::array<int, 4> interval = {0, 0, 0, 0};  // ckpt_l1..ckpt_l4 (minutes; 0 = off)
   bool keep_last_ckpt = false;
   bool dcp = false;         // enable_dcp -> checkpoint.changes = hash

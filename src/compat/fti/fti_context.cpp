@@ -130,6 +130,13 @@ int OpenCairn(Context* c, MPI_Comm comm, int size) {
   if (c->l3) {
     env.Set("CAIRN_L3_EVERY", kOnRequest);
     env.Set("CAIRN_L3_GROUP", std::to_string(f.group_size));
+#if CAIRN_HAVE_ISAL
+    // FTI's L3 is Reed-Solomon that survives the loss of half a group (each
+    // rank's encoded chunk as large as its checkpoint): Cairn's RS sets with
+    // group_size / 2 parity rows are the same. Without ISA-L, XOR (one loss).
+    env.Set("CAIRN_L3_CODE", "rs");
+    env.Set("CAIRN_L3_PARITY", std::to_string(f.group_size / 2));
+#endif
   }
   // NULL: Cairn's own settings from CAIRN_CONFIG / CAIRN_* on top.
   if (cairn_open_mpi(comm, nullptr, &c->client) != CAIRN_OK) {

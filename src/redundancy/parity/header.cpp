@@ -9,10 +9,12 @@ namespace cairn::parity::impl {
 
 std::vector<uint8_t> EncodeHeader(const Header& h) {
   std::vector<uint8_t> out(h.Size(), 0);
-  std::copy(std::begin(kMagic), std::end(kMagic), out.begin());
+  const bool rs = h.code == L3Code::kRs;
+  std::copy_n(rs ? kRsMagic : kMagic, sizeof kMagic, out.begin());
   format::le::Put32(&out[8], 1);
   format::le::Put32(&out[12], static_cast<uint32_t>(h.members.size()));
   format::le::Put32(&out[16], h.position);
+  format::le::Put32(&out[20], rs ? h.parity : 0);
   format::le::Put64(&out[24], static_cast<uint64_t>(h.version));
   format::le::Put64(&out[32], h.chunk);
   for (size_t i = 0; i < h.members.size(); ++i) {
@@ -28,31 +30,33 @@ uint32_t ClaimedMembers(const uint8_t* data, size_t size) {
   return size < kFixed ? 0 : format::le::Get32(data + 12);
 }
 
-namespace {
-
-// ceil(bytes / (m - 1)), at least 1: the chunk size of a set whose largest
-// bundle is `bytes` (m >= 2, bytes >= 0).
-uint64_t ChunkFor(uint64_t bytes, uint32_t m) {
-  return std::max<uint64_t>(1, (bytes + (m - 2)) / (m - 1));
+uint64_t ChunkFor(uint64_t bytes, size_t m, size_t e) {
+  const uint64_t k = m - e;  // bytes + k - 1 cannot wrap: bytes is a file's size
+  return std::max<uint64_t>(1, (bytes + k - 1) / k);
 }
-
-}  // namespace
 
 Result<Header> ParseHeader(const uint8_t* data, size_t size, uint64_t file_size,
                            const std::string& path, const std::vector<int>* members) {
   auto bad = [&](const std::string& why) {
-    return Status::Corrupt(path + ": not a usable XOR parity file: " + why);
+    return Status::Corrupt(path + ": not a usable parity file: " + why);
   };
   if (size < kFixed || file_size < kFixed + kCrc) return bad("too short");
-  if (!std::equal(std::begin(kMagic), std::end(kMagic), data)) return bad("no CAIRNXOR magic");
-  if (format::le::Get32(data + 8) != 1) return bad("unknown layout version");
-  if (format::le::Get32(data + 20) != 0) return bad("a reserved field is not zero");
-  const uint32_t m = format::le::Get32(data + 12);
   Header h;
+  if (std::equal(std::begin(kRsMagic), std::end(kRsMagic), data)) {
+    h.code = L3Code::kRs;
+  } else if (!std::equal(std::begin(kMagic), std::end(kMagic), data)) {
+    return bad("no CAIRNXOR or CAIRN_RS magic");
+  }
+  if (format::le::Get32(data + 8) != 1) return bad("unknown layout version");
+  h.parity = h.code == L3Code::kRs ? format::le::Get32(data + 20) : 1;
+  if (h.code == L3Code::kXor && format::le::Get32(data + 20) != 0)
+    return bad("a reserved field is not zero");
+  const uint32_t m = format::le::Get32(data + 12);
   h.position = format::le::Get32(data + 16);
   h.version = static_cast<int64_t>(format::le::Get64(data + 24));
   h.chunk = format::le::Get64(data + 32);
   if (m < 2 || h.position >= m) return bad("member count or position out of range");
+  if (h.parity < 1 || h.parity >= m) return bad("parity row count out of range");
   if (members != nullptr && m != members->size()) return bad("not this rank's set");
   if (h.version < 0) return bad("a negative version");
   // Sizes in an order that cannot wrap: the table fits the bytes given and
@@ -60,7 +64,8 @@ Result<Header> ParseHeader(const uint8_t* data, size_t size, uint64_t file_size,
   const uint64_t table = uint64_t{kPerMember} * m;
   if (table > size - kFixed || table > file_size - kFixed - kCrc)
     return bad("too short for its member table");
-  if (h.chunk == 0 || h.chunk != file_size - kFixed - kCrc - table) {
+  if (h.chunk == 0 || (file_size - kFixed - kCrc - table) / h.parity != h.chunk ||
+      (file_size - kFixed - kCrc - table) % h.parity != 0) {
     return bad("its size does not match its header");
   }
   uint64_t largest = 0;
@@ -76,7 +81,7 @@ Result<Header> ParseHeader(const uint8_t* data, size_t size, uint64_t file_size,
     largest = std::max(largest, static_cast<uint64_t>(member.bytes));
     h.members.push_back(member);
   }
-  if (h.chunk != ChunkFor(largest, m))
+  if (h.chunk != ChunkFor(largest, m, h.parity))
     return bad("its chunk size is not the one its bundle sizes give");
   return h;
 }

@@ -22,7 +22,21 @@ Header Three() {
                             {.rank = 8, .bytes = 0, .crc = 0}}};
 }
 
-uint64_t FileSize(const Header& h) { return h.Size() + h.chunk + kCrc; }
+uint64_t FileSize(const Header& h) { return h.FileSize(); }
+
+// A Reed-Solomon set of 4 with 2 parity rows whose largest bundle is 1000
+// bytes: k = 2 data chunks of 500, two rows of 500.
+Header FourRs() {
+  return Header{.code = L3Code::kRs,
+                .parity = 2,
+                .version = 3,
+                .position = 2,
+                .chunk = 500,
+                .members = {{.rank = 0, .bytes = 1000, .crc = 1},
+                            {.rank = 1, .bytes = 999, .crc = 2},
+                            {.rank = 2, .bytes = 0, .crc = 0},
+                            {.rank = 3, .bytes = 7, .crc = 4}}};
+}
 
 template <typename T>
 void Set(std::vector<uint8_t>* m, size_t at, T v) {
@@ -114,6 +128,30 @@ TEST(ParityHeaderTest, MalformedHeadersAreCorruptNamingTheFile) {
   h2 = Three();
   h2.members[0].bytes = std::numeric_limits<int64_t>::max();
   EXPECT_TRUE(Corrupt(EncodeHeader(h2), FileSize(h2), "chunk size"));
+}
+
+TEST(ParityHeaderTest, ReedSolomonHeadersCarryTheirRows) {
+  const Header h = FourRs();
+  const std::vector<uint8_t> m = EncodeHeader(h);
+  EXPECT_TRUE(std::equal(std::begin(kRsMagic), std::end(kRsMagic), m.begin()));
+  auto back = ParseHeader(m.data(), m.size(), FileSize(h), "p.cairn");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->code, L3Code::kRs);
+  EXPECT_EQ(back->parity, 2u);
+  EXPECT_EQ(back->chunk, 500u);
+  EXPECT_EQ(FileSize(*back), h.Size() + 1000 + kCrc);
+  EXPECT_EQ(EncodeHeader(*back), m);
+  // Rows out of range, a size of one row, a chunk of XOR's (m - 1) split.
+  std::vector<uint8_t> bad = m;
+  Set<uint32_t>(&bad, 20, 0);
+  EXPECT_TRUE(Corrupt(bad, FileSize(h), "parity row count"));
+  Set<uint32_t>(&bad, 20, 4);
+  EXPECT_TRUE(Corrupt(bad, FileSize(h), "parity row count"));
+  EXPECT_TRUE(Corrupt(m, FileSize(h) - 500, "size does not match"));
+  EXPECT_TRUE(Corrupt(m, FileSize(h) + 1, "size does not match"));
+  Header xor_chunk = h;
+  xor_chunk.chunk = 334;  // ceil(1000 / 3): the chunk of an XOR set of 4
+  EXPECT_TRUE(Corrupt(EncodeHeader(xor_chunk), FileSize(xor_chunk), "chunk size"));
 }
 
 TEST(ParityHeaderTest, AnotherSetsFileIsNotThisRanks) {

@@ -2,11 +2,13 @@
 // docs/mpi.md "XOR parity (L3)"; docs/format.md 3.9 is normative).
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
+#include "format/le.hpp"
 #include "redundancy/bundle_stream.hpp"
+#include "redundancy/parity/rs_code.hpp"
 #include "redundancy/parity/xor_parity.hpp"
 #include "redundancy/parity/xor_parity_impl.hpp"
-#include "format/le.hpp"
 #include "util/crc32c.hpp"
 
 namespace cairn::parity {
@@ -15,35 +17,52 @@ namespace {
 
 using namespace impl;
 
-// One member's part in encoding one version, after the sizes are known:
-// its bundle streams out window after window (WindowOf(c) bytes of each
-// chunk per round), the other members' windows stream in and XOR into this
-// member's parity window, which goes to its temp file at once. Nothing
-// larger than a window is held: at most (2m - 1) windows, 7 MiB for m = 4
-// (a whole-bundle encoding held the bundle, its parity chunk and the file,
-// 1.5 bundles). The CRCs the header records are taken as the bytes stream.
-// With a `target` (Reencode) only that member's parity is made: the others
-// send it their chunk of it and receive nothing.
+// One member's part in encoding one version, after the sizes are known
+// (the stripes of stripes.hpp): its bundle streams out window after window
+// (WindowOf(c) bytes of each chunk per round), each chunk's window to the
+// members that hold a parity row of its stripe (one message per member,
+// the pieces in row order; in place when it is one piece, as always with
+// XOR); the other members' windows stream in, and each of this member's e
+// parity rows is computed from its stripe's k data windows (XOR, or the
+// Reed-Solomon row) and goes to its temp file at once. Nothing larger than
+// a window is held: for XOR at most (2m - 1) windows, 7 MiB for m = 4 (a
+// whole-bundle encoding held the bundle, its parity chunk and the file,
+// 1.5 bundles). The CRCs the header records are taken as the bytes
+// stream. With a `target` (Reencode) only that member's parity is made:
+// the others send it their chunks of it and receive nothing.
 class Encoder {
  public:
   static constexpr size_t kEveryone = ~size_t{0};
-  // `bundle` may be null on a target of Reencode (it sends nothing).
-  Encoder(Group& group, const Sets& sets, Header& h, redundancy::BundleReader* bundle, size_t target = kEveryone)
-      : group_(group), sets_(sets), h_(h), bundle_(bundle), target_(target) {}
+  // `bundle` may be null on a target of Reencode (it sends nothing); `rs`
+  // is the code of an RS set (null: XOR).
+  Encoder(Group& group, const Sets& sets, Header& h, redundancy::BundleReader* bundle,
+          const ReedSolomon* rs, size_t target = kEveryone)
+      : group_(group),
+        sets_(sets),
+        st_(sets.stripes()),
+        h_(h),
+        bundle_(bundle),
+        rs_(rs),
+        target_(target) {}
 
   // Every round; a failure here (a read, a write, a malformed message) is
   // kept in failure() and does not stop the rounds: the other members wait
   // for this one's messages. Only the transport's errors end it.
   Status Stream(const Config& config, const std::string& dir, const std::string& file) {
     const std::vector<int>& members = sets_.members();
-    const size_t m = members.size(), p = static_cast<size_t>(sets_.position);
+    const size_t p = static_cast<size_t>(sets_.position), e = st_.e, k = st_.k();
     const uint64_t c = h_.chunk, window = WindowOf(c);
     const bool everyone = target_ == kEveryone, receives = everyone || p == target_;
-    std::vector<size_t> to;  // positions this member sends to
-    std::vector<int> from;   // ranks it receives from
-    for (size_t j = 0; j < m; ++j) {
-      if (j != p && (everyone || j == target_)) to.push_back(j);
-      if (j != p && receives) from.push_back(members[j]);
+    std::vector<size_t> to;     // positions this member sends to
+    std::vector<int> from;      // ranks it receives from
+    std::vector<bool> read(k);  // its chunks that go to them
+    for (size_t j = 0; j < st_.m; ++j) {
+      if (j == p) continue;
+      if ((everyone || j == target_) && !PiecesFor(p, j).empty()) {
+        to.push_back(j);
+        for (size_t i : PiecesFor(p, j)) read[i] = true;
+      }
+      if (receives && !PiecesFor(j, p).empty()) from.push_back(members[j]);
     }
     if (receives) {
       if (auto out = redundancy::PendingFile::Create(config, dir, file); out.ok()) {
@@ -53,32 +72,43 @@ class Encoder {
       }
     }
     std::vector<uint8_t> acc(receives ? std::min(window, c) : 0);
-    std::vector<const uint8_t*> sources;
-    std::vector<std::vector<uint8_t>> got;
+    std::vector<std::vector<const uint8_t*>> data(e, std::vector<const uint8_t*>(k));  // per row
+    std::vector<const uint8_t*> piece(k);
+    std::vector<std::vector<uint8_t>> got, packed(st_.m);
     std::vector<Group::Outgoing> sends;
-    chunk_crcs_.assign(m - 1, 0);
+    chunk_crcs_.assign(k, 0);
+    parity_crcs_.assign(e, 0);
     for (uint64_t off = 0; off < c; off += window) {
       const uint64_t n = std::min(window, c - off);
       sends.clear();
+      for (size_t i = 0; i < k; ++i) {
+        if (!read[i]) continue;
+        piece[i] = OwnWindow(i * c + off, n, i);
+        if (everyone) ExtendCrc(i, off, piece[i], n);
+      }
       for (size_t j : to) {
-        const size_t k = ChunkOf(j, p, m);
-        const uint8_t* piece = OwnWindow(k * c + off, n, k);
-        if (everyone) ExtendCrc(k, off, piece, n);
-        sends.push_back({.to = members[j], .data = piece, .bytes = n});
+        const std::vector<size_t> chunks = PiecesFor(p, j);
+        if (chunks.size() == 1) {
+          sends.push_back({.to = members[j], .data = piece[chunks[0]], .bytes = n});
+          continue;
+        }
+        packed[j].clear();
+        for (size_t i : chunks) packed[j].insert(packed[j].end(), piece[i], piece[i] + n);
+        sends.push_back({.to = members[j], .data = packed[j].data(), .bytes = packed[j].size()});
       }
       CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
       if (!receives) continue;
-      sources.clear();
-      for (size_t i = 0; i < got.size(); ++i) {
-        if (got[i].size() == n) {
-          sources.push_back(got[i].data());
+      Place(got, from, n, &data);
+      for (size_t t = 0; t < e; ++t) {
+        if (rs_ != nullptr) {
+          rs_->EncodeRow(t, data[t].data(), acc.data(), n);
         } else {
-          Fail(Status::Corrupt("a parity piece from rank " + std::to_string(from[i]) + " has the wrong size"));
+          XorOf(acc.data(), data[t].data(), k, n);
         }
+        parity_crcs_[t] = crc32c::Extend(parity_crcs_[t], acc.data(), n);
+        if (out_ != nullptr && failure_.ok())
+          Fail(out_->WriteAt(acc.data(), n, h_.Size() + t * c + off));
       }
-      XorOf(acc.data(), sources.data(), sources.size(), n);
-      parity_crc_ = crc32c::Extend(parity_crc_, acc.data(), n);
-      if (out_ != nullptr && failure_.ok()) Fail(out_->WriteAt(acc.data(), n, h_.Size() + off));
     }
     return Status::Ok();
   }
@@ -87,19 +117,21 @@ class Encoder {
   uint32_t BundleCrc() const { return impl::BundleCrc(chunk_crcs_, bundle_->size(), h_.chunk); }
 
   // Once every member's CRC is in h_: the header, the file's CRC (of the
-  // header and the chunk), durably; older parity files of `name` beyond
+  // header and the rows), durably; older parity files of `name` beyond
   // keep_versions go. Returns the file's size. Only after an error-free
   // Stream, on a member that received.
   Result<uint64_t> Keep(const Config& config, const std::string& name, const std::string& what) {
     const std::vector<uint8_t> head = EncodeHeader(h_);
+    uint32_t crc = crc32c::Value(head.data(), head.size());
+    for (uint32_t row : parity_crcs_) crc = crc32c::Combine(crc, row, h_.chunk);
     uint8_t tail[kCrc];
-    format::le::Put32(tail, crc32c::Combine(crc32c::Value(head.data(), head.size()), parity_crc_, h_.chunk));
+    format::le::Put32(tail, crc);
     Status s = out_->WriteAt(head.data(), head.size(), 0);
-    if (s.ok()) s = out_->WriteAt(tail, kCrc, h_.Size() + h_.chunk);
+    if (s.ok()) s = out_->WriteAt(tail, kCrc, h_.Size() + h_.ParityBytes());
     if (s.ok()) s = out_->Commit();
     CAIRN_RETURN_IF_ERROR(s.WithContext(what));
     redundancy::Retain(config, ParityDir(config), name, /*chains=*/false);
-    return static_cast<uint64_t>(h_.Size() + h_.chunk + kCrc);
+    return h_.FileSize();
   }
 
   const Status& failure() const { return failure_; }
@@ -108,13 +140,51 @@ class Encoder {
   void Fail(const Status& s) {
     if (failure_.ok() && !s.ok()) failure_ = s;
   }
+  // The chunks of member `from` that member `to`'s parity rows take, in
+  // row order: its chunk in the stripe of each row `to` holds, where
+  // `from` holds data.
+  std::vector<size_t> PiecesFor(size_t from, size_t to) const {
+    std::vector<size_t> chunks;
+    for (size_t t = 0; t < st_.e; ++t) {
+      const size_t s = st_.StripeOfRow(to, t);
+      if (!st_.HoldsParity(from, s)) chunks.push_back(st_.Chunk(from, s));
+    }
+    return chunks;
+  }
+  // The received messages' windows as each row's data symbols: (*data)[t][i]
+  // is chunk i of row t's stripe (zeros and a failure for a malformed
+  // message).
+  void Place(const std::vector<std::vector<uint8_t>>& got, const std::vector<int>& from, uint64_t n,
+             std::vector<std::vector<const uint8_t*>>* data) {
+    const std::vector<int>& members = sets_.members();
+    const size_t p = static_cast<size_t>(sets_.position);
+    zeros_.resize(n);
+    std::fill(zeros_.begin(), zeros_.end(), 0);
+    for (size_t i = 0; i < got.size(); ++i) {
+      const size_t q =
+          static_cast<size_t>(std::find(members.begin(), members.end(), from[i]) - members.begin());
+      size_t at = 0, expected = 0;
+      for (size_t t = 0; t < st_.e; ++t)
+        expected += st_.HoldsParity(q, st_.StripeOfRow(p, t)) ? 0 : n;
+      const bool whole = got[i].size() == expected;
+      if (!whole)
+        Fail(Status::Corrupt("a parity piece from rank " + std::to_string(from[i]) +
+                             " has the wrong size"));
+      for (size_t t = 0; t < st_.e; ++t) {
+        const size_t s = st_.StripeOfRow(p, t);
+        if (st_.HoldsParity(q, s)) continue;
+        (*data)[t][st_.Chunk(q, s)] = whole ? got[i].data() + at : zeros_.data();
+        at += n;
+      }
+    }
+  }
   // Bytes [at, at + n) of this member's bundle, the current window of its
   // chunk k: in place where its file maps, else read into a buffer of the
   // chunk's own (allocated on the first need; zeros past the end; zeros and
   // a failure on a read error).
   const uint8_t* OwnWindow(uint64_t at, uint64_t n, size_t k) {
     if (const uint8_t* in_place = bundle_->View(at, n); in_place != nullptr) return in_place;
-    copies_.resize(sets_.members().size() - 1);
+    copies_.resize(st_.k());
     std::vector<uint8_t>& copy = copies_[k];
     copy.resize(n);
     if (Status s = bundle_->Read(at, copy.data(), n); !s.ok()) {
@@ -131,13 +201,15 @@ class Encoder {
 
   Group& group_;
   const Sets& sets_;
+  const Stripes st_;
   Header& h_;
   redundancy::BundleReader* const bundle_;
+  const ReedSolomon* const rs_;
   const size_t target_;
   std::vector<std::vector<uint8_t>> copies_;      // chunk k's window, when it does not map
+  std::vector<uint8_t> zeros_;                    // in place of a malformed message's windows
   std::unique_ptr<redundancy::PendingFile> out_;  // destroyed uncommitted: the temp file goes
-  std::vector<uint32_t> chunk_crcs_;
-  uint32_t parity_crc_ = 0;
+  std::vector<uint32_t> chunk_crcs_, parity_crcs_;
   Status failure_;
 };
 
@@ -171,7 +243,8 @@ Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config, co
                         int64_t version) {
   const std::vector<int>& members = sets.members();
   const size_t m = members.size();
-  const std::string what = "the XOR parity (L3) of version " + std::to_string(version) + " of '" + name + "'";
+  const std::string what = std::string("the ") + CodeName(sets.code) + " parity (L3) of version " +
+                           std::to_string(version) + " of '" + name + "'";
   // 1. Every member learns every bundle's size (kUnreadable: its files do
   // not open; kSuperseded: retention removed them).
   auto bundle = redundancy::BundleReader::Open(config, config.scratch_dir, name, version);
@@ -181,7 +254,10 @@ Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config, co
   CAIRN_ASSIGN_OR_RETURN(auto sizes, ShareValues(group, sets, {mine}));
   bool superseded = false;
   for (size_t q = 0; q < m; ++q) superseded = superseded || sizes[q][0] == kSuperseded;
-  Header h{.version = version, .position = static_cast<uint32_t>(sets.position)};
+  Header h{.code = sets.code,
+           .parity = static_cast<uint32_t>(sets.parity),
+           .version = version,
+           .position = static_cast<uint32_t>(sets.position)};
   int64_t longest = 0;
   for (size_t q = 0; q < m; ++q) {
     const int64_t bytes = sizes[q][0];
@@ -196,10 +272,14 @@ Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config, co
     longest = std::max(longest, bytes);
   }
   if (superseded) return uint64_t{0};  // the whole set skips it: each member sees the same sizes
-  h.chunk = std::max<uint64_t>(1, (static_cast<uint64_t>(longest) + m - 2) / (m - 1));
+  h.chunk = ChunkFor(static_cast<uint64_t>(longest), m, sets.parity);
   // 2. Streamed (Encoder).
   const std::string dir = ParityDir(config) + "/" + name;
-  Encoder encoder(group, sets, h, bundle->get());
+  std::optional<ReedSolomon> rs;
+  if (sets.code == L3Code::kRs) {
+    CAIRN_ASSIGN_OR_RETURN(rs, ReedSolomon::Create(m - sets.parity, sets.parity));
+  }
+  Encoder encoder(group, sets, h, bundle->get(), rs ? &*rs : nullptr);
   CAIRN_RETURN_IF_ERROR(encoder.Stream(config, dir, ParityFile(version)));
   // 3. Every member learns whether every other one's stream succeeded, and
   // its bundle's CRC: a parity protects only if the whole set has it, so
@@ -242,14 +322,16 @@ Result<uint64_t> Reencode(Group& group, const Sets& sets, const Config& config, 
   Header h;
   if (p == target) {
     const std::vector<int64_t>& record = said[target == 0 ? 1 : 0];
-    h = Header{.version = version, .position = static_cast<uint32_t>(p), .chunk = static_cast<uint64_t>(record[1])};
+    h = Header{.version = version,
+               .position = static_cast<uint32_t>(p),
+               .chunk = static_cast<uint64_t>(record[1])};  // XOR only
     for (size_t q = 0; q < m; ++q)
       h.members.push_back({members[q], record[2 + 2 * q], static_cast<uint32_t>(record[3 + 2 * q])});
   } else {
     h = *survivor;
   }
   // 2. Streamed to the target alone (Encoder).
-  Encoder encoder(group, sets, h, bundle, target);
+  Encoder encoder(group, sets, h, bundle, /*rs=*/nullptr, target);
   CAIRN_RETURN_IF_ERROR(encoder.Stream(config, ParityDir(config) + "/" + name, ParityFile(version)));
   // 3. The target keeps it only if every member streamed without error.
   const Status& failure = encoder.failure();

@@ -16,11 +16,11 @@
 #include "format/naming.hpp"
 #include "os/fs/fs.hpp"
 #include "redundancy/bundle_stream.hpp"
+#include "redundancy/parity/parity_set_test_util.hpp"
 #include "redundancy/parity/xor_parity.hpp"
 #include "redundancy/parity/xor_parity_impl.hpp"
 #include "redundancy/redundancy.hpp"
 #include "testing/fs/fault_fs.hpp"
-#include "testing/group/loopback_group.hpp"
 #include "testing/test_util.hpp"
 #include "util/crc32c.hpp"
 
@@ -29,85 +29,19 @@ namespace {
 
 using namespace test;
 
-constexpr int kMembers = 4;
-// Bundles of different sizes: the longest sets the chunk (several windows
-// of WindowOf), the others are zero-padded, one is shorter than a chunk.
-constexpr size_t kBytes[kMembers] = {300 * kKiB + 5, 200 * kKiB, 1 * kMiB + 3, 64 * kKiB};
-
-class XorEncodeTest : public ScratchDirTest {
+class XorEncodeTest : public ParitySetTest {
  protected:
-  XorEncodeTest() : ScratchDirTest("xor_encode") {}
+  XorEncodeTest() : ParitySetTest("xor_encode", L3Code::kXor, 7) {}
 
-  void SetUp() override {
-    ScratchDirTest::SetUp();
-    for (int r = 0; r < kMembers; ++r) {
-      Config c = MakeConfig(2 * kMiB);
-      c.scratch_dir += "/rank" + std::to_string(r);
-      configs_[r] = c;
-      std::vector<uint8_t> data(kBytes[r]);
-      FillSplitMix(data.data(), data.size(), 7, static_cast<uint64_t>(r));
-      auto client = OpenClient(c);
-      ASSERT_NE(client, nullptr);
-      ASSERT_TRUE(client->Protect(0, data.data(), data.size()).ok());
-      ASSERT_TRUE(client->Checkpoint("sim", 1).ok());
-      ASSERT_TRUE(client->Wait("sim", 1, Level::kLocal).ok());
-      ASSERT_TRUE(client->Close().ok());
-      auto bundle = redundancy::Bundle(c, c.scratch_dir, "sim", 1);
-      ASSERT_TRUE(bundle.ok()) << bundle.status().ToString();
-      bundles_[r] = std::move(*bundle);
-    }
-  }
-
-  // step(group, sets, r) on every member at once, one thread each; each
-  // member's outcome.
-  template <typename Step>
-  static std::vector<Result<uint64_t>> OnEveryMember(const Step& step) {
-    LoopbackHub hub(kMembers);
-    std::vector<Result<uint64_t>> out(kMembers, Status::Internal("not run"));
-    {
-      std::vector<std::jthread> threads;
-      for (int r = 0; r < kMembers; ++r) {
-        threads.emplace_back([&, r] {
-          LoopbackGroup group(&hub, r);
-          auto sets = parity::MakeSets(group, 0);
-          out[r] = sets.ok() ? step(group, *sets, r) : sets.status();
-        });
-      }
-    }
-    return out;
-  }
   std::vector<Result<uint64_t>> EncodeAll() {
-    return OnEveryMember([&](Group& group, const parity::Sets& sets, int r) {
+    return OnEveryMember<uint64_t>([&](Group& group, const parity::Sets& sets, int r) {
       return parity::Encode(group, sets, configs_[r], "sim", 1);
     });
   }
-
-  std::string ParityDir(int r) const { return configs_[r].scratch_dir + "/.xor/sim"; }
-  std::string ParityPath(int r) const {
-    return ParityDir(r) + "/" + format::EntryFileName(format::EntryKind::kCheckpoint, 1);
+  // The XOR set of `members` as member `position` sees it.
+  static parity::Sets SetOf(const std::vector<int>& members, int position) {
+    return parity::Sets{.all = {members}, .mine = 0, .position = position};
   }
-  // The files in member r's parity directory (a temp file left would show).
-  std::vector<std::string> ParityEntries(int r) const {
-    std::vector<std::string> names;
-    auto list = os::FileSystem::Default()->List(ParityDir(r));
-    if (list.ok())
-      for (const auto& e : *list) names.push_back(e.name);
-    return names;
-  }
-
-  static std::vector<uint8_t> Slurp(const std::string& path) {
-    std::vector<uint8_t> bytes;
-    auto file = os::FileSystem::Default()->Open(path, os::OpenOptions{});
-    if (!file.ok()) return bytes;
-    auto size = (*file)->Size();
-    if (!size.ok()) return bytes;
-    bytes.resize(*size);
-    if (!(*file)->ReadAt(bytes.data(), bytes.size(), 0).ok()) bytes.clear();
-    return bytes;
-  }
-
-  Config configs_[kMembers];
-  std::vector<uint8_t> bundles_[kMembers];
 };
 
 TEST_F(XorEncodeTest, EachParityIsTheXorOfTheWholeBundlesChunks) {
@@ -120,7 +54,7 @@ TEST_F(XorEncodeTest, EachParityIsTheXorOfTheWholeBundlesChunks) {
   for (int j = 0; j < kMembers; ++j) {
     auto file = os::FileSystem::Default()->Open(ParityPath(j), os::OpenOptions{});
     ASSERT_TRUE(file.ok()) << file.status().ToString();
-    auto h = parity::impl::ReadHeader(**file, ParityPath(j), members);
+    auto h = parity::impl::ReadHeader(**file, ParityPath(j), SetOf(members, j));
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     EXPECT_EQ(h->chunk, c);
     EXPECT_EQ(h->position, static_cast<uint32_t>(j));
@@ -162,7 +96,7 @@ TEST_F(XorEncodeTest, ReencodeGivesTheLostMembersParityBack) {
     for (int r : {0, 2, 3}) {
       auto file = os::FileSystem::Default()->Open(ParityPath(r), os::OpenOptions{});
       ASSERT_TRUE(file.ok()) << file.status().ToString();
-      auto h = parity::impl::ReadHeader(**file, ParityPath(r), members);
+      auto h = parity::impl::ReadHeader(**file, ParityPath(r), SetOf(members, r));
       ASSERT_TRUE(h.ok()) << h.status().ToString();
       headers[r] = *h;
       auto bundle = redundancy::BundleReader::Open(configs_[r], configs_[r].scratch_dir, "sim", 1);
@@ -170,7 +104,7 @@ TEST_F(XorEncodeTest, ReencodeGivesTheLostMembersParityBack) {
       bundles[r] = std::move(*bundle);
     }
     if (survivor_fails) fault.Inject({.op = FaultOp::kRead, .err = EIO, .nth = 2, .path_filter = "/sim/"});
-    const auto out = OnEveryMember([&](Group& group, const parity::Sets& sets, int r) {
+    const auto out = OnEveryMember<uint64_t>([&](Group& group, const parity::Sets& sets, int r) {
       return r == 1 ? parity::impl::Reencode(group, sets, configs_[r], "sim", 1, 1, nullptr, nullptr, true)
                     : parity::impl::Reencode(group, sets, configs_[r], "sim", 1, 1, &headers[r], bundles[r].get(),
                                              true);

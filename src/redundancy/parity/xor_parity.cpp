@@ -7,22 +7,25 @@
 #include <set>
 #include <system_error>
 
-#include "redundancy/parity/xor_parity_impl.hpp"
 #include "format/chain.hpp"
 #include "format/le.hpp"
 #include "format/naming.hpp"
 #include "os/fs/fs.hpp"
+#include "redundancy/parity/rs_code.hpp"
+#include "redundancy/parity/xor_parity_impl.hpp"
 #include "util/crc32c.hpp"
 
 namespace cairn::parity {
 
 namespace impl {
 
-std::string ParityDir(const Config& c) { return c.scratch_dir + "/.xor"; }
+std::string ParityDir(const Config& c) {
+  return c.scratch_dir + (c.l3_code == L3Code::kRs ? "/.rs" : "/.xor");
+}
 std::string ParityFile(int64_t v) { return format::EntryFileName(format::EntryKind::kCheckpoint, v); }
 
-Result<Header> ReadHeader(os::File& file, const std::string& path,
-                          const std::vector<int>& members) {
+Result<Header> ReadHeader(os::File& file, const std::string& path, const Sets& sets) {
+  const std::vector<int>& members = sets.members();
   CAIRN_ASSIGN_OR_RETURN(uint64_t size, file.Size());
   std::vector<uint8_t> head(kFixed);
   if (size < kFixed + kCrc) return ParseHeader(head.data(), 0, size, path, &members);  // names it
@@ -34,7 +37,11 @@ Result<Header> ReadHeader(os::File& file, const std::string& path,
     head.resize(kFixed + kPerMember * m);
     CAIRN_RETURN_IF_ERROR(file.ReadAt(head.data() + kFixed, head.size() - kFixed, kFixed));
   }
-  return ParseHeader(head.data(), head.size(), size, path, &members);
+  CAIRN_ASSIGN_OR_RETURN(Header h, ParseHeader(head.data(), head.size(), size, path, &members));
+  if (h.code != sets.code || h.parity != sets.parity)
+    return Status::Corrupt(path +
+                           ": not a parity file of this job's code (mpi.l3_code, mpi.l3_parity)");
+  return h;
 }
 
 // dst ^= src, 32 bytes at a time (SIMD where the target has it).
@@ -121,6 +128,8 @@ Result<std::vector<std::vector<int64_t>>> ShareValues(Group& group, const Sets& 
   return out;
 }
 
+const char* CodeName(L3Code code) { return code == L3Code::kRs ? "Reed-Solomon" : "XOR"; }
+
 std::string RankList(const std::vector<int>& ranks) {
   std::string out;
   for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
@@ -138,26 +147,39 @@ using redundancy::Put;
 
 }  // namespace
 
-
-Result<Sets> SetsFromNodes(const std::vector<int>& node_of, int rank, int64_t group_size) {
+Result<Sets> SetsFromNodes(const std::vector<int>& node_of, int rank, int64_t group_size,
+                           L3Code code, int64_t parity) {
   std::map<int, std::vector<int>> on_node;  // node -> its ranks, in rank order
   for (int r = 0; r < static_cast<int>(node_of.size()); ++r) on_node[node_of[r]].push_back(r);
   const int64_t nodes = static_cast<int64_t>(on_node.size());
   const int64_t g = group_size > 0 ? group_size : std::min<int64_t>(4, nodes);
-  const std::string why = "CAIRN_L3_GROUP is " + std::to_string(g) + (group_size > 0 ? "" : " (the default)") +
-                          " and the job's " + std::to_string(node_of.size()) + " ranks are on " +
-                          std::to_string(nodes) + " node(s) (CAIRN_MPI_RANKS_PER_NODE simulates nodes)";
-  if (g < 2) return Status::Config("XOR sets (L3) need at least 2 members on distinct nodes: " + why);
-  if (g > nodes) return Status::Config("an XOR set (L3) needs its members on distinct nodes, so CAIRN_L3_GROUP must not exceed the number of nodes: " + why);
-  Sets sets;
+  const int64_t e = parity > 0 ? parity : code == L3Code::kRs ? 2 : 1;
+  const std::string kind = code == L3Code::kRs ? "Reed-Solomon" : "XOR";
+  const std::string why = "CAIRN_L3_GROUP is " + std::to_string(g) +
+                          (group_size > 0 ? "" : " (the default)") + ", CAIRN_L3_PARITY " +
+                          std::to_string(e) + " and the job's " + std::to_string(node_of.size()) +
+                          " ranks are on " + std::to_string(nodes) +
+                          " node(s) (CAIRN_MPI_RANKS_PER_NODE simulates nodes)";
+  if (code == L3Code::kRs) CAIRN_RETURN_IF_ERROR(impl::ReedSolomon::Create(1, 1).status());
+  if (g <= e)
+    return Status::Config(kind + " sets (L3) need more members than the " + std::to_string(e) +
+                          " lost ones they rebuild, on distinct nodes: " + why);
+  if (g > nodes)
+    return Status::Config(
+        "a parity set (L3) needs its members on distinct nodes, so CAIRN_L3_GROUP must not exceed "
+        "the number of nodes: " +
+        why);
+  Sets sets{.code = code, .parity = static_cast<size_t>(e)};
   for (size_t i = 0;; ++i) {
     std::vector<int> column;  // the i-th rank of every node that has one
     for (const auto& [n, ranks] : on_node) if (i < ranks.size()) column.push_back(ranks[i]);
     if (column.empty()) break;
-    if (column.size() < 2) {
-      return Status::Config("rank " + std::to_string(column[0]) +
-                            " would be alone in its XOR set (L3): it is the only rank " + std::to_string(i) +
-                            " of its node; " + why);
+    if (column.size() <= static_cast<size_t>(e)) {
+      return Status::Config("rank " + std::to_string(column[0]) + " would be in a " + kind +
+                            " set (L3) of " + std::to_string(column.size()) +
+                            " member(s), no more than the lost ones it rebuilds: " + "only " +
+                            std::to_string(column.size()) + " node(s) have a rank " +
+                            std::to_string(i) + "; " + why);
     }
     const size_t first = sets.all.size();
     for (size_t at = 0; at < column.size(); at += static_cast<size_t>(g)) {
@@ -180,9 +202,9 @@ Result<Sets> SetsFromNodes(const std::vector<int>& node_of, int rank, int64_t gr
   return sets;
 }
 
-Result<Sets> MakeSets(Group& group, int64_t group_size) {
+Result<Sets> MakeSets(Group& group, int64_t group_size, L3Code code, int64_t parity) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<int> node_of, redundancy::NodesOf(group));
-  return SetsFromNodes(node_of, group.rank(), group_size);
+  return SetsFromNodes(node_of, group.rank(), group_size, code, parity);
 }
 
 }  // namespace cairn::parity

@@ -10,10 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "redundancy/redundancy.hpp"
 #include "cairn/config.hpp"
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
+#include "redundancy/parity/stripes.hpp"
+#include "redundancy/redundancy.hpp"
 
 namespace cairn {
 struct MpiStats;  // cairn/cairn.hpp
@@ -21,20 +22,27 @@ struct MpiStats;  // cairn/cairn.hpp
 
 namespace cairn::parity {
 
-// Every XOR set of the job (members in node order) and this member's.
+// Every parity set of the job (members in node order), this member's, and
+// the sets' code.
 struct Sets {
   std::vector<std::vector<int>> all;
   int mine = -1;      // index in `all`
   int position = -1;  // this member's position in all[mine]
+  L3Code code = L3Code::kXor;
+  size_t parity = 1;  // e: the lost members a set rebuilds
   const std::vector<int>& members() const { return all[static_cast<size_t>(mine)]; }
+  impl::Stripes stripes() const { return {.m = members().size(), .e = parity}; }
 };
 
 // The sets of docs/format.md 3.9 from every member's node; `group_size` = g
-// (0: min(4, nodes)). kConfig naming why when g < 2, g > nodes, or a set
-// would have one member.
-Result<Sets> SetsFromNodes(const std::vector<int>& node_of, int rank, int64_t group_size);
+// (0: min(4, nodes)), `parity` = e (0: 1 for XOR, 2 for RS). kConfig naming
+// why when g <= e, g > nodes, a set would have e members or fewer, or RS
+// without ISA-L.
+Result<Sets> SetsFromNodes(const std::vector<int>& node_of, int rank, int64_t group_size,
+                           L3Code code = L3Code::kXor, int64_t parity = 0);
 // The same from the group (one reduction of group.size() integers). Collective.
-Result<Sets> MakeSets(Group& group, int64_t group_size);
+Result<Sets> MakeSets(Group& group, int64_t group_size, L3Code code = L3Code::kXor,
+                      int64_t parity = 0);
 
 // Computes and stores this member's parity chunk of `version` (its bundle
 // in config.scratch_dir) with its set; returns the parity file's size, or 0

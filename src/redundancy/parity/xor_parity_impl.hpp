@@ -23,14 +23,15 @@ class BundleReader;
 
 namespace cairn::parity::impl {
 
-// <rank dir>/.xor: where a member keeps its parity files (under <name>/).
+// <rank dir>/.xor (mpi.l3_code = xor) or .rs: where a member keeps its
+// parity files (under <name>/).
 std::string ParityDir(const Config& c);
 // A version's parity file name.
 std::string ParityFile(int64_t v);
 
 // The header of a parity file (ParseHeader), checked against the file's
-// size and this member's set; kCorrupt naming what is wrong.
-Result<Header> ReadHeader(os::File& file, const std::string& path, const std::vector<int>& members);
+// size and this member's set and code; kCorrupt naming what is wrong.
+Result<Header> ReadHeader(os::File& file, const std::string& path, const Sets& sets);
 
 // dst ^= src.
 void XorInto(uint8_t* dst, const uint8_t* src, size_t n);
@@ -67,5 +68,7 @@ Result<uint64_t> Reencode(Group& group, const Sets& sets, const Config& config, 
                           bool proceed);
 // "1, 2, 3".
 std::string RankList(const std::vector<int>& ranks);
+// "XOR", "Reed-Solomon": what the messages call a code.
+const char* CodeName(L3Code code);
 
 }  // namespace cairn::parity::impl

@@ -1,11 +1,13 @@
 // The XOR sets of docs/format.md 3.9 (xor_parity.hpp), which the mpirun
 // tests reach only with one rank per node: several ranks per node, short
 // last runs, uneven nodes and the configuration errors.
+#include "redundancy/parity/xor_parity.hpp"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "redundancy/parity/xor_parity.hpp"
+#include "redundancy/parity/rs_code.hpp"
 #include "redundancy/parity/xor_parity_impl.hpp"
 
 namespace cairn {
@@ -54,7 +56,8 @@ TEST(XorSets, UnevenNodesKeepMembersOnDistinctNodes) {
   auto sets = parity::SetsFromNodes({0, 0, 1, 2}, 0, 2);
   ASSERT_FALSE(sets.ok());
   EXPECT_EQ(sets.status().code(), Code::kConfig);
-  EXPECT_NE(sets.status().message().find("rank 1 would be alone"), std::string::npos);
+  EXPECT_NE(sets.status().message().find("rank 1 would be in a XOR set (L3) of 1 member(s)"),
+            std::string::npos);
   // Nodes of 2, 2 and 1 ranks: column 1 has two ranks on distinct nodes.
   auto ok = parity::SetsFromNodes({0, 0, 1, 1, 2}, 4, 3);
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
@@ -68,10 +71,36 @@ TEST(XorSets, ConfigErrorsSayWhy) {
   EXPECT_NE(big.status().message().find("must not exceed the number of nodes"), std::string::npos);
   auto one = parity::SetsFromNodes(Nodes(4, 1), 0, 1);
   ASSERT_FALSE(one.ok());
-  EXPECT_NE(one.status().message().find("at least 2"), std::string::npos);
+  EXPECT_NE(one.status().message().find("more members than the 1 lost ones"), std::string::npos);
   auto single = parity::SetsFromNodes(Nodes(4, 4), 0, 0);
   ASSERT_FALSE(single.ok());
   EXPECT_EQ(single.status().code(), Code::kConfig);
+}
+
+// Reed-Solomon sets: e = 2 by default, more members than e on distinct
+// nodes, and xor's limits apply with e in place of 1.
+TEST(RsSets, MoreMembersThanTheLostOnesTheyRebuild) {
+  if (!parity::impl::HaveReedSolomon()) GTEST_SKIP() << "built without ISA-L (CAIRN_WITH_ISAL)";
+  auto sets = parity::SetsFromNodes(Nodes(8, 1), 6, 4, L3Code::kRs);
+  ASSERT_TRUE(sets.ok()) << sets.status().ToString();
+  EXPECT_EQ(sets->all, (std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_EQ(sets->parity, 2u);
+  EXPECT_EQ(sets->stripes().k(), 2u);
+  auto three = parity::SetsFromNodes(Nodes(8, 1), 0, 4, L3Code::kRs, 3);
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  EXPECT_EQ(three->parity, 3u);
+  auto small = parity::SetsFromNodes(Nodes(4, 1), 0, 2, L3Code::kRs);
+  ASSERT_FALSE(small.ok());
+  EXPECT_EQ(small.status().code(), Code::kConfig);
+  EXPECT_NE(small.status().message().find(
+                "Reed-Solomon sets (L3) need more members than the 2 lost ones"),
+            std::string::npos)
+      << small.status().ToString();
+  // Nodes of 2, 2, 1 and 1 ranks: column 1 has two ranks, too few for e = 2.
+  auto column = parity::SetsFromNodes({0, 0, 1, 1, 2, 3}, 0, 3, L3Code::kRs);
+  ASSERT_FALSE(column.ok());
+  EXPECT_NE(column.status().message().find("set (L3) of 2 member(s)"), std::string::npos)
+      << column.status().ToString();
 }
 
 // XorOf: the XOR of any number of sources in one pass, the destination

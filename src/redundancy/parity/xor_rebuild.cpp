@@ -11,6 +11,8 @@
 #include "format/naming.hpp"
 #include "os/fs/fs.hpp"
 #include "redundancy/bundle_stream.hpp"
+#include "redundancy/parity/rebuilt_sink.hpp"
+#include "redundancy/parity/rs_rebuild.hpp"
 #include "redundancy/parity/xor_parity.hpp"
 #include "redundancy/parity/xor_parity_impl.hpp"
 #include "redundancy/parity/xor_survivor.hpp"
@@ -32,47 +34,6 @@ using redundancy::Put;
 // lockstep of receive and write) left the survivors waiting for every slow
 // write; a third absorbs most of it (docs/mpi.md "Measuring a rebuild").
 constexpr size_t kRoundsBehind = 3;
-
-// Where the lost member's rebuilt bundle goes while it streams in.
-class Sink {
- public:
-  // From the bundle's first bytes: a full version (one file) goes straight
-  // into its file; a chain is kept in memory (its later files' places are
-  // known only once their heads arrive).
-  Status Begin(const Config& c, const std::string& dir, int64_t v, const uint8_t* first, uint64_t n,
-               uint64_t total) {
-    int64_t head[3] = {0, -1, -1};  // count, number, bytes
-    if (n >= kHead) std::memcpy(head, first, kHead);
-    if (head[0] == 1 && head[1] == v && head[2] >= 0 &&
-        static_cast<uint64_t>(head[2]) + kHead == total) {
-      CAIRN_ASSIGN_OR_RETURN(file_,
-                             redundancy::PendingFile::Create(
-                                 c, dir, format::EntryFileName(format::EntryKind::kCheckpoint, v)));
-    } else {
-      memory_.resize(total);
-    }
-    return Status::Ok();
-  }
-  // Bundle bytes [at, at + n).
-  Status Place(const uint8_t* data, uint64_t at, uint64_t n) {
-    if (file_ == nullptr) {
-      std::memcpy(memory_.data() + at, data, n);
-      return Status::Ok();
-    }
-    if (at + n <= kHead) return Status::Ok();
-    const uint64_t from = std::max(at, kHead);
-    return file_->WriteAt(data + (from - at), at + n - from, from - kHead);
-  }
-  Status Commit(const Config& c, const std::string& dir, const std::string& from) {
-    return file_ != nullptr ? file_->Commit() : redundancy::Unbundle(c, dir, memory_, from);
-  }
-
- private:
-  static constexpr uint64_t kHead = 3 * sizeof(int64_t);
-  std::unique_ptr<redundancy::PendingFile> file_;  // destroyed uncommitted: removed
-  std::vector<uint8_t> memory_;
-};
-
 
 // Recover's steps for the parity level (docs/mpi.md "XOR parity (L3)").
 class ParityLevel final : public redundancy::Level {
@@ -106,24 +67,32 @@ class ParityLevel final : public redundancy::Level {
         for (int64_t i = 0; i < n && Get(got[q], &at, &v); ++i) out->insert(v);
       }
     }
-    // 2. Versions the set can rebuild for this member: it alone lacks them.
+    // 2. Versions the set can rebuild for this member: it lacks them, at
+    // most e members do (XOR: it alone), and every other one has them and
+    // its parity.
     std::set<int64_t> offers;
     int64_t top = -1;  // the set's newest parity
+    const size_t e = sets_.parity;
     for (size_t q = 0; q < m; ++q) {
       for (int64_t v : holds[q]) {
         if (v > bound) continue;
         top = std::max(top, v);
+        size_t lacking = 0;
         bool others = !has[p].contains(v);
-        for (size_t o = 0; o < m && others; ++o) others = o == p || (has[o].contains(v) && holds[o].contains(v));
-        if (others) offers.insert(v);
+        for (size_t o = 0; o < m && others; ++o) {
+          lacking += has[o].contains(v) ? 0 : 1;
+          others = !has[o].contains(v) || holds[o].contains(v);
+        }
+        if (others && lacking <= e) offers.insert(v);
       }
     }
-    // 3. Sets that lost two members of their newest parity's version cannot
-    // rebuild: every rank learns which (one reduction) and says so.
+    // 3. Sets that lost more than e members of their newest parity's
+    // version cannot rebuild: every rank learns which (one reduction) and
+    // says so.
     size_t lost = 0;
     for (size_t q = 0; q < m; ++q) lost += top >= 0 && !has[q].contains(top) ? 1 : 0;
     std::vector<int64_t> flags(static_cast<size_t>(group_.size()), 0);
-    if (lost >= 2 && !has[p].contains(top)) flags[static_cast<size_t>(group_.rank())] = top + 1;
+    if (lost > e && !has[p].contains(top)) flags[static_cast<size_t>(group_.rank())] = top + 1;
     CAIRN_RETURN_IF_ERROR(group_.AllReduce(Group::Op::kMax, flags.data(), flags.size()));
     for (const std::vector<int>& set : sets_.all) {
       std::vector<int> gone;
@@ -133,11 +102,15 @@ class ParityLevel final : public redundancy::Level {
         gone.push_back(r);
         version = flags[static_cast<size_t>(r)] - 1;
       }
-      if (gone.size() < 2) continue;
-      notes_.push_back("the XOR set of ranks " + RankList(set) + " lost ranks " + RankList(gone) + " (version " +
-                       std::to_string(version) + " of '" + name +
-                       "'): parity rebuilds one lost member per set, not two (L3); the job falls back to the "
-                       "persistent level (L4), or to an older version every rank has");
+      if (gone.size() <= e) continue;
+      notes_.push_back(std::string("the ") + CodeName(sets_.code) + " set of ranks " +
+                       RankList(set) + " lost ranks " + RankList(gone) + " (version " +
+                       std::to_string(version) + " of '" + name + "'): its parity rebuilds " +
+                       std::to_string(e) + " lost member(s) per set, not " +
+                       std::to_string(gone.size()) +
+                       " (L3); the job falls back to the persistent level (L4), or to an older "
+                       "version every rank "
+                       "has");
     }
     return std::vector<int64_t>(offers.rbegin(), offers.rend());
   }
@@ -145,7 +118,8 @@ class ParityLevel final : public redundancy::Level {
   Result<std::string> Fetch(const std::string& name, int64_t v, bool need) override {
     const std::vector<int>& members = sets_.members();
     const size_t m = members.size(), p = static_cast<size_t>(sets_.position);
-    // 1. Who in the set lacks v; parity serves a set with exactly one.
+    // 1. Who in the set lacks v; parity serves a set with 1 to e of them
+    // (XOR: exactly one; RS: rs_rebuild.hpp).
     std::vector<uint8_t> flag;
     Put(&flag, need ? 1 : 0);
     std::vector<std::vector<uint8_t>> got;
@@ -156,7 +130,9 @@ class ParityLevel final : public redundancy::Level {
       size_t at = 0;
       if (Get(got[q], &at, &f) && f != 0) lost.push_back(q);
     }
-    if (lost.size() != 1) return std::string();
+    if (lost.empty() || lost.size() > sets_.parity) return std::string();
+    if (sets_.code == L3Code::kRs)
+      return RebuildRs(group_, sets_, config_, times_, name, v, lost, &notes_);
     const size_t gone = lost[0];
     // 2. The survivors open their parity and bundle and check what needs no
     // data read (headers, sizes); every member learns each survivor's state

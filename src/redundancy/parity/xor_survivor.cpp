@@ -26,7 +26,7 @@ std::string ParityPath(const Config& c, const std::string& name, int64_t v) {
 
 Result<Header> ReadVersionHeader(os::File& file, const std::string& path, int64_t v,
                                  const Sets& sets) {
-  CAIRN_ASSIGN_OR_RETURN(Header h, ReadHeader(file, path, sets.members()));
+  CAIRN_ASSIGN_OR_RETURN(Header h, ReadHeader(file, path, sets));
   if (h.version != v || h.position != static_cast<uint32_t>(sets.position))
     return Status::Corrupt(path + ": not this rank's parity of version " + std::to_string(v));
   return h;
@@ -55,8 +55,8 @@ Status Survivor::Open(const std::string& name, int64_t v, size_t gone) {
 
 Status Survivor::NotProtected(const std::string& name, int64_t v) const {
   return Status::Corrupt("rank " + std::to_string(group_.rank()) + "'s version " +
-                         std::to_string(v) + " of '" + name +
-                         "' is not what its XOR parity protects (damaged or compacted since)");
+                         std::to_string(v) + " of '" + name + "' is not what its " +
+                         CodeName(sets_.code) + " parity protects (damaged or compacted since)");
 }
 
 // A survivor's part of a rebuild, window after window (WindowOf(c) bytes
@@ -140,6 +140,23 @@ Status Survivor::Send(size_t gone) {
   return Status::Ok();
 }
 
+const uint8_t* Survivor::SymbolWindow(size_t s, uint64_t off, uint64_t n, uint8_t* into) {
+  const Stripes st = sets_.stripes();
+  const size_t p = static_cast<size_t>(sets_.position);
+  auto fail = [&](const Status& why) {
+    if (failure_.ok() && !why.ok()) failure_ = why;
+  };
+  if (st.HoldsParity(p, s))
+    return ParityWindow(header_.Size() + st.Row(p, s) * header_.chunk + off, n, into, fail);
+  const uint64_t at = st.Chunk(p, s) * header_.chunk + off;
+  if (const uint8_t* in_place = bundle_->View(at, n); in_place != nullptr) return in_place;
+  if (Status why = bundle_->Read(at, into, n); !why.ok()) {
+    fail(why);
+    std::fill_n(into, n, 0);
+  }
+  return into;
+}
+
 // A survivor's parity bytes [at, at + n): in place from its mapping, else
 // read into `into` (zeros and a failure on a read error).
 template <typename Fail>
@@ -174,7 +191,7 @@ Status Survivor::Diagnose() {
   // The parity file's CRC covers its header and its chunk.
   CAIRN_ASSIGN_OR_RETURN(
       const uint32_t parity_crc,
-      crc_of(header_.Size() + header_.chunk,
+      crc_of(header_.Size() + header_.ParityBytes(),
              [&](uint64_t off, uint8_t* dst, uint64_t n) { return parity_->ReadAt(dst, n, off); }));
   const Member& me = header_.members[static_cast<size_t>(sets_.position)];
   CAIRN_ASSIGN_OR_RETURN(
@@ -189,9 +206,9 @@ Status Survivor::Diagnose() {
 // recorded.
 Status Survivor::Check(uint32_t parity_crc, uint32_t own_crc) {
   uint8_t tail[kCrc];
-  CAIRN_RETURN_IF_ERROR(parity_->ReadAt(tail, kCrc, header_.Size() + header_.chunk));
+  CAIRN_RETURN_IF_ERROR(parity_->ReadAt(tail, kCrc, header_.Size() + header_.ParityBytes()));
   if (parity_crc != format::le::Get32(tail))
-    return Status::Corrupt(path_ + ": the XOR parity file's checksum does not match (damaged)");
+    return Status::Corrupt(path_ + ": the parity file's checksum does not match (damaged)");
   const Member& me = header_.members[static_cast<size_t>(sets_.position)];
   if (own_crc != me.crc) return NotProtected(name_, header_.version);
   return Status::Ok();

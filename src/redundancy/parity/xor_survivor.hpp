@@ -50,6 +50,11 @@ class Survivor {
   // A read that fails is kept in failure() and sent as the verdict; only
   // the transport's errors end it.
   Status Send(size_t gone);
+  // Bytes [off, off + n) of this survivor's symbol of stripe s (stripes.hpp):
+  // its data chunk's or its parity row's, in place where its file maps,
+  // else read into `into` (zeros and a failure() on a read error). The
+  // Reed-Solomon rebuild sends these.
+  const uint8_t* SymbolWindow(size_t s, uint64_t off, uint64_t n, uint8_t* into);
   // After a refused rebuild: its parity file and its bundle against their
   // recorded CRCs (one more read of each). Ok when both check out.
   Status Diagnose();

@@ -1,0 +1,283 @@
+// The Reed-Solomon rebuild (rs_rebuild.hpp; docs/format.md 3.9).
+#include "redundancy/parity/rs_rebuild.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "cairn/cairn.hpp"
+#include "redundancy/parity/rebuilt_sink.hpp"
+#include "redundancy/parity/rs_code.hpp"
+#include "redundancy/parity/xor_parity_impl.hpp"
+#include "redundancy/parity/xor_survivor.hpp"
+#include "util/crc32c.hpp"
+
+namespace cairn::parity::impl {
+
+namespace {
+
+// Which symbols of which stripes go where: the same on every member.
+struct Plan {
+  Stripes st;
+  std::vector<size_t> lost;
+  // chosen[s]: the first k symbol ids of stripe s whose holders survive.
+  std::vector<std::vector<size_t>> chosen;
+
+  bool Lost(size_t q) const { return std::find(lost.begin(), lost.end(), q) != lost.end(); }
+  // Member q's symbol of stripe s, when it is one of the chosen ones.
+  bool Sends(size_t q, size_t s) const {
+    const auto& c = chosen[s];
+    return std::find(c.begin(), c.end(), st.Symbol(q, s)) != c.end();
+  }
+  // Whether survivor q sends anything to lost member g (some chunk of g's
+  // stripe takes q's symbol).
+  bool SendsTo(size_t q, size_t g) const {
+    for (size_t i = 0; i < st.k(); ++i)
+      if (Sends(q, st.StripeOfChunk(g, i))) return true;
+    return false;
+  }
+};
+
+Plan MakePlan(const Stripes& st, const std::vector<size_t>& lost) {
+  Plan plan{.st = st, .lost = lost, .chosen = std::vector<std::vector<size_t>>(st.m)};
+  for (size_t s = 0; s < st.m; ++s) {
+    for (size_t id = 0; id < st.m && plan.chosen[s].size() < st.k(); ++id)
+      if (!plan.Lost(st.Holder(s, id))) plan.chosen[s].push_back(id);
+  }
+  return plan;
+}
+
+// What every member learns of the survivors before the streaming: each
+// one's state (0 ok, 1 absent, 2 damaged), its chunk size and what its
+// parity records of every lost member; a survivor's own parity header
+// checked (Survivor::Open).
+struct Agreed {
+  int64_t worst = 0;
+  uint64_t chunk = 0;
+  std::vector<Member> records;  // per lost member
+};
+
+Result<Agreed> Agree(Group& group, const Sets& sets, const Plan& plan, Survivor& s,
+                     const Status& why) {
+  const size_t m = sets.members().size();
+  std::vector<int64_t> mine = {why.ok()                        ? 0
+                               : why.code() == Code::kNotFound ? 1
+                                                               : 2,
+                               static_cast<int64_t>(s.header().chunk)};
+  for (size_t g : plan.lost) {
+    const bool has = why.ok() && g < s.header().members.size();
+    mine.push_back(has ? s.header().members[g].bytes : -1);
+    mine.push_back(has ? s.header().members[g].crc : -1);
+  }
+  CAIRN_ASSIGN_OR_RETURN(auto said, ShareValues(group, sets, mine));
+  Agreed a{.records = std::vector<Member>(plan.lost.size())};
+  bool first = true;
+  for (size_t q = 0; q < m; ++q) {
+    if (plan.Lost(q)) continue;
+    int64_t st = said[q][0];
+    const int64_t c = said[q][1];
+    if (st == 0 && first) {
+      a.chunk = static_cast<uint64_t>(c);
+      for (size_t l = 0; l < plan.lost.size(); ++l)
+        a.records[l] = {.rank = sets.members()[plan.lost[l]],
+                        .bytes = said[q][2 + 2 * l],
+                        .crc = static_cast<uint32_t>(said[q][3 + 2 * l])};
+      first = false;
+    }
+    bool sane = c > 0 && static_cast<uint64_t>(c) == a.chunk;
+    for (size_t l = 0; l < plan.lost.size() && sane; ++l) {
+      const int64_t bytes = said[q][2 + 2 * l];
+      sane = bytes >= 0 && bytes <= static_cast<int64_t>(plan.st.k()) * c &&
+             bytes == a.records[l].bytes &&
+             static_cast<uint32_t>(said[q][3 + 2 * l]) == a.records[l].crc;
+    }
+    if (st == 0 && !sane) st = 2;
+    a.worst = std::max(a.worst, st < 0 ? 2 : st);
+  }
+  return a;
+}
+
+// A survivor's part: per round, to each lost member it serves, its chosen
+// symbols' windows of that member's stripes, then its verdict so far.
+Status Send(Group& group, const Sets& sets, const Plan& plan, Survivor& s, MpiStats* times) {
+  const std::vector<int>& members = sets.members();
+  const size_t p = static_cast<size_t>(sets.position), k = plan.st.k();
+  const uint64_t c = s.header().chunk, window = WindowOf(c);
+  std::vector<std::vector<uint8_t>> out(plan.lost.size());
+  std::vector<uint8_t> copy(std::min(window, c));
+  std::vector<std::vector<uint8_t>> got;
+  SteadyTime t = std::chrono::steady_clock::now();
+  for (uint64_t off = 0; off < c; off += window) {
+    const uint64_t n = std::min(window, c - off);
+    std::vector<Group::Outgoing> sends;
+    for (size_t l = 0; l < plan.lost.size(); ++l) {
+      const size_t g = plan.lost[l];
+      if (!plan.SendsTo(p, g)) continue;
+      out[l].clear();
+      for (size_t i = 0; i < k; ++i) {
+        const size_t stripe = plan.st.StripeOfChunk(g, i);
+        if (!plan.Sends(p, stripe)) continue;
+        const uint8_t* w = s.SymbolWindow(stripe, off, n, copy.data());
+        out[l].insert(out[l].end(), w, w + n);
+      }
+      const int64_t verdict = s.failure().ok() ? 0 : 2;
+      out[l].resize(out[l].size() + kVerdict);
+      std::memcpy(out[l].data() + out[l].size() - kVerdict, &verdict, kVerdict);
+      sends.push_back({.to = members[g], .data = out[l].data(), .bytes = out[l].size()});
+    }
+    Lap(&t, &times->l3_read_s);
+    CAIRN_RETURN_IF_ERROR(group.Exchange(sends, {}, &got));
+    Lap(&t, &times->l3_exchange_s);
+  }
+  return Status::Ok();
+}
+
+// A lost member's part: per round, the chosen symbols of each of its
+// chunks' stripes arrive; each chunk's window is decoded, its CRC extended
+// and placed (Sink). Ok(true) when the whole bundle checked out and is
+// committed; Ok(false) when it did not (why in *bad).
+Result<bool> Receive(Group& group, const Sets& sets, const Config& config, const Plan& plan,
+                     const ReedSolomon& rs, const std::string& name, int64_t v, uint64_t c,
+                     const Member& record, MpiStats* times, Status* bad) {
+  const std::vector<int>& members = sets.members();
+  const size_t g = static_cast<size_t>(sets.position), k = plan.st.k();
+  const uint64_t window = WindowOf(c), total = static_cast<uint64_t>(record.bytes);
+  std::vector<int> from;
+  std::vector<size_t> from_pos;
+  for (size_t q = 0; q < members.size(); ++q) {
+    if (plan.Lost(q) || !plan.SendsTo(q, g)) continue;
+    from.push_back(members[q]);
+    from_pos.push_back(q);
+  }
+  std::vector<ReedSolomon::Decoder> decoders;
+  for (size_t i = 0; i < k; ++i) {
+    CAIRN_ASSIGN_OR_RETURN(auto d, rs.MakeDecoder(plan.chosen[plan.st.StripeOfChunk(g, i)], {i}));
+    decoders.push_back(std::move(d));
+  }
+  std::vector<uint32_t> crc(k, 0);
+  std::vector<std::vector<const uint8_t*>> in(k, std::vector<const uint8_t*>(k));
+  std::vector<uint8_t> decoded(std::min(window, c)), zeros(std::min(window, c), 0);
+  std::vector<std::vector<uint8_t>> got;
+  Sink sink;
+  Status io;
+  int64_t verdict = 0;
+  SteadyTime t = std::chrono::steady_clock::now();
+  for (uint64_t off = 0; off < c; off += window) {
+    const uint64_t n = std::min(window, c - off);
+    CAIRN_RETURN_IF_ERROR(group.Exchange({}, from, &got));
+    Lap(&t, &times->l3_exchange_s);
+    for (size_t f = 0; f < got.size(); ++f) {
+      size_t at = 0, pieces = 0;
+      for (size_t i = 0; i < k; ++i)
+        pieces += plan.Sends(from_pos[f], plan.st.StripeOfChunk(g, i)) ? 1 : 0;
+      const bool whole = got[f].size() == pieces * n + kVerdict;
+      if (!whole && bad->ok())
+        *bad = Status::Corrupt("a rebuilt piece from rank " + std::to_string(from[f]) +
+                               " is malformed");
+      for (size_t i = 0; i < k; ++i) {
+        const size_t stripe = plan.st.StripeOfChunk(g, i);
+        if (!plan.Sends(from_pos[f], stripe)) continue;
+        const auto& ids = plan.chosen[stripe];
+        const size_t slot =
+            std::find(ids.begin(), ids.end(), plan.st.Symbol(from_pos[f], stripe)) - ids.begin();
+        in[i][slot] = whole ? got[f].data() + at : zeros.data();
+        at += n;
+      }
+      int64_t said = 2;
+      if (whole) std::memcpy(&said, got[f].data() + at, kVerdict);
+      verdict = std::max(verdict, said);
+    }
+    for (size_t i = 0; i < k; ++i) {
+      uint8_t* out = decoded.data();
+      decoders[i].Apply(in[i].data(), &out, n);
+      Lap(&t, &times->l3_xor_s);
+      const uint64_t at = i * c + off;
+      if (at >= total) continue;
+      const uint64_t len = std::min(n, total - at);
+      crc[i] = crc32c::Extend(crc[i], decoded.data(), len);
+      Lap(&t, &times->l3_crc_s);
+      if (!io.ok() || !bad->ok()) continue;
+      if (off == 0 && i == 0)
+        io = sink.Begin(config, config.scratch_dir + "/" + name, v, decoded.data(), len, total);
+      if (io.ok()) io = sink.Place(decoded.data(), at, len);
+      Lap(&t, &times->l3_write_s);
+    }
+  }
+  if (bad->ok() && (verdict != 0 || BundleCrc(crc, total, c) != record.crc))
+    *bad = Status::Corrupt(
+        "version " + std::to_string(v) + " of '" + name +
+        "' cannot be rebuilt from the Reed-Solomon parity of ranks " + RankList(members) +
+        ": the rebuilt data does not have the checksum the parity recorded (a survivor's "
+        "parity or file is damaged; its rank says which)");
+  if (!bad->ok()) return false;
+  CAIRN_RETURN_IF_ERROR(io);
+  t = std::chrono::steady_clock::now();
+  CAIRN_RETURN_IF_ERROR(sink.Commit(config, config.scratch_dir + "/" + name,
+                                    "the Reed-Solomon parity of ranks " + RankList(members)));
+  Lap(&t, &times->l3_sync_s);
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> RebuildRs(Group& group, const Sets& sets, const Config& config, MpiStats* times,
+                              const std::string& name, int64_t v, const std::vector<size_t>& lost,
+                              std::vector<std::string>* notes) {
+  const std::vector<int>& members = sets.members();
+  const size_t p = static_cast<size_t>(sets.position);
+  const Plan plan = MakePlan(sets.stripes(), lost);
+  const bool is_lost = plan.Lost(p);
+  // 1. The survivors open their parity and bundle and check what needs no
+  // data read; every member learns each survivor's state and records. All
+  // go on only if every survivor can and they agree.
+  Survivor s(group, sets, config, times);
+  Status why;
+  if (!is_lost) why = s.Open(name, v, lost[0]);
+  CAIRN_ASSIGN_OR_RETURN(const Agreed a, Agree(group, sets, plan, s, why));
+  if (a.worst != 0) {
+    if (a.worst == 2 && is_lost)
+      notes->push_back("version " + std::to_string(v) + " of '" + name +
+                       "' cannot be rebuilt from the Reed-Solomon parity of ranks " +
+                       RankList(members) +
+                       ": a survivor's parity or file is damaged (its rank says which)");
+    if (!why.ok() && why.code() != Code::kNotFound) notes->push_back(why.ToString());
+    return std::string();
+  }
+  CAIRN_ASSIGN_OR_RETURN(const ReedSolomon rs, ReedSolomon::Create(plan.st.k(), plan.st.e));
+  // 2. Streamed: the survivors send, each lost member decodes, checks and
+  // commits.
+  Status bad;
+  bool back = false;
+  if (is_lost) {
+    const size_t l = static_cast<size_t>(std::find(lost.begin(), lost.end(), p) - lost.begin());
+    CAIRN_ASSIGN_OR_RETURN(
+        back, Receive(group, sets, config, plan, rs, name, v, a.chunk, a.records[l], times, &bad));
+  } else {
+    CAIRN_RETURN_IF_ERROR(Send(group, sets, plan, s, times));
+  }
+  // 3. Every member learns whether every lost member got v back; when one
+  // refused what arrived, the survivors check their own files, whole, to
+  // say which is damaged.
+  CAIRN_ASSIGN_OR_RETURN(auto said, ShareValues(group, sets, {is_lost && !back ? 1 : 0}));
+  bool all_back = true;
+  for (size_t g : lost) all_back = all_back && said[g][0] == 0;
+  if (!bad.ok()) notes->push_back(bad.ToString());
+  if (!is_lost) {
+    if (!all_back && s.failure().ok()) s.failure() = s.Diagnose();
+    if (!s.failure().ok()) notes->push_back(s.failure().ToString());
+  }
+  if (!all_back) return std::string();
+  // 4. The lost members' parity rows, lost with their nodes: the set
+  // encodes v again.
+  SteadyTime t = std::chrono::steady_clock::now();
+  auto again = Encode(group, sets, config, name, v);
+  Lap(&t, &times->l3_encode_s);
+  if (!again.ok())
+    notes->push_back(again.status().ToString() + "; the set protects version " + std::to_string(v) +
+                     " again from its next Reed-Solomon parity (L3)");
+  if (!is_lost) return std::string();
+  return "version " + std::to_string(v) + " of '" + name +
+         "' rebuilt from the Reed-Solomon parity of its set (ranks " + RankList(members) +
+         ") (L3)" + (again.ok() ? ", and the set's parity of it encoded again" : "");
+}
+
+}  // namespace cairn::parity::impl
