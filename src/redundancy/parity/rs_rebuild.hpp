@@ -24,8 +24,8 @@ namespace cairn::parity::impl {
 // chunk, the first k of its symbols that survive go to it, and it decodes
 // the chunk (ReedSolomon::Decoder), checks the whole bundle against the
 // CRC the parity recorded, and commits it. Then, when every lost member
-// has it back, the set encodes v again (Encode), so that the lost members'
-// parity rows are back too. Collective over the set. Returns, on a lost
+// has it back, the lost members' own parity rows of v are encoded again
+// from every member's bundle (Reencode). Collective over the set. Returns, on a lost
 // member, what it got back ("" when nothing); "" on the others. Things
 // that did not work and do not fail the call (a damaged survivor, a
 // refused rebuild, the re-encoding) go to *notes; the phases to *times.

@@ -28,22 +28,22 @@ using namespace impl;
 // a window is held: for XOR at most (2m - 1) windows, 7 MiB for m = 4 (a
 // whole-bundle encoding held the bundle, its parity chunk and the file,
 // 1.5 bundles). The CRCs the header records are taken as the bytes
-// stream. With a `target` (Reencode) only that member's parity is made:
-// the others send it their chunks of it and receive nothing.
+// stream. With `targets` (Reencode) only their parity is made: every
+// member sends them its chunks of it, and only they receive.
 class Encoder {
  public:
-  static constexpr size_t kEveryone = ~size_t{0};
-  // `bundle` may be null on a target of Reencode (it sends nothing); `rs`
-  // is the code of an RS set (null: XOR).
+  // `bundle` may be null on a member that sends nothing (the target of an
+  // XOR Reencode); `rs` is the code of an RS set (null: XOR); `targets`
+  // (positions; empty: every member) the members whose parity is made.
   Encoder(Group& group, const Sets& sets, Header& h, redundancy::BundleReader* bundle,
-          const ReedSolomon* rs, size_t target = kEveryone)
+          const ReedSolomon* rs, std::vector<size_t> targets = {})
       : group_(group),
         sets_(sets),
         st_(sets.stripes()),
         h_(h),
         bundle_(bundle),
         rs_(rs),
-        target_(target) {}
+        targets_(std::move(targets)) {}
 
   // Every round; a failure here (a read, a write, a malformed message) is
   // kept in failure() and does not stop the rounds: the other members wait
@@ -52,13 +52,13 @@ class Encoder {
     const std::vector<int>& members = sets_.members();
     const size_t p = static_cast<size_t>(sets_.position), e = st_.e, k = st_.k();
     const uint64_t c = h_.chunk, window = WindowOf(c);
-    const bool everyone = target_ == kEveryone, receives = everyone || p == target_;
+    const bool everyone = targets_.empty(), receives = everyone || Targets(p);
     std::vector<size_t> to;     // positions this member sends to
     std::vector<int> from;      // ranks it receives from
     std::vector<bool> read(k);  // its chunks that go to them
     for (size_t j = 0; j < st_.m; ++j) {
       if (j == p) continue;
-      if ((everyone || j == target_) && !PiecesFor(p, j).empty()) {
+      if ((everyone || Targets(j)) && !PiecesFor(p, j).empty()) {
         to.push_back(j);
         for (size_t i : PiecesFor(p, j)) read[i] = true;
       }
@@ -140,6 +140,9 @@ class Encoder {
   void Fail(const Status& s) {
     if (failure_.ok() && !s.ok()) failure_ = s;
   }
+  bool Targets(size_t j) const {
+    return std::find(targets_.begin(), targets_.end(), j) != targets_.end();
+  }
   // The chunks of member `from` that member `to`'s parity rows take, in
   // row order: its chunk in the stripe of each row `to` holds, where
   // `from` holds data.
@@ -205,7 +208,7 @@ class Encoder {
   Header& h_;
   redundancy::BundleReader* const bundle_;
   const ReedSolomon* const rs_;
-  const size_t target_;
+  const std::vector<size_t> targets_;
   std::vector<std::vector<uint8_t>> copies_;      // chunk k's window, when it does not map
   std::vector<uint8_t> zeros_;                    // in place of a malformed message's windows
   std::unique_ptr<redundancy::PendingFile> out_;  // destroyed uncommitted: the temp file goes
@@ -298,19 +301,25 @@ Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config, co
 
 namespace impl {
 
-Result<uint64_t> Reencode(Group& group, const Sets& sets, const Config& config, const std::string& name,
-                          int64_t version, size_t target, const Header* survivor, redundancy::BundleReader* bundle,
-                          bool proceed) {
+Result<uint64_t> Reencode(Group& group, const Sets& sets, const Config& config,
+                          const std::string& name, int64_t version,
+                          const std::vector<size_t>& targets, const Header* survivor,
+                          redundancy::BundleReader* bundle, bool proceed) {
   const std::vector<int>& members = sets.members();
   const size_t m = members.size(), p = static_cast<size_t>(sets.position);
-  const std::string what = "encoding again rank " + std::to_string(members[target]) + "'s XOR parity (L3) of version " +
+  const bool target = std::find(targets.begin(), targets.end(), p) != targets.end();
+  std::vector<int> ranks;
+  for (size_t t : targets) ranks.push_back(members[t]);
+  const std::string what = "encoding again the " + std::string(CodeName(sets.code)) +
+                           " parity (L3) of rank(s) " + RankList(ranks) + " of version " +
                            std::to_string(version) + " of '" + name + "'";
-  // 1. The target says whether it has the version back; the survivors say
-  // what their parity records of the set: the chunk size, every member's
-  // bundle size and CRC (the same on each: the rebuild checked them).
+  // 1. The targets say whether they have the version back; the survivors
+  // say what their parity records of the set: the chunk size, every
+  // member's bundle size and CRC (the same on each: the rebuild checked
+  // them).
   std::vector<int64_t> mine(2 + 2 * m, 0);
-  mine[0] = p == target ? (proceed ? 1 : 0) : 1;
-  if (p != target) {
+  mine[0] = target ? (proceed ? 1 : 0) : 1;
+  if (!target) {
     mine[1] = static_cast<int64_t>(survivor->chunk);
     for (size_t q = 0; q < m; ++q) {
       mine[2 + 2 * q] = survivor->members[q].bytes;
@@ -318,26 +327,36 @@ Result<uint64_t> Reencode(Group& group, const Sets& sets, const Config& config, 
     }
   }
   CAIRN_ASSIGN_OR_RETURN(auto said, ShareValues(group, sets, mine));
-  if (said[target][0] == 0) return uint64_t{0};
+  for (size_t t : targets)
+    if (said[t][0] == 0) return uint64_t{0};
   Header h;
-  if (p == target) {
-    const std::vector<int64_t>& record = said[target == 0 ? 1 : 0];
-    h = Header{.version = version,
+  if (target) {
+    size_t from = 0;  // the first survivor
+    while (std::find(targets.begin(), targets.end(), from) != targets.end()) ++from;
+    const std::vector<int64_t>& record = said[from];
+    h = Header{.code = sets.code,
+               .parity = static_cast<uint32_t>(sets.parity),
+               .version = version,
                .position = static_cast<uint32_t>(p),
-               .chunk = static_cast<uint64_t>(record[1])};  // XOR only
+               .chunk = static_cast<uint64_t>(record[1])};
     for (size_t q = 0; q < m; ++q)
       h.members.push_back({members[q], record[2 + 2 * q], static_cast<uint32_t>(record[3 + 2 * q])});
   } else {
     h = *survivor;
   }
-  // 2. Streamed to the target alone (Encoder).
-  Encoder encoder(group, sets, h, bundle, /*rs=*/nullptr, target);
+  std::optional<ReedSolomon> rs;
+  if (sets.code == L3Code::kRs) {
+    CAIRN_ASSIGN_OR_RETURN(rs, ReedSolomon::Create(m - sets.parity, sets.parity));
+  }
+  // 2. Streamed to the targets alone (Encoder).
+  Encoder encoder(group, sets, h, bundle, rs ? &*rs : nullptr, targets);
   CAIRN_RETURN_IF_ERROR(encoder.Stream(config, ParityDir(config) + "/" + name, ParityFile(version)));
-  // 3. The target keeps it only if every member streamed without error.
+  // 3. A target keeps its parity only if every member streamed without
+  // error.
   const Status& failure = encoder.failure();
   CAIRN_ASSIGN_OR_RETURN(auto outcomes, ShareValues(group, sets, {static_cast<int64_t>(failure.code())}));
   if (!failure.ok()) return failure.WithContext(what);
-  if (p != target) return uint64_t{0};
+  if (!target) return uint64_t{0};
   CAIRN_RETURN_IF_ERROR(FirstFailed(outcomes, members, what, " could not read its file (its error says why)"));
   return encoder.Keep(config, name, what);
 }

@@ -105,9 +105,10 @@ TEST_F(XorEncodeTest, ReencodeGivesTheLostMembersParityBack) {
     }
     if (survivor_fails) fault.Inject({.op = FaultOp::kRead, .err = EIO, .nth = 2, .path_filter = "/sim/"});
     const auto out = OnEveryMember<uint64_t>([&](Group& group, const parity::Sets& sets, int r) {
-      return r == 1 ? parity::impl::Reencode(group, sets, configs_[r], "sim", 1, 1, nullptr, nullptr, true)
-                    : parity::impl::Reencode(group, sets, configs_[r], "sim", 1, 1, &headers[r], bundles[r].get(),
-                                             true);
+      return r == 1 ? parity::impl::Reencode(group, sets, configs_[r], "sim", 1, {1}, nullptr,
+                                             nullptr, true)
+                    : parity::impl::Reencode(group, sets, configs_[r], "sim", 1, {1}, &headers[r],
+                                             bundles[r].get(), true);
     });
     configs_[0].fs = nullptr;
     if (!survivor_fails) {

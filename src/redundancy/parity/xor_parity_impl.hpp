@@ -54,18 +54,20 @@ Status ShareInSet(Group& group, const Sets& sets, const std::vector<uint8_t>& mi
 // member q's.
 Result<std::vector<std::vector<int64_t>>> ShareValues(Group& group, const Sets& sets,
                                                       const std::vector<int64_t>& mine);
-// After member `target` of the set got version v back from a rebuild: its
-// own parity of v, lost with its node, is encoded again from the other
-// members' bundles (each sends it its chunk of it, window by window) and
-// stored, so that the set can rebuild another lost member of v at once.
-// Collective over the set. A survivor passes its parity header of v and
-// its open bundle; the target nullptrs and `proceed` (whether it has v
-// back: false makes every member return at once). The target keeps the
-// file only if every member streamed without error; returns its size
-// there, 0 elsewhere.
-Result<uint64_t> Reencode(Group& group, const Sets& sets, const Config& config, const std::string& name,
-                          int64_t version, size_t target, const Header* survivor, redundancy::BundleReader* bundle,
-                          bool proceed);
+// After the members of the set at positions `targets` got version v back
+// from a rebuild: their own parity of v, lost with their nodes, is encoded
+// again from every member's bundle (each sends them its chunks of it,
+// window by window) and stored, so that the set can rebuild other lost
+// members of v at once. Collective over the set. Every member that sends
+// passes its open bundle (an XOR target, which sends nothing, nullptr); a
+// survivor (not a target) passes its parity header of v; a target passes
+// `proceed` (whether it has v back: false on any target makes every
+// member return at once). A target keeps its file only if every member
+// streamed without error; returns its size there, 0 elsewhere.
+Result<uint64_t> Reencode(Group& group, const Sets& sets, const Config& config,
+                          const std::string& name, int64_t version,
+                          const std::vector<size_t>& targets, const Header* survivor,
+                          redundancy::BundleReader* bundle, bool proceed);
 // "1, 2, 3".
 std::string RankList(const std::vector<int>& ranks);
 // "XOR", "Reed-Solomon": what the messages call a code.

@@ -187,7 +187,7 @@ class ParityLevel final : public redundancy::Level {
     if (refused && s.failure().ok()) s.failure() = s.Diagnose();
     if (!s.failure().ok()) notes_.push_back(s.failure().ToString());
     SteadyTime t = std::chrono::steady_clock::now();
-    auto again = Reencode(group_, sets_, config_, name, v, gone, &s.header(), s.bundle(), true);
+    auto again = Reencode(group_, sets_, config_, name, v, {gone}, &s.header(), s.bundle(), true);
     Lap(&t, &times_->l3_encode_s);
     if (!again.ok()) notes_.push_back(again.status().ToString());
     return std::string();
@@ -200,7 +200,7 @@ class ParityLevel final : public redundancy::Level {
     auto served = ReceiveRebuilt(name, v, gone, chunk, record);
     const bool back = served.ok() && !served->empty();
     SteadyTime t = std::chrono::steady_clock::now();
-    auto again = Reencode(group_, sets_, config_, name, v, gone, nullptr, nullptr, back);
+    auto again = Reencode(group_, sets_, config_, name, v, {gone}, nullptr, nullptr, back);
     Lap(&t, &times_->l3_encode_s);
     if (!again.ok())
       notes_.push_back(again.status().ToString() + "; the set protects version " +
