@@ -42,7 +42,7 @@
  * before the relaunch: the check job first deletes its local directory
  * (<root>/scratch/node<victim / 2>, every file of its ranks, manifests
  * included). The ranks of that node must then restore a version rebuilt
- * from the partner copies (L2) or the XOR parity (L3), which the stats must
+ * from the partner copies (L2) or the parity (L3, XOR or Reed-Solomon), which the stats must
  * say, and no version whose collective wait returned (redundancy done) may
  * be lost. The manifests' `committed` line does not count there: a version
  * is recorded globally committed before its redundancy is added, so a kill
