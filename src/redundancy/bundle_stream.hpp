@@ -1,6 +1,6 @@
 // A redundancy level's bundle (docs/format.md 3.9) read piecewise, and a
 // file written piecewise and then committed: what L3's streamed rebuild
-// (docs/mpi.md "XOR parity (L3)") needs so that no rank holds a whole
+// (docs/mpi.md "Parity (L3)") needs so that no rank holds a whole
 // version in memory or reads a file twice.
 #pragma once
 

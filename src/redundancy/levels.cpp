@@ -53,7 +53,7 @@ void Levels::EncodeInBackground(std::unique_ptr<Group> group) {
       [this](const parity::BackgroundEncoder::Done& d) {
         if (d.superseded) {
           util::Log(LogLevel::kInfo,
-                    "the XOR parity (L3) of version %lld of '%s' was skipped: retention removed "
+                    "the parity (L3) of version %lld of '%s' was skipped: retention removed "
                     "the version "
                     "before its encoding's turn (checkpoints come faster than the encodings)",
                     static_cast<long long>(d.version), d.name.c_str());
@@ -76,7 +76,7 @@ Protection Levels::Protected(const std::string& name) const {
 Status Levels::BackgroundError(bool drain) {
   if (!encoder_) return Status::Ok();
   Status s = drain ? encoder_->Drain() : encoder_->TakeError();
-  return collective::Agree(*group_, s, "the XOR parity (L3) in the background");
+  return collective::Agree(*group_, s, "the parity (L3) in the background");
 }
 
 void Levels::Checkpointed(const std::string& name, int64_t version, bool ok) {
@@ -124,7 +124,7 @@ Status Levels::AgreeTurn(bool turn, int level, const std::string& what, const st
 Pace Levels::Progress() { return transfers_ ? transfers_->Progress() : Pace::kIdle; }
 
 Status Levels::Finish() {
-  Status s = encoder_ ? encoder_->Drain().WithContext("completing the XOR parity (L3) at close")
+  Status s = encoder_ ? encoder_->Drain().WithContext("completing the parity (L3) at close")
                       : Status::Ok();
   if (!transfers_) return s;
   Status t = transfers_->Finish().WithContext("completing the partner copies (L2) at close");
@@ -203,7 +203,7 @@ Status Levels::AfterWait(const std::string& name, int64_t version, cairn::Level 
 Status Levels::EncodeL3(const std::string& name, int64_t version, const std::string& label) {
   const SteadyTime start = std::chrono::steady_clock::now();
   auto bytes = parity::Encode(*group_, plan_.sets, config_, name, version);
-  CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, bytes.status(), "the XOR parity (L3) of " + label));
+  CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, bytes.status(), "the parity (L3) of " + label));
   if (*bytes == 0) return Status::Ok();  // superseded (Encode): nothing to protect any more
   const int64_t end_ns = RealtimeNs();
   Encoded(name, version, *bytes, SecondsSince(start), end_ns);

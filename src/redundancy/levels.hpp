@@ -153,7 +153,7 @@ class Levels {
   Status CompleteL2(const std::string& name, int64_t version);
   // A partner copy made in a wait (without transfers_): stats and protection.
   void Replicated(const std::string& name, int64_t version) CAIRN_EXCLUDES(stats_mu_);
-  // The XOR parity (L3) of the version, agreed, timed and counted.
+  // The parity (L3) of the version, agreed, timed and counted.
   Status EncodeL3(const std::string& name, int64_t version, const std::string& label) CAIRN_EXCLUDES(stats_mu_);
   // An encoding ended (inline or in the background): stats and protection.
   void Encoded(const std::string& name, int64_t version, uint64_t bytes, double seconds,

@@ -1,5 +1,5 @@
 // What the redundancy levels of an MPI job share (docs/mpi.md): L2 partner
-// copies (partner.hpp) and L3 XOR parity (xor_parity.hpp) both move a rank's
+// copies (partner.hpp) and L3 parity (xor_parity.hpp) both move a rank's
 // committed version as a *bundle* (the files of its chain, docs/format.md
 // 3.9), store files with the commit protocol, and bring lost versions back
 // through one agreement, Recover, in which each level offers what it can

@@ -64,7 +64,7 @@ void BackgroundEncoder::Run(Job& job) {
     d.superseded = bytes.ok() && *bytes == 0;
     if (!d.superseded) {
       d.status = collective::Agree(*group_, local.ok() ? bytes.status() : local,
-                                   "the XOR parity (L3) of version " + std::to_string(job.version) +
+                                   "the parity (L3) of version " + std::to_string(job.version) +
                                        " of '" + job.name + "', in the background");
     }
     d.bytes = bytes.ok() ? *bytes : 0;

@@ -1,4 +1,4 @@
-// The XOR parity file's header (header.hpp; docs/format.md 3.9).
+// The parity file's header, XOR or Reed-Solomon (header.hpp; docs/format.md 3.9).
 #include "redundancy/parity/header.hpp"
 
 #include <algorithm>
