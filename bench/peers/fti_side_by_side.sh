@@ -104,6 +104,11 @@ mpi_tag = 2612
 local_test = 1
 CFG
 }
+blocking_of() {  # the top-level blocking_s of the JSON report in LOG (both programs print one)
+  python3 -c 'import json, sys
+t = open(sys.argv[1]).read()
+print(json.JSONDecoder().raw_decode(t[t.index("{"):])[0]["blocking_s"])' "$1"
+}
 trial() {  # trial ROUND SIDE
   local log="$work/fti_log.$2.$1" blocking
   rm -rf "$dir" && mkdir -p "$dir"/{local,global,meta}
@@ -119,7 +124,7 @@ trial() {  # trial ROUND SIDE
         { tail -20 "$log" >&2; exit 1; }
       ;;
   esac
-  blocking=$(grep -o '"blocking_s": [0-9.e-]*' "$log" | head -1 | awk '{print $2}')
+  blocking=$(blocking_of "$log")
   printf '%s\t%s\t%s\n' "$1" "$2" "$blocking" >>"$results"
   echo "round $1 $2: blocking ${blocking}s per checkpoint"
 }
