@@ -47,56 +47,6 @@ Plan MakePlan(const Stripes& st, const std::vector<size_t>& lost) {
   return plan;
 }
 
-// What every member learns of the survivors before the streaming: each
-// one's state (0 ok, 1 absent, 2 damaged), its chunk size and what its
-// parity records of every lost member; a survivor's own parity header
-// checked (Survivor::Open).
-struct Agreed {
-  int64_t worst = 0;
-  uint64_t chunk = 0;
-  std::vector<Member> records;  // per lost member
-};
-
-Result<Agreed> Agree(Group& group, const Sets& sets, const Plan& plan, Survivor& s,
-                     const Status& why) {
-  const size_t m = sets.members().size();
-  std::vector<int64_t> mine = {why.ok()                        ? 0
-                               : why.code() == Code::kNotFound ? 1
-                                                               : 2,
-                               static_cast<int64_t>(s.header().chunk)};
-  for (size_t g : plan.lost) {
-    const bool has = why.ok() && g < s.header().members.size();
-    mine.push_back(has ? s.header().members[g].bytes : -1);
-    mine.push_back(has ? s.header().members[g].crc : -1);
-  }
-  CAIRN_ASSIGN_OR_RETURN(auto said, ShareValues(group, sets, mine));
-  Agreed a{.records = std::vector<Member>(plan.lost.size())};
-  bool first = true;
-  for (size_t q = 0; q < m; ++q) {
-    if (plan.Lost(q)) continue;
-    int64_t st = said[q][0];
-    const int64_t c = said[q][1];
-    if (st == 0 && first) {
-      a.chunk = static_cast<uint64_t>(c);
-      for (size_t l = 0; l < plan.lost.size(); ++l)
-        a.records[l] = {.rank = sets.members()[plan.lost[l]],
-                        .bytes = said[q][2 + 2 * l],
-                        .crc = static_cast<uint32_t>(said[q][3 + 2 * l])};
-      first = false;
-    }
-    bool sane = c > 0 && static_cast<uint64_t>(c) == a.chunk;
-    for (size_t l = 0; l < plan.lost.size() && sane; ++l) {
-      const int64_t bytes = said[q][2 + 2 * l];
-      sane = bytes >= 0 && bytes <= static_cast<int64_t>(plan.st.k()) * c &&
-             bytes == a.records[l].bytes &&
-             static_cast<uint32_t>(said[q][3 + 2 * l]) == a.records[l].crc;
-    }
-    if (st == 0 && !sane) st = 2;
-    a.worst = std::max(a.worst, st < 0 ? 2 : st);
-  }
-  return a;
-}
-
 // A survivor's part: per round, to each lost member it serves, its chosen
 // symbols' windows of that member's stripes, then its verdict so far.
 Status Send(Group& group, const Sets& sets, const Plan& plan, Survivor& s, MpiStats* times) {
@@ -292,15 +242,10 @@ Result<std::string> RebuildRs(Group& group, const Sets& sets, const Config& conf
   // go on only if every survivor can and they agree.
   Survivor s(group, sets, config, times);
   Status why;
-  if (!is_lost) why = s.Open(name, v, lost[0]);
-  CAIRN_ASSIGN_OR_RETURN(const Agreed a, Agree(group, sets, plan, s, why));
+  if (!is_lost) why = s.Open(name, v);
+  CAIRN_ASSIGN_OR_RETURN(const Agreed a, AgreeOnSurvivors(group, sets, lost, s, why));
   if (a.worst != 0) {
-    if (a.worst == 2 && is_lost)
-      notes->push_back("version " + std::to_string(v) + " of '" + name +
-                       "' cannot be rebuilt from the Reed-Solomon parity of ranks " +
-                       RankList(members) +
-                       ": a survivor's parity or file is damaged (its rank says which)");
-    if (!why.ok() && why.code() != Code::kNotFound) notes->push_back(why.ToString());
+    NoteNoRebuild(sets, name, v, a, is_lost, why, notes);
     return std::string();
   }
   CAIRN_ASSIGN_OR_RETURN(const ReedSolomon rs, ReedSolomon::Create(plan.st.k(), plan.st.e));

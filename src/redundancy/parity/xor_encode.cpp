@@ -53,16 +53,23 @@ class Encoder {
     const size_t p = static_cast<size_t>(sets_.position), e = st_.e, k = st_.k();
     const uint64_t c = h_.chunk, window = WindowOf(c);
     const bool everyone = targets_.empty(), receives = everyone || Targets(p);
-    std::vector<size_t> to;     // positions this member sends to
-    std::vector<int> from;      // ranks it receives from
+    // Who sends what to whom, the same every round: to[x] = (position, its
+    // chunks it takes), sources_ the members this one receives from.
+    std::vector<std::pair<size_t, std::vector<size_t>>> to;
+    std::vector<int> from;      // the sources' ranks
     std::vector<bool> read(k);  // its chunks that go to them
+    sources_.clear();
     for (size_t j = 0; j < st_.m; ++j) {
       if (j == p) continue;
-      if ((everyone || Targets(j)) && !PiecesFor(p, j).empty()) {
-        to.push_back(j);
-        for (size_t i : PiecesFor(p, j)) read[i] = true;
+      if (std::vector<size_t> chunks = PiecesFor(p, j);
+          (everyone || Targets(j)) && !chunks.empty()) {
+        for (size_t i : chunks) read[i] = true;
+        to.emplace_back(j, std::move(chunks));
       }
-      if (receives && !PiecesFor(j, p).empty()) from.push_back(members[j]);
+      if (Source q = SourceOf(j); receives && !q.slots.empty()) {
+        from.push_back(members[j]);
+        sources_.push_back(std::move(q));
+      }
     }
     if (receives) {
       if (auto out = redundancy::PendingFile::Create(config, dir, file); out.ok()) {
@@ -72,6 +79,7 @@ class Encoder {
       }
     }
     std::vector<uint8_t> acc(receives ? std::min(window, c) : 0);
+    zeros_.assign(acc.size(), 0);
     std::vector<std::vector<const uint8_t*>> data(e, std::vector<const uint8_t*>(k));  // per row
     std::vector<const uint8_t*> piece(k);
     std::vector<std::vector<uint8_t>> got, packed(st_.m);
@@ -86,8 +94,7 @@ class Encoder {
         piece[i] = OwnWindow(i * c + off, n, i);
         if (everyone) ExtendCrc(i, off, piece[i], n);
       }
-      for (size_t j : to) {
-        const std::vector<size_t> chunks = PiecesFor(p, j);
+      for (const auto& [j, chunks] : to) {
         if (chunks.size() == 1) {
           sends.push_back({.to = members[j], .data = piece[chunks[0]], .bytes = n});
           continue;
@@ -154,31 +161,33 @@ class Encoder {
     }
     return chunks;
   }
+  // A member this one receives from: the (row t, chunk i) of each window
+  // in its message, in order (its chunk i is chunk i of row t's stripe).
+  struct Source {
+    std::vector<std::pair<size_t, size_t>> slots;
+  };
+  Source SourceOf(size_t q) const {
+    const size_t p = static_cast<size_t>(sets_.position);
+    Source src;
+    for (size_t t = 0; t < st_.e; ++t) {
+      const size_t s = st_.StripeOfRow(p, t);
+      if (!st_.HoldsParity(q, s)) src.slots.emplace_back(t, st_.Chunk(q, s));
+    }
+    return src;
+  }
   // The received messages' windows as each row's data symbols: (*data)[t][i]
   // is chunk i of row t's stripe (zeros and a failure for a malformed
   // message).
   void Place(const std::vector<std::vector<uint8_t>>& got, const std::vector<int>& from, uint64_t n,
              std::vector<std::vector<const uint8_t*>>* data) {
-    const std::vector<int>& members = sets_.members();
-    const size_t p = static_cast<size_t>(sets_.position);
-    zeros_.resize(n);
-    std::fill(zeros_.begin(), zeros_.end(), 0);
-    for (size_t i = 0; i < got.size(); ++i) {
-      const size_t q =
-          static_cast<size_t>(std::find(members.begin(), members.end(), from[i]) - members.begin());
-      size_t at = 0, expected = 0;
-      for (size_t t = 0; t < st_.e; ++t)
-        expected += st_.HoldsParity(q, st_.StripeOfRow(p, t)) ? 0 : n;
-      const bool whole = got[i].size() == expected;
+    for (size_t x = 0; x < got.size(); ++x) {
+      const std::vector<std::pair<size_t, size_t>>& slots = sources_[x].slots;
+      const bool whole = got[x].size() == slots.size() * n;
       if (!whole)
-        Fail(Status::Corrupt("a parity piece from rank " + std::to_string(from[i]) +
+        Fail(Status::Corrupt("a parity piece from rank " + std::to_string(from[x]) +
                              " has the wrong size"));
-      for (size_t t = 0; t < st_.e; ++t) {
-        const size_t s = st_.StripeOfRow(p, t);
-        if (st_.HoldsParity(q, s)) continue;
-        (*data)[t][st_.Chunk(q, s)] = whole ? got[i].data() + at : zeros_.data();
-        at += n;
-      }
+      for (size_t w = 0; w < slots.size(); ++w)
+        (*data)[slots[w].first][slots[w].second] = whole ? got[x].data() + w * n : zeros_.data();
     }
   }
   // Bytes [at, at + n) of this member's bundle, the current window of its
@@ -210,6 +219,7 @@ class Encoder {
   const ReedSolomon* const rs_;
   const std::vector<size_t> targets_;
   std::vector<std::vector<uint8_t>> copies_;      // chunk k's window, when it does not map
+  std::vector<Source> sources_;                   // Stream's, in the order of its `from`
   std::vector<uint8_t> zeros_;                    // in place of a malformed message's windows
   std::unique_ptr<redundancy::PendingFile> out_;  // destroyed uncommitted: the temp file goes
   std::vector<uint32_t> chunk_crcs_, parity_crcs_;

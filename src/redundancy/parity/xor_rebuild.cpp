@@ -140,39 +140,10 @@ class ParityLevel final : public redundancy::Level {
     // member. All go on only if every survivor can and they agree.
     Survivor s(group_, sets_, config_, times_);
     Status why;
-    if (p != gone) why = s.Open(name, v, gone);
-    std::vector<uint8_t> state;
-    Put(&state, why.ok() ? 0 : why.code() == Code::kNotFound ? 1 : 2);
-    Put(&state, static_cast<int64_t>(s.header().chunk));
-    Put(&state, s.lost().bytes);
-    Put(&state, s.lost().crc);
-    CAIRN_RETURN_IF_ERROR(ShareInSet(group_, sets_, state, &got));
-    int64_t worst = 0, chunk = 0;
-    Member record{.rank = members[gone]};
-    for (size_t q = 0; q < m; ++q) {
-      int64_t st = 2, c = 0, bytes = -1, crc = 0;
-      size_t at = 0;
-      if (q == gone) continue;
-      if (!Get(got[q], &at, &st) || !Get(got[q], &at, &c) || !Get(got[q], &at, &bytes) ||
-          !Get(got[q], &at, &crc))
-        st = 2;
-      if (st == 0 && chunk == 0) {
-        chunk = c;
-        record.bytes = bytes;
-        record.crc = static_cast<uint32_t>(crc);
-      }
-      const bool sane = c > 0 && bytes > 0 && bytes <= static_cast<int64_t>(m - 1) * c;
-      if (st == 0 && (!sane || c != chunk || bytes != record.bytes ||
-                      static_cast<uint32_t>(crc) != record.crc))
-        st = 2;
-      worst = std::max(worst, st);
-    }
-    if (worst != 0) {
-      if (worst == 2 && p == gone)
-        notes_.push_back("version " + std::to_string(v) + " of '" + name +
-                         "' cannot be rebuilt from the XOR parity of ranks " + RankList(members) +
-                         ": a survivor's parity or file is damaged (its rank says which)");
-      if (!why.ok() && why.code() != Code::kNotFound) notes_.push_back(why.ToString());
+    if (p != gone) why = s.Open(name, v);
+    CAIRN_ASSIGN_OR_RETURN(const Agreed a, AgreeOnSurvivors(group_, sets_, {gone}, s, why));
+    if (a.worst != 0) {
+      NoteNoRebuild(sets_, name, v, a, p == gone, why, &notes_);
       return std::string();
     }
     // 3. Streamed: the survivors send, the lost member checks and writes.
@@ -181,7 +152,7 @@ class ParityLevel final : public redundancy::Level {
     // own files, whole, to say which is damaged (Diagnose).
     // 5. The lost member's own parity of v, lost with its node, is encoded
     // again (Reencode): the set protects v against the next loss at once.
-    if (p == gone) return RebuildLost(name, v, gone, static_cast<uint64_t>(chunk), record);
+    if (p == gone) return RebuildLost(name, v, gone, a.chunk, a.records[0]);
     CAIRN_RETURN_IF_ERROR(s.Send(gone));
     CAIRN_ASSIGN_OR_RETURN(const bool refused, Outcome(gone, false));
     if (refused && s.failure().ok()) s.failure() = s.Diagnose();

@@ -35,7 +35,7 @@ Result<Header> ReadVersionHeader(os::File& file, const std::string& path, int64_
 // A survivor's parity (header checked) and bundle (of the size the parity
 // recorded); their data are checked while they stream. kNotFound when it
 // has no parity of v.
-Status Survivor::Open(const std::string& name, int64_t v, size_t gone) {
+Status Survivor::Open(const std::string& name, int64_t v) {
   name_ = name;
   path_ = ParityPath(config_, name, v);
   auto file = Fs(config_)->Open(path_, os::OpenOptions{});
@@ -49,7 +49,6 @@ Status Survivor::Open(const std::string& name, int64_t v, size_t gone) {
                           header_.members[static_cast<size_t>(sets_.position)].bytes)
     return NotProtected(name, v);
   bundle_ = std::move(*bundle);
-  lost_ = header_.members[gone];
   return Status::Ok();
 }
 
@@ -212,6 +211,56 @@ Status Survivor::Check(uint32_t parity_crc, uint32_t own_crc) {
   const Member& me = header_.members[static_cast<size_t>(sets_.position)];
   if (own_crc != me.crc) return NotProtected(name_, header_.version);
   return Status::Ok();
+}
+
+Result<Agreed> AgreeOnSurvivors(Group& group, const Sets& sets, const std::vector<size_t>& lost,
+                                const Survivor& s, const Status& why) {
+  const size_t m = sets.members().size(), k = sets.stripes().k();
+  auto is_lost = [&](size_t q) { return std::find(lost.begin(), lost.end(), q) != lost.end(); };
+  std::vector<int64_t> mine = {why.ok()                        ? 0
+                               : why.code() == Code::kNotFound ? 1
+                                                               : 2,
+                               static_cast<int64_t>(s.header().chunk)};
+  for (size_t g : lost) {
+    const bool has = why.ok() && g < s.header().members.size();
+    mine.push_back(has ? s.header().members[g].bytes : -1);
+    mine.push_back(has ? s.header().members[g].crc : -1);
+  }
+  CAIRN_ASSIGN_OR_RETURN(auto said, ShareValues(group, sets, mine));
+  Agreed a{.records = std::vector<Member>(lost.size())};
+  bool first = true;
+  for (size_t q = 0; q < m; ++q) {
+    if (is_lost(q)) continue;
+    int64_t st = said[q][0];  // -1 from a malformed message
+    const int64_t c = said[q][1];
+    if (st == 0 && first) {
+      a.chunk = static_cast<uint64_t>(c);
+      for (size_t l = 0; l < lost.size(); ++l)
+        a.records[l] = {.rank = sets.members()[lost[l]],
+                        .bytes = said[q][2 + 2 * l],
+                        .crc = static_cast<uint32_t>(said[q][3 + 2 * l])};
+      first = false;
+    }
+    bool sane = c > 0 && static_cast<uint64_t>(c) == a.chunk;
+    for (size_t l = 0; l < lost.size() && sane; ++l) {
+      const int64_t bytes = said[q][2 + 2 * l];
+      sane = bytes > 0 && bytes <= static_cast<int64_t>(k) * c && bytes == a.records[l].bytes &&
+             static_cast<uint32_t>(said[q][3 + 2 * l]) == a.records[l].crc;
+    }
+    if (st == 0 && !sane) st = 2;
+    a.worst = std::max(a.worst, st < 0 ? 2 : st);
+  }
+  return a;
+}
+
+void NoteNoRebuild(const Sets& sets, const std::string& name, int64_t v, const Agreed& a,
+                   bool is_lost, const Status& why, std::vector<std::string>* notes) {
+  if (a.worst == 2 && is_lost)
+    notes->push_back("version " + std::to_string(v) + " of '" + name +
+                     "' cannot be rebuilt from the " + CodeName(sets.code) + " parity of ranks " +
+                     RankList(sets.members()) +
+                     ": a survivor's parity or file is damaged (its rank says which)");
+  if (!why.ok() && why.code() != Code::kNotFound) notes->push_back(why.ToString());
 }
 
 }  // namespace cairn::parity::impl

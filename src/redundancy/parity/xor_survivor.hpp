@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "redundancy/bundle_stream.hpp"
 #include "redundancy/parity/xor_parity_impl.hpp"
@@ -45,7 +46,7 @@ class Survivor {
   // recorded); their data are checked while they stream. kNotFound when
   // this member has no parity of v; kCorrupt when what it has does not
   // protect its files.
-  Status Open(const std::string& name, int64_t v, size_t gone);
+  Status Open(const std::string& name, int64_t v);
   // This survivor's part of streaming the lost member `gone`'s bundle to it.
   // A read that fails is kept in failure() and sent as the verdict; only
   // the transport's errors end it.
@@ -60,8 +61,6 @@ class Survivor {
   Status Diagnose();
 
   const Header& header() const { return header_; }
-  // What the parity records of the lost member (after Open).
-  const Member& lost() const { return lost_; }
   redundancy::BundleReader* bundle() { return bundle_.get(); }
   // The first thing that did not check out while streaming.
   Status& failure() { return failure_; }
@@ -79,12 +78,33 @@ class Survivor {
   const Config& config_;
   MpiStats* const times_;
   Header header_;
-  Member lost_;
   std::string name_, path_;
   std::unique_ptr<os::File> parity_;
   std::unique_ptr<os::FileView> parity_view_;  // null: it is read with ReadAt
   std::unique_ptr<redundancy::BundleReader> bundle_;
   Status failure_;
 };
+
+// What every member of the set learns of the survivors before a rebuild
+// streams (the XOR and the Reed-Solomon rebuilds alike).
+struct Agreed {
+  // 0: every survivor can serve; 1: one has no parity of the version; 2:
+  // one's parity or bundle is damaged, or they disagree on what they record.
+  int64_t worst = 0;
+  uint64_t chunk = 0;
+  std::vector<Member> records;  // what the parity records of each lost member
+};
+// Each survivor's state (`why`: its Survivor::Open; a lost member's is
+// unused), chunk size and records of the members at positions `lost`, to
+// every member of the set; all agree only if every survivor opened its
+// files and they record the same chunk size and the same sizes and CRCs of
+// the lost members, within what the chunk allows. Collective over the set.
+Result<Agreed> AgreeOnSurvivors(Group& group, const Sets& sets, const std::vector<size_t>& lost,
+                                const Survivor& s, const Status& why);
+// After an agreement whose worst is not 0: why the set does not rebuild v
+// of `name`, to *notes (a lost member: that a survivor is damaged; a
+// survivor: its own error when it is not a missing file).
+void NoteNoRebuild(const Sets& sets, const std::string& name, int64_t v, const Agreed& a,
+                   bool is_lost, const Status& why, std::vector<std::string>* notes);
 
 }  // namespace cairn::parity::impl
