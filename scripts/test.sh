@@ -186,15 +186,20 @@ fi
 # Checked locking (docs/design.md, "Locking"): GCC ignores the annotations, so
 # one clang tree compiles everything with the analysis as errors. It is also
 # the tree's clang build: every target (library, MPI and drop-in libraries,
-# tools, tests, bench, examples, Fortran), so a rule or a construct that only
-# GCC accepts fails here. -O0 and no debug info. Then the unit tests run once
+# tools, tests, bench, examples, Fortran, and the Python extension with the
+# nanobind of step 1b's venv), so a rule or a construct that only GCC accepts
+# fails here. -O0 and no debug info. Then the unit tests run once
 # in it: a build without NDEBUG, where Mutex::AssertHeld checks at run time
 # that the calling thread holds the mutex (util/mutex.hpp). Counted as one
 # test.
 banner "thread-safety and clang build in build-tsa"
+tsa_python=()
+if [[ -x build-py/venv/bin/python ]]; then
+  tsa_python=(-DCAIRN_BUILD_PYTHON=ON "-DPython_EXECUTABLE=$PWD/build-py/venv/bin/python")
+fi
 cmake -S . -B build-tsa -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 \
   -DCAIRN_THREAD_SAFETY=ON -DCAIRN_BUILD_TESTS=ON -DCAIRN_BUILD_BENCH=ON -DCAIRN_BUILD_EXAMPLES=ON \
-  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCMAKE_C_FLAGS_DEBUG=-O0
+  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCMAKE_C_FLAGS_DEBUG=-O0 "${tsa_python[@]}"
 if ! cmake --build build-tsa -j"$jobs"; then
   echo "test.sh: thread-safety (clang): the analysis found a violation (or clang failed)" >&2
   failed=$((failed + 1))

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "engine/pipeline.hpp"
+#include "engine/stage_owners.hpp"
 #include "format/layout.hpp"
 #include "gpu/cuda_driver.hpp"
 #include "util/log.hpp"
@@ -50,14 +51,7 @@ Status Pipeline::OpenGpu() {
       .slot_bytes = static_cast<uint32_t>(config_.block_bytes),
       .init = config_.device_cache_init,
       .map_chunk_bytes = config_.device_map_chunk_bytes,
-      // Called by the mapping thread, which holds no lock of ours; taking
-      // mu_ orders the wake-up after any waiter's predicate check.
-      .on_progress =
-          [this] {
-            MutexLock l(&mu_);
-            cv_app_.notify_all();
-            device_mover_.Wake();
-          },
+      .listener = &owners_->device_cache,
   };
   const auto t0 = std::chrono::steady_clock::now();
   auto cache = gpu::DeviceCache::Create(*gpu_, options);

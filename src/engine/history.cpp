@@ -172,19 +172,19 @@ Status Pipeline::CloseHistory(const std::string& name) {
     }
   }
   if (!config_.history_persistent) {
-    mover_.Run([this, name] { RemoveNameDirIfUnused(name); });
+    mover_.HistoryClosed(name);
   }
   return Status::Ok();
 }
 
-// Runs on the mover, after the history's file deletions queued before it.
-// Best effort: rmdir fails harmlessly when checkpoint versions live there too.
-// THE EXCEPTION to "no file I/O under mu_" (pipeline.hpp): holding mu_ across
-// the rmdir keeps the flusher from creating a file in the directory meanwhile
-// (an entry queued or being flushed is the flusher's). One rmdir of an empty
-// directory, on the mover thread, after a history is closed.
+// Runs on the mover (Mover::HistoryClosed), after the history's file
+// deletions queued before it. Best effort: rmdir fails harmlessly when
+// checkpoint versions live there too. THE EXCEPTION to "no file I/O under
+// mu_" (pipeline.hpp): holding mu_ across the rmdir keeps the flusher from
+// creating a file in the directory meanwhile (an entry queued or being
+// flushed is the flusher's). One rmdir of an empty directory, on the mover
+// thread, after a history is closed.
 void Pipeline::RemoveNameDirIfUnused(const std::string& name) {
-  MutexLock lock(&mu_);
   if (catalog_.HasHistory(name)) return;  // reopened
   // Queued for the flusher, or being flushed.
   for (const auto& e : flusher_.queue()) {

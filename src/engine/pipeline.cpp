@@ -351,12 +351,7 @@ Status Pipeline::RemoveLocalCopies(const std::string& name) {
   const bool persistent = persistent_.has_value();
   cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) { return catalog_.Settled(name, persistent); });
   // On the mover: after the copies of these versions, which read the local files.
-  mover_.Run([this, name] {
-    const auto kind = format::EntryKind::kCheckpoint;
-    auto versions = local_.ListCommitted(name, kind);
-    if (!versions.ok()) return;  // nothing listed: nothing to delete
-    for (int64_t v : *versions) (void)local_.RemoveEntry(name, kind, v);
-  });
+  mover_.RemoveAll(&local_, name, format::EntryKind::kCheckpoint);
   return Status::Ok();
 }
 

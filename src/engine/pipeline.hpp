@@ -219,7 +219,7 @@ class Pipeline {
   struct StageOwners;
   // Tells layering_ (once) whether checkpoint e committed locally.
   void SettleLayering(Entry& e) CAIRN_REQUIRES(mu_);
-  void RemoveNameDirIfUnused(const std::string& name) CAIRN_EXCLUDES(mu_);
+  void RemoveNameDirIfUnused(const std::string& name) CAIRN_REQUIRES(mu_);
 
   // GPU tier (gpu_tier.cpp).
   Status OpenGpu() CAIRN_EXCLUDES(mu_);  // at Init: runtime, device cache (best effort)

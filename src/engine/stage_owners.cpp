@@ -62,7 +62,7 @@ void Pipeline::StageOwners::FlusherOwner::Flushed(const EntryPtr& e) {
     // Its history was closed while this step was in flight: the directory
     // removal skipped then can happen now.
     const std::string name = e->name;
-    p_->mover_.Run([this, name] { p_->RemoveNameDirIfUnused(name); });
+    p_->mover_.HistoryClosed(name);
   }
   p_->prefetcher_.Wake();
 }
@@ -128,5 +128,12 @@ void Pipeline::StageOwners::DeviceMoverOwner::WaitForSlot(const char* span) {
 // The initializer ----------------------------------------------------------------
 
 void Pipeline::StageOwners::InitializerOwner::Touched() { p_->prefetcher_.Wake(); }
+
+// The device cache ---------------------------------------------------------------
+void Pipeline::StageOwners::DeviceCacheOwner::Mapped() {
+  MutexLock l(&p_->mu_);
+  p_->cv_app_.notify_all();
+  p_->device_mover_.Wake();
+}
 
 }  // namespace cairn::core

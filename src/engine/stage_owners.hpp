@@ -74,6 +74,9 @@ struct Pipeline::StageOwners {
     void Copied(const EntryPtr& e, const Status& s, Mover::TimePoint t0, double seconds) override
         CAIRN_REQUIRES(p_->mu_);
     bool MayRetire(const std::string& name, int64_t v, bool local) override CAIRN_REQUIRES(p_->mu_);
+    void RemoveNameDir(const std::string& name) override CAIRN_REQUIRES(p_->mu_) {
+      p_->RemoveNameDirIfUnused(name);
+    }
 
    private:
     Pipeline* const p_;
@@ -123,6 +126,19 @@ struct Pipeline::StageOwners {
     Pipeline* const p_;
   };
 
+  // More device-cache slots were mapped: wakes captures and the device
+  // mover waiting for one. Called by the mapping thread, which holds no
+  // lock of ours; taking mu_ orders the wake-up after any waiter's
+  // predicate check.
+  class DeviceCacheOwner final : public gpu::MappingListener {
+   public:
+    explicit DeviceCacheOwner(Pipeline* p) : p_(p) {}
+    void Mapped() override CAIRN_EXCLUDES(p_->mu_);
+
+   private:
+    Pipeline* const p_;
+  };
+
   // The persistent copy of e ended with s, from the cache (the persister)
   // or from the local file (the mover's copy); span null: failed before
   // anything was traced (persistence.cpp).
@@ -137,7 +153,8 @@ struct Pipeline::StageOwners {
         mover(p),
         prefetcher(p),
         device_mover(p),
-        initializer(p) {}
+        initializer(p),
+        device_cache(p) {}
 
   ChecksummerOwner checksummer;
   FlusherOwner flusher;
@@ -146,6 +163,7 @@ struct Pipeline::StageOwners {
   PrefetcherOwner prefetcher;
   DeviceMoverOwner device_mover;
   InitializerOwner initializer;
+  DeviceCacheOwner device_cache;
 };
 
 }  // namespace cairn::core

@@ -5,26 +5,37 @@
 //   checksummer   jobs: sealed blocks, queued by captures and drains
 //   flusher       jobs: entries, queued by captures, in capture order
 //   mover         jobs: tasks (persist, retention, deletions)
-//   prefetcher    no queue: take() finds the next history step to load
-//   device mover  jobs: blocks to drain; else take() finds a step to copy
+//   prefetcher    no queue: TakeJob finds the next history step to load
+//   device mover  jobs: blocks to drain; else TakeJob finds a step to copy
 //                 host -> device
 //
+// The stage is a template parameter, not a set of callbacks: Worker calls
+// its methods directly, so following a job means reading the stage's class.
+// A Stage has, both called with *mu held:
+//
+//   void RunJob(Job& job);                   does the job; may drop *mu
+//                                            meanwhile (a MutexUnlock) for
+//                                            I/O or copies
+//   std::optional<Job> TakeJob(Worker& w);   optional: the next job, or
+//                                            nullopt (wait); without it, the
+//                                            queue's front
+//
+// A stage that keeps these private declares the Worker its friend.
+//
 // A Worker shares its owner's mutex (the pipeline's `mu_`, which guards the
-// entries the jobs work on): the queue and the job in hand are guarded by it,
-// take() and run() are called with it held, and run() may drop it (a
-// MutexUnlock) for I/O or copies. Clang cannot see that the owner's `mu_` and
-// a worker's `*mu_` are one mutex, so the methods below assert it
+// entries the jobs work on): the queue and the job in hand are guarded by it.
+// Clang cannot see that the owner's `mu_` and a worker's `*mu_` are one
+// mutex, so the methods below, and the stages' RunJob and TakeJob, assert it
 // (AssertHeld, which debug builds check at run time) where the owner
 // requires it (CAIRN_REQUIRES(mu_)).
 //
 // Stopping: RequestStop() asks, Join() waits. The thread returns once stop
-// is requested and take() yields nothing; the owner drains the queues before
+// is requested and TakeJob yields nothing; the owner drains the queues before
 // (Pipeline::Shutdown waits for Idle()).
 #pragma once
 
 #include <condition_variable>
 #include <deque>
-#include <functional>
 #include <optional>
 #include <stop_token>
 #include <thread>
@@ -35,20 +46,13 @@
 
 namespace cairn::core {
 
-template <typename Job>
+template <typename Job, typename Stage>
 class Worker {
  public:
-  struct Stage {
-    // Called with *mu held: the next job, or nullopt (wait). Unset: the
-    // queue's front.
-    std::function<std::optional<Job>(Worker&)> take;
-    // Called with *mu held: does the job; may drop *mu meanwhile.
-    std::function<void(Job&)> run;
-  };
-
   // done: notified (under *mu) after every job, for waiters on progress.
-  Worker(Mutex* mu, std::condition_variable_any* done, Stage stage)
-      : mu_(mu), done_(done), stage_(std::move(stage)) {}
+  // stage: outlives the worker (it is usually the worker's owner).
+  Worker(Mutex* mu, std::condition_variable_any* done, Stage* stage)
+      : mu_(mu), done_(done), stage_(stage) {}
   ~Worker() { Stop(); }
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -89,7 +93,7 @@ class Worker {
     mu_->AssertHeld();
     return in_hand_;
   }
-  // Pops the queue's front (for take()).
+  // Pops the queue's front (for TakeJob).
   std::optional<Job> PopFront() {
     mu_->AssertHeld();
     if (queue_.empty()) return std::nullopt;
@@ -98,8 +102,8 @@ class Worker {
     return job;
   }
 
-  // Wakes the thread: state that take() reads changed. Also the condition
-  // a job waits on inside run() (the flusher waits for checksums).
+  // Wakes the thread: state that TakeJob reads changed. Also the condition
+  // a job waits on inside RunJob (the flusher waits for checksums).
   void Wake() { cv_.notify_all(); }
   std::condition_variable_any& cv() { return cv_; }
 
@@ -112,19 +116,23 @@ class Worker {
         return;  // stop requested and nothing to do
       }
       in_hand_ = std::move(job);
-      stage_.run(*in_hand_);
+      stage_->RunJob(*in_hand_);
       in_hand_.reset();
       done_->notify_all();
     }
   }
   std::optional<Job> Take() {
     mu_->AssertHeld();
-    return stage_.take ? stage_.take(*this) : PopFront();
+    if constexpr (requires(Stage& s, Worker& w) { s.TakeJob(w); }) {
+      return stage_->TakeJob(*this);
+    } else {
+      return PopFront();
+    }
   }
 
   Mutex* const mu_;
   std::condition_variable_any* const done_;
-  const Stage stage_;
+  Stage* const stage_;
   std::condition_variable_any cv_;
   std::deque<Job> queue_ CAIRN_GUARDED_BY(mu_);
   std::optional<Job> in_hand_ CAIRN_GUARDED_BY(mu_);

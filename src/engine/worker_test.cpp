@@ -7,6 +7,7 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "os/fs/fs.hpp"
@@ -26,9 +27,35 @@ struct Owner {
   int limit CAIRN_GUARDED_BY(mu) = 0;
 };
 
+// Stages made of a test's lambdas (the library's stages are classes). The
+// Worker calls RunJob and TakeJob with o.mu held; each lambda asserts it, as
+// the library's stages do.
+template <typename Run>
+struct QueueStage {  // no TakeJob: the Worker takes the queue's front
+  void RunJob(int& j) { run(j); }
+  Run run;
+};
+template <typename Run>
+QueueStage<Run> Queue(Run run) {
+  return {std::move(run)};
+}
+template <typename Take, typename Run>
+struct PollingStage {
+  std::optional<int> TakeJob(Worker<int, PollingStage>&) { return take(); }
+  void RunJob(int& j) { run(j); }
+  Take take;
+  Run run;
+};
+template <typename Take, typename Run>
+PollingStage<Take, Run> Polling(Take take, Run run) {
+  return {std::move(take), std::move(run)};
+}
+
 TEST(WorkerTest, RunsQueuedJobsInOrderAndGoesIdle) {
   Owner o;
-  Worker<int> w(&o.mu, &o.done, {.run = [&o](int& j) CAIRN_REQUIRES(o.mu) { o.ran.push_back(j); }});
+  auto stage = Queue([&o](int& j) {
+    o.mu.AssertHeld(); o.ran.push_back(j); });
+  Worker<int, decltype(stage)> w(&o.mu, &o.done, &stage);
   w.Start(nullptr);
   MutexLock l(&o.mu);
   for (int j = 1; j <= 5; ++j) w.Push(j);
@@ -38,15 +65,17 @@ TEST(WorkerTest, RunsQueuedJobsInOrderAndGoesIdle) {
 
 TEST(WorkerTest, JobInHandIsVisibleWhileItRunsWithTheLockDropped) {
   Owner o;
-  Worker<int> w(&o.mu, &o.done, {.run = [&o](int& j) CAIRN_REQUIRES(o.mu) {
-                  o.started = true;
-                  o.done.notify_all();
-                  {
-                    MutexUnlock unlocked(&o.mu);  // as a stage does for I/O
-                  }
-                  o.done.wait(o.mu, [&]() CAIRN_REQUIRES(o.mu) { return o.release; });
-                  o.ran.push_back(j);
-                }});
+  auto stage = Queue([&o](int& j) {
+    o.mu.AssertHeld();
+    o.started = true;
+    o.done.notify_all();
+    {
+      MutexUnlock unlocked(&o.mu);  // as a stage does for I/O
+    }
+    o.done.wait(o.mu, [&]() CAIRN_REQUIRES(o.mu) { return o.release; });
+    o.ran.push_back(j);
+  });
+  Worker<int, decltype(stage)> w(&o.mu, &o.done, &stage);
   w.Start(nullptr);
   MutexLock l(&o.mu);
   w.Push(7);
@@ -63,28 +92,35 @@ TEST(WorkerTest, JobInHandIsVisibleWhileItRunsWithTheLockDropped) {
 }
 
 TEST(WorkerTest, TakeFindsWorkWithoutAQueue) {
-  // A polling stage (the prefetcher): take() looks at the owner's state.
+  // A polling stage (the prefetcher): TakeJob looks at the owner's state.
   Owner o;
-  Worker<int> w(&o.mu, &o.done,
-                {.take = [&](Worker<int>&) CAIRN_REQUIRES(o.mu) -> std::optional<int> {
-                   if (o.next >= o.limit) return std::nullopt;
-                   return o.next++;
-                 },
-                 .run = [&o](int& j) CAIRN_REQUIRES(o.mu) { o.ran.push_back(j); }});
+  auto stage = Polling(
+      [&o]() -> std::optional<int> {
+        o.mu.AssertHeld();
+        if (o.next >= o.limit) return std::nullopt;
+        return o.next++;
+      },
+      [&o](int& j) {
+        o.mu.AssertHeld();
+        o.ran.push_back(j);
+      });
+  Worker<int, decltype(stage)> w(&o.mu, &o.done, &stage);
   w.Start(nullptr);
   MutexLock l(&o.mu);
   o.limit = 3;
-  w.Wake();  // the state take() reads changed
+  w.Wake();  // the state TakeJob reads changed
   o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return o.ran.size() == 3; });
   EXPECT_EQ(o.ran, (std::vector<int>{0, 1, 2}));
 }
 
 TEST(WorkerTest, StopRunsWhatIsQueuedThenJoins) {
   Owner o;
-  Worker<int> w(&o.mu, &o.done, {.run = [&o](int& j) CAIRN_REQUIRES(o.mu) {
-                  o.done.wait(o.mu, [&]() CAIRN_REQUIRES(o.mu) { return o.release; });
-                  o.ran.push_back(j);
-                }});
+  auto stage = Queue([&o](int& j) {
+    o.mu.AssertHeld();
+    o.done.wait(o.mu, [&]() CAIRN_REQUIRES(o.mu) { return o.release; });
+    o.ran.push_back(j);
+  });
+  Worker<int, decltype(stage)> w(&o.mu, &o.done, &stage);
   w.Start(nullptr);
   {
     MutexLock l(&o.mu);
@@ -115,8 +151,8 @@ TEST(WorkerTest, StartNamesTheWorkerThreadInTheTrace) {
   test::TempDir dir("worker-trace");
   const std::string path = dir.path() + "/t.json";
   Tracer tracer(path, os::FileSystem::Default());
-  Worker<int> w(&o.mu, &o.done,
-                {.run = [&](int&) CAIRN_REQUIRES(o.mu) { tracer.Instant("job", "test", 0); }});
+  auto stage = Queue([&](int&) { tracer.Instant("job", "test", 0); });
+  Worker<int, decltype(stage)> w(&o.mu, &o.done, &stage);
   w.Start("the worker", &tracer);
   {
     MutexLock l(&o.mu);
@@ -137,7 +173,8 @@ TEST(WorkerTest, StartNamesTheWorkerThreadInTheTrace) {
 
 TEST(WorkerTest, StopWithoutStartIsHarmless) {
   Owner o;
-  Worker<int> w(&o.mu, &o.done, {.run = [](int&) {}});
+  auto stage = Queue([](int&) {});
+  Worker<int, decltype(stage)> w(&o.mu, &o.done, &stage);
   w.Stop();
   MutexLock l(&o.mu);
   EXPECT_TRUE(w.Idle());

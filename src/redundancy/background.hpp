@@ -17,13 +17,10 @@ class Background {
  public:
   // Both outlive this object (or its Stop). Starts the threads.
   Background(collective::GlobalCommit* global, Levels* levels)
-      : rounds_(
-            [global] {
-              global->Progress();
-              return global->Pace();
-            },
-            ProgressThread::Periods{}),
-        copies_([levels] { return levels->Progress(); }, ProgressThread::Periods{}) {}
+      : rounds_pass_(global),
+        copies_pass_(levels),
+        rounds_(&rounds_pass_, ProgressThread::Periods{}),
+        copies_(&copies_pass_, ProgressThread::Periods{}) {}
   // A checkpoint was taken: the next passes now.
   void Kick() {
     rounds_.Kick();
@@ -36,6 +33,29 @@ class Background {
   }
 
  private:
+  class RoundsPass final : public ProgressThread::Pass {
+   public:
+    explicit RoundsPass(collective::GlobalCommit* global) : global_(global) {}
+    Pace Run() override {
+      global_->Progress();
+      return global_->Pace();
+    }
+
+   private:
+    collective::GlobalCommit* const global_;
+  };
+  class CopiesPass final : public ProgressThread::Pass {
+   public:
+    explicit CopiesPass(Levels* levels) : levels_(levels) {}
+    Pace Run() override { return levels_->Progress(); }
+
+   private:
+    Levels* const levels_;
+  };
+
+  RoundsPass rounds_pass_;
+  CopiesPass copies_pass_;
+  // Last: their threads stop before the passes go.
   ProgressThread rounds_;
   ProgressThread copies_;
 };

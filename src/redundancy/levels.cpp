@@ -48,19 +48,20 @@ Levels::~Levels() { encoder_.reset(); }
 
 void Levels::EncodeInBackground(std::unique_ptr<Group> group) {
   if (plan_.l3_every <= 0) return;
-  encoder_ = std::make_unique<parity::BackgroundEncoder>(
-      std::move(group), plan_.sets, config_, local_,
-      [this](const parity::BackgroundEncoder::Done& d) {
-        if (d.superseded) {
-          util::Log(LogLevel::kInfo,
-                    "the parity (L3) of version %lld of '%s' was skipped: retention removed "
-                    "the version "
-                    "before its encoding's turn (checkpoints come faster than the encodings)",
-                    static_cast<long long>(d.version), d.name.c_str());
-        } else if (d.status.ok()) {
-          Encoded(d.name, d.version, d.bytes, d.seconds, d.end_ns);
-        }
-      });
+  parity::BackgroundEncoder::Listener* listener = this;  // a private base: converted here
+  encoder_ = std::make_unique<parity::BackgroundEncoder>(std::move(group), plan_.sets, config_,
+                                                         local_, listener);
+}
+
+void Levels::EncodingEnded(const parity::BackgroundEncoder::Done& d) {
+  if (d.superseded) {
+    util::Log(LogLevel::kInfo,
+              "the parity (L3) of version %lld of '%s' was skipped: retention removed the "
+              "version before its encoding's turn (checkpoints come faster than the encodings)",
+              static_cast<long long>(d.version), d.name.c_str());
+  } else if (d.status.ok()) {
+    Encoded(d.name, d.version, d.bytes, d.seconds, d.end_ns);
+  }
 }
 
 Protection Levels::Protected(const std::string& name) const {

@@ -66,7 +66,7 @@ struct Protection {
   Newest l3;  // its set's parity stored
 };
 
-class Levels {
+class Levels final : private parity::BackgroundEncoder::Listener {
  public:
   // `group` and `local` (the member's checkpoints, as the client sees
   // them: client_group.cpp) outlive this object; `config` is the member's
@@ -155,6 +155,8 @@ class Levels {
   void Replicated(const std::string& name, int64_t version) CAIRN_EXCLUDES(stats_mu_);
   // The parity (L3) of the version, agreed, timed and counted.
   Status EncodeL3(const std::string& name, int64_t version, const std::string& label) CAIRN_EXCLUDES(stats_mu_);
+  // The background encoder's report (BackgroundEncoder::Listener).
+  void EncodingEnded(const parity::BackgroundEncoder::Done& d) override;
   // An encoding ended (inline or in the background): stats and protection.
   void Encoded(const std::string& name, int64_t version, uint64_t bytes, double seconds,
                int64_t end_ns) CAIRN_EXCLUDES(stats_mu_);

@@ -5,8 +5,7 @@
 
 namespace cairn::redundancy {
 
-ProgressThread::ProgressThread(std::function<Pace()> pass, Periods periods)
-    : pass_(std::move(pass)), periods_(periods) {
+ProgressThread::ProgressThread(Pass* pass, Periods periods) : pass_(pass), periods_(periods) {
   thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
 }
 
@@ -35,7 +34,7 @@ uint64_t ProgressThread::passes() const {
 
 void ProgressThread::Loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
-    const Pace pace = pass_();
+    const Pace pace = pass_->Run();
     const auto period = pace == Pace::kBusy      ? periods_.busy
                         : pace == Pace::kWaiting ? periods_.waiting
                                                  : periods_.idle;

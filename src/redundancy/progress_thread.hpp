@@ -6,7 +6,7 @@
 // (the global commit's rounds, the partner copies' messages, reads and
 // writes). So the global commit is learned and the partner copies travel
 // while the application computes without calling Cairn. MPI-free: a pass is
-// a callback.
+// whatever implements Pass.
 //
 // The thread paces itself by what the last pass reported, so that a job with
 // nothing in flight costs no CPU: kBusy (messages in flight) runs the next
@@ -17,7 +17,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <thread>
 
 #include "util/mutex.hpp"
@@ -34,9 +33,18 @@ class ProgressThread {
     std::chrono::microseconds waiting{1000};
     std::chrono::microseconds idle{20000};
   };
-  // `pass` never waits for another member; it runs on this object's thread
-  // only, one at a time. Starts the thread.
-  ProgressThread(std::function<Pace()> pass, Periods periods);
+  // One pass of progress.
+  class Pass {
+   public:
+    // Never waits for another member; runs on the thread only, one at a
+    // time. Returns what is left to do.
+    virtual Pace Run() = 0;
+
+   protected:
+    ~Pass() = default;
+  };
+  // `pass` outlives this object (or its Stop). Starts the thread.
+  ProgressThread(Pass* pass, Periods periods);
   // Stop()s.
   ~ProgressThread();
   ProgressThread(const ProgressThread&) = delete;
@@ -54,7 +62,7 @@ class ProgressThread {
  private:
   void Loop(std::stop_token stop) CAIRN_EXCLUDES(mu_);
 
-  const std::function<Pace()> pass_;
+  Pass* const pass_;
   const Periods periods_;
   mutable Mutex mu_;
   std::condition_variable_any cv_;  // a kick or a stop

@@ -15,9 +15,9 @@ using std::chrono::microseconds;
 
 // Counts the passes and lets the test wait for the n-th; the pass returns
 // what the test sets.
-class Passes {
+class Passes final : public ProgressThread::Pass {
  public:
-  Pace Run() {
+  Pace Run() override {
     std::lock_guard lock(mu_);
     ++count_;
     cv_.notify_all();
@@ -43,8 +43,7 @@ class Passes {
 // Idle for an hour: only the first pass and the kicks run one.
 TEST(ProgressThreadTest, AKickRunsAPassAndStopEndsThem) {
   Passes passes;
-  ProgressThread thread([&] { return passes.Run(); },
-                        {.busy = hours(1), .waiting = hours(1), .idle = hours(1)});
+  ProgressThread thread(&passes, {.busy = hours(1), .waiting = hours(1), .idle = hours(1)});
   ASSERT_TRUE(passes.WaitFor(1));
   thread.Kick();
   ASSERT_TRUE(passes.WaitFor(2));
@@ -63,8 +62,7 @@ TEST(ProgressThreadTest, AKickRunsAPassAndStopEndsThem) {
 TEST(ProgressThreadTest, BusyPassesFollowEachOtherUntilIdle) {
   Passes passes;
   passes.busy_for_ = 5;
-  ProgressThread thread([&] { return passes.Run(); },
-                        {.busy = microseconds(0), .waiting = hours(1), .idle = hours(1)});
+  ProgressThread thread(&passes, {.busy = microseconds(0), .waiting = hours(1), .idle = hours(1)});
   ASSERT_TRUE(passes.WaitFor(6));  // 5 busy ones, then the idle one
   thread.Stop();
   EXPECT_EQ(passes.count(), 6);
@@ -74,8 +72,7 @@ TEST(ProgressThreadTest, BusyPassesFollowEachOtherUntilIdle) {
 TEST(ProgressThreadTest, DestroyedWhileIdle) {
   Passes passes;
   {
-    ProgressThread thread([&] { return passes.Run(); },
-                          {.busy = hours(1), .waiting = hours(1), .idle = hours(1)});
+    ProgressThread thread(&passes, {.busy = hours(1), .waiting = hours(1), .idle = hours(1)});
     ASSERT_TRUE(passes.WaitFor(1));
   }
   EXPECT_EQ(passes.count(), 1);

@@ -103,7 +103,7 @@ Result<std::unique_ptr<DeviceCache>> DeviceCache::Create(const Runtime& runtime,
   c->init_ = options.init;
   c->slot_bytes_ = options.slot_bytes;
   c->slot_count_ = static_cast<uint32_t>(slots);
-  c->on_progress_ = options.on_progress;
+  c->listener_ = options.listener;
   c->started_ = std::chrono::steady_clock::now();
   const uint64_t capacity = c->capacity_bytes();
   const Driver& d = runtime.driver();
@@ -182,7 +182,7 @@ void DeviceCache::MapLoop(std::stop_token stop) {
     if (stop.stop_requested()) {
       FinishMapping("mapping stopped after " + std::to_string(mapped) +
                     " bytes: the device cache is being destroyed");
-      return;  // the destructor stops us: no on_progress while tearing down
+      return;  // the destructor stops us: no Mapped() while tearing down
     }
     const uint64_t size = std::min(map_chunk_, reserved_bytes_ - mapped);
     const CUdeviceptr at = static_cast<CUdeviceptr>(base_ + mapped);
@@ -218,10 +218,10 @@ void DeviceCache::MapLoop(std::stop_token stop) {
     // is usable by copies on any thread that reads it (acquire).
     const uint64_t slots = std::min<uint64_t>(slot_count_, mapped / slot_bytes_);
     mapped_slots_.store(static_cast<uint32_t>(slots), std::memory_order_release);
-    if (on_progress_) on_progress_();
+    if (listener_ != nullptr) listener_->Mapped();
   }
   FinishMapping(std::move(error));
-  if (on_progress_) on_progress_();
+  if (listener_ != nullptr) listener_->Mapped();
 }
 
 DeviceCache::~DeviceCache() {

@@ -24,11 +24,11 @@
 //
 // Slot bookkeeping (Allocate/Free) is not thread-safe: the pipeline calls it
 // under its mutex. mapped_slots()/mapping_done() are atomics, safe anywhere.
-// on_progress is called by the mapping thread, with no lock of the cache held,
-// after each chunk is mapped and once when mapping ends; the pipeline uses it
-// to wake captures waiting for slots. It is not called for kDirect (Create
-// returns a fully mapped cache) nor when the destructor stopped the mapping
-// (the pipeline is tearing down).
+// The listener's Mapped() is called by the mapping thread, with no lock of
+// the cache held, after each chunk is mapped and once when mapping ends; the
+// pipeline uses it to wake captures waiting for slots. It is not called for
+// kDirect (Create returns a fully mapped cache) nor when the destructor
+// stopped the mapping (the pipeline is tearing down).
 //
 // This header has no CUDA types (addresses are uintptr_t == CUdeviceptr).
 #pragma once
@@ -36,7 +36,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -53,6 +52,16 @@ namespace cairn::gpu {
 
 class Runtime;
 
+// Who is told of the incremental mapping's progress (the pipeline).
+class MappingListener {
+ public:
+  // More slots are mapped, or the mapping ended (see above).
+  virtual void Mapped() = 0;
+
+ protected:
+  ~MappingListener() = default;
+};
+
 struct DeviceCacheOptions {
   uint64_t capacity_bytes = 0;  // rounded down to whole slots; >= 1 slot
   uint32_t slot_bytes = 0;      // > 0 (the pipeline's block size)
@@ -62,7 +71,7 @@ struct DeviceCacheOptions {
   // clamped to the reservation; the reservation itself is the capacity
   // rounded up to the granularity.
   uint64_t map_chunk_bytes = 1ull << 30;
-  std::function<void()> on_progress;  // see above; may be empty
+  MappingListener* listener = nullptr;  // see above; null: none; outlives the cache
 };
 
 class DeviceCache {
@@ -124,7 +133,7 @@ class DeviceCache {
   uint64_t map_chunk_ = 0;
   uint32_t slot_bytes_ = 0;
   uint32_t slot_count_ = 0;
-  std::function<void()> on_progress_;
+  MappingListener* listener_ = nullptr;
   std::chrono::steady_clock::time_point started_{};  // Create, for mapping_seconds
   std::atomic<uint32_t> mapped_slots_{0};
   std::atomic<bool> mapping_done_{false};

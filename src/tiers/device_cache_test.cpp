@@ -25,18 +25,16 @@ constexpr uint64_t kGranularity = 2 * kMiB;  // the fake's default
 
 bool Contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
-// Counts on_progress calls and lets a test wait for a condition on the cache
+// Counts Mapped() calls and lets a test wait for a condition on the cache
 // (no polling, no sleeps): every publication is followed by a call.
-class Progress {
+class Progress final : public MappingListener {
  public:
-  std::function<void()> Callback() {
-    return [this] {
-      {
-        std::lock_guard lock(mu_);
-        ++calls_;
-      }
-      cv_.notify_all();
-    };
+  void Mapped() override {
+    {
+      std::lock_guard lock(mu_);
+      ++calls_;
+    }
+    cv_.notify_all();
   }
   template <typename Pred>
   bool WaitFor(Pred pred) {
@@ -79,7 +77,7 @@ class DeviceCacheTest : public test::FakeCudaTest {
     o.slot_bytes = slot;
     o.init = init;
     o.map_chunk_bytes = chunk;
-    o.on_progress = progress_.Callback();
+    o.listener = &progress_;
     return o;
   }
 

@@ -11,12 +11,12 @@
 
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 
 #include "cairn/cairn.hpp"
+#include "util/mutex.hpp"
 
 namespace nb = nanobind;
 
@@ -40,7 +40,7 @@ class Delivery {
   // Called without the GIL: the thread may be waiting for it.
   ~Delivery() {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       stop_ = true;
     }
     cv_.notify_all();
@@ -51,9 +51,9 @@ class Delivery {
   // Cairn's threads: queue and return. At most kMax waiting messages; past
   // that the oldest are dropped and counted, so a slow function cannot make
   // the library's memory grow.
-  void Push(LogLevel level, std::string_view message) {
+  void Push(LogLevel level, std::string_view message) CAIRN_EXCLUDES(mu_) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       if (queue_.size() >= kMax) {
         queue_.pop_front();
         ++dropped_;
@@ -66,17 +66,16 @@ class Delivery {
  private:
   static constexpr size_t kMax = 1024;
 
-  void Run() {
-    std::unique_lock lock(mu_);
+  void Run() CAIRN_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     for (;;) {
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      cv_.wait(lock, [&]() CAIRN_REQUIRES(mu_) { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, everything delivered
       auto [level, message] = std::move(queue_.front());
       queue_.pop_front();
       if (dropped_ > 0) message += " (" + std::to_string(std::exchange(dropped_, 0)) + " earlier messages dropped)";
-      lock.unlock();
+      MutexUnlock unlocked(&mu_);  // the function may take as long as it likes
       Call(level, message);
-      lock.lock();
     }
   }
   void Call(LogLevel level, const std::string& message) {
@@ -89,11 +88,11 @@ class Delivery {
   }
 
   nb::object fn_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<LogLevel, std::string>> queue_;
-  size_t dropped_ = 0;
-  bool stop_ = false;
+  Mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<std::pair<LogLevel, std::string>> queue_ CAIRN_GUARDED_BY(mu_);
+  size_t dropped_ CAIRN_GUARDED_BY(mu_) = 0;
+  bool stop_ CAIRN_GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: starts after the members it uses
 };
 

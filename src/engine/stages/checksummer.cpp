@@ -7,19 +7,18 @@
 namespace cairn::core {
 
 Checksummer::Checksummer(Mutex* mu, std::condition_variable_any* done, Owner* owner)
-    : mu_(mu),
-      owner_(owner),
-      worker_(mu, done,
-              {.take = [this](Worker<Job>& w) -> std::optional<Job> {
-                 mu_->AssertHeld();  // the Worker takes jobs with *mu held
-                 if (owner_->Paused()) return std::nullopt;
-                 return w.PopFront();
-               },
-               .run =
-                   [this](Job& j) {
-                     mu_->AssertHeld();
-                     ChecksumBlock(j.e, j.block);
-                   }}) {}
+    : mu_(mu), owner_(owner), worker_(mu, done, this) {}
+
+std::optional<Checksummer::Job> Checksummer::TakeJob(Worker<Job, Checksummer>& w) {
+  mu_->AssertHeld();  // the Worker takes jobs with *mu held
+  if (owner_->Paused()) return std::nullopt;
+  return w.PopFront();
+}
+
+void Checksummer::RunJob(Job& j) {
+  mu_->AssertHeld();  // the Worker runs jobs with *mu held
+  ChecksumBlock(j.e, j.block);
+}
 
 void Checksummer::ChecksumBlock(const EntryPtr& e, uint32_t block) {
   BlockState& bs = e->blocks[block];

@@ -69,6 +69,12 @@ class Checksummer {
     EntryPtr e;
     uint32_t block = 0;
   };
+  friend class Worker<Job, Checksummer>;
+
+  // The Worker's (worker.hpp), with *mu held: nothing while the owner says
+  // paused, else the queue's front; then the block's checksum.
+  std::optional<Job> TakeJob(Worker<Job, Checksummer>& w);
+  void RunJob(Job& j);
 
   // Sets the block's crc and crc_ready, unless the entry was consumed or the
   // block left the host cache meanwhile. Drops *mu for the CRC.
@@ -76,7 +82,7 @@ class Checksummer {
 
   Mutex* const mu_;
   Owner* const owner_;
-  Worker<Job> worker_;  // last: its thread is joined before the rest goes
+  Worker<Job, Checksummer> worker_;  // last: its thread is joined before the rest goes
 };
 
 }  // namespace cairn::core

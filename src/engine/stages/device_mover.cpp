@@ -21,16 +21,17 @@ DeviceMover::DeviceMover(Mutex* mu, std::condition_variable_any* done, uint64_t*
       tracer_(tracer),
       owner_(owner),
       tier_(evictions, tracer),
-      worker_(mu, done,
-              {.take = [this](Worker<Job>&) -> std::optional<Job> {
-                 mu_->AssertHeld();  // the Worker takes and runs jobs with *mu held
-                 return Take();
-               },
-               .run =
-                   [this](Job& j) {
-                     mu_->AssertHeld();
-                     j.drain ? DrainBlock(j.e, j.block) : Prefetch(j.e);
-                   }}) {}
+      worker_(mu, done, this) {}
+
+std::optional<DeviceMover::Job> DeviceMover::TakeJob(Worker<Job, DeviceMover>&) {
+  mu_->AssertHeld();  // the Worker takes jobs with *mu held
+  return Take();
+}
+
+void DeviceMover::RunJob(Job& j) {
+  mu_->AssertHeld();  // the Worker runs jobs with *mu held
+  j.drain ? DrainBlock(j.e, j.block) : Prefetch(j.e);
+}
 
 void DeviceMover::Attach(gpu::DeviceCache* cache, DeviceIo* io) {
   mu_->AssertHeld();

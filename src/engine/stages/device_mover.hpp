@@ -124,7 +124,12 @@ class DeviceMover {
     uint32_t block = 0;
     bool drain = true;
   };
+  friend class Worker<Job, DeviceMover>;
 
+  // The Worker's (worker.hpp), with *mu held: Take(), then the drain or the
+  // prefetch.
+  std::optional<Job> TakeJob(Worker<Job, DeviceMover>& w);
+  void RunJob(Job& j);
   std::optional<Job> Take() CAIRN_REQUIRES(*mu_);  // drains first (FIFO), then a prefetch
   // Copies one captured block from its slot into a host chunk, where the
   // checksum and flush stages take over. Drops *mu for the copy.
@@ -155,7 +160,7 @@ class DeviceMover {
   gpu::DeviceCache* cache_ CAIRN_GUARDED_BY(mu_) = nullptr;
   DeviceIo* io_ CAIRN_GUARDED_BY(mu_) = nullptr;
   TierCache<DeviceTier> tier_ CAIRN_GUARDED_BY(mu_);
-  Worker<Job> worker_;  // last: its thread is joined before the rest goes
+  Worker<Job, DeviceMover> worker_;  // last: its thread is joined before the rest goes
 };
 
 }  // namespace cairn::core

@@ -27,7 +27,9 @@ namespace {
 constexpr uint32_t kBlock = 1u << 20;  // a block and a slot
 constexpr uint32_t kChunks = 8;        // host-cache chunks of the fake owner
 
-class DeviceMoverTest : public test::FakeCudaTest, public DeviceMover::Owner {
+class DeviceMoverTest : public test::FakeCudaTest,
+                        public DeviceMover::Owner,
+                        public gpu::MappingListener {
  protected:
   void SetUp() override {
     test::FakeCudaTest::SetUp();
@@ -97,6 +99,15 @@ class DeviceMoverTest : public test::FakeCudaTest, public DeviceMover::Owner {
     done_.notify_all();
     done_.wait(mu_);
   }
+  // The cache's listener (the mapping thread): the first chunk's call holds
+  // the mapping until mapping_released_.
+  void Mapped() override {
+    MutexLock l(&mu_);
+    ++progress_calls_;
+    done_.notify_all();
+    done_.wait(l, [&]() CAIRN_REQUIRES(mu_) { return mapping_released_; });
+    mover_->Wake();
+  }
 
   // A device cache of `slots` slots; incremental ones map two slots per
   // chunk, and the first chunk's progress call holds the mapping until
@@ -106,13 +117,7 @@ class DeviceMoverTest : public test::FakeCudaTest, public DeviceMover::Owner {
                               .slot_bytes = kBlock,
                               .init = init,
                               .map_chunk_bytes = 2 * uint64_t{kBlock}};
-    o.on_progress = [this] {
-      MutexLock l(&mu_);
-      ++progress_calls_;
-      done_.notify_all();
-      done_.wait(l, [&]() CAIRN_REQUIRES(mu_) { return mapping_released_; });
-      mover_->Wake();
-    };
+    o.listener = this;
     auto c = gpu::DeviceCache::Create(*rt_, o);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cache_ = std::move(c).value();

@@ -31,11 +31,13 @@ Flusher::Flusher(Mutex* mu, std::condition_variable_any* done, BlockStore* store
       owner_(owner),
       marks_(marks),
       verify_(verify),
-      worker_(mu, done, {.run = [this](EntryPtr& e) {
-                mu_->AssertHeld();  // the Worker runs jobs with *mu held
-                FlushEntry(e);
-                owner_->Flushed(e);
-              }}) {}
+      worker_(mu, done, this) {}
+
+void Flusher::RunJob(EntryPtr& e) {
+  mu_->AssertHeld();  // the Worker runs jobs with *mu held
+  FlushEntry(e);
+  owner_->Flushed(e);
+}
 
 void Flusher::AbortWriter(format::FileWriter& writer) {
   MutexUnlock unlocked(mu_);

@@ -122,6 +122,10 @@ class Flusher {
   const std::optional<EntryPtr>& in_hand() const { return worker_.in_hand(); }
 
  private:
+  friend class Worker<EntryPtr, Flusher>;
+  // The Worker's (worker.hpp), with *mu held: flushes the queue's front.
+  void RunJob(EntryPtr& e);
+
   // Writes and commits one entry, or skips or fails it (booked).
   void FlushEntry(const EntryPtr& e) CAIRN_REQUIRES(*mu_);
   // Creates the entry's name directory (once) and its file writer.
@@ -159,7 +163,7 @@ class Flusher {
   NodeFollower follower_;  // used by the worker's thread only
   const Marks marks_;
   const bool verify_;
-  Worker<EntryPtr> worker_;  // last: its thread is joined before the rest goes
+  Worker<EntryPtr, Flusher> worker_;  // last: its thread is joined before the rest goes
 };
 
 }  // namespace cairn::core

@@ -69,18 +69,38 @@ Mover::Mover(Mutex* mu, std::condition_variable_any* done, const tiers::FileTier
       catalog_(views.catalog),
       commits_(views.commits),
       owner_(owner),
-      worker_(mu, done, {.run = [this](Chore& chore) {
-                mu_->AssertHeld();          // the Worker runs jobs with *mu held
-                MutexUnlock unlocked(mu_);  // every chore does its own I/O and locking
-                chore();
-              }}) {}
+      worker_(mu, done, this) {}
 
-void Mover::Copy(const EntryPtr& e) {
-  worker_.Push([this, e] {
-    CopyEntry(e);
-    ApplyRetention(e->name);
-  });
+void Mover::RunJob(Task& t) {
+  mu_->AssertHeld();  // the Worker runs jobs with *mu held
+  if (t.kind == Task::Kind::kHistoryClosed) {
+    owner_->RemoveNameDir(t.name);  // with *mu held: see Owner
+    return;
+  }
+  MutexUnlock unlocked(mu_);  // the other tasks do their own I/O and locking
+  switch (t.kind) {
+    case Task::Kind::kCopy:
+      CopyEntry(t.e);
+      ApplyRetention(t.e->name);
+      break;
+    case Task::Kind::kRetain:
+      ApplyRetention(t.name);
+      break;
+    case Task::Kind::kRemove:
+      (void)t.tier->RemoveEntry(t.name, t.entry_kind, t.number);
+      break;
+    case Task::Kind::kRemoveAll: {
+      auto versions = t.tier->ListCommitted(t.name, t.entry_kind);
+      if (!versions.ok()) break;  // nothing listed: nothing to delete
+      for (int64_t v : *versions) (void)t.tier->RemoveEntry(t.name, t.entry_kind, v);
+      break;
+    }
+    case Task::Kind::kHistoryClosed:
+      break;  // above
+  }
 }
+
+void Mover::Copy(const EntryPtr& e) { worker_.Push(Task{.kind = Task::Kind::kCopy, .e = e}); }
 
 void Mover::Resume(const std::string& name) {
   mu_->AssertHeld();  // the precondition
@@ -94,15 +114,27 @@ void Mover::Resume(const std::string& name) {
 }
 
 void Mover::Retain(const std::string& name) {
-  worker_.Push([this, name] { ApplyRetention(name); });
+  worker_.Push(Task{.kind = Task::Kind::kRetain, .name = name});
 }
 
 void Mover::Remove(const tiers::FileTier* tier, const std::string& name, format::EntryKind kind,
                    int64_t number) {
-  worker_.Push([tier, name, kind, number] { (void)tier->RemoveEntry(name, kind, number); });
+  worker_.Push(Task{.kind = Task::Kind::kRemove,
+                    .name = name,
+                    .tier = tier,
+                    .entry_kind = kind,
+                    .number = number});
 }
 
-void Mover::Run(std::function<void()> chore) { worker_.Push(std::move(chore)); }
+void Mover::RemoveAll(const tiers::FileTier* tier, const std::string& name,
+                      format::EntryKind kind) {
+  worker_.Push(
+      Task{.kind = Task::Kind::kRemoveAll, .name = name, .tier = tier, .entry_kind = kind});
+}
+
+void Mover::HistoryClosed(const std::string& name) {
+  worker_.Push(Task{.kind = Task::Kind::kHistoryClosed, .name = name});
+}
 
 // name, kind and number of an entry never change once it is captured: read
 // without the lock.

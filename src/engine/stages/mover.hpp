@@ -14,7 +14,12 @@
 //            read, removing older ones its owner lets go
 //   Remove   deletes one entry's file (consumed history steps, versions
 //            consumed while their commit ran)
-//   Run      any other chore (the pipeline's history-directory removal)
+//   RemoveAll
+//            deletes every committed version of a name in a tier (the
+//            application's DeleteLocal), after the copies queued before it
+//   HistoryClosed
+//            asks the owner to remove a closed history's directory, after
+//            the step deletions queued before it
 //
 // It owns its Worker (queue, thread) and nothing else. It reads the owner's
 // catalog (which versions are still being persisted, the base of a version
@@ -26,13 +31,12 @@
 // Locking: it shares its owner's mutex (*mu), which guards the queue, the
 // catalog, the commit record and the entries' fields. Every chore runs with
 // *mu dropped (file I/O), taking it for each look-up; the Owner's methods
-// are called with it held.
+// are called with it held (RemoveNameDir too: see there).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -64,6 +68,11 @@ class Mover {
     // the local (local = true) or persistent tier now. The owner says no for
     // a version it still needs, and forgets a local one it lets go.
     virtual bool MayRetire(const std::string& name, int64_t v, bool local) = 0;
+    // The history `name` was closed and the deletions of its steps queued
+    // before are done: its directory may go if nothing uses it any more.
+    // The one chore run with *mu held: the owner's check and the rmdir must
+    // not be separated by a flush creating a file there.
+    virtual void RemoveNameDir(const std::string& name) = 0;
 
    protected:
     ~Owner() = default;
@@ -101,11 +110,25 @@ class Mover {
   void Retain(const std::string& name);
   void Remove(const tiers::FileTier* tier, const std::string& name, format::EntryKind kind,
               int64_t number);
-  void Run(std::function<void()> chore);  // runs with *mu dropped
+  void RemoveAll(const tiers::FileTier* tier, const std::string& name, format::EntryKind kind);
+  void HistoryClosed(const std::string& name);
   bool Idle() const { return worker_.Idle(); }
 
  private:
-  using Chore = std::function<void()>;
+  // A queued chore (the list above); the fields its kind reads.
+  struct Task {
+    enum class Kind { kCopy, kRetain, kRemove, kRemoveAll, kHistoryClosed };
+    Kind kind = Kind::kRetain;
+    EntryPtr e;                                                     // kCopy
+    std::string name;                                               // the others
+    const tiers::FileTier* tier = nullptr;                          // kRemove, kRemoveAll
+    format::EntryKind entry_kind = format::EntryKind::kCheckpoint;  // kRemove, kRemoveAll
+    int64_t number = 0;                                             // kRemove
+  };
+  friend class Worker<Task, Mover>;
+  // The Worker's (worker.hpp), with *mu held: does the task, with *mu
+  // dropped except for kHistoryClosed.
+  void RunJob(Task& t);
 
   // Copies e's committed local file and books the result.
   void CopyEntry(const EntryPtr& e) CAIRN_EXCLUDES(*mu_);
@@ -127,7 +150,7 @@ class Mover {
   const CommitRecord* const commits_ CAIRN_PT_GUARDED_BY(*mu_);
   Owner* const owner_;
   std::vector<EntryPtr> delayed_ CAIRN_GUARDED_BY(*mu_);  // copies waiting for a base
-  Worker<Chore> worker_;  // last: its thread is joined before the rest goes
+  Worker<Task, Mover> worker_;  // last: its thread is joined before the rest goes
 };
 
 }  // namespace cairn::core

@@ -46,6 +46,11 @@ class MoverTest : public ::testing::Test, public Mover::Owner {
     asked.insert({v, in_local});
     return !keep_anyway.contains(v);
   }
+  void RemoveNameDir(const std::string& name) override CAIRN_REQUIRES(mu) {
+    // The chore queued after the deletions runs after them.
+    removed_dir_saw.push_back(Committed(local));
+    closed.push_back(name);
+  }
 
   // A committed local file of version v (bytes of a pattern), and its entry.
   EntryPtr Commit(int64_t v, uint64_t bytes) {
@@ -101,6 +106,8 @@ class MoverTest : public ::testing::Test, public Mover::Owner {
   std::vector<Status> copies CAIRN_GUARDED_BY(mu);
   std::set<std::pair<int64_t, bool>> asked CAIRN_GUARDED_BY(mu);
   std::set<int64_t> keep_anyway CAIRN_GUARDED_BY(mu);
+  std::vector<std::string> closed CAIRN_GUARDED_BY(mu);  // RemoveNameDir's names
+  std::vector<std::vector<int64_t>> removed_dir_saw CAIRN_GUARDED_BY(mu);
   // The owner's entries: empty (retention reads the files) but for the
   // versions a test marks as being persisted.
   Catalog catalog CAIRN_GUARDED_BY(mu);
@@ -279,20 +286,36 @@ TEST_F(MoverTest, ABrokenLocalChainIsNotCopied) {
       << copies[0].ToString();
 }
 
-TEST_F(MoverTest, RemovesAnEntrysFileAndRunsChoresInOrder) {
+TEST_F(MoverTest, RemovesAnEntrysFileAndRunsTasksInOrder) {
   Commit(7, kBlock);
-  std::vector<int> order;
+  Commit(8, kBlock);
   {
     MutexLock l(&mu);
-    mover.Run([&] { order.push_back(1); });
+    mover.HistoryClosed("first");
     mover.Remove(&local, "ckpt", kCkpt, 7);
-    mover.Run([&] {
-      order.push_back(2);
-      EXPECT_FALSE(std::filesystem::exists(local.EntryPath("ckpt", kCkpt, 7)));
-    });
+    mover.HistoryClosed("second");
   }
   WaitIdle();
-  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+  MutexLock l(&mu);
+  EXPECT_EQ(closed, (std::vector<std::string>{"first", "second"}));
+  // The first ran before the deletion, the second after it.
+  EXPECT_EQ(removed_dir_saw, (std::vector<std::vector<int64_t>>{{7, 8}, {8}}));
+}
+
+TEST_F(MoverTest, RemoveAllDeletesEveryCommittedVersionAfterTheCopiesQueuedBefore) {
+  EntryPtr e = Commit(1, 2 * kBlock);
+  Commit(2, kBlock);
+  {
+    MutexLock l(&mu);
+    mover.Copy(e);  // reads the local file: the deletion waits for it
+    mover.RemoveAll(&local, "ckpt", kCkpt);
+  }
+  WaitIdle();
+  EXPECT_TRUE(Committed(local).empty());
+  MutexLock l(&mu);
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_OK(copies[0]);
+  EXPECT_EQ(Committed(persistent), std::vector<int64_t>{1});
 }
 
 }  // namespace

@@ -15,17 +15,18 @@ Prefetcher::Prefetcher(Mutex* mu, std::condition_variable_any* done, int depth, 
       movers_(movers),
       steps_(steps),
       owner_(owner),
-      worker_(mu, done,
-              {.take = [this](Worker<EntryPtr>&) -> std::optional<EntryPtr> {
-                 mu_->AssertHeld();  // the Worker takes jobs with *mu held
-                 if (EntryPtr e = FindTarget()) return e;
-                 return std::nullopt;
-               },
-               .run =
-                   [this](EntryPtr& e) {
-                     mu_->AssertHeld();
-                     LoadStep(e);
-                   }}) {}
+      worker_(mu, done, this) {}
+
+std::optional<EntryPtr> Prefetcher::TakeJob(Worker<EntryPtr, Prefetcher>&) {
+  mu_->AssertHeld();  // the Worker takes jobs with *mu held
+  if (EntryPtr e = FindTarget()) return e;
+  return std::nullopt;
+}
+
+void Prefetcher::RunJob(EntryPtr& e) {
+  mu_->AssertHeld();  // the Worker runs jobs with *mu held
+  LoadStep(e);
+}
 
 EntryPtr Prefetcher::FindTarget() {
   return WalkPoppedSteps(owner_->catalog(), depth_, [this](const Entry& e) {

@@ -89,6 +89,12 @@ class Prefetcher {
   bool Idle() const { return worker_.Idle(); }
 
  private:
+  friend class Worker<EntryPtr, Prefetcher>;
+  // The Worker's (worker.hpp), with *mu held: the next step to load
+  // (FindTarget), then its load.
+  std::optional<EntryPtr> TakeJob(Worker<EntryPtr, Prefetcher>& w);
+  void RunJob(EntryPtr& e);
+
   // The next step worth loading, or nullptr.
   EntryPtr FindTarget() CAIRN_REQUIRES(*mu_);
   // What step e is to this prefetcher.
@@ -117,7 +123,7 @@ class Prefetcher {
   const tiers::FileTier* const steps_;
   Owner* const owner_;
   NodeFollower follower_;    // used by the worker's thread only
-  Worker<EntryPtr> worker_;  // last: its thread is joined before the rest goes
+  Worker<EntryPtr, Prefetcher> worker_;  // last: its thread is joined before the rest goes
 };
 
 }  // namespace cairn::core

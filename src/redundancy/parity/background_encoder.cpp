@@ -10,17 +10,13 @@
 namespace cairn::parity {
 
 BackgroundEncoder::BackgroundEncoder(std::unique_ptr<Group> group, Sets sets, Config config,
-                                     redundancy::Checkpoints* local,
-                                     std::function<void(const Done&)> done)
+                                     redundancy::Checkpoints* local, Listener* listener)
     : group_(std::move(group)),
       sets_(std::move(sets)),
       config_(std::move(config)),
       local_(local),
-      done_(std::move(done)),
-      worker_(&mu_, &progress_, {.run = [this](Job& job) {
-        mu_.AssertHeld();  // the Worker runs jobs under its mutex, mu_
-        Run(job);
-      }}) {
+      listener_(listener),
+      worker_(&mu_, &progress_, this) {
   worker_.Start(nullptr);
 }
 
@@ -50,7 +46,8 @@ Status BackgroundEncoder::TakeError() {
 // The encoding runs without mu_ (Queue and Drain go on meanwhile); its
 // outcome is agreed over the encoder's group, as the wait agreed it when
 // the encoding ran there.
-void BackgroundEncoder::Run(Job& job) {
+void BackgroundEncoder::RunJob(Job& job) {
+  mu_.AssertHeld();  // the Worker runs jobs under its mutex, mu_
   Done d{.name = job.name, .version = job.version};
   {
     MutexUnlock unlock(&mu_);
@@ -70,7 +67,7 @@ void BackgroundEncoder::Run(Job& job) {
     d.bytes = bytes.ok() ? *bytes : 0;
     d.seconds = SecondsSince(start);
     d.end_ns = RealtimeNs();
-    if (done_) done_(d);
+    if (listener_ != nullptr) listener_->EncodingEnded(d);
   }
   if (!d.status.ok() && error_.ok()) error_ = d.status;
 }

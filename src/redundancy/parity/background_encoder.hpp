@@ -12,7 +12,6 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -40,13 +39,21 @@ class BackgroundEncoder {
     // before its turn, a newer version is there. Not an error.
     bool superseded = false;
   };
+  // Who is told of each encoding (the levels: stats, the protected version).
+  class Listener {
+   public:
+    // On the encoder's thread, after each encoding, either way.
+    virtual void EncodingEnded(const Done& d) = 0;
+
+   protected:
+    ~Listener() = default;
+  };
   // `group`: this member's duplicate of the client's group (every member
   // makes one); `config` the member's own; `local`: the member's
-  // checkpoints (an encoding waits until its version is committed locally),
-  // outlives this object. `done` runs on the encoder's
-  // thread after each encoding (stats, the protected version).
+  // checkpoints (an encoding waits until its version is committed locally).
+  // `local` and `listener` (may be null) outlive this object.
   BackgroundEncoder(std::unique_ptr<Group> group, Sets sets, Config config,
-                    redundancy::Checkpoints* local, std::function<void(const Done&)> done);
+                    redundancy::Checkpoints* local, Listener* listener);
   // Runs what is queued, then stops. Without a Drain on every member
   // before, an encoding may wait for members that will not come: the
   // owner drains at close.
@@ -69,17 +76,18 @@ class BackgroundEncoder {
     std::string name;
     int64_t version;
   };
-  void Run(Job& job) CAIRN_REQUIRES(mu_);
+  friend class core::Worker<Job, BackgroundEncoder>;
+  void RunJob(Job& job);  // the Worker's, with mu_ held
 
   const std::unique_ptr<Group> group_;
   const Sets sets_;
   const Config config_;
   redundancy::Checkpoints* const local_;
-  const std::function<void(const Done&)> done_;
+  Listener* const listener_;
   Mutex mu_;
   std::condition_variable_any progress_;  // after every job
   Status error_ CAIRN_GUARDED_BY(mu_);
-  core::Worker<Job> worker_;  // last: joined before the rest goes
+  core::Worker<Job, BackgroundEncoder> worker_;  // last: joined before the rest goes
 };
 
 }  // namespace cairn::parity

@@ -146,6 +146,12 @@ Status Transfers::Keep(In& in) {
 // lists meanwhile is whole), or remove the temp files. Why a thread: the
 // fsync of a large version took the holder's application hundreds of ms
 // inside an unrelated Cairn call (docs/mpi.md "Partner copies (L2)").
+void Transfers::RunJob(std::unique_ptr<Store>& job) {
+  store_mu_.AssertHeld();  // the Worker runs jobs under its mutex, store_mu_
+  RunStore(*job);
+  stored_.push_back(std::move(job));
+}
+
 void Transfers::RunStore(Store& job) {
   MutexUnlock unlocked(&store_mu_);  // only the job's own state below: Keep may queue the next
   os::FileSystem* fs = redundancy::Fs(config_);

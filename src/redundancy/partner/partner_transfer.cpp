@@ -24,11 +24,7 @@ Transfers::Transfers(Group* group, Map map, Config config, redundancy::Checkpoin
       config_(std::move(config)),
       local_(local),
       limits_(limits),
-      storer_(&store_mu_, &store_done_, {.run = [this](std::unique_ptr<Store>& job) {
-        store_mu_.AssertHeld();  // the Worker runs jobs under its mutex, store_mu_
-        RunStore(*job);
-        stored_.push_back(std::move(job));
-      }}) {
+      storer_(&store_mu_, &store_done_, this) {
   storer_.Start(nullptr);
   MutexLock lock(&mu_);
   std::vector<int> peers;

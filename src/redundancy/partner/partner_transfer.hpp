@@ -122,6 +122,10 @@ class Transfers {
   Status Post(In& in, std::vector<uint8_t> buf) CAIRN_REQUIRES(mu_);
   Status Keep(In& in) CAIRN_REQUIRES(mu_);
   void RunStore(Store& job) CAIRN_REQUIRES(store_mu_);
+  // The storer's job (core::Worker), with store_mu_ held: RunStore, then
+  // the store is kept in stored_ for Reap.
+  friend class core::Worker<std::unique_ptr<Store>, Transfers>;
+  void RunJob(std::unique_ptr<Store>& job);
   Status Ack(In& in, int64_t version, Code code) CAIRN_REQUIRES(mu_);
   void Fail(const Status& s) CAIRN_REQUIRES(mu_);
   void Listen() CAIRN_REQUIRES(mu_);
@@ -180,7 +184,8 @@ class Transfers {
   Mutex store_mu_ CAIRN_ACQUIRED_AFTER(mu_);
   std::condition_variable_any store_done_;
   std::vector<std::unique_ptr<Store>> stored_ CAIRN_GUARDED_BY(store_mu_);
-  core::Worker<std::unique_ptr<Store>> storer_;  // last: joined (its queue run) before the rest goes
+  core::Worker<std::unique_ptr<Store>, Transfers>
+      storer_;  // last: joined (its queue run) before the rest goes
 };
 
 }  // namespace cairn::partner
