@@ -31,7 +31,7 @@ std::optional<uint32_t> BlockStore::TryAcquire(uint32_t write_bytes, bool* was_t
 }
 
 bool BlockStore::Captured(Entry& e, uint32_t b) {
-  if (e.failed() || e.consumed) {
+  if (e.failed() || e.consumed()) {
     tier_.MarkClean(e, b);
     return false;
   }
@@ -39,27 +39,50 @@ bool BlockStore::Captured(Entry& e, uint32_t b) {
   return true;
 }
 
+void BlockStore::Unplace(Entry& e, uint32_t b) {
+  cache_->Free(static_cast<uint32_t>(e.blocks_[b].chunk));
+  e.blocks_[b].chunk = -1;
+}
+
+void BlockStore::Loaded(Entry& e, uint32_t b, uint32_t crc) {
+  BlockState& bs = e.blocks_[b];
+  bs.sealed = bs.written = bs.crc_ready = true;
+  bs.crc = crc;
+  tier_.MarkClean(e, b);
+}
+
+void BlockStore::FromCommittedFile(Entry& e, const std::vector<uint32_t>& crcs) {
+  SizeBlocks(e);
+  for (uint32_t b = 0; b < e.blocks_.size(); ++b) {
+    e.blocks_[b].written = e.blocks_[b].crc_ready = true;
+    e.blocks_[b].crc = crcs[b];
+  }
+  e.capture_.done = e.local_.started = e.local_.committed = true;
+}
+
 void BlockStore::WrittenLocally(Entry& e, uint32_t b) {
+  e.blocks_[b].written = true;
   dirty_ -= e.layout.blocks[b].length;
-  if (!e.consumed && !HeldForPersister(e, b)) tier_.MarkClean(e, b);
+  if (!e.consumed() && !HeldForPersister(e, b)) tier_.MarkClean(e, b);
 }
 
 void BlockStore::WrittenPersistently(Entry& e, uint32_t b) {
+  e.blocks_[b].persisted = true;
   // Written locally too: evictable now (a no-op if the hold was released).
-  if (!e.consumed && e.blocks[b].written) tier_.MarkClean(e, b);
+  if (!e.consumed() && e.blocks_[b].written) tier_.MarkClean(e, b);
 }
 
 void BlockStore::Failed(Entry& e) {
-  for (uint32_t b = 0; b < e.blocks.size(); ++b) {
-    const BlockState& bs = e.blocks[b];
+  for (uint32_t b = 0; b < e.blocks_.size(); ++b) {
+    const BlockState& bs = e.blocks_[b];
     if (bs.sealed && bs.chunk >= 0 && !bs.written) dirty_ -= e.layout.blocks[b].length;
     if (bs.sealed) tier_.MarkClean(e, b);
   }
 }
 
 void BlockStore::Release(Entry& e) {
-  for (uint32_t b = 0; b < e.blocks.size(); ++b) {
-    const BlockState& bs = e.blocks[b];
+  for (uint32_t b = 0; b < e.blocks_.size(); ++b) {
+    const BlockState& bs = e.blocks_[b];
     // A failed entry's blocks stopped counting when it failed (Failed).
     if (!bs.written && bs.sealed && bs.chunk >= 0 && !e.failed())
       dirty_ -= e.layout.blocks[b].length;
@@ -73,7 +96,7 @@ void BlockStore::TraceOccupancy(Tracer& tracer) const {
 }
 
 void BlockStore::Hold(const EntryPtr& e) {
-  e->persist_hold = true;
+  e->persist_.hold = true;
   holds_.push_back(e);
 }
 
@@ -85,12 +108,12 @@ bool BlockStore::ReleaseOldestHold() {
 }
 
 void BlockStore::DropHold(const EntryPtr& e) {
-  if (!e->persist_hold) return;
-  e->persist_hold = false;
+  if (!e->persist_.hold) return;
+  e->persist_.hold = false;
   holds_.erase(std::find(holds_.begin(), holds_.end(), e));
-  if (e->consumed) return;  // its chunks went, or go at the last unpin
-  for (uint32_t b = 0; b < e->blocks.size(); ++b) {
-    if (e->blocks[b].written) tier_.MarkClean(*e, b);
+  if (e->consumed()) return;  // its chunks went, or go at the last unpin
+  for (uint32_t b = 0; b < e->blocks_.size(); ++b) {
+    if (e->blocks_[b].written) tier_.MarkClean(*e, b);
   }
   room_->notify_all();
 }

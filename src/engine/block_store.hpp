@@ -2,7 +2,9 @@
 // blocks hold them and which of those may be evicted (TierCache<HostTier>),
 // the bytes captured but not yet written locally (dirty), and the
 // checkpoints whose written blocks stay in the cache until the persister
-// wrote them too (persist holds; docs/design.md, "Persistence").
+// wrote them too (persist holds; docs/design.md, "Persistence"); and the
+// state of every entry and of its blocks (entry.hpp), which only its
+// transitions below write.
 //
 // The pipeline and its stages change this state only through the named
 // transitions below, never field by field: a block is Captured (dirty),
@@ -21,6 +23,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <utility>
 
 #include "engine/entry.hpp"
 #include "engine/trace.hpp"
@@ -83,10 +86,11 @@ class BlockStore {
   bool Captured(Entry& e, uint32_t b);
   // Its data is safe elsewhere (a file, or it never needs one): evictable.
   void MarkClean(Entry& e, uint32_t b) { tier_.MarkClean(e, b); }
-  // Written to the local file: no longer dirty; evictable unless the
-  // persister still needs it (HeldForPersister).
+  // Written to the local file (BlockState::written): no longer dirty;
+  // evictable unless the persister still needs it (HeldForPersister).
   void WrittenLocally(Entry& e, uint32_t b);
-  // Written to the persistent file: evictable if it is written locally too.
+  // Written to the persistent file (BlockState::persisted): evictable if it
+  // is written locally too.
   void WrittenPersistently(Entry& e, uint32_t b);
   // e failed: its data stays restorable while resident but can never be
   // flushed, so its captured blocks stop counting as dirty and become
@@ -98,11 +102,95 @@ class BlockStore {
   // A sample of the cache's occupancy (used and dirty bytes) in the trace.
   void TraceOccupancy(Tracer& tracer) const;
 
+  // An entry's transitions ------------------------------------------------------
+  // The only writers of an entry's stage state and of its blocks' (entry.hpp)
+  // besides the tiers' eviction lists, named after what happened. A block:
+  void SizeBlocks(Entry& e) { e.blocks_.resize(e.layout.blocks.size()); }  // planned
+  void Place(Entry& e, uint32_t b, uint32_t chunk) {  // its payload goes to `chunk`
+    e.blocks_[b].chunk = static_cast<int32_t>(chunk);
+  }
+  // Its chunk goes back to the cache unfilled (a rollback, a failed read).
+  void Unplace(Entry& e, uint32_t b);
+  void PlaceInSlot(Entry& e, uint32_t b, uint32_t slot) {  // the device cache's
+    e.blocks_[b].slot = static_cast<int32_t>(slot);
+  }
+  void ClearSlot(Entry& e, uint32_t b) { e.blocks_[b].slot = -1; }  // the caller freed it
+  void DeviceSealed(Entry& e, uint32_t b) { e.blocks_[b].dsealed = true; }
+  // Its payload is complete in its chunk (captured, drained).
+  void Sealed(Entry& e, uint32_t b) {
+    e.blocks_[b].sealed = true;
+    ++e.capture_.sealed_blocks;
+    ++e.capture_.resident_blocks;
+  }
+  void Checksummed(Entry& e, uint32_t b, uint32_t crc) {
+    e.blocks_[b].crc = crc;
+    e.blocks_[b].crc_ready = true;
+  }
+  // Read back from its file into its chunk (a prefetch), verified against
+  // `crc`: complete, written, evictable.
+  void Loaded(Entry& e, uint32_t b, uint32_t crc);
+  // The entry:
+  void CaptureEnded(Entry& e) { e.capture_.done = true; }  // or rolled back
+  // A prefetch filled the rest.
+  void AllResident(Entry& e) {
+    e.capture_.resident_blocks = static_cast<uint32_t>(e.blocks_.size());
+  }
+  // A history step known from its committed file (not captured here), with
+  // its blocks' CRCs.
+  void FromCommittedFile(Entry& e, const std::vector<uint32_t>& crcs);
+  // The local tier:
+  void FlushStarted(Entry& e) { e.local_.started = true; }
+  void LocalCommitted(Entry& e) { e.local_.committed = true; }
+  // The first failure sticks: e.failed() from now on. The caller books the
+  // blocks (Failed below).
+  void SetError(Entry& e, const Status& s) {
+    if (e.local_.error.ok()) e.local_.error = s;
+  }
+  // The persistent tier:
+  void SkipPersist(Entry& e) { e.persist_.skipped = true; }
+  void BindPersist(Entry& e) { e.persist_.pending = true; }
+  void QueueForPersister(Entry& e) { e.persist_.from_cache = true; }
+  void PersistStarted(Entry& e) { e.persist_.started = true; }
+  void PersisterDone(Entry& e) { e.persist_.from_cache = false; }  // with DropHold
+  // The copy ended: committed there (s ok), or failed for good.
+  void PersistEnded(Entry& e, const Status& s) {
+    e.persist_.pending = false;
+    if (s.ok()) {
+      e.persist_.committed = true;
+    } else {
+      e.persist_.error = s;
+    }
+  }
+  // Consumed or failed before it got there: never to be persisted (a wait
+  // reports the local error or the consumption).
+  void PersistDropped(Entry& e) { e.persist_.pending = false; }
+  // Reads ahead, and pops (`ok` false: the read failed, it is not tried
+  // again):
+  void PrefetchStarted(Entry& e) { e.reads_.prefetching = true; }
+  void PrefetchEnded(Entry& e, bool ok) {
+    e.reads_.prefetching = false;
+    if (!ok) e.reads_.prefetch_failed = true;
+  }
+  void DevicePrefetchStarted(Entry& e) { e.reads_.device_prefetching = true; }
+  void DevicePrefetchEnded(Entry& e, bool ok) {
+    e.reads_.device_prefetching = false;
+    if (!ok) e.reads_.device_prefetch_failed = true;
+  }
+  void PopReading(Entry& e, bool reading) { e.reads_.pop_reading = reading; }
+  // Its lifetime: pins keep its chunks; consumed, they go at the last unpin.
+  void Pin(Entry& e) { ++e.pins_; }
+  // True: that was the last pin of a consumed entry (release its chunks).
+  bool Unpin(Entry& e) { return --e.pins_ == 0 && e.consumed_; }
+  // True: newly consumed (false: it was already).
+  bool Consume(Entry& e) { return !std::exchange(e.consumed_, true); }
+  // True: newly settled (Layering is told once).
+  bool SettleLayer(Entry& e) { return !std::exchange(e.layer_settled_, true); }
+
   // Persist holds ---------------------------------------------------------------
   // e's written blocks stay in the cache until the persister wrote them.
   void Hold(const EntryPtr& e);
   static bool HeldForPersister(const Entry& e, uint32_t b) {
-    return e.persist_hold && !e.blocks[b].persisted;
+    return e.persist().hold && !e.blocks_[b].persisted;
   }
   // Lets the oldest held entry's written blocks go (evictable; counted in
   // holds_released); false when nothing is held. The application's room
@@ -117,7 +205,7 @@ class BlockStore {
   TierCache<HostTier> tier_;
   uint64_t dirty_ = 0;          // bytes of Captured blocks not yet written locally
   bool host_registered_ = false;
-  std::deque<EntryPtr> holds_;  // persist_hold set, oldest first
+  std::deque<EntryPtr> holds_;  // persist().hold set, oldest first
   uint64_t* const holds_released_;
   std::condition_variable_any* const room_;
 };

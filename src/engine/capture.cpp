@@ -48,16 +48,16 @@ Status Pipeline::Capturer::CheckCapturable(const Entry& e) {
 Status Pipeline::Capturer::BeginCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0,
                                         double* interval_s) {
   CAIRN_RETURN_IF_ERROR(CheckCapturable(*e));
-  e->blocks.resize(e->layout.blocks.size());
-  p_->GrowCache(uint64_t{e->blocks.size()} * p_->config_.block_bytes);
+  p_->store_.SizeBlocks(*e);
+  p_->GrowCache(uint64_t{e->blocks().size()} * p_->config_.block_bytes);
   p_->catalog_.Add(e);
   p_->flusher_.Push(e);
-  if (p_->persistent_ && e->kind == format::EntryKind::kCheckpoint && !e->persist_skipped)
+  if (p_->persistent_ && e->kind == format::EntryKind::kCheckpoint && !e->persist().skipped)
     BeginPersist(e);
   if (e->layout.layered()) {
     // Planned on a base whose failure came after the plan (FailLayersOn).
     EntryPtr base = p_->catalog_.Find(e->kind, e->name, e->layout.record.base_version);
-    if (base && base->failed() && !base->local_committed) p_->FailLayersOn(*base);
+    if (base && base->failed() && !base->local().committed) p_->FailLayersOn(*base);
   }
   // The compute interval that ended at t0 feeds the adaptive touch model.
   *interval_s = p_->initializer_.CaptureStarted(t0);
@@ -75,16 +75,16 @@ void Pipeline::GrowCache(uint64_t bytes) {
 }
 
 void Pipeline::Capturer::BeginPersist(const EntryPtr& e) {
-  e->persist_pending = true;
+  p_->store_.BindPersist(*e);
   if (!p_->config_.persist_from_cache) return;  // the flusher's commit queues the file copy
   // A persistent layered version must never be visible before its base: the
   // persister writes it only when the base is committed there already, else
   // the mover copies the committed local chain, base first.
   if (e->layout.layered()) {
     EntryPtr base = p_->catalog_.Find(e->kind, e->name, e->layout.record.base_version);
-    if (!base || !base->persistent_committed) return;
+    if (!base || !base->persist().committed) return;
   }
-  e->persist_from_cache = true;
+  p_->store_.QueueForPersister(*e);
   p_->store_.Hold(e);
   p_->persister_.Push(e);
 }
@@ -124,7 +124,7 @@ void Pipeline::Capturer::PlanBatch(const EntryPtr& e, const std::vector<CaptureS
         break;
       }
       if (slot) {
-        e->blocks[b].slot = *slot;
+        p_->store_.PlaceInSlot(*e, b, static_cast<uint32_t>(*slot));
         add(batch->gpu,
             reinterpret_cast<uint8_t*>(p_->dcache_->address(static_cast<uint32_t>(*slot))));
         batch->blocks.push_back(b);
@@ -151,7 +151,7 @@ void Pipeline::Capturer::PlanBatch(const EntryPtr& e, const std::vector<CaptureS
     } else {
       break;
     }
-    e->blocks[b].chunk = chunk;
+    p_->store_.Place(*e, b, static_cast<uint32_t>(chunk));
     if (node >= 0) {
       ++(p_->store_.cache().node_of(static_cast<uint32_t>(chunk)) == node
              ? p_->stats_.numa_local_chunks
@@ -203,17 +203,19 @@ Status Pipeline::Capturer::RollBackCapture(const EntryPtr& e, const CaptureBatch
   // Its blocks are released and the flusher skips it; committed versions are
   // untouched.
   for (const uint32_t k : batch.blocks) {
-    BlockState& bs = e->blocks[k];
-    if (bs.chunk >= 0) p_->store_.Free(static_cast<uint32_t>(bs.chunk));
-    if (bs.slot >= 0) p_->dcache_->Free(static_cast<uint32_t>(bs.slot));
-    bs.chunk = bs.slot = -1;
+    const BlockState& bs = e->blocks()[k];
+    if (bs.chunk >= 0) p_->store_.Unplace(*e, k);
+    if (bs.slot >= 0) {
+      p_->dcache_->Free(static_cast<uint32_t>(bs.slot));
+      p_->store_.ClearSlot(*e, k);
+    }
   }
   if (e->kind == format::EntryKind::kHistoryStep) {
     p_->catalog_.DropStep(e->name, e->number);
   } else {
     p_->SettleLayering(*e);  // now: the same version may be captured again at once
   }
-  e->capture_done = true;
+  p_->store_.CaptureEnded(*e);
   p_->Consume(e);
   p_->movers_.Add(MemoryMovers::Kind::kCapture, -1);
   p_->cv_app_.notify_all();
@@ -225,22 +227,19 @@ Status Pipeline::Capturer::RollBackCapture(const EntryPtr& e, const CaptureBatch
 void Pipeline::Capturer::SealBatch(const EntryPtr& e, const CaptureBatch& batch) {
   for (size_t j = 0; j < batch.blocks.size(); ++j) {
     const uint32_t k = batch.blocks[j];
-    BlockState& bs = e->blocks[k];
     if (batch.to_slot[j]) {
-      bs.dsealed = true;
+      p_->store_.DeviceSealed(*e, k);
       p_->device_mover_.Push(e, k);  // drained, or evictable at once if e failed or was consumed
       continue;
     }
-    bs.sealed = true;
-    ++e->sealed_blocks;
-    ++e->resident_blocks;
+    p_->store_.Sealed(*e, k);
     if (p_->store_.Captured(*e, k)) p_->checksummer_.Push(e, k);
   }
 }
 
 void Pipeline::Capturer::EndCapture(const EntryPtr& e, std::chrono::steady_clock::time_point t0,
                                     double interval_s, double blocked_before) {
-  e->capture_done = true;
+  p_->store_.CaptureEnded(*e);
   double elapsed = SecondsSince(t0);
   // Bytes copied: a layered version copies only what it stores.
   p_->initializer_.CaptureEnded(e->layout.stored_bytes, elapsed, interval_s);
@@ -283,8 +282,10 @@ Status Pipeline::Capturer::Capture(format::EntryKind kind, const std::string& na
   e->name = name;
   e->number = number;
   e->placement = std::move(placement);  // placement
-  e->persist_skipped = p_->persistent_ && kind == format::EntryKind::kCheckpoint && !persist;
   MutexLock lock(&p_->mu_);
+  if (p_->persistent_ && kind == format::EntryKind::kCheckpoint && !persist) {
+    p_->store_.SkipPersist(*e);
+  }
   CAIRN_RETURN_IF_ERROR(CheckCapturable(*e));
   const bool numa_chunks = p_->store_.has_cache() && p_->store_.cache().nodes().partitioned();
   // What the version stores (change detection reads the sources: without
@@ -397,7 +398,7 @@ Status Pipeline::Capturer::CaptureBlocks(const EntryPtr& e,
   uint64_t gpu_bytes = 0;
   double gpu_seconds = 0;
   constexpr uint32_t kMaxBatch = 16;
-  const auto nblocks = static_cast<uint32_t>(e->blocks.size());
+  const auto nblocks = static_cast<uint32_t>(e->blocks().size());
   std::unique_ptr<ZeroCopyOrder> order;
   if (zc != nullptr) {
     order = std::make_unique<ZeroCopyOrder>(e->layout, sources, packed, zc,

@@ -36,7 +36,7 @@ class Catalog {
   // tier (the persister, or a copy queued earlier).
   bool Persisting(const std::string& name, int64_t v) const {
     const EntryPtr e = Find(format::EntryKind::kCheckpoint, name, v);
-    return e && e->persist_pending;
+    return e && e->persist().pending;
   }
   // The base of checkpoint version v of `name` (-1: a full version) while it
   // is in the pipeline; nullopt otherwise (a file of an earlier run: its
@@ -67,7 +67,8 @@ class Catalog {
     for (auto it = entries_.lower_bound(Key{kind, name, INT64_MIN});
          it != entries_.end() && std::get<0>(it->first) == kind && std::get<1>(it->first) == name; ++it) {
       const Entry& e = *it->second;
-      if (e.layout.record.base_version == base && !e.local_committed && !e.failed()) out.push_back(it->second);
+      if (e.layout.record.base_version == base && !e.local().committed && !e.failed())
+        out.push_back(it->second);
     }
     return out;
   }
@@ -81,9 +82,10 @@ class Catalog {
     for (auto it = entries_.lower_bound(Key{kind, name, INT64_MIN});
          it != entries_.end() && std::get<0>(it->first) == kind && std::get<1>(it->first) == name; ++it) {
       const Entry& e = *it->second;
-      if (e.failed() || e.consumed) continue;
-      if (!e.local_committed) return false;
-      if (persistent && !e.persist_skipped && !e.persistent_committed && e.persistent_error.ok()) return false;
+      if (e.failed() || e.consumed()) continue;
+      if (!e.local().committed) return false;
+      if (persistent && !e.persist().skipped && !e.persist().committed && e.persist().error.ok())
+        return false;
     }
     return true;
   }

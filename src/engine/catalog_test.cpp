@@ -1,8 +1,10 @@
 #include "engine/catalog.hpp"
 
+#include <gtest/gtest.h>
+
 #include <memory>
 
-#include <gtest/gtest.h>
+#include "testing/entry_state.hpp"
 
 namespace cairn::core {
 namespace {
@@ -44,19 +46,20 @@ TEST(CatalogTest, SettledWaitsForTheLastTierOfEveryVersionOfTheName) {
   c.Add(b);
   c.Add(other);
   EXPECT_FALSE(c.Settled("x", false));
-  a->local_committed = b->local_committed = true;
+  test::StateOf(*a).local.committed = test::StateOf(*b).local.committed = true;
   EXPECT_TRUE(c.Settled("x", false));  // no persistent tier: local is the last
   EXPECT_FALSE(c.Settled("x", true));
-  a->persistent_committed = true;
+  test::StateOf(*a).persist.committed = true;
   EXPECT_FALSE(c.Settled("x", true));
-  b->persist_skipped = true;  // not an L4 turn
+  test::StateOf(*b).persist.skipped = true;  // not an L4 turn
   EXPECT_TRUE(c.Settled("x", true));
-  b->persist_skipped = false;
-  b->persistent_error = Status::Io("disk full");  // its copy failed: nothing more will come
+  test::StateOf(*b).persist.skipped = false;
+  test::StateOf(*b).persist.error =
+      Status::Io("disk full");  // its copy failed: nothing more will come
   EXPECT_TRUE(c.Settled("x", true));
   auto d = Make(kCkpt, "x", 3);
   c.Add(d);
-  d->local_error = Status::Io("write failed");  // failed: settled
+  test::StateOf(*d).local.error = Status::Io("write failed");  // failed: settled
   EXPECT_TRUE(c.Settled("x", true));
   EXPECT_TRUE(c.Settled("z", true));  // no version at all
   EXPECT_FALSE(c.Settled("y", false));  // other names count apart

@@ -160,7 +160,7 @@ bool Pipeline::Reader::Intact(const std::string& name, int64_t version, std::str
     // layered one needs its bases' files: the cache holds only its extents).
     MutexLock lock(&p_->mu_);
     EntryPtr e = p_->catalog_.Find(kind, name, version);
-    if (e && e->local_committed && e->fully_cached() && !e->layout.layered()) return true;
+    if (e && e->local().committed && e->fully_cached() && !e->layout.layered()) return true;
   }
   std::vector<const tiers::FileTier*> tiers{&p_->local_};
   if (p_->persistent_) tiers.push_back(&*p_->persistent_);

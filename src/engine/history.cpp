@@ -19,7 +19,7 @@ Status Pipeline::OpenHistory(const std::string& name) {
   }
   const auto kind = format::EntryKind::kHistoryStep;
   CAIRN_ASSIGN_OR_RETURN(auto existing, history_.ListCommitted(name, kind));
-  std::vector<EntryPtr> adopted;
+  std::vector<std::pair<EntryPtr, std::vector<uint32_t>>> adopted;  // entries, block CRCs
   for (int64_t step : existing) {
     if (!config_.history_persistent) {
       // Left behind by a run that crashed: scratch data, not a restart point.
@@ -33,21 +33,17 @@ Status Pipeline::OpenHistory(const std::string& name) {
     e->name = name;
     e->number = step;
     e->layout = (*reader)->layout();
-    e->blocks.resize(e->layout.blocks.size());
-    for (uint32_t b = 0; b < e->blocks.size(); ++b) {
-      e->blocks[b].written = true;
-      e->blocks[b].crc_ready = true;
-      e->blocks[b].crc = (*reader)->block_crc(b);
-    }
-    e->capture_done = true;
-    e->flush_started = true;
-    e->local_committed = true;
-    adopted.push_back(std::move(e));
+    std::vector<uint32_t> crcs(e->layout.blocks.size());
+    for (uint32_t b = 0; b < crcs.size(); ++b) crcs[b] = (*reader)->block_crc(b);
+    adopted.emplace_back(std::move(e), std::move(crcs));
   }
   MutexLock lock(&mu_);
   if (catalog_.HasHistory(name)) return Status::State("history '" + name + "' is already open");
   catalog_.OpenHistory(name);
-  for (auto& e : adopted) catalog_.Add(e);
+  for (auto& [e, crcs] : adopted) {
+    store_.FromCommittedFile(*e, crcs);
+    catalog_.Add(e);
+  }
   return Status::Ok();
 }
 
@@ -89,12 +85,12 @@ Result<size_t> Pipeline::Reader::Pop(const std::string& name, int64_t step, void
     p_->prefetcher_.Wake();
     p_->device_mover_.Wake();
   }
-  if (e->prefetching) ++p_->stats_.prefetch_waits;
+  if (e->reads().prefetching) ++p_->stats_.prefetch_waits;
   p_->cv_app_.wait(lock, [&] {
-    return e->consumed || (e->capture_done && !e->prefetching &&
-                           (e->fully_cached() || e->local_committed || e->failed()));
+    return e->consumed() || (e->capture().done && !e->reads().prefetching &&
+                             (e->fully_cached() || e->local().committed || e->failed()));
   });
-  if (e->consumed) return Status::NotFound(label + " was popped concurrently");
+  if (e->consumed()) return Status::NotFound(label + " was popped concurrently");
   const std::vector<RestoreTarget> target{
       {.id = e->layout.regions.empty() ? 0 : e->layout.regions[0].spec.id,
        .memory = dst_kind,
@@ -103,18 +99,18 @@ Result<size_t> Pipeline::Reader::Pop(const std::string& name, int64_t step, void
   Status s;
   bool hit = false;
   bool device_hit = false;
-  ++e->pins;  // keeps the entry from being popped twice or evicted meanwhile
+  p_->store_.Pin(*e);  // keeps the entry from being popped twice or evicted meanwhile
   if (e->fully_cached()) {
     hit = true;
     if (bytes > 0) s = CopyFromCache(e, target, &device_hit);
   } else if (e->failed()) {
-    s = e->local_error.WithContext(label + " was lost");
+    s = e->local().error.WithContext(label + " was lost");
   } else {
-    e->pop_reading = true;  // the prefetcher leaves it to us
+    p_->store_.PopReading(*e, true);  // the prefetcher leaves it to us
     lock.Unlock();
     s = ReadFromFiles(kind, name, step, bytes == 0 ? std::vector<RestoreTarget>{} : target);
     lock.Lock();
-    e->pop_reading = false;
+    p_->store_.PopReading(*e, false);
   }
   if (!s.ok()) {
     p_->Unpin(e);
@@ -123,7 +119,7 @@ Result<size_t> Pipeline::Reader::Pop(const std::string& name, int64_t step, void
   if (device_hit) ++p_->stats_.device.hits;
   NoteRead(hit, bytes, t0, hit ? "pop (cache hit)" : "pop (from file)", name, step);
   p_->catalog_.DropStep(name, step);
-  const bool delete_file = e->local_committed;
+  const bool delete_file = e->local().committed;
   p_->Consume(e);
   p_->Unpin(e);
   if (delete_file) {
@@ -149,7 +145,7 @@ Status Pipeline::CloseHistory(const std::string& name) {
     // Steps stay on disk for a later run: let their flushes finish.
     cv_app_.wait(lock, [&] {
       for (const auto& e : entries) {
-        if (!e->local_committed && !e->failed()) return false;
+        if (!e->local().committed && !e->failed()) return false;
       }
       return true;
     });
@@ -157,13 +153,13 @@ Status Pipeline::CloseHistory(const std::string& name) {
   // Not popping any more: let in-flight prefetches end before releasing.
   cv_app_.wait(lock, [&] {
     for (const auto& e : entries) {
-      if (e->prefetching) return false;
+      if (e->reads().prefetching) return false;
     }
     return true;
   });
   catalog_.CloseHistory(name);
   for (const auto& e : entries) {
-    const bool delete_file = e->local_committed && !config_.history_persistent;
+    const bool delete_file = e->local().committed && !config_.history_persistent;
     Consume(e);
     if (delete_file) {
       tiers::FileTier* t = &history_;

@@ -21,18 +21,16 @@ namespace cairn::core {
 void Pipeline::StageOwners::NotePersisted(Pipeline* p, const EntryPtr& e, const Status& s,
                                           std::chrono::steady_clock::time_point t0, double seconds,
                                           const char* span) {
-  e->persist_pending = false;
+  p->store_.PersistEnded(*e, s);
   p->mover_.Resume(e->name);  // copies of layers waiting for it as their base
   if (s.ok()) {
-    e->persistent_committed = true;
     p->tracer_.Span(span, "persistent", t0, std::chrono::steady_clock::now(),
                     e->layout.stored_bytes, e->name, e->number);
     p->stats_.flush_persistent.bytes += e->layout.stored_bytes;
     p->stats_.flush_persistent.ops += 1;
     p->stats_.flush_persistent.seconds += seconds;
-    if (e->local_committed) p->mover_.Retain(e->name);  // else the flusher's commit queues it
+    if (e->local().committed) p->mover_.Retain(e->name);  // else the flusher's commit queues it
   } else {
-    e->persistent_error = s;
     ++p->stats_.failed_flushes;
     if (p->unreported_error_.ok()) p->unreported_error_ = s;
   }
@@ -50,19 +48,19 @@ void Pipeline::StageOwners::PersisterOwner::Committed(const EntryPtr& e,
 // After the persister's turn at e, whatever became of it: committed, failed,
 // consumed, or given up (a block it needed was evicted).
 void Pipeline::StageOwners::PersisterOwner::Flushed(const EntryPtr& e) {
-  e->persist_from_cache = false;
+  p_->store_.PersisterDone(*e);
   p_->store_.DropHold(e);
   p_->prefetcher_.Wake();           // its blocks are evictable now
-  if (!e->persist_pending) return;  // committed, or failed (booked)
-  if (e->consumed || e->failed()) {
-    e->persist_pending = false;  // never to be persisted; Wait reports why
+  if (!e->persist().pending) return;  // committed, or failed (booked)
+  if (e->consumed() || e->failed()) {
+    p_->store_.PersistDropped(*e);  // never to be persisted; Wait reports why
     p_->mover_.Resume(e->name);  // copies waiting for it as their base
     p_->cv_app_.notify_all();
     return;
   }
   // Given up: the committed local file is copied instead (now, or by
   // FlusherOwner::Committed once it is committed).
-  if (e->local_committed) p_->mover_.Copy(e);
+  if (e->local().committed) p_->mover_.Copy(e);
 }
 
 void Pipeline::StageOwners::MoverOwner::Copied(const EntryPtr& e, const Status& s,
@@ -76,7 +74,7 @@ void Pipeline::StageOwners::MoverOwner::Copied(const EntryPtr& e, const Status& 
 bool Pipeline::StageOwners::MoverOwner::MayRetire(const std::string& name, int64_t v, bool local) {
   if (p_->commits_.Common(name) == v) return false;
   EntryPtr e = p_->catalog_.Find(format::EntryKind::kCheckpoint, name, v);
-  if (e && (e->persist_pending || !e->local_committed)) return false;
+  if (e && (e->persist().pending || !e->local().committed)) return false;
   // The base of a layered version still in flight (captured before a newer
   // version committed) must outlive that version's commit.
   if (p_->catalog_.IsBaseOfUncommitted(name, v)) return false;

@@ -53,7 +53,7 @@ Pipeline::Pipeline(const Config& config)
                  {.checkpoints = persistent_ ? &*persistent_ : nullptr, .known_dirs = &known_dirs_},
                  &owners_->persister,
                  {.written = &BlockState::persisted,
-                  .started = &Entry::persist_started,
+                  .persistent = true,
                   .wrote = &BlockStore::WrittenPersistently},
                  /*verify=*/true),
       mover_(&mu_, &cv_app_, &local_, persistent_ ? &*persistent_ : nullptr,
@@ -191,9 +191,8 @@ void Pipeline::NotifyAll() {
 // A checkpoint's flush ended: committed, it may be the base of the next
 // versions; failed or dropped, never.
 void Pipeline::SettleLayering(Entry& e) {
-  if (e.layer_settled) return;
-  e.layer_settled = true;
-  if (e.local_committed) {
+  if (!store_.SettleLayer(e)) return;  // told already
+  if (e.local().committed) {
     layering_->Committed(e.name, e.number);
   } else {
     layering_->Dropped(e.name, e.number);
@@ -256,7 +255,7 @@ void Pipeline::SetCaptureCopying(bool copying) {
 void Pipeline::ReleaseChunks(Entry& e) {
   store_.Release(e);
   if (dcache_) {
-    for (uint32_t b = 0; b < e.blocks.size(); ++b) device_mover_.DropSlot(e, b);
+    for (uint32_t b = 0; b < e.blocks().size(); ++b) device_mover_.DropSlot(e, b);
   }
   device_mover_.Wake();
   cv_app_.notify_all();
@@ -264,20 +263,19 @@ void Pipeline::ReleaseChunks(Entry& e) {
 }
 
 void Pipeline::Unpin(const EntryPtr& e) {
-  if (--e->pins == 0 && e->consumed) ReleaseChunks(*e);
+  if (store_.Unpin(*e)) ReleaseChunks(*e);  // the last pin of a consumed entry
 }
 
 void Pipeline::Consume(const EntryPtr& e) {
-  if (e->consumed) return;
-  e->consumed = true;
+  if (!store_.Consume(*e)) return;  // consumed already
   catalog_.Remove(*e);
-  if (e->pins == 0) ReleaseChunks(*e);
+  if (e->pins() == 0) ReleaseChunks(*e);
   flusher_.Wake();
   persister_.Wake();
 }
 
 void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
-  if (e->local_error.ok()) e->local_error = s;
+  store_.SetError(*e, s);
   ++stats_.failed_flushes;
   if (unreported_error_.ok()) unreported_error_ = s;
   store_.Failed(*e);
@@ -290,9 +288,10 @@ void Pipeline::FailEntry(const EntryPtr& e, const Status& s) {
 void Pipeline::FailLayersOn(const Entry& base) {
   for (const EntryPtr& layer : catalog_.LayersOn(base.name, base.number)) {
     if (layer->seq < base.seq) continue;  // on an earlier version of that number
-    FailEntry(layer, base.local_error.WithContext("version " + std::to_string(layer->number) +
-                                                  " of '" + base.name + "' is layered on version " +
-                                                  std::to_string(base.number) + ", which failed"));
+    FailEntry(layer,
+              base.local().error.WithContext("version " + std::to_string(layer->number) + " of '" +
+                                             base.name + "' is layered on version " +
+                                             std::to_string(base.number) + ", which failed"));
   }
 }
 
@@ -312,7 +311,7 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
     lock.Unlock();
     return Reader(this).WaitForFiles(kind, name, number, level);
   }
-  if (level == Level::kPersistent && e->persist_skipped) {
+  if (level == Level::kPersistent && e->persist().skipped) {
     return Status::InvalidArgument(
         "version " + std::to_string(number) + " of '" + name +
         "' is not written to the persistent level: its checkpoint was not an L4 turn "
@@ -321,17 +320,17 @@ Status Pipeline::Wait(format::EntryKind kind, const std::string& name, int64_t n
   cv_app_.wait(lock, [&]() CAIRN_REQUIRES(mu_) {
     switch (level) {
       case Level::kCache:
-        return e->capture_done;
+        return e->capture().done;
       case Level::kLocal:
-        return e->local_committed || e->failed() || e->consumed;
+        return e->local().committed || e->failed() || e->consumed();
       case Level::kPersistent:  // levels are cumulative: the persister may commit first
-        return (e->persistent_committed && e->local_committed) || e->failed() ||
-               !e->persistent_error.ok() || e->consumed;
+        return (e->persist().committed && e->local().committed) || e->failed() ||
+               !e->persist().error.ok() || e->consumed();
     }
     return true;
   });
-  Status s = e->local_error;
-  if (s.ok() && level == Level::kPersistent) s = e->persistent_error;
+  Status s = e->local().error;
+  if (s.ok() && level == Level::kPersistent) s = e->persist().error;
   if (!s.ok() && unreported_error_.code() == s.code() &&
       unreported_error_.message() == s.message()) {
     unreported_error_ = Status::Ok();

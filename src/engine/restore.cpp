@@ -76,8 +76,8 @@ Status Pipeline::Reader::CopyFromCache(const EntryPtr& e, const std::vector<Rest
       const auto& blk = e->layout.blocks[b];
       const bool from_slot = e->in_device(b) && (device_target || !e->in_host(b));
       const void* src = from_slot ? reinterpret_cast<const void*>(p_->dcache_->address(
-                                        static_cast<uint32_t>(e->blocks[b].slot)))
-                                  : p_->store_.data(static_cast<uint32_t>(e->blocks[b].chunk));
+                                        static_cast<uint32_t>(e->blocks()[b].slot)))
+                                  : p_->store_.data(static_cast<uint32_t>(e->blocks()[b].chunk));
       *device_hit = *device_hit || from_slot;
       (from_slot || device_target ? gpu : cpu)
           .push_back(
@@ -113,20 +113,21 @@ Status Pipeline::Reader::Restore(const std::string& name, int64_t version,
     // Evicted blocks imply the flush wrote them; wait for the commit so the
     // file is complete.
     p_->cv_app_.wait(lock, [&]() CAIRN_REQUIRES(p_->mu_) {
-      return (e->fully_cached() && !layered) || e->local_committed || e->failed() || e->consumed;
+      return (e->fully_cached() && !layered) || e->local().committed || e->failed() ||
+             e->consumed();
     });
   }
   Status s;
   bool hit = false;
   bool device_hit = false;
-  if (e && e->fully_cached() && !e->consumed && !layered) {
-    ++e->pins;
+  if (e && e->fully_cached() && !e->consumed() && !layered) {
+    p_->store_.Pin(*e);
     s = CopyFromCache(e, targets, &device_hit);
     p_->Unpin(e);
     hit = true;
   } else {
-    if (e && e->failed() && !e->local_committed) {
-      return e->local_error.WithContext(format::EntryLabel(kind, name, version) + " was lost");
+    if (e && e->failed() && !e->local().committed) {
+      return e->local().error.WithContext(format::EntryLabel(kind, name, version) + " was lost");
     }
     lock.Unlock();
     s = ReadFromFiles(kind, name, version, targets, read);

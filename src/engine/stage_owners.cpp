@@ -12,7 +12,9 @@ const uint8_t* Pipeline::StageOwners::ChecksummerOwner::ChunkData(uint32_t chunk
   return p_->store_.data(chunk);
 }
 void Pipeline::StageOwners::ChecksummerOwner::Unpin(const EntryPtr& e) { p_->Unpin(e); }
-void Pipeline::StageOwners::ChecksummerOwner::Checksummed() {
+void Pipeline::StageOwners::ChecksummerOwner::Checksummed(const EntryPtr& e, uint32_t b,
+                                                          uint32_t crc) {
+  p_->store_.Checksummed(*e, b, crc);
   p_->flusher_.Wake();
   p_->persister_.Wake();
 }
@@ -29,7 +31,7 @@ void Pipeline::StageOwners::FlusherOwner::Skipped() { ++p_->stats_.flushes_skipp
 void Pipeline::StageOwners::FlusherOwner::Committed(const EntryPtr& e,
                                                     Flusher::TimePoint flush_start,
                                                     double io_seconds) {
-  e->local_committed = true;
+  p_->store_.LocalCommitted(*e);
   if (e->kind == format::EntryKind::kCheckpoint) {
     p_->commits_.NoteLocal(e->name, e->number,
                            std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -42,13 +44,13 @@ void Pipeline::StageOwners::FlusherOwner::Committed(const EntryPtr& e,
   p_->stats_.flush_local.bytes += e->layout.stored_bytes;
   p_->stats_.flush_local.ops += 1;
   p_->stats_.flush_local.seconds += io_seconds;
-  if (e->consumed) {
+  if (e->consumed()) {
     // Popped while its commit was running: the file must go.
     p_->mover_.Remove(&p_->tier_for(e->kind), e->name, e->kind, e->number);
   } else if (e->kind == format::EntryKind::kCheckpoint) {
-    if (e->persist_pending && !e->persist_from_cache) {
+    if (e->persist().pending && !e->persist().from_cache) {
       p_->mover_.Copy(e);  // the persister gave it up before this commit
-    } else if (!e->persist_pending) {
+    } else if (!e->persist().pending) {
       p_->mover_.Retain(e->name);  // persisted already, or no persistent tier
     }                              // else the persister is on it and queues retention when done
   }
@@ -105,7 +107,7 @@ void Pipeline::StageOwners::DeviceMoverOwner::Drained(const EntryPtr& e, uint32_
   device.drain.bytes += length;
   device.drain.seconds += SecondsBetween(t0, t1);
   if (bounced) device.bounce_bytes += length;
-  if (block + 1 == e->blocks.size()) device.drain.ops += 1;
+  if (block + 1 == e->blocks().size()) device.drain.ops += 1;
   if (p_->store_.Captured(*e, block)) p_->checksummer_.Push(e, block);
   p_->tracer_.Span("drain", "device", t0, t1, length, e->name, e->number);
 }

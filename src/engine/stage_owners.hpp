@@ -28,9 +28,10 @@ struct Pipeline::StageOwners {
   class ChecksummerOwner final : public Checksummer::Owner {
    public:
     explicit ChecksummerOwner(Pipeline* p) : p_(p) {}
+    void Pin(const EntryPtr& e) override CAIRN_REQUIRES(p_->mu_) { p_->store_.Pin(*e); }
     const uint8_t* ChunkData(uint32_t chunk) override CAIRN_REQUIRES(p_->mu_);
     void Unpin(const EntryPtr& e) override CAIRN_REQUIRES(p_->mu_);
-    void Checksummed() override CAIRN_REQUIRES(p_->mu_);
+    void Checksummed(const EntryPtr& e, uint32_t b, uint32_t crc) override CAIRN_REQUIRES(p_->mu_);
     bool Paused() override CAIRN_REQUIRES(p_->mu_);
 
    private:

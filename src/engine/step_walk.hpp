@@ -30,7 +30,7 @@ EntryPtr WalkPoppedSteps(const Catalog& catalog, int depth, const Judge& judge) 
     int ahead = 0;
     for (auto it = h.steps.rbegin(); it != h.steps.rend(); ++it) {
       EntryPtr e = catalog.Find(format::EntryKind::kHistoryStep, name, *it);
-      const StepVerdict verdict = e && !e->consumed ? judge(*e) : StepVerdict::kSkip;
+      const StepVerdict verdict = e && !e->consumed() ? judge(*e) : StepVerdict::kSkip;
       if (verdict == StepVerdict::kTake) return e;
       if (verdict == StepVerdict::kWait) return nullptr;
       if (verdict == StepVerdict::kNextHistory) break;

@@ -29,7 +29,7 @@ class CleanList {
 
   // Lists block `block` of e (no-op when it is listed already).
   void Add(Entry& e, uint32_t block) {
-    bool& listed = e.blocks[block].*listed_;
+    bool& listed = e.blocks_[block].*listed_;
     if (listed) return;
     listed = true;
     blocks_.emplace(std::make_pair(e.seq, block), &e);
@@ -37,7 +37,7 @@ class CleanList {
 
   // Unlists it (no-op when it is not listed).
   void Remove(Entry& e, uint32_t block) {
-    bool& listed = e.blocks[block].*listed_;
+    bool& listed = e.blocks_[block].*listed_;
     if (!listed) return;
     listed = false;
     blocks_.erase(std::make_pair(e.seq, block));
@@ -54,7 +54,7 @@ class CleanList {
       if (busy(*e)) continue;
       const uint32_t block = it->first.second;
       blocks_.erase(it);
-      e->blocks[block].*listed_ = false;
+      e->blocks_[block].*listed_ = false;
       return std::make_pair(e, block);
     }
     return std::nullopt;

@@ -43,7 +43,7 @@ class TierCache {
 
   // Lists block `block` of e as evictable, if this tier holds it.
   void MarkClean(Entry& e, uint32_t block) {
-    if (e.blocks[block].*Policy::kUnit >= 0) clean_.Add(e, block);
+    if (e.blocks_[block].*Policy::kUnit >= 0) clean_.Add(e, block);
   }
 
   // Unlists the block and frees its unit; true when it held one.
@@ -93,7 +93,7 @@ class TierCache {
 
  private:
   bool Release(Entry& e, uint32_t block) {
-    int32_t& unit = e.blocks[block].*Policy::kUnit;
+    int32_t& unit = e.blocks_[block].*Policy::kUnit;
     if (unit < 0) return false;
     storage_->Free(static_cast<uint32_t>(unit));
     unit = -1;
@@ -114,12 +114,12 @@ struct HostTier {
   static constexpr bool BlockState::*kListed = &BlockState::clean;
   static constexpr const char* kEvictSpan = "evict";
   // Pinned by a reader or writer, or being prefetched into the host cache.
-  static bool Busy(const Entry& e) { return e.pins > 0 || e.prefetching; }
+  static bool Busy(const Entry& e) { return e.pins() > 0 || e.reads().prefetching; }
   static bool MayEvict(const Storage&) { return true; }
   // `sealed` stays (the payload is complete, in the file); it is no longer
   // resident.
   static void OnReleased(Entry& e, uint32_t block) {
-    if (e.blocks[block].sealed) --e.resident_blocks;
+    if (e.blocks_[block].sealed) --e.capture_.resident_blocks;
   }
 };
 
@@ -130,11 +130,11 @@ struct DeviceTier {
   static constexpr int32_t BlockState::*kUnit = &BlockState::slot;
   static constexpr bool BlockState::*kListed = &BlockState::dclean;
   static constexpr const char* kEvictSpan = "device evict";
-  static bool Busy(const Entry& e) { return e.pins > 0 || e.device_prefetching; }
+  static bool Busy(const Entry& e) { return e.pins() > 0 || e.reads().device_prefetching; }
   // HiPC'22 constraint 1: no eviction while the cache is still being
   // mapped; the unmapped part will be free room soon.
   static bool MayEvict(const Storage& s) { return s.mapping_done(); }
-  static void OnReleased(Entry& e, uint32_t block) { e.blocks[block].dsealed = false; }
+  static void OnReleased(Entry& e, uint32_t block) { e.blocks_[block].dsealed = false; }
 };
 
 }  // namespace cairn::core

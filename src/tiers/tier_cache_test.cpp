@@ -1,10 +1,12 @@
 #include "tiers/tier_cache.hpp"
 
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <optional>
 #include <vector>
 
-#include <gtest/gtest.h>
+#include "testing/entry_state.hpp"
 
 namespace cairn::core {
 namespace {
@@ -34,10 +36,10 @@ struct FakeTier {
   static constexpr int32_t BlockState::*kUnit = &BlockState::chunk;
   static constexpr bool BlockState::*kListed = &BlockState::clean;
   static constexpr const char* kEvictSpan = "evict";
-  static bool Busy(const Entry& e) { return e.pins > 0; }
+  static bool Busy(const Entry& e) { return e.pins() > 0; }
   static bool MayEvict(const Storage& s) { return s.may_evict; }
   static void OnReleased(Entry& e, uint32_t block) {
-    if (e.blocks[block].sealed) --e.resident_blocks;
+    if (e.blocks()[block].sealed) --test::StateOf(e).capture.resident_blocks;
   }
 };
 
@@ -45,7 +47,7 @@ EntryPtr MakeEntry(uint64_t seq, uint32_t blocks) {
   auto e = std::make_shared<Entry>();
   e->seq = seq;
   e->name = "e" + std::to_string(seq);
-  e->blocks.resize(blocks);
+  test::StateOf(*e).blocks.resize(blocks);
   e->layout.blocks.resize(blocks);
   for (auto& b : e->layout.blocks) b.length = 100;
   return e;
@@ -53,10 +55,10 @@ EntryPtr MakeEntry(uint64_t seq, uint32_t blocks) {
 
 // Puts every block of e into a unit of s, sealed and resident.
 void Fill(FakeStorage& s, Entry& e) {
-  for (auto& b : e.blocks) {
+  for (auto& b : test::StateOf(e).blocks) {
     b.chunk = static_cast<int32_t>(*s.Allocate());
     b.sealed = true;
-    ++e.resident_blocks;
+    ++test::StateOf(e).capture.resident_blocks;
   }
 }
 
@@ -77,16 +79,16 @@ TEST_F(TierCacheTest, EvictsOnlyCleanBlocksOldestFirst) {
   EXPECT_FALSE(tier.EvictOne(UINT64_MAX));  // nothing clean yet
   tier.MarkClean(*newer, 0);
   tier.MarkClean(*older, 1);
-  const int32_t older_unit = older->blocks[1].chunk;
+  const int32_t older_unit = older->blocks()[1].chunk;
   ASSERT_TRUE(tier.EvictOne(UINT64_MAX));
-  EXPECT_EQ(older->blocks[1].chunk, -1);  // the older entry's block went first
-  EXPECT_FALSE(older->blocks[1].clean);
-  EXPECT_EQ(older->resident_blocks, 1u);
+  EXPECT_EQ(older->blocks()[1].chunk, -1);  // the older entry's block went first
+  EXPECT_FALSE(older->blocks()[1].clean);
+  EXPECT_EQ(older->capture().resident_blocks, 1u);
   EXPECT_FALSE(storage.used[static_cast<uint32_t>(older_unit)]);
   EXPECT_EQ(evictions, 1u);
   EXPECT_FALSE(tier.EvictOne(/*below_seq=*/2));  // newer ranks at 2: not below
   EXPECT_TRUE(tier.EvictOne(UINT64_MAX));
-  EXPECT_EQ(newer->blocks[0].chunk, -1);
+  EXPECT_EQ(newer->blocks()[0].chunk, -1);
   EXPECT_EQ(evictions, 2u);
 }
 
@@ -96,11 +98,11 @@ TEST_F(TierCacheTest, BusyEntriesAreSkipped) {
   Fill(storage, *b);
   tier.MarkClean(*a, 0);
   tier.MarkClean(*b, 0);
-  a->pins = 1;
+  test::StateOf(*a).pins = 1;
   EXPECT_EQ(tier.CountEvictableFor(*MakeEntry(3, 1), 5), 1u);
   ASSERT_TRUE(tier.EvictOne(UINT64_MAX));
-  EXPECT_GE(a->blocks[0].chunk, 0);  // pinned: kept
-  EXPECT_EQ(b->blocks[0].chunk, -1);
+  EXPECT_GE(a->blocks()[0].chunk, 0);  // pinned: kept
+  EXPECT_EQ(b->blocks()[0].chunk, -1);
 }
 
 TEST_F(TierCacheTest, HasRoomForCountsFreeThenEvictableBelow) {
@@ -127,8 +129,8 @@ TEST_F(TierCacheTest, TryAcquireBelowSeqEvictsOnlyOlderEntries) {
   EXPECT_FALSE(tier.TryAcquire(alloc, /*below_seq=*/2));  // young ranks above 2
   tier.MarkClean(*old, 1);
   ASSERT_TRUE(tier.TryAcquire(alloc, 2));
-  EXPECT_EQ(old->blocks[1].chunk, -1);
-  EXPECT_GE(young->blocks[0].chunk, 0);
+  EXPECT_EQ(old->blocks()[1].chunk, -1);
+  EXPECT_GE(young->blocks()[0].chunk, 0);
 }
 
 TEST_F(TierCacheTest, TryAcquireEvictsWhenFullAndAllowed) {
@@ -138,11 +140,11 @@ TEST_F(TierCacheTest, TryAcquireEvictsWhenFullAndAllowed) {
   tier.MarkClean(*e, 2);
   storage.may_evict = false;
   EXPECT_FALSE(Acquire());  // the policy forbids eviction now
-  EXPECT_GE(e->blocks[2].chunk, 0);
+  EXPECT_GE(e->blocks()[2].chunk, 0);
   storage.may_evict = true;
   auto unit = Acquire();
   ASSERT_TRUE(unit);
-  EXPECT_EQ(e->blocks[2].chunk, -1);
+  EXPECT_EQ(e->blocks()[2].chunk, -1);
   EXPECT_TRUE(storage.used[*unit]);
   EXPECT_EQ(evictions, 1u);
 }
@@ -156,7 +158,7 @@ TEST_F(TierCacheTest, DropUnlistsAndFreesOnce) {
   EXPECT_EQ(tier.listed(), 0u);
   EXPECT_FALSE(tier.Drop(*e, 0));  // no unit any more: nothing freed twice
   EXPECT_TRUE(tier.Drop(*e, 1));   // dirty blocks are dropped too
-  EXPECT_EQ(e->resident_blocks, 0u);
+  EXPECT_EQ(e->capture().resident_blocks, 0u);
   EXPECT_EQ(evictions, 0u);  // drops are not evictions
   EXPECT_FALSE(tier.EvictOne(UINT64_MAX));
 }
@@ -165,25 +167,25 @@ TEST_F(TierCacheTest, MarkCleanIgnoresBlocksNotInTheTier) {
   auto e = MakeEntry(1, 1);
   tier.MarkClean(*e, 0);  // chunk -1
   EXPECT_EQ(tier.listed(), 0u);
-  EXPECT_FALSE(e->blocks[0].clean);
+  EXPECT_FALSE(e->blocks()[0].clean);
 }
 
 TEST(TierPolicies, DeviceAndHostUseTheirOwnFields) {
   auto e = MakeEntry(1, 1);
-  e->blocks[0].chunk = 3;
-  e->blocks[0].sealed = true;
-  e->resident_blocks = 1;
-  e->blocks[0].slot = 5;
-  e->blocks[0].dsealed = true;
+  test::StateOf(*e).blocks[0].chunk = 3;
+  test::StateOf(*e).blocks[0].sealed = true;
+  test::StateOf(*e).capture.resident_blocks = 1;
+  test::StateOf(*e).blocks[0].slot = 5;
+  test::StateOf(*e).blocks[0].dsealed = true;
   DeviceTier::OnReleased(*e, 0);
-  EXPECT_FALSE(e->blocks[0].dsealed);
-  EXPECT_EQ(e->resident_blocks, 1u);  // the host copy is untouched
+  EXPECT_FALSE(e->blocks()[0].dsealed);
+  EXPECT_EQ(e->capture().resident_blocks, 1u);  // the host copy is untouched
   HostTier::OnReleased(*e, 0);
-  EXPECT_EQ(e->resident_blocks, 0u);
-  e->prefetching = true;
+  EXPECT_EQ(e->capture().resident_blocks, 0u);
+  test::StateOf(*e).reads.prefetching = true;
   EXPECT_TRUE(HostTier::Busy(*e));
   EXPECT_FALSE(DeviceTier::Busy(*e));
-  e->device_prefetching = true;
+  test::StateOf(*e).reads.device_prefetching = true;
   EXPECT_TRUE(DeviceTier::Busy(*e));
 }
 

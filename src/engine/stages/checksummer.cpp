@@ -21,9 +21,9 @@ void Checksummer::RunJob(Job& j) {
 }
 
 void Checksummer::ChecksumBlock(const EntryPtr& e, uint32_t block) {
-  BlockState& bs = e->blocks[block];
-  if (e->consumed || bs.chunk < 0) return;
-  ++e->pins;
+  const BlockState& bs = e->blocks()[block];
+  if (e->consumed() || bs.chunk < 0) return;
+  owner_->Pin(e);
   const uint8_t* data = owner_->ChunkData(static_cast<uint32_t>(bs.chunk));
   const uint32_t length = e->layout.blocks[block].length;
   uint32_t crc = 0;
@@ -31,11 +31,8 @@ void Checksummer::ChecksumBlock(const EntryPtr& e, uint32_t block) {
     MutexUnlock unlocked(mu_);  // the CRC32C of the pinned chunk
     crc = crc32c::Value(data, length);
   }
-  // Before the unpin: a consumed entry's last unpin releases its chunks.
-  bs.crc = crc;
-  bs.crc_ready = true;
+  owner_->Checksummed(e, block, crc);  // before the unpin (see Owner)
   owner_->Unpin(e);
-  owner_->Checksummed();
 }
 
 }  // namespace cairn::core

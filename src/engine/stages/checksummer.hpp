@@ -37,11 +37,14 @@ class Checksummer {
     // The bytes of a host-cache chunk (read with *mu dropped, while the
     // chunk's entry is pinned).
     virtual const uint8_t* ChunkData(uint32_t chunk) = 0;
-    // Drops the pin the checksummer took; the owner releases a consumed
-    // entry's chunks at its last pin.
+    // Pins e while its chunk is read with *mu dropped (entry.hpp); Unpin
+    // drops the pin, and the owner releases a consumed entry's chunks at
+    // its last pin.
+    virtual void Pin(const EntryPtr& e) = 0;
     virtual void Unpin(const EntryPtr& e) = 0;
-    // A block's checksum is ready (the owner wakes the flusher).
-    virtual void Checksummed() = 0;
+    // Block b's checksum is `crc`: the owner books it (before the unpin: a
+    // consumed entry's last unpin releases its chunks) and wakes the flusher.
+    virtual void Checksummed(const EntryPtr& e, uint32_t b, uint32_t crc) = 0;
     // True while the next block must wait (asked before each one).
     virtual bool Paused() { return false; }
 
@@ -76,8 +79,8 @@ class Checksummer {
   std::optional<Job> TakeJob(Worker<Job, Checksummer>& w);
   void RunJob(Job& j);
 
-  // Sets the block's crc and crc_ready, unless the entry was consumed or the
-  // block left the host cache meanwhile. Drops *mu for the CRC.
+  // The block's checksum (Owner::Checksummed), unless the entry was
+  // consumed or the block left the host cache meanwhile. Drops *mu for the CRC.
   void ChecksumBlock(const EntryPtr& e, uint32_t block) CAIRN_REQUIRES(*mu_);
 
   Mutex* const mu_;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "testing/entry_state.hpp"
 #include "util/crc32c.hpp"
 
 namespace cairn::core {
@@ -41,17 +42,22 @@ struct FakeOwner final : Checksummer::Owner {
     if (before_chunk_data) before_chunk_data();
     return chunks.at(c).data();
   }
+  void Pin(const EntryPtr& e) override CAIRN_REQUIRES(mu) { ++test::StateOf(*e).pins; }
   void Unpin(const EntryPtr& e) override CAIRN_REQUIRES(mu) {
     ++unpins;
     ++entry_unpins[e.get()];
-    pinned_at_unpin = pinned_at_unpin && e->pins > 0;
+    pinned_at_unpin = pinned_at_unpin && e->pins() > 0;
     // The n-th unpin comes after n checksums were published.
     int ready = 0;
-    for (const BlockState& bs : e->blocks) ready += bs.crc_ready ? 1 : 0;
+    for (const BlockState& bs : e->blocks()) ready += bs.crc_ready ? 1 : 0;
     ready_at_unpin = ready_at_unpin && ready >= unpins_of_entry(e);
-    if (--e->pins == 0 && e->consumed) released = true;
+    if (--test::StateOf(*e).pins == 0 && e->consumed()) released = true;
   }
-  void Checksummed() override CAIRN_REQUIRES(mu) { ++wakeups; }
+  void Checksummed(const EntryPtr& e, uint32_t b, uint32_t crc) override CAIRN_REQUIRES(mu) {
+    test::StateOf(*e).blocks[b].crc = crc;
+    test::StateOf(*e).blocks[b].crc_ready = true;
+    ++wakeups;
+  }
   bool Paused() override CAIRN_REQUIRES(mu) { return paused && paused(); }
 
   // An entry whose block k lies in chunk chunk_of[k] (-1: not resident), with
@@ -63,7 +69,7 @@ struct FakeOwner final : Checksummer::Owner {
       BlockState bs;
       bs.chunk = chunk_of[k];
       bs.sealed = chunk_of[k] >= 0;
-      e->blocks.push_back(bs);
+      test::StateOf(*e).blocks.push_back(bs);
       if (chunk_of[k] < 0) continue;
       if (chunks.size() <= static_cast<size_t>(chunk_of[k])) chunks.resize(chunk_of[k] + 1);
       auto& c = chunks[chunk_of[k]];
@@ -91,12 +97,12 @@ TEST(ChecksummerTest, ChecksumsEachQueuedBlockOfItsChunk) {
   WaitIdle(o, c);
   MutexLock l(&o.mu);
   for (uint32_t b = 0; b < 3; ++b) {
-    EXPECT_TRUE(e->blocks[b].crc_ready) << b;
-    EXPECT_EQ(e->blocks[b].crc, crc32c::Value(o.chunks[e->blocks[b].chunk].data(), 1000)) << b;
+    EXPECT_TRUE(e->blocks()[b].crc_ready) << b;
+    EXPECT_EQ(e->blocks()[b].crc, crc32c::Value(o.chunks[e->blocks()[b].chunk].data(), 1000)) << b;
   }
   // Distinct data: a checksum of the wrong chunk would not match above.
-  EXPECT_NE(e->blocks[0].crc, e->blocks[1].crc);
-  EXPECT_EQ(e->pins, 0);
+  EXPECT_NE(e->blocks()[0].crc, e->blocks()[1].crc);
+  EXPECT_EQ(e->pins(), 0);
   EXPECT_EQ(o.unpins, 3);
   EXPECT_EQ(o.wakeups, 3);  // the flusher hears of every block
   EXPECT_TRUE(o.pinned_at_unpin);
@@ -111,16 +117,16 @@ TEST(ChecksummerTest, SkipsConsumedEntriesAndBlocksNoLongerCached) {
   c.Start(nullptr);
   {
     MutexLock l(&o.mu);
-    popped->consumed = true;
+    test::StateOf(*popped).consumed = true;
     c.Push(popped, 0);
     c.Push(evicted, 1);
     c.Push(evicted, 0);  // the one block it checksums
   }
   WaitIdle(o, c);
   MutexLock l(&o.mu);
-  EXPECT_FALSE(popped->blocks[0].crc_ready);
-  EXPECT_FALSE(evicted->blocks[1].crc_ready);
-  EXPECT_TRUE(evicted->blocks[0].crc_ready);
+  EXPECT_FALSE(popped->blocks()[0].crc_ready);
+  EXPECT_FALSE(evicted->blocks()[1].crc_ready);
+  EXPECT_TRUE(evicted->blocks()[0].crc_ready);
   EXPECT_EQ(o.unpins, 1);
   EXPECT_EQ(o.wakeups, 1);
   EXPECT_FALSE(o.released);
@@ -133,7 +139,7 @@ TEST(ChecksummerTest, AnEntryConsumedDuringTheChecksumIsReleasedAtTheUnpin) {
   // lock; the consume happens there, as if a pop ran during the CRC.
   FakeOwner o;
   EntryPtr e = o.MakeEntry({0}, 4096);
-  o.before_chunk_data = [e] { e->consumed = true; };
+  o.before_chunk_data = [e] { test::StateOf(*e).consumed = true; };
   Checksummer c(&o.mu, &o.done, o.Interface());
   c.Start(nullptr);
   {
@@ -143,7 +149,7 @@ TEST(ChecksummerTest, AnEntryConsumedDuringTheChecksumIsReleasedAtTheUnpin) {
   WaitIdle(o, c);
   MutexLock l(&o.mu);
   EXPECT_TRUE(o.released);
-  EXPECT_EQ(e->pins, 0);
+  EXPECT_EQ(e->pins(), 0);
 }
 
 TEST(ChecksummerTest, TakesNoBlockWhilePausedAndResumesWhenWoken) {
@@ -168,8 +174,8 @@ TEST(ChecksummerTest, TakesNoBlockWhilePausedAndResumesWhenWoken) {
     const int before = declined;
     // Either the thread declined the queued blocks, or (wrongly) took one.
     o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return declined > before || o.unpins > 0; });
-    EXPECT_FALSE(e->blocks[0].crc_ready);
-    EXPECT_FALSE(e->blocks[1].crc_ready);
+    EXPECT_FALSE(e->blocks()[0].crc_ready);
+    EXPECT_FALSE(e->blocks()[1].crc_ready);
     EXPECT_EQ(o.unpins, 0);
     EXPECT_FALSE(c.Idle());
     paused = false;
@@ -177,8 +183,8 @@ TEST(ChecksummerTest, TakesNoBlockWhilePausedAndResumesWhenWoken) {
   }
   WaitIdle(o, c);
   MutexLock l(&o.mu);
-  EXPECT_TRUE(e->blocks[0].crc_ready);
-  EXPECT_TRUE(e->blocks[1].crc_ready);
+  EXPECT_TRUE(e->blocks()[0].crc_ready);
+  EXPECT_TRUE(e->blocks()[1].crc_ready);
   EXPECT_EQ(o.wakeups, 2);
 }
 

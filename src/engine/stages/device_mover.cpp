@@ -77,7 +77,7 @@ void DeviceMover::DropSlot(Entry& e, uint32_t block) {
 
 void DeviceMover::Push(const EntryPtr& e, uint32_t block) {
   mu_->AssertHeld();
-  if (e->failed() || e->consumed) {
+  if (e->failed() || e->consumed()) {
     tier_.MarkClean(*e, block);
   } else {
     worker_.Push(Job{.e = e, .block = block});
@@ -99,9 +99,9 @@ void DeviceMover::Clear() {
 // Drains
 
 bool DeviceMover::NothingToDrain(const EntryPtr& e, uint32_t block) {
-  if (!e->consumed && !e->failed() && e->blocks[block].dsealed) return false;
-  if (e->consumed) {
-    if (e->pins == 0) DropSlot(*e, block);
+  if (!e->consumed() && !e->failed() && e->blocks()[block].dsealed) return false;
+  if (e->consumed()) {
+    if (e->pins() == 0) DropSlot(*e, block);
   } else {
     tier_.MarkClean(*e, block);
   }
@@ -118,7 +118,7 @@ uint32_t DeviceMover::WaitForChunk(uint32_t write_bytes) {
 
 void DeviceMover::DrainBlock(const EntryPtr& e, uint32_t block) {
   if (NothingToDrain(e, block)) return;
-  BlockState& bs = e->blocks[block];
+  const BlockState& bs = e->blocks()[block];
   const uint32_t length = e->layout.blocks[block].length;
   const uint32_t padded = static_cast<uint32_t>(format::AlignUp(length));
   // Room in the host cache first, with the entry not pinned: a pin would
@@ -131,8 +131,8 @@ void DeviceMover::DrainBlock(const EntryPtr& e, uint32_t block) {
     store_->Free(chunk);
     return;
   }
-  bs.chunk = static_cast<int32_t>(chunk);
-  ++e->pins;  // the slot and the chunk stay while we copy
+  store_->Place(*e, block, chunk);
+  store_->Pin(*e);  // the slot and the chunk stay while we copy
   uint8_t* dst = store_->data(chunk);
   const auto* src = reinterpret_cast<const void*>(cache_->address(static_cast<uint32_t>(bs.slot)));
   const bool registered = store_->host_registered();  // else through a bounce buffer
@@ -147,9 +147,7 @@ void DeviceMover::DrainBlock(const EntryPtr& e, uint32_t block) {
     t1 = std::chrono::steady_clock::now();
   }
   if (!s.ok()) return DrainFailed(e, block, s);
-  bs.sealed = true;
-  ++e->sealed_blocks;
-  ++e->resident_blocks;
+  store_->Sealed(*e, block);
   owner_->Drained(e, block, t0, t1, /*bounced=*/!registered);
   tier_.MarkClean(*e, block);  // the host tier has it now
   owner_->Unpin(e);
@@ -157,11 +155,9 @@ void DeviceMover::DrainBlock(const EntryPtr& e, uint32_t block) {
 }
 
 void DeviceMover::DrainFailed(const EntryPtr& e, uint32_t block, const Status& s) {
-  BlockState& bs = e->blocks[block];
-  store_->Free(static_cast<uint32_t>(bs.chunk));
-  bs.chunk = -1;
+  store_->Unplace(*e, block);
   owner_->Unpin(e);
-  if (!e->consumed) {
+  if (!e->consumed()) {
     // The copy in the device cache stays restorable while resident; the
     // version can never be flushed.
     owner_->Fail(e, s.WithContext("device -> host copy of '" + e->name + "' " +
@@ -189,36 +185,36 @@ StepVerdict DeviceMover::JudgeStep(const Entry& e) const {
   if (e.layout.regions.empty()) return StepVerdict::kSkip;
   if (e.layout.regions[0].spec.memory == MemoryKind::kHost)
     return StepVerdict::kNextHistory;  // not a device history
-  if (e.fully_in_device() || e.device_prefetching || !e.capture_done) return StepVerdict::kAhead;
-  if (e.device_prefetch_failed || e.failed()) return StepVerdict::kSkip;
+  if (e.fully_in_device() || e.reads().device_prefetching || !e.capture().done)
+    return StepVerdict::kAhead;
+  if (e.reads().device_prefetch_failed || e.failed()) return StepVerdict::kSkip;
   if (!e.fully_resident()) return StepVerdict::kNextHistory;  // the host prefetcher brings it first
-  if (e.blocks.size() > cache_->mapped_slots()) return StepVerdict::kSkip;
+  if (e.blocks().size() > cache_->mapped_slots()) return StepVerdict::kSkip;
   size_t missing = 0;
-  for (uint32_t b = 0; b < e.blocks.size(); ++b) missing += e.in_device(b) ? 0 : 1;
+  for (uint32_t b = 0; b < e.blocks().size(); ++b) missing += e.in_device(b) ? 0 : 1;
   return tier_.HasRoomFor(e, cache_->free_mapped_count(), missing) ? StepVerdict::kTake
                                                                    : StepVerdict::kWait;
 }
 
 void DeviceMover::PlanPrefetch(const EntryPtr& e, std::vector<CopySegment>* segments,
                                std::vector<uint32_t>* filled) {
-  for (uint32_t b = 0; b < e->blocks.size(); ++b) {
+  for (uint32_t b = 0; b < e->blocks().size(); ++b) {
     if (e->in_device(b)) continue;
-    BlockState& bs = e->blocks[b];
     auto slot = tier_.TryAcquire([](gpu::DeviceCache& d) { return d.Allocate(); }, e->seq);
     // FindPrefetchTarget counted the room under this same lock.
     if (!slot) break;
-    bs.slot = static_cast<int32_t>(*slot);
+    store_->PlaceInSlot(*e, b, *slot);
     filled->push_back(b);
     segments->push_back({.dst = reinterpret_cast<void*>(cache_->address(*slot)),
-                         .src = store_->data(static_cast<uint32_t>(bs.chunk)),
+                         .src = store_->data(static_cast<uint32_t>(e->blocks()[b].chunk)),
                          .bytes = e->layout.blocks[b].length});
   }
 }
 
 void DeviceMover::Prefetch(const EntryPtr& e) {
   const auto t0 = std::chrono::steady_clock::now();
-  e->device_prefetching = true;
-  ++e->pins;  // its host chunks stay while we read them
+  store_->DevicePrefetchStarted(*e);
+  store_->Pin(*e);  // its host chunks stay while we read them
   std::vector<CopySegment> segments;
   std::vector<uint32_t> filled;
   PlanPrefetch(e, &segments, &filled);
@@ -228,11 +224,11 @@ void DeviceMover::Prefetch(const EntryPtr& e) {
     MutexUnlock unlocked(mu_);  // host -> device copies
     s = io->BackgroundCopy(segments);
   }
-  e->device_prefetching = false;
+  store_->DevicePrefetchEnded(*e, s.ok());
   uint64_t bytes = 0;
   for (uint32_t b : filled) {
     if (s.ok()) {
-      e->blocks[b].dsealed = true;
+      store_->DeviceSealed(*e, b);
       tier_.MarkClean(*e, b);  // still in the host tier too
       bytes += e->layout.blocks[b].length;
     } else {
@@ -243,7 +239,6 @@ void DeviceMover::Prefetch(const EntryPtr& e) {
     owner_->Prefetched(e, bytes, t0);
   } else {
     // Pops then copy from the host cache; nothing is lost.
-    e->device_prefetch_failed = true;
     util::Log(LogLevel::kError, "device prefetch of '%s' step %lld failed: %s", e->name.c_str(),
               static_cast<long long>(e->number), s.ToString().c_str());
   }

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "testing/entry_state.hpp"
 #include "testing/fake_cuda/fake_cuda_fixture.hpp"
 #include "testing/test_util.hpp"
 
@@ -77,16 +78,18 @@ class DeviceMoverTest : public test::FakeCudaTest,
     if (!chunks_allowed_) return std::nullopt;
     return store_.TryAcquire(kBlock, nullptr, /*below_seq=*/0, -1);  // evicts nothing
   }
-  void Unpin(const EntryPtr& e) override CAIRN_REQUIRES(mu_) { --e->pins, ++unpins_; }
+  void Unpin(const EntryPtr& e) override CAIRN_REQUIRES(mu_) {
+    --test::StateOf(*e).pins, ++unpins_;
+  }
   void Drained(const EntryPtr& e, uint32_t b, DeviceMover::TimePoint t0, DeviceMover::TimePoint t1,
                bool bounced) override CAIRN_REQUIRES(mu_) {
-    EXPECT_GT(e->pins, 0);  // before the unpin
+    EXPECT_GT(e->pins(), 0);  // before the unpin
     EXPECT_LE(t0, t1);
     EXPECT_TRUE(bounced);
     drained_.emplace_back(e->number, b);
   }
   void Fail(const EntryPtr& e, const Status& s) override CAIRN_REQUIRES(mu_) {
-    e->local_error = s;
+    test::StateOf(*e).local.error = s;
     fails_.push_back(s);
   }
   void Prefetched(const EntryPtr& e, uint64_t bytes, DeviceMover::TimePoint) override
@@ -137,7 +140,7 @@ class DeviceMoverTest : public test::FakeCudaTest,
     e->layout = format::Layout::Make(
         {{.id = 1, .memory = MemoryKind::kDevice, .bytes = uint64_t{nblocks} * kBlock - 1000}},
         kBlock);
-    e->blocks.resize(e->layout.blocks.size());
+    test::StateOf(*e).blocks.resize(e->layout.blocks.size());
     return e;
   }
   static std::vector<uint8_t> Pattern(const Entry& e, uint32_t b) {
@@ -147,40 +150,41 @@ class DeviceMoverTest : public test::FakeCudaTest,
   // Captures e as the capture path does: a slot per block (no waiting), the
   // device copies with the lock dropped, then sealed and pushed for drains.
   void Capture(const EntryPtr& e) {
-    for (uint32_t b = 0; b < e->blocks.size(); ++b) {
+    for (uint32_t b = 0; b < e->blocks().size(); ++b) {
       void* dst = nullptr;
       {
         MutexLock l(&mu_);
         auto slot = mover_->TryAcquireSlot();
         ASSERT_TRUE(slot.has_value()) << "block " << b;
-        e->blocks[b].slot = static_cast<int32_t>(*slot);
+        test::StateOf(*e).blocks[b].slot = static_cast<int32_t>(*slot);
         dst = reinterpret_cast<void*>(cache_->address(*slot));
       }
       const std::vector<uint8_t> data = Pattern(*e, b);
       const CopySegment seg{.dst = dst, .src = data.data(), .bytes = data.size()};
       ASSERT_TRUE(io_->CaptureCopy({&seg, 1}).ok());
       MutexLock l(&mu_);
-      e->blocks[b].dsealed = true;
+      test::StateOf(*e).blocks[b].dsealed = true;
       mover_->Push(e, b);
     }
     MutexLock l(&mu_);
-    e->capture_done = true;
+    test::StateOf(*e).capture.done = true;
   }
 
   // Puts e's blocks in host chunks, as a flushed history step that the host
   // prefetcher brought back.
   void MakeResident(const EntryPtr& e) CAIRN_REQUIRES(mu_) {
-    for (uint32_t b = 0; b < e->blocks.size(); ++b) {
+    for (uint32_t b = 0; b < e->blocks().size(); ++b) {
       auto c = TryAcquireChunk(kBlock);
       ASSERT_TRUE(c.has_value());
       const std::vector<uint8_t> data = Pattern(*e, b);
       std::copy(data.begin(), data.end(), store_.data(*c));
-      BlockState& bs = e->blocks[b];
+      BlockState& bs = test::StateOf(*e).blocks[b];
       bs.chunk = static_cast<int32_t>(*c);
       bs.sealed = bs.written = bs.crc_ready = true;
     }
-    e->sealed_blocks = e->resident_blocks = static_cast<uint32_t>(e->blocks.size());
-    e->capture_done = e->local_committed = true;
+    test::StateOf(*e).capture.sealed_blocks = test::StateOf(*e).capture.resident_blocks =
+        static_cast<uint32_t>(e->blocks().size());
+    test::StateOf(*e).capture.done = test::StateOf(*e).local.committed = true;
   }
 
   // The bytes of a slot, read back through the restore stream.
@@ -249,11 +253,11 @@ TEST_F(DeviceMoverTest, DrainsInCaptureOrderIntoHostChunks) {
   EXPECT_EQ(unpins_, 5);
   EXPECT_EQ(movers_.now(MemoryMovers::Kind::kBackgroundIo), 0);
   for (const EntryPtr& e : {a, b}) {
-    EXPECT_EQ(e->pins, 0);
-    EXPECT_EQ(e->resident_blocks, e->blocks.size());
-    EXPECT_EQ(e->sealed_blocks, e->blocks.size());
-    for (uint32_t k = 0; k < e->blocks.size(); ++k) {
-      const BlockState& bs = e->blocks[k];
+    EXPECT_EQ(e->pins(), 0);
+    EXPECT_EQ(e->capture().resident_blocks, e->blocks().size());
+    EXPECT_EQ(e->capture().sealed_blocks, e->blocks().size());
+    for (uint32_t k = 0; k < e->blocks().size(); ++k) {
+      const BlockState& bs = test::StateOf(*e).blocks[k];
       ASSERT_TRUE(e->in_host(k) && e->in_device(k)) << e->number << "/" << k;
       EXPECT_TRUE(bs.dclean);  // the slot is evictable now
       const std::vector<uint8_t> want = Pattern(*e, k);
@@ -281,11 +285,11 @@ TEST_F(DeviceMoverTest, ASlotIsEvictableOnlyOnceItsBlockIsInAHostChunk) {
     ASSERT_TRUE(Await(
         l, [&]() CAIRN_REQUIRES(mu_) { return chunk_asks_ > 0; }));  // the drain waits for a chunk
     EXPECT_TRUE(mover_->DrainsPending());
-    EXPECT_EQ(a->pins, 0);  // not pinned while it waits
+    EXPECT_EQ(a->pins(), 0);  // not pinned while it waits
     // Both slots hold blocks that exist nowhere else: no slot for a newer capture.
     EXPECT_FALSE(mover_->TryAcquireSlot().has_value());
     EXPECT_EQ(evictions_, 0u);
-    EXPECT_FALSE(a->blocks[0].dclean || a->blocks[1].dclean);
+    EXPECT_FALSE(a->blocks()[0].dclean || a->blocks()[1].dclean);
     chunks_allowed_ = true;
     done_.notify_all();
   }
@@ -294,8 +298,8 @@ TEST_F(DeviceMoverTest, ASlotIsEvictableOnlyOnceItsBlockIsInAHostChunk) {
   auto slot = mover_->TryAcquireSlot();  // evicts a drained block of a
   ASSERT_TRUE(slot.has_value());
   EXPECT_EQ(evictions_, 1u);
-  const uint32_t evicted = a->blocks[0].slot < 0 ? 0 : 1;
-  EXPECT_LT(a->blocks[evicted].slot, 0);
+  const uint32_t evicted = a->blocks()[0].slot < 0 ? 0 : 1;
+  EXPECT_LT(a->blocks()[evicted].slot, 0);
   EXPECT_TRUE(a->in_host(evicted));  // still in the host tier
   EXPECT_TRUE(a->fully_cached());
 }
@@ -314,11 +318,11 @@ TEST_F(DeviceMoverTest, ADrainFailureFailsTheEntryAndKeepsItsSlotRestorable) {
       << fails_[0].ToString();
   EXPECT_TRUE(a->failed());
   EXPECT_TRUE(drained_.empty());
-  EXPECT_EQ(a->pins, 0);
-  EXPECT_LT(a->blocks[0].chunk, 0);  // the chunk went back
+  EXPECT_EQ(a->pins(), 0);
+  EXPECT_LT(a->blocks()[0].chunk, 0);  // the chunk went back
   EXPECT_EQ(store_.cache().free_count(), kChunks);
   EXPECT_TRUE(a->in_device(0));                       // still restorable from the device
-  EXPECT_TRUE(a->blocks[0].dclean);                   // but evictable: it can never be flushed
+  EXPECT_TRUE(a->blocks()[0].dclean);                 // but evictable: it can never be flushed
   ASSERT_TRUE(mover_->TryAcquireSlot().has_value());  // the free one
   ASSERT_TRUE(mover_->TryAcquireSlot().has_value());  // a's
   EXPECT_EQ(evictions_, 1u);
@@ -347,12 +351,12 @@ TEST_F(DeviceMoverTest, PrefetchLoadsTheNextPoppedStepsIntoSlotsHighestFirst) {
   EXPECT_TRUE(drained_.empty());  // nothing to drain: they came from the host
   for (const EntryPtr& e : {s2, s1}) {
     EXPECT_TRUE(e->fully_in_device());
-    EXPECT_EQ(e->pins, 0);
-    EXPECT_FALSE(e->device_prefetching);
-    for (uint32_t k = 0; k < e->blocks.size(); ++k) {
-      EXPECT_TRUE(e->blocks[k].dclean);  // also in the host tier: evictable
+    EXPECT_EQ(e->pins(), 0);
+    EXPECT_FALSE(e->reads().device_prefetching);
+    for (uint32_t k = 0; k < e->blocks().size(); ++k) {
+      EXPECT_TRUE(e->blocks()[k].dclean);  // also in the host tier: evictable
       EXPECT_TRUE(e->in_host(k));
-      const uint32_t slot = static_cast<uint32_t>(e->blocks[k].slot);
+      const uint32_t slot = static_cast<uint32_t>(e->blocks()[k].slot);
       const size_t n = e->layout.blocks[k].length;
       l.Unlock();
       const std::vector<uint8_t> got = SlotBytes(slot, n);
@@ -380,7 +384,7 @@ TEST_F(DeviceMoverTest, NoEvictionWhileTheCacheIsStillBeingMapped) {
   std::thread capture;
   {
     MutexLock l(&mu_);
-    ASSERT_TRUE(a->blocks[0].dclean && a->blocks[1].dclean);  // both drained
+    ASSERT_TRUE(a->blocks()[0].dclean && a->blocks()[1].dclean);  // both drained
     EXPECT_FALSE(mover_->TryAcquireSlot().has_value());       // not evicted: more slots are coming
     EXPECT_EQ(evictions_, 0u);
     capture = std::thread([&] {

@@ -45,7 +45,7 @@ void Flusher::AbortWriter(format::FileWriter& writer) {
 }
 
 void Flusher::FailFlush(const EntryPtr& e, const Status& s, const char* what) {
-  if (e->consumed) {
+  if (e->consumed()) {
     owner_->Skipped();
     return;
   }
@@ -86,28 +86,28 @@ Status Flusher::OpenWriter(const EntryPtr& e, std::unique_ptr<format::FileWriter
 }
 
 std::optional<uint32_t> Flusher::WaitForReadyBlock(const Entry& e, uint32_t lowest) {
-  const auto nblocks = static_cast<uint32_t>(e.blocks.size());
+  const auto nblocks = static_cast<uint32_t>(e.blocks().size());
   std::optional<uint32_t> b;
   // failed(): the device mover could not drain a block of it (device_mover.cpp).
   worker_.cv().wait(*mu_, [&]() CAIRN_REQUIRES(*mu_) {
-    if (e.consumed || e.failed()) return true;
+    if (e.consumed() || e.failed()) return true;
     for (uint32_t k = lowest; k < nblocks; ++k) {
-      if (!Written(e, k) && e.blocks[k].crc_ready) {
+      if (!Written(e, k) && e.blocks()[k].crc_ready) {
         b = k;
         return true;
       }
     }
     return false;
   });
-  if (e.consumed) return std::nullopt;
-  if (b && e.blocks[*b].chunk < 0) return std::nullopt;  // evicted: given up
+  if (e.consumed()) return std::nullopt;
+  if (b && e.blocks()[*b].chunk < 0) return std::nullopt;  // evicted: given up
   return b;
 }
 
 Status Flusher::WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& writer,
                            double* io_seconds) {
-  BlockState& bs = e->blocks[b];
-  ++e->pins;
+  const BlockState& bs = e->blocks()[b];
+  store_->Pin(*e);
   const uint8_t* data = store_->data(static_cast<uint32_t>(bs.chunk));
   const uint32_t crc = bs.crc;
   const uint32_t length = e->layout.blocks[b].length;
@@ -127,8 +127,7 @@ Status Flusher::WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& wr
     // Before the unpin: if a pop consumed the entry meanwhile, the last
     // unpin releases the chunks and must see this block as written (not
     // dirty).
-    Written(*e, b) = true;
-    (store_->*marks_.wrote)(*e, b);
+    (store_->*marks_.wrote)(*e, b);  // sets Written(*e, b)
   }
   owner_->Unpin(e);
   return s;
@@ -140,14 +139,14 @@ Status Flusher::WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& wr
 // mover, which may need the very chunks those host blocks hold. (Each block
 // has a fixed place in the file, so the order is free.)
 bool Flusher::WriteBlocks(const EntryPtr& e, format::FileWriter& writer, double* io_seconds) {
-  const auto nblocks = static_cast<uint32_t>(e->blocks.size());
+  const auto nblocks = static_cast<uint32_t>(e->blocks().size());
   uint32_t lowest_unwritten = 0;
   for (uint32_t left = nblocks; left > 0; --left) {
     const std::optional<uint32_t> b = WaitForReadyBlock(*e, lowest_unwritten);
     // Consumed before its flush ended (never written to disk), failed, or a
     // block evicted before this flusher wrote it (given up).
     if (!b) {
-      const bool skipped = e->consumed;
+      const bool skipped = e->consumed();
       AbortWriter(writer);
       if (skipped) owner_->Skipped();
       return false;
@@ -178,18 +177,19 @@ void Flusher::WritePlacement(const EntryPtr& e, const format::FileWriter& writer
 }
 
 void Flusher::FlushEntry(const EntryPtr& e) {
-  if (e->consumed && !(e.get()->*marks_.started)) {
+  const bool started = marks_.persistent ? e->persist().started : e->local().started;
+  if (e->consumed() && !started) {
     owner_->Skipped();  // a history step popped before it was flushed
     return;
   }
-  e.get()->*marks_.started = true;
+  marks_.persistent ? store_->PersistStarted(*e) : store_->FlushStarted(*e);
   done_->notify_all();  // progress: e's flush started
   const auto flush_start = std::chrono::steady_clock::now();
   double io_seconds = 0;
   std::unique_ptr<format::FileWriter> writer;
   if (Status s = OpenWriter(e, &writer, &io_seconds); !s.ok()) return FailFlush(e, s, "flush");
   if (!WriteBlocks(e, *writer, &io_seconds)) return;
-  if (e->consumed) {
+  if (e->consumed()) {
     AbortWriter(*writer);
     owner_->Skipped();
     return;

@@ -64,8 +64,12 @@ struct FlushTiers {
 };
 
 struct FlushMarks {
+  // Which block mark says written here, and the store's transition that
+  // sets it.
   bool BlockState::*written = &BlockState::written;
-  bool Entry::*started = &Entry::flush_started;
+  // Which of the entry's flushes this is: its LocalState's (false) or its
+  // PersistState's (true) `started`.
+  bool persistent = false;
   void (BlockStore::*wrote)(Entry& e, uint32_t b) = &BlockStore::WrittenLocally;
 };
 
@@ -150,8 +154,7 @@ class Flusher {
   // A flush failure is the application's problem only while someone still
   // needs the entry; for a consumed one it is just a skipped flush.
   void FailFlush(const EntryPtr& e, const Status& s, const char* what) CAIRN_REQUIRES(*mu_);
-  bool& Written(Entry& e, uint32_t b) const { return e.blocks[b].*marks_.written; }
-  bool Written(const Entry& e, uint32_t b) const { return e.blocks[b].*marks_.written; }
+  bool Written(const Entry& e, uint32_t b) const { return e.blocks()[b].*marks_.written; }
 
   Mutex* const mu_;
   std::condition_variable_any* const done_;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "format/file_reader.hpp"
+#include "testing/entry_state.hpp"
 #include "testing/fs/fault_fs.hpp"
 #include "testing/store_owner.hpp"
 #include "testing/test_util.hpp"
@@ -50,11 +51,11 @@ struct FakeOwner final : test::StoreOwner, Flusher::Owner {
   // Blocks of e with the flusher's written mark.
   int Marked(const Entry& e) const {
     int n = 0;
-    for (const BlockState& bs : e.blocks) n += bs.*marks.written ? 1 : 0;
+    for (const BlockState& bs : e.blocks()) n += bs.*marks.written ? 1 : 0;
     return n;
   }
   uint8_t* Chunk(const Entry& e, uint32_t b) CAIRN_REQUIRES(mu) {
-    return store.data(static_cast<uint32_t>(e.blocks[b].chunk));
+    return store.data(static_cast<uint32_t>(e.blocks()[b].chunk));
   }
 
   Flusher::Owner* Interface() { return this; }
@@ -62,16 +63,16 @@ struct FakeOwner final : test::StoreOwner, Flusher::Owner {
     // One pin per block write, unpinned after the block is marked.
     ++entry_unpins[e.get()];
     marked_before_unpin = marked_before_unpin && Marked(*e) >= entry_unpins[e.get()];
-    --e->pins, ++unpins;
+    --test::StateOf(*e).pins, ++unpins;
   }
   void Fail(const EntryPtr& e, const Status& s) override CAIRN_REQUIRES(mu) {
-    e->local_error = s;
+    test::StateOf(*e).local.error = s;
     fails.push_back(s);
   }
   void Skipped() override CAIRN_REQUIRES(mu) { ++skipped; }
   void Committed(const EntryPtr& e, Flusher::TimePoint, double io_s) override CAIRN_REQUIRES(mu) {
     EXPECT_GE(io_s, 0.0);
-    e->local_committed = true;
+    test::StateOf(*e).local.committed = true;
     ++committed;
   }
   void Flushed(const EntryPtr&) override CAIRN_REQUIRES(mu) { ++flushed; }
@@ -85,27 +86,27 @@ struct FakeOwner final : test::StoreOwner, Flusher::Owner {
     e->number = number;
     e->layout =
         format::Layout::Make({{.id = 1, .memory = MemoryKind::kHost, .bytes = bytes}}, kBlock);
-    e->blocks.resize(e->layout.blocks.size());
+    test::StateOf(*e).blocks.resize(e->layout.blocks.size());
     MutexLock l(&mu);
-    for (uint32_t b = 0; b < e->blocks.size(); ++b) {
+    for (uint32_t b = 0; b < e->blocks().size(); ++b) {
       const uint32_t len = e->layout.blocks[b].length;
       const std::optional<uint32_t> chunk = store.TryAcquire(kBlock, nullptr, 0, -1);
       EXPECT_TRUE(chunk.has_value());
       if (!chunk) break;
       const std::vector<uint8_t> data = test::SplitMixPattern(kBlock, number, b);
       std::copy(data.begin(), data.end(), store.data(*chunk));
-      BlockState& bs = e->blocks[b];
+      BlockState& bs = test::StateOf(*e).blocks[b];
       bs.chunk = static_cast<int32_t>(*chunk);
       bs.sealed = true;
       bs.crc = crc32c::Value(data.data(), len);
       EXPECT_TRUE(store.Captured(*e, b));  // dirty until written
     }
-    e->capture_done = true;
+    test::StateOf(*e).capture.done = true;
     return e;
   }
   // Publishes block b's checksum, as the checksummer does.
   void Ready(Flusher& f, const EntryPtr& e, uint32_t b) CAIRN_REQUIRES(mu) {
-    e->blocks[b].crc_ready = true;
+    test::StateOf(*e).blocks[b].crc_ready = true;
     f.Wake();
   }
   void WaitIdle(Flusher& f) {
@@ -147,11 +148,11 @@ TEST_F(FlusherTest, WritesBlocksAsTheirChecksumsBecomeReadyThenCommits) {
     MutexLock l(&o.mu);
     f.Push(e);
     o.Ready(f, e, 2);  // the last block first (a device block drained late, say)
-    o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return e->blocks[2].written; });
-    EXPECT_FALSE(e->blocks[0].written);  // not ready: not written
-    EXPECT_FALSE(e->blocks[1].written);
-    EXPECT_TRUE(e->blocks[2].clean);   // written: evictable
-    EXPECT_FALSE(e->blocks[0].clean);  // dirty
+    o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return e->blocks()[2].written; });
+    EXPECT_FALSE(e->blocks()[0].written);  // not ready: not written
+    EXPECT_FALSE(e->blocks()[1].written);
+    EXPECT_TRUE(e->blocks()[2].clean);   // written: evictable
+    EXPECT_FALSE(e->blocks()[0].clean);  // dirty
     EXPECT_EQ(o.committed, 0);
     o.Ready(f, e, 0);
     o.Ready(f, e, 1);
@@ -159,7 +160,8 @@ TEST_F(FlusherTest, WritesBlocksAsTheirChecksumsBecomeReadyThenCommits) {
   o.WaitIdle(f);
   {
     MutexLock l(&o.mu);
-    for (uint32_t b = 0; b < 3; ++b) EXPECT_TRUE(e->blocks[b].written && e->blocks[b].clean) << b;
+    for (uint32_t b = 0; b < 3; ++b)
+      EXPECT_TRUE(e->blocks()[b].written && e->blocks()[b].clean) << b;
     EXPECT_EQ(o.store.dirty_bytes(), 0u);
     EXPECT_TRUE(o.marked_before_unpin);
     EXPECT_EQ(o.committed, 1);
@@ -168,7 +170,7 @@ TEST_F(FlusherTest, WritesBlocksAsTheirChecksumsBecomeReadyThenCommits) {
     EXPECT_EQ(o.dirs_made(), 1u);
     EXPECT_EQ(o.dirs.size(), 1u);
     EXPECT_EQ(o.unpins, 3);
-    EXPECT_EQ(e->pins, 0);
+    EXPECT_EQ(e->pins(), 0);
     EXPECT_EQ(o.movers.now(MemoryMovers::Kind::kBackgroundIo), 0);
   }
   // The committed file holds every block, verified against its CRCs.
@@ -191,22 +193,22 @@ TEST_F(FlusherTest, WritesEntriesInQueueOrderAndKnowsTheirDirectory) {
     f.Push(a);
     f.Push(b);
     o.Ready(f, b, 0);  // b is ready first, but a is older
-    o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return a->flush_started; });
-    EXPECT_FALSE(b->flush_started);
+    o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return a->local().started; });
+    EXPECT_FALSE(b->local().started);
     o.Ready(f, a, 0);
   }
   o.WaitIdle(f);
   MutexLock l(&o.mu);
   EXPECT_EQ(o.committed, 2);
   EXPECT_EQ(o.dirs_made(), 1u);  // the second flush knew the directory
-  EXPECT_TRUE(a->local_committed && b->local_committed);
+  EXPECT_TRUE(a->local().committed && b->local().committed);
 }
 
 TEST_F(FlusherTest, AnEntryConsumedBeforeItsFlushIsSkippedWithoutAFile) {
   EntryPtr e = o.MakeEntry("hist", 5, kBlock);
   {
     MutexLock l(&o.mu);
-    e->consumed = true;
+    test::StateOf(*e).consumed = true;
     f.Push(e);
   }
   o.WaitIdle(f);
@@ -216,7 +218,7 @@ TEST_F(FlusherTest, AnEntryConsumedBeforeItsFlushIsSkippedWithoutAFile) {
   EXPECT_EQ(o.committed, 0);
   EXPECT_EQ(o.dirs_made(), 0u);  // no directory, no file
   EXPECT_TRUE(o.dirs.empty());
-  EXPECT_FALSE(e->flush_started);
+  EXPECT_FALSE(e->local().started);
 }
 
 TEST_F(FlusherTest, AnEntryConsumedWhileWaitingForChecksumsAbortsItsFile) {
@@ -225,8 +227,8 @@ TEST_F(FlusherTest, AnEntryConsumedWhileWaitingForChecksumsAbortsItsFile) {
     MutexLock l(&o.mu);
     f.Push(e);
     o.Ready(f, e, 0);
-    o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return e->blocks[0].written; });
-    e->consumed = true;  // a pop took it; block 1 never gets its checksum
+    o.done.wait(l, [&]() CAIRN_REQUIRES(o.mu) { return e->blocks()[0].written; });
+    test::StateOf(*e).consumed = true;  // a pop took it; block 1 never gets its checksum
     f.Wake();
   }
   o.WaitIdle(f);
@@ -252,7 +254,7 @@ TEST_F(FlusherTest, AWriteErrorFailsTheEntryAndNamesIt) {
   EXPECT_NE(o.fails[0].message().find("flush of 'ckpt' 7"), std::string::npos)
       << o.fails[0].ToString();
   EXPECT_EQ(o.committed, 0);
-  EXPECT_EQ(e->pins, 0);
+  EXPECT_EQ(e->pins(), 0);
   EXPECT_EQ(o.movers.now(MemoryMovers::Kind::kBackgroundIo), 0);
   EXPECT_EQ(o.FilesIn(e), 0u);  // aborted: no temp file, no final file
 }
@@ -283,7 +285,7 @@ class PersisterTest : public ::testing::Test {
     f.Start(nullptr);
   }
   static constexpr FlushMarks kMarks{.written = &BlockState::persisted,
-                                     .started = &Entry::persist_started,
+                                     .persistent = true,
                                      .wrote = &BlockStore::WrittenPersistently};
   FakeOwner o{kMarks};
   Flusher f{&o.mu,
@@ -300,20 +302,20 @@ TEST_F(PersisterTest, KeepsItsOwnMarksApartFromTheLocalFlushers) {
   EntryPtr e = o.MakeEntry("ckpt", 1, 2 * kBlock);
   {
     MutexLock l(&o.mu);
-    e->blocks[0].written = true;  // the local flusher wrote block 0 already
+    test::StateOf(*e).blocks[0].written = true;  // the local flusher wrote block 0 already
     f.Push(e);
     o.Ready(f, e, 0);
     o.Ready(f, e, 1);
   }
   o.WaitIdle(f);
   MutexLock l(&o.mu);
-  EXPECT_TRUE(e->blocks[0].persisted && e->blocks[1].persisted);  // block 0 too: its own mark
-  EXPECT_FALSE(e->blocks[1].written);
-  EXPECT_TRUE(e->blocks[0].clean);   // in both files: evictable
-  EXPECT_FALSE(e->blocks[1].clean);  // not yet in the local file
+  EXPECT_TRUE(e->blocks()[0].persisted && e->blocks()[1].persisted);  // block 0 too: its own mark
+  EXPECT_FALSE(e->blocks()[1].written);
+  EXPECT_TRUE(e->blocks()[0].clean);   // in both files: evictable
+  EXPECT_FALSE(e->blocks()[1].clean);  // not yet in the local file
   EXPECT_TRUE(o.marked_before_unpin);
-  EXPECT_TRUE(e->persist_started);
-  EXPECT_FALSE(e->flush_started);
+  EXPECT_TRUE(e->persist().started);
+  EXPECT_FALSE(e->local().started);
   EXPECT_EQ(o.committed, 1);
 }
 
@@ -321,19 +323,20 @@ TEST_F(PersisterTest, GivesAnEntryUpAtABlockThatLeftTheCache) {
   EntryPtr e = o.MakeEntry("ckpt", 2, 3 * kBlock);
   {
     MutexLock l(&o.mu);
-    e->blocks[1].chunk = -1;  // written locally and evicted before the persister came
+    test::StateOf(*e).blocks[1].chunk =
+        -1;  // written locally and evicted before the persister came
     f.Push(e);
     for (uint32_t b = 0; b < 3; ++b) o.Ready(f, e, b);
   }
   o.WaitIdle(f);
   MutexLock l(&o.mu);
-  EXPECT_TRUE(e->blocks[0].persisted);  // written, then the persister met block 1
-  EXPECT_FALSE(e->blocks[1].persisted || e->blocks[2].persisted);
+  EXPECT_TRUE(e->blocks()[0].persisted);  // written, then the persister met block 1
+  EXPECT_FALSE(e->blocks()[1].persisted || e->blocks()[2].persisted);
   EXPECT_EQ(o.committed, 0);
   EXPECT_TRUE(o.fails.empty());  // nothing booked: its owner copies the file
   EXPECT_EQ(o.skipped, 0);
   EXPECT_EQ(o.flushed, 1);
-  EXPECT_EQ(e->pins, 0);
+  EXPECT_EQ(e->pins(), 0);
   EXPECT_EQ(o.FilesIn(e), 0u);  // the temp file was removed
 }
 

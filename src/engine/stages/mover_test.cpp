@@ -17,6 +17,7 @@
 #include "format/file_reader.hpp"
 #include "format/file_writer.hpp"
 #include "testing/chain_files.hpp"
+#include "testing/entry_state.hpp"
 #include "testing/fs/fault_fs.hpp"
 #include "testing/test_util.hpp"
 #include "util/crc32c.hpp"
@@ -40,7 +41,7 @@ class MoverTest : public ::testing::Test, public Mover::Owner {
       CAIRN_REQUIRES(mu) {
     EXPECT_GE(seconds, 0.0);
     copies.push_back(s);
-    if (s.ok()) e->persistent_committed = true;
+    if (s.ok()) test::StateOf(*e).persist.committed = true;
   }
   bool MayRetire(const std::string&, int64_t v, bool in_local) override CAIRN_REQUIRES(mu) {
     asked.insert({v, in_local});
@@ -126,7 +127,7 @@ TEST_F(MoverTest, CopiesACommittedFileVerifiedAndBooksIt) {
     MutexLock l(&mu);
     ASSERT_EQ(copies.size(), 1u);
     EXPECT_OK(copies[0]);
-    EXPECT_TRUE(e->persistent_committed);
+    EXPECT_TRUE(e->persist().committed);
   }
   auto r = format::FileReader::Open(&fs, persistent.EntryPath("ckpt", kCkpt, 1));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -254,7 +255,7 @@ TEST_F(MoverTest, ALayerWaitsForItsBaseBeingPersisted) {
   {
     MutexLock l(&mu);
     EntryPtr base = EntryOf(1);
-    base->persist_pending = true;  // the persister is still writing it
+    test::StateOf(*base).persist.pending = true;  // the persister is still writing it
     catalog.Add(base);
     mover.Copy(EntryOf(2));
   }
@@ -263,7 +264,7 @@ TEST_F(MoverTest, ALayerWaitsForItsBaseBeingPersisted) {
   {
     MutexLock l(&mu);
     EXPECT_TRUE(copies.empty());
-    catalog.Find(kCkpt, "ckpt", 1)->persist_pending = false;
+    test::StateOf(*catalog.Find(kCkpt, "ckpt", 1)).persist.pending = false;
     mover.Resume("ckpt");
   }
   WaitIdle();

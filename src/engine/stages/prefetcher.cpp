@@ -38,26 +38,27 @@ EntryPtr Prefetcher::FindTarget() {
 StepVerdict Prefetcher::Judge(const Entry& e) const {
   // Being loaded already (by us or by a pop reading its file), or not yet
   // captured: counts towards the depth, needs no read.
-  if (e.fully_cached() || e.prefetching || e.pop_reading || !e.capture_done)
+  if (e.fully_cached() || e.reads().prefetching || e.reads().pop_reading || !e.capture().done)
     return StepVerdict::kAhead;
-  if (e.prefetch_failed || e.failed()) return StepVerdict::kSkip;
+  if (e.reads().prefetch_failed || e.failed()) return StepVerdict::kSkip;
   // Still being written: the pop will wait for it.
-  if (!e.local_committed) return StepVerdict::kNextHistory;
-  if (e.blocks.size() > store_->chunk_count()) return StepVerdict::kSkip;  // larger than the cache
+  if (!e.local().committed) return StepVerdict::kNextHistory;
+  if (e.blocks().size() > store_->chunk_count())
+    return StepVerdict::kSkip;  // larger than the cache
   // Enough room without evicting anything needed sooner (this entry's own
   // resident blocks included)? Else wait for pops to free space.
-  const size_t missing = e.blocks.size() - e.resident_blocks;
+  const size_t missing = e.blocks().size() - e.capture().resident_blocks;
   return store_->HasRoomFor(e, missing) ? StepVerdict::kTake : StepVerdict::kWait;
 }
 
 void Prefetcher::LoadStep(const EntryPtr& e) {
   const auto t0 = std::chrono::steady_clock::now();
-  e->prefetching = true;
+  store_->PrefetchStarted(*e);
   // Pinned while the lock is dropped (entry.hpp): a pop that is reading
   // this step from its file may consume it meanwhile, and must leave the
   // chunks we are filling to our unpin (it released them under us, and the
   // failed read then freed chunk -1).
-  ++e->pins;
+  store_->Pin(*e);
   std::vector<uint8_t*> dst;
   std::vector<uint32_t> crcs;
   Status s;
@@ -67,13 +68,12 @@ void Prefetcher::LoadStep(const EntryPtr& e) {
   } else {
     s = Status::Io("no chunk for prefetching '" + e->name + "' step " + std::to_string(e->number));
   }
-  e->prefetching = false;
+  store_->PrefetchEnded(*e, s.ok());
   if (s.ok()) {
     Publish(*e, dst, crcs);
     owner_->Loaded(e, t0);
   } else {
     // The pop reads the file itself and reports the damage.
-    e->prefetch_failed = true;
     GiveBack(*e, dst);
   }
   owner_->Unpin(e);  // releases the chunks if the step was consumed meanwhile
@@ -84,17 +84,17 @@ void Prefetcher::LoadStep(const EntryPtr& e) {
 bool Prefetcher::TakeChunks(Entry& e, std::vector<uint8_t*>* dst) {
   // Only blocks without a chunk are read; resident ones stay (prefetching
   // keeps them from being evicted meanwhile).
-  dst->assign(e.blocks.size(), nullptr);
-  for (uint32_t b = 0; b < e.blocks.size(); ++b) {
-    if (e.blocks[b].chunk >= 0 && e.blocks[b].sealed) continue;
+  dst->assign(e.blocks().size(), nullptr);
+  for (uint32_t b = 0; b < e.blocks().size(); ++b) {
+    if (e.blocks()[b].chunk >= 0 && e.blocks()[b].sealed) continue;
     // FindTarget counted the room under this same lock, so this finds one.
     auto chunk = owner_->AcquireChunk(e, e.layout.blocks[b].length);
     if (!chunk) {
       GiveBack(e, *dst);
-      dst->assign(e.blocks.size(), nullptr);
+      dst->assign(e.blocks().size(), nullptr);
       return false;
     }
-    e.blocks[b].chunk = static_cast<int32_t>(*chunk);
+    store_->Place(e, b, *chunk);
     (*dst)[b] = store_->data(*chunk);
   }
   return true;
@@ -104,7 +104,7 @@ Status Prefetcher::ReadBlocks(const EntryPtr& e, const std::vector<uint8_t*>& ds
                               std::vector<uint32_t>* crcs) {
   const tiers::FileTier& tier = *steps_;
   const std::string path = tier.EntryPath(e->name, e->kind, e->number);
-  const size_t nblocks = e->blocks.size();
+  const size_t nblocks = e->blocks().size();
   MutexUnlock unlocked(mu_);  // the file read
   auto reader = format::FileReader::Open(tier.fs(), path);
   Status s = reader.status();
@@ -123,21 +123,17 @@ Status Prefetcher::ReadBlocks(const EntryPtr& e, const std::vector<uint8_t*>& ds
 
 void Prefetcher::Publish(Entry& e, const std::vector<uint8_t*>& dst,
                          const std::vector<uint32_t>& crcs) {
-  for (uint32_t b = 0; b < e.blocks.size(); ++b) {
+  for (uint32_t b = 0; b < e.blocks().size(); ++b) {
     if (!dst[b]) continue;
-    BlockState& bs = e.blocks[b];
-    bs.sealed = bs.written = bs.crc_ready = true;
-    bs.crc = crcs[b];
-    store_->MarkClean(e, b);
+    store_->Loaded(e, b, crcs[b]);
   }
-  e.resident_blocks = static_cast<uint32_t>(e.blocks.size());
+  store_->AllResident(e);
 }
 
 void Prefetcher::GiveBack(Entry& e, const std::vector<uint8_t*>& dst) {
   for (uint32_t b = 0; b < dst.size(); ++b) {
     if (!dst[b]) continue;
-    store_->Free(static_cast<uint32_t>(e.blocks[b].chunk));
-    e.blocks[b].chunk = -1;
+    store_->Unplace(e, b);
   }
 }
 

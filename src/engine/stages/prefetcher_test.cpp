@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "format/file_writer.hpp"
+#include "testing/entry_state.hpp"
 #include "testing/fs/fault_fs.hpp"
 #include "testing/store_owner.hpp"
 #include "testing/test_util.hpp"
@@ -47,7 +48,7 @@ struct FakeOwner final : test::StoreOwner, Prefetcher::Owner {
   // Blocks the prefetcher made evictable.
   int clean_blocks(const Entry& e) const CAIRN_REQUIRES(mu) {
     int n = 0;
-    for (const BlockState& bs : e.blocks) n += bs.clean ? 1 : 0;
+    for (const BlockState& bs : e.blocks()) n += bs.clean ? 1 : 0;
     return n;
   }
   std::vector<uint8_t> ChunkBytes(int32_t chunk) CAIRN_REQUIRES(mu) {
@@ -66,9 +67,9 @@ struct FakeOwner final : test::StoreOwner, Prefetcher::Owner {
     if (c) ++acquired;
     return c;
   }
-  void Unpin(const EntryPtr& e) override CAIRN_REQUIRES(mu) { --e->pins, ++unpins; }
+  void Unpin(const EntryPtr& e) override CAIRN_REQUIRES(mu) { --test::StateOf(*e).pins, ++unpins; }
   void Loaded(const EntryPtr& e, Prefetcher::TimePoint) override CAIRN_REQUIRES(mu) {
-    EXPECT_GT(e->pins, 0);  // before the unpin
+    EXPECT_GT(e->pins(), 0);  // before the unpin
     loaded.push_back(e->number);
   }
   void Finished() override CAIRN_REQUIRES(mu) { ++finished; }
@@ -86,7 +87,7 @@ struct FakeOwner final : test::StoreOwner, Prefetcher::Owner {
     e->number = step;
     e->layout = format::Layout::Make(
         {{.id = 1, .memory = MemoryKind::kHost, .bytes = uint64_t{nblocks} * kBlock}}, kBlock);
-    e->blocks.resize(nblocks);
+    test::StateOf(*e).blocks.resize(nblocks);
     EXPECT_TRUE(tier.EnsureNameDir(name).ok());
     auto w = format::FileWriter::Create(&fs, tier.EntryPath(name, kStep, step),
                                         {.kind = kStep, .name = name, .number = step}, e->layout,
@@ -95,12 +96,13 @@ struct FakeOwner final : test::StoreOwner, Prefetcher::Owner {
     for (uint32_t b = 0; b < nblocks; ++b) {
       const auto data = Pattern(step, b);
       EXPECT_TRUE((*w)->WriteBlock(b, data.data(), crc32c::Value(data.data(), kBlock)).ok());
-      e->blocks[b].sealed = e->blocks[b].written = true;  // sealed stays after an eviction
+      test::StateOf(*e).blocks[b].sealed = test::StateOf(*e).blocks[b].written =
+          true;  // sealed stays after an eviction
     }
     EXPECT_TRUE((*w)->Commit().ok());
-    e->sealed_blocks = nblocks;
-    e->capture_done = true;
-    e->local_committed = committed;
+    test::StateOf(*e).capture.sealed_blocks = nblocks;
+    test::StateOf(*e).capture.done = true;
+    test::StateOf(*e).local.committed = committed;
     MutexLock l(&mu);
     entries.OpenHistory(name);
     entries.Add(e);
@@ -112,7 +114,7 @@ struct FakeOwner final : test::StoreOwner, Prefetcher::Owner {
     entries.FindHistory(e->name)->popping = true;
     entries.Remove(*e);
     entries.DropStep(e->name, e->number);
-    e->consumed = true;
+    test::StateOf(*e).consumed = true;
     store.Release(*e);
     p.Wake();
   }
@@ -129,11 +131,11 @@ struct FakeOwner final : test::StoreOwner, Prefetcher::Owner {
 
   // The step is in the cache with its file's data and checksums.
   void ExpectLoaded(const EntryPtr& e) CAIRN_REQUIRES(mu) {
-    EXPECT_EQ(e->resident_blocks, e->blocks.size());
-    EXPECT_FALSE(e->prefetching);
-    EXPECT_EQ(e->pins, 0);
-    for (uint32_t b = 0; b < e->blocks.size(); ++b) {
-      const BlockState& bs = e->blocks[b];
+    EXPECT_EQ(e->capture().resident_blocks, e->blocks().size());
+    EXPECT_FALSE(e->reads().prefetching);
+    EXPECT_EQ(e->pins(), 0);
+    for (uint32_t b = 0; b < e->blocks().size(); ++b) {
+      const BlockState& bs = test::StateOf(*e).blocks[b];
       ASSERT_GE(bs.chunk, 0) << b;
       EXPECT_TRUE(bs.sealed && bs.written && bs.crc_ready) << b;
       EXPECT_EQ(ChunkBytes(bs.chunk), Pattern(e->number, b)) << b;
@@ -174,7 +176,7 @@ TEST_F(PrefetcherTest, LoadsTheHighestStepsFirstWithinTheDepthAheadOfThePops) {
     EXPECT_EQ(o->loaded, (std::vector<int64_t>{5, 4}));
     o->ExpectLoaded(s[5]);
     o->ExpectLoaded(s[4]);
-    EXPECT_EQ(s[3]->blocks[0].chunk, -1);  // beyond the depth
+    EXPECT_EQ(s[3]->blocks()[0].chunk, -1);  // beyond the depth
     EXPECT_EQ(o->clean_blocks(*s[5]) + o->clean_blocks(*s[4]), 2);
     EXPECT_EQ(o->unpins, 2);
     EXPECT_EQ(o->finished, 2);
@@ -196,7 +198,7 @@ TEST_F(PrefetcherTest, LoadsNothingBeforeTheFirstPopNorPastAStepStillBeingWritte
   {
     MutexLock l(&o->mu);
     EXPECT_TRUE(o->loaded.empty());  // b2's pop will wait for it; b1 is not due
-    b2->local_committed = true;
+    test::StateOf(*b2).local.committed = true;
   }
   o->Settle(*p);
   MutexLock l(&o->mu);
@@ -210,12 +212,12 @@ TEST_F(PrefetcherTest, LeavesAStepAPopIsReadingToThePop) {
   EntryPtr s3 = o->AddStep("h", 3, 1);
   {
     MutexLock l(&o->mu);
-    s3->pop_reading = true;
+    test::StateOf(*s3).reads.pop_reading = true;
   }
   StartPopping("h");
   MutexLock l(&o->mu);
   EXPECT_EQ(o->loaded, (std::vector<int64_t>{2}));  // s3 counts towards the depth
-  EXPECT_EQ(s3->blocks[0].chunk, -1);
+  EXPECT_EQ(s3->blocks()[0].chunk, -1);
   o->ExpectLoaded(s2);
 }
 
@@ -230,8 +232,8 @@ TEST_F(PrefetcherTest, WaitsForRoomWhenNoChunkIsFreeAndSkipsAStepLargerThanTheCa
     MutexLock l(&o->mu);
     EXPECT_EQ(o->loaded, (std::vector<int64_t>{3, 2}));
     EXPECT_EQ(o->free_count(), 0u);
-    EXPECT_EQ(s1->blocks[0].chunk, -1);
-    EXPECT_FALSE(big->prefetch_failed);
+    EXPECT_EQ(s1->blocks()[0].chunk, -1);
+    EXPECT_FALSE(big->reads().prefetch_failed);
     EXPECT_EQ(o->acquired, 2);  // never asked for a chunk that was not there
     o->Pop(*p, s3);
   }
@@ -253,17 +255,17 @@ TEST_F(PrefetcherTest, ReadsOnlyTheBlocksThatAreNotResident) {
     resident = static_cast<int32_t>(*c);
     const std::vector<uint8_t> data = FakeOwner::Pattern(7, 1);
     std::copy(data.begin(), data.end(), o->store.data(*c));
-    e->blocks[1].chunk = resident;
-    e->blocks[1].crc = crc32c::Value(data.data(), kBlock);
-    e->blocks[1].crc_ready = true;
-    e->resident_blocks = 1;
+    test::StateOf(*e).blocks[1].chunk = resident;
+    test::StateOf(*e).blocks[1].crc = crc32c::Value(data.data(), kBlock);
+    test::StateOf(*e).blocks[1].crc_ready = true;
+    test::StateOf(*e).capture.resident_blocks = 1;
   }
   StartPopping("h");
   MutexLock l(&o->mu);
   EXPECT_EQ(o->loaded, (std::vector<int64_t>{7}));
   EXPECT_EQ(o->acquired, 2);
   EXPECT_EQ(o->clean_blocks(*e), 2);  // the read blocks only
-  EXPECT_EQ(e->blocks[1].chunk, resident);
+  EXPECT_EQ(e->blocks()[1].chunk, resident);
   o->ExpectLoaded(e);
 }
 
@@ -279,12 +281,12 @@ TEST_F(PrefetcherTest, AFailedReadGivesItsChunksBackAndTheNextStepIsLoaded) {
   MutexLock l(&o->mu);
   EXPECT_EQ(o->loaded, (std::vector<int64_t>{1}));  // failed steps do not count towards the depth
   for (const EntryPtr& e : {s3, s2}) {
-    EXPECT_TRUE(e->prefetch_failed) << e->number;  // the pop reads the file and reports it
-    EXPECT_EQ(e->blocks[0].chunk, -1);
-    EXPECT_EQ(e->blocks[1].chunk, -1);
-    EXPECT_EQ(e->resident_blocks, 0u);
-    EXPECT_EQ(e->pins, 0);
-    EXPECT_FALSE(e->prefetching);
+    EXPECT_TRUE(e->reads().prefetch_failed) << e->number;  // the pop reads the file and reports it
+    EXPECT_EQ(e->blocks()[0].chunk, -1);
+    EXPECT_EQ(e->blocks()[1].chunk, -1);
+    EXPECT_EQ(e->capture().resident_blocks, 0u);
+    EXPECT_EQ(e->pins(), 0);
+    EXPECT_FALSE(e->reads().prefetching);
   }
   o->ExpectLoaded(s1);
   EXPECT_EQ(o->free_count(), 3u);  // 4 chunks, s1 holds one
@@ -324,7 +326,7 @@ TEST(StepWalkTest, WalksPoppedHistoriesHighestStepFirstAsTheJudgeSays) {
   EXPECT_EQ(asked, (std::vector<std::string>{"a2", "b4", "b3", "b2", "b1"}));
   // A wait ends the whole walk; a consumed step is not asked about.
   verdicts[{"a", 2}] = StepVerdict::kWait;
-  catalog.Find(kStep, "b", 4)->consumed = true;
+  test::StateOf(*catalog.Find(kStep, "b", 4)).consumed = true;
   asked.clear();
   EXPECT_EQ(WalkPoppedSteps(catalog, /*depth=*/0, judge), nullptr);
   EXPECT_EQ(asked, (std::vector<std::string>{"a2"}));
