@@ -451,6 +451,25 @@ TEST_F(BenchSmokeTest, UsageErrorsExitTwo) {
   EXPECT_EQ(Run({"restart", "--change-pattern", "zigzag"}), 2) << log_;
   EXPECT_EQ(Run({"uniform", "--changes", "pages"}), 2) << log_;  // restart only
   EXPECT_EQ(Run({"--help"}), 0) << log_;
+  EXPECT_EQ(Run({"--quiet=yes"}), 2) << log_;                   // a flag takes no value
+  EXPECT_EQ(Run({"restart", "--child-salt", "1"}), 2) << log_;  // hidden, restart-child's
+}
+
+// The usage and docs/bench.md's options table come from one table: every
+// option the usage lists is in the document's table, and the table is what
+// --help-markdown prints from the same rows.
+TEST_F(BenchSmokeTest, OptionsTableInDocsIsCurrent) {
+  ASSERT_EQ(Run({"--help-markdown"}), 0) << log_;
+  const std::string table = log_;
+  const std::string doc = ReadFile(std::string(cairn::test::kSourceDir) + "/docs/bench.md");
+  EXPECT_NE(doc.find(table), std::string::npos)
+      << "docs/bench.md's options table is not cairn-bench --help-markdown; paste this:\n"
+      << table;
+  ASSERT_EQ(Run({"--help"}), 0) << log_;
+  for (size_t at = log_.find("\n  --"); at != std::string::npos; at = log_.find("\n  --", at + 1)) {
+    const std::string name = log_.substr(at + 3, log_.find_first_of(" \n", at + 3) - at - 3);
+    EXPECT_NE(table.find("| `" + name), std::string::npos) << name << " is not in the table";
+  }
 }
 
 }  // namespace

@@ -107,6 +107,7 @@ struct Options {
   bool settle = false;
   std::optional<uint64_t> limits_bytes;  // unset: derived from the workload
   bool help = false;                // --help was given: print usage, exit 0
+  bool help_markdown = false;       // --help-markdown: print docs/bench.md's options table
   // The hidden sub-command "restart-child" (spawned by ColdRestartTrial):
   // --child-lib cairn|sync, --child-salt, --child-version, --child-report.
   bool restart_child = false;
@@ -138,6 +139,8 @@ inline bool TrackLoopOn(const Options& o) {
 // Returns kInvalidArgument for every usage error.
 Result<Options> ParseOptions(int argc, char** argv);
 const char* UsageText();
+// docs/bench.md's options table, from the same rows as the usage.
+std::string OptionsMarkdown();
 const char* WorkloadName(Workload w);
 // The fair default of --sync-fsync for a workload: false for scratch data
 // (uniform, trace), true for checkpoints (restart).

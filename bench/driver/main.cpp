@@ -14,11 +14,12 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
+#include "common/files.hpp"
 #include "driver/ai_ckpt.hpp"
 #include "driver/bench.hpp"
-#include "common/files.hpp"
 #include "driver/bench_buffer.hpp"
 #include "driver/report.hpp"
 #include "driver/trial.hpp"
@@ -105,32 +106,124 @@ bool Collect(const TrialResult& r, const char* phase, Variant v,
   return r.status.ok();
 }
 
+// The run directory: --dir (made if missing) or a fresh one. On failure,
+// the exit code.
+std::variant<int, std::pair<std::string, bool>> RunDir(const Options& o) {
+  if (o.dir.empty()) {
+    Result<std::string> tmp = MakeTempDir();
+    if (!tmp.ok()) {
+      std::fprintf(stderr, "cairn-bench: %s\n", tmp.status().ToString().c_str());
+      return kExitFailure;
+    }
+    return std::make_pair(*tmp, true);
+  }
+  struct stat sb {};
+  const bool created = ::stat(o.dir.c_str(), &sb) != 0;
+  if (Status st = MakeDirs(o.dir); !st.ok()) {
+    std::fprintf(stderr, "cairn-bench: --dir: %s\n", st.ToString().c_str());
+    return kExitUsage;
+  }
+  return std::make_pair(o.dir, created);
+}
+
+// The disk and memory limits the ratios divide by (and the device's, for
+// device or managed memory); false (printed) on failure.
+bool MeasureRunLimits(const Options& o, const std::vector<Step>& plan, const std::string& dir,
+                      BenchBuffer& app, uint64_t app_bytes, RunResults* run) {
+  const bool restart = o.workload == Workload::kRestart;
+  const uint64_t moved = restart ? o.size * o.count : TotalBytes(plan);
+  const uint64_t probe =
+      o.limits_bytes ? *o.limits_bytes
+                     : std::min<uint64_t>(std::max<uint64_t>(moved, 16ull << 20), 1ull << 30);
+  Result<Limits> limits = MeasureLimits(dir, probe, app.host(), app_bytes,
+                                        CaptureThreads(MakeConfig(o, dir)), o.huge_pages, o.quiet);
+  if (!limits.ok()) {
+    std::fprintf(stderr, "cairn-bench: %s\n", limits.status().ToString().c_str());
+    return false;
+  }
+  run->limits = *limits;
+  if (o.memory == MemoryKind::kHost) return true;
+  Result<DeviceLimits> dev = MeasureDeviceLimits(app, o.quiet);
+  if (!dev.ok()) {
+    std::fprintf(stderr, "cairn-bench: %s\n", dev.status().ToString().c_str());
+    return false;
+  }
+  run->limits.htod_gbps = dev->htod_gbps;
+  run->limits.dtoh_gbps = dev->dtoh_gbps;
+  run->limits.dtod_gbps = dev->dtod_gbps;
+  run->limits.device_copy_bytes = dev->bytes;
+  return true;
+}
+
+// The warm-up round, then --repeat rounds of every variant, interleaved; a
+// variant stops at its first failed call.
+void RunTrials(const Options& o, const std::vector<Step>& plan, const std::string& dir,
+               BenchBuffer& app, RunResults* run) {
+  const bool restart = o.workload == Workload::kRestart;
+  Options other = o;  // the baseline with the other fsync choice
+  other.sync_fsync = !o.sync_fsync;
+  auto trial = [&](Variant v) {
+    const Options& opt = v == kSyncOther ? other : o;
+    const bool async = v == kAsync;
+    return restart ? RunRestartTrial(opt, async, dir, app)
+                   : RunAdjointTrial(opt, plan, async, dir, app);
+  };
+  std::vector<Variant> variants;
+  if (o.run_async) variants.push_back(kAsync);
+  if (o.run_sync) variants.push_back(kSync);
+  if (o.run_sync && o.sync_other) variants.push_back(kSyncOther);
+  bool failed[3] = {false, false, false};
+  std::vector<TrialResult>* trials[3] = {&run->async_trials, &run->sync_trials,
+                                         &run->sync_other_trials};
+  bool* mode_failed[3] = {&run->async_failed, &run->sync_failed, &run->sync_other_failed};
+  const char* label = WorkloadName(o.workload);
+  if (o.warmup) {
+    for (Variant v : variants) {
+      TrialResult r = trial(v);
+      Progress(o, label, -1, v, r);
+      failed[v] = !Collect(r, "warm-up", v, run->errors);
+      *mode_failed[v] |= !r.status.ok() || r.verify.mismatches > 0;
+    }
+  }
+  for (int i = 0; i < o.repeat; ++i) {
+    for (Variant v : variants) {
+      if (failed[v]) continue;
+      TrialResult r = trial(v);
+      Progress(o, label, i, v, r);
+      failed[v] = !Collect(r, ("trial " + std::to_string(i + 1)).c_str(), v, run->errors);
+      *mode_failed[v] |= !r.status.ok() || r.verify.mismatches > 0;
+      if (r.cold)
+        run->limits.cold_read_gbps =
+            std::max(run->limits.cold_read_gbps.value_or(0), r.cold->raw_read_gbps);
+      trials[v]->push_back(std::move(r));
+    }
+  }
+}
+
+// The table on stdout, the JSON file, the errors on stderr; the exit code.
+int Report(const Options& o, const std::string& dir, RunResults& run) {
+  const Json doc = BuildDocument(run);
+  PrintTable(stdout, doc);
+  std::fflush(stdout);
+  if (!o.json_path.empty()) {
+    if (Status st = WriteJsonFile(o.json_path, doc); !st.ok()) {
+      run.errors.push_back("--json: " + st.ToString());
+    }
+  }
+  for (const std::string& e : run.errors) std::fprintf(stderr, "cairn-bench: error: %s\n", e.c_str());
+  if (o.keep_files && !o.quiet) std::fprintf(stderr, "cairn-bench: files kept in %s\n", dir.c_str());
+  return run.errors.empty() ? kExitOk : kExitFailure;
+}
+
 int Run(const Options& o) {
   Result<std::vector<Step>> plan = BuildPlan(o);
   if (!plan.ok()) {
     std::fprintf(stderr, "cairn-bench: %s\n", plan.status().message().c_str());
     return kExitUsage;
   }
-
-  // The run directory.
-  std::string dir = o.dir;
-  bool created = false;
-  if (dir.empty()) {
-    Result<std::string> tmp = MakeTempDir();
-    if (!tmp.ok()) {
-      std::fprintf(stderr, "cairn-bench: %s\n", tmp.status().ToString().c_str());
-      return kExitFailure;
-    }
-    dir = *tmp;
-    created = true;
-  } else {
-    struct stat sb {};
-    created = ::stat(dir.c_str(), &sb) != 0;
-    if (Status st = MakeDirs(dir); !st.ok()) {
-      std::fprintf(stderr, "cairn-bench: --dir: %s\n", st.ToString().c_str());
-      return kExitUsage;
-    }
-  }
+  auto made = RunDir(o);
+  if (const int* code = std::get_if<int>(&made)) return *code;
+  const auto [dir, created] = std::get<std::pair<std::string, bool>>(made);
   DirCleanup cleanup(dir, created, o.keep_files, o.persistent_dir);
   if (!o.persistent_dir.empty()) {
     if (Status st = MakeDirs(o.persistent_dir); !st.ok()) {
@@ -138,11 +231,9 @@ int Run(const Options& o) {
       return kExitUsage;
     }
   }
-
   if (o.run_async) {
     if (Status st = MakeConfig(o, dir + "/cairn").Validate(); !st.ok()) {
-      std::fprintf(stderr, "cairn-bench: invalid Cairn configuration: %s\n",
-                   st.ToString().c_str());
+      std::fprintf(stderr, "cairn-bench: invalid Cairn configuration: %s\n", st.ToString().c_str());
       return kExitUsage;
     }
   }
@@ -151,8 +242,8 @@ int Run(const Options& o) {
   // that no trial pays first-touch.
   const bool restart = o.workload == Workload::kRestart;
   const uint64_t app_bytes = restart ? o.size : MaxBytes(*plan);
-  Result<BenchBuffer> app = BenchBuffer::Allocate(o.memory, app_bytes, o.app_huge_pages,
-                                                   UsesTrackedMemory(o));
+  Result<BenchBuffer> app =
+      BenchBuffer::Allocate(o.memory, app_bytes, o.app_huge_pages, UsesTrackedMemory(o));
   if (!app.ok()) {
     // No usable CUDA driver for --memory device/managed: the options cannot
     // run on this machine (a usage error, like an invalid configuration).
@@ -166,84 +257,15 @@ int Run(const Options& o) {
   run.options = o;
   run.plan = *plan;
   run.dir = dir;
-  const uint64_t moved = restart ? o.size * o.count : TotalBytes(*plan);
-  const uint64_t probe =
-      o.limits_bytes ? *o.limits_bytes : std::min<uint64_t>(std::max<uint64_t>(moved, 16ull << 20), 1ull << 30);
-  Result<Limits> limits = MeasureLimits(dir, probe, app->host(), app_bytes,
-                                        CaptureThreads(MakeConfig(o, dir)), o.huge_pages, o.quiet);
-  if (!limits.ok()) {
-    std::fprintf(stderr, "cairn-bench: %s\n", limits.status().ToString().c_str());
-    return kExitFailure;
-  }
-  run.limits = *limits;
-  if (o.memory != MemoryKind::kHost) {
-    Result<DeviceLimits> dev = MeasureDeviceLimits(*app, o.quiet);
-    if (!dev.ok()) {
-      std::fprintf(stderr, "cairn-bench: %s\n", dev.status().ToString().c_str());
-      return kExitFailure;
-    }
-    run.limits.htod_gbps = dev->htod_gbps;
-    run.limits.dtoh_gbps = dev->dtoh_gbps;
-    run.limits.dtod_gbps = dev->dtod_gbps;
-    run.limits.device_copy_bytes = dev->bytes;
-  }
-
+  if (!MeasureRunLimits(o, *plan, dir, *app, app_bytes, &run)) return kExitFailure;
   WaitAtBarrier();  // --procs: start the trials together
-  Options other = o;  // the baseline with the other fsync choice
-  other.sync_fsync = !o.sync_fsync;
-  auto trial = [&](Variant v) {
-    const Options& opt = v == kSyncOther ? other : o;
-    const bool async = v == kAsync;
-    return restart ? RunRestartTrial(opt, async, dir, *app)
-                   : RunAdjointTrial(opt, *plan, async, dir, *app);
-  };
-  std::vector<Variant> variants;
-  if (o.run_async) variants.push_back(kAsync);
-  if (o.run_sync) variants.push_back(kSync);
-  if (o.run_sync && o.sync_other) variants.push_back(kSyncOther);
-  bool failed[3] = {false, false, false};  // a variant stops at its first failed call
-  std::vector<TrialResult>* trials[3] = {&run.async_trials, &run.sync_trials,
-                                         &run.sync_other_trials};
-  bool* mode_failed[3] = {&run.async_failed, &run.sync_failed, &run.sync_other_failed};
-  const char* label = WorkloadName(o.workload);
-  if (o.warmup) {
-    for (Variant v : variants) {
-      TrialResult r = trial(v);
-      Progress(o, label, -1, v, r);
-      failed[v] = !Collect(r, "warm-up", v, run.errors);
-      *mode_failed[v] |= !r.status.ok() || r.verify.mismatches > 0;
-    }
-  }
-  for (int i = 0; i < o.repeat; ++i) {
-    for (Variant v : variants) {
-      if (failed[v]) continue;
-      TrialResult r = trial(v);
-      Progress(o, label, i, v, r);
-      failed[v] = !Collect(r, ("trial " + std::to_string(i + 1)).c_str(), v, run.errors);
-      *mode_failed[v] |= !r.status.ok() || r.verify.mismatches > 0;
-      if (r.cold) run.limits.cold_read_gbps = std::max(run.limits.cold_read_gbps.value_or(0),
-                                                       r.cold->raw_read_gbps);
-      trials[v]->push_back(std::move(r));
-    }
-  }
-
+  RunTrials(o, *plan, dir, *app, &run);
   if (restart && TrackLoopOn(o) && !run.async_failed) {
     if (!o.quiet) std::fprintf(stderr, "cairn-bench: track loop (%d x 2 trials)\n", o.repeat);
     run.track_loop = RunTrackLoop(o, dir, *app);
     if (!run.track_loop->status.ok()) run.errors.push_back(run.track_loop->status.ToString());
   }
-
-  const Json doc = BuildDocument(run);
-  PrintTable(stdout, doc);
-  std::fflush(stdout);
-  if (!o.json_path.empty()) {
-    if (Status st = WriteJsonFile(o.json_path, doc); !st.ok()) {
-      run.errors.push_back("--json: " + st.ToString());
-    }
-  }
-  for (const std::string& e : run.errors) std::fprintf(stderr, "cairn-bench: error: %s\n", e.c_str());
-  if (o.keep_files && !o.quiet) std::fprintf(stderr, "cairn-bench: files kept in %s\n", dir.c_str());
-  return run.errors.empty() ? kExitOk : kExitFailure;
+  return Report(o, dir, run);
 }
 
 }  // namespace
@@ -260,6 +282,10 @@ int main(int argc, char** argv) {
   }
   if (parsed->help) {
     std::fputs(UsageText(), stdout);
+    return kExitOk;
+  }
+  if (parsed->help_markdown) {
+    std::fputs(OptionsMarkdown().c_str(), stdout);
     return kExitOk;
   }
   if (parsed->procs > 1) return RunProcesses(*parsed, argc, argv);

@@ -158,20 +158,113 @@ Json Target(double value, double target, bool at_least) {
   return t;
 }
 
-int Run(const MpiOptions& o, int rank, int size, std::string command) {
-  // The run's directory, the same on every rank.
-  const bool own_dir = o.dir.empty();
-  const std::string root = RunDir(o.dir, "cairn-bench-mpi");
-  if (root.empty()) return 1;
-  // The settings that make the comparison fair (the caller's own win): every
-  // byte copied every time, the cache populated at open (fresh RAM costs
-  // ~1.5 s/GiB on first use here), no helper threads (every core runs a rank).
+// The settings that make the comparison fair (the caller's own win): every
+// byte copied every time, the cache populated at open (fresh RAM costs
+// ~1.5 s/GiB on first use here), no helper threads (every core runs a rank).
+void SetFairDefaults(const MpiOptions& o, const std::string& root) {
   setenv("CAIRN_SCRATCH", (root + "/scratch").c_str(), 1);
   setenv("CAIRN_CHANGES", "full", 0);
   setenv("CAIRN_HOST_CACHE", std::to_string(2 * o.size + (16 << 20)).c_str(), 0);
   setenv("CAIRN_HOST_CACHE_INIT", "eager", 0);
   setenv("CAIRN_COPY_THREADS", "0", 0);
   setenv("CAIRN_KEEP", "2", 0);
+}
+
+// One repeat: the memcpy, the capture and the baseline, in an order that
+// rotates with r; every rank's times reduced.
+Status RunRepeat(Client& client, const MpiOptions& o, uint64_t r, uint8_t* dst,
+                 const std::vector<uint8_t>& app, const std::string& sync_path, Repeat* rep) {
+  for (int k = 0; k < 3; ++k) {
+    switch ((k + r) % 3) {
+      case 0: {
+        const double mine = MemcpyPhase(dst, app.data(), app.size());
+        rep->memcpy_s = Max(mine);
+        rep->memcpy_min_s = -Max(-mine);
+        break;
+      }
+      case 1: {
+        const Stats before = client.GetStats();
+        auto f = CapturePhase(client, static_cast<int64_t>(r + 1), o.poll_us);
+        const Stats after = client.GetStats();
+        if (!AllOk(f.ok()))
+          return f.ok() ? Status::Io("a checkpoint failed on another rank") : f.status();
+        rep->capture_s = Max(f->blocking_s);
+        rep->capture_min_s = -Max(-f->blocking_s);
+        rep->capture_copy_s = Max(after.capture.seconds - before.capture.seconds);
+        rep->capture_room_s = Max(after.capture_blocked_s - before.capture_blocked_s);
+        const int64_t last_commit = Reduce(f->local_commit_ns, MPI_MAX);
+        rep->commit_last_s =
+            1e-9 * static_cast<double>(Reduce(f->record_ns, MPI_MAX) - last_commit);
+        rep->commit_first_s =
+            1e-9 * static_cast<double>(Reduce(f->record_ns, MPI_MIN) - last_commit);
+        rep->commit_learned_s =
+            1e-9 * static_cast<double>(Reduce(f->learned_ns, MPI_MAX) - last_commit);
+        break;
+      }
+      default: {
+        auto s = SyncPhase(sync_path, app.data(), app.size(), o.fsync);
+        if (!AllOk(s.ok()))
+          return s.ok() ? Status::Io("the baseline failed on another rank") : s.status();
+        rep->sync_s = Max(*s);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// Rank 0's report: every repeat, the medians and the targets.
+Json Document(const MpiOptions& o, int size, const std::string& command, double load_start,
+              const std::vector<Repeat>& repeats) {
+  auto median = [&](double Repeat::*field) {
+    std::vector<double> v;
+    for (const Repeat& r : repeats) v.push_back(r.*field);
+    return Median(v);
+  };
+  const double bytes = static_cast<double>(o.size) * size;
+  const double memcpy_bw = bytes / median(&Repeat::memcpy_s);
+  const double capture_bw = bytes / median(&Repeat::capture_s);
+  const double latency = median(&Repeat::commit_last_s);
+  const double reduction = median(&Repeat::sync_s) / median(&Repeat::capture_s);
+  Json doc = Json::Object();
+  doc.Set("command", command).Set("ranks", size).Set("size_bytes", o.size);
+  doc.Set("repeat", o.repeat).Set("poll_us", o.poll_us).Set("fsync", o.fsync);
+  doc.Set("loadavg_start", load_start).Set("loadavg_end", LoadAverage());
+  Json reps = Json::Array();
+  for (const Repeat& r : repeats) {
+    Json j = Json::Object();
+    j.Set("memcpy_s", r.memcpy_s).Set("capture_s", r.capture_s).Set("sync_s", r.sync_s);
+    j.Set("memcpy_min_s", r.memcpy_min_s)
+        .Set("capture_min_s", r.capture_min_s)
+        .Set("capture_copy_s", r.capture_copy_s);
+    j.Set("capture_room_s", r.capture_room_s);
+    j.Set("commit_last_s", r.commit_last_s).Set("commit_first_s", r.commit_first_s);
+    j.Set("commit_learned_s", r.commit_learned_s);
+    reps.Push(std::move(j));
+  }
+  doc.Set("repeats", std::move(reps));
+  Json med = Json::Object();
+  med.Set("memcpy_aggregate_bytes_per_s", memcpy_bw);
+  med.Set("capture_aggregate_bytes_per_s", capture_bw);
+  med.Set("capture_blocking_s", median(&Repeat::capture_s));
+  med.Set("sync_blocking_s", median(&Repeat::sync_s));
+  med.Set("commit_last_s", latency);
+  med.Set("commit_first_s", median(&Repeat::commit_first_s));
+  med.Set("commit_learned_s", median(&Repeat::commit_learned_s));
+  doc.Set("medians", std::move(med));
+  Json targets = Json::Object();
+  targets.Set("capture_vs_memcpy", Target(capture_bw / memcpy_bw, 0.8, true));
+  targets.Set("commit_latency_s", Target(latency, 0.010, false));
+  targets.Set("blocking_reduction", Target(reduction, 5.0, true));
+  doc.Set("targets", std::move(targets));
+  return doc;
+}
+
+int Run(const MpiOptions& o, int rank, int size, std::string command) {
+  // The run's directory, the same on every rank.
+  const bool own_dir = o.dir.empty();
+  const std::string root = RunDir(o.dir, "cairn-bench-mpi");
+  if (root.empty()) return 1;
+  SetFairDefaults(o, root);
   const double load_start = LoadAverage();
 
   // Both buffers touched before any timing. The memcpy's destination has the
@@ -208,90 +301,15 @@ int Run(const MpiOptions& o, int rank, int size, std::string command) {
   std::vector<Repeat> repeats;
   for (uint64_t r = 0; r < o.repeat && AllOk(status.ok()); ++r) {
     Repeat rep;
-    for (int k = 0; k < 3 && status.ok(); ++k) {
-      switch ((k + r) % 3) {
-        case 0: {
-          const double mine = MemcpyPhase(dst.data(), app.data(), app.size());
-          rep.memcpy_s = Max(mine);
-          rep.memcpy_min_s = -Max(-mine);
-          break;
-        }
-        case 1: {
-          const Stats before = client.GetStats();
-          auto f = CapturePhase(client, static_cast<int64_t>(r + 1), o.poll_us);
-          const Stats after = client.GetStats();
-          if (!AllOk(f.ok())) {
-            status = f.ok() ? Status::Io("a checkpoint failed on another rank") : f.status();
-            break;
-          }
-          rep.capture_s = Max(f->blocking_s);
-          rep.capture_min_s = -Max(-f->blocking_s);
-          rep.capture_copy_s = Max(after.capture.seconds - before.capture.seconds);
-          rep.capture_room_s = Max(after.capture_blocked_s - before.capture_blocked_s);
-          const int64_t last_commit = Reduce(f->local_commit_ns, MPI_MAX);
-          rep.commit_last_s = 1e-9 * static_cast<double>(Reduce(f->record_ns, MPI_MAX) - last_commit);
-          rep.commit_first_s = 1e-9 * static_cast<double>(Reduce(f->record_ns, MPI_MIN) - last_commit);
-          rep.commit_learned_s = 1e-9 * static_cast<double>(Reduce(f->learned_ns, MPI_MAX) - last_commit);
-          break;
-        }
-        default: {
-          auto s = SyncPhase(sync_path, app.data(), app.size(), o.fsync);
-          if (!AllOk(s.ok())) {
-            status = s.ok() ? Status::Io("the baseline failed on another rank") : s.status();
-            break;
-          }
-          rep.sync_s = Max(*s);
-        }
-      }
-    }
+    status = RunRepeat(client, o, r, dst.data(), app, sync_path, &rep);
     if (status.ok()) repeats.push_back(rep);
   }
   Status closed = client.Close();  // collective
   if (status.ok()) status = closed;
   const bool ok = AllOk(status.ok());
   if (!status.ok()) std::fprintf(stderr, "rank %d: %s\n", rank, status.ToString().c_str());
-
   if (rank == 0 && ok) {
-    auto median = [&](double Repeat::*field) {
-      std::vector<double> v;
-      for (const Repeat& r : repeats) v.push_back(r.*field);
-      return Median(v);
-    };
-    const double bytes = static_cast<double>(o.size) * size;
-    const double memcpy_bw = bytes / median(&Repeat::memcpy_s);
-    const double capture_bw = bytes / median(&Repeat::capture_s);
-    const double latency = median(&Repeat::commit_last_s);
-    const double reduction = median(&Repeat::sync_s) / median(&Repeat::capture_s);
-    Json doc = Json::Object();
-    doc.Set("command", command).Set("ranks", size).Set("size_bytes", o.size);
-    doc.Set("repeat", o.repeat).Set("poll_us", o.poll_us).Set("fsync", o.fsync);
-    doc.Set("loadavg_start", load_start).Set("loadavg_end", LoadAverage());
-    Json reps = Json::Array();
-    for (const Repeat& r : repeats) {
-      Json j = Json::Object();
-      j.Set("memcpy_s", r.memcpy_s).Set("capture_s", r.capture_s).Set("sync_s", r.sync_s);
-      j.Set("memcpy_min_s", r.memcpy_min_s).Set("capture_min_s", r.capture_min_s).Set("capture_copy_s", r.capture_copy_s);
-      j.Set("capture_room_s", r.capture_room_s);
-      j.Set("commit_last_s", r.commit_last_s).Set("commit_first_s", r.commit_first_s);
-      j.Set("commit_learned_s", r.commit_learned_s);
-      reps.Push(std::move(j));
-    }
-    doc.Set("repeats", std::move(reps));
-    Json med = Json::Object();
-    med.Set("memcpy_aggregate_bytes_per_s", memcpy_bw);
-    med.Set("capture_aggregate_bytes_per_s", capture_bw);
-    med.Set("capture_blocking_s", median(&Repeat::capture_s));
-    med.Set("sync_blocking_s", median(&Repeat::sync_s));
-    med.Set("commit_last_s", latency);
-    med.Set("commit_first_s", median(&Repeat::commit_first_s));
-    med.Set("commit_learned_s", median(&Repeat::commit_learned_s));
-    doc.Set("medians", std::move(med));
-    Json targets = Json::Object();
-    targets.Set("capture_vs_memcpy", Target(capture_bw / memcpy_bw, 0.8, true));
-    targets.Set("commit_latency_s", Target(latency, 0.010, false));
-    targets.Set("blocking_reduction", Target(reduction, 5.0, true));
-    doc.Set("targets", std::move(targets));
-    Publish(doc.Dump() + "\n", o.json_path);
+    Publish(Document(o, size, command, load_start, repeats).Dump() + "\n", o.json_path);
   }
   RemoveRunDir(root, own_dir);
   return ok ? 0 : 1;
