@@ -114,6 +114,13 @@ Status AddConfigSet(Value arg, Options& o) {
 using P = ParseState&;
 using N = std::string_view;
 
+// An on|off option that sets a flag of the Options.
+template <bool Options::*kFlag>
+Status OnOffOption(P p, N n, Value v) {
+  CAIRN_ASSIGN_OR_RETURN(p.o.*kFlag, OnOff(n, v));
+  return Status::Ok();
+}
+
 Status Count(P p, N n, Value v) {
   CAIRN_ASSIGN_OR_RETURN(p.o.count, ParseCount(n, v, 1));
   if (p.o.count > 10'000'000) return Bad(n, "at most 10000000");
@@ -148,18 +155,6 @@ Status Init(P p, N n, Value v) {
   Result<CacheInit> init = ParseCacheInit(v);
   if (!init.ok()) return Bad(n, init.status().message());
   p.o.init = *init;
-  return Status::Ok();
-}
-Status Pin(P p, N n, Value v) {
-  CAIRN_ASSIGN_OR_RETURN(p.o.pin, OnOff(n, v));
-  return Status::Ok();
-}
-Status HugePages(P p, N n, Value v) {
-  CAIRN_ASSIGN_OR_RETURN(p.o.huge_pages, OnOff(n, v));
-  return Status::Ok();
-}
-Status AppHugePages(P p, N n, Value v) {
-  CAIRN_ASSIGN_OR_RETURN(p.o.app_huge_pages, OnOff(n, v));
   return Status::Ok();
 }
 Status Memory(P p, N n, Value v) {
@@ -217,19 +212,7 @@ Status SyncFsync(P p, N n, Value v) {
   p.fsync_given = on;
   return Status::Ok();
 }
-Status SyncOther(P p, N n, Value v) {
-  CAIRN_ASSIGN_OR_RETURN(p.o.sync_other, OnOff(n, v));
-  return Status::Ok();
-}
 Status Persistent(P p, N n, Value v) { return NotEmpty(n, v, &p.o.persistent_dir); }
-Status ColdRestart(P p, N n, Value v) {
-  CAIRN_ASSIGN_OR_RETURN(p.o.cold_restart, OnOff(n, v));
-  return Status::Ok();
-}
-Status WholeRestart(P p, N n, Value v) {
-  CAIRN_ASSIGN_OR_RETURN(p.o.whole_restart, OnOff(n, v));
-  return Status::Ok();
-}
 Status Verify(P p, N n, Value v) {
   if (v != "sample" && v != "full") return Bad(n, "expected sample or full, got '" + v + "'");
   p.o.verify_full = v == "full";
@@ -385,16 +368,16 @@ constexpr OptionRow kOptions[] = {
    "host cache initialization (host_cache.init): eager, memset, lazy, concurrent, sequential or "
    "adaptive", nullptr, Init},
   {"--pin", "on|off", "off", "pin the host cache once it is touched (host_cache.pin; eager pins "
-   "at open)", nullptr, Pin},
+   "at open)", nullptr, OnOffOption<&Options::pin>},
   {"--huge-pages", "on|off", "on", "transparent huge pages for the host cache "
-   "(host_cache.huge_pages)", nullptr, HugePages},
+   "(host_cache.huge_pages)", nullptr, OnOffOption<&Options::huge_pages>},
   {"--app-huge-pages", "on|off", "off",
    "the application buffer in transparent huge pages; off: small pages, like malloc under THP "
    "madvise",
    "the application buffer in transparent huge pages (`madvise(MADV_HUGEPAGE)`); off: small "
    "pages, what `malloc` gets where THP is `madvise`. A restore reads `O_DIRECT` straight into "
    "huge-page memory and through a huge-page staging buffer + memcpy into small pages "
-   "(docs/design.md, \"Restore from files\")", AppHugePages},
+   "(docs/design.md, \"Restore from files\")", OnOffOption<&Options::app_huge_pages>},
   {"--memory", "host|device|managed", "host",
    "where the application buffer lives: host memory, device memory (cuMemAlloc) or managed "
    "memory (cuMemAllocManaged); device/managed need a CUDA driver ($CAIRN_CUDA_DRIVER or "
@@ -440,7 +423,8 @@ constexpr OptionRow kOptions[] = {
    "fsync each baseline write (see \"The sync baseline\")", SyncFsync},
   {"--sync-other", "on|off", "on",
    "also run the baseline with the other --sync-fsync value, reported as sync_other",
-   "also run the baseline with the other `--sync-fsync` value (`sync_other`)", SyncOther},
+   "also run the baseline with the other `--sync-fsync` value (`sync_other`)",
+   OnOffOption<&Options::sync_other>},
   {"--persistent", "DIR", "none",
    "restart only: Cairn's persistent tier is DIR/cairn, the baseline copies each version to "
    "DIR/sync; reports the time until the last version is durable there",
@@ -449,13 +433,13 @@ constexpr OptionRow kOptions[] = {
   {"--cold-restart", "on|off", "on",
    "restart: after each trial, restore the newest version in a new process from cold files",
    "`restart`: after each trial, restore the newest version in a new process from cold files",
-   ColdRestart},
+   OnOffOption<&Options::cold_restart>},
   {"--whole-restart", "on|off", "off",
    "restart: after each cold restart, also time the whole restart, spawn to restored, into a "
    "buffer the new process has not touched yet, against a raw program that allocates it and "
    "reads the same file into it",
    "`restart`: after each cold restart, also time the whole restart into an untouched buffer "
-   "against a raw program (`restart.whole_*`)", WholeRestart},
+   "against a raw program (`restart.whole_*`)", OnOffOption<&Options::whole_restart>},
   {"--verify", "sample|full", "sample",
    "verification depth of adjoint restores: sample (stamps of every page, a sample of pages in "
    "full) or full (every page in full; slower, it eats into the compute interval)",
@@ -489,7 +473,8 @@ constexpr OptionRow kOptions[] = {
    TrackLoop},
   {"--track-loop-intervals", "N", "8", "intervals per --track-loop trial",
    "`restart` only: intervals per `--track-loop` trial", TrackLoopIntervals},
-  {"--track-loop-ms", "T", "`--interval-ms`", "compute per --track-loop interval", "`restart` only: compute per `--track-loop` interval", TrackLoopMs},
+  {"--track-loop-ms", "T", "`--interval-ms`", "compute per --track-loop interval",
+   "`restart` only: compute per `--track-loop` interval", TrackLoopMs},
   {"--track-loop-baseline", "hash|full|none", "hash",
    "the untracked side: a client with that change detection (no tracker), checkpointing between "
    "intervals like the tracked side, or no client at all",

@@ -40,7 +40,7 @@ bool BlockStore::Captured(Entry& e, uint32_t b) {
 }
 
 void BlockStore::Unplace(Entry& e, uint32_t b) {
-  cache_->Free(static_cast<uint32_t>(e.blocks_[b].chunk));
+  Free(static_cast<uint32_t>(e.blocks_[b].chunk));
   e.blocks_[b].chunk = -1;
 }
 

@@ -127,7 +127,8 @@ Status Flusher::WriteBlock(const EntryPtr& e, uint32_t b, format::FileWriter& wr
     // Before the unpin: if a pop consumed the entry meanwhile, the last
     // unpin releases the chunks and must see this block as written (not
     // dirty).
-    (store_->*marks_.wrote)(*e, b);  // sets Written(*e, b)
+    // Sets Written(*e, b).
+    marks_.persistent ? store_->WrittenPersistently(*e, b) : store_->WrittenLocally(*e, b);
   }
   owner_->Unpin(e);
   return s;

@@ -63,14 +63,13 @@ struct FlushTiers {
   }
 };
 
+// Which of an entry's two flushes a Flusher makes: to the local tier (its
+// blocks' `written`, LocalState::started, BlockStore::WrittenLocally) or to
+// the persistent one (`persisted`, PersistState::started,
+// WrittenPersistently).
 struct FlushMarks {
-  // Which block mark says written here, and the store's transition that
-  // sets it.
-  bool BlockState::*written = &BlockState::written;
-  // Which of the entry's flushes this is: its LocalState's (false) or its
-  // PersistState's (true) `started`.
   bool persistent = false;
-  void (BlockStore::*wrote)(Entry& e, uint32_t b) = &BlockStore::WrittenLocally;
+  bool Written(const BlockState& bs) const { return persistent ? bs.persisted : bs.written; }
 };
 
 class Flusher {
@@ -154,7 +153,7 @@ class Flusher {
   // A flush failure is the application's problem only while someone still
   // needs the entry; for a consumed one it is just a skipped flush.
   void FailFlush(const EntryPtr& e, const Status& s, const char* what) CAIRN_REQUIRES(*mu_);
-  bool Written(const Entry& e, uint32_t b) const { return e.blocks()[b].*marks_.written; }
+  bool Written(const Entry& e, uint32_t b) const { return marks_.Written(e.blocks()[b]); }
 
   Mutex* const mu_;
   std::condition_variable_any* const done_;

@@ -51,7 +51,7 @@ struct FakeOwner final : test::StoreOwner, Flusher::Owner {
   // Blocks of e with the flusher's written mark.
   int Marked(const Entry& e) const {
     int n = 0;
-    for (const BlockState& bs : e.blocks()) n += bs.*marks.written ? 1 : 0;
+    for (const BlockState& bs : e.blocks()) n += marks.Written(bs) ? 1 : 0;
     return n;
   }
   uint8_t* Chunk(const Entry& e, uint32_t b) CAIRN_REQUIRES(mu) {
@@ -284,9 +284,7 @@ class PersisterTest : public ::testing::Test {
     ASSERT_FALSE(o.tmp.path().empty());
     f.Start(nullptr);
   }
-  static constexpr FlushMarks kMarks{.written = &BlockState::persisted,
-                                     .persistent = true,
-                                     .wrote = &BlockStore::WrittenPersistently};
+  static constexpr FlushMarks kMarks{.persistent = true};
   FakeOwner o{kMarks};
   Flusher f{&o.mu,
             &o.done,
