@@ -254,9 +254,7 @@ Json Report(const LevelsOptions& o, const Run& run, int size, double interval, b
       .Set("checkpoints", o.checkpoints);
   doc.Set("levels", std::string("L1") + (o.l2 ? ",L2" : "") + (o.l3 ? ",L3" : ""))
       .Set("l3_code", L3CodeName(o.l3_code))
-      .Set("l3_parity", o.l3_parity > 0            ? o.l3_parity
-                        : o.l3_code == L3Code::kRs ? 2
-                                                   : 1);
+      .Set("l3_parity", EffectiveL3Parity(o.l3_code, o.l3_parity));
   doc.Set("interval_s", interval).Set("mpi_thread_multiple", multiple);
   Json cycles = Json::Array();
   for (size_t i = 0; i < run.levels.size(); ++i) {

@@ -80,6 +80,10 @@ enum class L3Code : int {  // config_enums.def
 CAIRN_EXPORT const char* L3CodeName(L3Code code);  // "xor", "rs"
 // "xor" or "rs"; kConfig on anything else.
 CAIRN_EXPORT Result<L3Code> ParseL3Code(std::string_view text);
+// The lost members a parity set of `code` survives when mpi.l3_parity is
+// `parity`: `parity` itself when > 0, else the code's default, 1 for XOR
+// and 2 for Reed-Solomon. The one place that default is written.
+CAIRN_EXPORT int EffectiveL3Parity(L3Code code, int parity);
 
 struct CAIRN_EXPORT Config {
   // [storage]

@@ -143,6 +143,13 @@ TEST_F(ConfigTest, EveryKey) {
   EXPECT_TRUE(c.history_persistent);
 }
 
+TEST(L3ParityTest, ZeroMeansTheCodesDefaultAndAnythingElseIsKept) {
+  EXPECT_EQ(EffectiveL3Parity(L3Code::kXor, 0), 1);
+  EXPECT_EQ(EffectiveL3Parity(L3Code::kRs, 0), 2);
+  EXPECT_EQ(EffectiveL3Parity(L3Code::kRs, 3), 3);
+  EXPECT_EQ(EffectiveL3Parity(L3Code::kXor, 1), 1);
+}
+
 TEST_F(ConfigTest, IntegersForSizesAndOctalModes) {
   auto r = Parse("[host_cache]\nsize = 16777216\nblock_size = 65536\n[storage]\nfile_mode = 0o660\n");
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -218,6 +218,10 @@ Result<WriteProtectMode> ParseWriteProtectMode(std::string_view text) {
 }
 
 const char* L3CodeName(L3Code v) { return NameOf(kL3CodeNames, v); }
+int EffectiveL3Parity(L3Code code, int parity) {
+  if (parity > 0) return parity;
+  return code == L3Code::kRs ? 2 : 1;
+}
 Result<L3Code> ParseL3Code(std::string_view text) {
   return Parse(kL3CodeNames, text, "an L3 code");
 }

@@ -153,7 +153,7 @@ Result<Sets> SetsFromNodes(const std::vector<int>& node_of, int rank, int64_t gr
   for (int r = 0; r < static_cast<int>(node_of.size()); ++r) on_node[node_of[r]].push_back(r);
   const int64_t nodes = static_cast<int64_t>(on_node.size());
   const int64_t g = group_size > 0 ? group_size : std::min<int64_t>(4, nodes);
-  const int64_t e = parity > 0 ? parity : code == L3Code::kRs ? 2 : 1;
+  const int64_t e = EffectiveL3Parity(code, static_cast<int>(parity));
   const std::string kind = code == L3Code::kRs ? "Reed-Solomon" : "XOR";
   const std::string why = "CAIRN_L3_GROUP is " + std::to_string(g) +
                           (group_size > 0 ? "" : " (the default)") + ", CAIRN_L3_PARITY " +
