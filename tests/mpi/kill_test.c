@@ -24,12 +24,17 @@
  *         loop (before / after a checkpoint, after a wait), so between
  *         Cairn calls, often while the previous checkpoint is still being
  *         flushed by Cairn's own threads;
- *   file: a thread of the victim watches its rank directory with inotify
- *         and kills the process at the k-th file event (a temp file
+ *   file: a thread of the victim watches its checkpoint directory with
+ *         inotify and kills the process at the k-th file event (a temp file
  *         created, a block written, a rename that commits a version or the
  *         manifest, a retention delete): inside the flush and commit of a
- *         version or the manifest write. The process keeps running while the
- *         watcher reads the event, so the exact byte is random, not chosen.
+ *         version or the manifest write. With L2 on it also watches the
+ *         copies it holds for its source, and with L3 on its parity
+ *         directory, so the kill lands inside a partner copy being stored
+ *         or a parity being encoded too (a rank that dies mid-encoding must
+ *         leave its set's previous parity intact). The process keeps
+ *         running while the watcher reads the event, so the exact byte is
+ *         random, not chosen.
  * The trial's choices are printed first (rank 0), so a failing seed replays
  * the same choices; which byte a file kill lands on can differ in a replay.
  *
@@ -47,6 +52,10 @@
  * be lost. The manifests' `committed` line does not count there: a version
  * is recorded globally committed before its redundancy is added, so a kill
  * in between leaves a committed version that a lost node cannot rebuild.
+ *
+ * CAIRN_KILL_LOSE_NODE=2 (Reed-Solomon sets that survive two lost members,
+ * 8 ranks or more) loses the victim's node and the next one: every set then
+ * lost two members, which the parity must rebuild.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -114,18 +123,34 @@ enum { kStepsPerVersion = 3 };
  * still pass). */
 enum { kEventsPerVersion = 14 };
 
+static int env_on(const char *name) {
+  const char *v = getenv(name);
+  return v != NULL && strcmp(v, "") != 0 && strcmp(v, "0") != 0;
+}
+
+/* The victim's watched directories (start_watcher): its checkpoints, its
+ * copies of its source's (L2 on), its parity (L3 on). */
+static int watched_dirs(void) { return 1 + env_on("CAIRN_L2_EVERY") + env_on("CAIRN_L3_EVERY"); }
+
 static struct Plan make_plan(uint64_t seed) {
   g_rng = seed;
   struct Plan p;
   p.victim = below(g_size);
   p.file_kill = below(3) != 0; /* two thirds of the trials kill inside file work */
   p.wait_every = 1 + below(2);
-  p.at = p.file_kill ? 1 + below(kVersions * kEventsPerVersion) : below(kVersions * kStepsPerVersion);
+  p.at = p.file_kill ? 1 + below(kVersions * kEventsPerVersion * watched_dirs())
+                     : below(kVersions * kStepsPerVersion);
   return p;
 }
 
+/* The rank's own directory (simulated nodes of 2 ranks: docs/mpi.md). */
+static void rank_root(char *out, size_t n, int rank) {
+  snprintf(out, n, "%s/scratch/node%d/rank%d", g_root, rank / 2, rank);
+}
 static void rank_dir(char *out, size_t n, int rank) {
-  snprintf(out, n, "%s/scratch/node%d/rank%d/%s", g_root, rank / 2, rank, kName);
+  char root[3100];
+  rank_root(root, sizeof root, rank);
+  snprintf(out, n, "%s/%s", root, kName);
 }
 
 static void setup_env(void) {
@@ -166,14 +191,32 @@ static void *watch_files(void *arg) {
   }
 }
 
+/* Creates dir (and its parents) and watches it. */
+static void watch_dir(const char *dir) {
+  char cmd[3400];
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+  CHECK(system(cmd) == 0, "%s", cmd);
+  int wd = inotify_add_watch(g_watch_fd, dir, IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE);
+  CHECK(wd >= 0, "inotify_add_watch %s: %s", dir, strerror(errno));
+}
+
 static void start_watcher(int at) {
-  char dir[3200];
-  rank_dir(dir, sizeof dir, g_rank);
+  char root[3100], dir[3300];
+  rank_root(root, sizeof root, g_rank);
   g_watch_fd = inotify_init1(IN_CLOEXEC);
   CHECK(g_watch_fd >= 0, "inotify_init1: %s", strerror(errno));
   if (g_watch_fd < 0) return;
-  int wd = inotify_add_watch(g_watch_fd, dir, IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE);
-  CHECK(wd >= 0, "inotify_add_watch %s: %s", dir, strerror(errno));
+  rank_dir(dir, sizeof dir, g_rank);
+  watch_dir(dir);
+  if (env_on("CAIRN_L2_EVERY")) { /* the copies of its source, rank - 2 (docs/format.md 3.8) */
+    snprintf(dir, sizeof dir, "%s/.partner/rank%d/%s", root, (g_rank - 2 + g_size) % g_size, kName);
+    watch_dir(dir);
+  }
+  if (env_on("CAIRN_L3_EVERY")) {
+    const char *code = getenv("CAIRN_L3_CODE");
+    snprintf(dir, sizeof dir, "%s/%s/%s", root, code != NULL && strcmp(code, "rs") == 0 ? ".rs" : ".xor", kName);
+    watch_dir(dir);
+  }
   g_kill_at = at;
   pthread_t t;
   CHECK(pthread_create(&t, NULL, watch_files, NULL) == 0, "pthread_create");
@@ -249,11 +292,23 @@ static void run(struct Plan p) {
   free(buf);
 }
 
-/* CAIRN_KILL_LOSE_NODE=1: the simulated node whose local directory the
- * relaunch loses (the victim's), else -1. */
-static int lost_node(struct Plan p) {
+/* The simulated nodes whose local directories the relaunch loses:
+ * CAIRN_KILL_LOSE_NODE=1 the victim's, =2 the victim's and the next one
+ * (nodes of 2 ranks); their number (0: none). */
+static int lost_nodes(struct Plan p, int lost[2]) {
   const char *v = getenv("CAIRN_KILL_LOSE_NODE");
-  return v != NULL && strcmp(v, "1") == 0 ? p.victim / 2 : -1;
+  const int count = v == NULL ? 0 : atoi(v);
+  const int nodes = g_size / 2;
+  CHECK(count >= 0 && count <= 2 && count < nodes, "CAIRN_KILL_LOSE_NODE=%s with %d nodes", v, nodes);
+  for (int i = 0; i < count; ++i) lost[i] = (p.victim / 2 + i) % nodes;
+  return count;
+}
+
+static int on_lost_node(int rank, const int lost[2], int count) {
+  for (int i = 0; i < count; ++i) {
+    if (rank / 2 == lost[i]) return 1;
+  }
+  return 0;
 }
 
 static void lose_node(int node) {
@@ -265,16 +320,15 @@ static void lose_node(int node) {
            2 * node + 1);
     fflush(stdout);
   }
-  MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* After a restore of version `got` with node `lost` gone: its ranks were
- * served by a redundancy level, the others by their own files. */
-static void check_served(cairn_client_t *c, int lost, int64_t got) {
+/* After a restore of version `got` with the `lost` nodes gone: their ranks
+ * were served by a redundancy level, the others by their own files. */
+static void check_served(cairn_client_t *c, const int lost[2], int count, int64_t got) {
   cairn_stats_t st = CAIRN_STATS_INIT;
   CHECK(cairn_stats(c, &st) == CAIRN_OK, "stats");
   const uint64_t rebuilt = st.mpi_restored_l2 + st.mpi_restored_l3;
-  if (g_rank / 2 == lost) {
+  if (on_lost_node(g_rank, lost, count)) {
     CHECK(rebuilt == 1 && st.mpi_restored_local == 0,
           "rank %d of the lost node restored version %lld from L1 %llu times, L2 %llu, L3 %llu: want L2 or L3 once",
           g_rank, (long long)got, (unsigned long long)st.mpi_restored_local,
@@ -297,11 +351,13 @@ static void check(struct Plan p) {
   snprintf(path, sizeof path, "%s/global", dir);
   test_manifest_t m;
   int64_t manifest = test_manifest_read(path, &m) == 0 ? m.committed : -1;
-  const int lost = lost_node(p);
+  int lost[2];
+  const int lost_count = lost_nodes(p, lost);
   int64_t floor = recorded > manifest ? recorded : manifest;
-  if (lost >= 0) floor = recorded; /* see the top: the manifest's line does not survive a node */
+  if (lost_count > 0) floor = recorded; /* see the top: the manifest's line does not survive a node */
   MPI_Allreduce(MPI_IN_PLACE, &floor, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  if (lost >= 0) lose_node(lost);
+  for (int i = 0; i < lost_count; ++i) lose_node(lost[i]);
+  MPI_Barrier(MPI_COMM_WORLD);
 
   unsigned char *buf = calloc(1, kBytes);
   cairn_client_t *c = open_client(buf);
@@ -317,7 +373,7 @@ static void check(struct Plan p) {
           (long long)latest);
     CHECK(got >= 1 && got <= kVersions, "restored version %lld was never checkpointed", (long long)got);
     CHECK(holds(buf, got), "restored data is not version %lld of rank %d", (long long)got, g_rank);
-    if (rc == CAIRN_OK && lost >= 0) check_served(c, lost, got);
+    if (rc == CAIRN_OK && lost_count > 0) check_served(c, lost, lost_count, got);
   } else {
     CHECK(rc == CAIRN_ERR_NOT_FOUND, "restore_latest with nothing committed: %d, want NOT_FOUND", rc);
   }
