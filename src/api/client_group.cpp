@@ -82,6 +82,10 @@ Status GroupCheckpoints::RecordGlobal(const std::string& name, int64_t committed
 void GroupCheckpoints::KeepGlobal(const std::string& name, int64_t global, int64_t common) {
   pipeline_->SetGlobalCommit(name, global, common);
 }
+bool GroupCheckpoints::ApplicationBusy() { return pipeline_->ApplicationBusy(); }
+void GroupCheckpoints::AwaitApplicationIdle(std::chrono::milliseconds at_most) {
+  pipeline_->AwaitApplicationIdle(at_most);
+}
 
 // The ranks' manifests record the saved job's size (docs/format.md 3.6): a
 // job's rank r does not continue another size's saved rank r.

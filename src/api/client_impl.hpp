@@ -66,6 +66,8 @@ class GroupCheckpoints final : public redundancy::Checkpoints {
   Result<std::vector<int64_t>> IntactVersions(const std::string& name) override;
   Status RecordGlobal(const std::string& name, int64_t committed, int64_t persistent) override;
   void KeepGlobal(const std::string& name, int64_t global, int64_t common) override;
+  bool ApplicationBusy() override;
+  void AwaitApplicationIdle(std::chrono::milliseconds at_most) override;
 
  private:
   core::Pipeline* const pipeline_;

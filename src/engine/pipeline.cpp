@@ -375,4 +375,16 @@ Stats Pipeline::GetStats() const {
   return s;
 }
 
+bool Pipeline::ApplicationBusy() const {
+  return movers_.now(MemoryMovers::Kind::kCapture) > 0 ||
+         movers_.now(MemoryMovers::Kind::kRestore) > 0;
+}
+
+void Pipeline::AwaitApplicationIdle(std::chrono::milliseconds at_most) {
+  // changed() is notified without mu_ (memory_movers.hpp), so a wake can
+  // slip between the test and the wait: `at_most` bounds what that costs.
+  MutexLock lock(&mu_);
+  movers_.changed().wait_for(mu_, at_most, [&] { return !ApplicationBusy(); });
+}
+
 }  // namespace cairn::core

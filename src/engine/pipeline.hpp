@@ -166,6 +166,13 @@ class Pipeline {
   // so the cache grows to hold one (Initializer::GrowFor) while the
   // application still computes; a capture larger than the cache grows it too.
   void ReserveFor(uint64_t bytes) CAIRN_EXCLUDES(mu_);
+  // Whether the application is inside a capture or a restore (copying, or
+  // waiting for cache room or for a read): an MPI job's redundancy levels
+  // yield their background I/O meanwhile (docs/mpi.md, "Back-pressure").
+  // Lock-free.
+  bool ApplicationBusy() const;
+  // Returns once ApplicationBusy() is false, or after `at_most`.
+  void AwaitApplicationIdle(std::chrono::milliseconds at_most) CAIRN_EXCLUDES(mu_);
 
  private:
   void GrowCache(uint64_t bytes) CAIRN_REQUIRES(mu_);

@@ -8,6 +8,7 @@
 // collective::GlobalCommit see a member's checkpoints only through this.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,6 +43,13 @@ class Checkpoints {
   // newest version that may be common to every member (docs/mpi.md,
   // "Retention"). Values only rise.
   virtual void KeepGlobal(const std::string& name, int64_t global, int64_t common) = 0;
+  // Back-pressure (docs/mpi.md, "Back-pressure"): whether the member's
+  // application is inside a capture or a restore (copying, or waiting for
+  // cache room or for a read), which the levels' background I/O yields to.
+  // No I/O, never blocks.
+  virtual bool ApplicationBusy() = 0;
+  // Returns once ApplicationBusy() is false, or after `at_most`.
+  virtual void AwaitApplicationIdle(std::chrono::milliseconds at_most) = 0;
 
  protected:
   ~Checkpoints() = default;

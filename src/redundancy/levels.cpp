@@ -299,8 +299,30 @@ Status Levels::Recover(const std::string& name, int64_t bound, int64_t distrust)
         stats_.l3_rebuild_s += SecondsSince(start) - phases.l3_encode_s;
       }
     }
+    if (plan_.l2_every > 0 && r->version >= 0) ResendOlder(name, *owned[0], r->version, *mine);
   }
   return collective::Agree(*group_, r.status(), "recovering '" + name + "' from the redundancy levels");
+}
+
+void Levels::ResendOlder(const std::string& name, const Level& partner, int64_t version,
+                         const std::vector<int64_t>& intact) {
+  const std::vector<int64_t> older = partner.Older(version, intact);
+  if (older.empty()) return;
+  std::string list;
+  for (int64_t w : older) list += (list.empty() ? "" : ", ") + std::to_string(w);
+  if (!transfers_) {  // copies made in the waits only: they come back at their next L2 turns
+    util::Log(LogLevel::kInfo,
+              "rank %d: versions %s of '%s': rank %d no longer holds their partner copies; "
+              "they come back only as they are checkpointed again (no background transfers in this "
+              "group)",
+              group_->rank(), list.c_str(), name.c_str(), plan_.partner.partner);
+    return;
+  }
+  for (int64_t w : older) transfers_->QueueCommitted(name, w);
+  util::Log(LogLevel::kInfo,
+            "rank %d: versions %s of '%s': rank %d no longer holds their partner copies; "
+            "they are sent again in the background (L2)",
+            group_->rank(), list.c_str(), name.c_str(), plan_.partner.partner);
 }
 
 void Levels::CountRestore(const std::string& name, int64_t version) {

@@ -30,6 +30,8 @@
 
 namespace cairn::redundancy {
 
+class Level;  // redundancy.hpp
+
 // The levels' settings, agreed by every member, and the partner map and XOR
 // sets they need.
 struct Plan {
@@ -151,6 +153,12 @@ class Levels final : private parity::BackgroundEncoder::Listener {
   // do not make would wait forever.
   Status AgreeTurn(bool turn, int level, const std::string& what, const std::string& label);
   Status CompleteL2(const std::string& name, int64_t version);
+  // After a recovery of `version`: the older versions whose partner copies
+  // a lost node took (partner.Older) are queued for the background
+  // transfers; without them, a log line says they come back at their next
+  // L2 turns. Not collective.
+  void ResendOlder(const std::string& name, const Level& partner, int64_t version,
+                   const std::vector<int64_t>& intact);
   // A partner copy made in a wait (without transfers_): stats and protection.
   void Replicated(const std::string& name, int64_t version) CAIRN_EXCLUDES(stats_mu_);
   // The parity (L3) of the version, agreed, timed and counted.

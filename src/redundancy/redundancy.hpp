@@ -76,6 +76,16 @@ class Level {
     (void)v;
     return Status::Ok();
   }
+  // After Refill: the versions older than v, among this member's `intact`
+  // ones (newest first), whose redundancy at this level a lost node took and
+  // that this member can send again in the background, newest first (L2:
+  // when the partner lost v's copy, the older versions its retention would
+  // keep). Not collective; the default: none.
+  virtual std::vector<int64_t> Older(int64_t v, const std::vector<int64_t>& intact) const {
+    (void)v;
+    (void)intact;
+    return {};
+  }
   // Lines to log once Recover has agreed (e.g. a set that cannot rebuild).
   virtual std::vector<std::string> Notes() const { return {}; }
 };

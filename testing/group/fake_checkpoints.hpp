@@ -1,9 +1,10 @@
 // A member's checkpoints for the redundancy tests (redundancy/checkpoints.hpp):
 // each answer is a hook the test sets, with a default that says "nothing
 // here": no commit, waits that fail, no intact version, records and
-// retention accepted.
+// retention accepted, an application that is never busy.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,6 +20,8 @@ class FakeCheckpoints final : public redundancy::Checkpoints {
   std::function<Status(const std::string&, int64_t)> wait_local;
   std::function<Status(const std::string&, int64_t)> wait_persistent;
   std::function<Status(const std::string&, int64_t, int64_t)> record_global;
+  std::atomic<bool> busy{false};     // ApplicationBusy
+  std::function<void()> await_idle;  // AwaitApplicationIdle (default: returns at once)
 
   Commit NewestLocal(const std::string& name) override {
     return newest_local ? newest_local(name) : Commit{};
@@ -36,6 +39,10 @@ class FakeCheckpoints final : public redundancy::Checkpoints {
     return record_global ? record_global(name, committed, persistent) : Status::Ok();
   }
   void KeepGlobal(const std::string&, int64_t, int64_t) override {}
+  bool ApplicationBusy() override { return busy.load(); }
+  void AwaitApplicationIdle(std::chrono::milliseconds) override {
+    if (await_idle) await_idle();
+  }
 };
 
 }  // namespace cairn::test

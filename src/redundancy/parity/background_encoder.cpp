@@ -31,11 +31,19 @@ void BackgroundEncoder::Queue(const std::string& name, int64_t version) {
 }
 
 Status BackgroundEncoder::Drain() {
+  draining_.fetch_add(1);
   {
     MutexLock lock(&mu_);
     progress_.wait(lock, [&]() CAIRN_REQUIRES(mu_) { return worker_.Idle(); });
   }
+  draining_.fetch_sub(1);
   return TakeError();
+}
+
+void BackgroundEncoder::Pause() {
+  // Re-checks every few ms: a Drain that begins meanwhile ends the pause.
+  while (draining_.load() == 0 && local_->ApplicationBusy())
+    local_->AwaitApplicationIdle(std::chrono::milliseconds(5));
 }
 
 Status BackgroundEncoder::TakeError() {
@@ -55,7 +63,7 @@ void BackgroundEncoder::RunJob(Job& job) {
     // and this one's failure to read its bundle fails the encoding for all.
     const Status local = local_->WaitLocal(job.name, job.version);
     const SteadyTime start = std::chrono::steady_clock::now();
-    auto bytes = Encode(*group_, sets_, config_, job.name, job.version);
+    auto bytes = Encode(*group_, sets_, config_, job.name, job.version, this);
     // Superseded: the same on every member (Encode shares it), so none
     // agrees, and the local wait's error (the files are gone) does not count.
     d.superseded = bytes.ok() && *bytes == 0;

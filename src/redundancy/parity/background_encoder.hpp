@@ -7,9 +7,14 @@
 // queues the same versions in the same order (every l3_every-th
 // checkpoint of the client, as every member makes the same checkpoints),
 // so the members' encoders run the same collective encodings.
+// Back-pressure: while the member's application is inside a capture or a
+// restore (Checkpoints::ApplicationBusy), the encoding pauses before its
+// next window (the set's other members wait for it at that window's
+// exchange), unless a Drain waits for it: the application asked for it.
 // MPI-free.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -25,7 +30,7 @@
 
 namespace cairn::parity {
 
-class BackgroundEncoder {
+class BackgroundEncoder final : private Pauser {
  public:
   // One encoding's outcome, agreed by the set's members.
   struct Done {
@@ -78,6 +83,9 @@ class BackgroundEncoder {
   };
   friend class core::Worker<Job, BackgroundEncoder>;
   void RunJob(Job& job);  // the Worker's, with mu_ held
+  // Before each window of an encoding (Pauser): returns once the
+  // application is not capturing or restoring, or a Drain began.
+  void Pause() override;
 
   const std::unique_ptr<Group> group_;
   const Sets sets_;
@@ -86,6 +94,7 @@ class BackgroundEncoder {
   Listener* const listener_;
   Mutex mu_;
   std::condition_variable_any progress_;  // after every job
+  std::atomic<int> draining_{0};          // Drains waiting: no Pause
   Status error_ CAIRN_GUARDED_BY(mu_);
   core::Worker<Job, BackgroundEncoder> worker_;  // last: joined before the rest goes
 };

@@ -47,8 +47,10 @@ class Encoder {
 
   // Every round; a failure here (a read, a write, a malformed message) is
   // kept in failure() and does not stop the rounds: the other members wait
-  // for this one's messages. Only the transport's errors end it.
-  Status Stream(const Config& config, const std::string& dir, const std::string& file) {
+  // for this one's messages. Only the transport's errors end it. `pause`
+  // (may be null) before each window.
+  Status Stream(const Config& config, const std::string& dir, const std::string& file,
+                Pauser* pause = nullptr) {
     const std::vector<int>& members = sets_.members();
     const size_t p = static_cast<size_t>(sets_.position), e = st_.e, k = st_.k();
     const uint64_t c = h_.chunk, window = WindowOf(c);
@@ -87,6 +89,7 @@ class Encoder {
     chunk_crcs_.assign(k, 0);
     parity_crcs_.assign(e, 0);
     for (uint64_t off = 0; off < c; off += window) {
+      if (pause != nullptr) pause->Pause();
       const uint64_t n = std::min(window, c - off);
       sends.clear();
       for (size_t i = 0; i < k; ++i) {
@@ -252,8 +255,8 @@ Status FirstFailed(const std::vector<std::vector<int64_t>>& outcomes, const std:
 
 }  // namespace
 
-Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config, const std::string& name,
-                        int64_t version) {
+Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config,
+                        const std::string& name, int64_t version, Pauser* pause) {
   const std::vector<int>& members = sets.members();
   const size_t m = members.size();
   const std::string what = std::string("the ") + CodeName(sets.code) + " parity (L3) of version " +
@@ -293,7 +296,7 @@ Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config, co
     CAIRN_ASSIGN_OR_RETURN(rs, ReedSolomon::Create(m - sets.parity, sets.parity));
   }
   Encoder encoder(group, sets, h, bundle->get(), rs ? &*rs : nullptr);
-  CAIRN_RETURN_IF_ERROR(encoder.Stream(config, dir, ParityFile(version)));
+  CAIRN_RETURN_IF_ERROR(encoder.Stream(config, dir, ParityFile(version), pause));
   // 3. Every member learns whether every other one's stream succeeded, and
   // its bundle's CRC: a parity protects only if the whole set has it, so
   // none commits unless all can (each one's temp file goes).

@@ -44,15 +44,27 @@ Result<Sets> SetsFromNodes(const std::vector<int>& node_of, int rank, int64_t gr
 Result<Sets> MakeSets(Group& group, int64_t group_size, L3Code code = L3Code::kXor,
                       int64_t parity = 0);
 
+// Back-pressure for an encoding in the background (docs/mpi.md,
+// "Back-pressure"): Pause() runs before each window the member reads,
+// sends and writes, and returns once it may go on.
+class Pauser {
+ public:
+  virtual void Pause() = 0;
+
+ protected:
+  ~Pauser() = default;
+};
+
 // Computes and stores this member's parity chunk of `version` (its bundle
 // in config.scratch_dir) with its set; returns the parity file's size, or 0
 // on every member when the set skipped the version: its files are gone from
 // a member's local directory and that member committed a newer version of
 // `name` (retention removed it before its turn: an encoding that fell
 // behind). Collective over the set (every member of the group calls it);
-// the outcome is not agreed here.
+// the outcome is not agreed here. `pause` (may be null): asked before each
+// window.
 Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config,
-                        const std::string& name, int64_t version);
+                        const std::string& name, int64_t version, Pauser* pause = nullptr);
 
 // The parity level of redundancy::Recover: offers the versions the member's
 // set can rebuild for it (it alone lacks them and every other member has

@@ -140,6 +140,7 @@ class PartnerLevel final : public redundancy::Level {
   Status Refill(const std::string& name, int64_t v) override {
     auto lacks = [v](const std::vector<int64_t>& kept) { return std::find(kept.begin(), kept.end(), v) == kept.end(); };
     const bool resend = lacks(held_);
+    partner_lost_ = resend;
     std::vector<uint8_t> mine;
     Status read;
     if (resend) {
@@ -167,6 +168,21 @@ class PartnerLevel final : public redundancy::Level {
     return Status::Ok();
   }
 
+  // The partner lost v's copy (a lost node, or damage): the older versions
+  // it kept for this member are gone with it. Those its retention keeps
+  // (keep_versions - 1 below v) go again, by the background transfers.
+  std::vector<int64_t> Older(int64_t v, const std::vector<int64_t>& intact) const override {
+    std::vector<int64_t> out;
+    if (!partner_lost_) return out;
+    const size_t room =
+        config_.keep_versions > 0 ? static_cast<size_t>(config_.keep_versions) - 1 : intact.size();
+    for (int64_t w : intact) {
+      if (out.size() >= room) break;
+      if (w < v && std::find(held_.begin(), held_.end(), w) == held_.end()) out.push_back(w);
+    }
+    return out;
+  }
+
   std::vector<std::string> Notes() const override { return notes_; }
 
  private:
@@ -176,6 +192,7 @@ class PartnerLevel final : public redundancy::Level {
   std::vector<int64_t> held_;                // the partner's copies of this member, newest first
   std::vector<std::vector<int64_t>> keeps_;  // this member's copies of each source, as Offers told them
   std::vector<std::string> notes_;
+  bool partner_lost_ = false;  // Refill: the partner had no copy of the agreed version
 };
 
 }  // namespace

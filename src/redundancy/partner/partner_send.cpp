@@ -34,7 +34,7 @@ void Transfers::StepOut() {
   while (!outs_.empty() && broken_.ok()) {
     Out& o = *outs_.front();
     if (o.state == Out::State::kWaiting) {
-      if (o.version != kBye && local_->NewestLocal(o.name).version < o.version) {
+      if (o.version != kBye && !o.committed && local_->NewestLocal(o.name).version < o.version) {
         if (finishing_) {
           o.failed = Status::NotFound("version " + std::to_string(o.version) + " of '" + o.name +
                                       "' was never committed locally");

@@ -95,6 +95,13 @@ void Transfers::Queue(const std::string& name, int64_t version) {
   queued_.push_back({seq, name, version});
 }
 
+void Transfers::QueueCommitted(const std::string& name, int64_t version) {
+  MutexLock lock(&queue_mu_);
+  const uint64_t seq = next_seq_++;
+  seq_of_[{name, version}] = seq;
+  queued_.push_back({seq, name, version, /*committed=*/true});
+}
+
 bool Transfers::Queued(const std::string& name, int64_t version) {
   MutexLock lock(&queue_mu_);
   return seq_of_.contains({name, version});
@@ -194,6 +201,7 @@ redundancy::Pace Transfers::Progress() {
 redundancy::Pace Transfers::PaceLocked() {
   using redundancy::Pace;
   if (finished_ || !broken_.ok()) return abandoned_.empty() ? Pace::kIdle : Pace::kWaiting;
+  if (yielding_) return Pace::kWaiting;  // the application's capture or restore ends first
   Pace pace = abandoned_.empty() ? Pace::kIdle : Pace::kWaiting;
   for (const auto& o : outs_) {
     if (o->state != Out::State::kWaiting) return Pace::kBusy;
@@ -218,11 +226,14 @@ void Transfers::Step() {
       out->seq = q.seq;
       out->name = std::move(q.name);
       out->version = q.version;
+      out->committed = q.committed;
       outs_.push_back(std::move(out));
     }
     queued_.clear();
   }
   Stored();
+  yielding_ = !blocking_ && !finishing_ && local_->ApplicationBusy();
+  if (yielding_) return;
   StepOut();
   for (auto& in : ins_) {
     if (broken_.ok()) StepIn(*in);

@@ -17,6 +17,13 @@
 // the application inside its Cairn calls; the retention of older copies
 // and the acknowledgement follow at the first Progress after they ended.
 //
+// Back-pressure: while the member's application is inside a capture or a
+// restore (Checkpoints::ApplicationBusy), Progress reads, sends, receives
+// and writes no chunk, so the copies do not take the cores, the memory
+// bandwidth and the disk from it; in flight stay at most the window's
+// chunks, and a source whose holder yields stalls at its window. Complete
+// and Finish, which the application waits in, never yield.
+//
 // A transport error stops this member's transfers (nothing moves any
 // more), and the member at once sends an abort notice (its own tag) to
 // its partner and its sources: they may be blocked in Complete or Finish
@@ -68,6 +75,11 @@ class Transfers {
   // Queues `version` of `name` for the partner; it starts at a later
   // Progress once committed locally. Any thread; no MPI.
   void Queue(const std::string& name, int64_t version) CAIRN_EXCLUDES(queue_mu_);
+  // Queues a version already on disk, committed before this client opened
+  // (a recovery sends the older versions whose copies a lost node took):
+  // it starts at the next Progress, with no local commit to wait for; a
+  // file retention deleted meanwhile is skipped. Any thread; no MPI.
+  void QueueCommitted(const std::string& name, int64_t version) CAIRN_EXCLUDES(queue_mu_);
   bool Queued(const std::string& name, int64_t version) CAIRN_EXCLUDES(queue_mu_);
 
   // Moves every transfer on as far as it can without waiting for another
@@ -155,6 +167,7 @@ class Transfers {
     uint64_t seq;
     std::string name;
     int64_t version;
+    bool committed = false;  // QueueCommitted
   };
   std::vector<Entry> queued_ CAIRN_GUARDED_BY(queue_mu_);
   std::map<std::pair<std::string, int64_t>, uint64_t> seq_of_ CAIRN_GUARDED_BY(queue_mu_);
@@ -167,6 +180,9 @@ class Transfers {
   std::map<std::string, redundancy::Newest> acknowledged_ CAIRN_GUARDED_BY(mu_);
   bool blocking_ CAIRN_GUARDED_BY(mu_) = false;   // in Complete: may wait for a local commit
   bool finishing_ CAIRN_GUARDED_BY(mu_) = false;  // no commit will come any more
+  // Back-pressure: the last Step found the application capturing or
+  // restoring and moved no chunk (a Complete or Finish never yields).
+  bool yielding_ CAIRN_GUARDED_BY(mu_) = false;
   bool finished_ CAIRN_GUARDED_BY(mu_) = false;
   Status broken_ CAIRN_GUARDED_BY(mu_);  // a transport error: nothing moves any more
   // The partner and the sources, each once: the abort notices received

@@ -215,6 +215,61 @@ TEST_F(TransferTest, AVersionNeverCommittedFailsAtFinishWithoutHanging) {
   EXPECT_TRUE(out[1].ok()) << out[1].ToString();
 }
 
+// Back-pressure: while the application captures or restores, Progress
+// moves no chunk (neither side: the source does not read and send, the
+// holder does not receive and write), and a wait, which the application
+// sits in, moves them all the same.
+TEST_F(TransferTest, WhileTheApplicationIsBusyProgressMovesNothingButAWaitDoes) {
+  Commit(0, 1, 100 << 10);
+  Commit(1, 1, 100 << 10);
+  Start({.chunk_bytes = 16 << 10, .window = 2});
+  local_[0].busy = true;
+  local_[1].busy = true;
+  transfers_[0]->Queue("s", 1);
+  transfers_[1]->Queue("s", 1);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(transfers_[0]->Progress(), redundancy::Pace::kWaiting);
+    EXPECT_EQ(transfers_[1]->Progress(), redundancy::Pace::kWaiting);
+  }
+  EXPECT_EQ(hub_.Unreceived(), 0u);
+  // Member 0's application is done: its head and a window go out, and
+  // member 1, still busy, takes none of them.
+  local_[0].busy = false;
+  transfers_[0]->Progress();
+  const size_t sent = hub_.Unreceived();
+  EXPECT_GE(sent, 1u);
+  transfers_[1]->Progress();
+  EXPECT_EQ(hub_.Unreceived(), sent);
+  local_[0].busy = true;
+  for (const Status& s : Both([](partner::Transfers& t) { return t.Complete("s", 1); })) {
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  EXPECT_EQ(Slurp(Copy(1, 1)), Slurp(File(0, 1)));
+  EXPECT_EQ(Slurp(Copy(0, 1)), Slurp(File(1, 1)));
+  for (const Status& s : Both([](partner::Transfers& t) { return t.Finish(); }))
+    EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+// A version committed before this client opened (NewestLocal knows none of
+// its commits: a recovery's older versions): QueueCommitted sends it at the
+// next Progress without a local commit to wait for, and a file retention
+// deleted meanwhile is skipped without an error.
+TEST_F(TransferTest, AVersionCommittedBeforeTheClientOpenedIsSentWithoutWaitingForACommit) {
+  Commit(0, 1, 40 << 10);
+  Commit(0, 2, 40 << 10);
+  Start({.chunk_bytes = 16 << 10, .window = 2}, /*committed=*/false);
+  fs::remove(File(0, 1));
+  transfers_[0]->QueueCommitted("s", 2);
+  transfers_[0]->QueueCommitted("s", 1);
+  transfers_[0]->Progress();  // starts at once: the head and a window of chunks
+  EXPECT_GE(hub_.Unreceived(), 1u);
+  for (const Status& s : Both([](partner::Transfers& t) { return t.Finish(); }))
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(Slurp(Copy(1, 2)), Slurp(File(0, 2)));
+  EXPECT_FALSE(fs::exists(Copy(1, 1)));
+  EXPECT_EQ(transfers_[0]->copies(), 1u);
+}
+
 // Member 0's transport fails at its second chunk, after member 1 began
 // receiving the version: member 0 stops, and its abort notice ends what
 // member 1 waits for from it (the rest of the version, its end message, the

@@ -61,6 +61,7 @@ struct Transfers::Out {
   uint64_t seq = 0;
   std::string name;
   int64_t version = -1;
+  bool committed = false;  // on disk from before this client: no local commit to wait for
   enum class State { kWaiting, kSending, kAcking } state = State::kWaiting;
   struct File {
     int64_t number;
