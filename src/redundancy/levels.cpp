@@ -301,7 +301,27 @@ Status Levels::Recover(const std::string& name, int64_t bound, int64_t distrust)
     }
     if (plan_.l2_every > 0 && r->version >= 0) ResendOlder(name, *owned[0], r->version, *mine);
   }
-  return collective::Agree(*group_, r.status(), "recovering '" + name + "' from the redundancy levels");
+  CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, r.status(),
+                                          "recovering '" + name + "' from the redundancy levels"));
+  return RecoverOlder(name, r->version, r->level >= 0);
+}
+
+Status Levels::RecoverOlder(const std::string& name, int64_t version, bool served) {
+  if (plan_.l3_every <= 0 || version < 0) return Status::Ok();
+  int64_t lost = served ? 1 : 0;  // some member got `version` back from a level
+  CAIRN_RETURN_IF_ERROR(group_->AllReduce(Group::Op::kMax, &lost, 1));
+  if (lost == 0) return Status::Ok();
+  const int older = config_.keep_versions > 0 ? config_.keep_versions - 1 : INT32_MAX;
+  if (encoder_) {
+    encoder_->QueueOlder(name, version, older);
+  } else if (group_->rank() == 0 && older > 0) {
+    util::Log(
+        LogLevel::kInfo,
+        "the versions of '%s' older than %lld that a lost node held come back only as they are "
+        "checkpointed again (without Cairn's progress threads, nothing runs in the background)",
+        name.c_str(), static_cast<long long>(version));
+  }
+  return Status::Ok();
 }
 
 void Levels::ResendOlder(const std::string& name, const Level& partner, int64_t version,

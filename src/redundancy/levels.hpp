@@ -159,6 +159,12 @@ class Levels final : private parity::BackgroundEncoder::Listener {
   // L2 turns. Not collective.
   void ResendOlder(const std::string& name, const Level& partner, int64_t version,
                    const std::vector<int64_t>& intact);
+  // After a recovery of `version` (`served`: this member got it back from
+  // a level): when some member did and L3 is on, the older kept versions
+  // are recovered with the parity level in the background
+  // (BackgroundEncoder::QueueOlder): the lost members' files and their own
+  // parity of them come back. Collective.
+  Status RecoverOlder(const std::string& name, int64_t version, bool served);
   // A partner copy made in a wait (without transfers_): stats and protection.
   void Replicated(const std::string& name, int64_t version) CAIRN_EXCLUDES(stats_mu_);
   // The parity (L3) of the version, agreed, timed and counted.

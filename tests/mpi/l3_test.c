@@ -30,6 +30,12 @@
  *   l3_test rs       CAIRN_L3_CODE=rs (Reed-Solomon, e = 2): two nodes of
  *                    a set lost together are rebuilt byte-exact and their
  *                    parity encoded again; the other two lost next, too
+ *   l3_test older    MPI_THREAD_MULTIPLE (the encoder in the background):
+ *                    node 1 lost, version 3 restored; rank 1's older
+ *                    versions and its own parity of them come back in the
+ *                    background, byte-identical; node 2 (same set) lost
+ *                    next is rebuilt from L3 at version 2 too, which needs
+ *                    them
  *
  * With CAIRN_CHANGES=hash (mpi_l3_layered) versions 2.. are layered on
  * version 1 (a third of the region changes) and what is rebuilt is a chain.
@@ -358,15 +364,64 @@ static void test_rs(void) {
   free(buf);
 }
 
+/* After node 1's loss, rank 1 had only version 3 back; its older versions
+ * come back in the background (keep_versions 4: versions 2 and 1), with its
+ * parity of them, so that a second loss in its set is rebuilt at those
+ * versions as well. */
+static void test_older(void) {
+  unsigned char *buf = malloc(kBytes);
+  char path[4400], log[4096];
+  cairn_client_t *c = open_client(buf);
+  save(c, buf, 1, 3);
+  CHECK(cairn_close(c) == CAIRN_OK, "close");  /* after the encodings in the background */
+  size_t n_before = 0, n_after = 0;
+  path_of(path, sizeof path, "", 2);
+  unsigned char *before = g_rank == 1 ? slurp(path, &n_before) : NULL;
+  lose_nodes(1, -1);
+  memset(buf, 0, kBytes);
+  c = open_client(buf);
+  int64_t got = -1;
+  int rc = restore_logged(c, -1, &got, log, sizeof log);
+  CHECK(rc == CAIRN_OK && got == 3 && holds(buf, 3), "restore_latest after losing node 1: rc %d, version %lld", rc,
+        (long long)got);
+  CHECK(cairn_close(c) == CAIRN_OK, "close"); /* after the recovery in the background */
+  if (g_rank == 1) {
+    for (int64_t v = 1; v <= 2; ++v) {
+      path_of(path, sizeof path, "", v);
+      CHECK(access(path, F_OK) == 0, "rank 1's version %lld is not back: %s", (long long)v, path);
+      path_of(path, sizeof path, ".xor/", v);
+      CHECK(access(path, F_OK) == 0, "rank 1's parity of version %lld is not back: %s", (long long)v, path);
+    }
+    path_of(path, sizeof path, "", 2);
+    unsigned char *after = slurp(path, &n_after);
+    CHECK(before && after && n_before == n_after && memcmp(before, after, n_before) == 0,
+          "the version 2 brought back, %s, is not the lost file", path);
+    free(after);
+  }
+  free(before);
+  lose_nodes(2, -1);
+  memset(buf, 0, kBytes);
+  c = open_client(buf);
+  rc = restore_logged(c, 2, &got, log, sizeof log);
+  CHECK(rc == CAIRN_OK && holds(buf, 2), "restore(2) after losing node 2 too: rc %d", rc);
+  CHECK((strstr(log, "rebuilt from the XOR parity") != NULL) == (g_rank == 2), "restore(2): rank %d's log says '%s'",
+        g_rank, log);
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+  free(buf);
+}
+
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  /* older: Cairn's progress threads, which need MPI_THREAD_MULTIPLE. */
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, argc == 2 && strcmp(argv[1], "older") == 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
+                  &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   if (argc != 2 ||
       (strcmp(argv[1], "node") != 0 && strcmp(argv[1], "two") != 0 && strcmp(argv[1], "damaged") != 0 &&
-       strcmp(argv[1], "config") != 0 && strcmp(argv[1], "rs") != 0) ||
+       strcmp(argv[1], "config") != 0 && strcmp(argv[1], "rs") != 0 && strcmp(argv[1], "older") != 0) ||
       g_size < 4) {
-    if (g_rank == 0) fprintf(stderr, "usage: l3_test node|two|damaged|config|rs (on 4 or more ranks)\n");
+    if (g_rank == 0) fprintf(stderr, "usage: l3_test node|two|damaged|config|rs|older (on 4 or more ranks)\n");
     MPI_Finalize();
     return 2;
   }
@@ -378,6 +433,7 @@ int main(int argc, char **argv) {
   else if (strcmp(argv[1], "two") == 0) test_two();
   else if (strcmp(argv[1], "damaged") == 0) test_damaged();
   else if (strcmp(argv[1], "rs") == 0) test_rs();
+  else if (strcmp(argv[1], "older") == 0) test_older();
   else test_config();
   cleanup();
   int failures = g_failures;

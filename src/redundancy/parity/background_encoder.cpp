@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "redundancy/collective.hpp"
+#include "redundancy/redundancy.hpp"
 #include "util/clock.hpp"
+#include "util/log.hpp"
 
 namespace cairn::parity {
 
@@ -28,6 +30,12 @@ BackgroundEncoder::~BackgroundEncoder() {
 void BackgroundEncoder::Queue(const std::string& name, int64_t version) {
   MutexLock lock(&mu_);
   worker_.Push({name, version});
+}
+
+void BackgroundEncoder::QueueOlder(const std::string& name, int64_t version, int count) {
+  if (count <= 0) return;
+  MutexLock lock(&mu_);
+  worker_.Push({name, version, count});
 }
 
 Status BackgroundEncoder::Drain() {
@@ -56,28 +64,67 @@ Status BackgroundEncoder::TakeError() {
 // the encoding ran there.
 void BackgroundEncoder::RunJob(Job& job) {
   mu_.AssertHeld();  // the Worker runs jobs under its mutex, mu_
-  Done d{.name = job.name, .version = job.version};
+  if (job.older > 0) {
+    MutexUnlock unlock(&mu_);
+    RecoverOlder(job);
+    return;
+  }
+  Done d;
   {
     MutexUnlock unlock(&mu_);
-    // Encoded even when the local commit failed: every member takes part,
-    // and this one's failure to read its bundle fails the encoding for all.
-    const Status local = local_->WaitLocal(job.name, job.version);
-    const SteadyTime start = std::chrono::steady_clock::now();
-    auto bytes = Encode(*group_, sets_, config_, job.name, job.version, this);
-    // Superseded: the same on every member (Encode shares it), so none
-    // agrees, and the local wait's error (the files are gone) does not count.
-    d.superseded = bytes.ok() && *bytes == 0;
-    if (!d.superseded) {
-      d.status = collective::Agree(*group_, local.ok() ? bytes.status() : local,
-                                   "the parity (L3) of version " + std::to_string(job.version) +
-                                       " of '" + job.name + "', in the background");
-    }
-    d.bytes = bytes.ok() ? *bytes : 0;
-    d.seconds = SecondsSince(start);
-    d.end_ns = RealtimeNs();
-    if (listener_ != nullptr) listener_->EncodingEnded(d);
+    d = EncodeJob(job);
   }
   if (!d.status.ok() && error_.ok()) error_ = d.status;
+}
+
+BackgroundEncoder::Done BackgroundEncoder::EncodeJob(const Job& job) {
+  Done d{.name = job.name, .version = job.version};
+  // Encoded even when the local commit failed: every member takes part,
+  // and this one's failure to read its bundle fails the encoding for all.
+  const Status local = local_->WaitLocal(job.name, job.version);
+  const SteadyTime start = std::chrono::steady_clock::now();
+  auto bytes = Encode(*group_, sets_, config_, job.name, job.version, this);
+  // Superseded: the same on every member (Encode shares it), so none
+  // agrees, and the local wait's error (the files are gone) does not count.
+  d.superseded = bytes.ok() && *bytes == 0;
+  if (!d.superseded) {
+    d.status = collective::Agree(*group_, local.ok() ? bytes.status() : local,
+                                 "the parity (L3) of version " + std::to_string(job.version) +
+                                     " of '" + job.name + "', in the background");
+  }
+  d.bytes = bytes.ok() ? *bytes : 0;
+  d.seconds = SecondsSince(start);
+  d.end_ns = RealtimeNs();
+  if (listener_ != nullptr) listener_->EncodingEnded(d);
+  return d;
+}
+
+// Recover's steps are collective and their outcome agreed, so every member
+// takes the same number of turns and stops at the same one.
+void BackgroundEncoder::RecoverOlder(const Job& job) {
+  int64_t bound = job.version - 1;
+  for (int i = 0; i < job.older && bound >= 0; ++i) {
+    auto intact = local_->IntactVersions(job.name);  // none readable: this member offers none
+    MpiStats times;
+    std::unique_ptr<redundancy::Level> level = MakeLevel(*group_, sets_, config_, &times);
+    auto r = redundancy::Recover(*group_, config_, {level.get()}, job.name,
+                                 intact.ok() ? *intact : std::vector<int64_t>{}, bound, -1);
+    const Status agreed =
+        collective::Agree(*group_, r.status(),
+                          "bringing back the versions of '" + job.name + "' older than " +
+                              std::to_string(job.version) + " after a node loss (L3)");
+    if (!agreed.ok()) {
+      util::Log(LogLevel::kWarn, "rank %d: %s", group_->rank(), agreed.ToString().c_str());
+      return;
+    }
+    if (r->version < 0) return;
+    if (!r->served.empty())
+      util::Log(LogLevel::kInfo, "rank %d: brought back %s, in the background", group_->rank(),
+                r->served.c_str());
+    for (const std::string& note : r->notes)
+      util::Log(LogLevel::kWarn, "rank %d: %s", group_->rank(), note.c_str());
+    bound = r->version - 1;
+  }
 }
 
 }  // namespace cairn::parity

@@ -69,6 +69,16 @@ class BackgroundEncoder final : private Pauser {
   // Queues `version` of `name`: encoded once committed locally (a version
   // that never is, fails its encoding on every member). Any thread.
   void Queue(const std::string& name, int64_t version) CAIRN_EXCLUDES(mu_);
+  // After a node loss (docs/mpi.md, "After a node loss"): queues the
+  // recovery of up to `count` versions of `name` older than `version`, one
+  // after the other, newest first: each is the newest version below the
+  // last one that every member has or its set rebuilds (redundancy::
+  // Recover with the parity level alone, over this encoder's group), so a
+  // lost member gets its older files back and its own parity of them
+  // encoded again. Every member queues the same, at the same point among
+  // its encodings. What fails is logged and ends that recovery, on every
+  // member; it is not an encoding error. Any thread.
+  void QueueOlder(const std::string& name, int64_t version, int count) CAIRN_EXCLUDES(mu_);
   // Blocks until every queued encoding ended (needs every member's encoder
   // to run them: every member drains at the same collective call). Returns
   // TakeError().
@@ -80,9 +90,14 @@ class BackgroundEncoder final : private Pauser {
   struct Job {
     std::string name;
     int64_t version;
+    int older = 0;  // > 0: QueueOlder's recovery, not an encoding
   };
   friend class core::Worker<Job, BackgroundEncoder>;
   void RunJob(Job& job);  // the Worker's, with mu_ held
+  // An encoding's outcome (RunJob, without mu_).
+  Done EncodeJob(const Job& job);
+  // QueueOlder's recovery (RunJob, without mu_).
+  void RecoverOlder(const Job& job);
   // Before each window of an encoding (Pauser): returns once the
   // application is not capturing or restoring, or a Drain began.
   void Pause() override;
