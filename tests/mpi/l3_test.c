@@ -71,6 +71,17 @@ static cairn_stats_t stats_of(cairn_client_t *c) {
   return st;
 }
 
+/* Node `node` is lost (its whole directory); the job reopens and restores
+ * the latest version collectively: its rc, version and this rank's log. */
+static cairn_client_t *reopen_after_losing(int node, unsigned char *buf, int *rc, int64_t *got, char *log,
+                                           size_t cap) {
+  lose_nodes(node, -1);
+  memset(buf, 0, kBytes);
+  cairn_client_t *c = open_client(buf);
+  *rc = restore_logged(c, -1, got, log, cap);
+  return c;
+}
+
 static void save(cairn_client_t *c, unsigned char *buf, int64_t first, int64_t last) {
   for (int64_t v = first; v <= last; ++v) {
     fill(buf, v);
@@ -102,11 +113,9 @@ static void test_node(void) {
   size_t n_before = 0, n_after = 0;
   path_of(path, sizeof path, "", 3);
   unsigned char *before = g_rank == 1 ? slurp(path, &n_before) : NULL;
-  lose_nodes(1, -1);
-  memset(buf, 0, kBytes);
-  c = open_client(buf);
   int64_t got = -1;
-  int rc = restore_logged(c, -1, &got, log, sizeof log);
+  int rc = 0;
+  c = reopen_after_losing(1, buf, &rc, &got, log, sizeof log);
   CHECK(rc == CAIRN_OK && got == 3, "restore_latest after losing node 1: rc %d, version %lld", rc, (long long)got);
   CHECK(holds(buf, 3), "version 3 is not byte-exact after the rebuild from L3");
   CHECK(all_equal(got), "ranks restored different versions");
@@ -153,10 +162,7 @@ static void test_node(void) {
     CHECK(access(path, F_OK) == 0, "rank 1's parity %s is not back after its rebuild", path);
     CHECK(strstr(log, "encoded again") != NULL, "rank 1's log does not say its parity was encoded again: '%s'", log);
   }
-  lose_nodes(2, -1);
-  memset(buf, 0, kBytes);
-  c = open_client(buf);
-  rc = restore_logged(c, -1, &got, log, sizeof log);
+  c = reopen_after_losing(2, buf, &rc, &got, log, sizeof log);
   CHECK(rc == CAIRN_OK && got == 3 && holds(buf, 3), "restore_latest after losing node 2 too: rc %d, version %lld", rc,
         (long long)got);
   CHECK((strstr(log, "rebuilt from the XOR parity") != NULL) == (g_rank == 2),
@@ -377,11 +383,9 @@ static void test_older(void) {
   size_t n_before = 0, n_after = 0;
   path_of(path, sizeof path, "", 2);
   unsigned char *before = g_rank == 1 ? slurp(path, &n_before) : NULL;
-  lose_nodes(1, -1);
-  memset(buf, 0, kBytes);
-  c = open_client(buf);
   int64_t got = -1;
-  int rc = restore_logged(c, -1, &got, log, sizeof log);
+  int rc = 0;
+  c = reopen_after_losing(1, buf, &rc, &got, log, sizeof log);
   CHECK(rc == CAIRN_OK && got == 3 && holds(buf, 3), "restore_latest after losing node 1: rc %d, version %lld", rc,
         (long long)got);
   CHECK(cairn_close(c) == CAIRN_OK, "close"); /* after the recovery in the background */
