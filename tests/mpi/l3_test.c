@@ -30,6 +30,10 @@
  *   l3_test rs       CAIRN_L3_CODE=rs (Reed-Solomon, e = 2): two nodes of
  *                    a set lost together are rebuilt byte-exact and their
  *                    parity encoded again; the other two lost next, too
+ *   l3_test l2       L2 on too: node 1 lost, rank 1 restored from its
+ *                    partner's copy (L2) and its own parity of the version
+ *                    encoded again; node 2 (same set) lost next, with L2
+ *                    off, is rebuilt from L3, which needs that parity
  *   l3_test older    MPI_THREAD_MULTIPLE (the encoder in the background):
  *                    node 1 lost, version 3 restored; rank 1's older
  *                    versions and its own parity of them come back in the
@@ -414,6 +418,37 @@ static void test_older(void) {
   free(buf);
 }
 
+/* A rank restored from its partner's copy (L2) gets its own parity back. */
+static void test_l2(void) {
+  unsigned char *buf = malloc(kBytes);
+  char path[4400], log[4096];
+  setenv("CAIRN_L2_EVERY", "1", 1);
+  cairn_client_t *c = open_client(buf);
+  save(c, buf, 1, 3);
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+  int64_t got = -1;
+  int rc = 0;
+  c = reopen_after_losing(1, buf, &rc, &got, log, sizeof log);
+  CHECK(rc == CAIRN_OK && got == 3 && holds(buf, 3), "restore_latest after losing node 1: rc %d, version %lld", rc,
+        (long long)got);
+  CHECK((strstr(log, "from its partner copy") != NULL) == (g_rank == 1), "rank %d's log says '%s'", g_rank, log);
+  if (g_rank == 1) {
+    CHECK(strstr(log, "XOR parity encoded again") != NULL, "rank 1's log does not say its parity was encoded again: '%s'",
+          log);
+    path_of(path, sizeof path, ".xor/", 3);
+    CHECK(access(path, F_OK) == 0, "rank 1's parity %s is not back", path);
+  }
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+  unsetenv("CAIRN_L2_EVERY");
+  c = reopen_after_losing(2, buf, &rc, &got, log, sizeof log);
+  CHECK(rc == CAIRN_OK && got == 3 && holds(buf, 3), "restore_latest after losing node 2 too: rc %d, version %lld", rc,
+        (long long)got);
+  CHECK((strstr(log, "rebuilt from the XOR parity") != NULL) == (g_rank == 2), "second loss: rank %d's log says '%s'",
+        g_rank, log);
+  CHECK(cairn_close(c) == CAIRN_OK, "close");
+  free(buf);
+}
+
 int main(int argc, char **argv) {
   /* older: Cairn's progress threads, which need MPI_THREAD_MULTIPLE. */
   int provided = 0;
@@ -423,9 +458,10 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   if (argc != 2 ||
       (strcmp(argv[1], "node") != 0 && strcmp(argv[1], "two") != 0 && strcmp(argv[1], "damaged") != 0 &&
-       strcmp(argv[1], "config") != 0 && strcmp(argv[1], "rs") != 0 && strcmp(argv[1], "older") != 0) ||
+       strcmp(argv[1], "config") != 0 && strcmp(argv[1], "rs") != 0 && strcmp(argv[1], "older") != 0 &&
+       strcmp(argv[1], "l2") != 0) ||
       g_size < 4) {
-    if (g_rank == 0) fprintf(stderr, "usage: l3_test node|two|damaged|config|rs|older (on 4 or more ranks)\n");
+    if (g_rank == 0) fprintf(stderr, "usage: l3_test node|two|damaged|config|rs|older|l2 (on 4 or more ranks)\n");
     MPI_Finalize();
     return 2;
   }
@@ -438,6 +474,7 @@ int main(int argc, char **argv) {
   else if (strcmp(argv[1], "damaged") == 0) test_damaged();
   else if (strcmp(argv[1], "rs") == 0) test_rs();
   else if (strcmp(argv[1], "older") == 0) test_older();
+  else if (strcmp(argv[1], "l2") == 0) test_l2();
   else test_config();
   cleanup();
   int failures = g_failures;

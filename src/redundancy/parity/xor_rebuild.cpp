@@ -180,6 +180,43 @@ class ParityLevel final : public redundancy::Level {
     return served;
   }
 
+  // A member that got v back from another level (its partner's copy) has
+  // its data but not its own parity of v, which went with its node: the set
+  // encodes it again, as after a rebuild (Reencode), so that v survives
+  // the set's next loss at once. Only when every other member has v and
+  // its parity, and at most e members lack theirs.
+  Status Refill(const std::string& name, int64_t v) override {
+    const size_t m = sets_.members().size(), p = static_cast<size_t>(sets_.position);
+    const bool parity = ReadParityHeader(name, v).ok();
+    Survivor s(group_, sets_, config_, times_);
+    std::unique_ptr<redundancy::BundleReader> own;
+    bool ready = false;
+    if (parity) {
+      ready = s.Open(name, v).ok();
+    } else if (auto bundle = redundancy::BundleReader::Open(config_, config_.scratch_dir, name, v);
+               bundle.ok()) {
+      own = std::move(*bundle);
+      ready = true;
+    }
+    CAIRN_ASSIGN_OR_RETURN(auto said, ShareValues(group_, sets_, {ready ? 1 : 0, parity ? 1 : 0}));
+    std::vector<size_t> targets;
+    bool all_ready = true;
+    for (size_t q = 0; q < m; ++q) {
+      all_ready = all_ready && said[q].size() == 2 && said[q][0] == 1;
+      if (said[q].size() == 2 && said[q][1] == 0) targets.push_back(q);
+    }
+    if (targets.empty() || targets.size() > sets_.parity || !all_ready) return Status::Ok();
+    SteadyTime t = std::chrono::steady_clock::now();
+    auto again = Reencode(group_, sets_, config_, name, v, targets, parity ? &s.header() : nullptr,
+                          parity ? s.bundle() : own.get(), true);
+    Lap(&t, &times_->l3_encode_s);
+    if (parity) return Status::Ok();
+    notes_.push_back(again.ok() ? "version " + std::to_string(v) + " of '" + name + "': its own " +
+                                      CodeName(sets_.code) + " parity encoded again (L3)"
+                                : again.status().ToString());
+    return Status::Ok();
+  }
+
   std::vector<std::string> Notes() const override { return notes_; }
 
  private:
