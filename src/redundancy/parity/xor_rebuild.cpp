@@ -186,7 +186,7 @@ class ParityLevel final : public redundancy::Level {
   // the set's next loss at once. Only when every other member has v and
   // its parity, and at most e members lack theirs.
   Status Refill(const std::string& name, int64_t v) override {
-    const size_t m = sets_.members().size(), p = static_cast<size_t>(sets_.position);
+    const size_t m = sets_.members().size();
     const bool parity = ReadParityHeader(name, v).ok();
     Survivor s(group_, sets_, config_, times_);
     std::unique_ptr<redundancy::BundleReader> own;
