@@ -21,23 +21,18 @@
 
 #include "format/codec.hpp"
 #include "format/naming.hpp"
+#include "os/mem/memory.hpp"
 #include "util/crc32c.hpp"
 
 namespace cairn::format {
 namespace {
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-using AlignedBuffer = std::unique_ptr<uint8_t, FreeDeleter>;
+using AlignedBuffer = os::DirectBuffer;
+static_assert(kAlignment == os::kDirectAlignment);
 
 // A zero-filled buffer of `bytes` (a multiple of kAlignment) aligned for
 // direct I/O; null when out of memory.
-AlignedBuffer AllocAligned(size_t bytes) {
-  void* p = std::aligned_alloc(kAlignment, bytes);
-  if (p != nullptr) std::memset(p, 0, bytes);
-  return AlignedBuffer(static_cast<uint8_t*>(p));
-}
+AlignedBuffer AllocAligned(size_t bytes) { return os::AllocDirectBuffer(bytes); }
 
 // "/a/b/v1.cairn" -> "/a/b"; "v1.cairn" -> "."; "/v1.cairn" -> "/".
 std::string DirName(const std::string& path) {

@@ -255,4 +255,11 @@ void TouchPagesOneByOne(void* p, size_t n) {
   }
 }
 
+DirectBuffer AllocDirectBuffer(size_t bytes) {
+  const size_t n = (bytes + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
+  void* p = std::aligned_alloc(kDirectAlignment, n == 0 ? kDirectAlignment : n);
+  if (p != nullptr) std::memset(p, 0, n == 0 ? kDirectAlignment : n);
+  return DirectBuffer(static_cast<uint8_t*>(p));
+}
+
 }  // namespace cairn::os

@@ -72,7 +72,17 @@ Status Transfers::Handle(In& in, const uint8_t* msg, size_t bytes) {
     const uint64_t lo = std::max(in.got, file_start),
                    hi = std::min(in.got + n, file_start + f.bytes);
     if (lo < hi) {
-      Status w = f.file->WriteAt(msg + (lo - in.got), hi - lo, lo - file_start);
+      const uint8_t* piece = msg + (lo - in.got);
+      if (f.file->direct()) {  // offsets and lengths are whole blocks (OpenForCopy)
+        if (!in.bounce) in.bounce = os::AllocDirectBuffer(limits_.chunk_bytes);
+        if (!in.bounce) {
+          in.damage = Status::NoMemory(what + ": no buffer for its direct write");
+          break;
+        }
+        std::memcpy(in.bounce.get(), piece, hi - lo);
+        piece = in.bounce.get();
+      }
+      Status w = f.file->WriteAt(piece, hi - lo, lo - file_start);
       if (!w.ok()) in.damage = w.WithContext(what);
     }
     file_start += f.bytes;
@@ -112,7 +122,9 @@ Status Transfers::Begin(In& in, const uint8_t* msg, size_t bytes) {
     f.tmp = in.dir + "/." + format::EntryFileName(format::EntryKind::kCheckpoint, f.number) + "." +
             std::to_string(::getpid()) + ".tmp";
     if (in.damage.ok()) {
-      auto file = fs->Open(f.tmp, os::OpenOptions{.write = true, .mode = config_.file_mode});
+      auto file = OpenForCopy(fs, f.tmp, os::OpenOptions{.write = true, .mode = config_.file_mode},
+                              config_.direct_io && limits_.chunk_bytes % os::kDirectAlignment == 0,
+                              h.bytes);
       if (file.ok())
         f.file = std::move(*file);
       else

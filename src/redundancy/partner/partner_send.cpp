@@ -97,7 +97,12 @@ Status Transfers::StartOut(Out& o) {
         break;
       }
       // Opened now: retention may delete the file before its last chunk goes.
-      auto file = redundancy::Fs(config_)->Open(path, os::OpenOptions{});
+      auto size = redundancy::Fs(config_)->Stat(path);
+      auto file = size.ok() ? OpenForCopy(redundancy::Fs(config_), path, os::OpenOptions{},
+                                          config_.direct_io &&
+                                              limits_.chunk_bytes % os::kDirectAlignment == 0,
+                                          size->size)
+                            : Result<std::unique_ptr<os::File>>(size.status());
       if (!file.ok()) {
         s = file.status();
         break;
@@ -160,9 +165,14 @@ Status Transfers::SendChunks(Out& o) {
     for (const auto& file : o.files) {
       const uint64_t lo = std::max(begin, file_start),
                      hi = std::min(begin + n, file_start + file.bytes);
-      if (lo < hi) {
+      if (lo < hi && !file.file->direct()) {
         CAIRN_RETURN_IF_ERROR(
             file.file->ReadAt(f.buf.data() + (lo - begin), hi - lo, lo - file_start));
+      } else if (lo < hi) {  // whole blocks (OpenForCopy), through an aligned buffer
+        if (!o.bounce) o.bounce = os::AllocDirectBuffer(limits_.chunk_bytes);
+        if (!o.bounce) return Status::NoMemory("the partner copy: no buffer for its direct read");
+        CAIRN_RETURN_IF_ERROR(file.file->ReadAt(o.bounce.get(), hi - lo, lo - file_start));
+        std::memcpy(f.buf.data() + (lo - begin), o.bounce.get(), hi - lo);
       }
       file_start += file.bytes;
     }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "os/fs/fs.hpp"
+#include "os/mem/memory.hpp"
 #include "redundancy/partner/messages.hpp"
 #include "redundancy/partner/partner_transfer.hpp"
 #include "util/mutex.hpp"
@@ -52,6 +53,22 @@ inline bool Settled(const std::unique_ptr<Group::Request>& r) {
   return done.ok() && *done;
 }
 
+// A version's file for the copy: with direct I/O (config.direct_io) when
+// its size is whole blocks of kDirectAlignment, as Cairn's files are
+// (docs/format.md), so that neither side puts the copy through the page
+// cache (fresh page-cache memory cost more than the disk on the development
+// VM: docs/results/2026-12-07-partner-direct-io.md); else, or where the file
+// system refuses O_DIRECT, buffered.
+inline Result<std::unique_ptr<os::File>> OpenForCopy(os::FileSystem* fs, const std::string& path,
+                                                     os::OpenOptions options, bool direct_io,
+                                                     uint64_t bytes) {
+  options.direct = direct_io && bytes % os::kDirectAlignment == 0;
+  auto file = fs->Open(path, options);
+  if (file.ok() || !options.direct || file.status().code() != Code::kUnsupported) return file;
+  options.direct = false;
+  return fs->Open(path, options);
+}
+
 // Withdraws a receive (or none); false while it may still be pending.
 inline bool Withdrawn(const std::unique_ptr<Group::Request>& r) { return !r || r->Cancel().ok(); }
 
@@ -78,6 +95,7 @@ struct Transfers::Out {
   };
   std::deque<Flight> flights;
   std::vector<uint8_t> spare;
+  os::DirectBuffer bounce;  // a chunk read with O_DIRECT lands here first
   int64_t ack[2] = {-1, -1};
   std::unique_ptr<Group::Request> ack_req;
   Status failed;  // this member could not send it (no ack expected)
@@ -98,6 +116,7 @@ struct Transfers::In {
   };
   std::string dir;
   std::vector<File> files;
+  os::DirectBuffer bounce;  // a piece written with O_DIRECT goes from here
   uint64_t total = 0, got = 0;
   int64_t next_index = 0;
   Status damage;  // the first thing wrong with the transfer being received
