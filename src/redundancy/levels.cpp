@@ -330,19 +330,16 @@ void Levels::ResendOlder(const std::string& name, const Level& partner, int64_t 
   if (older.empty()) return;
   std::string list;
   for (int64_t w : older) list += (list.empty() ? "" : ", ") + std::to_string(w);
-  if (!transfers_) {  // copies made in the waits only: they come back at their next L2 turns
-    util::Log(LogLevel::kInfo,
-              "rank %d: versions %s of '%s': rank %d no longer holds their partner copies; "
-              "they come back only as they are checkpointed again (no background transfers in this "
-              "group)",
-              group_->rank(), list.c_str(), name.c_str(), plan_.partner.partner);
-    return;
-  }
-  for (int64_t w : older) transfers_->QueueCommitted(name, w);
+  // Without background transfers (copies made in the waits only) they come
+  // back at their next L2 turns.
+  if (transfers_)
+    for (int64_t w : older) transfers_->QueueCommitted(name, w);
   util::Log(LogLevel::kInfo,
-            "rank %d: versions %s of '%s': rank %d no longer holds their partner copies; "
-            "they are sent again in the background (L2)",
-            group_->rank(), list.c_str(), name.c_str(), plan_.partner.partner);
+            "rank %d: versions %s of '%s': rank %d no longer holds their partner copies; %s",
+            group_->rank(), list.c_str(), name.c_str(), plan_.partner.partner,
+            transfers_ ? "they are sent again in the background (L2)"
+                       : "they come back only as they are checkpointed again (no background "
+                         "transfers in this group)");
 }
 
 void Levels::CountRestore(const std::string& name, int64_t version) {

@@ -258,11 +258,6 @@ static int64_t read_number_after(const char *path, const char *key) {
 static cairn_client_t *open_client(unsigned char *buf) { return open_client_bytes(buf, kBytes); }
 
 static void run(struct Plan p) {
-  char dir[3200];
-  rank_dir(dir, sizeof dir, g_rank);
-  char cmd[3400];
-  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir); /* to watch it before the first file */
-  CHECK(system(cmd) == 0, "%s", cmd);
   unsigned char *buf = malloc(kBytes);
   cairn_client_t *c = open_client(buf);
   const int victim = g_rank == p.victim;

@@ -1,10 +1,13 @@
 // Anonymous mappings for the host cache (os/mem/memory.hpp). The point of this
 // file is less the system calls than the error messages: when the cache cannot
 // be mapped or pinned, the user needs to know which limit to raise.
+#include "os/mem/memory.hpp"
+
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -14,7 +17,6 @@
 #include <utility>
 
 #include "cairn/config.hpp"  // FormatSize
-#include "os/mem/memory.hpp"
 
 namespace cairn::os {
 namespace {
@@ -256,9 +258,10 @@ void TouchPagesOneByOne(void* p, size_t n) {
 }
 
 DirectBuffer AllocDirectBuffer(size_t bytes) {
-  const size_t n = (bytes + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
-  void* p = std::aligned_alloc(kDirectAlignment, n == 0 ? kDirectAlignment : n);
-  if (p != nullptr) std::memset(p, 0, n == 0 ? kDirectAlignment : n);
+  const size_t n =
+      std::max<size_t>((bytes + kDirectAlignment - 1) / kDirectAlignment, 1) * kDirectAlignment;
+  void* p = std::aligned_alloc(kDirectAlignment, n);
+  if (p != nullptr) std::memset(p, 0, n);
   return DirectBuffer(static_cast<uint8_t*>(p));
 }
 

@@ -69,7 +69,7 @@ class BackgroundEncoder final : private Pauser {
   // Queues `version` of `name`: encoded once committed locally (a version
   // that never is, fails its encoding on every member). Any thread.
   void Queue(const std::string& name, int64_t version) CAIRN_EXCLUDES(mu_);
-  // After a node loss (docs/mpi.md, "After a node loss"): queues the
+  // After a node loss (docs/mpi.md, "Parity (L3)", step 6): queues the
   // recovery of up to `count` versions of `name` older than `version`, one
   // after the other, newest first: each is the newest version below the
   // last one that every member has or its set rebuilds (redundancy::

@@ -122,9 +122,8 @@ Status Transfers::Begin(In& in, const uint8_t* msg, size_t bytes) {
     f.tmp = in.dir + "/." + format::EntryFileName(format::EntryKind::kCheckpoint, f.number) + "." +
             std::to_string(::getpid()) + ".tmp";
     if (in.damage.ok()) {
-      auto file = OpenForCopy(fs, f.tmp, os::OpenOptions{.write = true, .mode = config_.file_mode},
-                              config_.direct_io && limits_.chunk_bytes % os::kDirectAlignment == 0,
-                              h.bytes);
+      auto file = OpenForCopy(config_, limits_, f.tmp,
+                              os::OpenOptions{.write = true, .mode = config_.file_mode}, h.bytes);
       if (file.ok())
         f.file = std::move(*file);
       else

@@ -97,23 +97,17 @@ Status Transfers::StartOut(Out& o) {
         break;
       }
       // Opened now: retention may delete the file before its last chunk goes.
-      auto size = redundancy::Fs(config_)->Stat(path);
-      auto file = size.ok() ? OpenForCopy(redundancy::Fs(config_), path, os::OpenOptions{},
-                                          config_.direct_io &&
-                                              limits_.chunk_bytes % os::kDirectAlignment == 0,
-                                          size->size)
-                            : Result<std::unique_ptr<os::File>>(size.status());
+      // Its size (a committed version's file never changes) says whether
+      // it is read with direct I/O.
+      auto info = redundancy::Fs(config_)->Stat(path);
+      auto file = info.ok() ? OpenForCopy(config_, limits_, path, os::OpenOptions{}, info->size)
+                            : Result<std::unique_ptr<os::File>>(info.status());
       if (!file.ok()) {
         s = file.status();
         break;
       }
-      auto bytes = (*file)->Size();
-      if (!bytes.ok()) {
-        s = bytes.status();
-        break;
-      }
-      o.total += *bytes;
-      o.files.push_back({parsed->number, std::move(*file), *bytes});
+      o.total += info->size;
+      o.files.push_back({parsed->number, std::move(*file), info->size});
     }
     if (s.ok()) {
       count = static_cast<int64_t>(o.files.size());

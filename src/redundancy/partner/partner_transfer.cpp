@@ -88,18 +88,17 @@ void Transfers::Reap() {
   }
 }
 
-void Transfers::Queue(const std::string& name, int64_t version) {
-  MutexLock lock(&queue_mu_);
-  const uint64_t seq = next_seq_++;
-  seq_of_[{name, version}] = seq;
-  queued_.push_back({seq, name, version});
-}
+void Transfers::Queue(const std::string& name, int64_t version) { Enqueue(name, version, false); }
 
 void Transfers::QueueCommitted(const std::string& name, int64_t version) {
+  Enqueue(name, version, true);
+}
+
+void Transfers::Enqueue(const std::string& name, int64_t version, bool committed) {
   MutexLock lock(&queue_mu_);
   const uint64_t seq = next_seq_++;
   seq_of_[{name, version}] = seq;
-  queued_.push_back({seq, name, version, /*committed=*/true});
+  queued_.push_back({seq, name, version, committed});
 }
 
 bool Transfers::Queued(const std::string& name, int64_t version) {

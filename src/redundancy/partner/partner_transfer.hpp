@@ -122,6 +122,8 @@ class Transfers {
   struct In;
   struct Peer;
   struct Store;  // a whole received version, for the store thread
+  // Queue's and QueueCommitted's entry.
+  void Enqueue(const std::string& name, int64_t version, bool committed) CAIRN_EXCLUDES(queue_mu_);
   void Stored() CAIRN_REQUIRES(mu_);  // acknowledges what the store thread finished
   void Step() CAIRN_REQUIRES(mu_);
   redundancy::Pace PaceLocked() CAIRN_REQUIRES(mu_) CAIRN_EXCLUDES(queue_mu_);

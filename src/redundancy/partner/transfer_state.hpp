@@ -18,6 +18,7 @@
 #include "os/mem/memory.hpp"
 #include "redundancy/partner/messages.hpp"
 #include "redundancy/partner/partner_transfer.hpp"
+#include "redundancy/redundancy.hpp"
 #include "util/mutex.hpp"
 
 namespace cairn::partner {
@@ -54,15 +55,19 @@ inline bool Settled(const std::unique_ptr<Group::Request>& r) {
 }
 
 // A version's file for the copy: with direct I/O (config.direct_io) when
-// its size is whole blocks of kDirectAlignment, as Cairn's files are
+// its size and the chunks are whole blocks of kDirectAlignment, as Cairn's
+// files are
 // (docs/format.md), so that neither side puts the copy through the page
 // cache (fresh page-cache memory cost more than the disk on the development
 // VM: docs/results/2026-12-07-partner-direct-io.md); else, or where the file
 // system refuses O_DIRECT, buffered.
-inline Result<std::unique_ptr<os::File>> OpenForCopy(os::FileSystem* fs, const std::string& path,
-                                                     os::OpenOptions options, bool direct_io,
-                                                     uint64_t bytes) {
-  options.direct = direct_io && bytes % os::kDirectAlignment == 0;
+inline Result<std::unique_ptr<os::File>> OpenForCopy(const Config& config,
+                                                     const TransferLimits& limits,
+                                                     const std::string& path,
+                                                     os::OpenOptions options, uint64_t bytes) {
+  os::FileSystem* fs = redundancy::Fs(config);
+  options.direct = config.direct_io && bytes % os::kDirectAlignment == 0 &&
+                   limits.chunk_bytes % os::kDirectAlignment == 0;
   auto file = fs->Open(path, options);
   if (file.ok() || !options.direct || file.status().code() != Code::kUnsupported) return file;
   options.direct = false;
