@@ -82,6 +82,10 @@ Status GroupCheckpoints::RecordGlobal(const std::string& name, int64_t committed
 void GroupCheckpoints::KeepGlobal(const std::string& name, int64_t global, int64_t common) {
   pipeline_->SetGlobalCommit(name, global, common);
 }
+ExtentList GroupCheckpoints::CopyCached(const std::string& name, int64_t number, uint64_t offset,
+                                        uint64_t bytes, uint8_t* dst) {
+  return pipeline_->CopyCached(name, number, offset, bytes, dst);
+}
 bool GroupCheckpoints::ApplicationBusy() { return pipeline_->ApplicationBusy(); }
 void GroupCheckpoints::AwaitApplicationIdle(std::chrono::milliseconds at_most) {
   pipeline_->AwaitApplicationIdle(at_most);

@@ -66,6 +66,8 @@ class GroupCheckpoints final : public redundancy::Checkpoints {
   Result<std::vector<int64_t>> IntactVersions(const std::string& name) override;
   Status RecordGlobal(const std::string& name, int64_t committed, int64_t persistent) override;
   void KeepGlobal(const std::string& name, int64_t global, int64_t common) override;
+  ExtentList CopyCached(const std::string& name, int64_t number, uint64_t offset, uint64_t bytes,
+                        uint8_t* dst) override;
   bool ApplicationBusy() override;
   void AwaitApplicationIdle(std::chrono::milliseconds at_most) override;
 

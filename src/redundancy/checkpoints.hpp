@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cairn/status.hpp"
+#include "util/extent.hpp"
 
 namespace cairn::redundancy {
 
@@ -43,6 +44,16 @@ class Checkpoints {
   // newest version that may be common to every member (docs/mpi.md,
   // "Retention"). Values only rise.
   virtual void KeepGlobal(const std::string& name, int64_t global, int64_t common) = 0;
+  // Copies into `dst` what the member's host cache holds of bytes [offset,
+  // offset + bytes) of the local file of committed version `number` of
+  // `name`, and returns the sub-ranges it did not fill, in order, for the
+  // caller to read from the file. No I/O, never blocks for long. Without a
+  // host cache (this default) it fills nothing.
+  virtual ExtentList CopyCached(const std::string& name, int64_t number, uint64_t offset,
+                                uint64_t bytes, uint8_t* dst) {
+    (void)name, (void)number, (void)dst;
+    return {{offset, bytes}};
+  }
   // Back-pressure (docs/mpi.md, "Back-pressure"): whether the member's
   // application is inside a capture or a restore (copying, or waiting for
   // cache room or for a read), which the levels' background I/O yields to.

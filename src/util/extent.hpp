@@ -1,4 +1,4 @@
-// A byte range of one region, and sorted lists of them.
+// A byte range of one region (or of one file), and sorted lists of them.
 //
 // Change detection (which parts of a region changed since the previous
 // version) and format v2's layered versions (which parts a version stores
@@ -14,7 +14,7 @@
 namespace cairn {
 
 struct Extent {
-  uint64_t offset = 0;  // from the start of the region
+  uint64_t offset = 0;  // from the start of the region (or file)
   uint64_t bytes = 0;
   uint64_t end() const { return offset + bytes; }
   friend bool operator==(const Extent&, const Extent&) = default;

@@ -1,7 +1,7 @@
 // A member's checkpoints for the redundancy tests (redundancy/checkpoints.hpp):
 // each answer is a hook the test sets, with a default that says "nothing
 // here": no commit, waits that fail, no intact version, records and
-// retention accepted, an application that is never busy.
+// retention accepted, no host cache, an application that is never busy.
 #pragma once
 
 #include <atomic>
@@ -20,6 +20,7 @@ class FakeCheckpoints final : public redundancy::Checkpoints {
   std::function<Status(const std::string&, int64_t)> wait_local;
   std::function<Status(const std::string&, int64_t)> wait_persistent;
   std::function<Status(const std::string&, int64_t, int64_t)> record_global;
+  std::function<ExtentList(const std::string&, int64_t, uint64_t, uint64_t, uint8_t*)> copy_cached;
   std::atomic<bool> busy{false};     // ApplicationBusy
   std::function<void()> await_idle;  // AwaitApplicationIdle (default: returns at once)
 
@@ -39,6 +40,11 @@ class FakeCheckpoints final : public redundancy::Checkpoints {
     return record_global ? record_global(name, committed, persistent) : Status::Ok();
   }
   void KeepGlobal(const std::string&, int64_t, int64_t) override {}
+  ExtentList CopyCached(const std::string& name, int64_t number, uint64_t offset, uint64_t bytes,
+                        uint8_t* dst) override {
+    if (copy_cached) return copy_cached(name, number, offset, bytes, dst);
+    return Checkpoints::CopyCached(name, number, offset, bytes, dst);
+  }
   bool ApplicationBusy() override { return busy.load(); }
   void AwaitApplicationIdle(std::chrono::milliseconds) override {
     if (await_idle) await_idle();

@@ -21,9 +21,14 @@ namespace cairn::partner {
 
 using namespace wire;  // NOLINT(google-build-using-namespace): docs/format.md 3.8's constants
 
-// `buf`: a handled message's buffer, reused (not zeroed again).
+// `buf`: a handled message's buffer, reused (not zeroed again), else one
+// back from the store thread, else a new one.
 Status Transfers::Post(In& in, std::vector<uint8_t> buf) {
   Out::Flight p;
+  if (buf.empty() && !in.spares.empty()) {
+    buf = std::move(in.spares.back());
+    in.spares.pop_back();
+  }
   p.buf = std::move(buf);
   p.buf.resize(std::max(limits_.chunk_bytes + kTrailer, kMinReceive));
   CAIRN_ASSIGN_OR_RETURN(p.req,
@@ -44,51 +49,53 @@ void Transfers::StepIn(In& in) {
     while (in.posted.size() < static_cast<size_t>(limits_.window)) {
       if (Status s = Post(in, {}); !s.ok()) return Fail(s);
     }
+    // At most a window of chunks waits for its writes: the source stalls
+    // at its window meanwhile.
+    if (in.writing >= limits_.window) return;
     auto done = in.posted.front().req->Test();
     if (!done.ok()) return Fail(done.status());
     if (!*done) return;
     Out::Flight msg = std::move(in.posted.front());
     in.posted.pop_front();
-    if (Status s = Handle(in, msg.buf.data(), msg.req->bytes()); !s.ok()) return Fail(s);
+    if (Status s = Handle(in, msg.buf, msg.req->bytes()); !s.ok()) return Fail(s);
     if (!in.bye) {
       if (Status s = Post(in, std::move(msg.buf)); !s.ok()) return Fail(s);
     }
   }
 }
 
-Status Transfers::Handle(In& in, const uint8_t* msg, size_t bytes) {
-  if (!in.receiving) return Begin(in, msg, bytes);
+// A chunk goes to the store thread to be written (it takes `msg`), so that
+// this thread moves the next chunks meanwhile.
+Status Transfers::Handle(In& in, std::vector<uint8_t>& msg, size_t bytes) {
+  if (!in.receiving) return Begin(in, msg.data(), bytes);
   const std::string what = "chunk " + std::to_string(in.next_index) + " of version " +
                            std::to_string(in.version) + " of '" + in.name + "' from rank " +
                            std::to_string(in.source);
-  CAIRN_ASSIGN_OR_RETURN(const Chunk chunk, ParseChunk(msg, bytes, in.next_index, what));
+  CAIRN_ASSIGN_OR_RETURN(const Chunk chunk, ParseChunk(msg.data(), bytes, in.next_index, what));
   const size_t n = chunk.payload;
   if (in.damage.ok() && !chunk.intact) {
     in.damage = Status::Corrupt(what + " arrived damaged (its CRC32C or index does not match)");
   }
+  auto job = std::make_unique<Store>(Store{.kind = Store::Kind::kChunk, .in = &in});
+  job->write_error = in.write_error;
   uint64_t file_start = 0;
   for (auto& f : in.files) {
-    if (!in.damage.ok()) break;
     const uint64_t lo = std::max(in.got, file_start),
                    hi = std::min(in.got + n, file_start + f.bytes);
-    if (lo < hi) {
-      const uint8_t* piece = msg + (lo - in.got);
-      if (f.file->direct()) {  // offsets and lengths are whole blocks (OpenForCopy)
-        if (!in.bounce) in.bounce = os::AllocDirectBuffer(limits_.chunk_bytes);
-        if (!in.bounce) {
-          in.damage = Status::NoMemory(what + ": no buffer for its direct write");
-          break;
-        }
-        std::memcpy(in.bounce.get(), piece, hi - lo);
-        piece = in.bounce.get();
-      }
-      Status w = f.file->WriteAt(piece, hi - lo, lo - file_start);
-      if (!w.ok()) in.damage = w.WithContext(what);
+    if (lo < hi && in.damage.ok()) {
+      job->pieces.push_back(
+          {.file = f.file, .from = lo - in.got, .bytes = hi - lo, .at = lo - file_start});
     }
     file_start += f.bytes;
   }
   in.got += n;
   ++in.next_index;
+  if (!job->pieces.empty()) {
+    job->chunk = std::move(msg);
+    ++in.writing;
+    MutexLock lock(&store_mu_);
+    storer_.Push(std::move(job));
+  }
   return in.got >= in.total ? Keep(in) : Status::Ok();
 }
 
@@ -110,6 +117,7 @@ Status Transfers::Begin(In& in, const uint8_t* msg, size_t bytes) {
   }
   in.receiving = true;
   in.damage = Status::Ok();
+  in.write_error = std::make_shared<Status>();
   in.got = 0;
   in.next_index = 0;
   in.total = head.total;
@@ -139,6 +147,7 @@ Status Transfers::Begin(In& in, const uint8_t* msg, size_t bytes) {
 // meanwhile (new temp files).
 Status Transfers::Keep(In& in) {
   auto job = std::make_unique<Store>(Store{.in = &in,
+                                           .write_error = in.write_error,
                                            .name = in.name,
                                            .dir = in.dir,
                                            .version = in.version,
@@ -159,14 +168,36 @@ Status Transfers::Keep(In& in) {
 // inside an unrelated Cairn call (docs/mpi.md "Partner copies (L2)").
 void Transfers::RunJob(std::unique_ptr<Store>& job) {
   store_mu_.AssertHeld();  // the Worker runs jobs under its mutex, store_mu_
-  RunStore(*job);
+  job->kind == Store::Kind::kChunk ? RunWrites(*job) : RunStore(*job);
   stored_.push_back(std::move(job));
+}
+
+// A chunk's pieces, after the first write of its transfer that failed: none.
+void Transfers::RunWrites(Store& job) {
+  MutexUnlock unlocked(&store_mu_);  // only the job's own state below
+  Status& failed = *job.write_error;
+  for (const Store::Piece& p : job.pieces) {
+    if (!failed.ok()) return;
+    const uint8_t* piece = job.chunk.data() + p.from;
+    if (p.file->direct()) {  // offsets and lengths are whole blocks (OpenForCopy)
+      os::DirectBuffer& bounce = job.in->bounce;
+      if (!bounce) bounce = os::AllocDirectBuffer(limits_.chunk_bytes);
+      if (!bounce) {
+        failed = Status::NoMemory("a partner copy: no buffer for its direct write");
+        return;
+      }
+      std::memcpy(bounce.get(), piece, p.bytes);
+      piece = bounce.get();
+    }
+    failed = p.file->WriteAt(piece, p.bytes, p.at);
+  }
 }
 
 void Transfers::RunStore(Store& job) {
   MutexUnlock unlocked(&store_mu_);  // only the job's own state below: Keep may queue the next
   os::FileSystem* fs = redundancy::Fs(config_);
   Status& s = job.status;
+  if (s.ok()) s = *job.write_error;
   for (auto& f : job.files) {
     if (s.ok() && config_.fsync) s = f.file->Sync();
     if (s.ok()) s = f.file->Close();
@@ -197,6 +228,11 @@ void Transfers::Stored() {
   Status failed;
   for (auto& job : done) {
     In& in = *job->in;
+    if (job->kind == Store::Kind::kChunk) {
+      --in.writing;
+      in.spares.push_back(std::move(job->chunk));
+      continue;
+    }
     --in.storing;
     if (job->status.ok())
       redundancy::Retain(config_, CopyDir(config_, in.source), job->name, /*chains=*/true);

@@ -155,26 +155,45 @@ Status Transfers::SendChunks(Out& o) {
     Out::Flight f;
     f.buf = std::move(o.spare);  // a sent chunk's buffer: not zeroed again
     f.buf.resize(n + kTrailer);
-    uint64_t file_start = 0;
-    for (const auto& file : o.files) {
-      const uint64_t lo = std::max(begin, file_start),
-                     hi = std::min(begin + n, file_start + file.bytes);
-      if (lo < hi && !file.file->direct()) {
-        CAIRN_RETURN_IF_ERROR(
-            file.file->ReadAt(f.buf.data() + (lo - begin), hi - lo, lo - file_start));
-      } else if (lo < hi) {  // whole blocks (OpenForCopy), through an aligned buffer
-        if (!o.bounce) o.bounce = os::AllocDirectBuffer(limits_.chunk_bytes);
-        if (!o.bounce) return Status::NoMemory("the partner copy: no buffer for its direct read");
-        CAIRN_RETURN_IF_ERROR(file.file->ReadAt(o.bounce.get(), hi - lo, lo - file_start));
-        std::memcpy(f.buf.data() + (lo - begin), o.bounce.get(), hi - lo);
-      }
-      file_start += file.bytes;
-    }
+    CAIRN_RETURN_IF_ERROR(ReadChunk(o, begin, n, f.buf.data()));
     PutTrailer(f.buf.data(), n, static_cast<int64_t>(o.next_chunk));
     CAIRN_ASSIGN_OR_RETURN(f.req,
                            group_->StartSend(map_.partner, kDataTag, f.buf.data(), f.buf.size()));
     o.flights.push_back(std::move(f));
     ++o.next_chunk;
+  }
+  return Status::Ok();
+}
+
+// Bytes [begin, begin + n) of the version's files, end to end: what the
+// host cache still holds of them from there (no disk read: the file was just
+// written, the copy would read it back from the disk that the local files
+// and the copies share), the rest from the files.
+Status Transfers::ReadChunk(Out& o, uint64_t begin, size_t n, uint8_t* dst) {
+  uint64_t file_start = 0;
+  for (const auto& file : o.files) {
+    const uint64_t lo = std::max(begin, file_start),
+                   hi = std::min(begin + n, file_start + file.bytes);
+    file_start += file.bytes;
+    if (lo >= hi) continue;
+    const uint64_t at = lo - (file_start - file.bytes);  // in the file
+    uint8_t* to = dst + (lo - begin);
+    for (const Extent& gap : local_->CopyCached(o.name, file.number, at, hi - lo, to)) {
+      uint8_t* gap_to = to + (gap.offset - at);
+      if (!file.file->direct()) {
+        CAIRN_RETURN_IF_ERROR(file.file->ReadAt(gap_to, gap.bytes, gap.offset));
+        continue;
+      }
+      // Whole blocks (OpenForCopy: the file and the chunks are), through an
+      // aligned buffer; a gap inside a block reads the block.
+      const uint64_t a = gap.offset / os::kDirectAlignment * os::kDirectAlignment;
+      const uint64_t b =
+          (gap.end() + os::kDirectAlignment - 1) / os::kDirectAlignment * os::kDirectAlignment;
+      if (!o.bounce) o.bounce = os::AllocDirectBuffer(limits_.chunk_bytes);
+      if (!o.bounce) return Status::NoMemory("the partner copy: no buffer for its direct read");
+      CAIRN_RETURN_IF_ERROR(file.file->ReadAt(o.bounce.get(), b - a, a));
+      std::memcpy(gap_to, o.bounce.get() + (gap.offset - a), gap.bytes);
+    }
   }
   return Status::Ok();
 }

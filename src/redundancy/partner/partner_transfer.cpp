@@ -208,7 +208,7 @@ redundancy::Pace Transfers::PaceLocked() {
   }
   for (const auto& in : ins_) {
     if (in->receiving || !in->acks.empty()) return Pace::kBusy;
-    if (in->storing > 0) pace = Pace::kWaiting;
+    if (in->storing > 0 || in->writing > 0) pace = Pace::kWaiting;
   }
   MutexLock lock(&queue_mu_);
   return queued_.empty() ? pace : Pace::kWaiting;
@@ -293,10 +293,10 @@ Status Transfers::Finish() {
   }
   Status s = Drive([&]() CAIRN_REQUIRES(mu_) {
     if (done_seq_ < bye) return false;
-    return std::all_of(ins_.begin(), ins_.end(),
-                       [](const auto& in) {
-                         return in->bye && in->storing == 0 && (in->acks.empty() || !in->aborted.ok());
-                       });
+    return std::all_of(ins_.begin(), ins_.end(), [](const auto& in) {
+      return in->bye && in->storing == 0 && in->writing == 0 &&
+             (in->acks.empty() || !in->aborted.ok());
+    });
   });
   // A member that stopped after an error sent its abort notice instead of
   // its end message (Fail); make sure it did.

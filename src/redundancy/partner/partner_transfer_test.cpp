@@ -76,6 +76,17 @@ class TransferTest : public test::ScratchDirTest {
     }
   }
 
+  // Both members commit a version (1 with direct I/O, 2 without: the one
+  // returned) whose files are not whole chunks; later transfers use the
+  // same I/O.
+  int64_t CommitWithDirectIo(bool direct) {
+    for (int r = 0; r < 2; ++r) config_[r].direct_io = direct;
+    const int64_t v = direct ? 1 : 2;
+    Commit(0, v, 150 * 1024 + 7);
+    Commit(1, v, 70 * 1024);
+    return v;
+  }
+
   // Runs fn(member) on both members at once (they wait for each other).
   std::vector<Status> Both(const std::function<Status(partner::Transfers&)>& fn) {
     std::vector<Status> out(2);
@@ -221,10 +232,7 @@ TEST_F(TransferTest, AVersionNeverCommittedFailsAtFinishWithoutHanging) {
 TEST_F(TransferTest, DirectAndBufferedCopiesAreTheSameBytes) {
   for (bool direct : {true, false}) {
     SCOPED_TRACE(direct ? "direct" : "buffered");
-    for (int r = 0; r < 2; ++r) config_[r].direct_io = direct;
-    const int64_t v = direct ? 1 : 2;
-    Commit(0, v, 150 * 1024 + 7);
-    Commit(1, v, 70 * 1024);
+    const int64_t v = CommitWithDirectIo(direct);
     Start({.chunk_bytes = 16 << 10, .window = 2});
     transfers_[0]->Queue("s", v);
     transfers_[1]->Queue("s", v);
@@ -233,6 +241,60 @@ TEST_F(TransferTest, DirectAndBufferedCopiesAreTheSameBytes) {
     EXPECT_EQ(Slurp(Copy(1, v)), Slurp(File(0, v)));
     EXPECT_EQ(Slurp(Copy(0, v)), Slurp(File(1, v)));
     for (auto& t : transfers_) t.reset();
+  }
+}
+
+// The source takes what its host cache holds of a version's file
+// (Checkpoints::CopyCached) and reads only the rest from the file: here the
+// "cache" serves every other 4 KiB block, and one range inside a block,
+// from the bytes as committed, and the file's data on disk is then spoiled
+// in those ranges. The copy is the committed bytes, with direct I/O
+// (a gap inside a block reads the whole block) and without.
+TEST_F(TransferTest, ACopyTakesWhatTheHostCacheHoldsAndReadsTheRest) {
+  for (bool direct : {true, false}) {
+    SCOPED_TRACE(direct ? "direct" : "buffered");
+    const int64_t v = CommitWithDirectIo(direct);
+    const std::vector<uint8_t> committed = Slurp(File(0, v));
+    // Served: even blocks, and bytes 100..299 of every odd one.
+    auto served = [](uint64_t i) {
+      return (i / 4096) % 2 == 0 || (i % 4096 >= 100 && i % 4096 < 300);
+    };
+    uint64_t from_cache = 0;
+    local_[0].copy_cached = [&](const std::string& name, int64_t number, uint64_t offset,
+                                uint64_t bytes, uint8_t* dst) {
+      EXPECT_EQ(name, "s");
+      EXPECT_EQ(number, v);
+      ExtentList gaps;
+      for (uint64_t i = offset; i < offset + bytes; ++i) {
+        if (served(i)) {
+          dst[i - offset] = committed[i];
+          ++from_cache;
+        } else {
+          AppendExtent(gaps, i, 1);
+        }
+      }
+      return gaps;
+    };
+    {
+      std::vector<uint8_t> spoiled = committed;
+      for (uint64_t i = 4096; i < spoiled.size() / 2;
+           ++i) {  // data (opening the chain reads the rest)
+        if (served(i)) spoiled[i] ^= 0x5A;
+      }
+      std::ofstream out(File(0, v), std::ios::binary | std::ios::trunc);
+      out.write(reinterpret_cast<const char*>(spoiled.data()),
+                static_cast<std::streamsize>(spoiled.size()));
+    }
+    Start({.chunk_bytes = 16 << 10, .window = 2});
+    transfers_[0]->Queue("s", v);
+    transfers_[1]->Queue("s", v);
+    for (const Status& s : Both([](partner::Transfers& t) { return t.Finish(); }))
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(Slurp(Copy(1, v)), committed);
+    EXPECT_GT(from_cache, committed.size() / 3);
+    EXPECT_EQ(Slurp(Copy(0, v)), Slurp(File(1, v)));
+    for (auto& t : transfers_) t.reset();
+    local_[0].copy_cached = nullptr;
   }
 }
 

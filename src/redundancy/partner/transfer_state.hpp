@@ -117,14 +117,20 @@ struct Transfers::In {
     int64_t number;
     uint64_t bytes;
     std::string tmp;
-    std::unique_ptr<os::File> file;
+    std::shared_ptr<os::File> file;  // and the store thread's writes to it
   };
   std::string dir;
   std::vector<File> files;
-  os::DirectBuffer bounce;  // a piece written with O_DIRECT goes from here
+  // The store thread's only: a piece written with O_DIRECT goes from here.
+  os::DirectBuffer bounce;
   uint64_t total = 0, got = 0;
   int64_t next_index = 0;
   Status damage;  // the first thing wrong with the transfer being received
+  // The first write that failed, set by the store thread, read by the
+  // transfer's store (both on that thread: its queue keeps their order).
+  std::shared_ptr<Status> write_error;
+  int writing = 0;  // received chunks with the store thread, not written yet
+  std::vector<std::vector<uint8_t>> spares;  // their buffers, back from it
   // Finished transfers, until Complete takes their outcome.
   std::map<std::pair<std::string, int64_t>, Status> stored;
   std::deque<std::pair<std::unique_ptr<int64_t[]>, std::unique_ptr<Group::Request>>> acks;
@@ -132,12 +138,23 @@ struct Transfers::In {
   int storing = 0;  // whole versions with the store thread, not acknowledged yet
 };
 
-// A whole received version, from Keep to the store thread (RunStore) and
-// back (Stored).
+// A job of the store thread, from Handle or Keep to it (RunJob) and back
+// (Stored): a received chunk's writes, or a whole received version's store.
 struct Transfers::Store {
-  In* in;  // the MPI thread's: only Stored touches it
+  enum class Kind { kChunk, kVersion } kind = Kind::kVersion;
+  In* in;                               // the MPI thread's: Stored, and a chunk's writes its bounce
+  std::shared_ptr<Status> write_error;  // the transfer's (In::write_error)
+  // A chunk: its message, and where each piece of it goes.
+  struct Piece {
+    std::shared_ptr<os::File> file;
+    size_t from, bytes;  // in `chunk`
+    uint64_t at;         // in the file
+  };
+  std::vector<uint8_t> chunk;
+  std::vector<Piece> pieces;
+  // A version: its files, made durable and renamed.
   std::string name, dir;
-  int64_t version;
+  int64_t version = -1;
   std::vector<In::File> files;
   Status status;  // what was wrong with the transfer, then with the store
 };

@@ -1,0 +1,63 @@
+// Pipeline::CopyCached (pipeline.hpp): a committed version's file bytes,
+// served from the host cache where its blocks still are.
+#include <algorithm>
+#include <cstring>
+
+#include "engine/pipeline.hpp"
+
+namespace cairn::core {
+
+ExtentList Pipeline::CopyCached(const std::string& name, int64_t number, uint64_t offset,
+                                uint64_t bytes, uint8_t* dst) {
+  const uint64_t end = offset + bytes;
+  // A block's bytes in the range: [at, at + payload) from the cache, then
+  // `zeros` bytes of its padding.
+  struct Piece {
+    uint64_t at;
+    const uint8_t* src;
+    uint64_t payload, zeros;
+  };
+  std::vector<Piece> pieces;
+  EntryPtr e;
+  {
+    MutexLock lock(&mu_);
+    e = catalog_.Find(format::EntryKind::kCheckpoint, name, number);
+    if (!e || !e->local().committed || e->failed() || e->consumed()) return {{offset, bytes}};
+    const auto& blocks = e->layout.blocks;
+    for (uint32_t b = 0; b < blocks.size(); ++b) {
+      const format::Layout::Block& lb = blocks[b];
+      const uint64_t lo = std::max(offset, lb.offset);
+      const uint64_t hi = std::min(end, lb.offset + format::AlignUp(lb.length));
+      if (lo >= hi || !e->in_host(b)) continue;
+      const uint64_t payload_end = std::min(hi, lb.offset + lb.length);
+      const uint64_t payload = payload_end > lo ? payload_end - lo : 0;
+      pieces.push_back(
+          {.at = lo,
+           .src = store_.data(static_cast<uint32_t>(e->blocks()[b].chunk)) + (lo - lb.offset),
+           .payload = payload,
+           .zeros = hi - lo - payload});
+    }
+    if (pieces.empty()) return {{offset, bytes}};
+    store_.Pin(*e);  // its chunks stay while they are copied below
+  }
+  for (const Piece& p : pieces) {
+    std::memcpy(dst + (p.at - offset), p.src, p.payload);
+    std::memset(dst + (p.at - offset) + p.payload, 0, p.zeros);
+  }
+  {
+    MutexLock lock(&mu_);
+    Unpin(e);
+  }
+  std::sort(pieces.begin(), pieces.end(),
+            [](const Piece& a, const Piece& b) { return a.at < b.at; });
+  ExtentList gaps;
+  uint64_t at = offset;
+  for (const Piece& p : pieces) {
+    if (p.at > at) AppendExtent(gaps, at, p.at - at);
+    at = std::max(at, p.at + p.payload + p.zeros);
+  }
+  if (at < end) AppendExtent(gaps, at, end - at);
+  return gaps;
+}
+
+}  // namespace cairn::core
