@@ -23,12 +23,12 @@ Status ParsePartnerMessagesInput(const uint8_t* data, size_t size) {
   const uint8_t kind = data[0] % 3;
   const uint8_t* msg = data + 1;
   const size_t bytes = size - 1;
-  if (kind == 0) {  // a chunk that should be chunk 0
-    auto chunk = partner::ParseChunk(msg, bytes, 0, "fuzz");
+  if (kind == 0) {  // a chunk
+    auto chunk = partner::ParseChunk(msg, bytes, "fuzz");
     if (!chunk.ok()) return chunk.status();
     if (!chunk->intact) return Status::Ok();  // damage the transfer reports
     std::vector<uint8_t> again(msg, msg + bytes);
-    partner::PutTrailer(again.data(), chunk->payload, 0);
+    partner::PutTrailer(again.data(), chunk->payload, chunk->index);
     return std::memcmp(again.data(), msg, bytes) == 0
                ? Status::Ok()
                : Status::Internal("an intact chunk's trailer is not the one a source writes");

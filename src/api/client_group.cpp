@@ -86,6 +86,12 @@ ExtentList GroupCheckpoints::CopyCached(const std::string& name, int64_t number,
                                         uint64_t bytes, uint8_t* dst) {
   return pipeline_->CopyCached(name, number, offset, bytes, dst);
 }
+Result<uint64_t> GroupCheckpoints::PlannedFileBytes(const std::string& name, int64_t version) {
+  return pipeline_->PlannedFileBytes(name, version);
+}
+Result<bool> GroupCheckpoints::CommittedLocally(const std::string& name, int64_t version) {
+  return pipeline_->CommittedLocally(name, version);
+}
 bool GroupCheckpoints::ApplicationBusy() { return pipeline_->ApplicationBusy(); }
 void GroupCheckpoints::AwaitApplicationIdle(std::chrono::milliseconds at_most) {
   pipeline_->AwaitApplicationIdle(at_most);

@@ -68,6 +68,8 @@ class GroupCheckpoints final : public redundancy::Checkpoints {
   void KeepGlobal(const std::string& name, int64_t global, int64_t common) override;
   ExtentList CopyCached(const std::string& name, int64_t number, uint64_t offset, uint64_t bytes,
                         uint8_t* dst) override;
+  Result<uint64_t> PlannedFileBytes(const std::string& name, int64_t version) override;
+  Result<bool> CommittedLocally(const std::string& name, int64_t version) override;
   bool ApplicationBusy() override;
   void AwaitApplicationIdle(std::chrono::milliseconds at_most) override;
 

@@ -1,9 +1,11 @@
-// Pipeline::CopyCached (pipeline.hpp): a committed version's file bytes,
-// served from the host cache where its blocks still are.
+// Pipeline::CopyCached and what goes with it (pipeline.hpp): a version's
+// file bytes, served from the host cache where its blocks are, before and
+// after its local commit.
 #include <algorithm>
 #include <cstring>
 
 #include "engine/pipeline.hpp"
+#include "format/codec.hpp"
 
 namespace cairn::core {
 
@@ -22,7 +24,7 @@ ExtentList Pipeline::CopyCached(const std::string& name, int64_t number, uint64_
   {
     MutexLock lock(&mu_);
     e = catalog_.Find(format::EntryKind::kCheckpoint, name, number);
-    if (!e || !e->local().committed || e->failed() || e->consumed()) return {{offset, bytes}};
+    if (!e || !e->capture().done || e->failed() || e->consumed()) return {{offset, bytes}};
     const auto& blocks = e->layout.blocks;
     for (uint32_t b = 0; b < blocks.size(); ++b) {
       const format::Layout::Block& lb = blocks[b];
@@ -58,6 +60,26 @@ ExtentList Pipeline::CopyCached(const std::string& name, int64_t number, uint64_
   }
   if (at < end) AppendExtent(gaps, at, end - at);
   return gaps;
+}
+
+Result<uint64_t> Pipeline::PlannedFileBytes(const std::string& name, int64_t number) {
+  MutexLock lock(&mu_);
+  const EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, number);
+  if (!e || !e->capture().done || e->failed() || e->layout.layered()) {
+    return Status::NotFound("version " + std::to_string(number) + " of '" + name +
+                            "': not captured whole as a full version");
+  }
+  return format::FileBytes(e->layout, name.size());
+}
+
+Result<bool> Pipeline::CommittedLocally(const std::string& name, int64_t number) {
+  MutexLock lock(&mu_);
+  const EntryPtr e = catalog_.Find(format::EntryKind::kCheckpoint, name, number);
+  if (e && e->failed()) return e->local().error;
+  if (e) return e->local().committed;
+  if (commits_.NewestLocal(name).version >= number) return true;
+  return Status::NotFound("version " + std::to_string(number) + " of '" + name +
+                          "' is not in the pipeline");
 }
 
 }  // namespace cairn::core

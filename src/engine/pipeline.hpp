@@ -109,15 +109,25 @@ class Pipeline {
   using LocalCommit = CommitRecord::Local;
   LocalCommit NewestLocalCommit(const std::string& name) const CAIRN_EXCLUDES(mu_);
   // Copies into `dst` what the host cache holds of bytes [offset, offset +
-  // bytes) of the local file of checkpoint `number` of `name`, committed:
-  // its blocks' payload, each with its zero padding to whole 4 KiB blocks
-  // (docs/format.md 4.2). Returns the sub-ranges it did not fill, in order:
-  // the header, the tables, blocks evicted or only in the device cache;
-  // the whole range when the version is not in the cache. No file I/O; the
-  // entry is pinned (not evictable) only while it copies. The partner copies
-  // (L2) send from here rather than read the file back (docs/mpi.md).
+  // bytes) of the local file of checkpoint `number` of `name`, captured
+  // (committed or on its way): its blocks' payload, each with its zero
+  // padding to whole 4 KiB blocks (docs/format.md 4.2). Returns the
+  // sub-ranges it did not fill, in order: the header, the tables, blocks
+  // evicted or only in the device cache; the whole range when the version
+  // is not in the cache or failed. No file I/O; the entry is pinned (not
+  // evictable) only while it copies. The partner copies (L2) send from here
+  // rather than read the file back (docs/mpi.md).
   ExtentList CopyCached(const std::string& name, int64_t number, uint64_t offset, uint64_t bytes,
                         uint8_t* dst) CAIRN_EXCLUDES(mu_);
+  // The size of the local file of checkpoint `number` of `name` once
+  // committed, when it is captured whole as a full version (one file);
+  // kNotFound otherwise (layered, not in the pipeline, not captured yet,
+  // failed). What a partner copy needs to start before the commit.
+  Result<uint64_t> PlannedFileBytes(const std::string& name, int64_t number) CAIRN_EXCLUDES(mu_);
+  // Committed locally (true), on its way (false), or its local error; a
+  // version no longer in the pipeline counts as committed when the newest
+  // local commit is at least it, else kNotFound.
+  Result<bool> CommittedLocally(const std::string& name, int64_t number) CAIRN_EXCLUDES(mu_);
   // In an MPI job (docs/mpi.md, "Retention"): the newest version of
   // checkpoint `name` known to be committed on every rank (`global`), and the
   // newest that may be (`common`); -1 = none. Retention then keeps in every

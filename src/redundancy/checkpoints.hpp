@@ -45,14 +45,28 @@ class Checkpoints {
   // "Retention"). Values only rise.
   virtual void KeepGlobal(const std::string& name, int64_t global, int64_t common) = 0;
   // Copies into `dst` what the member's host cache holds of bytes [offset,
-  // offset + bytes) of the local file of committed version `number` of
-  // `name`, and returns the sub-ranges it did not fill, in order, for the
-  // caller to read from the file. No I/O, never blocks for long. Without a
-  // host cache (this default) it fills nothing.
+  // offset + bytes) of the local file of version `number` of `name`
+  // (captured; committed or on its way), and returns the sub-ranges it did
+  // not fill, in order, for the caller to read from the file once it is
+  // committed. No I/O, never blocks for long. Without a host cache (this
+  // default) it fills nothing.
   virtual ExtentList CopyCached(const std::string& name, int64_t number, uint64_t offset,
                                 uint64_t bytes, uint8_t* dst) {
     (void)name, (void)number, (void)dst;
     return {{offset, bytes}};
+  }
+  // Before its local commit: the size of the one file that `version` of
+  // `name` will have, when it is captured whole as a full version (no base
+  // to send with it); kNotFound otherwise, and in this default. No I/O.
+  virtual Result<uint64_t> PlannedFileBytes(const std::string& name, int64_t version) {
+    (void)name;
+    return Status::NotFound("version " + std::to_string(version) + ": no plan of its file");
+  }
+  // Whether `version` of `name` is committed locally (true) or still on its
+  // way (false); the error when its local commit failed. No I/O, never
+  // blocks. This default knows no failures.
+  virtual Result<bool> CommittedLocally(const std::string& name, int64_t version) {
+    return NewestLocal(name).version >= version;
   }
   // Back-pressure (docs/mpi.md, "Back-pressure"): whether the member's
   // application is inside a capture or a restore (copying, or waiting for

@@ -1,7 +1,8 @@
 // A member's checkpoints for the redundancy tests (redundancy/checkpoints.hpp):
 // each answer is a hook the test sets, with a default that says "nothing
 // here": no commit, waits that fail, no intact version, records and
-// retention accepted, no host cache, an application that is never busy.
+// retention accepted, no host cache (nothing sent before a local commit),
+// an application that is never busy.
 #pragma once
 
 #include <atomic>
@@ -21,6 +22,8 @@ class FakeCheckpoints final : public redundancy::Checkpoints {
   std::function<Status(const std::string&, int64_t)> wait_persistent;
   std::function<Status(const std::string&, int64_t, int64_t)> record_global;
   std::function<ExtentList(const std::string&, int64_t, uint64_t, uint64_t, uint8_t*)> copy_cached;
+  std::function<Result<uint64_t>(const std::string&, int64_t)> planned_file_bytes;
+  std::function<Result<bool>(const std::string&, int64_t)> committed_locally;
   std::atomic<bool> busy{false};     // ApplicationBusy
   std::function<void()> await_idle;  // AwaitApplicationIdle (default: returns at once)
 
@@ -44,6 +47,14 @@ class FakeCheckpoints final : public redundancy::Checkpoints {
                         uint8_t* dst) override {
     if (copy_cached) return copy_cached(name, number, offset, bytes, dst);
     return Checkpoints::CopyCached(name, number, offset, bytes, dst);
+  }
+  Result<uint64_t> PlannedFileBytes(const std::string& name, int64_t version) override {
+    if (planned_file_bytes) return planned_file_bytes(name, version);
+    return Checkpoints::PlannedFileBytes(name, version);
+  }
+  Result<bool> CommittedLocally(const std::string& name, int64_t version) override {
+    if (committed_locally) return committed_locally(name, version);
+    return Checkpoints::CommittedLocally(name, version);
   }
   bool ApplicationBusy() override { return busy.load(); }
   void AwaitApplicationIdle(std::chrono::milliseconds) override {

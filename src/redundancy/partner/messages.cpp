@@ -42,16 +42,15 @@ void PutTrailer(uint8_t* buf, size_t n, int64_t index) {
   std::memset(buf + n + sizeof index + sizeof crc, 0, kTrailer - sizeof index - sizeof crc);
 }
 
-Result<Chunk> ParseChunk(const uint8_t* msg, size_t bytes, int64_t index, const std::string& what) {
+Result<Chunk> ParseChunk(const uint8_t* msg, size_t bytes, const std::string& what) {
   if (bytes < kTrailer)
     return Status::Corrupt(what + ": " + std::to_string(bytes) + " bytes, no trailer");
   Chunk c{.payload = bytes - kTrailer};
-  int64_t got = 0;
   uint32_t crc = 0, pad = 0;
-  std::memcpy(&got, msg + c.payload, sizeof got);
-  std::memcpy(&crc, msg + c.payload + sizeof got, sizeof crc);
-  std::memcpy(&pad, msg + c.payload + sizeof got + sizeof crc, sizeof pad);
-  c.intact = got == index && pad == 0 && crc == ChunkCrc(msg, c.payload, index);
+  std::memcpy(&c.index, msg + c.payload, sizeof c.index);
+  std::memcpy(&crc, msg + c.payload + sizeof c.index, sizeof crc);
+  std::memcpy(&pad, msg + c.payload + sizeof c.index + sizeof crc, sizeof pad);
+  c.intact = pad == 0 && crc == ChunkCrc(msg, c.payload, c.index);
   return c;
 }
 

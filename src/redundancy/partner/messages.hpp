@@ -23,13 +23,19 @@ inline constexpr size_t kTrailer = 16;
 // has room for kTrailer more).
 void PutTrailer(uint8_t* buf, size_t n, int64_t index);
 
+// The index of the message that withdraws the version being sent (a
+// trailer alone): its source could not finish it.
+inline constexpr int64_t kWithdrawn = -1;
+
 struct Chunk {
   size_t payload = 0;   // bytes before the trailer
-  bool intact = false;  // the trailer's index is `index`, its CRC matches, its pad is 0
+  int64_t index = 0;    // as the trailer says (checked by the holder)
+  bool intact = false;  // the trailer's CRC matches its payload and index, its pad is 0
 };
-// A chunk message of `bytes` bytes that should be chunk `index`; kCorrupt
-// naming `what` when it is too short to hold a trailer.
-Result<Chunk> ParseChunk(const uint8_t* msg, size_t bytes, int64_t index, const std::string& what);
+// A chunk message of `bytes` bytes; kCorrupt naming `what` when it is too
+// short to hold a trailer. Chunks come in any order: which index it may
+// have is the holder's to check.
+Result<Chunk> ParseChunk(const uint8_t* msg, size_t bytes, const std::string& what);
 
 // The holder's answer to a version: [int64 version][int64 code], code 0 =
 // stored, else the error's CAIRN_ERR_* value.

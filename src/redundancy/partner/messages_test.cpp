@@ -20,25 +20,30 @@ const uint8_t* Bytes(const A& a) {
   return reinterpret_cast<const uint8_t*>(a.data());
 }
 
-TEST(PartnerMessagesTest, AChunkIsIntactOnlyAsTheChunkItShouldBe) {
+TEST(PartnerMessagesTest, AChunkIsIntactOnlyAsItsSourceSentIt) {
   std::vector<uint8_t> m = Chunk(100, 4);
-  auto c = ParseChunk(m.data(), m.size(), 4, "chunk 4");
+  auto c = ParseChunk(m.data(), m.size(), "chunk 4");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->payload, 100u);
+  EXPECT_EQ(c->index, 4);
   EXPECT_TRUE(c->intact);
-  EXPECT_FALSE(ParseChunk(m.data(), m.size(), 5, "chunk 5")->intact);  // out of order
+  m[100] ^= 1;  // the index: the CRC covers it
+  EXPECT_FALSE(ParseChunk(m.data(), m.size(), "chunk 4")->intact);
+  m[100] ^= 1;
   m[10] ^= 1;
-  EXPECT_FALSE(ParseChunk(m.data(), m.size(), 4, "chunk 4")->intact);  // payload damaged
+  EXPECT_FALSE(ParseChunk(m.data(), m.size(), "chunk 4")->intact);  // payload damaged
   m[10] ^= 1;
   m[m.size() - 1] = 1;  // the pad
-  EXPECT_FALSE(ParseChunk(m.data(), m.size(), 4, "chunk 4")->intact);
-  std::vector<uint8_t> empty = Chunk(0, 0);
-  EXPECT_TRUE(ParseChunk(empty.data(), empty.size(), 0, "chunk 0")->intact);
+  EXPECT_FALSE(ParseChunk(m.data(), m.size(), "chunk 4")->intact);
+  std::vector<uint8_t> withdrawn = Chunk(0, kWithdrawn);
+  auto w = ParseChunk(withdrawn.data(), withdrawn.size(), "a withdrawal");
+  EXPECT_TRUE(w->intact);
+  EXPECT_EQ(w->index, kWithdrawn);
 }
 
 TEST(PartnerMessagesTest, AChunkWithoutRoomForATrailerIsMalformed) {
   const std::vector<uint8_t> m(kTrailer - 1, 0);
-  auto c = ParseChunk(m.data(), m.size(), 0, "chunk 0 from rank 3");
+  auto c = ParseChunk(m.data(), m.size(), "chunk 0 from rank 3");
   ASSERT_EQ(c.status().code(), Code::kCorrupt);
   EXPECT_NE(c.status().message().find("chunk 0 from rank 3: 15 bytes, no trailer"),
             std::string::npos);

@@ -65,38 +65,62 @@ void Transfers::StepIn(In& in) {
 }
 
 // A chunk goes to the store thread to be written (it takes `msg`), so that
-// this thread moves the next chunks meanwhile.
+// this thread moves the next chunks meanwhile. Chunks come in any order,
+// each once (docs/format.md 3.8); one that cannot be placed is damage, and
+// still counts, so that the version ends when its source has sent them all.
 Status Transfers::Handle(In& in, std::vector<uint8_t>& msg, size_t bytes) {
   if (!in.receiving) return Begin(in, msg.data(), bytes);
-  const std::string what = "chunk " + std::to_string(in.next_index) + " of version " +
-                           std::to_string(in.version) + " of '" + in.name + "' from rank " +
-                           std::to_string(in.source);
-  CAIRN_ASSIGN_OR_RETURN(const Chunk chunk, ParseChunk(msg.data(), bytes, in.next_index, what));
-  const size_t n = chunk.payload;
-  if (in.damage.ok() && !chunk.intact) {
-    in.damage = Status::Corrupt(what + " arrived damaged (its CRC32C or index does not match)");
+  const std::string of = " of version " + std::to_string(in.version) + " of '" + in.name +
+                         "' from rank " + std::to_string(in.source);
+  CAIRN_ASSIGN_OR_RETURN(const Chunk chunk, ParseChunk(msg.data(), bytes, "a chunk" + of));
+  if (chunk.intact && chunk.index == kWithdrawn && chunk.payload == 0) return Withdraw(in);
+  ++in.received;
+  const uint64_t c = limits_.chunk_bytes, index = static_cast<uint64_t>(chunk.index);
+  const bool placed = chunk.index >= 0 && index < in.arrived.size() && !in.arrived[index] &&
+                      chunk.payload == std::min<uint64_t>(c, in.total - index * c);
+  if (in.damage.ok() && !(chunk.intact && placed)) {
+    in.damage = Status::Corrupt("chunk " + std::to_string(chunk.index) + of +
+                                " arrived damaged (its CRC32C, index or size does not match)");
   }
   auto job = std::make_unique<Store>(Store{.kind = Store::Kind::kChunk, .in = &in});
   job->write_error = in.write_error;
-  uint64_t file_start = 0;
-  for (auto& f : in.files) {
-    const uint64_t lo = std::max(in.got, file_start),
-                   hi = std::min(in.got + n, file_start + f.bytes);
-    if (lo < hi && in.damage.ok()) {
-      job->pieces.push_back(
-          {.file = f.file, .from = lo - in.got, .bytes = hi - lo, .at = lo - file_start});
+  if (placed) {
+    in.arrived[index] = true;
+    const uint64_t begin = index * c;
+    uint64_t file_start = 0;
+    for (auto& f : in.files) {
+      const uint64_t lo = std::max(begin, file_start),
+                     hi = std::min(begin + chunk.payload, file_start + f.bytes);
+      if (lo < hi && in.damage.ok()) {
+        job->pieces.push_back(
+            {.file = f.file, .from = lo - begin, .bytes = hi - lo, .at = lo - file_start});
+      }
+      file_start += f.bytes;
     }
-    file_start += f.bytes;
   }
-  in.got += n;
-  ++in.next_index;
   if (!job->pieces.empty()) {
     job->chunk = std::move(msg);
     ++in.writing;
     MutexLock lock(&store_mu_);
     storer_.Push(std::move(job));
   }
-  return in.got >= in.total ? Keep(in) : Status::Ok();
+  return in.received >= in.arrived.size() ? Keep(in) : Status::Ok();
+}
+
+// The source withdrew the version (its local commit failed after it began
+// sending): its temp files go, and nothing is answered.
+Status Transfers::Withdraw(In& in) {
+  os::FileSystem* fs = redundancy::Fs(config_);
+  for (auto& f : in.files) {
+    f.file.reset();
+    (void)fs->Remove(f.tmp);
+  }
+  in.files.clear();
+  in.receiving = false;
+  in.stored[{in.name, in.version}] = Status::State(
+      "rank " + std::to_string(in.source) + " withdrew its copy of version " +
+      std::to_string(in.version) + " of '" + in.name + "': it could not commit it locally");
+  return Status::Ok();
 }
 
 // A head: opens the temp files of the version's files (the transfer's
@@ -118,9 +142,9 @@ Status Transfers::Begin(In& in, const uint8_t* msg, size_t bytes) {
   in.receiving = true;
   in.damage = Status::Ok();
   in.write_error = std::make_shared<Status>();
-  in.got = 0;
-  in.next_index = 0;
   in.total = head.total;
+  in.received = 0;
+  in.arrived.assign((head.total + limits_.chunk_bytes - 1) / limits_.chunk_bytes, false);
   in.files.clear();
   in.dir = CopyDir(config_, in.source) + "/" + in.name;
   os::FileSystem* fs = redundancy::Fs(config_);

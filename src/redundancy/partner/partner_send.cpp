@@ -40,15 +40,19 @@ void Transfers::StepOut() {
                                       "' was never committed locally");
         } else if (blocking_) {
           o.failed = local_->WaitLocal(o.name, o.version);
+        } else if (auto planned = local_->PlannedFileBytes(o.name, o.version); planned.ok()) {
+          if (Status s = StartEarly(o, *planned); !s.ok()) return Fail(s);
         } else {
           return;  // a later Progress
         }
       }
-      if (Status s = StartOut(o); !s.ok()) return Fail(s);
+      if (o.state == Out::State::kWaiting) {
+        if (Status s = StartOut(o); !s.ok()) return Fail(s);
+      }
     }
     if (o.state == Out::State::kSending) {
       if (Status s = SendChunks(o); !s.ok()) return Fail(s);
-      if (o.next_chunk < o.chunks || !o.flights.empty()) return;
+      if (o.next_chunk < o.chunks || !o.deferred.empty() || !o.flights.empty()) return;
       auto head = o.head_req->Test();
       if (!head.ok()) return Fail(head.status());
       if (!*head) return;
@@ -119,6 +123,19 @@ Status Transfers::StartOut(Out& o) {
       o.total = 0;
     }
   }
+  return SendHead(o, count);
+}
+
+// Before its local commit: the version's one file, as planned; its chunks
+// go as the host cache fills them (SendChunks).
+Status Transfers::StartEarly(Out& o, uint64_t bytes) {
+  o.early = true;
+  o.total = bytes;
+  o.files.push_back({o.version, nullptr, bytes});
+  return SendHead(o, 1);
+}
+
+Status Transfers::SendHead(Out& o, int64_t count) {
   Head head{.kind = o.version == kBye   ? Head::Kind::kBye
                     : count == kNothing ? Head::Kind::kNothing
                                         : Head::Kind::kFiles,
@@ -141,7 +158,9 @@ Status Transfers::StartOut(Out& o) {
 
 // Reaps the sends that completed and starts chunks up to the window: each
 // is read from the files when it is sent, so at most `window` chunks of
-// this member's version are in memory.
+// this member's version are in memory. A version started early sends first
+// the chunks that the host cache fills whole, then, once committed, the
+// others (docs/format.md 3.8: chunks come in any order).
 Status Transfers::SendChunks(Out& o) {
   while (!o.flights.empty()) {
     CAIRN_ASSIGN_OR_RETURN(bool done, o.flights.front().req->Test());
@@ -149,19 +168,94 @@ Status Transfers::SendChunks(Out& o) {
     o.spare = std::move(o.flights.front().buf);
     o.flights.pop_front();
   }
-  while (o.next_chunk < o.chunks && o.flights.size() < static_cast<size_t>(limits_.window)) {
-    const uint64_t begin = o.next_chunk * limits_.chunk_bytes;
+  o.awaiting = false;
+  while (o.flights.size() < static_cast<size_t>(limits_.window)) {
+    uint64_t index = o.next_chunk;
+    if (index < o.chunks) {
+      ++o.next_chunk;
+    } else if (o.deferred.empty()) {
+      break;
+    } else {
+      CAIRN_ASSIGN_OR_RETURN(o.awaiting, AwaitingCommit(o));
+      if (o.awaiting || o.deferred.empty()) break;  // later, or withdrawn
+      index = o.deferred.front();
+      o.deferred.pop_front();
+    }
+    const uint64_t begin = index * limits_.chunk_bytes;
     const size_t n = static_cast<size_t>(std::min<uint64_t>(limits_.chunk_bytes, o.total - begin));
     Out::Flight f;
     f.buf = std::move(o.spare);  // a sent chunk's buffer: not zeroed again
     f.buf.resize(n + kTrailer);
-    CAIRN_RETURN_IF_ERROR(ReadChunk(o, begin, n, f.buf.data()));
-    PutTrailer(f.buf.data(), n, static_cast<int64_t>(o.next_chunk));
+    if (o.early && !o.local_done) {
+      if (!local_->CopyCached(o.name, o.version, begin, n, f.buf.data()).empty()) {
+        o.deferred.push_back(index);
+        o.spare = std::move(f.buf);
+        continue;
+      }
+    } else {
+      CAIRN_RETURN_IF_ERROR(ReadChunk(o, begin, n, f.buf.data()));
+    }
+    PutTrailer(f.buf.data(), n, static_cast<int64_t>(index));
     CAIRN_ASSIGN_OR_RETURN(f.req,
                            group_->StartSend(map_.partner, kDataTag, f.buf.data(), f.buf.size()));
     o.flights.push_back(std::move(f));
-    ++o.next_chunk;
   }
+  return Status::Ok();
+}
+
+// A version started early: true while its local commit is still on its
+// way. Once committed its file is opened, and must have the planned size;
+// when the commit failed (or the file does not open as planned) the
+// version is withdrawn: the holder drops what it received.
+Result<bool> Transfers::AwaitingCommit(Out& o) {
+  if (o.local_done) return false;
+  auto committed = local_->CommittedLocally(o.name, o.version);
+  if (committed.ok() && !*committed) {
+    if (!blocking_ && !finishing_) return true;
+    // A wait or the close drives the transfers: the commit is waited for.
+    Status local = local_->WaitLocal(o.name, o.version);
+    committed = local.ok() ? Result<bool>(true) : Result<bool>(local);
+  }
+  Status s = committed.status();
+  if (s.ok()) {
+    const std::string path = config_.scratch_dir + "/" + o.name + "/" +
+                             format::EntryFileName(format::EntryKind::kCheckpoint, o.version);
+    auto info = redundancy::Fs(config_)->Stat(path);
+    s = info.status();
+    if (s.ok() && info->size != o.total) {
+      s = Status::Internal(path + ": " + std::to_string(info->size) + " bytes, " +
+                           std::to_string(o.total) + " planned");
+    }
+    if (s.ok()) {
+      auto file = OpenForCopy(config_, limits_, path, os::OpenOptions{}, o.total);
+      s = file.status();
+      if (s.ok()) o.files[0].file = std::move(*file);
+    }
+  }
+  if (s.ok()) {
+    o.local_done = true;
+    return false;
+  }
+  CAIRN_RETURN_IF_ERROR(WithdrawOut(o, s));
+  return false;
+}
+
+// Tells the holder to drop the version (a trailer alone, index kWithdrawn)
+// and expects no answer: the version's outcome is `why`.
+Status Transfers::WithdrawOut(Out& o, const Status& why) {
+  o.failed = why;
+  o.deferred.clear();
+  o.next_chunk = o.chunks;
+  if (o.ack_req) {
+    CAIRN_RETURN_IF_ERROR(o.ack_req->Cancel());
+    o.ack_req.reset();
+  }
+  Out::Flight f;
+  f.buf.resize(kTrailer);
+  PutTrailer(f.buf.data(), 0, kWithdrawn);
+  CAIRN_ASSIGN_OR_RETURN(f.req,
+                         group_->StartSend(map_.partner, kDataTag, f.buf.data(), f.buf.size()));
+  o.flights.push_back(std::move(f));
   return Status::Ok();
 }
 

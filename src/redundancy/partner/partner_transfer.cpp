@@ -203,8 +203,8 @@ redundancy::Pace Transfers::PaceLocked() {
   if (yielding_) return Pace::kWaiting;  // the application's capture or restore ends first
   Pace pace = abandoned_.empty() ? Pace::kIdle : Pace::kWaiting;
   for (const auto& o : outs_) {
-    if (o->state != Out::State::kWaiting) return Pace::kBusy;
-    pace = Pace::kWaiting;
+    if (o->state != Out::State::kWaiting && !o->awaiting) return Pace::kBusy;
+    pace = Pace::kWaiting;  // queued, or started early and waiting for its commit
   }
   for (const auto& in : ins_) {
     if (in->receiving || !in->acks.empty()) return Pace::kBusy;

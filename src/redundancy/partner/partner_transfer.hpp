@@ -130,12 +130,17 @@ class Transfers {
   void StepOut() CAIRN_REQUIRES(mu_);
   void StepIn(In& in) CAIRN_REQUIRES(mu_);
   Status StartOut(Out& out) CAIRN_REQUIRES(mu_);
+  Status StartEarly(Out& out, uint64_t bytes) CAIRN_REQUIRES(mu_);
+  Status SendHead(Out& out, int64_t count) CAIRN_REQUIRES(mu_);
   Status SendChunks(Out& out) CAIRN_REQUIRES(mu_);
+  Result<bool> AwaitingCommit(Out& out) CAIRN_REQUIRES(mu_);
+  Status WithdrawOut(Out& out, const Status& why) CAIRN_REQUIRES(mu_);
   Status ReadChunk(Out& out, uint64_t begin, size_t n, uint8_t* dst) CAIRN_REQUIRES(mu_);
   Status Handle(In& in, std::vector<uint8_t>& msg, size_t bytes) CAIRN_REQUIRES(mu_);
   Status Begin(In& in, const uint8_t* msg, size_t bytes) CAIRN_REQUIRES(mu_);
   Status Post(In& in, std::vector<uint8_t> buf) CAIRN_REQUIRES(mu_);
   Status Keep(In& in) CAIRN_REQUIRES(mu_);
+  Status Withdraw(In& in) CAIRN_REQUIRES(mu_);
   void RunStore(Store& job) CAIRN_REQUIRES(store_mu_);
   void RunWrites(Store& job) CAIRN_REQUIRES(store_mu_);
   // The storer's job (core::Worker), with store_mu_ held: RunStore, then

@@ -106,6 +106,10 @@ class TransferTest : public test::ScratchDirTest {
 TEST_F(TransferTest, ACopyMovesOnlyAtProgressInBoundedChunksAndIsStoredWhole) {
   Commit(0, 1, 300 << 10);
   Commit(1, 1, 200 << 10);
+  // A send completes once received, as MPI's large messages do: otherwise
+  // the hub would buffer what a source sends while its holder's writes
+  // hold it back.
+  hub_.rendezvous = true;
   Start({.chunk_bytes = 16 << 10, .window = 2});
   transfers_[0]->Queue("s", 1);
   transfers_[1]->Queue("s", 1);
@@ -296,6 +300,106 @@ TEST_F(TransferTest, ACopyTakesWhatTheHostCacheHoldsAndReadsTheRest) {
     for (auto& t : transfers_) t.reset();
     local_[0].copy_cached = nullptr;
   }
+}
+
+// Member 0's version 1 before its local commit: planned, its blocks in the
+// host cache, its head and tail (the header and tables, here the first and
+// the last 4 KiB) only in the file once committed.
+class EarlyTransferTest : public TransferTest {
+ protected:
+  void SetUp() override {
+    TransferTest::SetUp();
+    Commit(0, 1, 100 << 10);
+    Commit(1, 1, 100 << 10);
+    file_ = Slurp(File(0, 1));
+    Start({.chunk_bytes = 16 << 10, .window = 2});
+    test::FakeCheckpoints& local = local_[0];
+    local.newest_local = [this](const std::string&) {
+      return redundancy::Checkpoints::Commit{.version = outcome_.ok() && committed_ ? 1 : -1};
+    };
+    local.wait_local = [this](const std::string&, int64_t) {
+      return outcome_.ok() && committed_ ? Status::Ok() : Status::Io("not now");
+    };
+    local.committed_locally = [this](const std::string&, int64_t) -> Result<bool> {
+      if (!outcome_.ok()) return outcome_;
+      return committed_.load();
+    };
+    local.planned_file_bytes = [this](const std::string&, int64_t) -> Result<uint64_t> {
+      return file_.size();
+    };
+    local.copy_cached = [this](const std::string&, int64_t, uint64_t offset, uint64_t bytes,
+                               uint8_t* dst) {
+      ExtentList gaps;
+      for (uint64_t i = offset; i < offset + bytes; ++i) {
+        if (i < 4096 || i >= file_.size() - 4096) {
+          AppendExtent(gaps, i, 1);
+        } else {
+          dst[i - offset] = file_[i];
+        }
+      }
+      return gaps;
+    };
+    hub_.damage = [this](int from, int, int tag, std::vector<uint8_t>&) {
+      if (from == 0 && tag == partner::Transfers::kDataTag) ++sent_by_0_;
+    };
+  }
+  // Both members' Progress, until member 0 sends nothing more.
+  void ProgressUntilQuiet() {
+    int before = -1;
+    while (before != sent_by_0_) {
+      before = sent_by_0_;
+      for (int i = 0; i < 4; ++i) {
+        transfers_[0]->Progress();
+        transfers_[1]->Progress();
+      }
+    }
+  }
+
+  std::vector<uint8_t> file_;
+  std::atomic<bool> committed_{false};
+  Status outcome_;  // of the local commit
+  int sent_by_0_ = 0;
+};
+
+// The copy goes before the commit, but for the chunks the commit writes:
+// the holder then has all but those and stores nothing; after the commit
+// they follow, and the copy is the committed file.
+TEST_F(EarlyTransferTest, AVersionIsSentBeforeItsLocalCommitSaveWhatTheCommitWrites) {
+  transfers_[0]->Queue("s", 1);
+  transfers_[1]->Queue("s", 1);
+  ProgressUntilQuiet();
+  const int chunks = static_cast<int>((file_.size() + (16 << 10) - 1) / (16 << 10));
+  EXPECT_EQ(sent_by_0_, 1 + chunks - 2);  // the head, the chunks but the first and the last
+  EXPECT_FALSE(fs::exists(Copy(1, 1)));
+  committed_ = true;
+  for (const Status& s : Both([](partner::Transfers& t) { return t.Complete("s", 1); }))
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(sent_by_0_, 1 + chunks);
+  EXPECT_EQ(Slurp(Copy(1, 1)), file_);
+  for (const Status& s : Both([](partner::Transfers& t) { return t.Finish(); }))
+    EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+// The local commit fails after the copy began: the source withdraws the
+// version, the holder drops what it received (no file left behind) and
+// both waits say why; the other direction is not touched.
+TEST_F(EarlyTransferTest, AVersionWhoseLocalCommitFailsIsWithdrawn) {
+  transfers_[0]->Queue("s", 1);
+  transfers_[1]->Queue("s", 1);
+  ProgressUntilQuiet();
+  outcome_ = Status::Io("the local disk failed");
+  auto out = Both([](partner::Transfers& t) { return t.Complete("s", 1); });
+  EXPECT_EQ(out[0].code(), Code::kIo) << out[0].ToString();
+  EXPECT_NE(out[0].message().find("the local disk failed"), std::string::npos) << out[0].ToString();
+  EXPECT_EQ(out[1].code(), Code::kState) << out[1].ToString();
+  EXPECT_NE(out[1].message().find("rank 0 withdrew its copy of version 1"), std::string::npos)
+      << out[1].ToString();
+  EXPECT_FALSE(fs::exists(Copy(1, 1)));
+  for (const auto& e : fs::directory_iterator(fs::path(Copy(1, 1)).parent_path()))
+    ADD_FAILURE() << "left behind: " << e.path();
+  EXPECT_EQ(Slurp(Copy(0, 1)), Slurp(File(1, 1)));
+  for (const Status& s : Both([](partner::Transfers& t) { return t.Finish(); }))
+    EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
 // Back-pressure: while the application captures or restores, Progress

@@ -101,6 +101,12 @@ struct Transfers::Out {
   std::deque<Flight> flights;
   std::vector<uint8_t> spare;
   os::DirectBuffer bounce;  // a chunk read with O_DIRECT lands here first
+  // Started before its local commit (StartEarly): the chunks that the host
+  // cache could not fill whole (its header, its tables) wait here, in
+  // order, for the commit; then the file is opened (`local_done`) and
+  // they are read. `awaiting`: nothing else to send until then.
+  bool early = false, local_done = false, awaiting = false;
+  std::deque<uint64_t> deferred;
   int64_t ack[2] = {-1, -1};
   std::unique_ptr<Group::Request> ack_req;
   Status failed;  // this member could not send it (no ack expected)
@@ -123,8 +129,9 @@ struct Transfers::In {
   std::vector<File> files;
   // The store thread's only: a piece written with O_DIRECT goes from here.
   os::DirectBuffer bounce;
-  uint64_t total = 0, got = 0;
-  int64_t next_index = 0;
+  uint64_t total = 0;
+  std::vector<bool> arrived;  // per chunk index: chunks come in any order
+  uint64_t received = 0;      // chunk messages handled (Keep at arrived.size())
   Status damage;  // the first thing wrong with the transfer being received
   // The first write that failed, set by the store thread, read by the
   // transfer's store (both on that thread: its queue keeps their order).
