@@ -108,8 +108,17 @@ Status Transfers::Handle(In& in, std::vector<uint8_t>& msg, size_t bytes) {
 }
 
 // The source withdrew the version (its local commit failed after it began
-// sending): its temp files go, and nothing is answered.
+// sending): nothing is answered.
 Status Transfers::Withdraw(In& in) {
+  Drop(in, Status::State("rank " + std::to_string(in.source) + " withdrew its copy of version " +
+                         std::to_string(in.version) + " of '" + in.name +
+                         "': it could not commit it locally"));
+  return Status::Ok();
+}
+
+// The version being received ends unstored, with `why`: its temp files go
+// (a chunk still with the store thread writes to an unlinked file).
+void Transfers::Drop(In& in, const Status& why) {
   os::FileSystem* fs = redundancy::Fs(config_);
   for (auto& f : in.files) {
     f.file.reset();
@@ -117,10 +126,7 @@ Status Transfers::Withdraw(In& in) {
   }
   in.files.clear();
   in.receiving = false;
-  in.stored[{in.name, in.version}] = Status::State(
-      "rank " + std::to_string(in.source) + " withdrew its copy of version " +
-      std::to_string(in.version) + " of '" + in.name + "': it could not commit it locally");
-  return Status::Ok();
+  in.stored[{in.name, in.version}] = why;
 }
 
 // A head: opens the temp files of the version's files (the transfer's

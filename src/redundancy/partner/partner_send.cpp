@@ -101,17 +101,13 @@ Status Transfers::StartOut(Out& o) {
         break;
       }
       // Opened now: retention may delete the file before its last chunk goes.
-      // Its size (a committed version's file never changes) says whether
-      // it is read with direct I/O.
-      auto info = redundancy::Fs(config_)->Stat(path);
-      auto file = info.ok() ? OpenForCopy(config_, limits_, path, os::OpenOptions{}, info->size)
-                            : Result<std::unique_ptr<os::File>>(info.status());
-      if (!file.ok()) {
-        s = file.status();
+      auto source = OpenSource(config_, limits_, path);
+      if (!source.ok()) {
+        s = source.status();
         break;
       }
-      o.total += info->size;
-      o.files.push_back({parsed->number, std::move(*file), info->size});
+      o.total += source->bytes;
+      o.files.push_back({parsed->number, std::move(source->file), source->bytes});
     }
     if (s.ok()) {
       count = static_cast<int64_t>(o.files.size());
@@ -218,19 +214,15 @@ Result<bool> Transfers::AwaitingCommit(Out& o) {
   }
   Status s = committed.status();
   if (s.ok()) {
-    const std::string path = config_.scratch_dir + "/" + o.name + "/" +
-                             format::EntryFileName(format::EntryKind::kCheckpoint, o.version);
-    auto info = redundancy::Fs(config_)->Stat(path);
-    s = info.status();
-    if (s.ok() && info->size != o.total) {
-      s = Status::Internal(path + ": " + std::to_string(info->size) + " bytes, " +
+    const std::string path = format::EntryPath(config_.scratch_dir, o.name,
+                                               format::EntryKind::kCheckpoint, o.version);
+    auto source = OpenSource(config_, limits_, path);
+    s = source.status();
+    if (s.ok() && source->bytes != o.total) {
+      s = Status::Internal(path + ": " + std::to_string(source->bytes) + " bytes, " +
                            std::to_string(o.total) + " planned");
     }
-    if (s.ok()) {
-      auto file = OpenForCopy(config_, limits_, path, os::OpenOptions{}, o.total);
-      s = file.status();
-      if (s.ok()) o.files[0].file = std::move(*file);
-    }
+    if (s.ok()) o.files[0].file = std::move(source->file);
   }
   if (s.ok()) {
     o.local_done = true;
@@ -281,8 +273,7 @@ Status Transfers::ReadChunk(Out& o, uint64_t begin, size_t n, uint8_t* dst) {
       // Whole blocks (OpenForCopy: the file and the chunks are), through an
       // aligned buffer; a gap inside a block reads the block.
       const uint64_t a = gap.offset / os::kDirectAlignment * os::kDirectAlignment;
-      const uint64_t b =
-          (gap.end() + os::kDirectAlignment - 1) / os::kDirectAlignment * os::kDirectAlignment;
+      const uint64_t b = format::AlignUp(gap.end(), os::kDirectAlignment);
       if (!o.bounce) o.bounce = os::AllocDirectBuffer(limits_.chunk_bytes);
       if (!o.bounce) return Status::NoMemory("the partner copy: no buffer for its direct read");
       CAIRN_RETURN_IF_ERROR(file.file->ReadAt(o.bounce.get(), b - a, a));

@@ -168,7 +168,6 @@ void Transfers::Listen() {
 // with `s` (a partial copy is dropped), and nothing more goes to it.
 void Transfers::Aborted(int rank, const Status& s) {
   if (rank == map_.partner && partner_aborted_.ok()) partner_aborted_ = s;
-  os::FileSystem* fs = redundancy::Fs(config_);
   for (auto& in : ins_) {
     if (in->source != rank || !in->aborted.ok()) continue;
     in->aborted = s;
@@ -177,15 +176,7 @@ void Transfers::Aborted(int rank, const Status& s) {
       if (!Withdrawn(p.req)) Kept::UntilExit(std::make_shared<Out::Flight>(std::move(p)));
     }
     in->posted.clear();
-    if (in->receiving) {
-      for (auto& f : in->files) {
-        f.file.reset();
-        (void)fs->Remove(f.tmp);
-      }
-      in->files.clear();
-      in->receiving = false;
-      in->stored[{in->name, in->version}] = s;
-    }
+    if (in->receiving) Drop(*in, s);
   }
 }
 

@@ -141,6 +141,7 @@ class Transfers {
   Status Post(In& in, std::vector<uint8_t> buf) CAIRN_REQUIRES(mu_);
   Status Keep(In& in) CAIRN_REQUIRES(mu_);
   Status Withdraw(In& in) CAIRN_REQUIRES(mu_);
+  void Drop(In& in, const Status& why) CAIRN_REQUIRES(mu_);
   void RunStore(Store& job) CAIRN_REQUIRES(store_mu_);
   void RunWrites(Store& job) CAIRN_REQUIRES(store_mu_);
   // The storer's job (core::Worker), with store_mu_ held: RunStore, then

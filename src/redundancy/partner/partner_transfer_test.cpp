@@ -280,9 +280,9 @@ TEST_F(TransferTest, ACopyTakesWhatTheHostCacheHoldsAndReadsTheRest) {
       return gaps;
     };
     {
+      // Only data: opening the chain reads the header and the tables.
       std::vector<uint8_t> spoiled = committed;
-      for (uint64_t i = 4096; i < spoiled.size() / 2;
-           ++i) {  // data (opening the chain reads the rest)
+      for (uint64_t i = 4096; i < spoiled.size() / 2; ++i) {
         if (served(i)) spoiled[i] ^= 0x5A;
       }
       std::ofstream out(File(0, v), std::ios::binary | std::ios::trunc);

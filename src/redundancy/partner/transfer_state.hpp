@@ -74,6 +74,21 @@ inline Result<std::unique_ptr<os::File>> OpenForCopy(const Config& config,
   return fs->Open(path, options);
 }
 
+// A committed version's file for its sender: opened for the copy, and its
+// size, which says whether it is read with direct I/O (a committed file
+// never changes).
+struct SourceFile {
+  std::unique_ptr<os::File> file;
+  uint64_t bytes = 0;
+};
+inline Result<SourceFile> OpenSource(const Config& config, const TransferLimits& limits,
+                                     const std::string& path) {
+  CAIRN_ASSIGN_OR_RETURN(os::FileInfo info, redundancy::Fs(config)->Stat(path));
+  CAIRN_ASSIGN_OR_RETURN(auto file,
+                         OpenForCopy(config, limits, path, os::OpenOptions{}, info.size));
+  return SourceFile{std::move(file), info.size};
+}
+
 // Withdraws a receive (or none); false while it may still be pending.
 inline bool Withdrawn(const std::unique_ptr<Group::Request>& r) { return !r || r->Cancel().ok(); }
 
