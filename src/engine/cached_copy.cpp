@@ -25,8 +25,17 @@ ExtentList Pipeline::CopyCached(const std::string& name, int64_t number, uint64_
     MutexLock lock(&mu_);
     e = catalog_.Find(format::EntryKind::kCheckpoint, name, number);
     if (!e || !e->capture().done || e->failed() || e->consumed()) return {{offset, bytes}};
+    // Blocks lie in ascending offsets (Layout::Make, MakeV2): the first one
+    // that ends past `offset` is found by bisection, not by a scan of every
+    // block per chunk. Were a table out of order, a block this skips would
+    // be reported as a gap and read from the file.
     const auto& blocks = e->layout.blocks;
-    for (uint32_t b = 0; b < blocks.size(); ++b) {
+    const auto first =
+        std::partition_point(blocks.begin(), blocks.end(), [&](const format::Layout::Block& lb) {
+          return lb.offset + format::AlignUp(lb.length) <= offset;
+        });
+    for (auto b = static_cast<uint32_t>(first - blocks.begin());
+         b < blocks.size() && blocks[b].offset < end; ++b) {
       const format::Layout::Block& lb = blocks[b];
       const uint64_t lo = std::max(offset, lb.offset);
       const uint64_t hi = std::min(end, lb.offset + format::AlignUp(lb.length));

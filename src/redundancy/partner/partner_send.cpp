@@ -214,8 +214,8 @@ Result<bool> Transfers::AwaitingCommit(Out& o) {
   }
   Status s = committed.status();
   if (s.ok()) {
-    const std::string path = format::EntryPath(config_.scratch_dir, o.name,
-                                               format::EntryKind::kCheckpoint, o.version);
+    const std::string path =
+        format::EntryPath(config_.scratch_dir, o.name, format::EntryKind::kCheckpoint, o.version);
     auto source = OpenSource(config_, limits_, path);
     s = source.status();
     if (s.ok() && source->bytes != o.total) {
