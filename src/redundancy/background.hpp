@@ -19,7 +19,7 @@ class Background {
   Background(collective::GlobalCommit* global, Levels* levels)
       : rounds_pass_(global),
         copies_pass_(levels),
-        rounds_(&rounds_pass_, ProgressThread::Periods{}),
+        rounds_(&rounds_pass_, ProgressThread::Periods{.slice = collective::GlobalCommit::kSlice}),
         copies_(&copies_pass_, ProgressThread::Periods{}) {}
   // A checkpoint was taken: the next passes now.
   void Kick() {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <utility>
 
+#include "os/sched/slice.hpp"
 #include "util/clock.hpp"
 
 namespace cairn::collective {
@@ -218,6 +219,7 @@ Status GlobalCommit::Record(const std::string& name, int64_t committed, int64_t 
 }
 
 void GlobalCommit::RecorderLoop(std::stop_token stop) {
+  (void)os::RequestSlice(kSlice);  // unsupported: only the wake-up is later
   for (;;) {
     std::string name;
     Recorded job;

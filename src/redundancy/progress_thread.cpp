@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "os/sched/slice.hpp"
+
 namespace cairn::redundancy {
 
 ProgressThread::ProgressThread(Pass* pass, Periods periods) : pass_(pass), periods_(periods) {
@@ -33,6 +35,8 @@ uint64_t ProgressThread::passes() const {
 }
 
 void ProgressThread::Loop(std::stop_token stop) {
+  // Unsupported leaves the thread as it was: only its wake-up latency differs.
+  if (periods_.slice.count() > 0) (void)os::RequestSlice(periods_.slice);
   while (!stop.stop_requested()) {
     const Pace pace = pass_->Run();
     const auto period = pace == Pace::kBusy      ? periods_.busy

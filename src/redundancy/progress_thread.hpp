@@ -32,6 +32,10 @@ class ProgressThread {
     std::chrono::microseconds busy{100};
     std::chrono::microseconds waiting{1000};
     std::chrono::microseconds idle{20000};
+    // > 0: the thread asks the kernel for scheduler slices this short
+    // (os/sched/slice.hpp), so that it runs at its wake-up on cores the
+    // application keeps busy; where the kernel cannot, it runs as others.
+    std::chrono::microseconds slice{0};
   };
   // One pass of progress.
   class Pass {
