@@ -22,8 +22,8 @@ namespace cairn::os {
 // `slice` (the kernel clamps it to [100 us, 100 ms]) under its current
 // policy and nice value, and checks that it took. kUnsupported, saying
 // why, where the kernel does not keep a slice per thread (before 6.12, or
-// not Linux) or the thread is not SCHED_OTHER; the thread then runs as
-// before. Precondition: slice > 0.
+// not Linux), refuses the call (a seccomp sandbox) or the thread is not
+// SCHED_OTHER; the thread then runs as before. Precondition: slice > 0.
 Status RequestSlice(std::chrono::microseconds slice);
 
 // The calling thread's slice as the kernel reports it; 0 where it reports

@@ -7,30 +7,33 @@
 namespace cairn::os {
 namespace {
 
-// On its own thread: the slice is the thread's, and the test's thread
-// keeps the default.
-TEST(SliceTest, AThreadGetsTheSliceItAsksForOrIsToldWhyNot) {
-  Status s;
-  std::chrono::microseconds got{0};
+// Asks for `slice` on a thread of its own (the slice is the thread's; the
+// test's thread keeps the default) and reads back what the kernel kept.
+struct Asked {
+  Status status;
+  std::chrono::microseconds kept{0};
+};
+Asked AskOnAThread(std::chrono::microseconds slice) {
+  Asked a;
   std::thread([&] {
-    s = RequestSlice(std::chrono::microseconds(200));
-    got = CurrentSlice();
+    a.status = RequestSlice(slice);
+    a.kept = CurrentSlice();
   }).join();
-  if (s.code() == Code::kUnsupported) GTEST_SKIP() << s.ToString();
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_EQ(got.count(), 200);
+  return a;
+}
+
+TEST(SliceTest, AThreadGetsTheSliceItAsksForOrIsToldWhyNot) {
+  const Asked a = AskOnAThread(std::chrono::microseconds(200));
+  if (a.status.code() == Code::kUnsupported) GTEST_SKIP() << a.status.ToString();
+  ASSERT_TRUE(a.status.ok()) << a.status.ToString();
+  EXPECT_EQ(a.kept.count(), 200);
 }
 
 TEST(SliceTest, TheKernelClampsTooShortASlice) {
-  Status s;
-  std::chrono::microseconds got{0};
-  std::thread([&] {
-    s = RequestSlice(std::chrono::microseconds(1));
-    got = CurrentSlice();
-  }).join();
-  if (s.code() == Code::kUnsupported) GTEST_SKIP() << s.ToString();
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_EQ(got.count(), 100);  // the kernel's floor, 100 us
+  const Asked a = AskOnAThread(std::chrono::microseconds(1));
+  if (a.status.code() == Code::kUnsupported) GTEST_SKIP() << a.status.ToString();
+  ASSERT_TRUE(a.status.ok()) << a.status.ToString();
+  EXPECT_EQ(a.kept.count(), 100);  // the kernel's floor, 100 us
 }
 
 }  // namespace
