@@ -83,9 +83,14 @@ Result<std::unique_ptr<PendingFile>> PendingFile::Create(const Config& c, const 
   CAIRN_RETURN_IF_ERROR(Fs(c)->CreateDirs(dir, 0700).WithContext("writing " + dir + "/" + file));
   std::unique_ptr<PendingFile> p(
       new PendingFile(c, dir, file, dir + "/." + file + "." + std::to_string(::getpid()) + ".tmp"));
-  auto out = Fs(c)->Open(p->tmp_, os::OpenOptions{.write = true, .mode = c.file_mode});
+  const os::OpenOptions options{.write = true, .direct = c.direct_io, .mode = c.file_mode};
+  auto out = Fs(c)->Open(p->tmp_, options);
+  if (!out.ok() && options.direct && out.status().code() == Code::kUnsupported) {
+    out = Fs(c)->Open(p->tmp_, os::OpenOptions{.write = true, .mode = c.file_mode});
+  }
   if (!out.ok()) return out.status().WithContext("writing " + dir + "/" + file);
   p->out_ = std::move(*out);
+  p->writer_ = std::make_unique<os::AlignedWriter>(p->out_.get());
   return p;
 }
 
@@ -97,17 +102,18 @@ PendingFile::~PendingFile() {
 
 Status PendingFile::WriteAt(const uint8_t* data, size_t n, uint64_t offset) {
   CAIRN_RETURN_IF_ERROR(
-      out_->WriteAt(data, n, offset).WithContext("writing " + dir_ + "/" + file_));
+      writer_->WriteAt(data, n, offset).WithContext("writing " + dir_ + "/" + file_));
   // Written piecewise, the file goes to the device as it grows: Commit's
   // one fsync then waits for the last pieces only. A hint: its failure
   // (a file system without it) changes nothing that Commit checks.
-  if (config_.fsync) (void)out_->StartWriteback(offset, n);
+  if (config_.fsync && !out_->direct()) (void)out_->StartWriteback(offset, n);
   return Status::Ok();
 }
 
 Status PendingFile::Commit() {
   os::FileSystem* fs = Fs(config_);
   Status s = [&]() -> Status {
+    CAIRN_RETURN_IF_ERROR(writer_->Finish());
     if (config_.fsync) CAIRN_RETURN_IF_ERROR(out_->Sync());
     CAIRN_RETURN_IF_ERROR(out_->Close());
     CAIRN_RETURN_IF_ERROR(fs->Rename(tmp_, dir_ + "/" + file_));

@@ -11,6 +11,7 @@
 
 #include "cairn/config.hpp"
 #include "cairn/status.hpp"
+#include "os/fs/aligned_writer.hpp"
 
 namespace cairn::os {
 class File;
@@ -55,10 +56,14 @@ class BundleReader {
   uint64_t size_ = 0;
 };
 
-// dir/file written at any offsets into a temp file (each piece's writeback
-// started as it is written, when config.fsync), then committed with
+// dir/file written at any offsets into a temp file, then committed with
 // fsync + rename + directory fsync (docs/format.md 3.3); destroyed without
-// Commit it removes the temp file, so a failed rebuild leaves nothing.
+// Commit it removes the temp file, so a failed rebuild leaves nothing. With
+// config.direct_io (and a file system that takes O_DIRECT) the pieces go
+// to the disk directly, the whole blocks at once and the rest once whole
+// or at Commit (os::AlignedWriter), so that a parity file or a rebuilt
+// bundle does not pass through fresh page-cache memory; else buffered, each
+// piece's writeback started as it is written (when config.fsync).
 class PendingFile {
  public:
   static Result<std::unique_ptr<PendingFile>> Create(const Config& c, const std::string& dir,
@@ -73,6 +78,7 @@ class PendingFile {
   const Config& config_;
   std::string dir_, file_, tmp_;
   std::unique_ptr<os::File> out_;
+  std::unique_ptr<os::AlignedWriter> writer_;  // over out_
   bool committed_ = false;
 };
 
