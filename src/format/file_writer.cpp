@@ -124,12 +124,9 @@ Result<std::unique_ptr<FileWriter>> FileWriter::Create(os::FileSystem* fs,
   w->crcs_.assign(layout.blocks.size(), 0);
   w->written_.assign(layout.blocks.size(), false);
 
-  os::OpenOptions open{.write = true, .direct = options.direct, .mode = options.mode};
-  auto file = fs->Open(w->temp_path_, open);
-  if (!file.ok() && options.direct && file.status().code() == Code::kUnsupported) {
-    open.direct = false;
-    file = fs->Open(w->temp_path_, open);
-  }
+  auto file = os::OpenPreferringDirect(
+      fs, w->temp_path_,
+      os::OpenOptions{.write = true, .direct = options.direct, .mode = options.mode});
   if (!file.ok()) {
     w->fs_ = nullptr;  // nothing was created
     return file.status();

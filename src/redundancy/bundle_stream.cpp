@@ -83,11 +83,8 @@ Result<std::unique_ptr<PendingFile>> PendingFile::Create(const Config& c, const 
   CAIRN_RETURN_IF_ERROR(Fs(c)->CreateDirs(dir, 0700).WithContext("writing " + dir + "/" + file));
   std::unique_ptr<PendingFile> p(
       new PendingFile(c, dir, file, dir + "/." + file + "." + std::to_string(::getpid()) + ".tmp"));
-  const os::OpenOptions options{.write = true, .direct = c.direct_io, .mode = c.file_mode};
-  auto out = Fs(c)->Open(p->tmp_, options);
-  if (!out.ok() && options.direct && out.status().code() == Code::kUnsupported) {
-    out = Fs(c)->Open(p->tmp_, os::OpenOptions{.write = true, .mode = c.file_mode});
-  }
+  auto out = os::OpenPreferringDirect(
+      Fs(c), p->tmp_, os::OpenOptions{.write = true, .direct = c.direct_io, .mode = c.file_mode});
   if (!out.ok()) return out.status().WithContext("writing " + dir + "/" + file);
   p->out_ = std::move(*out);
   p->writer_ = std::make_unique<os::AlignedWriter>(p->out_.get());

@@ -12,11 +12,7 @@
 #include "cairn/config.hpp"
 #include "cairn/status.hpp"
 #include "os/fs/aligned_writer.hpp"
-
-namespace cairn::os {
-class File;
-class FileView;
-}
+#include "os/fs/fs.hpp"
 
 namespace cairn::redundancy {
 

@@ -116,6 +116,12 @@ class FileSystem {
   virtual Result<FileInfo> Stat(const std::string& path) = 0;
 };
 
+// fs->Open(path, options), and where options.direct is set and the file
+// system refuses O_DIRECT (kUnsupported: tmpfs), the same open buffered;
+// File::direct() says which it got.
+Result<std::unique_ptr<File>> OpenPreferringDirect(FileSystem* fs, const std::string& path,
+                                                   OpenOptions options);
+
 // Joins path components with exactly one '/'.
 std::string JoinPath(const std::string& a, const std::string& b);
 

@@ -324,6 +324,14 @@ FileSystem* FileSystem::Default() {
   return fs;
 }
 
+Result<std::unique_ptr<File>> OpenPreferringDirect(FileSystem* fs, const std::string& path,
+                                                   OpenOptions options) {
+  auto file = fs->Open(path, options);
+  if (file.ok() || !options.direct || file.status().code() != Code::kUnsupported) return file;
+  options.direct = false;
+  return fs->Open(path, options);
+}
+
 std::string JoinPath(const std::string& a, const std::string& b) {
   if (a.empty()) return b;
   if (b.empty()) return a;

@@ -65,13 +65,9 @@ inline Result<std::unique_ptr<os::File>> OpenForCopy(const Config& config,
                                                      const TransferLimits& limits,
                                                      const std::string& path,
                                                      os::OpenOptions options, uint64_t bytes) {
-  os::FileSystem* fs = redundancy::Fs(config);
   options.direct = config.direct_io && bytes % os::kDirectAlignment == 0 &&
                    limits.chunk_bytes % os::kDirectAlignment == 0;
-  auto file = fs->Open(path, options);
-  if (file.ok() || !options.direct || file.status().code() != Code::kUnsupported) return file;
-  options.direct = false;
-  return fs->Open(path, options);
+  return os::OpenPreferringDirect(redundancy::Fs(config), path, options);
 }
 
 // A committed version's file for its sender: opened for the copy, and its
