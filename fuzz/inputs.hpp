@@ -58,6 +58,13 @@ Status ParsePartnerMessagesInput(const uint8_t* data, size_t size);
 // to the same bytes; anything but OK or kCorrupt is a bug.
 Status ParseParityHeaderInput(const uint8_t* data, size_t size);
 
+// fuzz_bundle: the first byte sets the size of the pieces (1 + byte mod
+// 64) the rest arrives in, as a bundle one rank sends another
+// (docs/format.md 3.9), parsed as a receiver parses one. Returns the
+// parser's status, or kInternal when an accepted bundle does not encode
+// back to the same bytes; anything but OK or kCorrupt is a bug.
+Status ParseBundleInput(const uint8_t* data, size_t size);
+
 // What every configuration target accepts as the outcome of an input: OK, a
 // configuration error or no memory. Anything else is a finding.
 inline bool ConfigOutcome(const Status& s) {

@@ -1,6 +1,6 @@
-// cairn_fuzz_seeds DIR [manifest|partner_head|partner_messages|parity_header]: writes the
+// cairn_fuzz_seeds DIR [manifest|partner_head|partner_messages|parity_header|bundle]: writes the
 // seed corpus of fuzz_file_reader (or of fuzz_manifest, fuzz_partner_head,
-// fuzz_parity_header: below), small
+// fuzz_partner_messages, fuzz_parity_header, fuzz_bundle: below), small
 // valid data files (format versions 1 and 2, full and layered) made by the
 // library's own FileWriter (docs/design.md, "Fuzzing"). Run once when the
 // format changes and commit the files:
@@ -22,6 +22,7 @@
 #include "redundancy/parity/header.hpp"
 #include "redundancy/partner/head.hpp"
 #include "redundancy/partner/messages.hpp"
+#include "redundancy/redundancy.hpp"
 #include "util/crc32c.hpp"
 
 namespace {
@@ -191,13 +192,36 @@ int ParityHeaders(const std::string& dir) {
   return 0;
 }
 
+// fuzz_bundle's seeds: the piece-size byte, then a bundle as a rank sends
+// one (docs/format.md 3.9): a version of one file, and a chain of three
+// files newest first (one of them empty).
+int Bundles(const std::string& dir) {
+  auto bundle = [](uint8_t piece, const std::vector<std::pair<int64_t, size_t>>& files) {
+    std::vector<uint8_t> out{piece};
+    cairn::redundancy::Put(&out, static_cast<int64_t>(files.size()));
+    for (const auto& [number, bytes] : files) {
+      cairn::redundancy::Put(&out, number);
+      cairn::redundancy::Put(&out, static_cast<int64_t>(bytes));
+      for (size_t i = 0; i < bytes; ++i) out.push_back(static_cast<uint8_t>(number * 31 + i));
+    }
+    return out;
+  };
+  return WriteSeed(dir, "one-file", bundle(0, {{4, 300}})) &&
+                 WriteSeed(dir, "chain", bundle(6, {{12, 200}, {11, 0}, {9, 500}})) &&
+                 WriteSeed(dir, "chain-whole", bundle(63, {{3, 64}, {0, 100}}))
+             ? 0
+             : 1;
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[2]) == "manifest") return Manifests(argv[1]);
   if (argc == 3 && std::string(argv[2]) == "partner_head") return PartnerHeads(argv[1]);
   if (argc == 3 && std::string(argv[2]) == "parity_header") return ParityHeaders(argv[1]);
   if (argc == 3 && std::string(argv[2]) == "partner_messages") return PartnerMessages(argv[1]);
+  if (argc == 3 && std::string(argv[2]) == "bundle") return Bundles(argv[1]);
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR [manifest|partner_head|partner_messages|parity_header]\n",
+    std::fprintf(stderr,
+                 "usage: %s DIR [manifest|partner_head|partner_messages|parity_header|bundle]\n",
                  argv[0]);
     return 2;
   }

@@ -8,6 +8,8 @@
 #include <system_error>
 #include <utility>
 
+#include "os/fs/fs.hpp"
+
 namespace cairn::test {
 
 namespace fs = std::filesystem;
@@ -20,6 +22,17 @@ TempDir::TempDir(const std::string& stem) {
 TempDir::~TempDir() {
   std::error_code ec;
   if (!path_.empty()) fs::remove_all(path_, ec);
+}
+
+std::vector<uint8_t> Slurp(const std::string& path) {
+  std::vector<uint8_t> bytes;
+  auto file = os::FileSystem::Default()->Open(path, os::OpenOptions{});
+  if (!file.ok()) return bytes;
+  auto size = (*file)->Size();
+  if (!size.ok()) return bytes;
+  bytes.resize(*size);
+  if (!(*file)->ReadAt(bytes.data(), bytes.size(), 0).ok()) bytes.clear();
+  return bytes;
 }
 
 void FillSplitMix(void* p, size_t n, uint64_t seed, uint64_t salt) {

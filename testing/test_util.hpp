@@ -49,6 +49,10 @@ class TempDir {
   std::string path_;
 };
 
+// The whole file at `path` (through the default file system); empty when it
+// cannot be read.
+std::vector<uint8_t> Slurp(const std::string& path);
+
 // Deterministic bytes from a seed, mixed SplitMix64-style; `salt` selects the
 // stream, so that tests keep their own data.
 void FillSplitMix(void* p, size_t n, uint64_t seed, uint64_t salt);

@@ -88,6 +88,11 @@ TEST(FuzzCorpus, ParityHeaderSeedsParse) {
   ExpectSeedsOk("parity_header", 4, fuzz::ParseParityHeaderInput);
 }
 
+// fuzz/corpus/bundle: a version of one file, a chain of three with an empty
+// layer, cut into pieces of different sizes (regenerate with cairn_fuzz_seeds
+// fuzz/corpus/bundle bundle).
+TEST(FuzzCorpus, BundleSeedsParse) { ExpectSeedsOk("bundle", 3, fuzz::ParseBundleInput); }
+
 TEST(FuzzFindings, FileReaderFindingsAreCleanErrors) {
   for (const Input& f : ReadDir("tests/data/fuzz/file_reader")) {
     const Status st = fuzz::ReadFileInput(f.bytes.data(), f.bytes.size());

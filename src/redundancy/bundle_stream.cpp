@@ -120,4 +120,26 @@ Status PendingFile::Commit() {
   return s.WithContext("writing " + dir_ + "/" + file_);
 }
 
+Status BundleWriter::Append(const uint8_t* data, size_t n) {
+  return parser_.Append(data, n, *this);
+}
+
+Status BundleWriter::File(int64_t number, uint64_t) {
+  CAIRN_ASSIGN_OR_RETURN(
+      auto file, PendingFile::Create(
+                     config_, dir_, format::EntryFileName(format::EntryKind::kCheckpoint, number)));
+  files_.push_back(std::move(file));
+  return Status::Ok();
+}
+
+Status BundleWriter::Content(const uint8_t* data, size_t n, uint64_t offset) {
+  return files_.back()->WriteAt(data, n, offset);
+}
+
+Status BundleWriter::Commit() {
+  CAIRN_RETURN_IF_ERROR(parser_.Finish());
+  for (auto it = files_.rbegin(); it != files_.rend(); ++it) CAIRN_RETURN_IF_ERROR((*it)->Commit());
+  return Status::Ok();
+}
+
 }  // namespace cairn::redundancy

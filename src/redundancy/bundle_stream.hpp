@@ -13,6 +13,7 @@
 #include "cairn/status.hpp"
 #include "os/fs/aligned_writer.hpp"
 #include "os/fs/fs.hpp"
+#include "redundancy/bundle_parser.hpp"
 
 namespace cairn::redundancy {
 
@@ -76,6 +77,31 @@ class PendingFile {
   std::unique_ptr<os::File> out_;
   std::unique_ptr<os::AlignedWriter> writer_;  // over out_
   bool committed_ = false;
+};
+
+// A bundle received in order, in pieces of any size, written into dir (a
+// name directory) as it arrives: each file into a PendingFile, committed
+// bases first by Commit once the whole bundle came and parsed (so the
+// directory never shows a version whose chain is broken, docs/format.md
+// 4.8). Destroyed without Commit, or after an error, it leaves nothing.
+class BundleWriter final : private BundleParser::Events {
+ public:
+  // `from` names the sender in errors; `total` is the size it announced.
+  BundleWriter(const Config& c, std::string dir, std::string from, uint64_t total)
+      : config_(c), dir_(std::move(dir)), parser_(std::move(from), total) {}
+  // The next n bytes. The first error (malformed, kCorrupt; or a write)
+  // is returned by this and every later call, and by Commit.
+  Status Append(const uint8_t* data, size_t n);
+  Status Commit();
+
+ private:
+  Status File(int64_t number, uint64_t bytes) override;
+  Status Content(const uint8_t* data, size_t n, uint64_t offset) override;
+
+  const Config& config_;
+  const std::string dir_;
+  BundleParser parser_;
+  std::vector<std::unique_ptr<PendingFile>> files_;  // newest first, as they came
 };
 
 }  // namespace cairn::redundancy

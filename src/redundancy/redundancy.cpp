@@ -48,30 +48,9 @@ Result<std::vector<uint8_t>> Bundle(const Config& c, const std::string& dir,
 
 Status Unbundle(const Config& c, const std::string& dir, const std::vector<uint8_t>& in,
                 const std::string& from) {
-  struct Piece {
-    int64_t number;
-    size_t at, bytes;
-  };
-  std::vector<Piece> pieces;
-  size_t at = 0;
-  int64_t count = 0;
-  if (!Get(in, &at, &count) || count < 1) return Status::Corrupt("a bundle from " + from + " holds no file");
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t number = 0, bytes = 0;
-    if (!Get(in, &at, &number) || !Get(in, &at, &bytes) || bytes < 0 ||
-        static_cast<uint64_t>(bytes) > in.size() - at) {
-      return Status::Corrupt("a bundle from " + from + " is truncated");
-    }
-    pieces.push_back({number, at, static_cast<size_t>(bytes)});
-    at += static_cast<size_t>(bytes);
-  }
-  // Bases first: a directory never shows a version whose chain is broken
-  // (docs/format.md 4.8).
-  for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) {
-    const std::string file = format::EntryFileName(format::EntryKind::kCheckpoint, it->number);
-    CAIRN_RETURN_IF_ERROR(WriteFile(c, dir, file, in.data() + it->at, it->bytes));
-  }
-  return Status::Ok();
+  BundleWriter out(c, dir, from, in.size());
+  CAIRN_RETURN_IF_ERROR(out.Append(in.data(), in.size()));
+  return out.Commit();
 }
 
 std::vector<int64_t> Versions(const Config& c, const std::string& dir, const std::string& name) {

@@ -35,6 +35,9 @@ class LoopbackHub {
   // Called on every point-to-point message as it is sent (from, to, tag,
   // bytes); may change it.
   std::function<void(int, int, int, std::vector<uint8_t>&)> damage;
+  // Called on every Exchange message as it is sent (from, to, bytes); may
+  // change it. Set before the members start.
+  std::function<void(int, int, std::vector<uint8_t>&)> damage_exchange;
   // Called on the sender's thread as a send starts (from, to, tag): an
   // error fails StartSend with it (the message is not sent). Set before
   // the members' threads start.
@@ -158,6 +161,7 @@ class LoopbackHub {
   // Blocking mailboxes for Exchange (one per pair, in order).
   void Put(int from, int to, std::vector<uint8_t> msg) {
     cairn::MutexLock lock(&mu_);
+    if (damage_exchange) damage_exchange(from, to, msg);
     mail_[{from, to}].push_back(std::move(msg));
     cv_.notify_all();
   }

@@ -71,7 +71,9 @@ TEST_P(AlignedWriterTest, PiecesInAnyOrderMakeTheFileThatBufferedWritesWould) {
   pieces.push_back({total - 4, 4});
   AlignedWriter w(file_.get());
   for (const Piece& p : pieces) ASSERT_TRUE(w.WriteAt(want.data() + p.at, p.n, p.at).ok());
-  if (!GetParam()) EXPECT_EQ(w.held(), 0u);
+  if (!GetParam()) {
+    EXPECT_EQ(w.held(), 0u);
+  }
   ASSERT_TRUE(w.Finish().ok());
   EXPECT_EQ(w.held(), 0u);
   EXPECT_TRUE(Contents() == want);
@@ -98,11 +100,13 @@ TEST_P(AlignedWriterTest, NoWriteFollowsFinish) {
   const uint8_t byte = 1;
   ASSERT_TRUE(w.WriteAt(&byte, 1, 0).ok());
   ASSERT_TRUE(w.Finish().ok());
-  if (GetParam()) EXPECT_EQ(w.WriteAt(&byte, 1, 1).code(), Code::kInternal);
+  if (GetParam()) {
+    EXPECT_EQ(w.WriteAt(&byte, 1, 1).code(), Code::kInternal);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(DirectAndBuffered, AlignedWriterTest, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "direct" : "buffered"; });
+                         [](const auto& p) { return p.param ? "direct" : "buffered"; });
 
 }  // namespace
 }  // namespace cairn::os

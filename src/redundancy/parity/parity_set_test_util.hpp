@@ -87,16 +87,6 @@ class ParitySetTest : public ScratchDirTest {
       for (const auto& e : *list) names.push_back(e.name);
     return names;
   }
-  static std::vector<uint8_t> Slurp(const std::string& path) {
-    std::vector<uint8_t> bytes;
-    auto file = os::FileSystem::Default()->Open(path, os::OpenOptions{});
-    if (!file.ok()) return bytes;
-    auto size = (*file)->Size();
-    if (!size.ok()) return bytes;
-    bytes.resize(*size);
-    if (!(*file)->ReadAt(bytes.data(), bytes.size(), 0).ok()) bytes.clear();
-    return bytes;
-  }
 
   const L3Code code_;
   const uint64_t seed_;

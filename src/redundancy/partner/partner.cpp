@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include "redundancy/bundle_exchange.hpp"
+
 namespace cairn::partner {
 
 std::string CopyDir(const Config& c, int source) {
@@ -12,17 +14,27 @@ std::string CopyDir(const Config& c, int source) {
 
 namespace {
 
-using redundancy::Bundle;
 using redundancy::Get;
 using redundancy::Put;
 
-// Stores source's copy (a bundle it sent) in this holder's directory of it
-// and keeps the newest keep_versions there (with their chains).
-Status StoreCopy(const Config& config, int source, const std::string& name, const std::vector<uint8_t>& bundle) {
-  CAIRN_RETURN_IF_ERROR(redundancy::Unbundle(config, CopyDir(config, source) + "/" + name, bundle,
-                                             "rank " + std::to_string(source)));
+// This member's bundle of `version` in dir/name for `to`; a reader that
+// cannot open it sends nothing (*opened says why).
+redundancy::BundleSend SendOf(const Config& config, const std::string& dir, const std::string& name,
+                              int64_t version, int to, Status* opened) {
+  auto reader = redundancy::BundleReader::Open(config, dir, name, version);
+  *opened = reader.status();
+  return {.to = to, .reader = reader.ok() ? std::move(*reader) : nullptr};
+}
+
+// Where source's copies of `name` go in this holder's directory.
+redundancy::BundleReceive CopyOf(const Config& config, int source, const std::string& name) {
+  return {.from = source, .dir = CopyDir(config, source) + "/" + name};
+}
+
+// After a copy of source's was stored: keep the newest keep_versions there
+// (with their chains).
+void RetainCopies(const Config& config, int source, const std::string& name) {
   redundancy::Retain(config, CopyDir(config, source), name, /*chains=*/true);
-  return Status::Ok();
 }
 
 }  // namespace
@@ -61,20 +73,22 @@ Result<Map> MakeMap(Group& group) {
 
 Status Replicate(Group& group, const Map& map, const Config& config, const std::string& name,
                  int64_t version) {
-  auto mine = Bundle(config, config.scratch_dir, name, version);
-  std::vector<Group::Outgoing> sends;
-  if (mine.ok()) sends.push_back({.to = map.partner, .data = mine->data(), .bytes = mine->size()});
   // A rank whose own file cannot be read still takes part (its partner
-  // expects a message): it sends an empty one, which stores nothing.
-  static const uint8_t kNothing = 0;
-  if (!mine.ok()) sends.push_back({.to = map.partner, .data = &kNothing, .bytes = 0});
-  std::vector<std::vector<uint8_t>> got;
-  CAIRN_RETURN_IF_ERROR(group.Exchange(sends, map.sources, &got));
-  Status s = mine.status().WithContext("the partner copy of version " + std::to_string(version));
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i].empty()) continue;
-    Status stored = StoreCopy(config, map.sources[i], name, got[i]);
-    if (s.ok()) s = stored;
+  // expects its messages): it sends nothing, which stores nothing.
+  Status s;
+  std::vector<redundancy::BundleSend> sends;
+  sends.push_back(SendOf(config, config.scratch_dir, name, version, map.partner, &s));
+  std::vector<redundancy::BundleReceive> receives;
+  for (int source : map.sources) receives.push_back(CopyOf(config, source, name));
+  CAIRN_ASSIGN_OR_RETURN(auto outcome,
+                         redundancy::ExchangeBundles(group, config, std::move(sends), receives));
+  if (s.ok()) s = outcome.sent[0];
+  s = s.WithContext("the partner copy of version " + std::to_string(version));
+  for (size_t i = 0; i < receives.size(); ++i) {
+    const Status& stored = outcome.received[i];
+    if (stored.ok()) RetainCopies(config, map.sources[i], name);
+    // The source reports its own failure to send.
+    if (s.ok() && !stored.ok() && stored.code() != Code::kNotFound) s = stored;
   }
   return s;
 }
@@ -112,24 +126,24 @@ class PartnerLevel final : public redundancy::Level {
     std::vector<std::vector<uint8_t>> got;
     CAIRN_RETURN_IF_ERROR(group_.Exchange(
         {{.to = map_.partner, .data = request.data(), .bytes = request.size()}}, map_.sources, &got));
-    // Holders send the asked copies; askers commit them locally.
-    std::vector<std::vector<uint8_t>> bundles(map_.sources.size());
-    std::vector<Group::Outgoing> sends;
+    // Holders send the asked copies; askers commit them locally. An
+    // unreadable copy sends nothing: the asker then finds no file and the
+    // collective restore falls back as for any damage.
+    std::vector<redundancy::BundleSend> sends;
     for (size_t i = 0; i < map_.sources.size(); ++i) {
       int64_t asked = -1;
       size_t at = 0;
       if (!Get(got[i], &at, &asked) || asked < 0) continue;
-      auto bundle = Bundle(config_, CopyDir(config_, map_.sources[i]), name, asked);
-      // An unreadable copy is sent as an empty message: the asker then finds
-      // no file and the collective restore falls back as for any damage.
-      if (bundle.ok()) bundles[i] = std::move(*bundle);
-      sends.push_back({.to = map_.sources[i], .data = bundles[i].data(), .bytes = bundles[i].size()});
+      Status opened;
+      sends.push_back(SendOf(config_, CopyDir(config_, map_.sources[i]), name, asked,
+                             map_.sources[i], &opened));
     }
-    CAIRN_RETURN_IF_ERROR(
-        group_.Exchange(sends, ask ? std::vector<int>{map_.partner} : std::vector<int>{}, &got));
-    if (!ask || got[0].empty()) return std::string();
-    CAIRN_RETURN_IF_ERROR(redundancy::Unbundle(config_, config_.scratch_dir + "/" + name, got[0],
-                                               "rank " + std::to_string(map_.partner)));
+    std::vector<redundancy::BundleReceive> receives;
+    if (ask) receives.push_back({.from = map_.partner, .dir = config_.scratch_dir + "/" + name});
+    CAIRN_ASSIGN_OR_RETURN(
+        auto outcome, redundancy::ExchangeBundles(group_, config_, std::move(sends), receives));
+    if (!ask || outcome.received[0].code() == Code::kNotFound) return std::string();
+    CAIRN_RETURN_IF_ERROR(outcome.received[0]);
     return "version " + std::to_string(v) + " of '" + name + "' from its partner copy on rank " +
            std::to_string(map_.partner) + " (L2)";
   }
@@ -141,29 +155,28 @@ class PartnerLevel final : public redundancy::Level {
     auto lacks = [v](const std::vector<int64_t>& kept) { return std::find(kept.begin(), kept.end(), v) == kept.end(); };
     const bool resend = lacks(held_);
     partner_lost_ = resend;
-    std::vector<uint8_t> mine;
     Status read;
-    if (resend) {
-      auto bundle = Bundle(config_, config_.scratch_dir, name, v);
-      if (bundle.ok()) mine = std::move(*bundle);  // else an empty message: the holder stores nothing
-      read = bundle.status();
-    }
-    std::vector<Group::Outgoing> sends;
-    if (resend) sends.push_back({.to = map_.partner, .data = mine.data(), .bytes = mine.size()});
-    std::vector<int> from;
+    std::vector<redundancy::BundleSend> sends;
+    if (resend) sends.push_back(SendOf(config_, config_.scratch_dir, name, v, map_.partner, &read));
+    std::vector<redundancy::BundleReceive> receives;
     for (size_t i = 0; i < map_.sources.size(); ++i)
-      if (lacks(keeps_[i])) from.push_back(map_.sources[i]);
-    std::vector<std::vector<uint8_t>> got;
-    CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
+      if (lacks(keeps_[i])) receives.push_back(CopyOf(config_, map_.sources[i], name));
+    CAIRN_ASSIGN_OR_RETURN(
+        auto outcome, redundancy::ExchangeBundles(group_, config_, std::move(sends), receives));
     const std::string what = "version " + std::to_string(v) + " of '" + name + "'";
     if (resend) {
+      if (read.ok()) read = outcome.sent[0];
       notes_.push_back(read.ok() ? what + ": its partner copy sent again to rank " + std::to_string(map_.partner) +
                                        ", which had lost it (L2)"
                                  : read.WithContext(what + ": its partner copy cannot be sent again").ToString());
     }
-    for (size_t i = 0; i < from.size(); ++i) {
-      if (got[i].empty()) continue;
-      if (Status stored = StoreCopy(config_, from[i], name, got[i]); !stored.ok()) notes_.push_back(stored.ToString());
+    for (size_t i = 0; i < receives.size(); ++i) {
+      const Status& stored = outcome.received[i];
+      if (stored.ok()) {
+        RetainCopies(config_, receives[i].from, name);
+      } else if (stored.code() != Code::kNotFound) {
+        notes_.push_back(stored.ToString());
+      }
     }
     return Status::Ok();
   }
