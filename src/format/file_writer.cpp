@@ -21,6 +21,7 @@
 
 #include "format/codec.hpp"
 #include "format/naming.hpp"
+#include "os/fs/fs.hpp"
 #include "os/mem/memory.hpp"
 #include "util/crc32c.hpp"
 
@@ -28,7 +29,7 @@ namespace cairn::format {
 namespace {
 
 using AlignedBuffer = os::DirectBuffer;
-static_assert(kAlignment == os::kDirectAlignment);
+static_assert(kAlignment == os::kDirectIoAlignment);
 
 // A zero-filled buffer of `bytes` (a multiple of kAlignment) aligned for
 // direct I/O; null when out of memory.

@@ -82,7 +82,9 @@ class File {
   virtual bool direct() const = 0;
 };
 
-// Alignment required of buffers, sizes and offsets for direct I/O.
+// Direct I/O (O_DIRECT): buffers, file offsets and lengths aligned to this
+// (4 KiB, the logical block of the disks Cairn writes; docs/format.md aligns
+// its files to it too).
 inline constexpr size_t kDirectIoAlignment = 4096;
 
 struct DirEntry {

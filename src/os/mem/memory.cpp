@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "cairn/config.hpp"  // FormatSize
+#include "os/fs/fs.hpp"      // kDirectIoAlignment
 
 namespace cairn::os {
 namespace {
@@ -258,9 +259,9 @@ void TouchPagesOneByOne(void* p, size_t n) {
 }
 
 DirectBuffer AllocDirectBuffer(size_t bytes) {
-  const size_t n =
-      std::max<size_t>((bytes + kDirectAlignment - 1) / kDirectAlignment, 1) * kDirectAlignment;
-  void* p = std::aligned_alloc(kDirectAlignment, n);
+  const size_t n = std::max<size_t>((bytes + kDirectIoAlignment - 1) / kDirectIoAlignment, 1) *
+                   kDirectIoAlignment;
+  void* p = std::aligned_alloc(kDirectIoAlignment, n);
   if (p != nullptr) std::memset(p, 0, n);
   return DirectBuffer(static_cast<uint8_t*>(p));
 }

@@ -20,15 +20,12 @@ uint64_t PhysicalMemoryBytes();
 // (/proc/meminfo MemAvailable, else free pages from sysconf); 0 when unknown.
 uint64_t AvailableMemoryBytes();
 
-// Direct I/O (O_DIRECT): buffers, file offsets and lengths aligned to this
-// (4 KiB, the logical block of the disks Cairn writes; docs/format.md aligns
-// its files to it too).
-inline constexpr size_t kDirectAlignment = 4096;
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
 using DirectBuffer = std::unique_ptr<uint8_t, FreeDeleter>;
-// A zero-filled buffer of `bytes` (rounded up to kDirectAlignment) aligned
+// A zero-filled buffer of `bytes` (rounded up to os::kDirectIoAlignment,
+// os/fs/fs.hpp) aligned
 // for direct I/O; null when out of memory.
 DirectBuffer AllocDirectBuffer(size_t bytes);
 

@@ -272,8 +272,8 @@ Status Transfers::ReadChunk(Out& o, uint64_t begin, size_t n, uint8_t* dst) {
       }
       // Whole blocks (OpenForCopy: the file and the chunks are), through an
       // aligned buffer; a gap inside a block reads the block.
-      const uint64_t a = gap.offset / os::kDirectAlignment * os::kDirectAlignment;
-      const uint64_t b = format::AlignUp(gap.end(), os::kDirectAlignment);
+      const uint64_t a = gap.offset / os::kDirectIoAlignment * os::kDirectIoAlignment;
+      const uint64_t b = format::AlignUp(gap.end(), os::kDirectIoAlignment);
       if (!o.bounce) o.bounce = os::AllocDirectBuffer(limits_.chunk_bytes);
       if (!o.bounce) return Status::NoMemory("the partner copy: no buffer for its direct read");
       CAIRN_RETURN_IF_ERROR(file.file->ReadAt(o.bounce.get(), b - a, a));

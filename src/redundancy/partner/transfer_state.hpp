@@ -55,7 +55,7 @@ inline bool Settled(const std::unique_ptr<Group::Request>& r) {
 }
 
 // A version's file for the copy: with direct I/O (config.direct_io) when
-// its size and the chunks are whole blocks of kDirectAlignment, as Cairn's
+// its size and the chunks are whole blocks of kDirectIoAlignment, as Cairn's
 // files are
 // (docs/format.md), so that neither side puts the copy through the page
 // cache (fresh page-cache memory cost more than the disk on the development
@@ -65,8 +65,8 @@ inline Result<std::unique_ptr<os::File>> OpenForCopy(const Config& config,
                                                      const TransferLimits& limits,
                                                      const std::string& path,
                                                      os::OpenOptions options, uint64_t bytes) {
-  options.direct = config.direct_io && bytes % os::kDirectAlignment == 0 &&
-                   limits.chunk_bytes % os::kDirectAlignment == 0;
+  options.direct = config.direct_io && bytes % os::kDirectIoAlignment == 0 &&
+                   limits.chunk_bytes % os::kDirectIoAlignment == 0;
   return os::OpenPreferringDirect(redundancy::Fs(config), path, options);
 }
 
