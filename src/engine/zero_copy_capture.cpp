@@ -94,8 +94,8 @@ Status ZeroCopyCapture::MakeEngine() {
       config_.changes == ChangeDetection::kPages || config_.changes == ChangeDetection::kAuto;
   const size_t group =
       pages ? 1 : std::min<uint64_t>(config_.block_bytes, kMaxWatchGroupBytes) / os::PageSize();
-  auto z = ZeroCopy::Create(config_.cow_fraction, config_.write_protect,
-                            config_.zero_copy_order == "learned", group);
+  const bool learned = config_.zero_copy_order == "learned";
+  auto z = ZeroCopy::Create(config_.cow_fraction, config_.write_protect, learned, group, learned);
   if (!z.ok()) {
     unavailable_ = z.status();
     return z.status();

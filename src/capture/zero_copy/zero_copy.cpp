@@ -59,8 +59,8 @@ uint64_t ZeroCopy::CowBytes(double cow_fraction, uint64_t protected_bytes) {
 
 ZeroCopy::ZeroCopy(double cow_fraction) : cow_fraction_(cow_fraction) {}
 
-Result<std::unique_ptr<ZeroCopy>> ZeroCopy::Create(double cow_fraction, WriteProtectMode mode, bool watch,
-                                                  size_t watch_group) {
+Result<std::unique_ptr<ZeroCopy>> ZeroCopy::Create(double cow_fraction, WriteProtectMode mode,
+                                                   bool watch, size_t watch_group, bool learn) {
   auto z = CreateUnwatched(cow_fraction, mode);
   // mprotect: each page released singly splits the mapping (VMAs), so a
   // watch over many pages written in random order would run into
@@ -68,6 +68,7 @@ Result<std::unique_ptr<ZeroCopy>> ZeroCopy::Create(double cow_fraction, WritePro
   if (z.ok()) {
     (*z)->watch_ = watch && (*z)->mechanism() == os::WpMechanism::kUserfaultfd;
     (*z)->watch_group_ = std::max<size_t>(watch_group, 1);
+    (*z)->learn_ = learn;
   }
   return z;
 }
@@ -317,7 +318,8 @@ void ZeroCopy::Tidy() {
 // checkpoint call would otherwise pay.
 void ZeroCopy::SettleHistory() {
   if (!std::exchange(history_pending_, false)) return;
-  history_.Learn(std::move(pending_ranges_), seen_owner_->seen, os::PageSize(), pending_address_);
+  if (learn_)
+    history_.Learn(std::move(pending_ranges_), seen_owner_->seen, os::PageSize(), pending_address_);
   std::fill(seen_owner_->seen.begin(), seen_owner_->seen.end(), PageSeen{});
   pending_ranges_ = {};
 }

@@ -106,9 +106,13 @@ class ZeroCopy {
   // ignored with mprotect).
   // watch_group: pages released together by one watched first write (see
   // the top; >= 1).
+  // learn: each epoch's record becomes history() for the learned order;
+  // false (address order) skips ranking and scoring its pages, which
+  // nobody would read.
   static Result<std::unique_ptr<ZeroCopy>> Create(double cow_fraction,
                                                   WriteProtectMode mode = WriteProtectMode::kAuto,
-                                                  bool watch = false, size_t watch_group = 1);
+                                                  bool watch = false, size_t watch_group = 1,
+                                                  bool learn = true);
   ~ZeroCopy();  // ends an epoch in progress: no protection is left behind
   ZeroCopy(const ZeroCopy&) = delete;
   ZeroCopy& operator=(const ZeroCopy&) = delete;
@@ -222,6 +226,7 @@ class ZeroCopy {
 
   const double cow_fraction_;
   bool watch_ = false;  // set by Create
+  bool learn_ = true;   // set by Create
   size_t watch_group_ = 1;  // set by Create
   uint64_t last_traps_ = 0;   // the capture thread's: RED + ORANGE of the last finished epoch
   uint64_t prior_traps_ = 0;  // the capture thread's: the same of the epoch before it

@@ -367,6 +367,26 @@ TEST_P(LockStepTest, HistoryRanksByFirstWriteNotReadOrder) {
   EXPECT_EQ(rank(8), 8u);
 }
 
+// Under address order (learn = false) nobody reads the history: the epoch's
+// record is dropped, not ranked and scored, and the next epoch still runs.
+TEST_P(LockStepTest, AddressOrderLearnsNoHistory) {
+  auto z = ZeroCopy::Create(0.05, WriteProtectMode::kAuto, /*watch=*/false, 1, /*learn=*/false);
+  ASSERT_TRUE(z.ok()) << z.status().ToString();
+  zc_ = std::move(z).value();
+  const size_t bytes = kPages * page_;
+  for (int ep = 0; ep < 2; ++ep) {
+    const std::vector<uint8_t> want(mem_, mem_ + bytes);
+    ASSERT_TRUE(zc_->Begin({ZeroCopyRange{mem_, bytes, {}}}).ok());
+    for (const size_t p : {5, 3, 7}) Store(mem_ + p * page_, 7 + ep);
+    std::vector<uint8_t> got(bytes);
+    EXPECT_TRUE(zc_->Read(mem_, got.data(), bytes).ok());
+    zc_->End();
+    EXPECT_TRUE(got == want) << "epoch " << ep << " reads memory as it was at Begin";
+    EXPECT_TRUE(zc_->history().empty()) << "epoch " << ep;
+  }
+  EXPECT_EQ(zc_->counters().orange, 6u);
+}
+
 // A block is ranked by the median of its pages' ranks: one stray first write
 // per block last epoch (an irregular pattern) does not pull the block ahead.
 // Blocks of 4 pages; one page of every odd block was written before the
