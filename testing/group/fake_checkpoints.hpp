@@ -24,6 +24,7 @@ class FakeCheckpoints final : public redundancy::Checkpoints {
   std::function<ExtentList(const std::string&, int64_t, uint64_t, uint64_t, uint8_t*)> copy_cached;
   std::function<Result<uint64_t>(const std::string&, int64_t)> planned_file_bytes;
   std::function<Result<bool>(const std::string&, int64_t)> committed_locally;
+  std::function<std::vector<int64_t>(const std::string&)> intact_versions;
   std::atomic<bool> busy{false};     // ApplicationBusy
   std::function<void()> await_idle;  // AwaitApplicationIdle (default: returns at once)
 
@@ -36,8 +37,8 @@ class FakeCheckpoints final : public redundancy::Checkpoints {
   Status WaitPersistent(const std::string& name, int64_t version) override {
     return wait_persistent ? wait_persistent(name, version) : Status::NotFound("never persistent");
   }
-  Result<std::vector<int64_t>> IntactVersions(const std::string&) override {
-    return std::vector<int64_t>{};
+  Result<std::vector<int64_t>> IntactVersions(const std::string& name) override {
+    return intact_versions ? intact_versions(name) : std::vector<int64_t>{};
   }
   Status RecordGlobal(const std::string& name, int64_t committed, int64_t persistent) override {
     return record_global ? record_global(name, committed, persistent) : Status::Ok();

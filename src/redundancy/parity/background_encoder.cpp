@@ -10,6 +10,35 @@
 #include "util/log.hpp"
 
 namespace cairn::parity {
+namespace {
+
+// The encoder's group as an older version's recovery uses it: every
+// exchange (a window of the rebuild or of the re-encoding, or a step of
+// their agreement) first yields to the member's application, as each
+// window of an encoding does (Pauser). Recover needs only these calls.
+class YieldingGroup final : public Group {
+ public:
+  YieldingGroup(Group& base, Pauser& pause) : base_(base), pause_(pause) {}
+  int rank() const override { return base_.rank(); }
+  int size() const override { return base_.size(); }
+  int node() const override { return base_.node(); }
+  bool simulated_nodes() const override { return base_.simulated_nodes(); }
+  int ranks_per_node() const override { return base_.ranks_per_node(); }
+  Status AllReduce(Op op, int64_t* values, size_t n) override {
+    return base_.AllReduce(op, values, n);
+  }
+  Status Exchange(const std::vector<Outgoing>& sends, const std::vector<int>& from,
+                  std::vector<std::vector<uint8_t>>* received) override {
+    pause_.Pause();
+    return base_.Exchange(sends, from, received);
+  }
+
+ private:
+  Group& base_;
+  Pauser& pause_;
+};
+
+}  // namespace
 
 BackgroundEncoder::BackgroundEncoder(std::unique_ptr<Group> group, Sets sets, Config config,
                                      redundancy::Checkpoints* local, Listener* listener)
@@ -102,12 +131,13 @@ BackgroundEncoder::Done BackgroundEncoder::EncodeJob(const Job& job) {
 // Recover's steps are collective and their outcome agreed, so every member
 // takes the same number of turns and stops at the same one.
 void BackgroundEncoder::RecoverOlder(const Job& job) {
+  YieldingGroup yielding(*group_, *this);
   int64_t bound = job.version - 1;
   for (int i = 0; i < job.older && bound >= 0; ++i) {
     auto intact = local_->IntactVersions(job.name);  // none readable: this member offers none
     MpiStats times;
-    std::unique_ptr<redundancy::Level> level = MakeLevel(*group_, sets_, config_, &times);
-    auto r = redundancy::Recover(*group_, config_, {level.get()}, job.name,
+    std::unique_ptr<redundancy::Level> level = MakeLevel(yielding, sets_, config_, &times);
+    auto r = redundancy::Recover(yielding, config_, {level.get()}, job.name,
                                  intact.ok() ? *intact : std::vector<int64_t>{}, bound, -1);
     const Status agreed =
         collective::Agree(*group_, r.status(),

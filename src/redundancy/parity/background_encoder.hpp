@@ -10,7 +10,8 @@
 // Back-pressure: while the member's application is inside a capture or a
 // restore (Checkpoints::ApplicationBusy), the encoding pauses before its
 // next window (the set's other members wait for it at that window's
-// exchange), unless a Drain waits for it: the application asked for it.
+// exchange), and an older version's recovery (QueueOlder) before its next
+// exchange, unless a Drain waits for it: the application asked for it.
 // MPI-free.
 #pragma once
 

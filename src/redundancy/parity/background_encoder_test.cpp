@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "format/naming.hpp"
 #include "redundancy/parity/parity_set_test_util.hpp"
 #include "testing/group/fake_checkpoints.hpp"
 
@@ -94,6 +96,43 @@ TEST_F(BackgroundEncoderTest, ADrainEndsThePauseOfABusyApplication) {
   QueueAll();
   for (const Status& s : DrainAll()) EXPECT_TRUE(s.ok()) << s.ToString();
   for (int r = 0; r < kMembers; ++r) EXPECT_FALSE(Slurp(ParityPath(r)).empty()) << r;
+}
+
+// After a node loss, an older version's recovery in the background
+// (QueueOlder) yields to the application like an encoding: member 2's
+// application is busy until the recovery first pauses, and by then member
+// 1, whose node was lost, has nothing of version 1 back; once member 2's
+// application goes idle, member 1 gets its file and its parity back.
+TEST_F(BackgroundEncoderTest, AnOlderVersionsRecoveryPausesWhileTheApplicationIsBusy) {
+  StartEncoders();
+  QueueAll();
+  for (const Status& s : DrainAll()) ASSERT_TRUE(s.ok()) << s.ToString();
+  const std::string file = "/sim/" + format::EntryFileName(format::EntryKind::kCheckpoint, 1);
+  const std::vector<uint8_t> lost = Slurp(configs_[1].scratch_dir + file);
+  std::filesystem::remove_all(configs_[1].scratch_dir);
+  for (int r = 0; r < kMembers; ++r) {
+    local_[r].intact_versions = [r](const std::string&) {
+      return r == 1 ? std::vector<int64_t>{} : std::vector<int64_t>{1};
+    };
+  }
+  local_[2].busy = true;
+  std::atomic<int> pauses{0};
+  bool back_at_pause = true;
+  std::promise<void> paused;
+  local_[2].await_idle = [&] {
+    if (pauses.fetch_add(1) == 0) {
+      back_at_pause = !Slurp(configs_[1].scratch_dir + file).empty();
+      local_[2].busy = false;
+      paused.set_value();
+    }
+  };
+  for (auto& e : encoders_) e->QueueOlder("sim", 2, 1);  // version 1: the newest below 2
+  paused.get_future().wait();
+  for (const Status& s : DrainAll()) EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_FALSE(back_at_pause) << "nothing was rebuilt before member 2's first pause";
+  EXPECT_EQ(pauses.load(), 1);
+  EXPECT_EQ(Slurp(configs_[1].scratch_dir + file), lost);
+  EXPECT_FALSE(Slurp(ParityPath(1)).empty()) << "its own parity of version 1, encoded again";
 }
 
 }  // namespace
