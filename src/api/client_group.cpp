@@ -39,13 +39,15 @@ Status StartProgress(Client::Impl& impl) {
     }
     return Status::Ok();
   }
-  if (impl.config.l3_every > 0) {
+  if (impl.config.l3_every > 0 || impl.config.l2_every > 0) {
     // Collective. Unsupported alike on every member (one kind of group):
-    // the parity stays in the waits.
+    // the parity stays in the waits, and older versions come back only as
+    // they are checkpointed again.
     auto second = group.Duplicate();
     const bool none = !second.ok() && second.status().code() == Code::kUnsupported;
-    CAIRN_RETURN_IF_ERROR(collective::Agree(group, none ? Status::Ok() : second.status(),
-                                            "a second channel for the L3 parity"));
+    CAIRN_RETURN_IF_ERROR(collective::Agree(
+        group, none ? Status::Ok() : second.status(),
+        "a second channel for the L3 parity and the recoveries of older versions"));
     if (second.ok()) impl.levels->EncodeInBackground(std::move(second).value());
   }
   impl.progress = std::make_unique<redundancy::Background>(impl.global.get(), impl.levels.get());

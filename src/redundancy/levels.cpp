@@ -47,10 +47,11 @@ Levels::Levels(Group* group, Config config, Plan plan, Checkpoints* local,
 Levels::~Levels() { encoder_.reset(); }
 
 void Levels::EncodeInBackground(std::unique_ptr<Group> group) {
-  if (plan_.l3_every <= 0) return;
+  if (plan_.l3_every <= 0 && plan_.l2_every <= 0) return;
   parity::BackgroundEncoder::Listener* listener = this;  // a private base: converted here
-  encoder_ = std::make_unique<parity::BackgroundEncoder>(std::move(group), plan_.sets, config_,
-                                                         local_, listener);
+  encoder_ = std::make_unique<parity::BackgroundEncoder>(
+      std::move(group), plan_.l3_every > 0 ? std::optional(plan_.sets) : std::nullopt,
+      plan_.l2_every > 0 ? std::optional(plan_.partner) : std::nullopt, config_, local_, listener);
 }
 
 void Levels::EncodingEnded(const parity::BackgroundEncoder::Done& d) {
@@ -83,7 +84,8 @@ Status Levels::BackgroundError(bool drain) {
 void Levels::Checkpointed(const std::string& name, int64_t version, bool ok) {
   MutexLock lock(&turns_mu_);
   // Failed checkpoints too: every member queues the same encodings.
-  if (encoder_ && ++l3_checkpoints_ % plan_.l3_every == 0) encoder_->Queue(name, version);
+  if (encoder_ && plan_.l3_every > 0 && ++l3_checkpoints_ % plan_.l3_every == 0)
+    encoder_->Queue(name, version);
   if (plan_.l2_every <= 0) return;
   if (++checkpoints_ % plan_.l2_every != 0 || !ok) return;
   if (transfers_) {
@@ -125,8 +127,10 @@ Status Levels::AgreeTurn(bool turn, int level, const std::string& what, const st
 Pace Levels::Progress() { return transfers_ ? transfers_->Progress() : Pace::kIdle; }
 
 Status Levels::Finish() {
-  Status s = encoder_ ? encoder_->Drain().WithContext("completing the parity (L3) at close")
-                      : Status::Ok();
+  Status s = encoder_
+                 ? encoder_->Drain().WithContext(
+                       "completing the parity (L3) and the recoveries of older versions at close")
+                 : Status::Ok();
   if (!transfers_) return s;
   Status t = transfers_->Finish().WithContext("completing the partner copies (L2) at close");
   return s.ok() ? t : s;
@@ -307,7 +311,7 @@ Status Levels::Recover(const std::string& name, int64_t bound, int64_t distrust)
 }
 
 Status Levels::RecoverOlder(const std::string& name, int64_t version, bool served) {
-  if (plan_.l3_every <= 0 || version < 0) return Status::Ok();
+  if ((plan_.l3_every <= 0 && plan_.l2_every <= 0) || version < 0) return Status::Ok();
   int64_t lost = served ? 1 : 0;  // some member got `version` back from a level
   CAIRN_RETURN_IF_ERROR(group_->AllReduce(Group::Op::kMax, &lost, 1));
   if (lost == 0) return Status::Ok();

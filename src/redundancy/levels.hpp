@@ -160,10 +160,10 @@ class Levels final : private parity::BackgroundEncoder::Listener {
   void ResendOlder(const std::string& name, const Level& partner, int64_t version,
                    const std::vector<int64_t>& intact);
   // After a recovery of `version` (`served`: this member got it back from
-  // a level): when some member did and L3 is on, the older kept versions
-  // are recovered with the parity level in the background
-  // (BackgroundEncoder::QueueOlder): the lost members' files and their own
-  // parity of them come back. Collective.
+  // a level): when some member did and L2 or L3 is on, the older kept
+  // versions are recovered in the background (BackgroundEncoder::
+  // QueueOlder, with the partner and the parity levels): the lost members'
+  // files, and their own parity of them, come back. Collective.
   Status RecoverOlder(const std::string& name, int64_t version, bool served);
   // A partner copy made in a wait (without transfers_): stats and protection.
   void Replicated(const std::string& name, int64_t version) CAIRN_EXCLUDES(stats_mu_);
@@ -195,7 +195,9 @@ class Levels final : private parity::BackgroundEncoder::Listener {
   TurnSet turns_ CAIRN_GUARDED_BY(turns_mu_);
   TurnSet l4_turns_ CAIRN_GUARDED_BY(turns_mu_);
   std::unique_ptr<partner::Transfers> transfers_;  // L2 in the background
-  std::unique_ptr<parity::BackgroundEncoder> encoder_;  // L3 in the background
+  // With Cairn's progress threads: L3 in the background, and the older
+  // versions' recoveries after a node loss (L2 or L3).
+  std::unique_ptr<parity::BackgroundEncoder> encoder_;
   // The level that last brought a version of a name back (2 or 3), for the
   // stats of the restore that follows.
   std::map<std::string, std::pair<int64_t, int>> recovered_;

@@ -40,6 +40,8 @@
  *                    background, byte-identical; node 2 (same set) lost
  *                    next is rebuilt from L3 at version 2 too, which needs
  *                    them
+ *   l3_test older_l2 the same with L2 alone (L3 off): rank 1's older
+ *                    versions come back from its partner's copies
  *
  * With CAIRN_CHANGES=hash (mpi_l3_layered) versions 2.. are layered on
  * version 1 (a third of the region changes) and what is rebuilt is a chain.
@@ -374,16 +376,15 @@ static void test_rs(void) {
   free(buf);
 }
 
-/* After node 1's loss, rank 1 had only version 3 back; its older versions
- * come back in the background (keep_versions 4: versions 2 and 1), with its
- * parity of them, so that a second loss in its set is rebuilt at those
- * versions as well. */
-static void test_older(void) {
-  unsigned char *buf = malloc(kBytes);
+/* Versions 1-3 saved, node 1 lost, the job restores version 3 (rank 1 from
+ * `level`, a line of its log) and closes after the recovery in the
+ * background: rank 1's versions 2 and 1 are back (and its parity of them,
+ * with `parity`), version 2 byte-identical to the lost file. */
+static void lose_node1_and_expect_older_back(unsigned char *buf, const char *level, int parity) {
   char path[4400], log[4096];
   cairn_client_t *c = open_client(buf);
   save(c, buf, 1, 3);
-  CHECK(cairn_close(c) == CAIRN_OK, "close");  /* after the encodings in the background */
+  CHECK(cairn_close(c) == CAIRN_OK, "close"); /* after the encodings and copies in the background */
   size_t n_before = 0, n_after = 0;
   path_of(path, sizeof path, "", 2);
   unsigned char *before = g_rank == 1 ? slurp(path, &n_before) : NULL;
@@ -392,13 +393,15 @@ static void test_older(void) {
   c = reopen_after_losing(1, buf, &rc, &got, log, sizeof log);
   CHECK(rc == CAIRN_OK && got == 3 && holds(buf, 3), "restore_latest after losing node 1: rc %d, version %lld", rc,
         (long long)got);
+  CHECK((strstr(log, level) != NULL) == (g_rank == 1), "rank %d's log says '%s'", g_rank, log);
   CHECK(cairn_close(c) == CAIRN_OK, "close"); /* after the recovery in the background */
   if (g_rank == 1) {
     for (int64_t v = 1; v <= 2; ++v) {
       path_of(path, sizeof path, "", v);
       CHECK(access(path, F_OK) == 0, "rank 1's version %lld is not back: %s", (long long)v, path);
       path_of(path, sizeof path, ".xor/", v);
-      CHECK(access(path, F_OK) == 0, "rank 1's parity of version %lld is not back: %s", (long long)v, path);
+      CHECK(!parity || access(path, F_OK) == 0, "rank 1's parity of version %lld is not back: %s", (long long)v,
+            path);
     }
     path_of(path, sizeof path, "", 2);
     unsigned char *after = slurp(path, &n_after);
@@ -407,14 +410,38 @@ static void test_older(void) {
     free(after);
   }
   free(before);
+}
+
+/* After node 1's loss, rank 1 had only version 3 back; its older versions
+ * come back in the background (keep_versions 4: versions 2 and 1), with its
+ * parity of them, so that a second loss in its set is rebuilt at those
+ * versions as well. */
+static void test_older(void) {
+  unsigned char *buf = malloc(kBytes);
+  char log[4096];
+  int64_t got = -1;
+  lose_node1_and_expect_older_back(buf, "rebuilt from the XOR parity", 1);
   lose_nodes(2, -1);
   memset(buf, 0, kBytes);
-  c = open_client(buf);
-  rc = restore_logged(c, 2, &got, log, sizeof log);
+  cairn_client_t *c = open_client(buf);
+  int rc = restore_logged(c, 2, &got, log, sizeof log);
   CHECK(rc == CAIRN_OK && holds(buf, 2), "restore(2) after losing node 2 too: rc %d", rc);
   CHECK((strstr(log, "rebuilt from the XOR parity") != NULL) == (g_rank == 2), "restore(2): rank %d's log says '%s'",
         g_rank, log);
   CHECK(cairn_close(c) == CAIRN_OK, "close");
+  free(buf);
+}
+
+/* With L2 alone: node 1 lost, rank 1 gets version 3 back from its
+ * partner's copy, and its older versions (2 and 1) from its partner's
+ * copies in the background, byte-identical. */
+static void test_older_l2(void) {
+  unsigned char *buf = malloc(kBytes);
+  setenv("CAIRN_L2_EVERY", "1", 1);
+  setenv("CAIRN_L3_EVERY", "0", 1);
+  lose_node1_and_expect_older_back(buf, "from its partner copy", 0);
+  unsetenv("CAIRN_L2_EVERY");
+  setenv("CAIRN_L3_EVERY", "1", 1);
   free(buf);
 }
 
@@ -452,16 +479,20 @@ static void test_l2(void) {
 int main(int argc, char **argv) {
   /* older: Cairn's progress threads, which need MPI_THREAD_MULTIPLE. */
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, argc == 2 && strcmp(argv[1], "older") == 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
-                  &provided);
+  const int threads =
+      argc == 2 && (strcmp(argv[1], "older") == 0 || strcmp(argv[1], "older_l2") == 0);
+  MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   if (argc != 2 ||
-      (strcmp(argv[1], "node") != 0 && strcmp(argv[1], "two") != 0 && strcmp(argv[1], "damaged") != 0 &&
-       strcmp(argv[1], "config") != 0 && strcmp(argv[1], "rs") != 0 && strcmp(argv[1], "older") != 0 &&
-       strcmp(argv[1], "l2") != 0) ||
+      (strcmp(argv[1], "node") != 0 && strcmp(argv[1], "two") != 0 &&
+       strcmp(argv[1], "damaged") != 0 && strcmp(argv[1], "config") != 0 &&
+       strcmp(argv[1], "rs") != 0 && strcmp(argv[1], "older") != 0 &&
+       strcmp(argv[1], "older_l2") != 0 && strcmp(argv[1], "l2") != 0) ||
       g_size < 4) {
-    if (g_rank == 0) fprintf(stderr, "usage: l3_test node|two|damaged|config|rs|older|l2 (on 4 or more ranks)\n");
+    if (g_rank == 0)
+      fprintf(stderr,
+              "usage: l3_test node|two|damaged|config|rs|older|older_l2|l2 (on 4 or more ranks)\n");
     MPI_Finalize();
     return 2;
   }
@@ -474,6 +505,8 @@ int main(int argc, char **argv) {
   else if (strcmp(argv[1], "damaged") == 0) test_damaged();
   else if (strcmp(argv[1], "rs") == 0) test_rs();
   else if (strcmp(argv[1], "older") == 0) test_older();
+  else if (strcmp(argv[1], "older_l2") == 0)
+    test_older_l2();
   else if (strcmp(argv[1], "l2") == 0) test_l2();
   else test_config();
   cleanup();

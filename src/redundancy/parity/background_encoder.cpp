@@ -40,10 +40,12 @@ class YieldingGroup final : public Group {
 
 }  // namespace
 
-BackgroundEncoder::BackgroundEncoder(std::unique_ptr<Group> group, Sets sets, Config config,
+BackgroundEncoder::BackgroundEncoder(std::unique_ptr<Group> group, std::optional<Sets> sets,
+                                     std::optional<partner::Map> partner, Config config,
                                      redundancy::Checkpoints* local, Listener* listener)
     : group_(std::move(group)),
       sets_(std::move(sets)),
+      partner_(std::move(partner)),
       config_(std::move(config)),
       local_(local),
       listener_(listener),
@@ -112,7 +114,8 @@ BackgroundEncoder::Done BackgroundEncoder::EncodeJob(const Job& job) {
   // and this one's failure to read its bundle fails the encoding for all.
   const Status local = local_->WaitLocal(job.name, job.version);
   const SteadyTime start = std::chrono::steady_clock::now();
-  auto bytes = Encode(*group_, sets_, config_, job.name, job.version, this);
+  auto bytes = sets_ ? Encode(*group_, *sets_, config_, job.name, job.version, this)
+                     : Result<uint64_t>(Status::Internal("an L3 encoding queued with L3 off"));
   // Superseded: the same on every member (Encode shares it), so none
   // agrees, and the local wait's error (the files are gone) does not count.
   d.superseded = bytes.ok() && *bytes == 0;
@@ -136,13 +139,18 @@ void BackgroundEncoder::RecoverOlder(const Job& job) {
   for (int i = 0; i < job.older && bound >= 0; ++i) {
     auto intact = local_->IntactVersions(job.name);  // none readable: this member offers none
     MpiStats times;
-    std::unique_ptr<redundancy::Level> level = MakeLevel(yielding, sets_, config_, &times);
-    auto r = redundancy::Recover(yielding, config_, {level.get()}, job.name,
+    std::vector<std::unique_ptr<redundancy::Level>> owned;
+    if (partner_)
+      owned.push_back(partner::MakeLevel(yielding, *partner_, config_, /*refill=*/false));
+    if (sets_) owned.push_back(MakeLevel(yielding, *sets_, config_, &times));
+    std::vector<redundancy::Level*> levels;
+    for (auto& level : owned) levels.push_back(level.get());
+    auto r = redundancy::Recover(yielding, config_, levels, job.name,
                                  intact.ok() ? *intact : std::vector<int64_t>{}, bound, -1);
     const Status agreed =
         collective::Agree(*group_, r.status(),
                           "bringing back the versions of '" + job.name + "' older than " +
-                              std::to_string(job.version) + " after a node loss (L3)");
+                              std::to_string(job.version) + " after a node loss");
     if (!agreed.ok()) {
       util::Log(LogLevel::kWarn, "rank %d: %s", group_->rank(), agreed.ToString().c_str());
       return;

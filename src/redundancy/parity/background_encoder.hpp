@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cairn/config.hpp"
@@ -27,6 +28,7 @@
 #include "engine/worker.hpp"
 #include "redundancy/checkpoints.hpp"
 #include "redundancy/parity/xor_parity.hpp"
+#include "redundancy/partner/partner.hpp"
 #include "util/mutex.hpp"
 
 namespace cairn::parity {
@@ -55,10 +57,13 @@ class BackgroundEncoder final : private Pauser {
     ~Listener() = default;
   };
   // `group`: this member's duplicate of the client's group (every member
-  // makes one); `config` the member's own; `local`: the member's
-  // checkpoints (an encoding waits until its version is committed locally).
-  // `local` and `listener` (may be null) outlive this object.
-  BackgroundEncoder(std::unique_ptr<Group> group, Sets sets, Config config,
+  // makes one); `sets`: L3's (none: L3 is off, nothing is encoded and older
+  // versions come back from L2 alone); `partner`: L2's map (none: L2 is
+  // off); `config` the member's own; `local`: the member's checkpoints (an
+  // encoding waits until its version is committed locally). `local` and
+  // `listener` (may be null) outlive this object.
+  BackgroundEncoder(std::unique_ptr<Group> group, std::optional<Sets> sets,
+                    std::optional<partner::Map> partner, Config config,
                     redundancy::Checkpoints* local, Listener* listener);
   // Runs what is queued, then stops. Without a Drain on every member
   // before, an encoding may wait for members that will not come: the
@@ -73,12 +78,12 @@ class BackgroundEncoder final : private Pauser {
   // After a node loss (docs/mpi.md, "Parity (L3)", step 6): queues the
   // recovery of up to `count` versions of `name` older than `version`, one
   // after the other, newest first: each is the newest version below the
-  // last one that every member has or its set rebuilds (redundancy::
-  // Recover with the parity level alone, over this encoder's group), so a
-  // lost member gets its older files back and its own parity of them
-  // encoded again. Every member queues the same, at the same point among
-  // its encodings. What fails is logged and ends that recovery, on every
-  // member; it is not an encoding error. Any thread.
+  // last one that every member has, its partner holds or its set rebuilds
+  // (redundancy::Recover with the partner level, without its re-sends, and
+  // the parity level, over this encoder's group), so a lost member gets its
+  // older files back and its own parity of them encoded again. Every member queues the same, at the
+  // same point among its encodings. What fails is logged and ends that recovery, on every member;
+  // it is not an encoding error. Any thread.
   void QueueOlder(const std::string& name, int64_t version, int count) CAIRN_EXCLUDES(mu_);
   // Blocks until every queued encoding ended (needs every member's encoder
   // to run them: every member drains at the same collective call). Returns
@@ -104,7 +109,8 @@ class BackgroundEncoder final : private Pauser {
   void Pause() override;
 
   const std::unique_ptr<Group> group_;
-  const Sets sets_;
+  const std::optional<Sets> sets_;
+  const std::optional<partner::Map> partner_;
   const Config config_;
   redundancy::Checkpoints* const local_;
   Listener* const listener_;

@@ -33,7 +33,8 @@ class BackgroundEncoderTest : public ParitySetTest {
       auto sets = parity::SetsFromNodes({0, 1, 2, 3}, r, 0, code_);
       ASSERT_TRUE(sets.ok()) << sets.status().ToString();
       encoders_[r] = std::make_unique<parity::BackgroundEncoder>(
-          std::make_unique<LoopbackGroup>(&hub_, r), *sets, configs_[r], &local_[r], nullptr);
+          std::make_unique<LoopbackGroup>(&hub_, r), *sets, std::nullopt, configs_[r], &local_[r],
+          nullptr);
     }
   }
 

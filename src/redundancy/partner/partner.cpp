@@ -100,8 +100,8 @@ namespace {
 // their partner, which sends its copy back (Fetch).
 class PartnerLevel final : public redundancy::Level {
  public:
-  PartnerLevel(Group& group, const Map& map, const Config& config)
-      : group_(group), map_(map), config_(config) {}
+  PartnerLevel(Group& group, const Map& map, const Config& config, bool refill)
+      : group_(group), map_(map), config_(config), refill_(refill) {}
 
   Result<std::vector<int64_t>> Offers(const std::string& name, int64_t, int64_t) override {
     std::vector<std::vector<uint8_t>> lists(map_.sources.size());
@@ -152,6 +152,7 @@ class PartnerLevel final : public redundancy::Level {
   // the copy was damaged) sends it its copy again; the holder, which knows
   // the same from its lists, receives and stores it as Replicate does.
   Status Refill(const std::string& name, int64_t v) override {
+    if (!refill_) return Status::Ok();
     auto lacks = [v](const std::vector<int64_t>& kept) { return std::find(kept.begin(), kept.end(), v) == kept.end(); };
     const bool resend = lacks(held_);
     partner_lost_ = resend;
@@ -202,6 +203,7 @@ class PartnerLevel final : public redundancy::Level {
   Group& group_;
   const Map& map_;
   const Config& config_;
+  const bool refill_;
   std::vector<int64_t> held_;                // the partner's copies of this member, newest first
   std::vector<std::vector<int64_t>> keeps_;  // this member's copies of each source, as Offers told them
   std::vector<std::string> notes_;
@@ -210,8 +212,9 @@ class PartnerLevel final : public redundancy::Level {
 
 }  // namespace
 
-std::unique_ptr<redundancy::Level> MakeLevel(Group& group, const Map& map, const Config& config) {
-  return std::make_unique<PartnerLevel>(group, map, config);
+std::unique_ptr<redundancy::Level> MakeLevel(Group& group, const Map& map, const Config& config,
+                                             bool refill) {
+  return std::make_unique<PartnerLevel>(group, map, config, refill);
 }
 
 }  // namespace cairn::partner

@@ -44,7 +44,10 @@ Status Replicate(Group& group, const Map& map, const Config& config, const std::
                  int64_t version);
 
 // The partner level of redundancy::Recover: offers the versions the
-// member's partner holds; fetches the partner's copy.
-std::unique_ptr<redundancy::Level> MakeLevel(Group& group, const Map& map, const Config& config);
+// member's partner holds; fetches the partner's copy. `refill` false: no
+// copy is sent again (Refill does nothing, Older offers none): an older
+// version's recovery, whose copies the background transfers send again.
+std::unique_ptr<redundancy::Level> MakeLevel(Group& group, const Map& map, const Config& config,
+                                             bool refill = true);
 
 }  // namespace cairn::partner
