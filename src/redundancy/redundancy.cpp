@@ -46,13 +46,6 @@ Result<std::vector<uint8_t>> Bundle(const Config& c, const std::string& dir,
   return out;
 }
 
-Status Unbundle(const Config& c, const std::string& dir, const std::vector<uint8_t>& in,
-                const std::string& from) {
-  BundleWriter out(c, dir, from, in.size());
-  CAIRN_RETURN_IF_ERROR(out.Append(in.data(), in.size()));
-  return out.Commit();
-}
-
 std::vector<int64_t> Versions(const Config& c, const std::string& dir, const std::string& name) {
   std::vector<int64_t> numbers;
   auto entries = Fs(c)->List(dir + "/" + name);

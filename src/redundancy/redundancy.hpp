@@ -33,12 +33,11 @@ Status WriteFile(const Config& c, const std::string& dir, const std::string& fil
                  const uint8_t* data, size_t bytes);
 
 // The bundle of `version` in dir/name (docs/format.md 3.9): every file of its
-// chain, newest first, as [count] then per file [number][bytes][contents].
+// chain, newest first, as [count] then per file [number][bytes][contents],
+// whole in memory (tests compare with it; the levels stream bundles:
+// BundleReader, ExchangeBundles).
 Result<std::vector<uint8_t>> Bundle(const Config& c, const std::string& dir,
                                     const std::string& name, int64_t version);
-// Writes a bundle's files into `dir` (a name directory), bases first.
-Status Unbundle(const Config& c, const std::string& dir, const std::vector<uint8_t>& in,
-                const std::string& from);
 
 // The checkpoint version numbers named in dir/name (v<20 digits>.cairn),
 // newest first, whatever the files hold.
