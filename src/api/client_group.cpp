@@ -39,7 +39,7 @@ Status StartProgress(Client::Impl& impl) {
     }
     return Status::Ok();
   }
-  if (impl.config.l3_every > 0 || impl.config.l2_every > 0) {
+  if (impl.levels->redundant()) {
     // Collective. Unsupported alike on every member (one kind of group):
     // the parity stays in the waits, and older versions come back only as
     // they are checkpointed again.

@@ -47,7 +47,7 @@ Levels::Levels(Group* group, Config config, Plan plan, Checkpoints* local,
 Levels::~Levels() { encoder_.reset(); }
 
 void Levels::EncodeInBackground(std::unique_ptr<Group> group) {
-  if (plan_.l3_every <= 0 && plan_.l2_every <= 0) return;
+  if (!redundant()) return;
   parity::BackgroundEncoder::Listener* listener = this;  // a private base: converted here
   encoder_ = std::make_unique<parity::BackgroundEncoder>(
       std::move(group), plan_.l3_every > 0 ? std::optional(plan_.sets) : std::nullopt,
@@ -311,7 +311,7 @@ Status Levels::Recover(const std::string& name, int64_t bound, int64_t distrust)
 }
 
 Status Levels::RecoverOlder(const std::string& name, int64_t version, bool served) {
-  if ((plan_.l3_every <= 0 && plan_.l2_every <= 0) || version < 0) return Status::Ok();
+  if (!redundant() || version < 0) return Status::Ok();
   int64_t lost = served ? 1 : 0;  // some member got `version` back from a level
   CAIRN_RETURN_IF_ERROR(group_->AllReduce(Group::Op::kMax, &lost, 1));
   if (lost == 0) return Status::Ok();

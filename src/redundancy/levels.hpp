@@ -100,12 +100,14 @@ class Levels final : private parity::BackgroundEncoder::Listener {
   // copies (every member closes). Collective.
   Status Finish();
 
-  // With Cairn's own progress threads (client_group.cpp): L3's turns are every
-  // l3_every-th checkpoint of the client (over all names, as L2's), each
-  // encoded in the background over `group` (this member's duplicate of the
-  // client's group) once committed locally, and no wait waits for it
-  // unless it asks for L3 (AtLevels) (docs/mpi.md, "Progress"). Every
-  // member calls it, once, right after construction, or none does.
+  // With Cairn's own progress threads (client_group.cpp) and L2 or L3 on:
+  // L3's turns are every l3_every-th checkpoint of the client (over all
+  // names, as L2's), each encoded in the background over `group` (this
+  // member's duplicate of the client's group) once committed locally, and
+  // no wait waits for it unless it asks for L3 (AtLevels); after a node
+  // loss the older versions come back there too (RecoverOlder; docs/mpi.md,
+  // "Progress"). Every member calls it, once, right after construction, or
+  // none does.
   void EncodeInBackground(std::unique_ptr<Group> group);
   Protection Protected(const std::string& name) const CAIRN_EXCLUDES(stats_mu_);
 

@@ -18,11 +18,11 @@ using redundancy::Get;
 using redundancy::Put;
 
 // This member's bundle of `version` in dir/name for `to`; a reader that
-// cannot open it sends nothing (*opened says why).
+// cannot open it sends nothing (*opened, when given, says why).
 redundancy::BundleSend SendOf(const Config& config, const std::string& dir, const std::string& name,
-                              int64_t version, int to, Status* opened) {
+                              int64_t version, int to, Status* opened = nullptr) {
   auto reader = redundancy::BundleReader::Open(config, dir, name, version);
-  *opened = reader.status();
+  if (opened != nullptr) *opened = reader.status();
   return {.to = to, .reader = reader.ok() ? std::move(*reader) : nullptr};
 }
 
@@ -134,9 +134,8 @@ class PartnerLevel final : public redundancy::Level {
       int64_t asked = -1;
       size_t at = 0;
       if (!Get(got[i], &at, &asked) || asked < 0) continue;
-      Status opened;
-      sends.push_back(SendOf(config_, CopyDir(config_, map_.sources[i]), name, asked,
-                             map_.sources[i], &opened));
+      sends.push_back(
+          SendOf(config_, CopyDir(config_, map_.sources[i]), name, asked, map_.sources[i]));
     }
     std::vector<redundancy::BundleReceive> receives;
     if (ask) receives.push_back({.from = map_.partner, .dir = config_.scratch_dir + "/" + name});
