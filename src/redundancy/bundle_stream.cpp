@@ -78,6 +78,13 @@ const uint8_t* BundleReader::View(uint64_t offset, size_t n) {
   return bytes.ok() ? *bytes : nullptr;
 }
 
+void BundleReader::WillNeed(uint64_t offset, size_t n) {
+  const auto it = SegmentAt(offset);
+  if (it == segments_.end() || it->at > offset || it->view == nullptr) return;
+  const uint64_t in = offset - it->at;
+  if (in < it->bytes) it->view->WillNeed(in, std::min<uint64_t>(n, it->bytes - in));
+}
+
 Result<std::unique_ptr<PendingFile>> PendingFile::Create(const Config& c, const std::string& dir,
                                                          const std::string& file) {
   CAIRN_RETURN_IF_ERROR(Fs(c)->CreateDirs(dir, 0700).WithContext("writing " + dir + "/" + file));

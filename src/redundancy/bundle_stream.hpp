@@ -34,6 +34,10 @@ class BundleReader {
   // reads them with Read, which reports what is wrong. Valid while this
   // reader lives.
   const uint8_t* View(uint64_t offset, size_t n);
+  // Starts reading bytes [offset, offset + n) in, without waiting, where
+  // they lie inside one file that View mapped already (os::FileView::
+  // WillNeed); otherwise nothing. A hint for the View that will follow.
+  void WillNeed(uint64_t offset, size_t n);
 
  private:
   BundleReader() = default;

@@ -61,6 +61,13 @@ TEST_F(BundleStreamTest, ViewGivesTheBytesReadGivesOrDeclines) {
   EXPECT_EQ(r.View(0, 8), nullptr) << "the heads are not in a file";
   EXPECT_EQ(r.View(kHead - 4, 8), nullptr) << "across the head and the file";
   EXPECT_EQ(r.View(all.size() - 10, 20), nullptr) << "past the end (XOR padding)";
+  // A hint where View mapped, where it did not (the heads) and past the
+  // end changes no byte.
+  r.WillNeed(kHead + 4096, 8192);
+  r.WillNeed(0, 16);
+  r.WillNeed(all.size() - 10, 1 << 20);
+  r.WillNeed(all.size() + 4096, 10);
+  EXPECT_EQ(ReadAll(r), all);
   // Read pads past the end with zeros.
   std::vector<uint8_t> tail(20, 0xff);
   ASSERT_TRUE(r.Read(all.size() - 10, tail.data(), tail.size()).ok());

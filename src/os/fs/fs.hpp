@@ -47,6 +47,15 @@ class FileView {
   // MADV_POPULATE_READ: kUnsupported) tells the caller to use ReadAt, which
   // reports a real problem with the file as it always does.
   virtual Result<const uint8_t*> Bytes(uint64_t offset, uint64_t n) = 0;
+  // Starts reading [offset, offset + n) in without waiting (MADV_WILLNEED),
+  // so that a later Bytes of it finds the pages there: a reader going
+  // through a file window by window asks for the next window while it
+  // works on this one. A hint: nothing relies on it, and the default (and
+  // a range past the end) does nothing.
+  virtual void WillNeed(uint64_t offset, uint64_t n) {
+    (void)offset;
+    (void)n;
+  }
 };
 
 // An open file. Not thread-safe for concurrent use of one object.

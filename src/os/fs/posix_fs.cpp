@@ -60,6 +60,15 @@ class PosixView final : public FileView {
     return Status::Unsupported("mapping " + path_ + ": this kernel has no MADV_POPULATE_READ");
   }
 
+  void WillNeed(uint64_t offset, uint64_t n) override {
+    if (offset >= size_ || n == 0) return;
+    n = std::min(n, size_ - offset);
+    // madvise takes a page-aligned start: the page holding `offset`.
+    const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t from = offset / page * page;
+    (void)::madvise(const_cast<uint8_t*>(data_) + from, n + (offset - from), MADV_WILLNEED);
+  }
+
  private:
   const uint8_t* const data_;
   const uint64_t size_;

@@ -1,16 +1,19 @@
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "os/fs/fs.hpp"
 
@@ -114,6 +117,63 @@ TEST_F(PosixFsTest, MapHandsOutTheFilesBytesInPlace) {
   auto empty = fs_->Open(Path("empty"), w);
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ((*empty)->Map().status().code(), Code::kUnsupported);
+}
+
+// Whether each page of [first, first + count) of the file behind fd is in
+// the page cache and read in (mincore), through a mapping of our own.
+std::vector<bool> Resident(int fd, size_t size, size_t first, size_t count) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return {};
+  std::vector<unsigned char> vec((size + page - 1) / page);
+  const bool ok = ::mincore(p, size, vec.data()) == 0;
+  ::munmap(p, size);
+  std::vector<bool> in;
+  for (size_t i = first; ok && i < first + count; ++i) in.push_back((vec[i] & 1) != 0);
+  return in;
+}
+
+TEST_F(PosixFsTest, WillNeedReadsARangeInWithoutBeingAsked) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const std::string path = Path("w");
+  std::string data(16 * page, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + 1);
+  {
+    auto f = fs_->Open(path, OpenOptions{.write = true});
+    ASSERT_TRUE(f.ok());
+    ASSERT_TRUE((*f)->WriteAt(data.data(), data.size(), 0).ok());
+    ASSERT_TRUE((*f)->Sync().ok());
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // clean pages: dropped
+  const std::vector<bool> before = Resident(fd, data.size(), 4, 8);
+  if (before.empty() || std::count(before.begin(), before.end(), true) != 0) {
+    ::close(fd);
+    GTEST_SKIP() << "this file system keeps a clean file's pages (tmpfs) or has no mincore";
+  }
+  auto r = fs_->Open(path, OpenOptions{});
+  ASSERT_TRUE(r.ok());
+  auto view = (*r)->Map();
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  (*view)->WillNeed(4 * page + 10, 8 * page - 10);  // pages 4 .. 11, from inside page 4
+  (*view)->WillNeed(data.size() - 10, 1 << 20);     // past the end: up to it
+  (*view)->WillNeed(data.size() + page, 10);        // wholly past it: nothing
+  // The reads it started complete on their own: a page counts once read
+  // in. Nothing else here touches the file.
+  std::vector<bool> after;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    after = Resident(fd, data.size(), 4, 8);
+    if (std::count(after.begin(), after.end(), true) == 8) break;
+    if (std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::yield();
+  }
+  ::close(fd);
+  EXPECT_EQ(std::count(after.begin(), after.end(), true), 8) << "pages 4 .. 11 read in";
+  auto bytes = (*view)->Bytes(0, data.size());
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(*bytes), data.size()), data);
 }
 
 TEST_F(PosixFsTest, OpenForWriteTruncatesAndUsesMode) {

@@ -82,10 +82,6 @@ Status Send(Group& group, const Sets& sets, const Plan& plan, Survivor& s, MpiSt
   return Status::Ok();
 }
 
-// How many rounds a lost member holds (one arriving, the others waiting for
-// or in their decoding and write), as the XOR rebuild's lost member.
-constexpr size_t kRoundsBehind = 3;
-
 // A lost member's part: per round, the chosen symbols of each of its
 // chunks' stripes arrive; on WriteBehind's thread, up to kRoundsBehind
 // rounds behind the receiving, each chunk's window is decoded, its CRC

@@ -9,6 +9,7 @@
 #include "redundancy/parity/rs_code.hpp"
 #include "redundancy/parity/xor_parity.hpp"
 #include "redundancy/parity/xor_parity_impl.hpp"
+#include "redundancy/write_behind.hpp"
 #include "util/crc32c.hpp"
 
 namespace cairn::parity {
@@ -17,19 +18,40 @@ namespace {
 
 using namespace impl;
 
+// Bytes of each chunk one round of an encoding streams: c/8 as a
+// rebuild's (WindowOf), but up to 4 MiB. An encoding's rounds go in
+// lockstep across the set while the ranks compute, so each round costs
+// every member's threads a wake-up; 1 MiB windows (128 rounds for 256 MiB
+// per rank with RS) made an RS encoding take 1.2-1.4x as long as 4 MiB
+// ones (8 MiB: no better), docs/results/2026-12-07-parity-write-behind.md.
+// The rebuild keeps WindowOf's 1 MiB, measured best there.
+uint64_t EncodeWindowOf(uint64_t chunk) {
+  return std::clamp<uint64_t>((chunk + 7) / 8, uint64_t{16} << 10, uint64_t{4} << 20);
+}
+// A parity row goes to its file in writes of at least this many bytes (of
+// several rounds' windows when they are smaller): a 1 MiB direct write
+// after each exchange left the writes waiting on the device's latency.
+constexpr uint64_t kRowWriteBytes = uint64_t{4} << 20;
+// Bytes of its own chunks past the current window a member asks to be
+// read in (os::FileView::WillNeed) while the window is exchanged.
+constexpr uint64_t kReadAheadBytes = uint64_t{4} << 20;
+
 // One member's part in encoding one version, after the sizes are known
 // (the stripes of stripes.hpp): its bundle streams out window after window
-// (WindowOf(c) bytes of each chunk per round), each chunk's window to the
-// members that hold a parity row of its stripe (one message per member,
-// the pieces in row order; in place when it is one piece, as always with
-// XOR); the other members' windows stream in, and each of this member's e
-// parity rows is computed from its stripe's k data windows (XOR, or the
-// Reed-Solomon row) and goes to its temp file at once. Nothing larger than
-// a window is held: for XOR at most (2m - 1) windows, 7 MiB for m = 4 (a
-// whole-bundle encoding held the bundle, its parity chunk and the file,
-// 1.5 bundles). The CRCs the header records are taken as the bytes
-// stream. With `targets` (Reencode) only their parity is made: every
-// member sends them its chunks of it, and only they receive.
+// (EncodeWindowOf(c) bytes of each chunk per round), each chunk's window
+// to the members that hold a parity row of its stripe (one message per
+// member, the pieces in row order; in place when it is one piece, as always
+// with XOR); the other members' windows stream in, and each of this
+// member's e parity rows is computed from its stripe's k data windows (XOR,
+// or the Reed-Solomon row) and goes to its temp file in pieces of
+// kRowWriteBytes, on a thread of its own (redundancy::WriteBehind) up to
+// kRoundsBehind rounds behind the exchanges, while the next windows, read
+// ahead, go out: a round's read, exchange and write no longer take turns.
+// Nothing larger than a window is held: for XOR about 4m - 3 windows (m - 1 own ones, 3 rounds of m
+// - 1 received ones, the parity row's), 52 MiB for m = 4 at 4 MiB windows (a whole-bundle encoding
+// held the bundle, its parity chunk and the file, 1.5 bundles). The CRCs the header records are
+// taken as the bytes stream. With `targets` (Reencode) only their parity is made: every member
+// sends them its chunks of it, and only they receive.
 class Encoder {
  public:
   // `bundle` may be null on a member that sends nothing (the target of an
@@ -52,15 +74,15 @@ class Encoder {
   Status Stream(const Config& config, const std::string& dir, const std::string& file,
                 Pauser* pause = nullptr) {
     const std::vector<int>& members = sets_.members();
-    const size_t p = static_cast<size_t>(sets_.position), e = st_.e, k = st_.k();
-    const uint64_t c = h_.chunk, window = WindowOf(c);
+    const size_t p = static_cast<size_t>(sets_.position), k = st_.k();
+    const uint64_t c = h_.chunk, window = EncodeWindowOf(c);
     const bool everyone = targets_.empty(), receives = everyone || Targets(p);
     // Who sends what to whom, the same every round: to[x] = (position, its
     // chunks it takes), sources_ the members this one receives from.
     std::vector<std::pair<size_t, std::vector<size_t>>> to;
-    std::vector<int> from;      // the sources' ranks
     std::vector<bool> read(k);  // its chunks that go to them
     sources_.clear();
+    from_.clear();
     for (size_t j = 0; j < st_.m; ++j) {
       if (j == p) continue;
       if (std::vector<size_t> chunks = PiecesFor(p, j);
@@ -69,7 +91,7 @@ class Encoder {
         to.emplace_back(j, std::move(chunks));
       }
       if (Source q = SourceOf(j); receives && !q.slots.empty()) {
-        from.push_back(members[j]);
+        from_.push_back(members[j]);
         sources_.push_back(std::move(q));
       }
     }
@@ -80,15 +102,24 @@ class Encoder {
         Fail(out.status());
       }
     }
-    std::vector<uint8_t> acc(receives ? std::min(window, c) : 0);
-    zeros_.assign(acc.size(), 0);
-    std::vector<std::vector<const uint8_t*>> data(e, std::vector<const uint8_t*>(k));  // per row
+    rows_.assign(receives ? st_.e : 0, std::vector<uint8_t>(std::min(RowBatch(window), c)));
+    zeros_.assign(receives ? std::min(window, c) : 0, 0);
+    data_.assign(st_.e, std::vector<const uint8_t*>(k));
     std::vector<const uint8_t*> piece(k);
-    std::vector<std::vector<uint8_t>> got, packed(st_.m);
+    std::vector<std::vector<uint8_t>> packed(st_.m);
     std::vector<Group::Outgoing> sends;
     chunk_crcs_.assign(k, 0);
-    parity_crcs_.assign(e, 0);
-    for (uint64_t off = 0; off < c; off += window) {
+    parity_crcs_.assign(st_.e, 0);
+    // A member that receives computes and writes round r's rows on
+    // WriteBehind's thread while its exchanges go on (Rows); one that does
+    // not receives nothing into `none`.
+    std::optional<redundancy::WriteBehind> behind;
+    if (receives)
+      behind.emplace(kRoundsBehind, [this](const redundancy::WriteBehind::Round& got, uint64_t r) {
+        Rows(got, r);
+      });
+    redundancy::WriteBehind::Round none;
+    for (uint64_t off = 0, r = 0; off < c; off += window, ++r) {
       if (pause != nullptr) pause->Pause();
       const uint64_t n = std::min(window, c - off);
       sends.clear();
@@ -96,6 +127,10 @@ class Encoder {
         if (!read[i]) continue;
         piece[i] = OwnWindow(i * c + off, n, i);
         if (everyone) ExtendCrc(i, off, piece[i], n);
+        // The next windows are read in while this one is exchanged.
+        if (off + n < c)
+          bundle_->WillNeed(i * c + off + n,
+                            std::min(std::max(kReadAheadBytes, window), c - off - n));
       }
       for (const auto& [j, chunks] : to) {
         if (chunks.size() == 1) {
@@ -106,20 +141,12 @@ class Encoder {
         for (size_t i : chunks) packed[j].insert(packed[j].end(), piece[i], piece[i] + n);
         sends.push_back({.to = members[j], .data = packed[j].data(), .bytes = packed[j].size()});
       }
-      CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from, &got));
-      if (!receives) continue;
-      Place(got, from, n, &data);
-      for (size_t t = 0; t < e; ++t) {
-        if (rs_ != nullptr) {
-          rs_->EncodeRow(t, data[t].data(), acc.data(), n);
-        } else {
-          XorOf(acc.data(), data[t].data(), k, n);
-        }
-        parity_crcs_[t] = crc32c::Extend(parity_crcs_[t], acc.data(), n);
-        if (out_ != nullptr && failure_.ok())
-          Fail(out_->WriteAt(acc.data(), n, h_.Size() + t * c + off));
-      }
+      redundancy::WriteBehind::Round* got = behind ? behind->Next() : &none;
+      CAIRN_RETURN_IF_ERROR(group_.Exchange(sends, from_, got));  // ~WriteBehind finishes
+      if (behind) behind->Push(r);
     }
+    if (behind) behind->Finish();
+    Fail(rows_failure_);
     return Status::Ok();
   }
 
@@ -150,6 +177,10 @@ class Encoder {
   void Fail(const Status& s) {
     if (failure_.ok() && !s.ok()) failure_ = s;
   }
+  // Bytes of a row written at once: whole windows, kRowWriteBytes at least.
+  static uint64_t RowBatch(uint64_t window) {
+    return std::max<uint64_t>(1, kRowWriteBytes / window) * window;
+  }
   bool Targets(size_t j) const {
     return std::find(targets_.begin(), targets_.end(), j) != targets_.end();
   }
@@ -178,19 +209,40 @@ class Encoder {
     }
     return src;
   }
-  // The received messages' windows as each row's data symbols: (*data)[t][i]
+  // Round r's parity rows (WriteBehind's thread): each computed from its
+  // stripe's k data windows (XOR, or the Reed-Solomon row) into its
+  // RowBatch, its CRC extended; the batch goes to the temp file once full
+  // or at the row's end.
+  void Rows(const redundancy::WriteBehind::Round& got, uint64_t r) {
+    const uint64_t c = h_.chunk, window = EncodeWindowOf(c), off = r * window,
+                   n = std::min(window, c - off), batch = RowBatch(window);
+    Place(got, n);
+    const uint64_t start = off / batch * batch, fill = off - start;
+    const bool last = off + n == c || fill + n == batch;
+    for (size_t t = 0; t < st_.e; ++t) {
+      uint8_t* acc = rows_[t].data() + fill;
+      if (rs_ != nullptr) {
+        rs_->EncodeRow(t, data_[t].data(), acc, n);
+      } else {
+        XorOf(acc, data_[t].data(), st_.k(), n);
+      }
+      parity_crcs_[t] = crc32c::Extend(parity_crcs_[t], acc, n);
+      if (last && out_ != nullptr && rows_failure_.ok())
+        rows_failure_ = out_->WriteAt(rows_[t].data(), fill + n, h_.Size() + t * c + start);
+    }
+  }
+  // The received messages' windows as each row's data symbols: data_[t][i]
   // is chunk i of row t's stripe (zeros and a failure for a malformed
   // message).
-  void Place(const std::vector<std::vector<uint8_t>>& got, const std::vector<int>& from, uint64_t n,
-             std::vector<std::vector<const uint8_t*>>* data) {
+  void Place(const redundancy::WriteBehind::Round& got, uint64_t n) {
     for (size_t x = 0; x < got.size(); ++x) {
       const std::vector<std::pair<size_t, size_t>>& slots = sources_[x].slots;
       const bool whole = got[x].size() == slots.size() * n;
-      if (!whole)
-        Fail(Status::Corrupt("a parity piece from rank " + std::to_string(from[x]) +
-                             " has the wrong size"));
+      if (!whole && rows_failure_.ok())
+        rows_failure_ = Status::Corrupt("a parity piece from rank " + std::to_string(from_[x]) +
+                                        " has the wrong size");
       for (size_t w = 0; w < slots.size(); ++w)
-        (*data)[slots[w].first][slots[w].second] = whole ? got[x].data() + w * n : zeros_.data();
+        data_[slots[w].first][slots[w].second] = whole ? got[x].data() + w * n : zeros_.data();
     }
   }
   // Bytes [at, at + n) of this member's bundle, the current window of its
@@ -222,11 +274,18 @@ class Encoder {
   const ReedSolomon* const rs_;
   const std::vector<size_t> targets_;
   std::vector<std::vector<uint8_t>> copies_;      // chunk k's window, when it does not map
-  std::vector<Source> sources_;                   // Stream's, in the order of its `from`
+  std::vector<Source> sources_;                   // Stream's, in the order of from_
+  std::vector<int> from_;                         // the sources' ranks
   std::vector<uint8_t> zeros_;                    // in place of a malformed message's windows
   std::unique_ptr<redundancy::PendingFile> out_;  // destroyed uncommitted: the temp file goes
-  std::vector<uint32_t> chunk_crcs_, parity_crcs_;
+  std::vector<uint32_t> chunk_crcs_;
   Status failure_;
+  // Rows' (WriteBehind's thread's) while Stream runs: the rows of a round,
+  // its symbols, their CRCs, the first failure (Stream takes it at the end).
+  std::vector<std::vector<uint8_t>> rows_;  // row t's windows of a RowBatch
+  std::vector<std::vector<const uint8_t*>> data_;
+  std::vector<uint32_t> parity_crcs_;
+  Status rows_failure_;
 };
 
 // What a member says of its bundle instead of its size.

@@ -42,6 +42,13 @@ void XorOf(uint8_t* dst, const uint8_t* const* srcs, size_t count, size_t n);
 size_t ChunkOf(size_t j, size_t p, size_t m);
 // Bytes of each chunk one round of an encoding or a rebuild streams.
 uint64_t WindowOf(uint64_t chunk);
+// How many rounds the member that writes (an encoding's parity holder, a
+// rebuild's lost member) holds behind its exchanges (redundancy::
+// WriteBehind): one arriving, the others waiting for or in their write.
+// Two (the lockstep of receive and write) left the set waiting for every
+// slow write; a third absorbs most of it (docs/mpi.md "Measuring a
+// rebuild").
+inline constexpr size_t kRoundsBehind = 3;
 // The CRC of a bundle of `total` bytes from the CRCs of its chunks of c
 // bytes (the last one cut at `total`), computed as they streamed.
 uint32_t BundleCrc(const std::vector<uint32_t>& chunks, uint64_t total, uint64_t c);

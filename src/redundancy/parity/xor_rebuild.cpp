@@ -29,12 +29,6 @@ using redundancy::Fs;
 using redundancy::Get;
 using redundancy::Put;
 
-// How many rounds the lost member holds (one arriving, the others waiting
-// for or in their write): 3 x (m - 1) windows, 9 MiB for m = 4. Two (the
-// lockstep of receive and write) left the survivors waiting for every slow
-// write; a third absorbs most of it (docs/mpi.md "Measuring a rebuild").
-constexpr size_t kRoundsBehind = 3;
-
 // Recover's steps for the parity level (docs/mpi.md "XOR parity (L3)").
 class ParityLevel final : public redundancy::Level {
  public:
