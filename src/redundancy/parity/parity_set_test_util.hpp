@@ -3,11 +3,13 @@
 // checkpointed in its own directory, bundles of different sizes (the
 // longest sets the chunk, over several windows; the others are
 // zero-padded, one is shorter than a chunk), and the members' steps run
-// at once.
+// at once. kLarge's chunk is longer than a parity row's write
+// (impl::kRowWriteBytes): each row goes to its file in several writes.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -26,11 +28,14 @@ namespace cairn::test {
 class ParitySetTest : public ScratchDirTest {
  protected:
   static constexpr int kMembers = 4;
-  static constexpr size_t kBytes[kMembers] = {300 * kKiB + 5, 200 * kKiB, 1 * kMiB + 3, 64 * kKiB};
+  using Sizes = std::array<size_t, kMembers>;
+  static constexpr Sizes kSmall = {300 * kKiB + 5, 200 * kKiB, 1 * kMiB + 3, 64 * kKiB};
+  static constexpr Sizes kLarge = {300 * kKiB + 5, 20 * kMiB + 7, 1 * kMiB + 3, 64 * kKiB};
 
-  // `stem`: the test's directory; `code`: mpi.l3_code; `seed`: the data's.
-  ParitySetTest(const std::string& stem, L3Code code, uint64_t seed)
-      : ScratchDirTest(stem), code_(code), seed_(seed) {}
+  // `stem`: the test's directory; `code`: mpi.l3_code; `seed`: the data's;
+  // `sizes`: each member's protected bytes.
+  ParitySetTest(const std::string& stem, L3Code code, uint64_t seed, const Sizes& sizes = kSmall)
+      : ScratchDirTest(stem), code_(code), seed_(seed), sizes_(sizes) {}
 
   void SetUp() override {
     ScratchDirTest::SetUp();
@@ -39,7 +44,7 @@ class ParitySetTest : public ScratchDirTest {
       c.scratch_dir += "/rank" + std::to_string(r);
       c.l3_code = code_;
       configs_[r] = c;
-      std::vector<uint8_t> data(kBytes[r]);
+      std::vector<uint8_t> data(sizes_[r]);
       FillSplitMix(data.data(), data.size(), seed_, static_cast<uint64_t>(r));
       auto client = OpenClient(c);
       ASSERT_NE(client, nullptr);
@@ -90,6 +95,7 @@ class ParitySetTest : public ScratchDirTest {
 
   const L3Code code_;
   const uint64_t seed_;
+  const Sizes sizes_;
   Config configs_[kMembers];
   std::vector<uint8_t> bundles_[kMembers];
 };

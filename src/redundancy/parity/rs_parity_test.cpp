@@ -31,7 +31,8 @@ using namespace test;
 
 class RsParityTest : public ParitySetTest {
  protected:
-  RsParityTest() : ParitySetTest("rs_parity", L3Code::kRs, 11) {}
+  explicit RsParityTest(const Sizes& sizes = kSmall)
+      : ParitySetTest("rs_parity", L3Code::kRs, 11, sizes) {}
 
   void SetUp() override {
     if (!parity::impl::HaveReedSolomon()) GTEST_SKIP() << "built without ISA-L (CAIRN_WITH_ISAL)";
@@ -68,43 +69,59 @@ class RsParityTest : public ParitySetTest {
   // Member r's node is gone: its local files and its parity.
   void Lose(int r) { std::filesystem::remove_all(configs_[r].scratch_dir); }
 
+  // Row t of member j's parity file = row t of the code over the chunks of
+  // stripe (j - t) mod 4, each member's chunk i being bytes [i c, (i + 1) c)
+  // of its bundle, zero-padded (docs/format.md 3.9).
+  void ExpectEachRowIsTheCode() {
+    EncodeAll();
+    const parity::impl::Stripes st{.m = kMembers, .e = 2};
+    auto rs = parity::impl::ReedSolomon::Create(st.k(), st.e);
+    ASSERT_TRUE(rs.ok());
+    size_t longest = 0;
+    for (const auto& b : bundles_) longest = std::max(longest, b.size());
+    const uint64_t c = (longest + st.k() - 1) / st.k();
+    ASSERT_GT(c, 2 * parity::impl::WindowOf(c)) << "the encoding streams several rounds";
+    for (int j = 0; j < kMembers; ++j) {
+      const std::vector<uint8_t> file = Slurp(ParityPath(j));
+      const size_t head = parity::impl::kFixed + parity::impl::kPerMember * kMembers;
+      ASSERT_EQ(file.size(), head + 2 * c + parity::impl::kCrc);
+      for (size_t t = 0; t < st.e; ++t) {
+        const size_t s = st.StripeOfRow(j, t);
+        std::vector<std::vector<uint8_t>> chunks(st.k(), std::vector<uint8_t>(c, 0));
+        std::vector<const uint8_t*> data;
+        for (size_t i = 0; i < st.k(); ++i) {
+          const std::vector<uint8_t>& b = bundles_[st.Holder(s, i)];
+          for (uint64_t x = 0; x < c && i * c + x < b.size(); ++x) chunks[i][x] = b[i * c + x];
+          data.push_back(chunks[i].data());
+        }
+        std::vector<uint8_t> want(c);
+        rs->EncodeRow(t, data.data(), want.data(), c);
+        EXPECT_TRUE(
+            std::equal(want.begin(), want.end(), file.begin() + static_cast<long>(head + t * c)))
+            << "member " << j << " row " << t;
+      }
+      EXPECT_EQ(crc32c::Value(file.data(), file.size() - parity::impl::kCrc),
+                format::le::Get32(&file[file.size() - parity::impl::kCrc]));
+    }
+  }
+
   std::vector<std::string> notes_[kMembers];
 };
 
-// Row t of member j's parity file = row t of the code over the chunks of
-// stripe (j - t) mod 4, each member's chunk i being bytes [i c, (i + 1) c)
-// of its bundle, zero-padded (docs/format.md 3.9).
-TEST_F(RsParityTest, EachRowIsTheCodeOverItsStripesChunks) {
-  EncodeAll();
-  const parity::impl::Stripes st{.m = kMembers, .e = 2};
-  auto rs = parity::impl::ReedSolomon::Create(st.k(), st.e);
-  ASSERT_TRUE(rs.ok());
-  size_t longest = 0;
-  for (const auto& b : bundles_) longest = std::max(longest, b.size());
-  const uint64_t c = (longest + st.k() - 1) / st.k();
-  ASSERT_GT(c, 2 * parity::impl::WindowOf(c)) << "the encoding streams several rounds";
-  for (int j = 0; j < kMembers; ++j) {
-    const std::vector<uint8_t> file = Slurp(ParityPath(j));
-    const size_t head = parity::impl::kFixed + parity::impl::kPerMember * kMembers;
-    ASSERT_EQ(file.size(), head + 2 * c + parity::impl::kCrc);
-    for (size_t t = 0; t < st.e; ++t) {
-      const size_t s = st.StripeOfRow(j, t);
-      std::vector<std::vector<uint8_t>> chunks(st.k(), std::vector<uint8_t>(c, 0));
-      std::vector<const uint8_t*> data;
-      for (size_t i = 0; i < st.k(); ++i) {
-        const std::vector<uint8_t>& b = bundles_[st.Holder(s, i)];
-        for (uint64_t x = 0; x < c && i * c + x < b.size(); ++x) chunks[i][x] = b[i * c + x];
-        data.push_back(chunks[i].data());
-      }
-      std::vector<uint8_t> want(c);
-      rs->EncodeRow(t, data.data(), want.data(), c);
-      EXPECT_TRUE(
-          std::equal(want.begin(), want.end(), file.begin() + static_cast<long>(head + t * c)))
-          << "member " << j << " row " << t;
-    }
-    EXPECT_EQ(crc32c::Value(file.data(), file.size() - parity::impl::kCrc),
-              format::le::Get32(&file[file.size() - parity::impl::kCrc]));
-  }
+// Each row is the code over its stripe's chunks.
+TEST_F(RsParityTest, EachRowIsTheCodeOverItsStripesChunks) { ExpectEachRowIsTheCode(); }
+
+// A chunk longer than a row's write: each row is written in several pieces
+// (of whole windows), and it is the same code.
+class RsParityLargeTest : public RsParityTest {
+ protected:
+  RsParityLargeTest() : RsParityTest(kLarge) {}
+};
+
+TEST_F(RsParityLargeTest, ARowWrittenInSeveralPiecesIsTheSameCode) {
+  const uint64_t c = (kLarge[1] + 1) / 2;  // k = 2 data chunks per stripe
+  ASSERT_GT(c, parity::impl::kRowWriteBytes) << "each row goes out in several writes";
+  ExpectEachRowIsTheCode();
 }
 
 // Every pair of members, and each single one: lost with their nodes, they

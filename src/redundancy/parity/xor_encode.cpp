@@ -28,10 +28,6 @@ using namespace impl;
 uint64_t EncodeWindowOf(uint64_t chunk) {
   return std::clamp<uint64_t>((chunk + 7) / 8, uint64_t{16} << 10, uint64_t{4} << 20);
 }
-// A parity row goes to its file in writes of at least this many bytes (of
-// several rounds' windows when they are smaller): a 1 MiB direct write
-// after each exchange left the writes waiting on the device's latency.
-constexpr uint64_t kRowWriteBytes = uint64_t{4} << 20;
 // Bytes of its own chunks past the current window a member asks to be
 // read in (os::FileView::WillNeed) while the window is exchanged.
 constexpr uint64_t kReadAheadBytes = uint64_t{4} << 20;

@@ -31,12 +31,47 @@ using namespace test;
 
 class XorEncodeTest : public ParitySetTest {
  protected:
-  XorEncodeTest() : ParitySetTest("xor_encode", L3Code::kXor, 7) {}
+  explicit XorEncodeTest(const Sizes& sizes = kSmall)
+      : ParitySetTest("xor_encode", L3Code::kXor, 7, sizes) {}
 
   std::vector<Result<uint64_t>> EncodeAll() {
     return OnEveryMember<uint64_t>([&](Group& group, const parity::Sets& sets, int r) {
       return parity::Encode(group, sets, configs_[r], "sim", 1);
     });
+  }
+  // P_j = XOR over p != j of chunk ChunkOf(j, p) of bundle p, zero-padded,
+  // in every member's parity file, with the header's sizes and CRCs.
+  void ExpectEachParityIsTheXorOfTheChunks() {
+    for (const auto& r : EncodeAll()) ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const std::vector<int> members = {0, 1, 2, 3};
+    size_t longest = 0;
+    for (const auto& b : bundles_) longest = std::max(longest, b.size());
+    const uint64_t c = (longest + kMembers - 2) / (kMembers - 1);
+    ASSERT_GT(c, 2 * parity::impl::WindowOf(c)) << "the encoding streams several rounds";
+    for (int j = 0; j < kMembers; ++j) {
+      auto file = os::FileSystem::Default()->Open(ParityPath(j), os::OpenOptions{});
+      ASSERT_TRUE(file.ok()) << file.status().ToString();
+      auto h = parity::impl::ReadHeader(**file, ParityPath(j), SetOf(members, j));
+      ASSERT_TRUE(h.ok()) << h.status().ToString();
+      EXPECT_EQ(h->chunk, c);
+      EXPECT_EQ(h->position, static_cast<uint32_t>(j));
+      for (int q = 0; q < kMembers; ++q) {
+        EXPECT_EQ(h->members[q].bytes, static_cast<int64_t>(bundles_[q].size()));
+        EXPECT_EQ(h->members[q].crc, crc32c::Value(bundles_[q].data(), bundles_[q].size())) << q;
+      }
+      std::vector<uint8_t> want(c, 0);
+      for (int p = 0; p < kMembers; ++p) {
+        if (p == j) continue;
+        const uint64_t off = parity::impl::ChunkOf(j, p, kMembers) * c;
+        for (uint64_t i = 0; i < c && off + i < bundles_[p].size(); ++i) want[i] ^= bundles_[p][off + i];
+      }
+      std::vector<uint8_t> all(h->Size() + c + parity::impl::kCrc);
+      ASSERT_TRUE((*file)->ReadAt(all.data(), all.size(), 0).ok());
+      EXPECT_EQ(std::memcmp(all.data() + h->Size(), want.data(), c), 0)
+          << "member " << j << "'s parity chunk";
+      EXPECT_EQ(format::le::Get32(&all[h->Size() + c]), crc32c::Value(all.data(), h->Size() + c));
+      EXPECT_EQ(ParityEntries(j).size(), 1u);
+    }
   }
   // The XOR set of `members` as member `position` sees it.
   static parity::Sets SetOf(const std::vector<int>& members, int position) {
@@ -45,36 +80,20 @@ class XorEncodeTest : public ParitySetTest {
 };
 
 TEST_F(XorEncodeTest, EachParityIsTheXorOfTheWholeBundlesChunks) {
-  for (const auto& r : EncodeAll()) ASSERT_TRUE(r.ok()) << r.status().ToString();
-  const std::vector<int> members = {0, 1, 2, 3};
-  size_t longest = 0;
-  for (const auto& b : bundles_) longest = std::max(longest, b.size());
-  const uint64_t c = (longest + kMembers - 2) / (kMembers - 1);
-  ASSERT_GT(c, 2 * parity::impl::WindowOf(c)) << "the encoding streams several rounds";
-  for (int j = 0; j < kMembers; ++j) {
-    auto file = os::FileSystem::Default()->Open(ParityPath(j), os::OpenOptions{});
-    ASSERT_TRUE(file.ok()) << file.status().ToString();
-    auto h = parity::impl::ReadHeader(**file, ParityPath(j), SetOf(members, j));
-    ASSERT_TRUE(h.ok()) << h.status().ToString();
-    EXPECT_EQ(h->chunk, c);
-    EXPECT_EQ(h->position, static_cast<uint32_t>(j));
-    for (int q = 0; q < kMembers; ++q) {
-      EXPECT_EQ(h->members[q].bytes, static_cast<int64_t>(bundles_[q].size()));
-      EXPECT_EQ(h->members[q].crc, crc32c::Value(bundles_[q].data(), bundles_[q].size())) << q;
-    }
-    // P_j = XOR over p != j of chunk ChunkOf(j, p) of bundle p, zero-padded.
-    std::vector<uint8_t> want(c, 0);
-    for (int p = 0; p < kMembers; ++p) {
-      if (p == j) continue;
-      const uint64_t off = parity::impl::ChunkOf(j, p, kMembers) * c;
-      for (uint64_t i = 0; i < c && off + i < bundles_[p].size(); ++i) want[i] ^= bundles_[p][off + i];
-    }
-    std::vector<uint8_t> all(h->Size() + c + parity::impl::kCrc);
-    ASSERT_TRUE((*file)->ReadAt(all.data(), all.size(), 0).ok());
-    EXPECT_EQ(std::memcmp(all.data() + h->Size(), want.data(), c), 0) << "member " << j << "'s parity chunk";
-    EXPECT_EQ(format::le::Get32(&all[h->Size() + c]), crc32c::Value(all.data(), h->Size() + c));
-    EXPECT_EQ(ParityEntries(j).size(), 1u);
-  }
+  ExpectEachParityIsTheXorOfTheChunks();
+}
+
+// A chunk longer than a row's write: each parity row is written in several
+// pieces (of whole windows), and it is the same XOR.
+class XorEncodeLargeTest : public XorEncodeTest {
+ protected:
+  XorEncodeLargeTest() : XorEncodeTest(kLarge) {}
+};
+
+TEST_F(XorEncodeLargeTest, ARowWrittenInSeveralPiecesIsTheSameXor) {
+  const uint64_t c = (kLarge[1] + kMembers - 2) / (kMembers - 1);
+  ASSERT_GT(c, parity::impl::kRowWriteBytes) << "each row goes out in several writes";
+  ExpectEachParityIsTheXorOfTheChunks();
 }
 
 // After a rebuild the lost member's own parity is encoded again from the

@@ -49,6 +49,10 @@ uint64_t WindowOf(uint64_t chunk);
 // slow write; a third absorbs most of it (docs/mpi.md "Measuring a
 // rebuild").
 inline constexpr size_t kRoundsBehind = 3;
+// An encoding's parity row goes to its file in writes of at least this many
+// bytes (of several rounds' windows when they are smaller): a 1 MiB direct
+// write after each exchange left the writes waiting on the device's latency.
+inline constexpr uint64_t kRowWriteBytes = uint64_t{4} << 20;
 // The CRC of a bundle of `total` bytes from the CRCs of its chunks of c
 // bytes (the last one cut at `total`), computed as they streamed.
 uint32_t BundleCrc(const std::vector<uint32_t>& chunks, uint64_t total, uint64_t c);
