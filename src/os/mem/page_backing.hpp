@@ -17,14 +17,19 @@
 
 namespace cairn::os {
 
-// Whether [p, p+n) is backed by huge pages, from /proc/self/smaps: true when
-// every mapping that overlaps it either has a kernel page size above the base
-// page (hugetlbfs) or holds mostly transparent huge pages (AnonHugePages at
-// least 3/4 of its resident bytes; a mapping with nothing resident yet counts
-// when THP may back it, "THPeligible: 1"). Precondition: n > 0. Errors:
-// kIo when smaps cannot be read, kNotFound when part of the range is not
-// mapped. It reads the whole smaps file (~1 ms for a few hundred mappings):
-// ask once per region per restore, not per block.
+// Whether [p, p+n) is backed by huge pages (transparent or hugetlbfs).
+// Where the kernel has PAGEMAP_SCAN (Linux 6.7), from the range's own
+// present pages, 64 windows of 2 MiB of it when it is larger: true when at
+// least 3/4 of the present bytes are in huge pages. With nothing present
+// yet, or on an older kernel, from /proc/self/smaps: true when every
+// mapping that overlaps the range either has a kernel page size above the
+// base page (hugetlbfs) or holds mostly transparent huge pages
+// (AnonHugePages at least 3/4 of its resident bytes; a mapping with nothing
+// resident counts when THP may back it, "THPeligible: 1"). Precondition:
+// n > 0. Errors: kNotFound when part of the range is not mapped, kIo when
+// smaps is needed and cannot be read. The scan costs ~0.5 ms; smaps ~11 ms
+// per GiB the process holds in 4 KiB pages: ask once per region per
+// restore, not per block.
 Result<bool> BackedByHugePages(const void* p, size_t n);
 
 }  // namespace cairn::os
