@@ -467,16 +467,16 @@ int main(void) {
 
   /* A restore made of several calls: counted from begin to end. */
   {
-    cairn_stats_t st;
-    st.size = sizeof st;
+    cairn_stats_t restoring;
+    restoring.size = sizeof restoring;
     CHECK_RC(cairn_restore_end(c), CAIRN_ERR_STATE);
     CHECK_RC(cairn_restore_begin(c), CAIRN_OK);
     CHECK_RC(cairn_restore(c, "sim", 3), CAIRN_OK);
-    CHECK_RC(cairn_stats(c, &st), CAIRN_OK);
-    CHECK(st.init_restores_now == 1, "a begun restore counts until its end");
+    CHECK_RC(cairn_stats(c, &restoring), CAIRN_OK);
+    CHECK(restoring.init_restores_now == 1, "a begun restore counts until its end");
     CHECK_RC(cairn_restore_end(c), CAIRN_OK);
-    CHECK_RC(cairn_stats(c, &st), CAIRN_OK);
-    CHECK(st.init_restores_now == 0, "an ended restore no longer counts");
+    CHECK_RC(cairn_stats(c, &restoring), CAIRN_OK);
+    CHECK(restoring.init_restores_now == 0, "an ended restore no longer counts");
   }
 
   /* A region whose size differs from the checkpoint's. */

@@ -185,9 +185,14 @@ Result<E> Parse(const Name<E> (&names)[N], std::string_view text, const char* wh
   std::string accepted;
   for (const auto& [value, name] : names) {
     if (text == name) return value;
-    accepted += (accepted.empty() ? "" : ", ") + std::string(name);
+    if (!accepted.empty()) accepted += ", ";
+    accepted += name;
   }
-  return Status::Config("'" + std::string(text) + "' is not " + what + " (" + accepted + ")");
+  // Appended, not chained with operator+: GCC 12 warns (-Wrestrict) on
+  // "'" + std::string(...) inlined here, a false positive.
+  std::string message = "'";
+  message.append(text).append("' is not ").append(what);
+  return Status::Config(message.append(" (").append(accepted).append(")"));
 }
 
 }  // namespace

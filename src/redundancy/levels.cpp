@@ -118,7 +118,7 @@ Status Levels::AgreeTurn(bool turn, int level, const std::string& what, const st
   int64_t range[2] = {turn ? 1 : 0, turn ? -1 : 0};
   CAIRN_RETURN_IF_ERROR(group_->AllReduce(Group::Op::kMin, range, 2));
   if (range[0] == -range[1]) return Status::Ok();
-  const std::string l = "L" + std::to_string(level);
+  const std::string l = std::string("L").append(std::to_string(level));  // not "L" + (GCC 12 -Wrestrict)
   return Status::State(l + " (" + what + ") of " + label + ": its checkpoint was a turn (CAIRN_" + l +
                        "_EVERY) on some ranks and not on others; every rank must checkpoint the same versions "
                        "in the same order");

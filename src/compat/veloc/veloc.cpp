@@ -57,7 +57,11 @@ int Init(const char* call, const char* cfg_file, bool print_notes, std::string t
     if (config.ok() && print_notes) PrintNotes(*config);
     const bool sync = config.ok() && config->sync;
     const std::string root = config.ok() ? config->cairn.scratch_dir : std::string();
-    Result<std::unique_ptr<Client>> client = std::forward<Open>(open)(std::move(config));
+    // open(nullptr, why): the file did not load; MPI's open still runs, so
+    // that every rank fails together.
+    Result<std::unique_ptr<Client>> client = config.ok()
+                                                 ? std::forward<Open>(open)(&*config, Status::Ok())
+                                                 : std::forward<Open>(open)(nullptr, config.status());
     if (!client.ok()) return Fail(call, client.status());
     g_shim = std::make_unique<Shim>(std::move(client).value(), sync, root, std::move(tag), unique_id);
     return VELOC_SUCCESS;
@@ -84,18 +88,18 @@ int VELOC_Init(MPI_Comm comm, const char* cfg_file) {
   int rank = 0;
   if (initialized && comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
   return cairn::veloc::Init("VELOC_Init", cfg_file, rank == 0, "rank" + std::to_string(rank), rank,
-                            [&](Result<cairn::veloc::VelocConfig> config) {
-                              Result<cairn::Config> c = config.ok() ? Result<cairn::Config>(config->cairn)
-                                                                    : Result<cairn::Config>(config.status());
-                              return cairn::OpenMpi(comm, std::move(c));
+                            [&](const cairn::veloc::VelocConfig* config, const Status& why) {
+                              return cairn::OpenMpi(comm, config != nullptr ? Result<cairn::Config>(config->cairn)
+                                                                            : Result<cairn::Config>(why));
                             });
 }
 
 int VELOC_Init_single(unsigned int id, const char* cfg_file) {
   const std::string tag = "id" + std::to_string(id);
   return cairn::veloc::Init("VELOC_Init_single", cfg_file, true, tag, static_cast<int>(id),
-                            [&](Result<cairn::veloc::VelocConfig> config) -> Result<std::unique_ptr<cairn::Client>> {
-                              if (!config.ok()) return config.status();
+                            [&](const cairn::veloc::VelocConfig* config,
+                                const Status& why) -> Result<std::unique_ptr<cairn::Client>> {
+                              if (config == nullptr) return why;
                               // A process on its own: its own subdirectories (MPI ranks use rank<r>).
                               cairn::Config c = config->cairn;
                               c.scratch_dir += "/" + tag;
