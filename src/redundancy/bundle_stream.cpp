@@ -16,9 +16,12 @@ namespace cairn::redundancy {
 BundleReader::~BundleReader() = default;
 
 Result<std::unique_ptr<BundleReader>> BundleReader::Open(const Config& c, const std::string& dir,
-                                                         const std::string& name, int64_t version) {
+                                                         const std::string& name, int64_t version,
+                                                         Checkpoints* cache) {
   CAIRN_ASSIGN_OR_RETURN(format::Chain chain, format::Chain::Open(Fs(c), dir, name, version));
   std::unique_ptr<BundleReader> r(new BundleReader());
+  r->cache_ = cache;
+  r->name_ = name;
   Put(&r->heads_, static_cast<int64_t>(chain.links().size()));
   size_t head = 0;  // the count goes with the first file's head
   for (const auto& link : chain.links()) {
@@ -34,13 +37,14 @@ Result<std::unique_ptr<BundleReader>> BundleReader::Open(const Config& c, const 
     r->size_ += r->heads_.size() - head;
     head = r->heads_.size();
     r->files_.push_back(std::move(file));
-    r->segments_.push_back({.at = r->size_, .bytes = bytes, .file = r->files_.back().get()});
+    r->segments_.push_back(
+        {.at = r->size_, .bytes = bytes, .file = r->files_.back().get(), .number = parsed->number});
     r->size_ += bytes;
   }
   return r;
 }
 
-Status BundleReader::Read(uint64_t offset, uint8_t* dst, size_t n) {
+Status BundleReader::Gather(uint64_t offset, uint8_t* dst, size_t n, const FileFn& file_part) {
   const uint64_t end = offset + n;
   if (end > size_)
     std::memset(dst + (std::max(offset, size_) - offset), 0, end - std::max(offset, size_));
@@ -51,10 +55,16 @@ Status BundleReader::Read(uint64_t offset, uint8_t* dst, size_t n) {
     if (it->file == nullptr) {
       std::memcpy(out, heads_.data() + it->head + (from - it->at), to - from);
     } else {
-      CAIRN_RETURN_IF_ERROR(it->file->ReadAt(out, to - from, from - it->at));
+      CAIRN_RETURN_IF_ERROR(file_part(*it, from - it->at, out, to - from));
     }
   }
   return Status::Ok();
+}
+
+Status BundleReader::Read(uint64_t offset, uint8_t* dst, size_t n) {
+  return Gather(offset, dst, n, [](const Segment& s, uint64_t at, uint8_t* out, uint64_t bytes) {
+    return s.file->ReadAt(out, bytes, at);
+  });
 }
 
 std::vector<BundleReader::Segment>::iterator BundleReader::SegmentAt(uint64_t offset) {
@@ -76,6 +86,15 @@ const uint8_t* BundleReader::View(uint64_t offset, size_t n) {
   }
   auto bytes = s.view->Bytes(offset - s.at, n);
   return bytes.ok() ? *bytes : nullptr;
+}
+
+bool BundleReader::FromCache(uint64_t offset, uint8_t* dst, size_t n) {
+  if (cache_ == nullptr) return false;
+  return Gather(offset, dst, n, [this](const Segment& s, uint64_t at, uint8_t* out, uint64_t bytes) {
+           return cache_->CopyCached(name_, s.number, at, bytes, out).empty()
+                      ? Status::Ok()
+                      : Status::NotFound("not all in the host cache");
+         }).ok();
 }
 
 void BundleReader::WillNeed(uint64_t offset, size_t n) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,14 +15,18 @@
 #include "os/fs/aligned_writer.hpp"
 #include "os/fs/fs.hpp"
 #include "redundancy/bundle_parser.hpp"
+#include "redundancy/checkpoints.hpp"
 
 namespace cairn::redundancy {
 
 // The bundle of `version` in dir/name, read from its chain's files on demand.
 class BundleReader {
  public:
+  // `cache` (may be null): the member's checkpoints, whose host cache
+  // FromCache asks (Checkpoints::CopyCached).
   static Result<std::unique_ptr<BundleReader>> Open(const Config& c, const std::string& dir,
-                                                    const std::string& name, int64_t version);
+                                                    const std::string& name, int64_t version,
+                                                    Checkpoints* cache = nullptr);
   ~BundleReader();
   uint64_t size() const { return size_; }
   // Bytes [offset, offset + n) of the bundle into dst; zeros past its end
@@ -38,16 +43,29 @@ class BundleReader {
   // they lie inside one file that View mapped already (os::FileView::
   // WillNeed); otherwise nothing. A hint for the View that will follow.
   void WillNeed(uint64_t offset, size_t n);
+  // Bytes [offset, offset + n) of the bundle into dst from the host cache
+  // of Open's `cache` (zeros past the end), when it holds every one of them:
+  // a version just committed need not be read back from the disk that the
+  // local files, the partner copies and the parity share. false (dst
+  // partly written) when it lacks some, or without a cache: the caller
+  // reads them with View or Read.
+  bool FromCache(uint64_t offset, uint8_t* dst, size_t n);
 
  private:
   BundleReader() = default;
   struct Segment {
     uint64_t at = 0, bytes = 0;  // where it lies in the bundle
     os::File* file = nullptr;    // its contents; nullptr: heads_[head ..)
+    int64_t number = -1;         // file's version
     size_t head = 0;
     std::unique_ptr<os::FileView> view;  // file's mapping, once View asked
     bool unmapped = false;               // Map failed: not asked again
   };
+  // Bytes [offset, offset + n) into dst: zeros past the end, the heads
+  // from heads_, each file's part from file_part(segment, offset in its
+  // file, dst, bytes); stops at its first error.
+  using FileFn = std::function<Status(const Segment&, uint64_t, uint8_t*, uint64_t)>;
+  Status Gather(uint64_t offset, uint8_t* dst, size_t n, const FileFn& file_part);
   // The segment that holds `offset` (the first one when none starts at or
   // before it).
   std::vector<Segment>::iterator SegmentAt(uint64_t offset);
@@ -55,6 +73,8 @@ class BundleReader {
   std::vector<uint8_t> heads_;  // the count and each file's [number][bytes]
   std::vector<Segment> segments_;
   uint64_t size_ = 0;
+  Checkpoints* cache_ = nullptr;
+  std::string name_;
 };
 
 // dir/file written at any offsets into a temp file, then committed with

@@ -1,7 +1,8 @@
 // A redundancy level's bundle read piecewise (bundle_stream.hpp): Read and
 // the in-place View give the same bytes; View declines what it cannot hand
 // out in place (the heads, a range past a file's end, a file system that
-// cannot map), and Read serves those.
+// cannot map), and Read serves those; FromCache gives them from the host
+// cache when it holds all of them.
 #include "redundancy/bundle_stream.hpp"
 
 #include <gtest/gtest.h>
@@ -11,7 +12,9 @@
 #include <vector>
 
 #include "cairn/cairn.hpp"
+#include "format/naming.hpp"
 #include "testing/fs/fault_fs.hpp"
+#include "testing/group/fake_checkpoints.hpp"
 #include "testing/test_util.hpp"
 
 namespace cairn {
@@ -73,6 +76,52 @@ TEST_F(BundleStreamTest, ViewGivesTheBytesReadGivesOrDeclines) {
   ASSERT_TRUE(r.Read(all.size() - 10, tail.data(), tail.size()).ok());
   EXPECT_EQ(std::memcmp(tail.data(), all.data() + all.size() - 10, 10), 0);
   EXPECT_EQ(tail[10], 0);
+}
+
+// FromCache asks the member's host cache (Checkpoints::CopyCached) for the
+// file's part of a range, in the file's own offsets, and serves the heads
+// itself: the same bytes as Read when the cache holds them all; false when
+// it lacks any, or without a cache.
+TEST_F(BundleStreamTest, FromCacheGivesTheBytesWhenTheCacheHoldsThemAll) {
+  const Config c = MakeConfig();
+  Save(c);
+  const std::vector<uint8_t> file =
+      Slurp(c.scratch_dir + "/sim/" + format::EntryFileName(format::EntryKind::kCheckpoint, 1));
+  FakeCheckpoints cache;
+  uint64_t asked = 0, held_from = 0;  // the cache holds the file from held_from on
+  cache.copy_cached = [&](const std::string& name, int64_t number, uint64_t offset, uint64_t bytes,
+                          uint8_t* dst) -> ExtentList {
+    EXPECT_EQ(name, "sim");
+    EXPECT_EQ(number, 1);
+    asked += bytes;
+    if (offset < held_from) return {{offset, bytes}};
+    std::memcpy(dst, file.data() + offset, bytes);  // as committed
+    return {};
+  };
+  auto reader = redundancy::BundleReader::Open(c, c.scratch_dir, "sim", 1, &cache);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  redundancy::BundleReader& r = **reader;
+  const std::vector<uint8_t> all = ReadAll(r);
+  ASSERT_EQ(all.size(), kHead + file.size());
+  // The heads and the file's start, a range inside the file, past the end.
+  for (const auto& [at, n] : std::vector<std::pair<uint64_t, size_t>>{
+           {0, 9000}, {kHead + 1000, 9000}, {all.size() - 700, 1400}}) {
+    std::vector<uint8_t> got(n, 0xee);
+    asked = 0;
+    ASSERT_TRUE(r.FromCache(at, got.data(), n)) << at;
+    EXPECT_EQ(std::memcmp(got.data(), all.data() + at, std::min(n, all.size() - at)), 0) << at;
+    if (at + n > all.size()) {
+      EXPECT_EQ(got.back(), 0) << "zeros past the end";
+    }
+    EXPECT_EQ(asked, std::min<uint64_t>(at + n, all.size()) - std::max(at, kHead)) << at;
+  }
+  held_from = 4096;  // the cache lacks the file's first block
+  std::vector<uint8_t> got(9000);
+  EXPECT_FALSE(r.FromCache(0, got.data(), got.size()));
+  EXPECT_TRUE(r.FromCache(kHead + 4096, got.data(), got.size()));
+  auto uncached = redundancy::BundleReader::Open(c, c.scratch_dir, "sim", 1);
+  ASSERT_TRUE(uncached.ok());
+  EXPECT_FALSE((*uncached)->FromCache(kHead, got.data(), got.size())) << "no cache";
 }
 
 // Through a wrapper that cannot map (FaultFs: its injected faults apply to

@@ -207,7 +207,7 @@ Status Levels::AfterWait(const std::string& name, int64_t version, cairn::Level 
 
 Status Levels::EncodeL3(const std::string& name, int64_t version, const std::string& label) {
   const SteadyTime start = std::chrono::steady_clock::now();
-  auto bytes = parity::Encode(*group_, plan_.sets, config_, name, version);
+  auto bytes = parity::Encode(*group_, plan_.sets, config_, name, version, nullptr, local_);
   CAIRN_RETURN_IF_ERROR(collective::Agree(*group_, bytes.status(), "the parity (L3) of " + label));
   if (*bytes == 0) return Status::Ok();  // superseded (Encode): nothing to protect any more
   const int64_t end_ns = RealtimeNs();

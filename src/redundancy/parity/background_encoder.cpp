@@ -114,7 +114,7 @@ BackgroundEncoder::Done BackgroundEncoder::EncodeJob(const Job& job) {
   // and this one's failure to read its bundle fails the encoding for all.
   const Status local = local_->WaitLocal(job.name, job.version);
   const SteadyTime start = std::chrono::steady_clock::now();
-  auto bytes = sets_ ? Encode(*group_, *sets_, config_, job.name, job.version, this)
+  auto bytes = sets_ ? Encode(*group_, *sets_, config_, job.name, job.version, this, local_)
                      : Result<uint64_t>(Status::Internal("an L3 encoding queued with L3 off"));
   // Superseded: the same on every member (Encode shares it), so none
   // agrees, and the local wait's error (the files are gone) does not count.

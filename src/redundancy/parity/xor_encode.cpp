@@ -246,10 +246,11 @@ class Encoder {
   // chunk's own (allocated on the first need; zeros past the end; zeros and
   // a failure on a read error).
   const uint8_t* OwnWindow(uint64_t at, uint64_t n, size_t k) {
-    if (const uint8_t* in_place = bundle_->View(at, n); in_place != nullptr) return in_place;
     copies_.resize(st_.k());
     std::vector<uint8_t>& copy = copies_[k];
     copy.resize(n);
+    if (bundle_->FromCache(at, copy.data(), n)) return copy.data();
+    if (const uint8_t* in_place = bundle_->View(at, n); in_place != nullptr) return in_place;
     if (Status s = bundle_->Read(at, copy.data(), n); !s.ok()) {
       Fail(s);
       std::fill_n(copy.data(), n, 0);
@@ -311,14 +312,15 @@ Status FirstFailed(const std::vector<std::vector<int64_t>>& outcomes, const std:
 }  // namespace
 
 Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config,
-                        const std::string& name, int64_t version, Pauser* pause) {
+                        const std::string& name, int64_t version, Pauser* pause,
+                        redundancy::Checkpoints* cache) {
   const std::vector<int>& members = sets.members();
   const size_t m = members.size();
   const std::string what = std::string("the ") + CodeName(sets.code) + " parity (L3) of version " +
                            std::to_string(version) + " of '" + name + "'";
   // 1. Every member learns every bundle's size (kUnreadable: its files do
   // not open; kSuperseded: retention removed them).
-  auto bundle = redundancy::BundleReader::Open(config, config.scratch_dir, name, version);
+  auto bundle = redundancy::BundleReader::Open(config, config.scratch_dir, name, version, cache);
   const int64_t mine = bundle.ok()                         ? static_cast<int64_t>((*bundle)->size())
                        : Superseded(config, name, version) ? kSuperseded
                                                            : kUnreadable;

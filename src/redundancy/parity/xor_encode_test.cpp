@@ -21,6 +21,7 @@
 #include "redundancy/parity/xor_parity_impl.hpp"
 #include "redundancy/redundancy.hpp"
 #include "testing/fs/fault_fs.hpp"
+#include "testing/group/fake_checkpoints.hpp"
 #include "testing/test_util.hpp"
 #include "util/crc32c.hpp"
 
@@ -36,7 +37,8 @@ class XorEncodeTest : public ParitySetTest {
 
   std::vector<Result<uint64_t>> EncodeAll() {
     return OnEveryMember<uint64_t>([&](Group& group, const parity::Sets& sets, int r) {
-      return parity::Encode(group, sets, configs_[r], "sim", 1);
+      return parity::Encode(group, sets, configs_[r], "sim", 1, nullptr,
+                            caches_ != nullptr ? &caches_[r] : nullptr);
     });
   }
   // P_j = XOR over p != j of chunk ChunkOf(j, p) of bundle p, zero-padded,
@@ -73,6 +75,8 @@ class XorEncodeTest : public ParitySetTest {
       EXPECT_EQ(ParityEntries(j).size(), 1u);
     }
   }
+  FakeCheckpoints* caches_ = nullptr;  // each member's host cache, or none
+
   // The XOR set of `members` as member `position` sees it.
   static parity::Sets SetOf(const std::vector<int>& members, int position) {
     return parity::Sets{.all = {members}, .mine = 0, .position = position};
@@ -80,6 +84,34 @@ class XorEncodeTest : public ParitySetTest {
 };
 
 TEST_F(XorEncodeTest, EachParityIsTheXorOfTheWholeBundlesChunks) {
+  ExpectEachParityIsTheXorOfTheChunks();
+}
+
+// A member's own windows come from its host cache where it holds them
+// (Checkpoints::CopyCached): each member's cache holds its file as
+// committed, and the file's data on disk is then spoiled; the parity is
+// still the committed bundles'.
+TEST_F(XorEncodeTest, OwnWindowsComeFromTheHostCache) {
+  FakeCheckpoints caches[kMembers];
+  std::vector<uint8_t> committed[kMembers];
+  for (int r = 0; r < kMembers; ++r) {
+    const std::string path = configs_[r].scratch_dir + "/sim/" +
+                             format::EntryFileName(format::EntryKind::kCheckpoint, 1);
+    committed[r] = Slurp(path);
+    ASSERT_GT(committed[r].size(), 4096u + 16 * kKiB);
+    std::FILE* f = std::fopen(path.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    const std::vector<uint8_t> junk(16 * kKiB, 0x5a);  // inside the first block's data
+    ASSERT_EQ(std::fseek(f, 4096, SEEK_SET), 0);
+    ASSERT_EQ(std::fwrite(junk.data(), 1, junk.size(), f), junk.size());
+    ASSERT_EQ(std::fclose(f), 0);
+    caches[r].copy_cached = [&committed, r](const std::string&, int64_t, uint64_t offset,
+                                            uint64_t bytes, uint8_t* dst) -> ExtentList {
+      std::memcpy(dst, committed[r].data() + offset, bytes);
+      return {};
+    };
+  }
+  caches_ = caches;
   ExpectEachParityIsTheXorOfTheChunks();
 }
 

@@ -13,6 +13,7 @@
 #include "cairn/config.hpp"
 #include "cairn/group.hpp"
 #include "cairn/status.hpp"
+#include "redundancy/checkpoints.hpp"
 #include "redundancy/parity/stripes.hpp"
 #include "redundancy/redundancy.hpp"
 
@@ -62,9 +63,12 @@ class Pauser {
 // `name` (retention removed it before its turn: an encoding that fell
 // behind). Collective over the set (every member of the group calls it);
 // the outcome is not agreed here. `pause` (may be null): asked before each
-// window.
+// window. `cache` (may be null): the member's checkpoints, whose host cache
+// serves the windows of its own bundle that it still holds (the rest is
+// read from the files).
 Result<uint64_t> Encode(Group& group, const Sets& sets, const Config& config,
-                        const std::string& name, int64_t version, Pauser* pause = nullptr);
+                        const std::string& name, int64_t version, Pauser* pause = nullptr,
+                        redundancy::Checkpoints* cache = nullptr);
 
 // The parity level of redundancy::Recover: offers the versions the member's
 // set can rebuild for it (it alone lacks them and every other member has
