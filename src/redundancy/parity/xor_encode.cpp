@@ -43,11 +43,13 @@ constexpr uint64_t kReadAheadBytes = uint64_t{4} << 20;
 // kRowWriteBytes, on a thread of its own (redundancy::WriteBehind) up to
 // kRoundsBehind rounds behind the exchanges, while the next windows, read
 // ahead, go out: a round's read, exchange and write no longer take turns.
-// Nothing larger than a window is held: for XOR about 4m - 3 windows (m - 1 own ones, 3 rounds of m
-// - 1 received ones, the parity row's), 52 MiB for m = 4 at 4 MiB windows (a whole-bundle encoding
-// held the bundle, its parity chunk and the file, 1.5 bundles). The CRCs the header records are
-// taken as the bytes stream. With `targets` (Reencode) only their parity is made: every member
-// sends them its chunks of it, and only they receive.
+// Nothing larger than a window is held: for XOR about 4m - 3 windows
+// (m - 1 own ones, 3 rounds of m - 1 received ones, the parity row's),
+// 52 MiB for m = 4 at 4 MiB windows (a whole-bundle encoding held the
+// bundle, its parity chunk and the file, 1.5 bundles). The CRCs the header
+// records are taken as the bytes stream. With `targets` (Reencode) only
+// their parity is made: every member sends them its chunks of it, and only
+// they receive.
 class Encoder {
  public:
   // `bundle` may be null on a member that sends nothing (the target of an
@@ -242,9 +244,10 @@ class Encoder {
     }
   }
   // Bytes [at, at + n) of this member's bundle, the current window of its
-  // chunk k: in place where its file maps, else read into a buffer of the
-  // chunk's own (allocated on the first need; zeros past the end; zeros and
-  // a failure on a read error).
+  // chunk k: copied from the host cache into a buffer of the chunk's own
+  // when the cache holds all of them, else in place where its file maps,
+  // else read into that buffer (zeros past the end; zeros and a failure on
+  // a read error).
   const uint8_t* OwnWindow(uint64_t at, uint64_t n, size_t k) {
     copies_.resize(st_.k());
     std::vector<uint8_t>& copy = copies_[k];
